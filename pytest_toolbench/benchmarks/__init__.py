@@ -1,0 +1,11 @@
+"""Benchmark registry: name -> Benchmark. Register a new benchmark with one line here."""
+
+from __future__ import annotations
+
+from pytest_toolbench.benchmarks.base import Benchmark
+
+
+def registry() -> dict[str, Benchmark]:
+    from pytest_toolbench.benchmarks.toolhop.benchmark import TOOLHOP
+
+    return {b.name: b for b in (TOOLHOP,)}

@@ -1,0 +1,53 @@
+"""What a benchmark is, to the rest of the harness.
+
+A benchmark turns dataset files into :class:`Case` objects (one per sample x scenario/level/mode),
+declares its metrics and subgroup labels, and provides a runner that turns a case into a
+:class:`~pytest_toolbench.results.case_result.CaseResult`. Adding a benchmark means one new folder
+under ``benchmarks/`` plus one line in ``benchmarks/__init__.py``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from pytest_toolbench.models.base import ChatModel
+from pytest_toolbench.results.case_result import CaseResult
+from pytest_toolbench.results.metrics import MetricSpec
+
+
+class Case(BaseModel):
+    """One pytest node: a benchmark sample under one scenario."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    id: str  # stable, e.g. "toolhop-17-mandatory"
+    benchmark: str
+    scenario: str
+    sample_id: str
+    #: Subgroup labels, also turned into pytest markers (e.g. hops=3 -> @mark.hops(n=3)).
+    labels: dict[str, str | int] = Field(default_factory=dict)
+    #: The validated upstream record (benchmark-specific pydantic model).
+    sample: Any = None
+
+
+@runtime_checkable
+class CaseRunner(Protocol):
+    """Runs one case against a model inside the benchmark's environment."""
+
+    async def run(self, case: Case, model: ChatModel) -> CaseResult: ...
+
+
+@runtime_checkable
+class Benchmark(Protocol):
+    name: str
+    scenarios: tuple[str, ...]
+    metrics: tuple[MetricSpec, ...]
+    #: Labels to break metrics down by in the terminal table (e.g. ("hops",)).
+    breakdown_labels: tuple[str, ...]
+    #: Marker name -> keyword used in the marker, e.g. {"hops": "n", "domain": "name"}.
+    label_markers: dict[str, str]
+
+    def load_cases(self, data_dir: Path | None, scenarios: tuple[str, ...]) -> list[Case]: ...

@@ -1,0 +1,97 @@
+"""Run settings: every command-line option, validated once, shared by all parts of a run.
+
+Built from pytest options in plugin.py (``RunSettings.from_pytest_config``) but plain pydantic, so
+library code and unit tests build it directly.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from pytest_toolbench.benchmarks.toolhop.options import ToolHopOptions
+from pytest_toolbench.models.base import DECODING_PRESETS, Sampling
+
+#: The model used when none is given: SmolLM2-135M-Instruct served by vLLM on the CPU.
+EMBEDDED_MODEL = "smollm2-135m"
+
+
+class SandboxLimits(BaseModel):
+    """Limits for the process that runs untrusted tool code."""
+
+    cpu_seconds: float = 20.0  # CPU time per call (the wall-clock limit is the benchmark's)
+    memory_mb: int = 1024  # address-space limit of a sandbox worker
+    file_size_mb: int = 16  # largest file a tool may write (inside its temp dir)
+    workers: int = 4  # warm worker processes per pytest process
+
+
+class VLLMSettings(BaseModel):
+    extra_args: list[str] = Field(default_factory=list)  # --vllm-arg pass-through
+    startup_timeout_s: float = 600.0
+    tool_call_parser: str | None = None  # overrides the model-family table
+    chat_template: str | None = None
+    python: str | None = None  # interpreter that has vllm installed (default: this one)
+
+
+class RunSettings(BaseModel):
+    # --- model under test
+    model: str = EMBEDDED_MODEL
+    backend: Literal["auto", "openai", "vllm"] = "auto"
+    base_url: str | None = None
+    api_key: str | None = None
+    request_timeout_s: float = 120.0
+    max_retries: int = 6
+    concurrency: int = 8
+    decoding: Literal["closed", "open"] | None = None  # None: per backend (API: closed, vLLM: open)
+    temperature: float | None = None  # overrides the preset
+    max_tokens: int | None = None  # overrides the preset
+    # --- cache, record, replay
+    cache_dir: Path = Path(".toolbench/cache")
+    use_cache: bool = True
+    record_path: Path | None = None
+    # --- case selection
+    data_dir: Path | None = None
+    scenarios: tuple[str, ...] | None = None  # None: all of each benchmark's scenarios
+    limit: int | None = None
+    sample_ids: tuple[str, ...] | None = None
+    # --- reporting and gating
+    json_path: Path | None = None
+    gates: tuple[str, ...] = ()
+    max_error_rate: float = 0.0
+    bootstrap_samples: int = 2000
+    seed: int = 0
+    # --- environments and benchmark options
+    sandbox: SandboxLimits = Field(default_factory=SandboxLimits)
+    vllm: VLLMSettings = Field(default_factory=VLLMSettings)
+    toolhop: ToolHopOptions = Field(default_factory=ToolHopOptions)
+
+    @property
+    def resolved_backend(self) -> Literal["openai", "vllm", "oracle", "replay"]:
+        if self.model == "oracle":
+            return "oracle"
+        if self.model.startswith("replay:"):
+            return "replay"
+        if self.backend != "auto":
+            return self.backend
+        if self.base_url or os.environ.get("OPENAI_BASE_URL") or self.api_key or os.environ.get(
+            "OPENAI_API_KEY"
+        ):
+            return "openai"
+        if self.model == EMBEDDED_MODEL or Path(self.model).is_dir():
+            return "vllm"
+        return "openai"
+
+    @property
+    def sampling(self) -> Sampling:
+        preset_name = self.decoding or ("open" if self.resolved_backend == "vllm" else "closed")
+        preset = DECODING_PRESETS[preset_name]
+        return preset.model_copy(
+            update={
+                k: v
+                for k, v in {"temperature": self.temperature, "max_tokens": self.max_tokens}.items()
+                if v is not None
+            }
+        )

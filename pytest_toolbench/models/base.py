@@ -1,0 +1,134 @@
+"""The one interface between benchmarks and models under test.
+
+A benchmark runner builds a :class:`ChatRequest` (OpenAI-format messages and tools plus sampling),
+awaits ``model.complete(request, ctx)`` and gets back a :class:`ChatResponse` holding one
+OpenAI-format assistant message. Every backend (OpenAI-compatible HTTP, managed vLLM, oracle,
+replay) implements :class:`ChatModel`; retries, caching and recording wrap a backend rather than
+living in it, so each concern is written once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Callable, Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Sampling(BaseModel):
+    """Decoding parameters sent with every request (part of the cache key)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    temperature: float | None = 0.0
+    max_tokens: int | None = 256
+    top_p: float | None = None
+    seed: int | None = None
+
+    def as_request_kwargs(self) -> dict[str, Any]:
+        return {k: v for k, v in self.model_dump().items() if v is not None}
+
+
+#: Upstream decoding presets (ToolHop spec §2.4): ``closed`` is evaluation_closed.py (T=0,
+#: max_tokens=256), ``open`` is evaluation_open.py (greedy, 1024 new tokens).
+DECODING_PRESETS: dict[str, Sampling] = {
+    "closed": Sampling(temperature=0.0, max_tokens=256),
+    "open": Sampling(temperature=0.0, max_tokens=1024),
+}
+
+
+class ChatRequest(BaseModel):
+    """One chat-completion request in OpenAI wire format."""
+
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]] | None = None
+    tool_choice: str | dict[str, Any] | None = None
+    sampling: Sampling = Field(default_factory=Sampling)
+
+    def fingerprint(self) -> str:
+        """Stable hash of everything in the request that changes the answer."""
+        payload = json.dumps(self.model_dump(mode="json"), sort_keys=True, ensure_ascii=False)
+        return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+class Usage(BaseModel):
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    def __add__(self, other: "Usage") -> "Usage":
+        return Usage(
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+        )
+
+
+class ParseFailure(BaseModel):
+    """The model's text held a tool call the server's parser did not extract, or bad JSON args."""
+
+    reason: Literal["unextracted_tool_call", "invalid_arguments_json"]
+    raw_text: str
+    detail: str = ""
+
+
+class ChatResponse(BaseModel):
+    """One assistant turn. ``message`` is the OpenAI-format assistant message as returned."""
+
+    message: dict[str, Any]
+    usage: Usage = Field(default_factory=Usage)
+    latency_s: float = 0.0
+    cached: bool = False
+    model: str = ""
+    finish_reason: str | None = None
+    parse_failure: ParseFailure | None = None
+
+    @property
+    def content(self) -> str | None:
+        return self.message.get("content")
+
+    @property
+    def tool_calls(self) -> list[dict[str, Any]]:
+        return list(self.message.get("tool_calls") or [])
+
+
+class CallContext(BaseModel):
+    """What a backend may know about the call besides the request.
+
+    ``oracle`` is the benchmark's reference policy (used only by the oracle backend);
+    ``case_id`` keys replay files and recordings.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    case_id: str
+    turn: int = 0
+    oracle: Callable[[ChatRequest], dict[str, Any]] | None = None
+
+
+class ModelCallError(Exception):
+    """An infrastructure failure: the endpoint could not give an answer after retries.
+
+    Scored apart from wrong answers: the case becomes an *error*, excluded from metrics.
+    ``kind`` is a short machine-readable tag ("http_500", "timeout", "replay_exhausted", ...).
+    """
+
+    def __init__(self, kind: str, message: str):
+        super().__init__(f"{kind}: {message}")
+        self.kind = kind
+        self.message = message
+
+
+@runtime_checkable
+class ChatModel(Protocol):
+    """The async interface every backend implements."""
+
+    #: Name reported in results and used in the cache key (e.g. "gpt-4o", "oracle").
+    name: str
+
+    async def complete(self, request: ChatRequest, ctx: CallContext) -> ChatResponse: ...
+
+    async def aclose(self) -> None: ...
+
+    def describe(self) -> dict[str, Any]:
+        """Run metadata: backend, base URL, server args... (goes into the JSON report)."""
+        ...

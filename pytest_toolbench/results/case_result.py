@@ -1,0 +1,54 @@
+"""The typed, JSON-serialisable result of one case: the unit that crosses process boundaries.
+
+A worker turns a finished case into a :class:`CaseResult`, ships it to the controller through
+``TestReport.user_properties`` (see plugin.py), and the controller aggregates the results into
+metrics. Nothing else about a case is needed after it ran.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from pytest_toolbench.models.base import Usage
+
+
+class Outcome(str, Enum):
+    PASSED = "passed"  # the benchmark's correctness criterion held
+    FAILED = "failed"  # wrong answer (or no answer), scored as the benchmark scores it
+    ERROR = "error"  # infrastructure failure; excluded from metrics, counted apart
+
+
+class InfraError(BaseModel):
+    kind: str
+    message: str
+
+
+class CaseResult(BaseModel):
+    case_id: str
+    benchmark: str
+    scenario: str
+    model: str = ""
+    outcome: Outcome
+    #: Subgroup labels such as hops / domain / answer_type (strings or ints).
+    labels: dict[str, str | int] = Field(default_factory=dict)
+    #: Per-case numeric values the benchmark's metrics aggregate (e.g. answer_correct: 1.0).
+    #: A missing key means "not applicable" for that metric (excluded from its n).
+    values: dict[str, float] = Field(default_factory=dict)
+    #: Anything else worth keeping: gold, prediction, invocation-error flags, deviations...
+    details: dict[str, Any] = Field(default_factory=dict)
+    #: Short human-readable reason for a failure (question, gold, model answer).
+    failure_message: str | None = None
+    error: InfraError | None = None
+    transcript: list[dict[str, Any]] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage)
+    latency_s: float = 0.0
+    model_calls: int = 0
+    cached_calls: int = 0
+    parse_failures: list[dict[str, Any]] = Field(default_factory=list)
+
+    @property
+    def is_error(self) -> bool:
+        return self.outcome is Outcome.ERROR
