@@ -1,0 +1,196 @@
+"""Allure results for a tool-use run: labels per case, transcripts and tool calls as attachments.
+
+Mapping (anchors §3.3): epic = benchmark, feature = scenario, story = "hops=N", tag = model, one
+label per case label (hops, domain, ...). The model is an *excluded* parameter so a case keeps one
+Allure history line across models. Every call is a no-op when allure-pytest is not active
+(no ``--alluredir``), so the plugin can call these unconditionally.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import allure
+import allure_commons
+from allure_commons.types import AttachmentType
+
+from pytest_toolbench.results.aggregate import RunMetrics
+from pytest_toolbench.results.case_result import CaseResult
+
+#: Keys looked up in CaseResult.details for the description, first hit wins. The benchmark
+#: record's own "answer" is ToolHop's *gold*, so plain "answer" is deliberately not a prediction.
+QUESTION_KEYS = ("question", "query")
+GOLD_KEYS = ("gold", "gold_answer", "expected")
+PREDICTION_KEYS = ("prediction", "model_answer", "final_answer", "predicted")
+
+
+def _dumps(obj: Any) -> str:
+    return json.dumps(obj, indent=2, ensure_ascii=False, default=str)
+
+
+def _first(details: dict[str, Any], keys: tuple[str, ...]) -> Any:
+    for k in keys:
+        if details.get(k) not in (None, ""):
+            return details[k]
+    return None
+
+
+def _parse_args(arguments: Any) -> Any:
+    if isinstance(arguments, str):
+        try:
+            return json.loads(arguments)
+        except ValueError:
+            return arguments  # keep the raw string: invalid JSON is itself a finding
+    return arguments
+
+
+def tool_calls_from_transcript(transcript: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Pair each OpenAI-format assistant tool call with the tool message answering it."""
+    results: dict[str, Any] = {}
+    for msg in transcript:
+        if msg.get("role") == "tool" and msg.get("tool_call_id") is not None:
+            results[str(msg["tool_call_id"])] = msg.get("content")
+    calls: list[dict[str, Any]] = []
+    turn = 0
+    for msg in transcript:
+        if msg.get("role") != "assistant":
+            continue
+        turn += 1
+        for call in msg.get("tool_calls") or []:
+            fn = call.get("function") or {}
+            call_id = call.get("id")
+            calls.append(
+                {
+                    "turn": turn,
+                    "id": call_id,
+                    "name": fn.get("name"),
+                    "arguments": _parse_args(fn.get("arguments")),
+                    "result": results.get(str(call_id)) if call_id is not None else None,
+                }
+            )
+    return calls
+
+
+def _description(result: CaseResult) -> str:
+    d = result.details
+    lines = [f"**Case** `{result.case_id}` - outcome **{result.outcome.value}**", ""]
+    for title, value in (
+        ("Question", _first(d, QUESTION_KEYS)),
+        ("Gold answer", _first(d, GOLD_KEYS)),
+        ("Model answer", _first(d, PREDICTION_KEYS)),
+    ):
+        if value is not None:
+            lines += [f"**{title}:** {value}", ""]
+    if result.failure_message:
+        lines += [f"**Failure:** {result.failure_message}", ""]
+    if result.error is not None:
+        lines += [f"**Infrastructure error** ({result.error.kind}): {result.error.message}", ""]
+    if result.parse_failures:
+        lines += [f"**Tool-call parse failures:** {len(result.parse_failures)}", ""]
+    lines.append(
+        f"model calls: {result.model_calls} ({result.cached_calls} cached), "
+        f"tokens: {result.usage.prompt_tokens} prompt / {result.usage.completion_tokens} completion, "
+        f"latency: {result.latency_s:.2f} s"
+    )
+    return "\n".join(lines)
+
+
+def attach_case(result: CaseResult, model: str) -> None:
+    """Label and annotate the *currently running* test with one case's result."""
+    allure.dynamic.epic(result.benchmark)
+    allure.dynamic.feature(result.scenario)
+    if "hops" in result.labels:
+        allure.dynamic.story(f"hops={result.labels['hops']}")
+    for name, value in sorted(result.labels.items()):
+        allure.dynamic.label(name, str(value))
+    if model:
+        allure.dynamic.tag(model)
+        allure.dynamic.parameter("model", model, excluded=True)
+    question = _first(result.details, QUESTION_KEYS)
+    title = result.case_id if question is None else f"{result.case_id}: {str(question)[:100]}"
+    allure.dynamic.title(title)
+    allure.dynamic.description(_description(result))
+
+    if result.transcript:
+        allure.attach(_dumps(result.transcript), "transcript", AttachmentType.JSON)
+        calls = tool_calls_from_transcript(result.transcript)
+        if calls:
+            allure.attach(_dumps(calls), "tool calls", AttachmentType.JSON)
+    if result.details:
+        allure.attach(_dumps(result.details), "details", AttachmentType.JSON)
+    if result.parse_failures:
+        allure.attach(_dumps(result.parse_failures), "tool-call parse failures", AttachmentType.JSON)
+        for i, pf in enumerate(result.parse_failures, start=1):
+            raw = pf.get("raw_text")
+            if raw:
+                allure.attach(str(raw), f"parse failure {i}: raw model text", AttachmentType.TEXT)
+
+
+def allure_active() -> bool:
+    """True when allure-pytest writes results (``--alluredir``) in this process."""
+    return bool(allure_commons.plugin_manager.hook.global_attach_data.get_hookimpls())
+
+
+def attach_run_metrics(
+    metrics: RunMetrics, summary_text: str, *, alluredir: str | Path | None = None
+) -> bool:
+    """Attach the run's metric table and JSON to the Allure run once; True if attached.
+
+    allure-python >= 2.16 has ``allure.global_attach`` (a run-level ``*-globals.json``). On older
+    versions we fall back to writing the attachments plus a ``*-container.json`` whose set-up
+    fixture holds them and whose children are every test already in ``alluredir``: Allure then
+    shows the metrics under each test's set-up (it has no run-level slot before 2.16).
+    """
+    metrics_json = metrics.model_dump_json(indent=2)
+    if hasattr(allure, "global_attach"):
+        if not allure_active():
+            return False
+        allure.global_attach(summary_text, "toolbench metrics", AttachmentType.TEXT)
+        allure.global_attach(metrics_json, "toolbench metrics (json)", AttachmentType.JSON)
+        return True
+    if alluredir is None:
+        return False
+    return _write_container_fallback(Path(alluredir), summary_text, metrics_json)
+
+
+def _write_container_fallback(alluredir: Path, summary_text: str, metrics_json: str) -> bool:
+    alluredir.mkdir(parents=True, exist_ok=True)
+    attachments = []
+    for name, body, mime, ext in (
+        ("toolbench metrics", summary_text, "text/plain", "txt"),
+        ("toolbench metrics (json)", metrics_json, "application/json", "json"),
+    ):
+        source = f"{uuid.uuid4()}-attachment.{ext}"
+        (alluredir / source).write_text(body, encoding="utf-8")
+        attachments.append({"name": name, "source": source, "type": mime})
+    children = []
+    for f in sorted(alluredir.glob("*-result.json")):
+        try:
+            children.append(json.loads(f.read_text(encoding="utf-8"))["uuid"])
+        except (ValueError, KeyError):
+            continue
+    now = int(time.time() * 1000)
+    container = {
+        "uuid": str(uuid.uuid4()),
+        "name": "pytest-toolbench run metrics",
+        "children": children,
+        "befores": [
+            {
+                "name": "pytest-toolbench run metrics",
+                "status": "passed",
+                "attachments": attachments,
+                "start": now,
+                "stop": now,
+            }
+        ],
+        "start": now,
+        "stop": now,
+    }
+    (alluredir / f"{container['uuid']}-container.json").write_text(
+        json.dumps(container, indent=2), encoding="utf-8"
+    )
+    return True

@@ -1,0 +1,67 @@
+"""The machine-readable run report: run info, metrics, gate verdicts and every case.
+
+Written atomically (temp file + rename) so a CI step never reads half a report, and with a
+stable ordering (cases by id, metrics in declaration order) so two reports of one run diff cleanly.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from pytest_toolbench.results.aggregate import RunMetrics
+from pytest_toolbench.results.case_result import CaseResult
+from pytest_toolbench.results.gates import GateVerdict
+
+SCHEMA_VERSION = 1
+
+
+def build_json_report(
+    metrics: RunMetrics,
+    results: Iterable[CaseResult],
+    run_info: dict[str, Any],
+    gates: Iterable[GateVerdict] | None = None,
+) -> dict[str, Any]:
+    cases = sorted(results, key=lambda r: (r.case_id, r.scenario, r.benchmark))
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "run": run_info,
+        "metrics": metrics.model_dump(mode="json"),
+        "gates": [v.model_dump(mode="json") for v in (gates or [])],
+        "cases": [r.model_dump(mode="json") for r in cases],
+    }
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def write_json_report(
+    path: str | os.PathLike[str],
+    metrics: RunMetrics,
+    results: Iterable[CaseResult],
+    run_info: dict[str, Any],
+    gates: Iterable[GateVerdict] | None = None,
+) -> Path:
+    """Write the report to ``path`` atomically and return the path."""
+    p = Path(path)
+    report = build_json_report(metrics, results, run_info, gates)
+    atomic_write_text(p, json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+    return p

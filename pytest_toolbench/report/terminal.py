@@ -1,0 +1,158 @@
+"""The end-of-run summary as plain text, for pytest's terminal reporter and CI logs.
+
+Rendered with rich into a string (no colour codes, ASCII-safe Markdown-style tables) so the
+plugin can write it through ``terminalreporter`` and it stays readable in a 120-column log.
+"""
+
+from __future__ import annotations
+
+from io import StringIO
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from pytest_toolbench.results.aggregate import MetricValue, RunMetrics, ScenarioMetrics
+from pytest_toolbench.results.gates import GateVerdict
+
+
+def format_number(x: float | None, *, is_rate: bool) -> str:
+    if x is None:
+        return "n/a"
+    return f"{100 * x:.2f}%" if is_rate else f"{x:.4g}"
+
+
+def format_ci(mv: MetricValue, *, compact: bool = False) -> str:
+    if mv.ci_low is None or mv.ci_high is None:
+        return "n/a"
+    if compact and mv.is_rate:  # "[35.00, 75.00]" inside a % cell
+        return f"[{100 * mv.ci_low:.2f}, {100 * mv.ci_high:.2f}]"
+    lo = format_number(mv.ci_low, is_rate=mv.is_rate)
+    hi = format_number(mv.ci_high, is_rate=mv.is_rate)
+    return f"[{lo}, {hi}]"
+
+
+def _table(title: str | None = None) -> Table:
+    return Table(title=title, title_justify="left", box=box.MARKDOWN, show_edge=True, pad_edge=True)
+
+
+def _metric_table(s: ScenarioMetrics, confidence_label: str) -> Table:
+    t = _table()
+    t.add_column("metric", no_wrap=True)
+    t.add_column("value", justify="right", no_wrap=True)
+    t.add_column(confidence_label, justify="right", no_wrap=True)
+    t.add_column("n", justify="right", no_wrap=True)
+    t.add_column("", no_wrap=True)  # direction hint
+    for mv in s.metrics.values():
+        t.add_row(
+            mv.name,
+            format_number(mv.value, is_rate=mv.is_rate),
+            format_ci(mv),
+            str(mv.n),
+            "higher is better" if mv.higher_is_better else "lower is better",
+        )
+    return t
+
+
+def _breakdown_table(s: ScenarioMetrics, label: str) -> Table:
+    t = _table()
+    t.add_column(label, justify="right", no_wrap=True)
+    t.add_column("cases", justify="right", no_wrap=True)
+    names = list(s.metrics)
+    for name in names:
+        t.add_column(f"{name} [95% CI] n", justify="right", no_wrap=True)
+    for g in s.breakdown.get(label, []):
+        cells = []
+        for name in names:
+            mv = g.metrics.get(name)
+            if mv is None:
+                cells.append("-")
+                continue
+            value = format_number(mv.value, is_rate=mv.is_rate)
+            ci = "" if mv.value is None else f" {format_ci(mv, compact=True)}"
+            cells.append(f"{value}{ci} n={mv.n}")
+        errors = f" ({g.n_errors} err)" if g.n_errors else ""
+        t.add_row(g.group, f"{g.n_cases}{errors}", *cells)
+    return t
+
+
+def _scenario_notes(s: ScenarioMetrics) -> list[str]:
+    notes = []
+    if s.n_errors:
+        kinds = ", ".join(f"{k} x{v}" for k, v in s.error_kinds.items())
+        plural = "error" if s.n_errors == 1 else "errors"
+        notes.append(f"{s.n_errors} infrastructure {plural} excluded from metrics: {kinds}")
+    else:
+        notes.append("0 infrastructure errors")
+    if s.n_parse_failures:
+        notes.append(
+            f"{s.n_parse_failures} tool-call parse failure(s) in {s.n_cases_with_parse_failures} "
+            "case(s) (scored as the benchmark scores them; raw text in the JSON/Allure report)"
+        )
+    else:
+        notes.append("0 tool-call parse failures")
+    return notes
+
+
+def _gate_table(verdicts: list[GateVerdict]) -> Table:
+    t = _table()
+    t.add_column("verdict", no_wrap=True)
+    t.add_column("gate", overflow="fold")
+    t.add_column("actual", justify="right", no_wrap=True)
+    t.add_column("reason", overflow="fold")
+    for v in verdicts:
+        actual = "n/a" if v.actual is None else f"{v.actual:.4g}"
+        t.add_row("PASS" if v.passed else "FAIL", v.gate, actual, v.reason)
+    return t
+
+
+def render_summary(
+    metrics: RunMetrics,
+    verdicts: list[GateVerdict],
+    *,
+    width: int = 120,
+    confidence: float = 0.95,
+) -> str:
+    """The whole summary: per-scenario metric and breakdown tables, error notes, gate verdicts."""
+    buf = StringIO()
+    console = Console(
+        file=buf, width=width, force_terminal=False, color_system=None, highlight=False,
+        emoji=False, markup=False, soft_wrap=False,
+    )
+    ci_label = f"{round(100 * confidence)}% CI"
+    if not metrics.scenarios:
+        console.print("pytest-toolbench: no case results were collected")
+    for s in metrics.scenarios:
+        scored = s.n_cases - s.n_errors
+        console.print(
+            Text(f"== {s.benchmark} / {s.scenario}: {s.n_cases} cases, {scored} scored ==")
+        )
+        if s.metrics:
+            console.print(_metric_table(s, ci_label))
+        else:
+            console.print("(no metrics declared for this scenario)")
+        for label in s.breakdown:
+            console.print(Text(f"-- {s.benchmark} / {s.scenario} by {label} --"))
+            console.print(_breakdown_table(s, label))
+        for note in _scenario_notes(s):
+            console.print(Text(note))
+        console.print()
+    if verdicts:
+        failed = sum(not v.passed for v in verdicts)
+        status = "all passed" if not failed else f"{failed} FAILED"
+        console.print(Text(f"== gates: {len(verdicts)} checked, {status} =="))
+        console.print(_gate_table(verdicts))
+    return _tidy(buf.getvalue())
+
+
+def _tidy(text: str) -> str:
+    """Strip rich's trailing padding and the blank rows the Markdown box draws as edges."""
+    out: list[str] = []
+    for line in (ln.rstrip() for ln in text.splitlines()):
+        if not line and (not out or not out[-1] or out[-1].startswith(("==", "--"))):
+            continue
+        out.append(line)
+    while out and not out[-1]:
+        out.pop()
+    return "\n".join(out) + "\n"

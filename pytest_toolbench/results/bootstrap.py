@@ -1,0 +1,95 @@
+"""Percentile-bootstrap confidence intervals over cases, for means and ratios of sums.
+
+Cases are the resampling unit (a ToolHop query, not a tool call), because calls within one case
+are correlated. Everything is vectorised: one ``(n_boot, n)`` index matrix per call. The index
+matrix depends only on ``(n, n_boot, seed)``, so two metrics over the same case list (or a baseline
+and a candidate run over the same sample ids, for a later paired gate) see the same resamples.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+#: Float noise below this is treated as "equal to the point estimate" so a constant sample
+#: (or n = 1) gives a CI that collapses exactly onto the value instead of 0.7000000000000001.
+_SNAP = 1e-12
+
+
+class Estimate(NamedTuple):
+    value: float | None
+    ci_low: float | None
+    ci_high: float | None
+    n: int
+
+
+def resample_indices(n: int, *, n_boot: int, seed: int) -> NDArray[np.intp]:
+    """The ``(n_boot, n)`` matrix of case indices drawn with replacement (deterministic)."""
+    rng = np.random.default_rng(seed)
+    return rng.integers(0, n, size=(n_boot, n))
+
+
+def percentile_interval(
+    stats: NDArray[np.float64], estimate: float, confidence: float
+) -> tuple[float | None, float | None]:
+    """Percentile CI of bootstrap replicates; NaN replicates (0/0 ratios) are ignored."""
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    finite = stats[np.isfinite(stats)]
+    if finite.size == 0:
+        return None, None
+    alpha = (1.0 - confidence) / 2.0
+    low, high = (float(x) for x in np.quantile(finite, [alpha, 1.0 - alpha]))
+    if abs(low - estimate) <= _SNAP:
+        low = estimate
+    if abs(high - estimate) <= _SNAP:
+        high = estimate
+    return low, high
+
+
+def bootstrap_mean(
+    values: ArrayLike, *, n_boot: int = 2000, seed: int = 0, confidence: float = 0.95
+) -> Estimate:
+    """Mean of per-case values with a percentile-bootstrap CI."""
+    x = np.asarray(values, dtype=np.float64)
+    n = int(x.size)
+    if n == 0:
+        return Estimate(None, None, None, 0)
+    estimate = float(x.mean())
+    if np.all(x == x[0]):  # constant sample: every resample equals the estimate
+        return Estimate(estimate, estimate, estimate, n)
+    stats = x[resample_indices(n, n_boot=n_boot, seed=seed)].mean(axis=1)
+    low, high = percentile_interval(stats, estimate, confidence)
+    return Estimate(estimate, low, high, n)
+
+
+def bootstrap_ratio(
+    numerators: ArrayLike,
+    denominators: ArrayLike,
+    *,
+    n_boot: int = 2000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> Estimate:
+    """``sum(num) / sum(den)`` over cases, resampling whole cases (num and den together).
+
+    A ratio whose total denominator is 0 is undefined: value None. Resamples that draw only
+    zero-denominator cases are dropped from the interval rather than counted as 0.
+    """
+    num = np.asarray(numerators, dtype=np.float64)
+    den = np.asarray(denominators, dtype=np.float64)
+    if num.shape != den.shape:
+        raise ValueError(f"numerators {num.shape} and denominators {den.shape} differ in shape")
+    n = int(num.size)
+    total_den = float(den.sum()) if n else 0.0
+    if n == 0 or total_den == 0.0:
+        return Estimate(None, None, None, n)
+    estimate = float(num.sum()) / total_den
+    idx = resample_indices(n, n_boot=n_boot, seed=seed)
+    boot_den = den[idx].sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        stats = np.where(boot_den != 0.0, num[idx].sum(axis=1) / boot_den, np.nan)
+    low, high = percentile_interval(stats, estimate, confidence)
+    return Estimate(estimate, low, high, n)

@@ -1,0 +1,117 @@
+"""Append-only JSONL journal of case results, so an interrupted run loses at most one line.
+
+Each result is one line, written under a file lock (xdist workers share the file) and fsynced
+before the next case is reported. A crash mid-write leaves a truncated last line: the reader skips
+it, and the next writer cuts it off before appending so it cannot fuse with a new record.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from pathlib import Path
+from types import TracebackType
+
+from filelock import FileLock
+from pydantic import ValidationError
+
+from pytest_toolbench.results.case_result import CaseResult
+
+
+class JournalError(ValueError):
+    """A journal line other than the last one is not a valid CaseResult."""
+
+
+def _lock_for(path: Path) -> FileLock:
+    return FileLock(str(path) + ".lock")
+
+
+def _cut_partial_tail(path: Path) -> None:
+    """Drop bytes after the last newline (a record a crash left half-written)."""
+    if not path.exists():
+        return
+    with path.open("rb+") as fh:
+        size = fh.seek(0, os.SEEK_END)
+        if size == 0:
+            return
+        fh.seek(size - 1)
+        if fh.read(1) == b"\n":
+            return
+        # Walk back in chunks to the last newline.
+        pos, keep, chunk = size, 0, 65536
+        while pos > 0:
+            start = max(0, pos - chunk)
+            fh.seek(start)
+            block = fh.read(pos - start)
+            i = block.rfind(b"\n")
+            if i >= 0:
+                keep = start + i + 1
+                break
+            pos = start
+        fh.truncate(keep)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+class ResultJournal:
+    """``with ResultJournal(path) as j: j.append(result)``; safe across processes."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = _lock_for(self.path)
+        with self._lock:
+            _cut_partial_tail(self.path)
+
+    def append(self, result: CaseResult) -> None:
+        line = result.model_dump_json() + "\n"
+        data = line.encode("utf-8")
+        with self._lock:
+            with self.path.open("ab") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+
+    def close(self) -> None:
+        """Nothing is held open between appends; kept for symmetry with the context manager."""
+
+    def __enter__(self) -> ResultJournal:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def read_journal(path: str | os.PathLike[str]) -> list[CaseResult]:
+    """All results in the journal, in write order; a truncated last line is skipped with a warning.
+
+    A bad line anywhere else is corruption, not an interruption: JournalError with file:line.
+    """
+    p = Path(path)
+    if not p.exists():
+        return []
+    raw = p.read_bytes()
+    lines = raw.split(b"\n")
+    complete_tail = raw.endswith(b"\n")
+    results: list[CaseResult] = []
+    for lineno, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        is_last = lineno == len(lines) and not complete_tail
+        try:
+            results.append(CaseResult.model_validate_json(line))
+        except (ValidationError, ValueError) as exc:
+            if is_last:
+                warnings.warn(
+                    f"{p}:{lineno}: skipping a truncated last journal line "
+                    f"({len(line)} bytes; the run was interrupted while writing it)",
+                    stacklevel=2,
+                )
+                continue
+            raise JournalError(f"{p}:{lineno}: invalid journal record: {exc}") from exc
+    return results

@@ -1,0 +1,333 @@
+"""Reports: terminal summary, JSON report, result journal and Allure results."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from pytest_toolbench.report.allure_report import (
+    _write_container_fallback,
+    attach_case,
+    attach_run_metrics,
+    tool_calls_from_transcript,
+)
+from pytest_toolbench.report.json_report import write_json_report
+from pytest_toolbench.report.terminal import render_summary
+from pytest_toolbench.results.aggregate import RunMetrics, aggregate
+from pytest_toolbench.results.case_result import CaseResult, InfraError, Outcome
+from pytest_toolbench.results.gates import error_rate_verdicts, evaluate_gates, parse_gates
+from pytest_toolbench.results.journal import JournalError, ResultJournal, read_journal
+from pytest_toolbench.results.metrics import MetricSpec
+
+pytest_plugins = ["pytester"]  # the Allure test runs a real pytest session with --alluredir
+
+REPO = Path(__file__).resolve().parents[1]
+SPECS = {
+    "toolhop": (
+        MetricSpec(name="accuracy", value="answer_correct"),
+        MetricSpec(
+            name="instance_error_rate",
+            kind="ratio",
+            value="error_calls",
+            denominator="calls",
+            higher_is_better=False,
+            scenarios=("mandatory",),
+        ),
+    )
+}
+BREAKDOWN = {"toolhop": ("hops",)}
+
+TRANSCRIPT = [
+    {"role": "user", "content": "Who directed the film?"},
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "call_1",
+                "type": "function",
+                "function": {"name": "film_director", "arguments": '{"film": "Heat"}'},
+            },
+            {"id": "call_2", "type": "function", "function": {"name": "oops", "arguments": "{bad"}},
+        ],
+    },
+    {"role": "tool", "tool_call_id": "call_1", "content": '"Michael Mann"'},
+    {"role": "tool", "tool_call_id": "call_2", "content": "name 'oops' is not defined"},
+    {"role": "assistant", "content": "<answer>Michael Mann</answer>"},
+]
+
+
+def make_case(
+    i: int,
+    correct: bool,
+    hops: int,
+    *,
+    error: str | None = None,
+    calls: tuple[int, int] | None = None,
+    scenario: str = "mandatory",
+    parse_failures: int = 0,
+) -> CaseResult:
+    values = {} if error else {"answer_correct": float(correct)}
+    if calls and not error:
+        values.update(error_calls=float(calls[0]), calls=float(calls[1]))
+    return CaseResult(
+        case_id=f"toolhop-{i:03d}-{scenario}",
+        benchmark="toolhop",
+        scenario=scenario,
+        model="m",
+        outcome=Outcome.ERROR if error else (Outcome.PASSED if correct else Outcome.FAILED),
+        labels={"hops": hops, "domain": "film"},
+        values=values,
+        details={"question": f"q{i}?", "gold": "Michael Mann", "prediction": "<answer>x</answer>"},
+        error=InfraError(kind=error, message="server said 500") if error else None,
+        transcript=TRANSCRIPT,
+        parse_failures=[
+            {"reason": "unextracted_tool_call", "raw_text": f"<tool_call>{{broken {i}", "detail": ""}
+        ]
+        * parse_failures,
+    )
+
+
+def run_cases() -> list[CaseResult]:
+    # hops 3: 4/5 correct, hops 10: 3/5 correct -> 7/10; 2 http_500 errors.
+    rs = [make_case(i, i < 4, 3, calls=(1, 4)) for i in range(5)]
+    rs += [make_case(5 + i, i < 3, 10, calls=(0, 4), parse_failures=int(i == 0)) for i in range(5)]
+    rs += [make_case(20, False, 3, error="http_500"), make_case(21, False, 10, error="http_500")]
+    return rs
+
+
+@pytest.fixture(scope="module")
+def metrics() -> RunMetrics:
+    return aggregate(run_cases(), SPECS, BREAKDOWN)
+
+
+# --- terminal ---------------------------------------------------------------------------------
+
+
+def test_render_summary_content_and_layout(metrics: RunMetrics) -> None:
+    gates = parse_gates(["toolhop.mandatory.accuracy>=0.45", "toolhop.mandatory[hops=3].accuracy>0.9"])
+    verdicts = evaluate_gates(gates, metrics) + error_rate_verdicts(metrics, 0.5)
+    text = render_summary(metrics, verdicts, width=120)
+    assert "toolhop / mandatory: 12 cases, 10 scored" in text
+    assert re.search(r"\| accuracy\s+\|\s+70\.00% \| \[\d+\.\d\d%, \d+\.\d\d%\] \| 10 \|", text), text
+    # 5 x (1 of 4) + 5 x (0 of 4) calls: 5 / 40 = 12.50% (not the 2 hop-group means averaged).
+    assert re.search(r"\| instance_error_rate\s+\|\s+12\.50% \|", text), text
+    assert "by hops" in text
+    rows = [ln for ln in text.splitlines() if re.match(r"\|\s+(3|10) \|", ln)]
+    assert [r.split("|")[1].strip() for r in rows] == ["3", "10"]  # natural order
+    assert "80.00% [" in rows[0] and "n=5" in rows[0] and "6 (1 err)" in rows[0]
+    assert "25.00% [25.00, 25.00] n=5" in rows[0]  # 1 of 4 calls in every case: no spread
+    assert "60.00% [" in rows[1]
+    assert "2 infrastructure errors excluded from metrics: http_500 x2" in text
+    assert "1 tool-call parse failure(s) in 1 case(s)" in text
+    assert "gates: 3 checked, 1 FAILED" in text
+    assert re.search(r"\| PASS\s+\| toolhop\.mandatory\.accuracy>=0\.45\s+\|\s+0\.7 \|", text), text
+    assert re.search(r"\| FAIL\s+\| toolhop\.mandatory\[hops=3\]\.accuracy>0\.9", text), text
+    assert "\x1b[" not in text  # plain log, no ANSI codes
+    assert max(len(ln) for ln in text.splitlines()) <= 120
+    assert all(ln == ln.rstrip() for ln in text.splitlines())
+    assert text.isascii()
+
+
+def test_render_summary_narrow_and_empty() -> None:
+    assert "no case results" in render_summary(RunMetrics(scenarios=[]), [])
+    m = aggregate([make_case(1, True, 3)], SPECS, BREAKDOWN)
+    text = render_summary(m, [], width=80)
+    assert max(len(ln) for ln in text.splitlines()) <= 80
+    assert "0 infrastructure errors" in text and "gates" not in text
+
+
+# --- JSON ---------------------------------------------------------------------------------------
+
+
+def test_json_report_is_complete_sorted_and_atomic(tmp_path: Path, metrics: RunMetrics) -> None:
+    cases = run_cases()
+    verdicts = evaluate_gates(parse_gates(["toolhop.mandatory.accuracy>=0.45"]), metrics)
+    out = tmp_path / "reports" / "toolbench.json"
+    path = write_json_report(out, metrics, reversed(cases), {"model": "m", "seed": 0}, gates=verdicts)
+    assert path == out
+    assert [p.name for p in out.parent.iterdir()] == ["toolbench.json"]  # no temp leftovers
+    data = json.loads(out.read_text(encoding="utf-8"))
+    assert set(data) == {"schema_version", "run", "metrics", "gates", "cases"}
+    assert data["run"] == {"model": "m", "seed": 0}
+    assert [c["case_id"] for c in data["cases"]] == sorted(c.case_id for c in cases)
+    assert data["cases"][0]["transcript"] == TRANSCRIPT
+    assert data["gates"][0]["passed"] is True
+    assert RunMetrics.model_validate(data["metrics"]) == metrics
+    assert [CaseResult.model_validate(c) for c in data["cases"]] == sorted(cases, key=lambda c: c.case_id)
+    # Byte-identical regardless of input order; an existing report is replaced whole.
+    first = out.read_bytes()
+    write_json_report(out, metrics, cases, {"model": "m", "seed": 0}, gates=verdicts)
+    assert out.read_bytes() == first
+    write_json_report(out, metrics, cases, {"model": "m", "seed": 0})
+    assert json.loads(out.read_text())["gates"] == []
+
+
+# --- journal ------------------------------------------------------------------------------------
+
+
+def test_journal_roundtrip_and_truncated_tail(tmp_path: Path) -> None:
+    path = tmp_path / "run" / "results.jsonl"
+    cases = run_cases()[:4]
+    with ResultJournal(path) as journal:
+        for c in cases[:3]:
+            journal.append(c)
+    assert read_journal(path) == cases[:3]
+    assert read_journal(tmp_path / "missing.jsonl") == []
+    # Simulate a crash halfway through writing the fourth line.
+    line = cases[3].model_dump_json()
+    with path.open("a", encoding="utf-8") as fh:
+        fh.write(line[: len(line) // 2])
+    with pytest.warns(UserWarning, match=r"results\.jsonl:4: skipping a truncated last journal line"):
+        assert read_journal(path) == cases[:3]
+    # A resumed run cuts the partial record before appending, so nothing fuses.
+    ResultJournal(path).append(cases[3])
+    assert read_journal(path) == cases
+    assert path.read_text().count("\n") == 4
+
+
+def test_journal_corrupt_middle_line_is_an_error(tmp_path: Path) -> None:
+    path = tmp_path / "results.jsonl"
+    j = ResultJournal(path)
+    j.append(make_case(1, True, 3))
+    with path.open("a") as fh:
+        fh.write('{"case_id": "x"}\n')  # valid JSON, not a CaseResult
+    j.append(make_case(2, True, 3))
+    with pytest.raises(JournalError, match=r"results\.jsonl:2: invalid journal record"):
+        read_journal(path)
+
+
+def _append_many(path: str, worker: int, count: int) -> None:
+    journal = ResultJournal(path)
+    for i in range(count):
+        journal.append(make_case(worker * 1000 + i, i % 2 == 0, 3))
+
+
+def test_journal_is_process_safe(tmp_path: Path) -> None:
+    path = tmp_path / "results.jsonl"
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_append_many, args=(str(path), w, 25)) for w in range(4)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+        assert p.exitcode == 0
+    results = read_journal(path)
+    assert len(results) == 100
+    assert len({r.case_id for r in results}) == 100
+
+
+# --- Allure -------------------------------------------------------------------------------------
+
+
+def test_tool_calls_from_transcript() -> None:
+    calls = tool_calls_from_transcript(TRANSCRIPT)
+    assert calls == [
+        {"turn": 1, "id": "call_1", "name": "film_director", "arguments": {"film": "Heat"}, "result": '"Michael Mann"'},
+        {"turn": 1, "id": "call_2", "name": "oops", "arguments": "{bad", "result": "name 'oops' is not defined"},
+    ]
+    assert tool_calls_from_transcript([{"role": "assistant", "content": "hi"}]) == []
+
+
+def test_attach_functions_are_noops_without_alluredir(metrics: RunMetrics) -> None:
+    attach_case(make_case(1, True, 3), "m")  # must not raise outside an Allure run
+    assert attach_run_metrics(metrics, "summary") is False
+
+
+def test_container_fallback_links_existing_results(tmp_path: Path, metrics: RunMetrics) -> None:
+    (tmp_path / "abc-result.json").write_text(json.dumps({"uuid": "abc", "name": "t"}))
+    assert _write_container_fallback(tmp_path, "the table", metrics.model_dump_json())
+    (container_file,) = tmp_path.glob("*-container.json")
+    container = json.loads(container_file.read_text())
+    assert container["children"] == ["abc"]
+    sources = [a["source"] for a in container["befores"][0]["attachments"]]
+    assert (tmp_path / sources[0]).read_text() == "the table"
+
+
+ALLURE_TEST = '''
+import os
+from pytest_toolbench.report.allure_report import attach_case
+from pytest_toolbench.results.case_result import CaseResult
+
+def test_case():
+    result = CaseResult.model_validate_json(open(os.environ["CASE_JSON"]).read())
+    attach_case(result, os.environ["MODEL"])
+    assert result.outcome.value == "passed", result.failure_message
+'''
+
+ALLURE_CONFTEST = '''
+import os
+from pytest_toolbench.report.allure_report import attach_run_metrics
+from pytest_toolbench.results.aggregate import RunMetrics
+
+def pytest_sessionfinish(session):
+    metrics = RunMetrics.model_validate_json(open(os.environ["METRICS_JSON"]).read())
+    assert attach_run_metrics(metrics, "THE SUMMARY TABLE")
+'''
+
+
+def _allure_run(pytester: pytest.Pytester, model: str, alluredir: Path) -> dict:
+    pytester.makepyfile(test_case=ALLURE_TEST)
+    pytester.makeconftest(ALLURE_CONFTEST)
+    os.environ["MODEL"] = model
+    result = pytester.runpytest_subprocess("--alluredir", str(alluredir), "-p", "allure_pytest")
+    result.assert_outcomes(passed=1)
+    (result_file,) = alluredir.glob("*-result.json")
+    return json.loads(result_file.read_text())
+
+
+def test_allure_results_carry_labels_parameter_and_attachments(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, metrics: RunMetrics
+) -> None:
+    case = make_case(7, True, 3, calls=(1, 4), parse_failures=1)
+    case_json, metrics_json = tmp_path / "case.json", tmp_path / "metrics.json"
+    case_json.write_text(case.model_dump_json())
+    metrics_json.write_text(metrics.model_dump_json())
+    monkeypatch.setenv("CASE_JSON", str(case_json))
+    monkeypatch.setenv("METRICS_JSON", str(metrics_json))
+    monkeypatch.setenv("PYTHONPATH", str(REPO))
+    monkeypatch.setenv("MODEL", "")
+
+    alluredir = tmp_path / "allure-a"
+    data = _allure_run(pytester, "gpt-4o", alluredir)
+    labels = {(lab["name"], lab["value"]) for lab in data["labels"]}
+    assert {
+        ("epic", "toolhop"),
+        ("feature", "mandatory"),
+        ("story", "hops=3"),
+        ("hops", "3"),
+        ("domain", "film"),
+        ("tag", "gpt-4o"),
+    } <= labels
+    assert {"name": "model", "value": "'gpt-4o'", "excluded": True} in data["parameters"]
+    assert data["name"] == "toolhop-007-mandatory: q7?"
+    assert "**Gold answer:** Michael Mann" in data["description"]
+    attachments = {a["name"]: alluredir / a["source"] for a in data["attachments"]}
+    assert {"transcript", "tool calls", "details", "tool-call parse failures"} <= set(attachments)
+    assert json.loads(attachments["transcript"].read_text()) == TRANSCRIPT
+    calls = json.loads(attachments["tool calls"].read_text())
+    assert [(c["name"], c["arguments"], c["result"]) for c in calls] == [
+        ("film_director", {"film": "Heat"}, '"Michael Mann"'),
+        ("oops", "{bad", "name 'oops' is not defined"),
+    ]
+    raw = attachments["parse failure 1: raw model text"].read_text()
+    assert raw == "<tool_call>{broken 7"
+    # The run-level metrics went to allure.global_attach (a *-globals.json), not to the test.
+    global_atts = [
+        att
+        for f in alluredir.glob("*-globals.json")  # allure writes one file per global_attach call
+        for att in json.loads(f.read_text())["attachments"]
+    ]
+    assert {a["name"] for a in global_atts} == {"toolbench metrics", "toolbench metrics (json)"}
+    text_att = next(a for a in global_atts if a["name"] == "toolbench metrics")
+    assert (alluredir / text_att["source"]).read_text() == "THE SUMMARY TABLE"
+
+    # The model is excluded from the history id: the same case under another model is one line.
+    other = _allure_run(pytester, "qwen2.5-7b", tmp_path / "allure-b")
+    assert other["historyId"] == data["historyId"]
+    assert ("tag", "qwen2.5-7b") in {(lab["name"], lab["value"]) for lab in other["labels"]}
