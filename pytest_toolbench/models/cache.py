@@ -1,0 +1,163 @@
+"""Response cache: a rerun of an unchanged request costs nothing and gives the same answer.
+
+One JSON file per key, in sharded folders, written atomically (temp file in the same folder, then
+``os.replace``), so many pytest-xdist workers can share the folder without locks and an interrupted
+run never leaves a half-written entry; an entry that cannot be read is simply a miss. Only answers
+are cached, never errors. The key covers what changes the answer: model name, endpoint, the full
+request (messages, tools, tool_choice, sampling) and ``key_extra`` (vLLM server args, chat-template
+hash...), which inspect_ai's cache leaves out.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from pytest_toolbench.models.base import CallContext, ChatModel, ChatRequest, ChatResponse
+
+#: Bump when the stored format or the key recipe changes, so old entries stop matching.
+CACHE_FORMAT = 1
+
+
+@dataclass
+class CacheStats:
+    hits: int = 0
+    misses: int = 0
+    writes: int = 0
+    unreadable: int = 0  # entries that existed but could not be read (counted as misses too)
+    write_errors: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return {"hits": self.hits, "misses": self.misses, "writes": self.writes,
+                "unreadable": self.unreadable, "write_errors": self.write_errors}
+
+
+class ResponseStore:
+    """The on-disk part: key -> ChatResponse, safe for many processes."""
+
+    def __init__(self, cache_dir: Path):
+        self.cache_dir = Path(cache_dir)
+
+    def path_for(self, key: str) -> Path:
+        return self.cache_dir / key[:2] / key[2:4] / f"{key}.json"
+
+    def load(self, key: str) -> tuple[ChatResponse | None, bool]:
+        """(response, unreadable): a missing file is a plain miss, a broken one is flagged."""
+        path = self.path_for(key)
+        try:
+            raw = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None, False
+        except OSError:
+            return None, True
+        try:
+            entry = json.loads(raw)
+            if entry.get("format") != CACHE_FORMAT or entry.get("key") != key:
+                return None, True
+            return ChatResponse.model_validate(entry["response"]), False
+        except (ValueError, KeyError, TypeError, AttributeError, ValidationError):
+            return None, True
+
+    def save(self, key: str, response: ChatResponse, meta: dict[str, Any] | None = None) -> None:
+        path = self.path_for(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        entry = {
+            "format": CACHE_FORMAT,
+            "key": key,
+            "meta": meta or {},
+            "response": response.model_dump(mode="json"),
+        }
+        data = json.dumps(entry, ensure_ascii=False, sort_keys=True).encode("utf-8")
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+
+
+def cache_key(
+    name: str, base_url: str | None, request: ChatRequest, key_extra: dict[str, Any] | None
+) -> str:
+    payload = {
+        "format": CACHE_FORMAT,
+        "model": name,
+        "base_url": base_url,
+        "request": request.fingerprint(),
+        "extra": key_extra or {},
+    }
+    text = json.dumps(payload, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class CachedModel:
+    """Wraps any ChatModel; a hit returns the stored response (``cached=True``) without a call.
+
+    ``include_base_url=False`` is for managed servers whose URL (a free port) changes every run:
+    their identity then lies in ``key_extra`` (server args, template hash).
+    """
+
+    def __init__(
+        self,
+        inner: ChatModel,
+        cache_dir: Path,
+        key_extra: dict[str, Any] | None = None,
+        *,
+        include_base_url: bool = True,
+    ):
+        self.inner = inner
+        self.name = inner.name
+        self.key_extra = dict(key_extra or {})
+        self.include_base_url = include_base_url
+        self.store = ResponseStore(cache_dir)
+        self.cache_stats = CacheStats()
+
+    def key_for(self, request: ChatRequest) -> str:
+        base_url = self.inner.describe().get("base_url") if self.include_base_url else None
+        return cache_key(self.inner.name, base_url, request, self.key_extra)
+
+    async def complete(self, request: ChatRequest, ctx: CallContext) -> ChatResponse:
+        key = self.key_for(request)
+        stored, unreadable = self.store.load(key)
+        if unreadable:
+            self.cache_stats.unreadable += 1
+        if stored is not None:
+            self.cache_stats.hits += 1
+            return stored.model_copy(update={"cached": True})
+        self.cache_stats.misses += 1
+        response = await self.inner.complete(request, ctx)  # errors propagate, never stored
+        try:
+            self.store.save(key, response, meta={"model": self.inner.name, "case_id": ctx.case_id})
+            self.cache_stats.writes += 1
+        except OSError:  # a full or read-only disk must not cost us the answer
+            self.cache_stats.write_errors += 1
+        return response
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            **self.inner.describe(),
+            "cache_dir": str(self.store.cache_dir),
+            "cache_key_extra": self.key_extra,
+        }
+
+    def __getattr__(self, item: str) -> Any:  # backend stats etc. of the wrapped model
+        if item == "inner":
+            raise AttributeError(item)
+        return getattr(self.inner, item)

@@ -1,0 +1,77 @@
+"""Turn run settings into the model under test, wrapped in the cache when it is on."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Callable
+from urllib.parse import urlparse
+
+from pytest_toolbench.config import RunSettings
+from pytest_toolbench.models.base import ChatModel
+from pytest_toolbench.models.cache import CachedModel
+from pytest_toolbench.models.openai_backend import OpenAIBackend
+from pytest_toolbench.models.oracle import OracleModel
+from pytest_toolbench.models.replay import ReplayModel
+
+_LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1", "0.0.0.0"}
+
+
+class ModelConfigError(ValueError):
+    """The settings cannot produce a working model (missing key, missing URL...)."""
+
+
+def is_local_url(url: str | None) -> bool:
+    if not url:
+        return False
+    host = (urlparse(url).hostname or "").lower()
+    return host in _LOCAL_HOSTS or host.endswith(".localhost")
+
+
+def build_model(
+    settings: RunSettings,
+    *,
+    base_url: str | None = None,
+    served_model: str | None = None,
+    cache_key_extra: dict[str, Any] | None = None,
+    abort_check: Callable[[], str | None] | None = None,
+) -> ChatModel:
+    """``base_url``/``served_model``/``cache_key_extra`` come from a managed vLLM server."""
+    backend = settings.resolved_backend
+    if backend == "oracle":
+        return OracleModel()
+    if backend == "replay":
+        return ReplayModel(settings.model[len("replay:"):])
+    if backend == "openai":
+        url = base_url or settings.base_url or os.environ.get("OPENAI_BASE_URL") or None
+        key = settings.api_key or os.environ.get("OPENAI_API_KEY")
+        if not key:
+            if not is_local_url(url):
+                raise ModelConfigError(
+                    f"model {settings.model!r} at {url or 'https://api.openai.com/v1'} needs an "
+                    "API key: set OPENAI_API_KEY or pass --api-key (local endpoints need none)"
+                )
+            key = "EMPTY"
+        model: ChatModel = OpenAIBackend(
+            settings.model, url, key, settings.request_timeout_s, settings.max_retries,
+            settings.concurrency,
+        )
+        include_base_url = True
+    elif backend == "vllm":
+        if not base_url:
+            raise ModelConfigError(
+                "the vllm backend needs the base URL of the managed server (internal error: "
+                "build_model was called before the server started)"
+            )
+        model = OpenAIBackend(
+            served_model or settings.model, base_url, settings.api_key or "EMPTY",
+            settings.request_timeout_s, settings.max_retries, settings.concurrency,
+            name=settings.model, backend_label="vllm", abort_check=abort_check,
+        )
+        include_base_url = False  # a managed server gets a fresh port each run
+    else:  # pragma: no cover - resolved_backend is a Literal
+        raise ModelConfigError(f"unknown backend {backend!r}")
+    if settings.use_cache:
+        model = CachedModel(
+            model, settings.cache_dir, cache_key_extra, include_base_url=include_base_url
+        )
+    return model

@@ -1,0 +1,315 @@
+"""Any OpenAI-compatible chat endpoint (OpenAI, vLLM, SGLang, ...) over real HTTP.
+
+The SDK's own retries are switched off: we retry here with tenacity so the policy is bounded, honours
+``Retry-After`` and is counted in :attr:`OpenAIBackend.stats`. A failure that survives the retries
+becomes a :class:`ModelCallError`, which the harness scores as an infrastructure error, apart from
+wrong answers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import random
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Callable, Mapping
+
+import openai
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
+
+from pytest_toolbench.models.base import (
+    CallContext,
+    ChatRequest,
+    ChatResponse,
+    ModelCallError,
+    Usage,
+)
+from pytest_toolbench.models.parse_check import detect_parse_failure
+
+#: Statuses worth another try: request timeout, rate limit, server errors.
+RETRYABLE_STATUSES = frozenset({408, 429})
+
+
+@dataclass
+class BackendStats:
+    """Counters for the run report and for tests: how hard did we have to try?"""
+
+    calls: int = 0  # complete() invocations
+    attempts: int = 0  # HTTP requests sent
+    retries: int = 0  # attempts after the first, over all calls
+    successes: int = 0
+    failures: int = 0  # calls that ended in ModelCallError
+    retry_wait_s: float = 0.0  # total time slept between attempts
+    errors: Counter = field(default_factory=Counter)  # error kind -> count, every attempt
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "calls": self.calls,
+            "attempts": self.attempts,
+            "retries": self.retries,
+            "successes": self.successes,
+            "failures": self.failures,
+            "retry_wait_s": round(self.retry_wait_s, 3),
+            "errors": dict(self.errors),
+        }
+
+
+def error_kind(exc: BaseException) -> str:
+    """Short machine-readable tag for an SDK error ("http_429", "timeout", "connection", ...)."""
+    if isinstance(exc, openai.APIStatusError):
+        return f"http_{exc.status_code}"
+    if isinstance(exc, openai.APITimeoutError):  # subclass of APIConnectionError: test first
+        return "timeout"
+    if isinstance(exc, openai.APIConnectionError):
+        return "connection"
+    if isinstance(exc, ModelCallError):
+        return exc.kind
+    return "bad_response"
+
+
+def is_retryable(exc: BaseException) -> bool:
+    if isinstance(exc, openai.APIStatusError):
+        return exc.status_code in RETRYABLE_STATUSES or exc.status_code >= 500
+    return isinstance(exc, openai.APIConnectionError)  # includes APITimeoutError
+
+
+def retry_after_seconds(headers: Mapping[str, str] | None, now: float | None = None) -> float | None:
+    """The wait a server asked for: ``retry-after-ms``, or ``Retry-After`` as seconds or HTTP-date."""
+    if not headers:
+        return None
+    lowered = {k.lower(): v for k, v in headers.items()}
+    ms = lowered.get("retry-after-ms")
+    if ms is not None:
+        try:
+            return max(0.0, float(ms) / 1000.0)
+        except ValueError:
+            pass
+    value = lowered.get("retry-after")
+    if value is None:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    current = now if now is not None else time.time()
+    return max(0.0, when.timestamp() - current)
+
+
+class EndpointGone(ModelCallError):
+    """The endpoint will not come back (its process died): never retried."""
+
+
+class OpenAIBackend:
+    """:class:`~pytest_toolbench.models.base.ChatModel` over ``openai.AsyncOpenAI``."""
+
+    def __init__(
+        self,
+        model: str,
+        base_url: str | None,
+        api_key: str,
+        timeout_s: float = 120.0,
+        max_retries: int = 6,
+        concurrency: int = 8,
+        *,
+        name: str | None = None,
+        backoff_initial_s: float = 1.0,
+        backoff_max_s: float = 60.0,
+        retry_after_max_s: float = 300.0,
+        backend_label: str = "openai",
+        abort_check: Callable[[], str | None] | None = None,
+    ):
+        if concurrency < 1:
+            raise ValueError(f"concurrency must be >= 1, got {concurrency}")
+        if max_retries < 0:
+            raise ValueError(f"max_retries must be >= 0, got {max_retries}")
+        self.model = model
+        self.name = name or model
+        self.base_url = base_url
+        self._api_key = api_key
+        self.timeout_s = timeout_s
+        self.max_retries = max_retries
+        self.concurrency = concurrency
+        self.backoff_initial_s = backoff_initial_s
+        self.backoff_max_s = backoff_max_s
+        self.retry_after_max_s = retry_after_max_s
+        self.backend_label = backend_label
+        #: Consulted before every attempt: a message means the endpoint is gone for good (e.g. the
+        #: managed vLLM process died), so fail at once instead of retrying for minutes.
+        self.abort_check = abort_check
+        self.stats = BackendStats()
+        # Client and semaphore belong to one event loop; built lazily inside it (see _loop_state).
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._client: openai.AsyncOpenAI | None = None
+        self._semaphore: asyncio.Semaphore | None = None
+
+    # -- ChatModel -------------------------------------------------------------------------------
+
+    async def complete(self, request: ChatRequest, ctx: CallContext) -> ChatResponse:
+        self.stats.calls += 1
+        kwargs = self._request_kwargs(request)
+        attempts = 0
+        try:
+            async for attempt in AsyncRetrying(
+                stop=stop_after_attempt(self.max_retries + 1),
+                wait=self._wait,
+                retry=retry_if_exception(is_retryable),
+                before_sleep=self._before_sleep,
+                reraise=True,
+            ):
+                with attempt:
+                    attempts += 1
+                    self._raise_if_aborted()
+                    response = await self._attempt(kwargs)
+        except EndpointGone:
+            self.stats.failures += 1
+            raise
+        except (openai.OpenAIError, ModelCallError) as exc:
+            self.stats.failures += 1
+            kind = error_kind(exc)
+            raise ModelCallError(
+                kind,
+                f"{self.name} at {self.base_url or 'api.openai.com'} failed after {attempts} "
+                f"attempt(s) (case {ctx.case_id}, turn {ctx.turn}): {_short(exc)}",
+            ) from exc
+        self.stats.successes += 1
+        return response
+
+    async def aclose(self) -> None:
+        client, loop = self._client, self._loop
+        self._client, self._loop, self._semaphore = None, None, None
+        # Connections belong to the loop that opened them; from another loop just drop them.
+        if client is not None and loop is asyncio.get_running_loop():
+            await client.close()
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "backend": self.backend_label,
+            "model": self.model,
+            "name": self.name,
+            "base_url": self.base_url,
+            "timeout_s": self.timeout_s,
+            "max_retries": self.max_retries,
+            "concurrency": self.concurrency,
+        }
+
+    # -- internals -------------------------------------------------------------------------------
+
+    def _raise_if_aborted(self) -> None:
+        reason = self.abort_check() if self.abort_check else None
+        if reason:
+            raise EndpointGone("server_died", reason)
+
+    def _request_kwargs(self, request: ChatRequest) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {"model": self.model, "messages": request.messages}
+        if request.tools is not None:
+            kwargs["tools"] = request.tools
+        if request.tool_choice is not None:
+            kwargs["tool_choice"] = request.tool_choice
+        kwargs.update(request.sampling.as_request_kwargs())
+        return kwargs
+
+    def _loop_state(self) -> tuple[openai.AsyncOpenAI, asyncio.Semaphore]:
+        """Client and semaphore for the running loop (a new loop, e.g. in tests, gets new ones)."""
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop or self._client is None or self._semaphore is None:
+            self._loop = loop
+            self._client = openai.AsyncOpenAI(
+                api_key=self._api_key,
+                base_url=self.base_url,
+                timeout=self.timeout_s,
+                max_retries=0,
+            )
+            self._semaphore = asyncio.Semaphore(self.concurrency)
+        return self._client, self._semaphore
+
+    async def _attempt(self, kwargs: dict[str, Any]) -> ChatResponse:
+        client, semaphore = self._loop_state()
+        async with semaphore:  # held only while a request is in flight, never while backing off
+            self.stats.attempts += 1
+            started = time.perf_counter()
+            try:
+                completion = await client.chat.completions.create(**kwargs)
+            except openai.OpenAIError as exc:
+                self.stats.errors[error_kind(exc)] += 1
+                raise
+            except Exception as exc:  # e.g. a 200 whose body is not JSON: the SDK lets it through
+                self.stats.errors["bad_response"] += 1
+                raise ModelCallError("bad_response", f"unreadable reply: {_short(exc)}") from exc
+            latency = time.perf_counter() - started
+        try:
+            return self._to_response(completion, latency)
+        except ModelCallError:
+            raise
+        except Exception as exc:  # a reply shaped unlike a chat.completion
+            self.stats.errors["bad_response"] += 1
+            raise ModelCallError("bad_response", f"unexpected reply shape: {_short(exc)}") from exc
+
+    def _to_response(self, completion: Any, latency: float) -> ChatResponse:
+        if not getattr(completion, "choices", None):
+            self.stats.errors["bad_response"] += 1
+            raise ModelCallError("bad_response", f"reply has no choices: {_short(completion)}")
+        choice = completion.choices[0]
+        message = assistant_message(choice.message)
+        usage = completion.usage
+        return ChatResponse(
+            message=message,
+            usage=Usage(
+                prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
+                completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
+            ),
+            latency_s=latency,
+            model=completion.model or self.model,
+            finish_reason=choice.finish_reason,
+            parse_failure=detect_parse_failure(message),
+        )
+
+    def _wait(self, state: RetryCallState) -> float:
+        exc = state.outcome.exception() if state.outcome else None
+        response = getattr(exc, "response", None)
+        asked = retry_after_seconds(getattr(response, "headers", None))
+        if asked is not None:
+            return min(asked, self.retry_after_max_s)
+        # Exponential backoff with full jitter on top, so parallel callers do not retry in step.
+        base = min(self.backoff_max_s, self.backoff_initial_s * 2 ** (state.attempt_number - 1))
+        return min(self.backoff_max_s, base + random.uniform(0, base))
+
+    def _before_sleep(self, state: RetryCallState) -> None:
+        self.stats.retries += 1
+        self.stats.retry_wait_s += state.upcoming_sleep
+
+
+def assistant_message(message: Any) -> dict[str, Any]:
+    """OpenAI-format assistant dict from the SDK's message object (content None kept as None)."""
+    out: dict[str, Any] = {"role": getattr(message, "role", None) or "assistant",
+                           "content": message.content}
+    calls = []
+    for call in message.tool_calls or []:
+        function = getattr(call, "function", None)
+        if function is None:  # a non-function tool type: keep what the server sent
+            calls.append(call.model_dump(exclude_none=True))
+            continue
+        calls.append(
+            {
+                "id": call.id,
+                "type": getattr(call, "type", None) or "function",
+                "function": {"name": function.name, "arguments": function.arguments},
+            }
+        )
+    if calls:
+        out["tool_calls"] = calls
+    return out
+
+
+def _short(value: Any, limit: int = 500) -> str:
+    text = str(value)
+    return text if len(text) <= limit else text[:limit] + "..."

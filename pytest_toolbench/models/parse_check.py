@@ -1,0 +1,130 @@
+"""Spot replies where tool calling broke *below* the model's decision.
+
+A reply can look like "the model answered in prose" while the model in fact emitted a tool call
+that the server's tool-call parser failed to extract (wrong ``--tool-call-parser``, a chat template
+that strips markers, truncated output), or a call whose arguments are not valid JSON. Benchmarks
+score such replies as upstream does; this check only labels them, so reports can tell a parser
+problem from a model problem. It is deliberately conservative: prose that merely mentions a tool
+name is not flagged.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from pytest_toolbench.models.base import ParseFailure
+
+#: Text markers that various chat templates use to introduce a tool call.
+#: Hermes/Qwen: ``<tool_call>``; Llama 3.x: ``<|python_tag|>``; Mistral: ``[TOOL_CALLS]``;
+#: Llama 3.x/4 "function" style: ``<function=name>``.
+TOOL_CALL_MARKERS: tuple[str, ...] = ("<tool_call>", "<|python_tag|>", "[TOOL_CALLS]", "<function=")
+
+_ARGUMENT_KEYS = ("arguments", "parameters")
+#: Bound the work on pathological content (e.g. thousands of braces).
+_MAX_JSON_STARTS = 500
+_FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
+
+
+def detect_parse_failure(message: dict[str, Any]) -> ParseFailure | None:
+    """Return why ``message`` (an OpenAI-format assistant message) holds a broken tool call."""
+    tool_calls = message.get("tool_calls") or []
+    if tool_calls:
+        return _check_arguments(tool_calls)
+    content = _text_of(message.get("content"))
+    if not content:
+        return None
+    for marker in TOOL_CALL_MARKERS:
+        if marker in content:
+            return ParseFailure(
+                reason="unextracted_tool_call",
+                raw_text=content,
+                detail=f"content holds the tool-call marker {marker!r} but no tool_calls were parsed",
+            )
+    call = _find_json_tool_call(content)
+    if call is not None:
+        return ParseFailure(
+            reason="unextracted_tool_call",
+            raw_text=content,
+            detail=f"content holds a JSON tool call to {call!r} but no tool_calls were parsed",
+        )
+    return None
+
+
+def _check_arguments(tool_calls: list[Any]) -> ParseFailure | None:
+    for index, call in enumerate(tool_calls):
+        function = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(function, dict):
+            continue  # non-function tool types carry no JSON arguments
+        name = function.get("name")
+        arguments = function.get("arguments")
+        where = f"tool_calls[{index}] ({name!r})"
+        if not isinstance(arguments, str):
+            return ParseFailure(
+                reason="invalid_arguments_json",
+                raw_text=json.dumps(arguments, default=str),
+                detail=f"{where}: arguments is a {type(arguments).__name__}, not a JSON string",
+            )
+        try:
+            parsed = json.loads(arguments)
+        except json.JSONDecodeError as exc:
+            return ParseFailure(
+                reason="invalid_arguments_json",
+                raw_text=arguments,
+                detail=f"{where}: arguments are not valid JSON ({exc.msg} at char {exc.pos})",
+            )
+        if not isinstance(parsed, dict):
+            return ParseFailure(
+                reason="invalid_arguments_json",
+                raw_text=arguments,
+                detail=f"{where}: arguments are JSON {type(parsed).__name__}, not an object",
+            )
+    return None
+
+
+def _text_of(content: Any) -> str:
+    """Content is a string, None, or (rarely, from some servers) a list of text parts."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            part.get("text", "") for part in content if isinstance(part, dict)
+        )
+    return ""
+
+
+def _find_json_tool_call(content: str) -> str | None:
+    """Name of the first ``{"name": ..., "arguments"|"parameters": ...}`` object in the text.
+
+    Looks inside ```json fences first, then anywhere in the text; a JSON list of such objects
+    (Mistral without its marker) counts too.
+    """
+    candidates = [m.group(1) for m in _FENCE.finditer(content)] + [content]
+    decoder = json.JSONDecoder()
+    for text in candidates:
+        starts = 0
+        for match in re.finditer(r"[\[{]", text):
+            starts += 1
+            if starts > _MAX_JSON_STARTS:
+                break
+            try:
+                value, _ = decoder.raw_decode(text, match.start())
+            except json.JSONDecodeError:
+                continue
+            name = _tool_call_name(value)
+            if name is not None:
+                return name
+    return None
+
+
+def _tool_call_name(value: Any) -> str | None:
+    items = value if isinstance(value, list) else [value]
+    for item in items:
+        if (
+            isinstance(item, dict)
+            and isinstance(item.get("name"), str)
+            and any(key in item for key in _ARGUMENT_KEYS)
+        ):
+            return item["name"]
+    return None

@@ -1,0 +1,96 @@
+"""``--model replay:PATH`` and ``--record PATH``: rerun scoring on saved model replies.
+
+A recording is JSONL, one line per case: ``{"case_id": ..., "responses": [assistant messages in
+order]}``. Replaying needs no endpoint, so scoring changes can be checked on real replies quickly and
+deterministically. Running out of recorded replies is an infrastructure error (the recording does
+not match the run), never a wrong answer.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from filelock import FileLock
+from pydantic import BaseModel, ValidationError
+
+from pytest_toolbench.models.base import CallContext, ChatRequest, ChatResponse, ModelCallError
+from pytest_toolbench.models.parse_check import detect_parse_failure
+
+
+class ReplayFormatError(ValueError):
+    """A recording line that is not a valid record; the message names file and line."""
+
+
+class ReplayRecord(BaseModel):
+    case_id: str
+    responses: list[dict[str, Any]]
+
+
+def load_recording(path: Path) -> dict[str, list[dict[str, Any]]]:
+    """case_id -> replies. A case recorded twice (appending runs) keeps its latest line."""
+    path = Path(path)
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise ReplayFormatError(f"cannot read replay file {path}: {exc}") from exc
+    cases: dict[str, list[dict[str, Any]]] = {}
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            record = ReplayRecord.model_validate_json(line)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "json"
+            raise ReplayFormatError(
+                f"{path}:{number}: invalid replay record ({where}: {first['msg']}); expected "
+                '{"case_id": str, "responses": [assistant message objects]}'
+            ) from exc
+        cases[record.case_id] = record.responses
+    return cases
+
+
+class ReplayModel:
+    def __init__(self, path: Path | str):
+        self.path = Path(path)
+        self.name = f"replay:{self.path}"
+        self._cases = load_recording(self.path)
+
+    async def complete(self, request: ChatRequest, ctx: CallContext) -> ChatResponse:
+        responses = self._cases.get(ctx.case_id)
+        if responses is None:
+            raise ModelCallError(
+                "replay_missing_case", f"{self.path} has no recording for case {ctx.case_id}"
+            )
+        if ctx.turn >= len(responses):
+            raise ModelCallError(
+                "replay_exhausted",
+                f"{self.path}: case {ctx.case_id} has {len(responses)} recorded replies, "
+                f"the run asked for reply #{ctx.turn + 1}",
+            )
+        message = responses[ctx.turn]
+        return ChatResponse(
+            message=message, model=self.name, parse_failure=detect_parse_failure(message)
+        )
+
+    async def aclose(self) -> None:
+        return None
+
+    def describe(self) -> dict[str, Any]:
+        return {"backend": "replay", "model": self.name, "base_url": None,
+                "replay_path": str(self.path), "replay_cases": len(self._cases)}
+
+
+def append_recording(path: Path | str, case_id: str, responses: list[dict[str, Any]]) -> None:
+    """Append one case's replies; a file lock keeps lines whole when many processes record."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    line = json.dumps({"case_id": case_id, "responses": responses}, ensure_ascii=False)
+    with FileLock(str(path) + ".lock"):
+        with open(path, "a", encoding="utf-8") as handle:
+            handle.write(line + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())

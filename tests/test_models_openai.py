@@ -1,0 +1,300 @@
+"""OpenAIBackend against a real local HTTP server: wire format, retries, errors, concurrency."""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import time
+
+import pytest
+
+from fake_openai_server import (
+    FakeOpenAIServer,
+    completion,
+    delayed,
+    error_body,
+    fail_then,
+    reply,
+    scripted,
+    tool_call,
+)
+from pytest_toolbench.config import RunSettings
+from pytest_toolbench.models.base import CallContext, ChatRequest, ModelCallError, Sampling
+from pytest_toolbench.models.cache import CachedModel
+from pytest_toolbench.models.factory import ModelConfigError, build_model
+from pytest_toolbench.models.openai_backend import OpenAIBackend, retry_after_seconds
+from pytest_toolbench.models.oracle import OracleModel
+from pytest_toolbench.models.replay import ReplayModel
+
+CTX = CallContext(case_id="case-1")
+TOOLS = [{"type": "function", "function": {"name": "lookup", "description": "d",
+                                           "parameters": {"type": "object", "properties": {}}}}]
+
+
+def backend(server: FakeOpenAIServer, **kwargs) -> OpenAIBackend:
+    options = dict(timeout_s=5.0, max_retries=3, concurrency=8, backoff_initial_s=0.01,
+                   backoff_max_s=0.05)
+    options.update(kwargs)
+    return OpenAIBackend("test-model", server.base_url, "sk-secret", **options)
+
+
+def run(model, request: ChatRequest, ctx: CallContext = CTX):
+    async def go():
+        try:
+            return await model.complete(request, ctx)
+        finally:
+            await model.aclose()
+
+    return asyncio.run(go())
+
+
+def request(**kwargs) -> ChatRequest:
+    return ChatRequest(messages=[{"role": "user", "content": "hi"}], **kwargs)
+
+
+# -- wire format ------------------------------------------------------------------------------
+
+
+def test_request_body_and_text_reply():
+    with FakeOpenAIServer(reply(content="hello", completion_tokens=7)) as server:
+        model = backend(server)
+        response = run(model, request(sampling=Sampling(temperature=0.0, max_tokens=32, seed=3)))
+    body = server.requests[0]
+    assert body["model"] == "test-model"
+    assert body["messages"] == [{"role": "user", "content": "hi"}]
+    assert body["temperature"] == 0.0 and body["max_tokens"] == 32 and body["seed"] == 3
+    assert "tools" not in body and "tool_choice" not in body and "top_p" not in body
+    assert response.message == {"role": "assistant", "content": "hello"}
+    assert response.usage.completion_tokens == 7 and response.usage.prompt_tokens == 10
+    assert response.finish_reason == "stop" and response.model == "fake-model"
+    assert response.parse_failure is None and not response.cached and response.latency_s > 0
+    assert model.stats.attempts == 1 and model.stats.retries == 0
+
+
+def test_tool_call_reply_keeps_none_content_and_sends_tools():
+    call = tool_call("lookup", {"q": "x"}, call_id="call_1")
+    with FakeOpenAIServer(reply(tool_calls=[call])) as server:
+        response = run(backend(server), request(tools=TOOLS, tool_choice="auto"))
+    body = server.requests[0]
+    assert body["tools"] == TOOLS and body["tool_choice"] == "auto"
+    assert response.message == {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"id": "call_1", "type": "function",
+                        "function": {"name": "lookup", "arguments": '{"q": "x"}'}}],
+    }
+    assert response.finish_reason == "tool_calls" and response.parse_failure is None
+
+
+def test_parse_failure_is_attached():
+    text = '<tool_call>\n{"name": "lookup", "arguments": {"q": "x"}}\n</tool_call>'
+    with FakeOpenAIServer(reply(content=text)) as server:
+        response = run(backend(server), request(tools=TOOLS))
+    assert response.parse_failure is not None
+    assert response.parse_failure.reason == "unextracted_tool_call"
+
+
+def test_describe_never_leaks_the_key():
+    model = OpenAIBackend("m", "http://127.0.0.1:9/v1", "sk-secret")
+    info = model.describe()
+    assert info["backend"] == "openai" and info["model"] == "m"
+    assert info["base_url"] == "http://127.0.0.1:9/v1"
+    assert "sk-secret" not in json.dumps(info)
+
+
+# -- retries ----------------------------------------------------------------------------------
+
+
+def test_429_retry_after_honoured_then_500_then_success():
+    handler = scripted(
+        (429, {"Retry-After": "1"}, error_body(429)),
+        (500, {}, error_body(500)),
+        (200, {}, completion("ok")),
+    )
+    with FakeOpenAIServer(handler) as server:
+        model = backend(server)
+        response = run(model, request())
+    assert response.content == "ok"
+    assert len(server.requests) == 3
+    waited = server.arrivals[1] - server.arrivals[0]
+    assert 0.95 <= waited < 2.0, waited  # backoff alone would be ~0.01 s
+    assert model.stats.retries == 2 and model.stats.attempts == 3
+    assert model.stats.errors == {"http_429": 1, "http_500": 1}
+
+
+def test_retry_after_ms_header_honoured():
+    handler = fail_then(1, reply(content="ok"), headers={"retry-after-ms": "400"})
+    with FakeOpenAIServer(handler) as server:
+        assert run(backend(server), request()).content == "ok"
+    waited = server.arrivals[1] - server.arrivals[0]
+    assert 0.38 <= waited < 1.0, waited
+
+
+def test_retry_after_parsing():
+    now = time.time()
+    future = email.utils.formatdate(now + 30, usegmt=True)
+    assert 28 <= retry_after_seconds({"Retry-After": future}, now=now) <= 30
+    assert retry_after_seconds({"retry-after": "2"}) == 2.0
+    assert retry_after_seconds({"Retry-After-Ms": "1500"}) == 1.5
+    assert retry_after_seconds({"Retry-After": email.utils.formatdate(now - 60)}, now=now) == 0
+    assert retry_after_seconds({"Retry-After": "soon"}) is None
+    assert retry_after_seconds({}) is None
+
+
+def test_always_500_gives_model_call_error_after_all_attempts():
+    with FakeOpenAIServer(lambda body, i: (500, {}, error_body(500))) as server:
+        model = backend(server, max_retries=2)
+        with pytest.raises(ModelCallError) as info:
+            run(model, request())
+    assert info.value.kind == "http_500"
+    assert len(server.requests) == 3
+    assert "3 attempt" in str(info.value)
+    assert model.stats.failures == 1 and model.stats.retries == 2
+
+
+@pytest.mark.parametrize("status", [400, 401, 404, 422])
+def test_client_errors_fail_at_once(status):
+    with FakeOpenAIServer(lambda body, i: (status, {}, error_body(status))) as server:
+        with pytest.raises(ModelCallError) as info:
+            run(backend(server), request())
+    assert info.value.kind == f"http_{status}"
+    assert len(server.requests) == 1
+
+
+def test_timeouts_are_retried():
+    handler = delayed(1.5, reply(content="late but fine"), only_first=1)
+    with FakeOpenAIServer(handler) as server:
+        model = backend(server, timeout_s=0.3)
+        response = run(model, request())
+    assert response.content == "late but fine"
+    assert len(server.requests) == 2
+    assert model.stats.errors == {"timeout": 1}
+
+
+def test_persistent_timeout_kind():
+    with FakeOpenAIServer(delayed(1.0, reply(content="x"))) as server:
+        with pytest.raises(ModelCallError) as info:
+            run(backend(server, timeout_s=0.2, max_retries=1), request())
+    assert info.value.kind == "timeout"
+    assert len(server.requests) == 2
+
+
+def test_connection_refused_kind():
+    with FakeOpenAIServer(reply(content="x")) as server:
+        url = server.base_url
+    model = OpenAIBackend("m", url, "k", timeout_s=2, max_retries=1, backoff_initial_s=0.01)
+    with pytest.raises(ModelCallError) as info:
+        run(model, request())
+    assert info.value.kind == "connection"
+    assert model.stats.attempts == 2
+
+
+@pytest.mark.parametrize(
+    "payload",
+    ["not json at all", {"id": "x", "object": "chat.completion", "choices": []},
+     {"choices": [{"index": 0}]}],
+    ids=["not_json", "no_choices", "no_message"],
+)
+def test_malformed_reply_is_an_error_not_a_crash(payload):
+    with FakeOpenAIServer(lambda body, i: (200, {}, payload)) as server:
+        with pytest.raises(ModelCallError) as info:
+            run(backend(server), request())
+    assert info.value.kind == "bad_response"
+    assert len(server.requests) == 1
+
+
+# -- concurrency ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("concurrency,expected", [(32, 32), (4, 4)])
+def test_semaphore_bounds_requests_in_flight(concurrency, expected):
+    with FakeOpenAIServer(delayed(0.3, reply(content="x"))) as server:
+        model = backend(server, concurrency=concurrency)
+
+        async def go():
+            try:
+                return await asyncio.gather(
+                    *(model.complete(request(), CallContext(case_id=f"c{i}")) for i in range(32))
+                )
+            finally:
+                await model.aclose()
+
+        started = time.monotonic()
+        responses = asyncio.run(go())
+        elapsed = time.monotonic() - started
+    assert len(responses) == 32 and len(server.requests) == 32
+    if expected == 32:
+        assert server.max_in_flight >= 28, server.max_in_flight
+        assert elapsed < 4.0  # 32 x 0.3 s at once, not one after another (9.6 s)
+    else:
+        assert server.max_in_flight == 4
+        assert elapsed >= 8 * 0.3 * 0.95
+
+
+def test_backend_survives_a_new_event_loop():
+    with FakeOpenAIServer(reply(content="x")) as server:
+        model = backend(server)
+        assert asyncio.run(model.complete(request(), CTX)).content == "x"
+        assert asyncio.run(model.complete(request(), CTX)).content == "x"
+        asyncio.run(model.aclose())
+
+
+# -- factory ----------------------------------------------------------------------------------
+
+
+def test_factory_backends(tmp_path, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    assert isinstance(build_model(RunSettings(model="oracle")), OracleModel)
+
+    recording = tmp_path / "rec.jsonl"
+    recording.write_text('{"case_id": "a", "responses": []}\n')
+    assert isinstance(build_model(RunSettings(model=f"replay:{recording}")), ReplayModel)
+
+    with pytest.raises(ModelConfigError, match="OPENAI_API_KEY"):
+        build_model(RunSettings(model="gpt-4o", backend="openai"))
+
+    local = build_model(RunSettings(model="m", base_url="http://localhost:8000/v1",
+                                    cache_dir=tmp_path / "c"))
+    assert isinstance(local, CachedModel) and isinstance(local.inner, OpenAIBackend)
+    assert local.describe()["base_url"] == "http://localhost:8000/v1"
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-env")
+    monkeypatch.setenv("OPENAI_BASE_URL", "https://example.invalid/v1")
+    remote = build_model(RunSettings(model="gpt-4o", use_cache=False, max_retries=2,
+                                     concurrency=3))
+    assert isinstance(remote, OpenAIBackend)
+    assert remote.base_url == "https://example.invalid/v1" and remote._api_key == "sk-env"
+    assert remote.max_retries == 2 and remote.concurrency == 3
+
+    vllm = build_model(RunSettings(model="smollm2-135m", backend="vllm", cache_dir=tmp_path),
+                       base_url="http://127.0.0.1:41234/v1", served_model="HuggingFaceTB/x",
+                       cache_key_extra={"args": ["--tool-call-parser", "hermes"]})
+    assert isinstance(vllm, CachedModel) and vllm.name == "smollm2-135m"
+    assert vllm.inner.model == "HuggingFaceTB/x" and vllm.describe()["backend"] == "vllm"
+    with pytest.raises(ModelConfigError):
+        build_model(RunSettings(model="smollm2-135m", backend="vllm"))
+
+
+def test_factory_openai_model_talks_http(tmp_path, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with FakeOpenAIServer(reply(content="via factory")) as server:
+        model = build_model(RunSettings(model="m", base_url=server.base_url,
+                                        cache_dir=tmp_path))
+        assert run(model, request()).content == "via factory"
+        model = build_model(RunSettings(model="m", base_url=server.base_url,
+                                        cache_dir=tmp_path))
+        again = run(model, request())
+    assert again.cached and len(server.requests) == 1
+
+
+def test_oracle_model():
+    async def go(ctx):
+        return await OracleModel().complete(request(), ctx)
+
+    ctx = CallContext(case_id="c", oracle=lambda req: {"role": "assistant", "content": "42"})
+    assert asyncio.run(go(ctx)).content == "42"
+    with pytest.raises(ModelCallError) as info:
+        asyncio.run(go(CallContext(case_id="c")))
+    assert info.value.kind == "oracle_unavailable"
