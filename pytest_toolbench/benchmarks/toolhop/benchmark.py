@@ -1,0 +1,81 @@
+"""ToolHop as the harness sees it: cases, metrics, labels, runner and oracle (Benchmark protocol)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+from pytest_toolbench.benchmarks.base import Case
+from pytest_toolbench.benchmarks.toolhop.oracle import toolhop_oracle
+from pytest_toolbench.benchmarks.toolhop.prompts import SCENARIOS
+from pytest_toolbench.benchmarks.toolhop.runner import ToolHopRunner, ToolSandboxLike
+from pytest_toolbench.benchmarks.toolhop.schema import ToolHopRecord, load_toolhop_dir
+from pytest_toolbench.config import RunSettings
+from pytest_toolbench.models.base import ChatRequest
+from pytest_toolbench.results.metrics import MetricSpec
+
+#: The bundled sample lives at <repo>/data/toolhop (used when no --data-dir is given).
+DEFAULT_DATA_DIR = Path(__file__).resolve().parents[3] / "data"
+
+
+class ToolHopBenchmark:
+    name = "toolhop"
+    scenarios: tuple[str, ...] = SCENARIOS
+    metrics: tuple[MetricSpec, ...] = (
+        MetricSpec(
+            name="accuracy",
+            kind="mean",
+            value="answer_correct",
+            description="answer correctness, upstream scorer (spec §3.1); no answer counts wrong",
+        ),
+        MetricSpec(
+            name="query_error_rate",
+            kind="mean",
+            value="query_error",
+            scenarios=("mandatory",),
+            higher_is_better=False,
+            description="share of queries with >=1 invocation error (paper Table 4 'Query')",
+        ),
+        MetricSpec(
+            name="instance_error_rate",
+            kind="ratio",
+            value="error_calls",
+            denominator="calls",
+            scenarios=("mandatory",),
+            higher_is_better=False,
+            description="erroneous tool calls / all tool calls (paper Table 4 'Instance')",
+        ),
+    )
+    breakdown_labels: tuple[str, ...] = ("hops",)
+    label_markers: dict[str, str] = {"hops": "n", "domain": "name"}
+
+    def load_cases(self, data_dir: Path | None, scenarios: tuple[str, ...]) -> list[Case]:
+        """One case per (record, scenario): scenario-major, then file order."""
+        unknown = [s for s in scenarios if s not in self.scenarios]
+        if unknown:
+            raise ValueError(f"unknown ToolHop scenario(s) {unknown}; expected {self.scenarios}")
+        records = load_toolhop_dir(Path(data_dir or DEFAULT_DATA_DIR) / "toolhop")
+        return [self.make_case(record, scenario) for scenario in scenarios for record in records]
+
+    def make_case(self, record: ToolHopRecord, scenario: str) -> Case:
+        return Case(
+            id=f"toolhop-{record.id}-{scenario}",
+            benchmark=self.name,
+            scenario=scenario,
+            sample_id=str(record.id),
+            labels={"hops": record.hops, "domain": record.domain, "answer_type": record.answer_type},
+            sample=record,
+        )
+
+    def make_runner(self, settings: RunSettings, sandbox: ToolSandboxLike) -> ToolHopRunner:
+        return ToolHopRunner(sandbox, settings.toolhop, settings.sampling)
+
+    def oracle_for(self, case: Case) -> Callable[[ChatRequest], dict[str, Any]]:
+        return toolhop_oracle(case.sample)
+
+
+TOOLHOP = ToolHopBenchmark()
+
+#: Module-level spellings used by fixtures (fixtures/toolhop.py) and the oracle backend.
+make_runner = TOOLHOP.make_runner
+oracle_for = TOOLHOP.oracle_for

@@ -1,0 +1,325 @@
+"""Runs one ToolHop case: the upstream turn loop (spec §2.3) against any ChatModel.
+
+The loop is upstream's: one user message, up to ``max_turns`` (9) model calls, the assistant
+message appended as returned, its tool calls executed *sequentially in order* with one
+``{"role": "tool", "content", "tool_call_id"}`` message each (no ``name`` field), and a stop when
+a reply has no tool calls or at the last turn index (then the conversation ends on tool messages
+and there is no answer to score). Direct is a single call without tools.
+
+Deliberate differences from upstream, each recorded in ``details["deviations"]``:
+
+* A :class:`ModelCallError` (the backend already retried) ends the case as an infrastructure
+  ERROR with the partial transcript. Upstream lets a failed call silently consume a turn and, if
+  all fail, drops the sample (counted wrong by the /995 denominator); here a failing endpoint
+  must never look like a wrong answer.
+* A tool call that times out or kills its sandbox worker is fed back as
+  ``an error occured when call <name>: <reason>``. Upstream's ``FunctionTimedOut`` escapes its
+  ``except Exception`` and aborts the whole run (§2.5-7), so there is no upstream text to copy.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from pytest_toolbench.benchmarks.base import Case
+from pytest_toolbench.benchmarks.toolhop import invocation_errors
+from pytest_toolbench.benchmarks.toolhop.invocation_errors import ToolCallRecord
+from pytest_toolbench.benchmarks.toolhop.options import ToolHopOptions
+from pytest_toolbench.benchmarks.toolhop.oracle import toolhop_oracle
+from pytest_toolbench.benchmarks.toolhop.prompts import build_messages, build_tools
+from pytest_toolbench.benchmarks.toolhop.schema import ToolHopRecord
+from pytest_toolbench.benchmarks.toolhop.scoring import (
+    final_assistant_content,
+    strict_answer_correct,
+    upstream_answer_correct,
+)
+from pytest_toolbench.models.base import (
+    CallContext,
+    ChatModel,
+    ChatRequest,
+    ChatResponse,
+    ModelCallError,
+    Sampling,
+    Usage,
+)
+from pytest_toolbench.results.case_result import CaseResult, InfraError, Outcome
+
+BENCHMARK = "toolhop"
+EXECUTION_JOB = "pytest_toolbench.benchmarks.toolhop.execution:call_tool"
+MINIMAL_FEEDBACK_TEXT = "Failed!"
+UPSTREAM_MAX_TURNS = 9
+UPSTREAM_TOOL_TIMEOUT_S = 10.0
+
+
+class ToolSandboxLike(Protocol):
+    """What the runner needs from ``pytest_toolbench.sandbox.pool.ToolSandbox``."""
+
+    async def arun(self, job: str, payload: dict[str, Any], timeout_s: float) -> Any:
+        """Returns an outcome with ``status`` ("ok"/"timeout"/"crashed"), ``value``, ``detail``."""
+        ...
+
+
+@dataclass
+class _CaseState:
+    """Everything accumulated while a case runs."""
+
+    messages: list[dict[str, Any]]
+    usage: Usage = field(default_factory=Usage)
+    latency_s: float = 0.0
+    model_calls: int = 0
+    cached_calls: int = 0
+    turn: int = 0
+    parse_failures: list[dict[str, Any]] = field(default_factory=list)
+    calls: list[ToolCallRecord] = field(default_factory=list)
+    deviations: list[dict[str, Any]] = field(default_factory=list)
+    masked_feedback: int = 0
+
+    def record_response(self, turn: int, response: ChatResponse) -> None:
+        self.model_calls += 1
+        self.cached_calls += bool(response.cached)
+        self.usage = self.usage + response.usage
+        self.latency_s += response.latency_s
+        if response.parse_failure is not None:
+            self.parse_failures.append({"turn": turn, **response.parse_failure.model_dump()})
+
+
+def truncate(text: str | None, limit: int = 200) -> str:
+    if text is None:
+        return "<none>"
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def is_error_payload(content: str) -> bool:
+    """A tool that *returned* (did not raise) an ``{"error": ...}`` object."""
+    try:
+        value = json.loads(content)
+    except (TypeError, ValueError):
+        return False
+    return isinstance(value, dict) and "error" in value
+
+
+class ToolHopRunner:
+    """Turns a ToolHop :class:`Case` into a :class:`CaseResult` (implements ``CaseRunner``)."""
+
+    def __init__(self, sandbox: ToolSandboxLike, options: ToolHopOptions, sampling: Sampling):
+        self.sandbox = sandbox
+        self.options = options
+        self.sampling = sampling
+
+    # --- the loop ---------------------------------------------------------------------------
+
+    async def run(self, case: Case, model: ChatModel) -> CaseResult:
+        record: ToolHopRecord = case.sample
+        scenario = case.scenario
+        state = _CaseState(messages=build_messages(scenario, record.question))
+        tools = build_tools(record, scenario)
+        oracle = toolhop_oracle(record)
+        max_turns = 1 if scenario == "direct" else self.options.max_turns
+
+        for turn in range(max_turns):
+            state.turn = turn
+            request = ChatRequest(
+                messages=copy.deepcopy(state.messages), tools=tools, sampling=self.sampling
+            )
+            ctx = CallContext(case_id=case.id, turn=state.model_calls, oracle=oracle)
+            try:
+                response = await model.complete(request, ctx)
+            except ModelCallError as exc:
+                return self._error_result(case, model, state, exc)
+            state.record_response(turn, response)
+            state.messages.append(response.message)
+            if scenario == "direct":
+                break
+            tool_calls = response.tool_calls
+            if not tool_calls:
+                break
+            for index, call in enumerate(tool_calls):
+                content = await self._execute(record, call, turn, index, state)
+                state.messages.append(
+                    {"role": "tool", "content": content, "tool_call_id": call.get("id")}
+                )
+        return self._scored_result(case, model, state)
+
+    async def _execute(
+        self, record: ToolHopRecord, call: dict[str, Any], turn: int, index: int, state: _CaseState
+    ) -> str:
+        """Run one tool call in the sandbox; returns the (possibly masked) tool-message content."""
+        function = call.get("function") or {}
+        name = function.get("name")
+        name = name if isinstance(name, str) else ""
+        arguments = function.get("arguments")
+        if arguments is None:
+            arguments = ""
+        elif not isinstance(arguments, str):
+            arguments = json.dumps(arguments, ensure_ascii=False)
+        payload = {
+            "functions": list(record.functions),
+            "name": name,
+            "arguments": arguments,
+            "clean_namespace": self.options.clean_namespace,
+        }
+        outcome = await self.sandbox.arun(
+            EXECUTION_JOB, payload, timeout_s=self.options.tool_timeout_s
+        )
+        if outcome.status == "ok":
+            content = str(outcome.value["content"])
+            raised = bool(outcome.value.get("raised"))
+        else:
+            if outcome.status == "timeout":
+                reason = f"timed out after {self.options.tool_timeout_s:g} seconds"
+            else:
+                reason = f"tool execution crashed ({outcome.detail or outcome.status})"
+            content = f"an error occured when call {name}: {reason}"
+            raised = True
+            state.deviations.append(
+                {
+                    "kind": f"tool_{outcome.status}",
+                    "turn": turn,
+                    "call_index": index,
+                    "name": name,
+                    "detail": outcome.detail,
+                    "note": "upstream aborts the run here (spec §2.5-7); fed back as an error",
+                }
+            )
+        state.calls.append(
+            ToolCallRecord(
+                turn=turn, index=index, name=name, arguments=arguments, feedback=content, raised=raised
+            )
+        )
+        return self._mask(content, raised, state)
+
+    def _mask(self, content: str, raised: bool, state: _CaseState) -> str:
+        """Minimal-feedback ablation (spec §2.6): failed calls only say "Failed!"."""
+        mode = self.options.minimal_feedback
+        if mode == "off":
+            return content
+        if raised or (mode == "exceptions+error_payloads" and is_error_payload(content)):
+            state.masked_feedback += 1
+            return MINIMAL_FEEDBACK_TEXT
+        return content
+
+    # --- results ----------------------------------------------------------------------------
+
+    def option_deviations(self) -> list[dict[str, Any]]:
+        """Run-wide departures from the upstream protocol chosen through options."""
+        o = self.options
+        out: list[dict[str, Any]] = []
+        if o.scorer != "upstream":
+            out.append({"kind": "scorer", "value": o.scorer, "note": "not the upstream scorer"})
+        if o.minimal_feedback != "off":
+            out.append({"kind": "minimal_feedback", "value": o.minimal_feedback})
+        if o.max_turns != UPSTREAM_MAX_TURNS:
+            out.append({"kind": "max_turns", "value": o.max_turns})
+        if o.tool_timeout_s != UPSTREAM_TOOL_TIMEOUT_S:
+            out.append({"kind": "tool_timeout_s", "value": o.tool_timeout_s})
+        if o.clean_namespace:
+            out.append({"kind": "clean_namespace", "value": True})
+        return out
+
+    def _base(self, case: Case, model: ChatModel, state: _CaseState) -> dict[str, Any]:
+        record: ToolHopRecord = case.sample
+        return {
+            "case_id": case.id,
+            "benchmark": BENCHMARK,
+            "scenario": case.scenario,
+            "model": getattr(model, "name", ""),
+            "labels": {
+                "hops": record.hops,
+                "domain": record.domain,
+                "answer_type": record.answer_type,
+            },
+            "transcript": state.messages,
+            "usage": state.usage,
+            "latency_s": state.latency_s,
+            "model_calls": state.model_calls,
+            "cached_calls": state.cached_calls,
+            "parse_failures": state.parse_failures,
+        }
+
+    def _error_result(
+        self, case: Case, model: ChatModel, state: _CaseState, exc: ModelCallError
+    ) -> CaseResult:
+        record: ToolHopRecord = case.sample
+        return CaseResult(
+            **self._base(case, model, state),
+            outcome=Outcome.ERROR,
+            error=InfraError(kind=exc.kind, message=exc.message),
+            details={
+                "question": record.question,
+                "gold": record.answer,
+                "turn": state.turn,
+                "failed_model_call": state.model_calls,
+                "deviations": [
+                    *self.option_deviations(),
+                    *state.deviations,
+                    {
+                        "kind": "model_call_error",
+                        "turn": state.turn,
+                        "note": "upstream consumes a turn and continues; here the case is an "
+                        "infrastructure error, excluded from metrics",
+                    },
+                ],
+            },
+            failure_message=f"model call failed at turn {state.turn}: {exc.kind}: "
+            f"{truncate(exc.message)}",
+        )
+
+    def _scored_result(self, case: Case, model: ChatModel, state: _CaseState) -> CaseResult:
+        record: ToolHopRecord = case.sample
+        messages = state.messages
+        upstream = upstream_answer_correct(messages, record.answer)
+        strict = strict_answer_correct(messages, record.answer)
+        verdict = upstream if self.options.scorer == "upstream" else strict
+        # None = upstream sets no answer_correct; its fixed /995 denominator counts it wrong.
+        status = "no_answer" if verdict is None else "scored"
+        correct = bool(verdict)
+        prediction = final_assistant_content(messages)
+        values: dict[str, float] = {"answer_correct": 1.0 if correct else 0.0}
+        details: dict[str, Any] = {
+            "question": record.question,
+            "gold": record.answer,
+            "prediction": prediction,
+            "answer_status": status,
+            "scorer": self.options.scorer,
+            "upstream_correct": upstream,
+            "strict_correct": strict,
+            "turn": state.turn,
+            "tool_calls": len(state.calls),
+            "deviations": [*self.option_deviations(), *state.deviations],
+        }
+        if state.masked_feedback:
+            details["masked_feedback"] = state.masked_feedback
+        if case.scenario != "direct":
+            summary = invocation_errors.summarize(record, state.calls, self.options.error_mode)
+            details["invocation_errors"] = summary
+            if case.scenario == "mandatory":
+                values["query_error"] = 1.0 if summary["query_error"] else 0.0
+                values["error_calls"] = float(summary["error_calls"])
+                values["calls"] = float(summary["calls"])
+        failure_message = None
+        if not correct:
+            if status == "no_answer":
+                last_role = messages[-1].get("role")
+                answer = (
+                    f"no answer (empty final {last_role} message at turn {state.turn})"
+                    if last_role == "assistant"
+                    else f"no answer (ran out of turns: ended on a {last_role} message "
+                    f"at turn {state.turn})"
+                )
+            else:
+                answer = truncate(prediction)
+            failure_message = (
+                f"question: {truncate(record.question)} | gold: {truncate(record.answer, 80)} | "
+                f"model: {answer}"
+            )
+        return CaseResult(
+            **self._base(case, model, state),
+            outcome=Outcome.PASSED if correct else Outcome.FAILED,
+            values=values,
+            details=details,
+            failure_message=failure_message,
+        )

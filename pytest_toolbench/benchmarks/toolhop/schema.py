@@ -1,0 +1,260 @@
+"""The ToolHop record (spec §1) and loaders that accept the real ``data/ToolHop.json`` unchanged.
+
+Validation follows spec §7: the invariants the upstream scripts silently rely on are checked up
+front, so a broken file fails with "file + record #i (id=...)" instead of mid-run. Tool parameter
+schemas are passed through verbatim (they are sent to the model as they are; union types, enums
+and non-standard keys included), so they are kept as plain dicts and never re-validated.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import warnings
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
+
+from pytest_toolbench.benchmarks.dataset_errors import DatasetError, DatasetWarning
+
+#: Upstream ``data/ToolHop.json`` as published (Git LFS pointer, spec §0 S2).
+UPSTREAM_RECORD_COUNT = 995
+UPSTREAM_SHA256 = "0a51f71a44b7025645e452123af3caf2e348301922af91778e268db0188a7fab"
+UPSTREAM_SIZE = 19_720_396
+
+RECORD_KEYS = (
+    "id",
+    "question",
+    "answer",
+    "sub_task",
+    "tools",
+    "functions",
+    "domain",
+    "answer_type",
+    "previous_answer_type",
+)
+
+
+def upstream_def_name(source: str) -> str:
+    """The tool name as the upstream executor extracts it from a source (spec §2.5-9 quirk)."""
+    parts = source.split("def")
+    if len(parts) < 2:
+        return ""
+    return parts[1].split("(")[0].strip()
+
+
+class ToolHopRecord(BaseModel):
+    """One upstream record, keys in upstream order. Immutable: records are shared by cases."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    id: int
+    question: str
+    answer: str
+    sub_task: dict[str, str]
+    tools: dict[str, dict[str, Any]]
+    functions: list[str]
+    domain: str
+    answer_type: str
+    previous_answer_type: str
+
+    @field_validator("tools")
+    @classmethod
+    def _tool_docs_have_name_and_parameters(
+        cls, tools: dict[str, dict[str, Any]]
+    ) -> dict[str, dict[str, Any]]:
+        for key, doc in tools.items():
+            if not isinstance(doc.get("name"), str) or not doc["name"]:
+                raise ValueError(f"tool for sub-task {key!r} has no string 'name'")
+            if not isinstance(doc.get("parameters"), dict):
+                raise ValueError(f"tool {doc['name']!r} has no object 'parameters'")
+        return tools
+
+    @model_validator(mode="after")
+    def _cross_field_invariants(self) -> "ToolHopRecord":
+        if set(self.tools) != set(self.sub_task):
+            only_tools = sorted(set(self.tools) - set(self.sub_task))
+            only_sub = sorted(set(self.sub_task) - set(self.tools))
+            raise ValueError(
+                "tools and sub_task must have the same keys "
+                f"(only in tools: {only_tools}, only in sub_task: {only_sub})"
+            )
+        if len(self.functions) != len(self.tools):
+            raise ValueError(
+                f"functions has {len(self.functions)} sources but tools has {len(self.tools)}"
+            )
+        for name in self.tool_names:
+            if not any(_defines(src, name) for src in self.functions):
+                raise ValueError(f"tool {name!r} has no 'def {name}(' in functions")
+        return self
+
+    # --- derived views ----------------------------------------------------------------------
+
+    @property
+    def hops(self) -> int:
+        return len(self.sub_task)
+
+    @property
+    def tool_docs(self) -> list[dict[str, Any]]:
+        """Tool documents in file (hop) order, as the upstream sends them."""
+        return list(self.tools.values())
+
+    @property
+    def tool_names(self) -> list[str]:
+        return [doc["name"] for doc in self.tools.values()]
+
+    def tool_schema(self, name: str) -> dict[str, Any] | None:
+        """The parameters schema the model saw for ``name`` (the last one if duplicated)."""
+        found = None
+        for doc in self.tools.values():
+            if doc["name"] == name:
+                found = doc["parameters"]
+        return found
+
+    def validation_warnings(self) -> list[str]:
+        """Tolerated oddities (spec §1, §2.5-9): reported, never fatal."""
+        out: list[str] = []
+        names = self.tool_names
+        dups = sorted({n for n in names if names.count(n) > 1})
+        if dups:
+            out.append(f"duplicate tool names {dups} (upstream executes the last definition)")
+        extracted = {upstream_def_name(src) for src in self.functions}
+        for name in names:
+            if name not in extracted:
+                out.append(
+                    f"tool {name!r}: upstream name extraction (split on 'def') does not find it"
+                )
+        return out
+
+
+def _defines(source: str, name: str) -> bool:
+    return re.search(rf"(?m)^\s*def\s+{re.escape(name)}\s*\(", source) is not None
+
+
+def _describe_validation_error(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"])
+        msg = err["msg"]
+        if err["type"] == "string_type" and loc in ("answer", "question"):
+            msg = "must be a string"
+        parts.append(f"{loc}: {msg}" if loc else msg)
+    return "; ".join(parts)
+
+
+def parse_record(raw: Any, path: Path, index: int) -> ToolHopRecord:
+    """Validate one raw JSON object, raising :class:`DatasetError` that names file/index/id."""
+    record_id = raw.get("id") if isinstance(raw, dict) else None
+    if not isinstance(raw, dict):
+        raise DatasetError(path, f"record must be a JSON object, got {type(raw).__name__}", index=index)
+    missing = [k for k in RECORD_KEYS if k not in raw]
+    extra = [k for k in raw if k not in RECORD_KEYS]
+    if missing or extra:
+        problems = []
+        if missing:
+            problems.append(f"missing keys {missing}")
+        if extra:
+            problems.append(f"unexpected keys {extra}")
+        raise DatasetError(path, "; ".join(problems), index=index, record_id=record_id)
+    if isinstance(raw["id"], bool):
+        raise DatasetError(path, "id must be an integer", index=index, record_id=record_id)
+    try:
+        return ToolHopRecord.model_validate(raw)
+    except ValidationError as exc:
+        raise DatasetError(
+            path, _describe_validation_error(exc), index=index, record_id=record_id
+        ) from None
+
+
+def load_toolhop_file(path: str | Path) -> list[ToolHopRecord]:
+    """Load a ToolHop JSON array (the real file or a subset in the same shape)."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise DatasetError(path, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DatasetError(path, f"invalid JSON: {exc.msg}", line=exc.lineno, column=exc.colno) from None
+    if not isinstance(raw, list):
+        raise DatasetError(path, f"top level must be a JSON array of records, got {type(raw).__name__}")
+    records: list[ToolHopRecord] = []
+    seen: dict[int, int] = {}
+    for index, item in enumerate(raw):
+        record = parse_record(item, path, index)
+        if record.id in seen:
+            raise DatasetError(
+                path, f"duplicate id (also record #{seen[record.id]})", index=index, record_id=record.id
+            )
+        seen[record.id] = index
+        records.append(record)
+    _warn_tolerated(path, records)
+    check_upstream_integrity(path, records)
+    return records
+
+
+def load_toolhop_dir(directory: str | Path) -> list[ToolHopRecord]:
+    """Load every ``*.json`` file in ``directory`` (sorted by name); ids must be unique overall."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise DatasetError(directory, "ToolHop data directory does not exist")
+    files = sorted(p for p in directory.glob("*.json") if p.is_file())
+    if not files:
+        raise DatasetError(directory, "no *.json files in the ToolHop data directory")
+    records: list[ToolHopRecord] = []
+    origin: dict[int, Path] = {}
+    for path in files:
+        for index, record in enumerate(load_toolhop_file(path)):
+            if record.id in origin:
+                raise DatasetError(
+                    path,
+                    f"id {record.id} also appears in {origin[record.id].name}",
+                    index=index,
+                    record_id=record.id,
+                )
+            origin[record.id] = path
+            records.append(record)
+    return records
+
+
+def _warn_tolerated(path: Path, records: list[ToolHopRecord]) -> None:
+    """One summary warning per file, not one per record (7% of rows have duplicate names)."""
+    flagged = [(r.id, w) for r in records for w in r.validation_warnings()]
+    if flagged:
+        ids = sorted({rid for rid, _ in flagged})
+        sample = "; ".join(f"id={rid}: {w}" for rid, w in flagged[:3])
+        warnings.warn(
+            f"{path}: {len(ids)} record(s) with tolerated oddities, e.g. {sample}",
+            DatasetWarning,
+            stacklevel=3,
+        )
+
+
+def file_sha256(path: str | Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def check_upstream_integrity(path: str | Path, records: list[ToolHopRecord]) -> bool | None:
+    """For a full-size file, compare its sha256 with the upstream LFS oid (warn on mismatch).
+
+    Returns None for subsets (nothing to compare), else whether the file is byte-identical.
+    """
+    if len(records) != UPSTREAM_RECORD_COUNT:
+        return None
+    ok = file_sha256(path) == UPSTREAM_SHA256
+    if not ok:
+        warnings.warn(
+            f"{path}: {UPSTREAM_RECORD_COUNT} records but sha256 differs from upstream "
+            f"{UPSTREAM_SHA256[:12]}... (size {Path(path).stat().st_size}, upstream {UPSTREAM_SIZE}); "
+            "results may not be comparable with the paper",
+            DatasetWarning,
+            stacklevel=3,
+        )
+    return ok
