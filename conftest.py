@@ -1,0 +1,3 @@
+"""Registers the suites' fixtures (model, sandbox, per-benchmark environments)."""
+
+pytest_plugins = ["fixtures.toolbench", "fixtures.toolhop"]

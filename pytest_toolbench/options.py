@@ -1,0 +1,147 @@
+"""Command-line options and their translation into :class:`RunSettings`."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from pytest_toolbench.config import (
+    EMBEDDED_MODEL,
+    RunSettings,
+    SandboxLimits,
+    VLLMSettings,
+)
+from pytest_toolbench.benchmarks.toolhop.options import ToolHopOptions
+
+
+def add_options(parser: pytest.Parser) -> None:
+    g = parser.getgroup("toolbench", "pytest-toolbench: LLM tool-use benchmarks")
+    # model under test
+    g.addoption("--model", default=None,
+                help=f"model under test: an API model name, a local model path or name for "
+                     f"--backend vllm, 'oracle' (gold answers), 'replay:PATH' (recorded responses). "
+                     f"Default: {EMBEDDED_MODEL}, served by vLLM on the CPU.")
+    g.addoption("--backend", default="auto", choices=["auto", "openai", "vllm"],
+                help="openai: any OpenAI-compatible endpoint; vllm: the harness starts one vLLM "
+                     "server for the session (default: vllm for local models, else openai)")
+    g.addoption("--base-url", default=None,
+                help="OpenAI-compatible endpoint (default $OPENAI_BASE_URL). With --backend vllm, "
+                     "attach to this running server instead of starting one.")
+    g.addoption("--api-key", default=None, help="API key (default $OPENAI_API_KEY)")
+    g.addoption("--request-timeout", type=float, default=120.0, help="seconds per HTTP request")
+    g.addoption("--max-retries", type=int, default=6,
+                help="retries on 429/5xx/timeouts (exponential backoff, honours Retry-After)")
+    g.addoption("--concurrency", type=int, default=8,
+                help="cases (and requests) in flight per pytest process")
+    g.addoption("--decoding", choices=["closed", "open"], default=None,
+                help="upstream decoding preset: closed = T=0, max_tokens=256 (API scripts); "
+                     "open = greedy, 1024 new tokens (local-model scripts). Default: open for "
+                     "vLLM, closed otherwise")
+    g.addoption("--temperature", type=float, default=None, help="override the preset temperature")
+    g.addoption("--max-tokens", type=int, default=None, help="override the preset max_tokens")
+    # cache / record
+    g.addoption("--cache-dir", default=".toolbench/cache", help="response cache directory")
+    g.addoption("--no-cache", action="store_true", help="do not read or write the response cache")
+    g.addoption("--record", default=None, metavar="PATH",
+                help="write every case's assistant messages to a JSONL file for --model replay:PATH")
+    # selection
+    g.addoption("--data-dir", default=None,
+                help="directory with one folder per benchmark (DIR/toolhop/*.json ...); "
+                     "default: the bundled samples in data/")
+    g.addoption("--scenario", action="append", default=None,
+                help="scenario(s) to run (repeatable or comma-separated); default: all")
+    g.addoption("--limit", type=int, default=None,
+                help="first N samples of each benchmark (file order)")
+    g.addoption("--sample-ids", default=None, help="comma-separated sample ids to run")
+    # reporting / gating
+    g.addoption("--toolbench-json", default=None, metavar="PATH",
+                help="write metrics and every case result (transcripts included) as JSON")
+    g.addoption("--gate", action="append", default=[], metavar="EXPR",
+                help="metric gate, e.g. 'toolhop.mandatory.accuracy>=0.45' (repeatable). With "
+                     "gates, the exit status is decided by them, not by single wrong answers")
+    g.addoption("--max-error-rate", type=float, default=0.0,
+                help="with gates: the largest share of infrastructure errors per scenario "
+                     "that still passes (default 0)")
+    g.addoption("--bootstrap-samples", type=int, default=2000, help="bootstrap resamples for CIs")
+    # sandbox
+    g.addoption("--sandbox-workers", type=int, default=4, help="warm tool-sandbox processes")
+    g.addoption("--sandbox-memory-mb", type=int, default=1024, help="tool memory limit")
+    # vLLM
+    g.addoption("--vllm-arg", action="append", default=[], metavar="ARG",
+                help="extra argument passed to the vLLM server (repeatable), e.g. "
+                     "--vllm-arg=--max-model-len=4096")
+    g.addoption("--vllm-startup-timeout", type=float, default=600.0)
+    g.addoption("--tool-call-parser", default=None, help="override vLLM's tool-call parser")
+    g.addoption("--chat-template", default=None, help="override vLLM's chat template (file)")
+    # ToolHop
+    h = parser.getgroup("toolbench-toolhop", "pytest-toolbench: ToolHop")
+    h.addoption("--toolhop-scorer", choices=["upstream", "strict"], default="upstream",
+                help="upstream: substring + rstrip('.0') quirk (default); strict: <answer> exact "
+                     "match (NOT upstream)")
+    h.addoption("--toolhop-error-mode", choices=["schema", "feedback"], default="schema",
+                help="how invocation errors are classified")
+    h.addoption("--toolhop-minimal-feedback", default="off",
+                choices=["off", "exceptions", "exceptions+error_payloads"],
+                help="minimal-feedback ablation: failed calls answer 'Failed!'")
+    h.addoption("--toolhop-clean-namespace", action="store_true",
+                help="deviation: run tool sources in a clean namespace instead of emulating "
+                     "the upstream script's globals")
+    h.addoption("--toolhop-tool-timeout", type=float, default=10.0)
+
+
+def _split(values: list[str] | None) -> tuple[str, ...] | None:
+    if not values:
+        return None
+    return tuple(v.strip() for value in values for v in value.split(",") if v.strip())
+
+
+def settings_from_config(config: pytest.Config) -> RunSettings:
+    opt = config.getoption
+    data_dir = opt("--data-dir")
+    if data_dir is None and (config.rootpath / "data").is_dir():
+        data_dir = str(config.rootpath / "data")
+    return RunSettings(
+        model=opt("--model") or EMBEDDED_MODEL,
+        backend=opt("--backend"),
+        base_url=opt("--base-url"),
+        api_key=opt("--api-key"),
+        request_timeout_s=opt("--request-timeout"),
+        max_retries=opt("--max-retries"),
+        concurrency=opt("--concurrency"),
+        decoding=opt("--decoding"),
+        temperature=opt("--temperature"),
+        max_tokens=opt("--max-tokens"),
+        cache_dir=_absolute(config, opt("--cache-dir")),
+        use_cache=not opt("--no-cache"),
+        record_path=_absolute(config, opt("--record")) if opt("--record") else None,
+        data_dir=_absolute(config, data_dir) if data_dir else None,
+        scenarios=_split(opt("--scenario")),
+        limit=opt("--limit"),
+        sample_ids=_split([opt("--sample-ids")] if opt("--sample-ids") else None),
+        json_path=_absolute(config, opt("--toolbench-json")) if opt("--toolbench-json") else None,
+        gates=tuple(opt("--gate")),
+        max_error_rate=opt("--max-error-rate"),
+        bootstrap_samples=opt("--bootstrap-samples"),
+        sandbox=SandboxLimits(workers=opt("--sandbox-workers"), memory_mb=opt("--sandbox-memory-mb")),
+        vllm=VLLMSettings(
+            extra_args=list(opt("--vllm-arg")),
+            startup_timeout_s=opt("--vllm-startup-timeout"),
+            tool_call_parser=opt("--tool-call-parser"),
+            chat_template=opt("--chat-template"),
+        ),
+        toolhop=ToolHopOptions(
+            scorer=opt("--toolhop-scorer"),
+            error_mode=opt("--toolhop-error-mode"),
+            minimal_feedback=opt("--toolhop-minimal-feedback"),
+            clean_namespace=opt("--toolhop-clean-namespace"),
+            tool_timeout_s=opt("--toolhop-tool-timeout"),
+        ),
+    )
+
+
+def _absolute(config: pytest.Config, path: str) -> Path:
+    """Relative paths are taken from where pytest was invoked, as users expect."""
+    p = Path(os.path.expanduser(path))
+    return p if p.is_absolute() else Path(config.invocation_params.dir) / p

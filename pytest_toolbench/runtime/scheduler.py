@@ -1,0 +1,101 @@
+"""Run cases ahead of pytest's order, up to ``--concurrency`` at a time, in one process.
+
+pytest runs one test at a time. A model call takes seconds, so a process that waited for each test
+in turn would leave the endpoint idle. Each process therefore owns one asyncio event loop in a
+background thread; a test submits its own case *and the cases pytest will run next in this process*
+(see :func:`upcoming_items`), then blocks only on its own result. The loop keeps at most
+``concurrency`` cases in flight (FIFO, so the case pytest is waiting for is never starved by
+later ones), and the backends share its connection pool.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+import traceback
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from pytest_toolbench.benchmarks.base import Case
+from pytest_toolbench.results.case_result import CaseResult, InfraError, Outcome
+
+CaseJob = Callable[[], Awaitable[CaseResult]]
+
+
+class CaseScheduler:
+    def __init__(self, concurrency: int):
+        self.concurrency = max(1, concurrency)
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(
+            target=self._loop.run_forever, name="toolbench-scheduler", daemon=True
+        )
+        self._thread.start()
+        self._futures: dict[str, concurrent.futures.Future[CaseResult]] = {}
+        self._lock = threading.Lock()
+        self._semaphore: asyncio.Semaphore | None = None
+        self.max_in_flight = 0
+        self._in_flight = 0
+
+    # -- submitting and waiting
+    def submit(self, case: Case, job: CaseJob) -> concurrent.futures.Future[CaseResult]:
+        """Queue ``case`` unless it is already queued; returns its future."""
+        with self._lock:
+            future = self._futures.get(case.id)
+            if future is None:
+                future = asyncio.run_coroutine_threadsafe(self._guarded(case, job), self._loop)
+                self._futures[case.id] = future
+            return future
+
+    def is_submitted(self, case_id: str) -> bool:
+        with self._lock:
+            return case_id in self._futures
+
+    def result(self, case_id: str, timeout: float | None = None) -> CaseResult:
+        with self._lock:
+            future = self._futures[case_id]
+        return future.result(timeout=timeout)
+
+    async def _guarded(self, case: Case, job: CaseJob) -> CaseResult:
+        if self._semaphore is None:
+            self._semaphore = asyncio.Semaphore(self.concurrency)
+        async with self._semaphore:
+            self._in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self._in_flight)
+            try:
+                return await job()
+            except Exception as exc:  # a harness bug must not take the run down with it
+                return internal_error_result(case, exc)
+            finally:
+                self._in_flight -= 1
+
+    # -- running coroutines that belong to the loop (e.g. closing a model)
+    def run_sync(self, coro: Awaitable[Any], timeout: float | None = 30.0) -> Any:
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout=timeout)  # type: ignore[arg-type]
+
+    def close(self) -> None:
+        """Cancel what has not run (e.g. on Ctrl-C) and stop the loop thread."""
+        with self._lock:
+            pending = [f for f in self._futures.values() if not f.done()]
+        for future in pending:
+            future.cancel()
+        if self._loop.is_running():
+            self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=10)
+        if not self._loop.is_running():
+            self._loop.close()
+
+
+def internal_error_result(case: Case, exc: BaseException) -> CaseResult:
+    """A case whose runner raised: an error (not a wrong answer), traceback kept for the report."""
+    return CaseResult(
+        case_id=case.id,
+        benchmark=case.benchmark,
+        scenario=case.scenario,
+        outcome=Outcome.ERROR,
+        labels=case.labels,
+        error=InfraError(
+            kind="internal_error",
+            message="".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-4000:],
+        ),
+    )

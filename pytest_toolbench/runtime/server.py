@@ -1,0 +1,85 @@
+"""The run's one model server: started by the controller, shared by every xdist worker.
+
+The controller starts vLLM in ``pytest_sessionstart`` (before xdist starts its workers) and hands
+its URL to workers through ``workerinput`` (anchors §3.2/§4). Workers also get the server's pid so
+that a server that dies mid-run turns the remaining cases into errors at once instead of into
+minutes of retries.
+"""
+
+from __future__ import annotations
+
+import psutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_toolbench.config import RunSettings
+
+
+class ManagedServer:
+    def __init__(self, server: Any, served_model: str):
+        self.server = server
+        self.served_model = served_model
+
+    @classmethod
+    def start(cls, settings: RunSettings, log_dir: Path) -> "ManagedServer":
+        from pytest_toolbench.models.embedded import resolve_model
+        from pytest_toolbench.models.vllm_server import VLLMServer, VLLMStartupError
+
+        try:
+            resolved = resolve_model(settings.model, settings.cache_dir.parent)
+            server = VLLMServer(
+                str(resolved.path),
+                served_model_name=resolved.served_name,
+                extra_args=list(settings.vllm.extra_args),
+                tool_call_parser=settings.vllm.tool_call_parser,
+                chat_template=settings.vllm.chat_template,
+                startup_timeout_s=settings.vllm.startup_timeout_s,
+                log_path=log_dir / "vllm.log",
+                python=settings.vllm.python,
+            )
+            server.start()
+        except (VLLMStartupError, RuntimeError, FileNotFoundError, ImportError) as exc:
+            raise pytest.UsageError(f"pytest-toolbench: could not start vLLM: {exc}") from exc
+        return cls(server, resolved.served_name)
+
+    def info(self) -> dict[str, Any]:
+        return {
+            "base_url": self.server.base_url,
+            "served_model": self.served_model,
+            "pid": self.server.pid,
+            "describe": self.server.describe(),
+        }
+
+    def describe(self) -> dict[str, Any]:
+        return self.info()
+
+    def stop(self) -> None:
+        self.server.stop()
+
+
+def server_info_for_worker(server: ManagedServer | None) -> dict[str, Any] | None:
+    return server.info() if server is not None else None
+
+
+def process_alive(pid: int) -> bool:
+    """True while the process runs (a zombie awaiting its parent's wait() counts as dead)."""
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def dead_server_check(info: dict[str, Any] | None):
+    """A callable the backend consults before retrying: a message if the server is gone."""
+    if not info or not info.get("pid"):
+        return None
+    pid = int(info["pid"])
+
+    def check() -> str | None:
+        if process_alive(pid):
+            return None
+        return f"the vLLM server (pid {pid}) is no longer running; see its log in the run folder"
+
+    return check

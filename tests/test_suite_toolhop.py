@@ -1,0 +1,295 @@
+"""End-to-end: the ToolHop suite run by pytest in a subprocess, as a user runs it.
+
+Models are the oracle, replay files, or a real local OpenAI-compatible HTTP server
+(tests/fake_openai_server.py) that answers from the gold data, so outcomes are known in advance.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fake_openai_server import FakeOpenAIServer, completion, delayed, error_body, tool_call
+
+REPO = Path(__file__).resolve().parents[1]
+BUNDLED = REPO / "data" / "toolhop" / "ToolHop.json"
+SHARED = REPO.parent / "shared" / "datasets"
+SHARED_TOOLHOP = SHARED / "toolhop" / "ToolHop.sample80.json"
+
+# Verbatim from ../shared/specs/toolhop.md §2.1 (typo "final nswer" included).
+UPSTREAM_PROMPTS = {
+    "direct": "You will be asked a question, and should provide a short answer.\nIf the answer is a date, format is as follows: YYYY-MM-DD (ISO standard)\nIf the answer is a name, format it as follows: Firstname Lastname\nIf the answer contains any number, format it as a number, not a word, and only output that number. Do not include leading 0s.\n\nPlease provide the answer in the following format: <answer>your answer here</answer>\nAnswer as short as possible.\nQuestion: {question}",
+    "mandatory": "You will be asked a question with some tools, and should provide a short final answer.\nPlease note that you must call the tool at every step, you must not use your own knowledge. Your final answer must also be returned from the tool.\nIf the final answer is a date, format is as follows: YYYY-MM-DD (ISO standard)\nIf the final nswer is a name, format it as follows: Firstname Lastname\nIf the final answer contains any number, format it as a number, not a word, and only output that number. Do not include leading 0s.\n\nPlease provide the final answer in the following format: <answer>final answer here</answer>\nAnswer as short as possible.\nQuestion: {question}",
+    "free": "You will be asked a question with some tools, and should provide a short final answer.\nIf the final answer is a date, format is as follows: YYYY-MM-DD (ISO standard)\nIf the final nswer is a name, format it as follows: Firstname Lastname\nIf the final answer contains any number, format it as a number, not a word, and only output that number. Do not include leading 0s.\n\nPlease provide the final answer in the following format: <answer>final answer here</answer>\nAnswer as short as possible.\nQuestion: {question}",
+}
+
+needs_shared = pytest.mark.skipif(not SHARED_TOOLHOP.exists(), reason="../shared datasets absent")
+
+
+def run_suite(tmp_path: Path, *args: str, timeout: float = 600) -> tuple[subprocess.CompletedProcess, dict | None]:
+    """Run ``pytest suites/toolhop`` with a private cache and JSON report; return (proc, report)."""
+    report = tmp_path / f"report-{len(list(tmp_path.glob('report-*.json')))}.json"
+    cmd = [
+        sys.executable, "-m", "pytest", "suites/toolhop", "-p", "no:cacheprovider", "-q",
+        "-p", "no:randomly", "--cache-dir", str(tmp_path / "cache"), "--toolbench-json", str(report),
+        *args,
+    ]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=timeout, env=env)
+    data = json.loads(report.read_text()) if report.exists() else None
+    return proc, data
+
+
+def metric_table(report: dict) -> dict[str, Any]:
+    return {
+        f"{s['benchmark']}.{s['scenario']}": {
+            "n_cases": s["n_cases"],
+            "n_errors": s["n_errors"],
+            "metrics": s["metrics"],
+            "breakdown": s["breakdown"],
+        }
+        for s in report["metrics"]["scenarios"]
+    }
+
+
+def load_records(path: Path) -> list[dict]:
+    return json.loads(path.read_text())
+
+
+class GoldAgent:
+    """A deterministic agent behind real HTTP: in tool scenarios it calls the first tool once with
+    no arguments (an invocation error for tools with required parameters), then answers. It
+    answers the gold for even sample ids and a wrong answer for odd ones."""
+
+    def __init__(self, records: list[dict]):
+        self.by_question = {r["question"]: r for r in records}
+
+    def record_for(self, body: dict) -> dict:
+        first = body["messages"][0]["content"]
+        question = first.rsplit("Question: ", 1)[1]
+        return self.by_question[question]
+
+    def __call__(self, body: dict, index: int):
+        record = self.record_for(body)
+        answer = record["answer"] if record["id"] % 2 == 0 else "definitely-wrong"
+        messages = body["messages"]
+        if body.get("tools") and len(messages) == 1:
+            name = body["tools"][0]["function"]["name"]
+            return 200, {}, completion(None, [tool_call(name, {}, call_id="call_0")])
+        return 200, {}, completion(f"<answer>{answer}</answer>")
+
+
+# --------------------------------------------------------------------------- oracle, real data
+@needs_shared
+def test_oracle_scores_100_percent_on_real_records_with_xdist(tmp_path):
+    proc, report = run_suite(
+        tmp_path, "--data-dir", str(SHARED), "--model", "oracle", "-n", "2"
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    table = metric_table(report)
+    assert set(table) == {"toolhop.direct", "toolhop.mandatory", "toolhop.free"}
+    for name, row in table.items():
+        assert row["metrics"]["accuracy"]["value"] == 1.0, name
+        assert row["metrics"]["accuracy"]["n"] == 80, name
+        assert row["n_errors"] == 0
+    assert len(report["cases"]) == 240
+    assert "pytest-toolbench" in proc.stdout and "accuracy" in proc.stdout
+
+    # The first user message of every transcript is the upstream prompt, byte for byte.
+    questions = {str(r["id"]): r["question"] for r in load_records(SHARED_TOOLHOP)}
+    for case in report["cases"]:
+        sample_id = case["case_id"].split("-")[1]
+        expected = UPSTREAM_PROMPTS[case["scenario"]].replace("{question}", questions[sample_id])
+        first = case["transcript"][0]
+        assert first["role"] == "user" and first["content"] == expected
+        assert not any(m["role"] == "system" for m in case["transcript"])
+
+
+# --------------------------------------------------------------------------- markers
+def collected_ids(tmp_path: Path, *args: str) -> set[str]:
+    proc, _ = run_suite(tmp_path, "--collect-only", "--model", "oracle", *args)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return set(re.findall(r"test_toolhop\[([^\]]+)\]", proc.stdout))
+
+
+def test_marker_filters_select_exactly_the_matching_cases(tmp_path):
+    records = load_records(BUNDLED)
+    hops = {str(r["id"]): len(r["sub_task"]) for r in records}
+    all_ids = collected_ids(tmp_path)
+    assert len(all_ids) == 3 * len(records)
+
+    three = collected_ids(tmp_path, "-m", "hops(n=3)")
+    assert three == {i for i in all_ids if hops[i.split("-")[1]] == 3} and three
+
+    mandatory = collected_ids(tmp_path, "-m", "scenario(name='mandatory')")
+    assert mandatory == {i for i in all_ids if i.endswith("-mandatory")}
+
+    both = collected_ids(tmp_path, "-m", "hops(n=3) and scenario(name='free')")
+    assert both == {i for i in three if i.endswith("-free")}
+
+    domain = records[0]["domain"]
+    by_domain = collected_ids(tmp_path, "-m", f"domain(name='{domain}')")
+    assert by_domain == {i for i in all_ids if any(
+        str(r["id"]) == i.split("-")[1] and r["domain"] == domain for r in records)}
+
+
+def test_limit_scenario_and_sample_ids_cut_the_set_deterministically(tmp_path):
+    records = load_records(BUNDLED)
+    first_two = {str(r["id"]) for r in records[:2]}
+    ids = collected_ids(tmp_path, "--limit", "2", "--scenario", "direct,free")
+    assert {i.split("-")[1] for i in ids} == first_two
+    assert {i.rsplit("-", 1)[1] for i in ids} == {"direct", "free"}
+    chosen = str(records[-1]["id"])
+    assert collected_ids(tmp_path, "--sample-ids", chosen) == {
+        f"toolhop-{chosen}-{s}" for s in ("direct", "mandatory", "free")
+    }
+
+
+# --------------------------------------------------------------------------- HTTP model
+def test_http_model_xdist_and_serial_give_identical_metrics(tmp_path):
+    agent = GoldAgent(load_records(BUNDLED))
+    with FakeOpenAIServer(agent) as server:
+        url = ["--base-url", server.base_url, "--api-key", "test", "--model", "gold-agent"]
+        serial, rep0 = run_suite(tmp_path, *url, "-n", "0", "--no-cache")
+        parallel, rep4 = run_suite(tmp_path, *url, "-n", "4", "--no-cache")
+    assert serial.returncode == 1 and parallel.returncode == 1  # odd ids answer wrong
+    assert metric_table(rep0) == metric_table(rep4)
+    table = metric_table(rep0)
+    records = load_records(BUNDLED)
+    even = sum(1 for r in records if r["id"] % 2 == 0)
+    assert table["toolhop.direct"]["metrics"]["accuracy"]["value"] == pytest.approx(even / len(records))
+    # One call without arguments per mandatory case: an invocation error where parameters are required.
+    mandatory = table["toolhop.mandatory"]["metrics"]
+    assert mandatory["instance_error_rate"]["n"] == len(records)
+    failed = [c for c in rep0["cases"] if c["outcome"] == "failed"]
+    assert failed and all(c["failure_message"] for c in failed)
+    # A wrong answer is a short failure message, not a traceback.
+    assert "Traceback" not in serial.stdout and "definitely-wrong" in serial.stdout
+
+
+def test_record_then_replay_gives_identical_metrics_without_model_calls(tmp_path):
+    agent = GoldAgent(load_records(BUNDLED))
+    recording = tmp_path / "run.jsonl"
+    with FakeOpenAIServer(agent) as server:
+        _, recorded = run_suite(
+            tmp_path, "--base-url", server.base_url, "--api-key", "t", "--model", "gold-agent",
+            "--no-cache", "--record", str(recording), "-n", "2",
+        )
+    lines = [json.loads(line) for line in recording.read_text().splitlines()]
+    assert {line["case_id"] for line in lines} == {c["case_id"] for c in recorded["cases"]}
+    # The server is gone now: any model call would be an infrastructure error.
+    proc, replayed = run_suite(tmp_path, "--model", f"replay:{recording}", "--no-cache")
+    assert metric_table(replayed) == metric_table(recorded)
+    assert all(c["outcome"] != "error" for c in replayed["cases"]), proc.stdout[-2000:]
+
+
+def test_endpoint_answering_429_then_500_is_retried_and_the_case_scores(tmp_path):
+    records = load_records(BUNDLED)
+    agent = GoldAgent(records)
+    even_id = str(next(r["id"] for r in records if r["id"] % 2 == 0))
+
+    def flaky(body: dict, index: int):
+        if index == 0:
+            return 429, {"Retry-After": "0.2"}, error_body(429, "slow down")
+        if index == 1:
+            return 500, {}, error_body(500, "boom")
+        return agent(body, index)
+
+    with FakeOpenAIServer(flaky) as server:
+        proc, report = run_suite(
+            tmp_path, "--base-url", server.base_url, "--api-key", "t", "--model", "m",
+            "--scenario", "direct", "--sample-ids", even_id, "--no-cache",
+        )
+        assert len(server.requests) == 3
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert report["cases"][0]["outcome"] == "passed"
+
+
+def test_failing_endpoint_is_an_error_apart_from_wrong_answers(tmp_path):
+    def broken(body: dict, index: int):
+        return 500, {}, error_body(500, "down")
+
+    with FakeOpenAIServer(broken) as server:
+        proc, report = run_suite(
+            tmp_path, "--base-url", server.base_url, "--api-key", "t", "--model", "m",
+            "--scenario", "direct", "--limit", "2", "--max-retries", "1", "--no-cache",
+        )
+    assert proc.returncode != 0
+    assert "2 errors" in proc.stdout and "failed" not in proc.stdout.splitlines()[-1]
+    row = metric_table(report)["toolhop.direct"]
+    assert row["n_errors"] == 2 and row["metrics"]["accuracy"]["n"] == 0
+    assert {c["error"]["kind"] for c in report["cases"]} == {"http_500"}
+    assert "infrastructure error" in proc.stdout
+
+
+def test_rerun_of_finished_suite_makes_no_model_calls(tmp_path):
+    agent = GoldAgent(load_records(BUNDLED))
+    with FakeOpenAIServer(agent) as server:
+        args = ["--base-url", server.base_url, "--api-key", "t", "--model", "m", "-n", "2"]
+        _, first = run_suite(tmp_path, *args)
+        calls = len(server.requests)
+        assert calls > 0
+        _, second = run_suite(tmp_path, *args)
+        assert len(server.requests) == calls
+    assert metric_table(first) == metric_table(second)
+    assert all(c["cached_calls"] == c["model_calls"] > 0 for c in second["cases"])
+
+
+def test_cases_run_ahead_of_pytest_up_to_the_concurrency(tmp_path):
+    agent = GoldAgent(load_records(BUNDLED))
+    n_cases = 3 * len(load_records(BUNDLED))
+    with FakeOpenAIServer(delayed(1.0, lambda b, i: (200, {}, completion("<answer>x</answer>")))) as server:
+        proc, report = run_suite(
+            tmp_path, "--base-url", server.base_url, "--api-key", "t", "--model", "m",
+            "-n", "0", "--concurrency", "16", "--no-cache",
+        )
+        in_flight = server.max_in_flight
+    assert len(report["cases"]) == n_cases
+    assert in_flight >= min(16, n_cases) - 2, in_flight
+
+
+# --------------------------------------------------------------------------- gates
+def test_gates_decide_the_exit_status(tmp_path):
+    ok, _ = run_suite(tmp_path, "--model", "oracle", "--scenario", "direct",
+                      "--gate", "toolhop.direct.accuracy>=0.99")
+    assert ok.returncode == 0 and "PASS" in ok.stdout
+
+    agent = GoldAgent(load_records(BUNDLED))
+    with FakeOpenAIServer(agent) as server:
+        http = ["--base-url", server.base_url, "--api-key", "t", "--model", "m", "--scenario", "direct"]
+        lenient, _ = run_suite(tmp_path, *http, "--gate", "toolhop.direct.accuracy>=0.1")
+        strict, _ = run_suite(tmp_path, *http, "--gate", "toolhop.direct.accuracy.ci_low>=0.9")
+    assert lenient.returncode == 0, lenient.stdout[-2000:]  # wrong answers alone do not fail
+    assert strict.returncode == 1 and "FAIL" in strict.stdout
+
+    bad, _ = run_suite(tmp_path, "--model", "oracle", "--gate", "toolhop.direct.accuracy=>1")
+    assert bad.returncode == 4 and "gate" in (bad.stdout + bad.stderr)
+
+
+# --------------------------------------------------------------------------- sandbox, end to end
+def test_a_tool_that_never_returns_is_reported_to_the_model_and_the_run_goes_on(tmp_path):
+    record = load_records(BUNDLED)[0]
+    name = next(iter(record["tools"].values()))["name"]
+    hang = f"def {name}(**kwargs):\n    while True:\n        pass\n"
+    record = {**record, "functions": [hang if f.startswith(f"def {name}(") else f for f in record["functions"]]}
+    data_dir = tmp_path / "data"
+    (data_dir / "toolhop").mkdir(parents=True)
+    (data_dir / "toolhop" / "ToolHop.json").write_text(json.dumps([record]))
+
+    agent = GoldAgent([record])
+    with FakeOpenAIServer(agent) as server:
+        proc, report = run_suite(
+            tmp_path, "--data-dir", str(data_dir), "--base-url", server.base_url, "--api-key", "t",
+            "--model", "m", "--scenario", "mandatory", "--toolhop-tool-timeout", "1", "--no-cache",
+        )
+    case = report["cases"][0]
+    assert case["outcome"] in ("passed", "failed")
+    tool_messages = [m for m in case["transcript"] if m["role"] == "tool"]
+    assert tool_messages and tool_messages[0]["content"].startswith(f"an error occured when call {name}:")
