@@ -163,8 +163,11 @@ def test_http_model_xdist_and_serial_give_identical_metrics(tmp_path):
     assert metric_table(rep0) == metric_table(rep4)
     table = metric_table(rep0)
     records = load_records(BUNDLED)
-    even = sum(1 for r in records if r["id"] % 2 == 0)
-    assert table["toolhop.direct"]["metrics"]["accuracy"]["value"] == pytest.approx(even / len(records))
+    # Even ids answer the gold; odd ids are wrong unless the gold is "0", which upstream's
+    # rstrip('.0') empties, so it matches any reply (spec §3.1).
+    correct = sum(1 for r in records if r["id"] % 2 == 0 or r["answer"].rstrip(".0") == "")
+    assert correct < len(records)
+    assert table["toolhop.direct"]["metrics"]["accuracy"]["value"] == pytest.approx(correct / len(records))
     # One call without arguments per mandatory case: an invocation error where parameters are required.
     mandatory = table["toolhop.mandatory"]["metrics"]
     assert mandatory["instance_error_rate"]["n"] == len(records)

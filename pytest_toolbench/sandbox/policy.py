@@ -1,0 +1,320 @@
+"""Isolation layers a sandbox worker applies to itself before it runs any untrusted code.
+
+Why several layers: we run as root, so file permissions protect nothing, and a Python audit hook
+alone is bypassable by determined code. The kernel layers (network namespace, seccomp, Landlock,
+rlimits) are the hard boundary; the audit hook gives clear, early error messages and covers what
+the kernel layers cannot express (e.g. ctypes). Every layer reports whether it is in force, and
+the pool surfaces that in ``ToolSandbox.describe()``.
+
+Stdlib only: this runs in the worker before anything else is imported.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import math
+import os
+import resource
+import stat
+import sys
+from typing import Any, Callable
+
+# --------------------------------------------------------------------------------------- rlimits
+
+
+def apply_rlimits(memory_mb: int, file_size_mb: int) -> dict[str, Any]:
+    """Address space, file size, no core dumps, no new processes (NPROC is not enforced for root)."""
+    mb = 1024 * 1024
+    resource.setrlimit(resource.RLIMIT_AS, (memory_mb * mb, memory_mb * mb))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (file_size_mb * mb, file_size_mb * mb))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    nproc_enforced = os.geteuid() != 0
+    try:
+        resource.setrlimit(resource.RLIMIT_NPROC, (0, 0))
+    except (ValueError, OSError):
+        nproc_enforced = False
+    return {
+        "memory_mb": memory_mb,
+        "file_size_mb": file_size_mb,
+        "core": 0,
+        "nproc": 0,
+        "nproc_enforced": nproc_enforced,
+    }
+
+
+def set_cpu_budget(seconds: float) -> None:
+    """Soft RLIMIT_CPU = CPU used so far + budget: SIGXCPU (fatal) if one call burns more."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    soft = math.ceil(usage.ru_utime + usage.ru_stime + seconds)
+    _, hard = resource.getrlimit(resource.RLIMIT_CPU)
+    if hard != resource.RLIM_INFINITY:
+        soft = min(soft, hard)
+    resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
+
+
+# ----------------------------------------------------------------------------- kernel helpers
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.syscall.restype = ctypes.c_long
+_PR_SET_NO_NEW_PRIVS = 38
+_PR_SET_SECCOMP = 22
+_SECCOMP_MODE_FILTER = 2
+
+
+def _no_new_privs() -> None:
+    if _libc.prctl(_PR_SET_NO_NEW_PRIVS, ctypes.c_ulong(1), ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0)):
+        err = ctypes.get_errno()
+        raise OSError(err, f"prctl(NO_NEW_PRIVS): {os.strerror(err)}")
+
+
+def enter_network_namespace() -> tuple[bool, str]:
+    """unshare(CLONE_NEWNET): a fresh namespace with only a downed loopback, so no route anywhere."""
+    clone_newnet = 0x40000000
+    if _libc.unshare(clone_newnet) != 0:
+        err = ctypes.get_errno()
+        return False, f"unshare(CLONE_NEWNET) failed: {os.strerror(err)}"
+    return True, "fresh network namespace (no interfaces up)"
+
+
+# ------------------------------------------------------------------------------------ seccomp
+
+_AUDIT_ARCH_X86_64 = 0xC000003E
+_CLONE_THREAD = 0x00010000
+# x86_64 syscall numbers refused with EPERM: process creation, sockets, namespace/mount games,
+# tracing other processes, kernel modules and similar root-only powers.
+_DENIED_X86_64 = {
+    41: "socket", 42: "connect", 43: "accept", 49: "bind", 50: "listen", 53: "socketpair",
+    57: "fork", 58: "vfork", 59: "execve", 322: "execveat", 101: "ptrace",
+    310: "process_vm_readv", 311: "process_vm_writev", 312: "kcmp", 155: "pivot_root",
+    161: "chroot", 163: "acct", 165: "mount", 166: "umount2", 167: "swapon", 168: "swapoff",
+    169: "reboot", 170: "sethostname", 171: "setdomainname", 172: "iopl", 173: "ioperm",
+    175: "init_module", 176: "delete_module", 313: "finit_module", 246: "kexec_load",
+    320: "kexec_file_load", 248: "add_key", 249: "request_key", 250: "keyctl", 272: "unshare",
+    308: "setns", 298: "perf_event_open", 321: "bpf", 323: "userfaultfd", 304: "open_by_handle_at",
+    424: "pidfd_send_signal", 438: "pidfd_getfd", 425: "io_uring_setup", 426: "io_uring_enter",
+    427: "io_uring_register", 428: "open_tree", 429: "move_mount", 430: "fsopen", 431: "fsconfig",
+    432: "fsmount", 433: "fspick", 442: "mount_setattr", 164: "settimeofday", 227: "clock_settime",
+    159: "adjtimex",
+}
+_CLONE, _CLONE3 = 56, 435
+
+
+class _SockFilter(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8), ("k", ctypes.c_uint32)]
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_uint16), ("filter", ctypes.POINTER(_SockFilter))]
+
+
+def _seccomp_program() -> list[tuple[int, int, int, int]]:
+    """Classic BPF: deny listed syscalls, allow clone only for threads, make clone3 fall back."""
+    ld_abs, jeq, jge, jset, ret = 0x20, 0x15, 0x35, 0x45, 0x06
+    allow, deny, enosys = 0x7FFF0000, 0x00050000 | errno.EPERM, 0x00050000 | errno.ENOSYS
+    # (code, jt_label, jf_label, k); labels are resolved to forward offsets below.
+    prog: list[tuple[int, Any, Any, int]] = [
+        (ld_abs, None, None, 4),  # seccomp_data.arch
+        (jeq, None, "deny", _AUDIT_ARCH_X86_64),
+        (ld_abs, None, None, 0),  # seccomp_data.nr
+        (jge, "deny", None, 0x40000000),  # x32 ABI
+        (jeq, "enosys", None, _CLONE3),  # glibc falls back to clone(), filtered below
+        (jeq, "clone", None, _CLONE),
+    ]
+    prog += [(jeq, "deny", None, nr) for nr in sorted(_DENIED_X86_64)]
+    labels: dict[str, int] = {}
+    tail = [
+        (None, (ret, None, None, allow)),  # not denied: allow
+        ("clone", (ld_abs, None, None, 16)),  # low 32 bits of args[0] (clone flags)
+        (None, (jset, "allow", "deny", _CLONE_THREAD)),
+        ("allow", (ret, None, None, allow)),
+        ("deny", (ret, None, None, deny)),
+        ("enosys", (ret, None, None, enosys)),
+    ]
+    for label, insn in tail:
+        if label:
+            labels[label] = len(prog)
+        prog.append(insn)
+    out: list[tuple[int, int, int, int]] = []
+    for i, (code, jt, jf, k) in enumerate(prog):
+        jt_off = labels[jt] - i - 1 if jt else 0
+        jf_off = labels[jf] - i - 1 if jf else 0
+        if not (0 <= jt_off < 256 and 0 <= jf_off < 256):
+            raise ValueError("seccomp program too long for 8-bit jumps")
+        out.append((code, jt_off, jf_off, k))
+    return out
+
+
+def apply_seccomp() -> tuple[bool, str]:
+    if os.uname().machine != "x86_64":
+        return False, f"seccomp filter only written for x86_64, not {os.uname().machine}"
+    insns = _seccomp_program()
+    array = (_SockFilter * len(insns))(*[_SockFilter(*insn) for insn in insns])
+    prog = _SockFprog(len(insns), ctypes.cast(array, ctypes.POINTER(_SockFilter)))
+    try:
+        _no_new_privs()
+    except OSError as exc:
+        return False, str(exc)
+    if _libc.prctl(_PR_SET_SECCOMP, ctypes.c_ulong(_SECCOMP_MODE_FILTER), ctypes.byref(prog), ctypes.c_ulong(0), ctypes.c_ulong(0)):
+        err = ctypes.get_errno()
+        return False, f"prctl(PR_SET_SECCOMP) failed: {os.strerror(err)}"
+    return True, "no sockets, exec, fork (threads allowed), mount/namespace/ptrace syscalls"
+
+
+# ----------------------------------------------------------------------------------- Landlock
+
+_LL_CREATE, _LL_ADD_RULE, _LL_RESTRICT = 444, 445, 446
+_FS_EXECUTE, _FS_WRITE_FILE = 1 << 0, 1 << 1
+_FS_WRITE_LIKE = sum(1 << b for b in (4, 5, 6, 7, 8, 9, 10, 11, 12))  # remove/make *
+_FS_REFER, _FS_TRUNCATE = 1 << 13, 1 << 14
+
+
+class _PathBeneath(ctypes.Structure):
+    _pack_ = 1
+    _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+
+class _RulesetAttr(ctypes.Structure):
+    _fields_ = [("fs", ctypes.c_uint64), ("net", ctypes.c_uint64), ("scoped", ctypes.c_uint64)]
+
+
+def apply_landlock(writable_dir: str) -> tuple[int, str]:
+    """Kernel-enforced: writes only under ``writable_dir`` (and /dev/null), no execve, no TCP,
+    no signals to processes outside the sandbox. Returns (ABI version in force or 0, note)."""
+    abi = _libc.syscall(_LL_CREATE, None, ctypes.c_size_t(0), ctypes.c_uint32(1))
+    if abi < 1:
+        return 0, f"Landlock unavailable: {os.strerror(ctypes.get_errno())}"
+    fs = _FS_EXECUTE | _FS_WRITE_FILE | _FS_WRITE_LIKE
+    file_rights = _FS_WRITE_FILE
+    if abi >= 2:
+        fs |= _FS_REFER
+    if abi >= 3:
+        fs |= _FS_TRUNCATE
+        file_rights |= _FS_TRUNCATE
+    attr = _RulesetAttr(fs, 0b11 if abi >= 4 else 0, 0b11 if abi >= 6 else 0)
+    size = 24 if abi >= 6 else 16 if abi >= 4 else 8
+    ruleset = _libc.syscall(_LL_CREATE, ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0))
+    if ruleset < 0:
+        return 0, f"landlock_create_ruleset failed: {os.strerror(ctypes.get_errno())}"
+    try:
+        for path, rights in ((writable_dir, fs & ~_FS_EXECUTE), (os.devnull, file_rights)):
+            fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+            try:
+                rule = _PathBeneath(rights, fd)
+                if _libc.syscall(_LL_ADD_RULE, ctypes.c_int(ruleset), ctypes.c_int(1), ctypes.byref(rule), ctypes.c_uint32(0)):
+                    return 0, f"landlock_add_rule({path}) failed: {os.strerror(ctypes.get_errno())}"
+            finally:
+                os.close(fd)
+        _no_new_privs()
+        if _libc.syscall(_LL_RESTRICT, ctypes.c_int(ruleset), ctypes.c_uint32(0)):
+            return 0, f"landlock_restrict_self failed: {os.strerror(ctypes.get_errno())}"
+    finally:
+        os.close(ruleset)
+    return int(abi), "writes only in the worker's temp dir; no execve; no TCP" + ("; signals scoped" if abi >= 6 else "")
+
+
+# --------------------------------------------------------------------------------- audit hook
+
+_BLOCKED_EVENTS = frozenset(
+    {
+        "os.system", "os.fork", "os.forkpty", "os.exec", "os.posix_spawn", "os.spawn",
+        "os.startfile", "subprocess.Popen", "pty.spawn", "os.kill", "os.killpg",
+        "signal.pthread_kill", "resource.setrlimit", "resource.prlimit", "os.link", "os.symlink",
+        "os.chroot", "sys.remote_exec", "webbrowser.open",
+    }
+)
+_BLOCKED_PREFIXES = ("socket.", "ctypes.", "_ctypes.")
+_BLOCKED_IMPORTS = frozenset({"ctypes", "_ctypes"})
+# event -> (positions of path arguments that must stay inside the writable dir, positions of dir_fd)
+_PATH_EVENTS: dict[str, tuple[tuple[int, ...], tuple[int, ...]]] = {
+    "os.remove": ((0,), (1,)), "os.rmdir": ((0,), (1,)), "os.rename": ((0, 1), (2, 3)),
+    "os.truncate": ((0,), ()), "os.chmod": ((0,), (2,)), "os.chown": ((0,), (3,)),
+    "os.mkdir": ((0,), (2,)), "os.utime": ((0,), (3,)), "os.chflags": ((0,), ()),
+    "os.lchflags": ((0,), ()), "os.setxattr": ((0,), ()), "os.removexattr": ((0,), ()),
+    "shutil.rmtree": ((0,), (1,)), "shutil.copyfile": ((1,), ()), "shutil.copymode": ((1,), ()),
+    "shutil.copystat": ((1,), ()), "shutil.copytree": ((1,), ()), "shutil.move": ((0, 1), ()),
+    "shutil.chown": ((0,), ()), "shutil.make_archive": ((0,), ()),
+}
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
+
+
+class AuditPolicy:
+    """A ``sys.addaudithook`` policy. ``trusted`` lets the worker's own loop reset its CPU budget.
+
+    An audit hook cannot be removed, and it fires for the untrusted code's imports too; it is a
+    second line behind the kernel layers, not a security boundary on its own.
+    """
+
+    def __init__(self, writable_dir: str) -> None:
+        self.root = os.path.realpath(writable_dir)
+        self._trusted = False
+        self.blocked = 0
+
+    def trusted_call(self, fn: Callable[..., Any], *args: Any) -> Any:
+        self._trusted = True
+        try:
+            return fn(*args)
+        finally:
+            self._trusted = False
+
+    def _inside(self, path: Any) -> bool:
+        if isinstance(path, int):
+            try:
+                path = os.readlink(f"/proc/self/fd/{path}")
+            except OSError:
+                return False
+        try:
+            real = os.path.realpath(os.fsdecode(path))
+        except (TypeError, ValueError):
+            return False
+        return real == self.root or real.startswith(self.root + os.sep) or real == os.devnull
+
+    def _deny(self, event: str, what: str = "") -> None:
+        self.blocked += 1
+        raise PermissionError(f"sandbox policy: {event} blocked{': ' + what if what else ''}")
+
+    def __call__(self, event: str, args: tuple[Any, ...]) -> None:
+        if event == "open":
+            path, mode, flags = (tuple(args) + (None, None, None))[:3]
+            writes = (isinstance(flags, int) and flags & _WRITE_FLAGS) or (
+                isinstance(mode, str) and any(c in mode for c in "wax+")
+            )
+            if writes and not self._inside(path):
+                self._deny("open for writing", str(path))
+            return
+        if event in _PATH_EVENTS:
+            paths, dir_fds = _PATH_EVENTS[event]
+            if any(i < len(args) and args[i] not in (None, -1) for i in dir_fds):  # -1: no dir_fd
+                self._deny(event, "dir_fd-relative paths")
+            for i in paths:
+                if i < len(args) and not self._inside(args[i]):
+                    self._deny(event, str(args[i]))
+            return
+        if event == "import":
+            if args and args[0] in _BLOCKED_IMPORTS:
+                self._deny("import", str(args[0]))
+            return
+        if event == "resource.setrlimit" and self._trusted:
+            return
+        if event in _BLOCKED_EVENTS or event.startswith(_BLOCKED_PREFIXES):
+            self._deny(event)
+
+
+def install_audit_hook(writable_dir: str) -> AuditPolicy:
+    policy = AuditPolicy(writable_dir)
+    sys.addaudithook(policy)
+    # Once the hook is in, ctypes calls are refused; drop it from the modules table too.
+    for name in ("ctypes", "_ctypes"):
+        sys.modules.pop(name, None)
+    return policy
+
+
+def is_regular_writable_probe(path: str) -> bool:
+    """True when ``path`` could be created (used by the worker's self-check)."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, stat.S_IRUSR)
+    except OSError:
+        return False
+    os.close(fd)
+    os.unlink(path)
+    return True

@@ -1,0 +1,333 @@
+"""Warm pool of confined worker processes that run untrusted code for the harness.
+
+Why a pool: a ToolHop sample makes several tool calls and a run makes thousands; a fresh
+interpreter per call costs tens of milliseconds, a warm worker a fraction of one. Why processes
+(not threads): only a process can be killed on a wall-clock timeout, and only a process can be
+confined by the kernel. Workers are spawned as ``python -m pytest_toolbench.sandbox.worker``,
+never forked from pytest (which runs threads).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import logging
+import os
+import queue
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any, Literal, Sequence
+
+from pydantic import BaseModel
+
+from pytest_toolbench.config import SandboxLimits
+from pytest_toolbench.sandbox import protocol
+
+log = logging.getLogger(__name__)
+
+_JOB_RE = re.compile(r"^pytest_toolbench(\.[A-Za-z_][A-Za-z0-9_]*)+:[A-Za-z_][A-Za-z0-9_]*$")
+_PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
+_STARTUP_TIMEOUT_S = 60.0
+#: Environment variables a worker inherits (everything else, API keys included, is dropped).
+_ENV_KEEP = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ")
+
+
+class SandboxOutcome(BaseModel):
+    status: Literal["ok", "timeout", "crashed"]  # crashed: the worker died or the job itself raised
+    value: Any = None  # the JSON-able return value of the job when status == "ok"
+    detail: str = ""  # human-readable reason when not ok
+    duration_s: float = 0.0
+
+
+class SandboxStartError(RuntimeError):
+    """A worker could not be started: an infrastructure problem, not a tool failure."""
+
+
+def _signal_text(returncode: int | None) -> str:
+    if returncode is None:
+        return "still running"
+    if returncode < 0:
+        sig = -returncode
+        name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
+        why = {
+            "SIGXCPU": "CPU-time limit exceeded",
+            "SIGKILL": "killed",
+            "SIGSEGV": "segmentation fault",
+            "SIGXFSZ": "file-size limit exceeded",
+            "SIGSYS": "forbidden system call",
+        }.get(name, "terminated by signal")
+        return f"{why} ({name})"
+    return f"exited with status {returncode}"
+
+
+class _Worker:
+    """One worker process and its two pipes. Used by one thread at a time (owned via the pool)."""
+
+    _ids = itertools.count(1)
+
+    def __init__(self, limits: SandboxLimits, network_isolation: bool, preload: Sequence[str]) -> None:
+        self._kill_lock = threading.Lock()
+        self._tail: str | None = None
+        self.tmpdir = tempfile.mkdtemp(prefix="toolbench-sandbox-")
+        req_r, self._req_w = os.pipe()
+        self._rep_r, rep_w = os.pipe()
+        config = {
+            "fd_in": req_r,
+            "fd_out": rep_w,
+            "tmpdir": self.tmpdir,
+            "limits": limits.model_dump(),
+            "network_isolation": network_isolation,
+            "preload": list(preload),
+        }
+        env = {k: os.environ[k] for k in _ENV_KEEP if k in os.environ}
+        env.update(
+            HOME=self.tmpdir,
+            TMPDIR=self.tmpdir,
+            PYTHONPATH=_PACKAGE_ROOT,
+            PYTHONDONTWRITEBYTECODE="1",
+            PYTHONHASHSEED="0",
+            PYTHONIOENCODING="utf-8",
+        )
+        env.setdefault("PATH", os.defpath)
+        env.setdefault("LANG", "C.UTF-8")
+        self._stderr_path = os.path.join(self.tmpdir, ".worker-stderr")
+        try:
+            with open(self._stderr_path, "wb") as stderr:
+                self.proc = subprocess.Popen(
+                    [sys.executable, "-m", "pytest_toolbench.sandbox.worker", json.dumps(config)],
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=stderr,
+                    cwd=self.tmpdir,
+                    env=env,
+                    pass_fds=(req_r, rep_w),
+                    start_new_session=True,  # own process group: a timeout kills all of it
+                )
+        except OSError as exc:
+            for fd in (req_r, rep_w, self._req_w, self._rep_r):
+                os.close(fd)
+            shutil.rmtree(self.tmpdir, ignore_errors=True)
+            raise SandboxStartError(f"cannot start sandbox worker: {exc}") from exc
+        finally:
+            if hasattr(self, "proc"):
+                os.close(req_r)
+                os.close(rep_w)
+        try:
+            hello = protocol.recv(self._rep_r, time.monotonic() + _STARTUP_TIMEOUT_S)
+        except (TimeoutError, EOFError, protocol.ProtocolError) as exc:
+            detail = self.kill()
+            raise SandboxStartError(f"sandbox worker failed to start ({type(exc).__name__}): {detail}") from exc
+        if hello.get("type") != "ready":
+            self.kill()
+            raise SandboxStartError(f"sandbox worker failed to start:\n{hello.get('detail', hello)}")
+        self.pid: int = hello["pid"]
+        self.info: dict[str, Any] = {"python": hello["python"], **hello["isolation"]}
+
+    @property
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def call(self, job: str, payload: dict, timeout_s: float) -> tuple[SandboxOutcome, bool]:
+        """Returns the outcome and whether this worker may be reused."""
+        request_id = next(self._ids)
+        start = time.monotonic()
+        try:
+            protocol.send(self._req_w, {"id": request_id, "job": job, "payload": payload})
+            reply = protocol.recv(self._rep_r, start + timeout_s)
+        except TimeoutError:
+            self.kill()
+            return SandboxOutcome(
+                status="timeout",
+                detail=f"no result after {timeout_s:g} s wall clock; worker killed and replaced",
+                duration_s=time.monotonic() - start,
+            ), False
+        except (OSError, EOFError, protocol.ProtocolError) as exc:
+            # A dead worker: BrokenPipe on send, EOF on receive. Reap it to learn why.
+            try:
+                self.proc.wait(timeout=2)
+            except subprocess.TimeoutExpired:
+                pass
+            why = _signal_text(self.proc.returncode)
+            detail = f"sandbox worker died: {why}"
+            if isinstance(exc, protocol.ProtocolError):
+                detail = f"sandbox worker sent a malformed reply: {exc}"
+            tail = self.kill()
+            return SandboxOutcome(
+                status="crashed", detail=detail + (f"\n{tail}" if tail else ""), duration_s=time.monotonic() - start
+            ), False
+        duration = time.monotonic() - start
+        if reply.get("id") != request_id:
+            self.kill()
+            return SandboxOutcome(status="crashed", detail="sandbox reply out of sequence", duration_s=duration), False
+        if not reply.get("ok"):
+            self.kill()  # the job raised (e.g. MemoryError): do not trust this worker's state
+            return SandboxOutcome(status="crashed", detail=f"job {job} raised {reply.get('detail')}", duration_s=duration), False
+        return SandboxOutcome(status="ok", value=reply.get("value"), duration_s=duration), True
+
+    def kill(self) -> str:
+        """Kill the whole process group, reap it, remove the temp dir; returns the stderr tail.
+
+        Idempotent and safe to race (close() from one thread, a timed-out call in another): the fds
+        must be closed exactly once, or a number reused by another worker's pipe gets closed.
+        """
+        with self._kill_lock:
+            if self._tail is None:
+                self._tail = self._kill_once()
+            return self._tail
+
+    def _kill_once(self) -> str:
+        # Only while unreaped: after a reap the group id could belong to someone else.
+        if hasattr(self, "proc") and self.proc.returncode is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL cannot be ignored
+                log.warning("sandbox worker %s did not die", self.proc.pid)
+        tail = ""
+        try:
+            with open(self._stderr_path, "rb") as f:
+                f.seek(max(0, os.path.getsize(self._stderr_path) - 2000))
+                tail = f.read().decode("utf-8", "replace").strip()
+        except OSError:
+            pass
+        for fd in (self._req_w, self._rep_r):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self._req_w = self._rep_r = -1
+        shutil.rmtree(self.tmpdir, ignore_errors=True)
+        return tail
+
+
+class ToolSandbox:
+    """Thread-safe facade: ``run(job, payload, timeout_s)`` on a warm, confined worker.
+
+    ``job`` names trusted harness code (``pytest_toolbench.<module>:<function>``); the untrusted
+    code travels inside ``payload`` and is executed by that function in the worker.
+    """
+
+    def __init__(
+        self,
+        limits: SandboxLimits | None = None,
+        *,
+        network_isolation: bool = True,
+        preload: Sequence[str] = (),
+    ) -> None:
+        self.limits = limits or SandboxLimits()
+        if self.limits.workers < 1:
+            raise ValueError("SandboxLimits.workers must be >= 1")
+        self.network_isolation = network_isolation
+        self.preload = tuple(preload)
+        for module in self.preload:
+            if not module.startswith("pytest_toolbench."):
+                raise ValueError(f"preload module must be under pytest_toolbench.: {module!r}")
+        # Idle slots: a started worker, or None (start lazily). LIFO keeps the hottest workers busy.
+        self._slots: queue.LifoQueue[_Worker | None] = queue.LifoQueue()
+        for _ in range(self.limits.workers):
+            self._slots.put(None)
+        self._live: set[_Worker] = set()
+        self._lock = threading.Lock()
+        self._closed = False
+        self._info: dict[str, Any] | None = None
+        self._warned = False
+
+    # ------------------------------------------------------------------ lifecycle
+    def __enter__(self) -> ToolSandbox:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Kill every worker (busy ones too: their callers get "crashed"); idempotent."""
+        with self._lock:
+            self._closed = True
+            workers = list(self._live)
+            self._live.clear()
+        for worker in workers:
+            worker.kill()
+
+    def worker_pids(self) -> list[int]:
+        with self._lock:
+            return sorted(w.proc.pid for w in self._live)
+
+    def _spawn(self) -> _Worker:
+        worker = _Worker(self.limits, self.network_isolation, self.preload)
+        with self._lock:
+            if self._closed:
+                worker.kill()
+                raise RuntimeError("ToolSandbox is closed")
+            self._live.add(worker)
+            if self._info is None:
+                self._info = worker.info
+        if not self._warned:
+            self._warned = True
+            missing = [k for k in ("network_namespace", "seccomp") if not worker.info.get(k)]
+            if not worker.info.get("landlock_abi"):
+                missing.append("landlock")
+            if missing:
+                log.warning(
+                    "sandbox: %s not in force (%s); relying on the remaining layers and the audit-hook policy",
+                    ", ".join(missing),
+                    "; ".join(str(worker.info.get(f"{k}_note", "")) for k in ("network_namespace", "seccomp", "landlock")),
+                )
+        return worker
+
+    def _retire(self, worker: _Worker) -> None:
+        with self._lock:
+            self._live.discard(worker)
+
+    # ---------------------------------------------------------------------- calls
+    def run(self, job: str, payload: dict, timeout_s: float) -> SandboxOutcome:
+        """Run ``job(payload)`` in a worker; blocks while all workers are busy."""
+        if not _JOB_RE.match(job):
+            raise ValueError(f"job must be 'pytest_toolbench.<module>:<function>', got {job!r}")
+        if self._closed:
+            raise RuntimeError("ToolSandbox is closed")
+        worker = self._slots.get()
+        keep = False
+        try:
+            if worker is None or not worker.alive:
+                if worker is not None:
+                    self._retire(worker)
+                    worker.kill()
+                worker = None
+                worker = self._spawn()
+            outcome, keep = worker.call(job, payload, timeout_s)
+            if self._closed:
+                keep = False
+            return outcome
+        finally:
+            if worker is not None and not keep:
+                self._retire(worker)
+                worker.kill()
+            self._slots.put(worker if keep else None)
+
+    async def arun(self, job: str, payload: dict, timeout_s: float) -> SandboxOutcome:
+        return await asyncio.to_thread(self.run, job, payload, timeout_s)
+
+    def describe(self) -> dict[str, Any]:
+        """Limits and the isolation layers actually in force (starts one worker if none ran yet)."""
+        if self._info is None and not self._closed:
+            self.run("pytest_toolbench.sandbox.jobs:ping", {}, _STARTUP_TIMEOUT_S)
+        return {
+            "limits": self.limits.model_dump(),
+            "network_isolation_requested": self.network_isolation,
+            "isolation": dict(self._info or {}),
+            "python": sys.version.split()[0],
+            "executable": sys.executable,
+            "start": "fresh interpreter: python -m pytest_toolbench.sandbox.worker",
+            "ipc": "length-prefixed JSON over dedicated pipe fds; worker stdout/stderr discarded",
+        }

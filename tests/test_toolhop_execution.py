@@ -1,0 +1,227 @@
+"""ToolHop tool execution: upstream semantics (spec §2.5), checked against a literal replica.
+
+The replica below is upstream's ``excute_func`` mechanism written out as upstream wrote it
+(dict-less ``exec`` inside a function, then ``eval(name)(**args)``). Under this Python (3.11, i.e.
+<= 3.12 semantics) it behaves exactly as upstream did, so sandbox content must match it byte for byte.
+It runs in a module namespace built from ``script_globals()``, so both sides see the same
+script globals (``json``, ``os``, ``datetime`` module...), as upstream's tools did.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_toolbench.benchmarks.toolhop import execution
+from pytest_toolbench.config import SandboxLimits
+from pytest_toolbench.sandbox import ToolSandbox
+
+SAMPLE = Path("/work/shared/datasets/toolhop/ToolHop.sample80.json")
+JOB = "pytest_toolbench.benchmarks.toolhop.execution:call_tool"
+
+# Upstream's mechanism, verbatim in shape (evaluation_closed.py @61da069, get_feedback).
+_REPLICA_SOURCE = '''
+def excute_func(functions, func_name, func_args):
+    for func in functions:
+        if func.split('def')[1].split('(')[0].strip() == func_name:
+            exec(func)
+    return eval(func_name)(**func_args)
+
+
+def upstream_content(functions, name, arguments):
+    try:
+        tool_args = json.loads(arguments)
+        feedback = excute_func(functions, name, tool_args)
+        return json.dumps(feedback, ensure_ascii=False)
+    except Exception as e:
+        return f"an error occured when call {name}: {str(e)}"
+'''
+_REPLICA_CODE = compile(_REPLICA_SOURCE, "evaluation_closed.py", "exec", dont_inherit=True)
+
+
+def upstream_content(functions: list[str], name: str, arguments: str) -> str:
+    assert sys.version_info < (3, 13), "the replica needs <= 3.12 exec/eval semantics"
+    module_ns = execution.script_globals()
+    exec(_REPLICA_CODE, module_ns)
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        return module_ns["upstream_content"](functions, name, arguments)
+
+
+@pytest.fixture(scope="module")
+def sandbox():
+    with ToolSandbox(
+        SandboxLimits(workers=2, cpu_seconds=10), preload=("pytest_toolbench.benchmarks.toolhop.execution",)
+    ) as sb:
+        yield sb
+
+
+def call(sandbox: ToolSandbox, functions: list[str], name: str, arguments: str, clean: bool = False) -> dict:
+    outcome = sandbox.run(
+        JOB, {"functions": functions, "name": name, "arguments": arguments, "clean_namespace": clean}, 10.0
+    )
+    assert outcome.status == "ok", outcome.detail
+    return outcome.value
+
+
+# ------------------------------------------------------------------------------ hand-written
+
+
+TOP_LEVEL_IMPORT = "import re\n\ndef find_digits(text):\n    return re.findall(r'\\d', text)\n"
+FROM_DATETIME = (
+    "from datetime import datetime\n\ndef parse_day(date):\n"
+    "    return datetime.strptime(date, '%Y-%m-%d').day\n"
+)
+RECURSIVE = "def fact(n):\n    return 1 if n <= 1 else n * fact(n - 1)\n"
+WITH_EXAMPLE = (
+    "def shout(word: str) -> str:\n    return word.upper()\n\n# Example usage\nprint(shout('hi'))\nresult = shout('x')\n"
+)
+FIRST = "def pick(x):\n    return 'first'\n"
+SECOND = "def pick(x, y=2):\n    return 'second'\n"
+RETURNS_SET = "def uniq(xs):\n    return set(xs)\n"
+RETURNS_TEXT = "def greet(name):\n    return f'héllo {name}'\n"
+BAD_EXAMPLE = "def ok(x):\n    return x\n\n# Example usage\nprint(undefined_thing)\n"
+
+HAND_CASES: list[tuple[list[str], str, str, str]] = [
+    ([TOP_LEVEL_IMPORT], "find_digits", '{"text": "a1b2"}', "an error occured when call find_digits: name 're' is not defined"),
+    ([FROM_DATETIME], "parse_day", '{"date": "2024-05-06"}', "an error occured when call parse_day: module 'datetime' has no attribute 'strptime'"),
+    ([RECURSIVE], "fact", '{"n": 3}', "an error occured when call fact: name 'fact' is not defined"),
+    ([RECURSIVE], "fact", '{"n": 1}', "1"),
+    ([WITH_EXAMPLE], "shout", '{"word": "abc"}', '"ABC"'),
+    ([FIRST, SECOND], "pick", '{"x": 1, "y": 3}', '"second"'),
+    ([SECOND, FIRST], "pick", '{"x": 1, "y": 3}', "an error occured when call pick: pick() got an unexpected keyword argument 'y'"),
+    ([RETURNS_SET], "uniq", '{"xs": [1, 1]}', "an error occured when call uniq: Object of type set is not JSON serializable"),
+    ([RETURNS_TEXT], "greet", '{"name": "Zoë"}', '"héllo Zoë"'),
+    ([BAD_EXAMPLE], "ok", '{"x": 1}', "an error occured when call ok: name 'undefined_thing' is not defined"),
+    ([RETURNS_TEXT], "nope", '{"name": "a"}', "an error occured when call nope: name 'nope' is not defined"),
+    ([RETURNS_TEXT], "greet", '{"name": ', "an error occured when call greet: Expecting value: line 1 column 10 (char 9)"),
+    ([RETURNS_TEXT], "greet", "[1, 2]", "an error occured when call greet: __main__.greet() argument after ** must be a mapping, not list"),
+    ([RETURNS_TEXT], "greet", "{}", "an error occured when call greet: greet() missing 1 required positional argument: 'name'"),
+    ([RETURNS_TEXT], "greet one", "{}", "an error occured when call greet one: invalid syntax (<string>, line 1)"),
+    ([RETURNS_TEXT], " greet", '{"name": "a"}', "an error occured when call  greet: name 'greet' is not defined"),
+    # eval() sees excute_func's own variables through the locals snapshot
+    ([RETURNS_TEXT], "func_args", '{"name": "a"}', "an error occured when call func_args: 'dict' object is not callable"),
+    ([FIRST, RETURNS_TEXT], "func", "{}", "an error occured when call func: 'str' object is not callable"),
+    ([RETURNS_TEXT], "(yield)", "{}", "an error occured when call (yield): 'yield' outside function (<string>, line 1)"),
+    ([RETURNS_TEXT], "json", "{}", "an error occured when call json: 'module' object is not callable"),
+    ([RETURNS_TEXT], "dict", '{"a": 1}', '{"a": 1}'),
+    ([RETURNS_TEXT], "len", "{}", "an error occured when call len: len() takes exactly one argument (0 given)"),
+    ([RETURNS_TEXT], "7", "{}", "an error occured when call 7: 'int' object is not callable"),
+    (["no function here"], "x", "{}", "an error occured when call x: list index out of range"),
+]
+
+
+@pytest.mark.parametrize("functions,name,arguments,expected", HAND_CASES)
+def test_hand_cases_match_expected_and_replica(sandbox, functions, name, arguments, expected):
+    got = call(sandbox, functions, name, arguments)
+    assert got["content"] == expected
+    assert upstream_content(functions, name, arguments) == expected
+    assert got["raised"] == expected.startswith("an error occured")
+
+
+def test_injection_name_is_never_evaluated(sandbox, tmp_path):
+    """Deviation by design: upstream would run this; we report an unknown name."""
+    marker = tmp_path / "pwned"
+    name = f"__import__('pathlib').Path({str(marker)!r}).touch"
+    got = call(sandbox, [RETURNS_TEXT], name, "{}")
+    assert got["content"] == f"an error occured when call {name}: name '{name}' is not defined"
+    assert not marker.exists()
+
+
+def test_exception_type_is_reported(sandbox):
+    got = call(sandbox, [RETURNS_SET], "uniq", '{"xs": [1]}')
+    assert got["raised"] and got["exception_type"] == "TypeError"
+    got = call(sandbox, [RETURNS_TEXT], "greet", '{"name": "a"}')
+    assert not got["raised"] and got["exception_type"] is None
+
+
+def test_memory_error_takes_the_error_path():
+    hog = "def hog(n):\n    return len(bytearray(n))\n"
+    with ToolSandbox(SandboxLimits(workers=1, memory_mb=512)) as sb:
+        got = call(sb, [hog], "hog", json.dumps({"n": 10 * 1024**3}))
+        assert got == {"content": "an error occured when call hog: ", "raised": True, "exception_type": "MemoryError"}
+        assert call(sb, [hog], "hog", '{"n": 10}')["content"] == "10"
+
+
+def test_clean_namespace_is_a_named_deviation(sandbox):
+    assert call(sandbox, [TOP_LEVEL_IMPORT], "find_digits", '{"text": "a1b2"}', clean=True)["content"] == '["1", "2"]'
+    assert call(sandbox, [RECURSIVE], "fact", '{"n": 4}', clean=True)["content"] == "24"
+    assert call(sandbox, [FROM_DATETIME], "parse_day", '{"date": "2024-05-06"}', clean=True)["content"] == "6"
+    # upstream script globals are not there in the clean namespace
+    assert call(sandbox, [RETURNS_TEXT], "json", "{}", clean=True)["content"] == (
+        "an error occured when call json: name 'json' is not defined"
+    )
+
+
+def test_timeout_of_a_tool_is_reported_by_the_sandbox(sandbox):
+    loop = "def spin():\n    while True:\n        pass\n"
+    outcome = sandbox.run(JOB, {"functions": [loop], "name": "spin", "arguments": "{}"}, 1.0)
+    assert outcome.status == "timeout"
+    assert call(sandbox, [RETURNS_TEXT], "greet", '{"name": "a"}')["content"] == '"héllo a"'
+
+
+# ---------------------------------------------------------------------- real records (80)
+
+
+def _default_for(prop: dict[str, Any]) -> Any:
+    if prop.get("enum"):
+        return prop["enum"][0]
+    kind = prop.get("type", "string")
+    if isinstance(kind, list):
+        kind = kind[0] if kind else "string"
+    return {
+        "string": "Alice Smith",
+        "integer": 3,
+        "number": 2.5,
+        "boolean": True,
+        "array": ["Alice Smith"] if prop.get("items", {}).get("type", "string") == "string" else [1],
+        "object": {},
+    }.get(kind, "Alice Smith")
+
+
+def _arguments(tool: dict[str, Any]) -> dict[str, Any]:
+    params = tool.get("parameters", {})
+    props = params.get("properties", {})
+    return {name: _default_for(props.get(name, {})) for name in params.get("required", [])}
+
+
+def _real_cases() -> list[tuple[str, list[str], str, str]]:
+    records = json.loads(SAMPLE.read_text(encoding="utf-8"))
+    assert len(records) == 80
+    cases: list[tuple[str, list[str], str, str]] = []
+    for rec in records:
+        functions = rec["functions"]
+        rid = rec["id"]
+        cases.append((f"{rid}/unknown", functions, "no_such_tool", "{}"))
+        for tool in rec["tools"].values():
+            name = tool["name"]
+            args = _arguments(tool)
+            cases.append((f"{rid}/{name}/schema", functions, name, json.dumps(args)))
+            if args:
+                missing = dict(list(args.items())[1:])
+                cases.append((f"{rid}/{name}/missing", functions, name, json.dumps(missing)))
+            cases.append((f"{rid}/{name}/extra", functions, name, json.dumps({**args, "zz_unexpected": 1})))
+            cases.append((f"{rid}/{name}/badjson", functions, name, json.dumps(args)[:-1]))
+            cases.append((f"{rid}/{name}/nondict", functions, name, json.dumps(list(args.values()))))
+    return cases
+
+
+@pytest.mark.skipif(not SAMPLE.exists(), reason=f"{SAMPLE} not available")
+def test_sandbox_matches_upstream_replica_on_all_80_real_records(sandbox):
+    cases = _real_cases()
+    mismatches = []
+    successes = 0
+    for case_id, functions, name, arguments in cases:
+        expected = upstream_content(functions, name, arguments)
+        got = call(sandbox, functions, name, arguments)["content"]
+        successes += not got.startswith("an error occured")
+        if got != expected:
+            mismatches.append((case_id, expected[:200], got[:200]))
+    assert not mismatches, f"{len(mismatches)}/{len(cases)} differ, e.g. {mismatches[:5]}"
+    # the comparison is meaningful: both paths were exercised
+    assert successes > 100 and len(cases) - successes > 1000
