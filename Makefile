@@ -28,11 +28,11 @@ run: setup
 
 # The test suite, real-vLLM tests included (they are marked `slow`).
 test: setup
-	$(VENV)/bin/pytest tests -n 2
+	$(VENV)/bin/pytest tests -n 2 --dist loadgroup
 
 # The same without the slow real-server tests.
 test-fast: setup
-	$(VENV)/bin/pytest tests -n 2 -m "not slow"
+	$(VENV)/bin/pytest tests -n 2 --dist loadgroup -m "not slow"
 
 perf: setup
 	$(PY) perf/sandbox_pool.py

@@ -26,6 +26,7 @@ from pytest_toolbench.benchmarks import registry
 from pytest_toolbench.benchmarks.base import Benchmark, Case
 from pytest_toolbench.benchmarks.dataset_errors import DatasetError
 from pytest_toolbench.config import RunSettings
+from pytest_toolbench.models.factory import build_model
 from pytest_toolbench.options import add_options, settings_from_config
 from pytest_toolbench.results.aggregate import RunMetrics, aggregate
 from pytest_toolbench.results.case_result import CaseResult, Outcome
@@ -83,6 +84,8 @@ def pytest_configure(config: pytest.Config) -> None:
         settings = settings_from_config(config)
         for gate in settings.gates:
             parse_gate(gate)
+        if not is_worker(config) and settings.resolved_backend == "openai":
+            build_model(settings)  # fails fast on a missing key; sends no request
     except ValueError as exc:
         raise pytest.UsageError(f"pytest-toolbench: {exc}") from exc
     run_id = (
@@ -108,13 +111,19 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 
 def _has_toolbench_tests(config: pytest.Config) -> bool:
-    """Unit tests never need the model server: start it unless every path given is under tests/.
+    """Whether this run needs the model server: it targets the suites, or names a model/backend.
 
-    (Under xdist the controller does not collect, so it cannot look at the items themselves.)
+    Under xdist the controller does not collect, so it cannot look at the items themselves; the
+    rule is kept simple and predictable instead: a path under (or holding) ``suites/``, or an
+    explicit ``--model`` / ``--backend vllm``. Unit-test runs therefore never start vLLM.
     """
-    tests_dir = config.rootpath / "tests"
-    paths = [Path(str(a).split("::")[0]).resolve() for a in config.args] or [config.rootpath]
-    return any(not p.is_relative_to(tests_dir) for p in paths)
+    if config.getoption("--model") or config.getoption("--backend") == "vllm":
+        return True
+    for arg in config.args:
+        path = Path(str(arg).split("::")[0]).resolve()
+        if "suites" in path.parts or (path / "suites").is_dir():
+            return True
+    return False
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -298,3 +298,39 @@ def test_oracle_model():
     with pytest.raises(ModelCallError) as info:
         asyncio.run(go(CallContext(case_id="c")))
     assert info.value.kind == "oracle_unavailable"
+
+
+def test_context_overflow_400_is_its_own_error_and_not_retried():
+    from fake_openai_server import FakeOpenAIServer, error_body
+
+    from pytest_toolbench.models.base import ContextLengthExceeded
+
+    vllm_text = (
+        "This model's maximum context length is 2048 tokens. However, you requested 2100 tokens "
+        "(1900 in the messages, 200 in the completion). Please reduce the length of the messages."
+    )
+
+    def handler(body, index):
+        return 400, {}, error_body(400, vllm_text)
+
+    async def call(url):
+        backend = OpenAIBackend("m", url, "k", max_retries=3)
+        try:
+            await backend.complete(ChatRequest(messages=[{"role": "user", "content": "x"}]),
+                                   CallContext(case_id="c"))
+        finally:
+            await backend.aclose()
+
+    with FakeOpenAIServer(handler) as server:
+        with pytest.raises(ContextLengthExceeded) as info:
+            asyncio.run(call(server.base_url))
+        assert len(server.requests) == 1
+    assert info.value.kind == "context_length_exceeded" and "2048" in info.value.message
+
+    def other(body, index):
+        return 400, {}, error_body(400, "unknown field 'foo'")
+
+    with FakeOpenAIServer(other) as server:
+        with pytest.raises(ModelCallError) as info:
+            asyncio.run(call(server.base_url))
+    assert info.value.kind == "http_400" and not isinstance(info.value, ContextLengthExceeded)

@@ -296,3 +296,32 @@ def test_a_tool_that_never_returns_is_reported_to_the_model_and_the_run_goes_on(
     assert case["outcome"] in ("passed", "failed")
     tool_messages = [m for m in case["transcript"] if m["role"] == "tool"]
     assert tool_messages and tool_messages[0]["content"].startswith(f"an error occured when call {name}:")
+
+
+def test_api_model_without_key_is_a_clear_usage_error(tmp_path):
+    proc, report = run_suite(tmp_path, "--model", "gpt-4o")
+    assert proc.returncode == 4 and report is None
+    assert "OPENAI_API_KEY" in proc.stderr
+
+
+def test_allure_results_carry_benchmark_labels_model_and_transcript(tmp_path):
+    alluredir = tmp_path / "allure"
+    agent = GoldAgent(load_records(BUNDLED))
+    with FakeOpenAIServer(agent) as server:
+        proc, _ = run_suite(
+            tmp_path, "--base-url", server.base_url, "--api-key", "t", "--model", "gold-agent",
+            "--scenario", "mandatory", "--limit", "2", "--alluredir", str(alluredir), "-n", "2",
+        )
+    results = [json.loads(p.read_text()) for p in alluredir.glob("*-result.json")]
+    assert len(results) == 2, proc.stdout[-2000:]
+    records = {str(r["id"]): r for r in load_records(BUNDLED)}
+    for result in results:
+        labels = {(label["name"], label["value"]) for label in result["labels"]}
+        sample = re.search(r"toolhop-(\d+)-", result["name"] + json.dumps(result["parameters"])).group(1)
+        hops = len(records[sample]["sub_task"])
+        assert {("epic", "toolhop"), ("feature", "mandatory"), ("story", f"hops={hops}")} <= labels
+        assert {"name": "model", "value": "'gold-agent'", "excluded": True} in result["parameters"]
+        names = {a["name"] for a in result["attachments"]}
+        assert {"transcript", "tool calls"} <= names
+    globals_ = [json.loads(p.read_text()) for p in alluredir.glob("*-globals.json")]
+    assert any(a["name"] == "toolbench metrics" for g in globals_ for a in g["attachments"])

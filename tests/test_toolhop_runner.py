@@ -419,3 +419,35 @@ def test_make_runner_and_oracle_end_to_end():
         assert TOOLHOP.oracle_for(case)(ChatRequest(messages=[])) == answer(f"<answer>{case.sample.answer}</answer>")
         result = asyncio.run(runner.run(case, OracleModel([])))
         assert result.outcome is Outcome.PASSED, case.id
+
+
+def test_context_overflow_is_scored_as_no_answer_not_an_infrastructure_error():
+    """Upstream: a failed call yields no answer and the sample counts wrong (spec §2.3, §3.1)."""
+    import asyncio
+
+    from pytest_toolbench.benchmarks.toolhop.benchmark import TOOLHOP
+    from pytest_toolbench.benchmarks.toolhop.options import ToolHopOptions
+    from pytest_toolbench.benchmarks.toolhop.runner import ToolHopRunner
+    from pytest_toolbench.models.base import ContextLengthExceeded, Sampling
+    from pytest_toolbench.results.case_result import Outcome
+
+    class Overflowing:
+        name = "overflowing"
+
+        async def complete(self, request, ctx):
+            raise ContextLengthExceeded("maximum context length is 2048 tokens")
+
+        async def aclose(self):
+            pass
+
+        def describe(self):
+            return {}
+
+    bundled = Path(__file__).resolve().parents[1] / "data"
+    case = next(iter(TOOLHOP.load_cases(bundled, ("mandatory",))))
+    runner = ToolHopRunner(sandbox=None, options=ToolHopOptions(), sampling=Sampling())
+    result = asyncio.run(runner.run(case, Overflowing()))
+    assert result.outcome is Outcome.FAILED and result.error is None
+    assert result.values["answer_correct"] == 0.0
+    assert result.details["answer_status"] == "no_answer"
+    assert result.details["stop_reason"].startswith("context_length_exceeded")

@@ -32,6 +32,11 @@ class Case(BaseModel):
     #: The validated upstream record (benchmark-specific pydantic model).
     sample: Any = None
 
+    def __repr__(self) -> str:  # shown by pytest and Allure as the parameter value: keep it short
+        return f"Case({self.id})"
+
+    __str__ = __repr__
+
 
 @runtime_checkable
 class CaseRunner(Protocol):

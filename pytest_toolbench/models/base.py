@@ -118,6 +118,17 @@ class ModelCallError(Exception):
         self.message = message
 
 
+class ContextLengthExceeded(ModelCallError):
+    """The conversation no longer fits the model's context window.
+
+    Not an infrastructure failure: a longer context would be needed, whatever the endpoint's
+    health, so benchmarks score it as the upstream scripts do (the call yields no answer).
+    """
+
+    def __init__(self, message: str):
+        super().__init__("context_length_exceeded", message)
+
+
 @runtime_checkable
 class ChatModel(Protocol):
     """The async interface every backend implements."""

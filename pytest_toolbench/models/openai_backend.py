@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import random
+import re
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ from pytest_toolbench.models.base import (
     CallContext,
     ChatRequest,
     ChatResponse,
+    ContextLengthExceeded,
     ModelCallError,
     Usage,
 )
@@ -68,6 +70,18 @@ def error_kind(exc: BaseException) -> str:
     if isinstance(exc, ModelCallError):
         return exc.kind
     return "bad_response"
+
+
+_CONTEXT_OVERFLOW = re.compile(
+    r"context length|context window|maximum context|max_model_len|prompt is too long|"
+    r"too many (input )?tokens|reduce the length",
+    re.IGNORECASE,
+)
+
+
+def is_context_overflow(exc: openai.BadRequestError) -> bool:
+    """A 400 saying the conversation does not fit (OpenAI, vLLM and most compatible servers)."""
+    return bool(_CONTEXT_OVERFLOW.search(str(exc)))
 
 
 def is_retryable(exc: BaseException) -> bool:
@@ -173,6 +187,14 @@ class OpenAIBackend:
         except EndpointGone:
             self.stats.failures += 1
             raise
+        except openai.BadRequestError as exc:
+            self.stats.failures += 1
+            if is_context_overflow(exc):
+                raise ContextLengthExceeded(f"{self.name}: {_short(exc)}") from exc
+            raise ModelCallError(
+                error_kind(exc), f"{self.name} at {self.base_url or 'api.openai.com'} rejected the "
+                f"request (case {ctx.case_id}, turn {ctx.turn}): {_short(exc)}",
+            ) from exc
         except (openai.OpenAIError, ModelCallError) as exc:
             self.stats.failures += 1
             kind = error_kind(exc)

@@ -32,7 +32,8 @@ class ManagedServer:
             server = VLLMServer(
                 str(resolved.path),
                 served_model_name=resolved.served_name,
-                extra_args=list(settings.vllm.extra_args),
+                # The model's own required flags first, so the user's --vllm-arg flags win.
+                extra_args=[*resolved.server_args, *settings.vllm.extra_args],
                 tool_call_parser=settings.vllm.tool_call_parser,
                 chat_template=settings.vllm.chat_template,
                 startup_timeout_s=settings.vllm.startup_timeout_s,

@@ -12,6 +12,9 @@ Deliberate differences from upstream, each recorded in ``details["deviations"]``
   ERROR with the partial transcript. Upstream lets a failed call silently consume a turn and, if
   all fail, drops the sample (counted wrong by the /995 denominator); here a failing endpoint
   must never look like a wrong answer.
+* A context-length overflow (HTTP 400 "maximum context length") is not an infrastructure error:
+  like upstream's failed call, it ends the case with no answer, scored wrong; the reason is kept
+  in ``details["stop_reason"]``.
 * A tool call that times out or kills its sandbox worker is fed back as
   ``an error occured when call <name>: <reason>``. Upstream's ``FunctionTimedOut`` escapes its
   ``except Exception`` and aborts the whole run (§2.5-7), so there is no upstream text to copy.
@@ -41,6 +44,7 @@ from pytest_toolbench.models.base import (
     ChatModel,
     ChatRequest,
     ChatResponse,
+    ContextLengthExceeded,
     ModelCallError,
     Sampling,
     Usage,
@@ -76,6 +80,7 @@ class _CaseState:
     calls: list[ToolCallRecord] = field(default_factory=list)
     deviations: list[dict[str, Any]] = field(default_factory=list)
     masked_feedback: int = 0
+    stop_reason: str | None = None
 
     def record_response(self, turn: int, response: ChatResponse) -> None:
         self.model_calls += 1
@@ -128,6 +133,10 @@ class ToolHopRunner:
             ctx = CallContext(case_id=case.id, turn=state.model_calls, oracle=oracle)
             try:
                 response = await model.complete(request, ctx)
+            except ContextLengthExceeded as exc:
+                # Upstream: the failed call yields no answer and the sample scores wrong.
+                state.stop_reason = f"{exc.kind}: {exc.message}"
+                break
             except ModelCallError as exc:
                 return self._error_result(case, model, state, exc)
             state.record_response(turn, response)
@@ -293,6 +302,8 @@ class ToolHopRunner:
         }
         if state.masked_feedback:
             details["masked_feedback"] = state.masked_feedback
+        if state.stop_reason:
+            details["stop_reason"] = state.stop_reason
         if case.scenario != "direct":
             summary = invocation_errors.summarize(record, state.calls, self.options.error_mode)
             details["invocation_errors"] = summary

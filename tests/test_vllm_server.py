@@ -1,0 +1,335 @@
+"""VLLMServer: command line, lifecycle and failure handling.
+
+The first group needs no vLLM: a stand-in interpreter (a real process that prints and exits, or
+never listens) checks the fail-fast and timeout paths in a second. The ``slow`` group starts real
+vLLM (CPU build) on a tiny random-weight Llama: one shared server for the wire-format tests, one
+more for the kill test.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import signal
+import stat
+import sys
+import threading
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from pytest_toolbench.models.vllm_server import VLLMServer, VLLMStartupError
+from tests.tiny_model import tiny_model_path  # noqa: F401 - session fixture
+
+HAS_VLLM = importlib.util.find_spec("vllm") is not None
+needs_vllm = pytest.mark.skipif(
+    not HAS_VLLM, reason="vLLM is not installed (pip install '.[local]', see local-models.md)"
+)
+#: The tiny model is served eagerly: skipping torch.compile halves startup (about 35 s, not 60).
+TINY_ARGS = ["--enforce-eager", "--max-model-len", "1024"]
+
+
+def _group_alive(pgid: int) -> list[int]:
+    out = []
+    for proc in psutil.process_iter(["pid", "status"]):
+        try:
+            if os.getpgid(proc.pid) == pgid and proc.info["status"] != psutil.STATUS_ZOMBIE:
+                out.append(proc.pid)
+        except (OSError, psutil.Error):
+            continue
+    return out
+
+
+def _fake_python(tmp_path: Path, body: str) -> str:
+    """An executable standing in for the interpreter; it receives the vLLM arguments."""
+    script = tmp_path / "fake-python"
+    script.write_text(f"#!{sys.executable}\nimport sys, time\n{body}\n")
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    return str(script)
+
+
+# ----------------------------------------------------------------------------- no vLLM needed
+def test_cpu_command_line_and_env(tmp_path: Path) -> None:
+    server = VLLMServer(
+        str(tmp_path), served_model_name="m", log_path=tmp_path / "log", cpu=True,
+        tool_call_parser="hermes", chat_template="/t.jinja", extra_args=["--max-model-len", "512"],
+    )  # fmt: skip
+    cmd = server.build_command(4321)
+    assert cmd[:5] == [server.python, "-m", "vllm.entrypoints.openai.api_server", "--model", str(tmp_path)]
+    joined = " ".join(cmd)
+    assert "--served-model-name m" in joined
+    assert "--enable-auto-tool-choice --tool-call-parser hermes --chat-template /t.jinja" in joined
+    assert "--gpu-memory-utilization 0.3" in joined
+    assert "--host 127.0.0.1 --port 4321" in joined
+    assert cmd[-2:] == ["--max-model-len", "512"]  # pass-through comes last
+    env = server.build_env()
+    assert env["VLLM_CPU_KVCACHE_SPACE"] == os.environ.get("VLLM_CPU_KVCACHE_SPACE", "1")
+
+
+def test_user_memory_fraction_wins_and_gpu_build_uses_vllm_serve(tmp_path: Path) -> None:
+    cpu = VLLMServer(
+        "m", served_model_name="m", log_path=tmp_path / "log", cpu=True,
+        extra_args=["--gpu-memory-utilization=0.5"],
+    )  # fmt: skip
+    assert " ".join(cpu.build_command(1)).count("--gpu-memory-utilization") == 1
+    gpu = VLLMServer("Qwen/Qwen2.5-7B-Instruct", served_model_name="q", log_path=tmp_path / "log", cpu=False)
+    cmd = gpu.build_command(1)
+    assert Path(cmd[0]).name == "vllm" and cmd[1:3] == ["serve", "Qwen/Qwen2.5-7B-Instruct"]
+    assert "--gpu-memory-utilization" not in cmd
+    assert "VLLM_CPU_KVCACHE_SPACE" not in gpu.build_env() or "VLLM_CPU_KVCACHE_SPACE" in os.environ
+    # the family table chose the parser: Qwen2.5 speaks Hermes
+    assert cmd[cmd.index("--tool-call-parser") + 1] == "hermes"
+
+
+def test_parser_none_disables_auto_tool_choice(tmp_path: Path) -> None:
+    server = VLLMServer("m", served_model_name="m", log_path=tmp_path / "l", cpu=True, tool_call_parser="none")
+    assert "--enable-auto-tool-choice" not in server.build_command(1)
+
+
+def test_describe_leaves_out_port_and_interpreter(tmp_path: Path) -> None:
+    template = tmp_path / "t.jinja"
+    template.write_text("{{ messages }}")
+    a = VLLMServer("m", served_model_name="m", log_path=tmp_path / "l", cpu=True, chat_template=str(template))
+    b = VLLMServer("m", served_model_name="m", log_path=tmp_path / "l", cpu=True, chat_template=str(template))
+    a._port, b._port = 1111, 2222  # as if started on different ports
+    a._command, b._command = a.build_command(1111), b.build_command(2222)
+    da, db = a.describe(), b.describe()
+    assert da["server_args"] == db["server_args"]
+    assert "1111" not in json.dumps(da["server_args"])
+    assert da["chat_template_sha256"] and da["chat_template_sha256"] == db["chat_template_sha256"]
+    assert da["base_url"] == "http://127.0.0.1:1111/v1"
+
+
+def test_process_exit_during_startup_fails_fast_with_log_tail(tmp_path: Path) -> None:
+    python = _fake_python(
+        tmp_path,
+        "for i in range(100): print(f'line {i}', flush=True)\n"
+        "print('ValueError: no model at', sys.argv[sys.argv.index('--model') + 1], flush=True)\n"
+        "sys.exit(3)",
+    )
+    server = VLLMServer(
+        "/no/such/model", served_model_name="m", log_path=tmp_path / "server.log", python=python,
+        cpu=True, startup_timeout_s=60,
+    )  # fmt: skip
+    t0 = time.monotonic()
+    with pytest.raises(VLLMStartupError) as err:
+        server.start()
+    assert time.monotonic() - t0 < 10
+    msg = str(err.value)
+    assert "exited with code 3" in msg and "ValueError: no model at /no/such/model" in msg
+    assert "line 99" in msg and "line 10\n" not in msg  # only the tail is quoted
+    assert not server.is_alive()
+
+
+def test_never_ready_times_out_and_kills_the_group(tmp_path: Path) -> None:
+    # The stand-in forks a child in the same group, like vLLM's engine core, then never listens.
+    python = _fake_python(
+        tmp_path,
+        "import subprocess\n"
+        "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'])\n"
+        "print('loading...', flush=True); time.sleep(600)",
+    )
+    server = VLLMServer(
+        "m", served_model_name="m", log_path=tmp_path / "server.log", python=python, cpu=True,
+        startup_timeout_s=2, stop_timeout_s=3,
+    )  # fmt: skip
+    with pytest.raises(VLLMStartupError, match="not ready after 2 s") as err:
+        server.start()
+    assert "loading..." in str(err.value)
+    assert server.pid is not None and _group_alive(server.pid) == []
+    server.stop()  # idempotent
+
+
+def test_sigterm_ignoring_server_is_sigkilled(tmp_path: Path) -> None:
+    python = _fake_python(
+        tmp_path,
+        "import signal, http.server, threading\n"
+        "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        "port = int(sys.argv[sys.argv.index('--port') + 1])\n"
+        "class H(http.server.BaseHTTPRequestHandler):\n"
+        "    def do_GET(self):\n"
+        "        body = b'{\"data\": [{\"id\": \"m\"}]}'\n"
+        "        self.send_response(200); self.end_headers(); self.wfile.write(body)\n"
+        "    def log_message(self, *a): pass\n"
+        "http.server.HTTPServer(('127.0.0.1', port), H).serve_forever()",
+    )
+    server = VLLMServer(
+        "m", served_model_name="m", log_path=tmp_path / "server.log", python=python, cpu=True,
+        startup_timeout_s=20, stop_timeout_s=1,
+    )  # fmt: skip
+    with server as s:
+        assert s.base_url.startswith("http://127.0.0.1:") and s.is_alive()
+        pid = s.pid
+    assert not server.is_alive() and pid is not None and _group_alive(pid) == []
+
+
+# ----------------------------------------------------------------------------- real vLLM
+WEATHER_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "Weather in a city",
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"type": "string", "enum": ["paris", "tokyo"]}},
+            "required": ["city"],
+            "additionalProperties": False,
+        },
+        "strict": True,
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def tiny_server(tiny_model_path: Path, tmp_path_factory: pytest.TempPathFactory):  # noqa: F811
+    server = VLLMServer(
+        str(tiny_model_path),
+        served_model_name="tiny",
+        extra_args=TINY_ARGS,
+        log_path=tmp_path_factory.mktemp("vllm") / "server.log",
+        startup_timeout_s=300,
+    )
+    server.start()
+    members = _group_alive(server.pid)
+    yield server
+    server.stop()
+    # Graceful shutdown must take the whole tree (API server + engine core) with it.
+    assert len(members) >= 2, f"expected API server and engine core in the group, got {members}"
+    assert _group_alive(server.pid) == [], "processes of the vLLM group survived stop()"
+    assert not server.is_alive()
+
+
+def _client(server: VLLMServer, **kw):
+    import openai
+
+    return openai.OpenAI(base_url=server.base_url, api_key="unused", **kw)
+
+
+@pytest.mark.slow
+@needs_vllm
+def test_health_models_and_describe(tiny_server: VLLMServer) -> None:
+    import httpx
+
+    root = tiny_server.base_url.removesuffix("/v1")
+    assert httpx.get(f"{root}/health", timeout=5).status_code == 200
+    models = httpx.get(f"{tiny_server.base_url}/models", timeout=5).json()
+    assert [m["id"] for m in models["data"]] == ["tiny"]
+    info = tiny_server.describe()
+    assert info["vllm_distribution"] == "vllm-cpu" and info["vllm_version"]
+    assert info["family"] == "tiny-random-llama" and info["tool_call_parser"] == "hermes"
+    assert info["chat_template_sha256"]  # the tokenizer's own template, hashed
+    assert "--enforce-eager" in info["server_args"]
+
+
+@pytest.mark.slow
+@needs_vllm
+def test_required_tool_choice_returns_structured_tool_calls(tiny_server: VLLMServer) -> None:
+    client = _client(tiny_server)
+    # Random weights: guided decoding forces the Hermes envelope and the schema, but at T=0 the
+    # model can pad JSON whitespace until max_tokens. Sampling with fixed seeds ends it; we take
+    # the first seed that finishes and check everything it returned.
+    for seed in range(5):
+        resp = client.chat.completions.create(
+            model="tiny",
+            messages=[{"role": "user", "content": "What is the weather in Paris?"}],
+            tools=[WEATHER_TOOL],
+            tool_choice="required",
+            max_tokens=200,
+            temperature=1.0,
+            seed=seed,
+        )
+        choice = resp.choices[0]
+        if choice.message.tool_calls:
+            break
+    else:
+        pytest.fail(f"no seed produced a parsed tool call; last content: {choice.message.content!r}")
+    assert choice.finish_reason == "tool_calls"
+    for call in choice.message.tool_calls:
+        assert call.type == "function" and call.id
+        assert call.function.name == "get_weather"
+        assert json.loads(call.function.arguments)["city"] in ("paris", "tokyo")
+
+
+@pytest.mark.slow
+@needs_vllm
+def test_unparseable_tool_call_comes_back_as_raw_content(tiny_server: VLLMServer) -> None:
+    broken = '<tool_call>{"name": "f", "arguments": {broken</tool_call>'
+    resp = _client(tiny_server).chat.completions.create(
+        model="tiny",
+        messages=[{"role": "user", "content": "call f"}],
+        tools=[{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}],
+        tool_choice="auto",
+        max_tokens=60,
+        temperature=0,
+        # vLLM 0.32 structured outputs (the old `guided_regex` is gone): force the exact text.
+        extra_body={"structured_outputs": {"regex": r'<tool_call>\{"name": "f", "arguments": \{broken</tool_call>'}},
+    )
+    message = resp.choices[0].message
+    assert not message.tool_calls  # the hermes parser failed on the JSON...
+    assert message.content == broken  # ...and handed the raw text back as content
+    # The harness records this as a parse failure, apart from a wrong tool or wrong arguments.
+    from pytest_toolbench.models.openai_backend import assistant_message
+    from pytest_toolbench.models.parse_check import detect_parse_failure
+
+    failure = detect_parse_failure(assistant_message(message))
+    assert failure is not None and failure.reason == "unextracted_tool_call"
+    assert failure.raw_text == broken
+
+
+@pytest.mark.slow
+@needs_vllm
+def test_killed_server_is_detected_and_requests_fail_fast(tiny_model_path: Path, tmp_path: Path) -> None:  # noqa: F811
+    import openai
+
+    server = VLLMServer(
+        str(tiny_model_path), served_model_name="tiny", extra_args=TINY_ARGS,
+        log_path=tmp_path / "server.log", startup_timeout_s=300,
+    )  # fmt: skip
+    with server:
+        client = _client(server, max_retries=0, timeout=30)
+        errors: list[BaseException] = []
+
+        def long_request() -> None:
+            try:
+                client.chat.completions.create(
+                    model="tiny", messages=[{"role": "user", "content": "go"}], max_tokens=900,
+                    extra_body={"ignore_eos": True, "min_tokens": 900},
+                )
+            except BaseException as exc:  # noqa: BLE001 - recorded for the assertion
+                errors.append(exc)
+
+        worker = threading.Thread(target=long_request)
+        worker.start()
+        time.sleep(0.5)  # the request is in flight
+        os.kill(server.pid, signal.SIGKILL)  # the API server dies mid-run (OOM killer, crash...)
+        worker.join(timeout=30)
+        assert not worker.is_alive() and errors, "the in-flight request did not fail"
+        assert isinstance(errors[0], openai.APIConnectionError)
+
+        deadline = time.monotonic() + 5
+        while server.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not server.is_alive()
+        t0 = time.monotonic()
+        with pytest.raises(openai.APIConnectionError):
+            client.chat.completions.create(model="tiny", messages=[{"role": "user", "content": "hi"}])
+        assert time.monotonic() - t0 < 5
+    # stop() (from __exit__) also cleared what the dead API server left behind (its engine core)
+    assert _group_alive(server.pid) == []
+
+
+@pytest.mark.slow
+@needs_vllm
+def test_missing_model_fails_fast_with_vllm_log(tmp_path: Path) -> None:
+    server = VLLMServer(
+        str(tmp_path / "no-such-model"), served_model_name="m", log_path=tmp_path / "server.log",
+        startup_timeout_s=120, env={"HF_HUB_OFFLINE": "1"},
+    )  # fmt: skip
+    t0 = time.monotonic()
+    with pytest.raises(VLLMStartupError, match="exited with code") as err:
+        server.start()
+    assert time.monotonic() - t0 < 60
+    assert "no-such-model" in str(err.value)
