@@ -19,7 +19,7 @@ from pytest_toolbench.sandbox import ToolSandbox
 from pytest_toolbench.sandbox.pool import _Worker
 
 JOB = "pytest_toolbench.benchmarks.toolhop.execution:call_tool"
-SAMPLE = Path("/work/shared/datasets/toolhop/ToolHop.sample80.json")
+SAMPLE = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "toolhop" / "ToolHop.sample80.json"
 FALLBACK_TOOL = (
     "def count_letters(word: str) -> int:\n    return sum(c.isalpha() for c in word)\n\n"
     "# Example usage\nprint(count_letters('Alice'))\n"

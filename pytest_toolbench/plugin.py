@@ -11,7 +11,6 @@ what it had. ``pytest_sessionfinish`` aggregates, evaluates gates and writes the
 from __future__ import annotations
 
 import hashlib
-import json
 import platform
 import time
 import uuid

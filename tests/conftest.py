@@ -8,3 +8,20 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.get_closest_marker("slow") is not None:
             item.add_marker(pytest.mark.xdist_group("real-vllm"))
+
+
+@pytest.fixture(scope="session")
+def real():
+    """The 80 real ToolHop records of ../shared, by id (skips where shared/ is absent)."""
+    import warnings
+
+    from shared_data import REAL_TOOLHOP
+
+    from pytest_toolbench.benchmarks.dataset_errors import DatasetWarning
+    from pytest_toolbench.benchmarks.toolhop.schema import load_toolhop_file
+
+    if not REAL_TOOLHOP.exists():
+        pytest.skip(f"real ToolHop sample not available at {REAL_TOOLHOP}")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DatasetWarning)
+        return {r.id: r for r in load_toolhop_file(REAL_TOOLHOP)}

@@ -20,8 +20,7 @@ from fake_openai_server import FakeOpenAIServer, completion, delayed, error_body
 
 REPO = Path(__file__).resolve().parents[1]
 BUNDLED = REPO / "data" / "toolhop" / "ToolHop.json"
-SHARED = REPO.parent / "shared" / "datasets"
-SHARED_TOOLHOP = SHARED / "toolhop" / "ToolHop.sample80.json"
+from shared_data import REAL_TOOLHOP as SHARED_TOOLHOP, SHARED_DATASETS as SHARED
 
 # Verbatim from ../shared/specs/toolhop.md §2.1 (typo "final nswer" included).
 UPSTREAM_PROMPTS = {
@@ -246,16 +245,22 @@ def test_rerun_of_finished_suite_makes_no_model_calls(tmp_path):
 
 
 def test_cases_run_ahead_of_pytest_up_to_the_concurrency(tmp_path):
-    agent = GoldAgent(load_records(BUNDLED))
-    n_cases = 3 * len(load_records(BUNDLED))
-    with FakeOpenAIServer(delayed(1.0, lambda b, i: (200, {}, completion("<answer>x</answer>")))) as server:
+    """-n 0 --concurrency 32: a slow endpoint sees about 32 requests at once."""
+    if SHARED_TOOLHOP.exists():
+        data, concurrency = ["--data-dir", str(SHARED), "--scenario", "direct"], 32
+        n_cases = len(load_records(SHARED_TOOLHOP))
+    else:
+        data, concurrency = [], 16
+        n_cases = 3 * len(load_records(BUNDLED))
+    slow = delayed(1.0, lambda b, i: (200, {}, completion("<answer>x</answer>")))
+    with FakeOpenAIServer(slow) as server:
         proc, report = run_suite(
-            tmp_path, "--base-url", server.base_url, "--api-key", "t", "--model", "m",
-            "-n", "0", "--concurrency", "16", "--no-cache",
+            tmp_path, *data, "--base-url", server.base_url, "--api-key", "t", "--model", "m",
+            "-n", "0", "--concurrency", str(concurrency), "--no-cache",
         )
         in_flight = server.max_in_flight
-    assert len(report["cases"]) == n_cases
-    assert in_flight >= min(16, n_cases) - 2, in_flight
+    assert len(report["cases"]) == n_cases, proc.stdout[-2000:]
+    assert concurrency - 2 <= in_flight <= concurrency, in_flight
 
 
 # --------------------------------------------------------------------------- gates
@@ -277,25 +282,42 @@ def test_gates_decide_the_exit_status(tmp_path):
 
 
 # --------------------------------------------------------------------------- sandbox, end to end
-def test_a_tool_that_never_returns_is_reported_to_the_model_and_the_run_goes_on(tmp_path):
-    record = load_records(BUNDLED)[0]
-    name = next(iter(record["tools"].values()))["name"]
-    hang = f"def {name}(**kwargs):\n    while True:\n        pass\n"
-    record = {**record, "functions": [hang if f.startswith(f"def {name}(") else f for f in record["functions"]]}
+HOSTILE_BODIES = {
+    "loops_forever": "    while True:\n        pass\n",
+    "allocates_10gb": "    block = bytearray(10 * 1024 ** 3)\n    return len(block)\n",
+    "opens_a_socket": (
+        "    import socket\n    s = socket.socket()\n    s.connect(('127.0.0.1', 9))\n"
+        "    return 'connected'\n"
+    ),
+    "writes_to_etc": (
+        "    with open('/etc/toolbench_probe', 'w') as f:\n        f.write('x')\n"
+        "    return 'written'\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("behaviour", sorted(HOSTILE_BODIES))
+def test_hostile_tool_is_stopped_and_reported_to_the_model_while_the_run_goes_on(tmp_path, behaviour):
+    records = load_records(BUNDLED)[:2]
+    first = records[0]
+    name = next(iter(first["tools"].values()))["name"]
+    hostile = f"def {name}(**kwargs):\n" + HOSTILE_BODIES[behaviour]
+    first = {**first, "functions": [hostile if f.startswith(f"def {name}(") else f for f in first["functions"]]}
     data_dir = tmp_path / "data"
     (data_dir / "toolhop").mkdir(parents=True)
-    (data_dir / "toolhop" / "ToolHop.json").write_text(json.dumps([record]))
+    (data_dir / "toolhop" / "ToolHop.json").write_text(json.dumps([first, records[1]]))
 
-    agent = GoldAgent([record])
-    with FakeOpenAIServer(agent) as server:
+    with FakeOpenAIServer(GoldAgent([first, records[1]])) as server:
         proc, report = run_suite(
             tmp_path, "--data-dir", str(data_dir), "--base-url", server.base_url, "--api-key", "t",
-            "--model", "m", "--scenario", "mandatory", "--toolhop-tool-timeout", "1", "--no-cache",
+            "--model", "m", "--scenario", "mandatory", "--toolhop-tool-timeout", "2", "--no-cache",
         )
-    case = report["cases"][0]
-    assert case["outcome"] in ("passed", "failed")
-    tool_messages = [m for m in case["transcript"] if m["role"] == "tool"]
-    assert tool_messages and tool_messages[0]["content"].startswith(f"an error occured when call {name}:")
+    assert not Path("/etc/toolbench_probe").exists()
+    assert len(report["cases"]) == 2  # the run went on to the next case
+    assert all(c["outcome"] in ("passed", "failed") for c in report["cases"]), proc.stdout[-2000:]
+    case = next(c for c in report["cases"] if c["case_id"] == f"toolhop-{first['id']}-mandatory")
+    feedback = [m["content"] for m in case["transcript"] if m["role"] == "tool"]
+    assert feedback and feedback[0].startswith(f"an error occured when call {name}:"), feedback
 
 
 def test_api_model_without_key_is_a_clear_usage_error(tmp_path):

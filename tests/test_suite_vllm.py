@@ -150,3 +150,28 @@ def test_main_job_runs_smollm2_through_vllm_on_the_cpu(tmp_path):
     assert case["model_calls"] >= 1 and case["transcript"][1]["role"] == "assistant"
     assert "toolhop / mandatory" in proc.stdout
     assert server_processes("smollm2") == []
+
+
+def test_base_url_attaches_to_a_running_server_without_starting_one(tiny_model_path, tmp_path):  # noqa: F811
+    from pytest_toolbench.models.vllm_server import VLLMServer
+
+    marker = str(tiny_model_path)
+    with VLLMServer(
+        marker, served_model_name="tiny-attached", extra_args=["--enforce-eager"],
+        log_path=tmp_path / "vllm.log",
+    ) as server:
+        counter = ServerCounter(marker)
+        counter.start()
+        proc = subprocess.run(
+            suite_command(
+                tmp_path, "-n", "2", "--backend", "vllm", "--base-url", server.base_url,
+                "--model", "tiny-attached", "--limit", "1", "--max-tokens", "32", "--no-cache",
+            ),
+            cwd=REPO, capture_output=True, text=True, timeout=600, env=clean_env(),
+        )
+        counter.stop()
+        assert counter.pids == {server.pid}, "the harness started a server of its own"
+        assert server.is_alive(), "the harness stopped a server it did not start"
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert len(report["cases"]) == 3 and report["run"]["server"] is None
+    assert all(c["outcome"] != "error" for c in report["cases"]), proc.stdout[-3000:]

@@ -13,7 +13,6 @@ import contextlib
 import io
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,7 +21,7 @@ from pytest_toolbench.benchmarks.toolhop import execution
 from pytest_toolbench.config import SandboxLimits
 from pytest_toolbench.sandbox import ToolSandbox
 
-SAMPLE = Path("/work/shared/datasets/toolhop/ToolHop.sample80.json")
+from shared_data import REAL_TOOLHOP as SAMPLE
 JOB = "pytest_toolbench.benchmarks.toolhop.execution:call_tool"
 
 # Upstream's mechanism, verbatim in shape (evaluation_closed.py @61da069, get_feedback).

@@ -3,30 +3,16 @@
 from __future__ import annotations
 
 import json
-import warnings
-from pathlib import Path
 
-import pytest
 
-from pytest_toolbench.benchmarks.dataset_errors import DatasetWarning
 from pytest_toolbench.benchmarks.toolhop.invocation_errors import (
     ToolCallRecord,
     classify_feedback,
     classify_schema,
     summarize,
 )
-from pytest_toolbench.benchmarks.toolhop.schema import ToolHopRecord, load_toolhop_file
-
-REAL80 = Path("/work/shared/datasets/toolhop/ToolHop.sample80.json")
 
 
-@pytest.fixture(scope="module")
-def real() -> dict[int, ToolHopRecord]:
-    if not REAL80.exists():
-        pytest.skip("real ToolHop sample not available")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DatasetWarning)
-        return {r.id: r for r in load_toolhop_file(REAL80)}
 
 
 def err(name: str, detail: str) -> str:

@@ -18,7 +18,7 @@ from pytest_toolbench.benchmarks.toolhop.prompts import (
 )
 from pytest_toolbench.benchmarks.toolhop.schema import load_toolhop_file
 
-REAL80 = Path("/work/shared/datasets/toolhop/ToolHop.sample80.json")
+from shared_data import REAL_TOOLHOP as REAL80
 BUNDLED = Path(__file__).resolve().parents[1] / "data" / "toolhop" / "ToolHop.json"
 
 # Copied by hand from the spec, not imported: the test must fail if the module drifts.

@@ -23,7 +23,7 @@ from pytest_toolbench.benchmarks.toolhop.schema import (
 
 REPO = Path(__file__).resolve().parents[1]
 BUNDLED = REPO / "data" / "toolhop" / "ToolHop.json"
-REAL80 = Path("/work/shared/datasets/toolhop/ToolHop.sample80.json")
+from shared_data import REAL_TOOLHOP as REAL80
 
 
 def load_quiet(path: Path) -> list[ToolHopRecord]:

@@ -7,15 +7,12 @@ message), not by running the code under test.
 
 from __future__ import annotations
 
-import warnings
-from pathlib import Path
 
 import pytest
 
-from pytest_toolbench.benchmarks.dataset_errors import DatasetWarning
 from pytest_toolbench.benchmarks.toolhop.oracle import toolhop_oracle
 from pytest_toolbench.benchmarks.toolhop.prompts import SCENARIOS, build_messages, build_tools
-from pytest_toolbench.benchmarks.toolhop.schema import ToolHopRecord, load_toolhop_file
+from pytest_toolbench.benchmarks.toolhop.schema import ToolHopRecord
 from pytest_toolbench.benchmarks.toolhop.scoring import (
     extract_answer_tag,
     normalize_strict,
@@ -24,16 +21,7 @@ from pytest_toolbench.benchmarks.toolhop.scoring import (
 )
 from pytest_toolbench.models.base import ChatRequest
 
-REAL80 = Path("/work/shared/datasets/toolhop/ToolHop.sample80.json")
 
-
-@pytest.fixture(scope="module")
-def real() -> dict[int, ToolHopRecord]:
-    if not REAL80.exists():
-        pytest.skip("real ToolHop sample not available")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DatasetWarning)
-        return {r.id: r for r in load_toolhop_file(REAL80)}
 
 
 def convo(record: ToolHopRecord, final: str | None, tool_results: tuple[str, ...] = ()) -> list[dict]:

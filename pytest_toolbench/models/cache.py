@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
+from pytest_toolbench.fileio import atomic_write_bytes
 from pytest_toolbench.models.base import CallContext, ChatModel, ChatRequest, ChatResponse
 
 #: Bump when the stored format or the key recipe changes, so old entries stop matching.
@@ -75,19 +74,7 @@ class ResponseStore:
             "response": response.model_dump(mode="json"),
         }
         data = json.dumps(entry, ensure_ascii=False, sort_keys=True).encode("utf-8")
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+        atomic_write_bytes(path, data)
 
 
 def cache_key(

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from pytest_toolbench.fileio import atomic_write_text
 from pytest_toolbench.results.aggregate import RunMetrics
 from pytest_toolbench.results.case_result import CaseResult
 from pytest_toolbench.results.gates import GateVerdict
@@ -34,23 +34,6 @@ def build_json_report(
         "gates": [v.model_dump(mode="json") for v in (gates or [])],
         "cases": [r.model_dump(mode="json") for r in cases],
     }
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
 
 
 def write_json_report(

@@ -1,0 +1,8 @@
+"""Where the real datasets of ../shared live (CI clones the repo beside shared/)."""
+
+import os
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_DATASETS = Path(os.environ.get("TOOLBENCH_SHARED_DATASETS", REPO.parent / "shared" / "datasets"))
+REAL_TOOLHOP = SHARED_DATASETS / "toolhop" / "ToolHop.sample80.json"
