@@ -35,7 +35,8 @@ test-fast: setup
 	$(VENV)/bin/pytest tests -n 2 --dist loadgroup -m "not slow"
 
 perf: setup
-	$(PY) perf/sandbox_pool.py
+	PYTHONPATH=. $(PY) perf/sandbox_pool.py
+	$(PY) perf/run_ahead.py
 
 clean:
 	rm -rf .toolbench

@@ -28,7 +28,7 @@ from pytest_toolbench.config import RunSettings
 from pytest_toolbench.models.factory import build_model
 from pytest_toolbench.options import add_options, settings_from_config
 from pytest_toolbench.results.aggregate import RunMetrics, aggregate
-from pytest_toolbench.results.case_result import CaseResult, Outcome
+from pytest_toolbench.results.case_result import CaseResult
 from pytest_toolbench.results.gates import (
     GateVerdict,
     error_rate_verdicts,
@@ -236,6 +236,9 @@ class ControllerHooks:
             n_boot=st.settings.bootstrap_samples,
             seed=st.settings.seed,
         )
+        # Report scenarios in each benchmark's own order (direct, mandatory, free), not A-Z.
+        order = {(b.name, sc): i for b in benchmarks.values() for i, sc in enumerate(b.scenarios)}
+        st.metrics.scenarios.sort(key=lambda m: (m.benchmark, order.get((m.benchmark, m.scenario), 99)))
         if st.settings.gates:
             st.verdicts = evaluate_gates([parse_gate(g) for g in st.settings.gates], st.metrics)
             st.verdicts += error_rate_verdicts(st.metrics, st.settings.max_error_rate)
@@ -307,10 +310,3 @@ def _run_dir(st: ToolbenchState) -> Path:
     path = st.settings.cache_dir.parent / "runs" / st.run_id
     path.mkdir(parents=True, exist_ok=True)
     return path
-
-
-def outcome_failure(result: CaseResult) -> str | None:
-    """The short message a failed case shows in pytest's output (no traceback)."""
-    if result.outcome is Outcome.FAILED:
-        return result.failure_message or "wrong answer"
-    return None
