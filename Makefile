@@ -28,11 +28,11 @@ run: setup
 
 # The test suite, real-vLLM tests included (they are marked `slow`).
 test: setup
-	$(VENV)/bin/pytest tests -n 2 --dist loadgroup
+	$(VENV)/bin/pytest tests -n 2 --dist loadgroup --timeout 1200
 
 # The same without the slow real-server tests.
 test-fast: setup
-	$(VENV)/bin/pytest tests -n 2 --dist loadgroup -m "not slow"
+	$(VENV)/bin/pytest tests -n 2 --dist loadgroup --timeout 600 -m "not slow"
 
 perf: setup
 	PYTHONPATH=. $(PY) perf/sandbox_pool.py

@@ -51,6 +51,7 @@ class RunSettings(BaseModel):
     # --- cache, record, replay
     cache_dir: Path = Path(".toolbench/cache")
     use_cache: bool = True
+    cache_only: bool = False  # a cache miss is an error, never a model call
     record_path: Path | None = None
     # --- case selection
     data_dir: Path | None = None

@@ -44,6 +44,9 @@ def add_options(parser: pytest.Parser) -> None:
     # cache / record
     g.addoption("--cache-dir", default=".toolbench/cache", help="response cache directory")
     g.addoption("--no-cache", action="store_true", help="do not read or write the response cache")
+    g.addoption("--cache-only", action="store_true",
+                help="answer only from the response cache; a miss is an infrastructure error "
+                     "(re-score or re-report a finished run without any model call)")
     g.addoption("--record", default=None, metavar="PATH",
                 help="write every case's assistant messages to a JSONL file for --model replay:PATH")
     # selection
@@ -115,6 +118,7 @@ def settings_from_config(config: pytest.Config) -> RunSettings:
         max_tokens=opt("--max-tokens"),
         cache_dir=_absolute(config, opt("--cache-dir")),
         use_cache=not opt("--no-cache"),
+        cache_only=opt("--cache-only"),
         record_path=_absolute(config, opt("--record")) if opt("--record") else None,
         data_dir=_absolute(config, data_dir) if data_dir else None,
         scenarios=_split(opt("--scenario")),

@@ -211,14 +211,22 @@ class ControllerHooks:
         self.config = config
         self.st = state(config)
 
+    @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Collect the result, then swap the bulky JSON for a few readable properties, so that
+        reporters running after us (JUnit XML) carry a summary rather than the transcript."""
+        kept: list[tuple[str, object]] = []
         for name, value in report.user_properties:
-            if name == RESULT_PROPERTY:
-                result = CaseResult.model_validate_json(value)
-                self.st.results[result.case_id] = result
-                if self.st.journal is None:
-                    self.st.journal = ResultJournal(_run_dir(self.st) / "results.jsonl")
-                self.st.journal.append(result)
+            if name != RESULT_PROPERTY:
+                kept.append((name, value))
+                continue
+            result = CaseResult.model_validate_json(value)  # type: ignore[arg-type]
+            self.st.results[result.case_id] = result
+            if self.st.journal is None:
+                self.st.journal = ResultJournal(_run_dir(self.st) / "results.jsonl")
+            self.st.journal.append(result)
+            kept += summary_properties(result)
+        report.user_properties = kept
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
@@ -275,6 +283,14 @@ class ControllerHooks:
             terminalreporter.write_line(
                 f"gates {verdict}: the exit status is decided by the gates, not by single cases"
             )
+
+
+def summary_properties(result: CaseResult) -> list[tuple[str, object]]:
+    props: list[tuple[str, object]] = [("toolbench.outcome", result.outcome.value)]
+    props += [(f"toolbench.{k}", v) for k, v in sorted(result.values.items())]
+    if result.error is not None:
+        props.append(("toolbench.error_kind", result.error.kind))
+    return props
 
 
 def run_info(config: pytest.Config, st: ToolbenchState) -> dict[str, Any]:

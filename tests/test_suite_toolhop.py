@@ -240,8 +240,20 @@ def test_rerun_of_finished_suite_makes_no_model_calls(tmp_path):
         assert calls > 0
         _, second = run_suite(tmp_path, *args)
         assert len(server.requests) == calls
+        url = server.base_url
     assert metric_table(first) == metric_table(second)
     assert all(c["cached_calls"] == c["model_calls"] > 0 for c in second["cases"])
+
+    # --cache-only: the server is gone; the finished run re-scores from the cache alone, a
+    # re-scoring option changes nothing in the requests, and another model is a cache miss.
+    offline = ["--base-url", url, "--api-key", "t", "--cache-only"]
+    _, third = run_suite(tmp_path, *offline, "--model", "m", "-n", "2")
+    assert metric_table(third) == metric_table(first)
+    _, fourth = run_suite(tmp_path, *offline, "--model", "m", "--toolhop-scorer", "strict",
+                          "--scenario", "direct", "--limit", "1")
+    assert fourth["cases"][0]["outcome"] != "error"
+    _, fifth = run_suite(tmp_path, *offline, "--model", "other", "--scenario", "direct", "--limit", "1")
+    assert fifth["cases"][0]["error"]["kind"] == "cache_miss"
 
 
 def test_cases_run_ahead_of_pytest_up_to_the_concurrency(tmp_path):
@@ -347,3 +359,19 @@ def test_allure_results_carry_benchmark_labels_model_and_transcript(tmp_path):
         assert {"transcript", "tool calls"} <= names
     globals_ = [json.loads(p.read_text()) for p in alluredir.glob("*-globals.json")]
     assert any(a["name"] == "toolbench metrics" for g in globals_ for a in g["attachments"])
+
+
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_junit_xml_carries_a_compact_summary_not_the_transcript(tmp_path, workers):
+    junit = tmp_path / "junit.xml"
+    proc, report = run_suite(tmp_path, "--model", "oracle", "--limit", "1", "-n", workers,
+                             "--junitxml", str(junit))
+    assert proc.returncode == 0 and len(report["cases"]) == 3
+    import xml.etree.ElementTree as ET
+
+    cases = ET.parse(junit).getroot().findall(".//testcase")
+    assert len(cases) == 3
+    for case in cases:
+        props = {p.get("name"): p.get("value") for p in case.findall("./properties/property")}
+        assert props["toolbench.outcome"] == "passed" and props["toolbench.answer_correct"] == "1.0"
+        assert "toolbench_result" not in props and all(len(v) < 100 for v in props.values())

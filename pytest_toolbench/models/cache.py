@@ -19,7 +19,13 @@ from typing import Any
 from pydantic import ValidationError
 
 from pytest_toolbench.fileio import atomic_write_bytes
-from pytest_toolbench.models.base import CallContext, ChatModel, ChatRequest, ChatResponse
+from pytest_toolbench.models.base import (
+    CallContext,
+    ChatModel,
+    ChatRequest,
+    ChatResponse,
+    ModelCallError,
+)
 
 #: Bump when the stored format or the key recipe changes, so old entries stop matching.
 CACHE_FORMAT = 1
@@ -105,8 +111,11 @@ class CachedModel:
         key_extra: dict[str, Any] | None = None,
         *,
         include_base_url: bool = True,
+        cache_only: bool = False,
     ):
         self.inner = inner
+        #: --cache-only: a miss is an error instead of a model call (replay a finished run exactly).
+        self.cache_only = cache_only
         self.name = inner.name
         self.key_extra = dict(key_extra or {})
         self.include_base_url = include_base_url
@@ -126,6 +135,10 @@ class CachedModel:
             self.cache_stats.hits += 1
             return stored.model_copy(update={"cached": True})
         self.cache_stats.misses += 1
+        if self.cache_only:
+            raise ModelCallError(
+                "cache_miss", f"--cache-only: no cached response for case {ctx.case_id}, turn {ctx.turn}"
+            )
         response = await self.inner.complete(request, ctx)  # errors propagate, never stored
         try:
             self.store.save(key, response, meta={"model": self.inner.name, "case_id": ctx.case_id})

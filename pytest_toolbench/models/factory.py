@@ -72,6 +72,7 @@ def build_model(
         raise ModelConfigError(f"unknown backend {backend!r}")
     if settings.use_cache:
         model = CachedModel(
-            model, settings.cache_dir, cache_key_extra, include_base_url=include_base_url
+            model, settings.cache_dir, cache_key_extra, include_base_url=include_base_url,
+            cache_only=settings.cache_only,
         )
     return model
