@@ -40,6 +40,7 @@ from pytest_toolbench.runtime.server import ManagedServer, server_info_for_worke
 
 RESULT_PROPERTY = "toolbench_result"
 RESULT_KEY = pytest.StashKey[CaseResult]()
+SENT_KEY = pytest.StashKey[bool]()
 STATE_KEY = pytest.StashKey["ToolbenchState"]()
 
 
@@ -197,10 +198,15 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
     """Attach the case's result to the first report that ends the test (call, or a failed setup)."""
     report = yield
     result = item.stash.get(RESULT_KEY, None)
-    already = any(name == RESULT_PROPERTY for name, _ in item.user_properties)
-    if result is not None and not already and (report.when == "call" or report.failed):
-        item.user_properties.append((RESULT_PROPERTY, result.model_dump_json()))
-        report.user_properties = list(item.user_properties)
+    sent = item.stash.get(SENT_KEY, False)
+    if result is not None and not sent and (report.when == "call" or report.failed):
+        # On this report only (not item.user_properties, which pytest copies into every phase's
+        # report), so the controller receives each result exactly once.
+        report.user_properties.append((RESULT_PROPERTY, result.model_dump_json()))
+        item.stash[SENT_KEY] = True
+    if result is not None and report.when == "teardown":
+        # JUnit XML reads a test case's properties from its teardown report.
+        report.user_properties.extend(summary_properties(result))
     return report
 
 
@@ -213,8 +219,8 @@ class ControllerHooks:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        """Collect the result, then swap the bulky JSON for a few readable properties, so that
-        reporters running after us (JUnit XML) carry a summary rather than the transcript."""
+        """Collect the result and drop the bulky JSON from the report, so reporters running after
+        us (JUnit XML) carry only the compact toolbench.* summary, not the transcript."""
         kept: list[tuple[str, object]] = []
         for name, value in report.user_properties:
             if name != RESULT_PROPERTY:
@@ -225,7 +231,6 @@ class ControllerHooks:
             if self.st.journal is None:
                 self.st.journal = ResultJournal(_run_dir(self.st) / "results.jsonl")
             self.st.journal.append(result)
-            kept += summary_properties(result)
         report.user_properties = kept
 
     @pytest.hookimpl(tryfirst=True)

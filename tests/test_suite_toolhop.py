@@ -375,3 +375,39 @@ def test_junit_xml_carries_a_compact_summary_not_the_transcript(tmp_path, worker
         props = {p.get("name"): p.get("value") for p in case.findall("./properties/property")}
         assert props["toolbench.outcome"] == "passed" and props["toolbench.answer_correct"] == "1.0"
         assert "toolbench_result" not in props and all(len(v) < 100 for v in props.values())
+
+
+def test_interrupted_run_keeps_its_results_and_a_rerun_resumes_from_the_cache(tmp_path):
+    import signal
+    import time
+
+    slow = delayed(0.5, lambda b, i: (200, {}, completion("<answer>x</answer>")))
+    report = tmp_path / "interrupted.json"
+    with FakeOpenAIServer(slow) as server:
+        args = ["--base-url", server.base_url, "--api-key", "t", "--model", "m",
+                "--scenario", "direct", "--concurrency", "2", "--cache-dir", str(tmp_path / "cache")]
+        data = ["--data-dir", str(SHARED)] if SHARED_TOOLHOP.exists() else []
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "pytest", "suites/toolhop", "-q", "-p", "no:cacheprovider",
+             "--toolbench-json", str(report), *args, *data],
+            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        )
+        journal_glob = (tmp_path / "runs").glob
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not any(
+            j.read_text().count("\n") >= 3 for j in journal_glob("*/results.jsonl")
+        ):
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=60)
+        assert proc.returncode == 2, out[-2000:]
+        kept = json.loads(report.read_text())["cases"]
+        journal = [line for j in journal_glob("*/results.jsonl") for line in j.read_text().splitlines()]
+        assert len(kept) >= 3 and len(journal) == len(kept)
+        total = len(load_records(SHARED_TOOLHOP if data else BUNDLED))
+        assert len(kept) < total
+
+        before = len(server.requests)
+        _, resumed = run_suite(tmp_path, *args, *data)
+        assert len(resumed["cases"]) == total
+        assert len(server.requests) - before <= total - len(kept)  # finished cases are not re-asked

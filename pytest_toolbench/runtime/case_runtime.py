@@ -51,8 +51,4 @@ class CaseRuntime:
         return self.scheduler.result(case.id)
 
     def close(self) -> None:
-        try:
-            self.scheduler.run_sync(self.model.aclose())
-        except Exception:
-            pass
-        self.scheduler.close()
+        self.scheduler.close(finalizer=self.model.aclose)

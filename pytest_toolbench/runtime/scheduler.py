@@ -73,13 +73,23 @@ class CaseScheduler:
     def run_sync(self, coro: Awaitable[Any], timeout: float | None = 30.0) -> Any:
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout=timeout)  # type: ignore[arg-type]
 
-    def close(self) -> None:
-        """Cancel what has not run (e.g. on Ctrl-C) and stop the loop thread."""
-        with self._lock:
-            pending = [f for f in self._futures.values() if not f.done()]
-        for future in pending:
-            future.cancel()
+    def close(self, finalizer: Callable[[], Awaitable[Any]] | None = None) -> None:
+        """Cancel what has not finished (e.g. on Ctrl-C), run ``finalizer`` (closing the model's
+        connections) inside the loop, then stop the loop thread."""
+
+        async def shutdown() -> None:
+            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            if finalizer is not None:
+                await finalizer()
+
         if self._loop.is_running():
+            try:
+                asyncio.run_coroutine_threadsafe(shutdown(), self._loop).result(timeout=30)
+            except Exception:  # closing must never mask the run's own outcome
+                pass
             self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=10)
         if not self._loop.is_running():
