@@ -35,7 +35,7 @@ from pytest_toolbench.results.gates import (
     evaluate_gates,
     parse_gate,
 )
-from pytest_toolbench.results.journal import ResultJournal
+from pytest_toolbench.results.journal import ResultJournal, recover_missing
 from pytest_toolbench.runtime.server import ManagedServer, server_info_for_worker
 
 RESULT_PROPERTY = "toolbench_result"
@@ -58,6 +58,7 @@ class ToolbenchState:
     metrics: RunMetrics | None = None
     verdicts: list[GateVerdict] = field(default_factory=list)
     summary: str = ""
+    recovered: int = 0
 
 
 def state(config: pytest.Config) -> ToolbenchState:
@@ -236,6 +237,10 @@ class ControllerHooks:
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         st = self.st
+        if is_xdist_controller(self.config):
+            st.recovered = recover_missing(
+                list(run_dir(self.config).glob("worker-*.jsonl")), st.results
+            )
         if not st.results:
             return
         from pytest_toolbench.report.terminal import render_summary
@@ -281,6 +286,11 @@ class ControllerHooks:
             f"results journal: {_run_dir(st) / 'results.jsonl'}"
         )
         terminalreporter.write(st.summary)
+        if st.recovered:
+            terminalreporter.write_line(
+                f"{st.recovered} result(s) whose reports never arrived were recovered from the "
+                "workers' journals"
+            )
         if st.settings.json_path:
             terminalreporter.write_line(f"JSON report: {st.settings.json_path}")
         if st.settings.gates:
@@ -325,6 +335,15 @@ def dataset_checksums(data_dir: Path | None, benchmarks: set[str]) -> dict[str, 
             for path in sorted(p for p in folder.iterdir() if p.is_file()):
                 out[str(path)] = hashlib.sha256(path.read_bytes()).hexdigest()
     return out
+
+
+def run_dir(config: pytest.Config) -> Path:
+    """This run's folder (journals, server log), the same path in controller and workers."""
+    return _run_dir(state(config))
+
+
+def is_xdist_controller(config: pytest.Config) -> bool:
+    return not is_worker(config) and bool(getattr(config.option, "numprocesses", None))
 
 
 def _run_dir(st: ToolbenchState) -> Path:

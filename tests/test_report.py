@@ -331,3 +331,19 @@ def test_allure_results_carry_labels_parameter_and_attachments(
     other = _allure_run(pytester, "qwen2.5-7b", tmp_path / "allure-b")
     assert other["historyId"] == data["historyId"]
     assert ("tag", "qwen2.5-7b") in {(lab["name"], lab["value"]) for lab in other["labels"]}
+
+
+def test_recover_missing_adds_only_results_the_controller_lacks(tmp_path):
+    from pytest_toolbench.results.case_result import CaseResult, Outcome
+    from pytest_toolbench.results.journal import ResultJournal, recover_missing
+
+    def result(case_id: str, outcome: Outcome) -> CaseResult:
+        return CaseResult(case_id=case_id, benchmark="toolhop", scenario="direct", outcome=outcome)
+
+    journal = ResultJournal(tmp_path / "worker-gw0.jsonl")
+    journal.append(result("a", Outcome.PASSED))
+    journal.append(result("b", Outcome.FAILED))
+    received = {"a": result("a", Outcome.FAILED)}  # what the report channel delivered
+    assert recover_missing([journal.path], received) == 1
+    assert set(received) == {"a", "b"}
+    assert received["a"].outcome is Outcome.FAILED  # a delivered result is never overwritten

@@ -160,6 +160,13 @@ def test_http_model_xdist_and_serial_give_identical_metrics(tmp_path):
         parallel, rep4 = run_suite(tmp_path, *url, "-n", "4", "--no-cache")
     assert serial.returncode == 1 and parallel.returncode == 1  # odd ids answer wrong
     assert metric_table(rep0) == metric_table(rep4)
+    # The backstop: each xdist worker journals the results it reported.
+    journalled = {
+        json.loads(line)["case_id"]
+        for path in (tmp_path / "runs" / rep4["run"]["run_id"]).glob("worker-*.jsonl")
+        for line in path.read_text().splitlines()
+    }
+    assert journalled == {c["case_id"] for c in rep4["cases"]}
     table = metric_table(rep0)
     records = load_records(BUNDLED)
     # Even ids answer the gold; odd ids are wrong unless the gold is "0", which upstream's

@@ -115,3 +115,18 @@ def read_journal(path: str | os.PathLike[str]) -> list[CaseResult]:
                 continue
             raise JournalError(f"{p}:{lineno}: invalid journal record: {exc}") from exc
     return results
+
+
+def recover_missing(journals: list[Path], results: dict[str, CaseResult]) -> int:
+    """Add to ``results`` every journalled result it lacks; returns how many were recovered.
+
+    The per-worker journals are the backstop of the report channel: a result whose report never
+    reached the controller (a worker that crashed right after a test) is still on disk.
+    """
+    recovered = 0
+    for path in sorted(journals):
+        for result in read_journal(path):
+            if result.case_id not in results:
+                results[result.case_id] = result
+                recovered += 1
+    return recovered

@@ -13,6 +13,7 @@ from pytest_toolbench.benchmarks.base import Case, CaseRunner
 from pytest_toolbench.config import RunSettings
 from pytest_toolbench.models.base import ChatModel
 from pytest_toolbench.results.case_result import CaseResult
+from pytest_toolbench.results.journal import ResultJournal
 from pytest_toolbench.runtime.recording import RecordingModel
 from pytest_toolbench.runtime.scheduler import CaseScheduler
 
@@ -25,6 +26,8 @@ class CaseRuntime:
         )
         self.scheduler = CaseScheduler(settings.concurrency)
         self.runners: dict[str, CaseRunner] = {}
+        #: Under xdist, each worker also journals its results (the controller's backstop).
+        self.worker_journal: ResultJournal | None = None
 
     def register_runner(self, benchmark: str, runner: CaseRunner) -> None:
         self.runners.setdefault(benchmark, runner)
