@@ -251,12 +251,10 @@ class ControllerHooks:
             results,
             {n: b.metrics for n, b in benchmarks.items()},
             {n: b.breakdown_labels for n, b in benchmarks.items()},
+            scenario_order={n: b.scenarios for n, b in benchmarks.items()},
             n_boot=st.settings.bootstrap_samples,
             seed=st.settings.seed,
         )
-        # Report scenarios in each benchmark's own order (direct, mandatory, free), not A-Z.
-        order = {(b.name, sc): i for b in benchmarks.values() for i, sc in enumerate(b.scenarios)}
-        st.metrics.scenarios.sort(key=lambda m: (m.benchmark, order.get((m.benchmark, m.scenario), 99)))
         if st.settings.gates:
             st.verdicts = evaluate_gates([parse_gate(g) for g in st.settings.gates], st.metrics)
             st.verdicts += error_rate_verdicts(st.metrics, st.settings.max_error_rate)
@@ -318,7 +316,7 @@ def run_info(config: pytest.Config, st: ToolbenchState) -> dict[str, Any]:
         "python": platform.python_version(),
         "platform": platform.platform(),
         "settings": settings,
-        "server": st.server.describe() if st.server else None,
+        "server": server_info_for_worker(st.server),
         "datasets": dataset_checksums(st.settings.data_dir, {r.benchmark for r in st.results.values()}),
         "n_results": len(st.results),
         "pytest_args": [str(a) for a in config.invocation_params.args],

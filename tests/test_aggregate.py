@@ -314,3 +314,14 @@ def test_metric_path_roundtrip() -> None:
     assert str(MetricPath.parse(" toolhop.mandatory.accuracy.value ")) == "toolhop.mandatory.accuracy"
     with pytest.raises(ValueError, match="error_rate has no .ci_low"):
         MetricPath.parse("toolhop.mandatory.error_rate.ci_low")
+
+
+def test_scenarios_follow_the_benchmark_order_with_unknown_ones_last():
+    results = [case(i, correct=True, scenario=s) for i, s in enumerate(["free", "direct", "zeta", "mandatory", "alpha"])]
+    default = aggregate(results, SPECS, BREAKDOWN, n_boot=50)
+    assert [m.scenario for m in default.scenarios] == ["alpha", "direct", "free", "mandatory", "zeta"]
+    ordered = aggregate(
+        results, SPECS, BREAKDOWN, n_boot=50,
+        scenario_order={"toolhop": ("direct", "mandatory", "free")},
+    )
+    assert [m.scenario for m in ordered.scenarios] == ["direct", "mandatory", "free", "alpha", "zeta"]

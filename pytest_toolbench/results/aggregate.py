@@ -262,11 +262,13 @@ def aggregate(
     n_boot: int = 2000,
     seed: int = 0,
     confidence: float = 0.95,
+    scenario_order: dict[str, tuple[str, ...]] | None = None,
 ) -> RunMetrics:
     """Metrics per (benchmark, scenario), each with a percentile-bootstrap CI over cases.
 
-    ``metric_specs`` and ``breakdown_labels`` are keyed by benchmark name. The caller passes
-    each case once (deduplicate the xdist channels first); duplicate ids are kept as repeats.
+    ``metric_specs``, ``breakdown_labels`` and ``scenario_order`` are keyed by benchmark name;
+    ``scenario_order`` lists scenarios in the benchmark's own order (the report follows it). The
+    caller passes each case once (deduplicate the xdist channels first); duplicates are repeats.
     """
     if n_boot < 1:
         raise ValueError(f"n_boot must be >= 1, got {n_boot}")
@@ -276,7 +278,16 @@ def aggregate(
 
     kw = {"n_boot": n_boot, "seed": seed, "confidence": confidence}
     out: list[ScenarioMetrics] = []
-    for (benchmark, scenario), cases in sorted(by_scenario.items()):
+    order = scenario_order or {}
+
+    def position(key: tuple[str, str]) -> tuple[str, int, str]:
+        """Benchmarks A-Z; scenarios in the benchmark's declared order, unknown ones last, A-Z."""
+        benchmark, scenario = key
+        declared = order.get(benchmark, ())
+        rank = declared.index(scenario) if scenario in declared else len(declared)
+        return benchmark, rank, scenario
+
+    for (benchmark, scenario), cases in sorted(by_scenario.items(), key=lambda kv: position(kv[0])):
         specs = [s for s in metric_specs.get(benchmark, ()) if s.applies_to(scenario)]
         scored = [r for r in cases if not r.is_error]
         errors = [r for r in cases if r.is_error]

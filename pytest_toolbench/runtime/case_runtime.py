@@ -49,9 +49,8 @@ class CaseRuntime:
         return self.scheduler.submit(case, job)
 
     def result(self, case: Case) -> CaseResult:
-        if not self.scheduler.is_submitted(case.id):
-            self.submit(case)
-        return self.scheduler.result(case.id)
+        """Wait for ``case`` (submitting is idempotent, so this also works if it was not queued)."""
+        return self.submit(case).result()
 
     def close(self) -> None:
         self.scheduler.close(finalizer=self.model.aclose)

@@ -34,8 +34,6 @@ class CaseScheduler:
         self._futures: dict[str, concurrent.futures.Future[CaseResult]] = {}
         self._lock = threading.Lock()
         self._semaphore: asyncio.Semaphore | None = None
-        self.max_in_flight = 0
-        self._in_flight = 0
 
     # -- submitting and waiting
     def submit(self, case: Case, job: CaseJob) -> concurrent.futures.Future[CaseResult]:
@@ -47,31 +45,14 @@ class CaseScheduler:
                 self._futures[case.id] = future
             return future
 
-    def is_submitted(self, case_id: str) -> bool:
-        with self._lock:
-            return case_id in self._futures
-
-    def result(self, case_id: str, timeout: float | None = None) -> CaseResult:
-        with self._lock:
-            future = self._futures[case_id]
-        return future.result(timeout=timeout)
-
     async def _guarded(self, case: Case, job: CaseJob) -> CaseResult:
         if self._semaphore is None:
             self._semaphore = asyncio.Semaphore(self.concurrency)
         async with self._semaphore:
-            self._in_flight += 1
-            self.max_in_flight = max(self.max_in_flight, self._in_flight)
             try:
                 return await job()
             except Exception as exc:  # a harness bug must not take the run down with it
                 return internal_error_result(case, exc)
-            finally:
-                self._in_flight -= 1
-
-    # -- running coroutines that belong to the loop (e.g. closing a model)
-    def run_sync(self, coro: Awaitable[Any], timeout: float | None = 30.0) -> Any:
-        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout=timeout)  # type: ignore[arg-type]
 
     def close(self, finalizer: Callable[[], Awaitable[Any]] | None = None) -> None:
         """Cancel what has not finished (e.g. on Ctrl-C), run ``finalizer`` (closing the model's

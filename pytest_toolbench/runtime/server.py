@@ -53,9 +53,6 @@ class ManagedServer:
             "describe": self.server.describe(),
         }
 
-    def describe(self) -> dict[str, Any]:
-        return self.info()
-
     def stop(self) -> None:
         self.server.stop()
 
