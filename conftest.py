@@ -1,3 +1,6 @@
-"""Registers the suites' fixtures (model, sandbox, per-benchmark environments)."""
+"""Registers the suites' fixtures: the shared ones, then ``fixtures/<benchmark>.py`` for every
+registered benchmark (found by name, so adding a benchmark needs no edit here)."""
 
-pytest_plugins = ["fixtures.toolbench", "fixtures.toolhop"]
+from pytest_toolbench.benchmarks import registry
+
+pytest_plugins = ["fixtures.toolbench", *(f"fixtures.{name}" for name in registry())]

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, SerializeAsAny
 
-from pytest_toolbench.benchmarks.toolhop.options import ToolHopOptions
 from pytest_toolbench.models.base import DECODING_PRESETS, Sampling
+
+OptionsT = TypeVar("OptionsT", bound=BaseModel)
 
 #: The model used when none is given: SmolLM2-135M-Instruct served by vLLM on the CPU.
 EMBEDDED_MODEL = "smollm2-135m"
@@ -67,7 +68,15 @@ class RunSettings(BaseModel):
     # --- environments and benchmark options
     sandbox: SandboxLimits = Field(default_factory=SandboxLimits)
     vllm: VLLMSettings = Field(default_factory=VLLMSettings)
-    toolhop: ToolHopOptions = Field(default_factory=ToolHopOptions)
+    #: Benchmark name -> that benchmark's own options model (declared in its folder).
+    benchmark_options: dict[str, SerializeAsAny[BaseModel]] = Field(default_factory=dict)
+
+    def options_for(self, name: str, model: type[OptionsT]) -> OptionsT:
+        """The named benchmark's options (its defaults, i.e. upstream behaviour, when unset)."""
+        found = self.benchmark_options.get(name)
+        if found is None:
+            return model()
+        return found if isinstance(found, model) else model.model_validate(found.model_dump())
 
     @property
     def resolved_backend(self) -> Literal["openai", "vllm", "oracle", "replay"]:

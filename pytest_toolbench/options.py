@@ -13,7 +13,8 @@ from pytest_toolbench.config import (
     SandboxLimits,
     VLLMSettings,
 )
-from pytest_toolbench.benchmarks.toolhop.options import ToolHopOptions
+from pytest_toolbench.benchmarks import registry
+from pytest_toolbench.benchmarks.options import add_benchmark_options, benchmark_options_from
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -78,21 +79,9 @@ def add_options(parser: pytest.Parser) -> None:
     g.addoption("--vllm-startup-timeout", type=float, default=600.0)
     g.addoption("--tool-call-parser", default=None, help="override vLLM's tool-call parser")
     g.addoption("--chat-template", default=None, help="override vLLM's chat template (file)")
-    # ToolHop
-    h = parser.getgroup("toolbench-toolhop", "pytest-toolbench: ToolHop")
-    h.addoption("--toolhop-scorer", choices=["upstream", "strict"], default="upstream",
-                help="upstream: substring + rstrip('.0') quirk (default); strict: <answer> exact "
-                     "match (NOT upstream)")
-    h.addoption("--toolhop-error-mode", choices=["schema", "feedback"], default="schema",
-                help="how invocation errors are classified")
-    h.addoption("--toolhop-minimal-feedback", default="off",
-                choices=["off", "exceptions", "exceptions+error_payloads"],
-                help="minimal-feedback ablation: failed calls answer 'Failed!'")
-    h.addoption("--toolhop-clean-namespace", action="store_true",
-                help="deviation: run tool sources in a clean namespace instead of emulating "
-                     "the upstream script's globals")
-    h.addoption("--toolhop-tool-timeout", type=float, default=10.0)
-
+    # Benchmarks declare their own flags (benchmarks/options.py).
+    for benchmark in registry().values():
+        add_benchmark_options(parser, benchmark.name, benchmark.title, benchmark.options_model)
 
 def _split(values: list[str] | None) -> tuple[str, ...] | None:
     if not values:
@@ -135,13 +124,9 @@ def settings_from_config(config: pytest.Config) -> RunSettings:
             tool_call_parser=opt("--tool-call-parser"),
             chat_template=opt("--chat-template"),
         ),
-        toolhop=ToolHopOptions(
-            scorer=opt("--toolhop-scorer"),
-            error_mode=opt("--toolhop-error-mode"),
-            minimal_feedback=opt("--toolhop-minimal-feedback"),
-            clean_namespace=opt("--toolhop-clean-namespace"),
-            tool_timeout_s=opt("--toolhop-tool-timeout"),
-        ),
+        benchmark_options={
+            b.name: benchmark_options_from(opt, b.name, b.options_model) for b in registry().values()
+        },
     )
 
 

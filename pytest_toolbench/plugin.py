@@ -22,7 +22,7 @@ import pytest
 
 from pytest_toolbench import __version__
 from pytest_toolbench.benchmarks import registry
-from pytest_toolbench.benchmarks.base import Benchmark, Case
+from pytest_toolbench.benchmarks.base import Benchmark, Case, HasReportTables
 from pytest_toolbench.benchmarks.dataset_errors import DatasetError
 from pytest_toolbench.config import RunSettings
 from pytest_toolbench.models.factory import build_model
@@ -255,6 +255,10 @@ class ControllerHooks:
             n_boot=st.settings.bootstrap_samples,
             seed=st.settings.seed,
         )
+        for name, benchmark in benchmarks.items():
+            if isinstance(benchmark, HasReportTables):
+                own = sorted((r for r in results if r.benchmark == name), key=lambda r: r.case_id)
+                st.metrics.tables.extend(benchmark.report_tables(own))
         if st.settings.gates:
             st.verdicts = evaluate_gates([parse_gate(g) for g in st.settings.gates], st.metrics)
             st.verdicts += error_rate_verdicts(st.metrics, st.settings.max_error_rate)

@@ -347,3 +347,19 @@ def test_recover_missing_adds_only_results_the_controller_lacks(tmp_path):
     assert recover_missing([journal.path], received) == 1
     assert set(received) == {"a", "b"}
     assert received["a"].outcome is Outcome.FAILED  # a delivered result is never overwritten
+
+
+def test_benchmark_report_tables_render_after_scenarios_and_survive_json():
+    from pytest_toolbench.report.terminal import render_summary
+    from pytest_toolbench.results.aggregate import ReportTable, RunMetrics
+
+    table = ReportTable(
+        benchmark="demo", name="leaderboard", title="Leaderboard (paper Table 2)",
+        columns=["model", "MNT", "Overall"], rows=[["m", 12.5, None]], note="unsolvable only",
+        values={"overall": None, "MNT": 12.5},
+    )
+    metrics = RunMetrics(scenarios=[], tables=[table])
+    text = render_summary(metrics, [])
+    assert "== demo: Leaderboard (paper Table 2) ==" in text
+    assert "12.5" in text and "n/a" in text and "unsolvable only" in text
+    assert RunMetrics.model_validate_json(metrics.model_dump_json()).tables == [table]

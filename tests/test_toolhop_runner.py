@@ -406,7 +406,7 @@ def test_benchmark_protocol_and_cases():
 
 
 def test_make_runner_and_oracle_end_to_end():
-    settings = RunSettings(model="oracle", toolhop=ToolHopOptions(max_turns=9))
+    settings = RunSettings(model="oracle", benchmark_options={"toolhop": ToolHopOptions(max_turns=9)})
     runner = TOOLHOP.make_runner(settings, FakeSandbox())
     assert isinstance(runner, CaseRunner)
     assert runner.sampling == settings.sampling

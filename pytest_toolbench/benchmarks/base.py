@@ -3,7 +3,8 @@
 A benchmark turns dataset files into :class:`Case` objects (one per sample x scenario/level/mode),
 declares its metrics and subgroup labels, and provides a runner that turns a case into a
 :class:`~pytest_toolbench.results.case_result.CaseResult`. Adding a benchmark means one new folder
-under ``benchmarks/`` plus one line in ``benchmarks/__init__.py``.
+under ``benchmarks/`` plus one line in ``benchmarks/__init__.py``; its environment fixtures live in
+``fixtures/<name>.py`` (found by name, so no other registration) and must provide ``<name>_runner``.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field
 
 from pytest_toolbench.models.base import ChatModel
+from pytest_toolbench.results.aggregate import ReportTable
 from pytest_toolbench.results.case_result import CaseResult
 from pytest_toolbench.results.metrics import MetricSpec
 
@@ -48,6 +50,10 @@ class CaseRunner(Protocol):
 @runtime_checkable
 class Benchmark(Protocol):
     name: str
+    #: Human-readable name (option group titles, report headings), e.g. "ToolHop".
+    title: str
+    #: The benchmark's own options; each field is a ``--<name>-<field>`` flag (benchmarks/options.py).
+    options_model: type[BaseModel]
     scenarios: tuple[str, ...]
     metrics: tuple[MetricSpec, ...]
     #: Labels to break metrics down by in the terminal table (e.g. ("hops",)).
@@ -56,3 +62,13 @@ class Benchmark(Protocol):
     label_markers: dict[str, str]
 
     def load_cases(self, data_dir: Path | None, scenarios: tuple[str, ...]) -> list[Case]: ...
+
+
+@runtime_checkable
+class HasReportTables(Protocol):
+    """Optional: a benchmark whose paper reports more than per-scenario means (leaderboards,
+    weighted overalls, tables laid out by split x hops) builds them from the scored results.
+    Called once on the controller at session end with that benchmark's non-error and error
+    results alike (sorted by case id, so ``-n 0`` and ``-n 4`` give identical tables)."""
+
+    def report_tables(self, results: list[CaseResult]) -> list[ReportTable]: ...

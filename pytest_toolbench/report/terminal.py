@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from pytest_toolbench.results.aggregate import MetricValue, RunMetrics, ScenarioMetrics
+from pytest_toolbench.results.aggregate import MetricValue, ReportTable, RunMetrics, ScenarioMetrics
 from pytest_toolbench.results.gates import GateVerdict
 
 
@@ -138,12 +138,27 @@ def render_summary(
         for note in _scenario_notes(s):
             console.print(Text(note))
         console.print()
+    for table in metrics.tables:
+        console.print(Text(f"== {table.benchmark}: {table.title} =="))
+        console.print(_report_table(table))
+        if table.note:
+            console.print(Text(table.note))
+        console.print()
     if verdicts:
         failed = sum(not v.passed for v in verdicts)
         status = "all passed" if not failed else f"{failed} FAILED"
         console.print(Text(f"== gates: {len(verdicts)} checked, {status} =="))
         console.print(_gate_table(verdicts))
     return _tidy(buf.getvalue())
+
+
+def _report_table(table: ReportTable) -> Table:
+    out = _table()
+    for i, column in enumerate(table.columns):
+        out.add_column(column, justify="left" if i == 0 else "right")
+    for row in table.rows:
+        out.add_row(*("n/a" if cell is None else str(cell) for cell in row))
+    return out
 
 
 def _tidy(text: str) -> str:

@@ -110,8 +110,27 @@ class MetricPath(BaseModel):
         return f"{self.benchmark}.{self.scenario}{sub}.{self.metric}{suffix}"
 
 
+class ReportTable(BaseModel):
+    """A benchmark's own summary table (e.g. a paper's results table or a leaderboard), shown
+    after the generic per-scenario tables and kept in the JSON report under ``metrics.tables``.
+
+    Cells are plain values: numbers are shown as given (benchmarks round or scale them as their
+    paper does), ``None`` as "n/a". ``values`` carries the same figures keyed by name for
+    machine readers (and for gates on benchmark-level aggregates in later work)."""
+
+    benchmark: str
+    name: str  # stable key, e.g. "leaderboard"
+    title: str
+    columns: list[str]
+    rows: list[list[str | float | int | None]]
+    note: str = ""
+    values: dict[str, float | None] = Field(default_factory=dict)
+
+
 class RunMetrics(BaseModel):
     scenarios: list[ScenarioMetrics]
+    #: Benchmark-specific tables from ``Benchmark.report_tables`` (optional hook).
+    tables: list[ReportTable] = Field(default_factory=list)
 
     def scenario(self, benchmark: str, scenario: str) -> ScenarioMetrics | None:
         for s in self.scenarios:

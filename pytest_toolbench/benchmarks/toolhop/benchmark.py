@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from pytest_toolbench.benchmarks.base import Case
+from pytest_toolbench.benchmarks.toolhop.options import ToolHopOptions
 from pytest_toolbench.benchmarks.toolhop.oracle import toolhop_oracle
 from pytest_toolbench.benchmarks.toolhop.prompts import SCENARIOS
 from pytest_toolbench.benchmarks.toolhop.runner import ToolHopRunner, ToolSandboxLike
@@ -20,6 +21,8 @@ DEFAULT_DATA_DIR = Path(__file__).resolve().parents[3] / "data"
 
 class ToolHopBenchmark:
     name = "toolhop"
+    title = "ToolHop"
+    options_model = ToolHopOptions
     scenarios: tuple[str, ...] = SCENARIOS
     metrics: tuple[MetricSpec, ...] = (
         MetricSpec(
@@ -68,7 +71,7 @@ class ToolHopBenchmark:
         )
 
     def make_runner(self, settings: RunSettings, sandbox: ToolSandboxLike) -> ToolHopRunner:
-        return ToolHopRunner(sandbox, settings.toolhop, settings.sampling)
+        return ToolHopRunner(sandbox, settings.options_for(self.name, ToolHopOptions), settings.sampling)
 
     def oracle_for(self, case: Case) -> Callable[[ChatRequest], dict[str, Any]]:
         return toolhop_oracle(case.sample)

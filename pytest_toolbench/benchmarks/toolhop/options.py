@@ -1,24 +1,44 @@
-"""ToolHop run options. Every default is the upstream behaviour; each deviation is named."""
+"""ToolHop run options. Every default is the upstream behaviour; each deviation is named.
+
+Each field is also a command-line flag (``--toolhop-<field>``), derived by
+:mod:`pytest_toolbench.benchmarks.options`; the description is the flag's help.
+"""
 
 from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 
 class ToolHopOptions(BaseModel):
     #: "upstream": substring test over the whole final message with the rstrip('.0') quirk (§3.1).
     #: "strict": extract <answer>...</answer>, normalised exact match (NOT upstream; labelled).
-    scorer: Literal["upstream", "strict"] = "upstream"
+    scorer: Literal["upstream", "strict"] = Field(
+        "upstream",
+        description="upstream: substring + rstrip('.0') quirk (default); strict: <answer> exact "
+        "match (NOT upstream)",
+    )
     #: Invocation-error classification (§3.2): "schema" (default) or "feedback" (by error text).
-    error_mode: Literal["schema", "feedback"] = "schema"
+    error_mode: Literal["schema", "feedback"] = Field(
+        "schema", description="how invocation errors are classified"
+    )
     #: Minimal-feedback ablation (§2.6): replace failed calls' feedback with "Failed!".
-    minimal_feedback: Literal["off", "exceptions", "exceptions+error_payloads"] = "off"
+    minimal_feedback: Literal["off", "exceptions", "exceptions+error_payloads"] = Field(
+        "off", description="minimal-feedback ablation: failed calls answer 'Failed!'"
+    )
     #: Upstream turn budget (§2.3).
-    max_turns: int = 9
+    max_turns: int = Field(9, description="model turns per case (upstream: 9)")
     #: Tool wall-clock limit in seconds (upstream func_set_timeout(10)).
-    tool_timeout_s: float = 10.0
+    tool_timeout_s: float = Field(
+        10.0,
+        description="wall-clock seconds per tool call (upstream: 10)",
+        json_schema_extra={"flag": "--toolhop-tool-timeout"},
+    )
     #: Deviation: exec tool sources in a clean namespace instead of emulating the upstream
     #: script's module globals and Python <= 3.12 exec/locals semantics (§2.5-1).
-    clean_namespace: bool = False
+    clean_namespace: bool = Field(
+        False,
+        description="deviation: run tool sources in a clean namespace instead of emulating the "
+        "upstream script's globals",
+    )
