@@ -4,6 +4,7 @@ insecure mode. Each test runs hostile code and checks that it gets an error or n
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -146,6 +147,9 @@ def test_thread_started_by_a_tool_does_not_survive_its_call():
     with ToolSandbox(SandboxLimits(workers=1)) as sb:
         pid = run(sb, "import os, threading, time\ndef f():\n"
                       "    threading.Thread(target=time.sleep, args=(60,)).start()\n    return os.getpid()")["value"]
+        deadline = time.monotonic() + 5
+        while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
+            time.sleep(0.01)  # reaped right after the reply was sent
         assert not os.path.exists(f"/proc/{pid}")  # the whole child, threads included, is gone
 
 

@@ -1,10 +1,10 @@
-"""Isolation layers a sandbox worker applies to itself before it runs any untrusted code.
+"""Isolation layers applied before untrusted code runs (see the package docstring for the order).
 
 Why several layers: we run as root, so file permissions protect nothing, and a Python audit hook
-alone is bypassable by determined code. The kernel layers (network namespace, seccomp, Landlock,
+alone is bypassable by determined code. The kernel layers (network namespace, Landlock, seccomp,
 rlimits) are the hard boundary; the audit hook gives clear, early error messages and covers what
-the kernel layers cannot express (e.g. ctypes). Every layer reports whether it is in force, and
-the pool surfaces that in ``ToolSandbox.describe()``.
+the kernel layers do not express (e.g. ctypes). The zygote applies namespaces and rlimits once;
+each per-call child applies Landlock, seccomp and the audit hook (``worker.Zygote.confine_child``).
 
 Stdlib only: this runs in the worker before anything else is imported.
 """

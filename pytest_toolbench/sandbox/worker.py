@@ -61,6 +61,8 @@ class Zygote:
         self.disabled = set(config.get("disable_layers", ()))
         self.jobs: dict[str, Callable[[dict], Any]] = {}
         self.calls = 0
+        self._pending: tuple[int, str] | None = None
+        self._last_status = 0
         self.seccomp = policy.Seccomp()
         read_paths = policy.read_only_paths(config["package_dir"], config.get("protected", ()))
         self.landlock = policy.Landlock(read_paths)
@@ -114,6 +116,7 @@ class Zygote:
     # --------------------------------------------------------------------------- zygote
     def call(self, job: str, payload: Any, timeout_s: float, audit: bool = True) -> dict[str, Any]:
         """Run one request in a fresh child; returns {"status", "value", "detail"}."""
+        self.reap()
         try:
             fn = self.jobs.get(job) or self.jobs.setdefault(job, resolve_job(job))
         except Exception as exc:  # a harness bug: report it, stay alive
@@ -129,48 +132,64 @@ class Zygote:
             self._child(write_fd, workdir, fn, payload, audit)
         os.close(write_fd)
         try:
-            data, timed_out = self._read_reply(read_fd, start + timeout_s)
+            data, state = self._read_reply(read_fd, start + timeout_s)
         finally:
             os.close(read_fd)
-        if timed_out:
+        self._pending = (pid, workdir)
+        if state != "eof":  # a whole reply (the child is done) or a hang: end it now
             try:
                 os.kill(pid, 9)
             except ProcessLookupError:
                 pass
-        _, wait_status = os.waitpid(pid, 0)
-        shutil.rmtree(workdir, ignore_errors=True)
-        if timed_out:
+        if state == "timeout":
             return {"status": "timeout", "detail": f"no result after {timeout_s:g} s wall clock; call killed"}
-        end = protocol.exit_text(os.waitstatus_to_exitcode(wait_status))
+        if state == "eof":  # the child ended without a whole reply: say how it ended
+            self.reap()
+            end = protocol.exit_text(os.waitstatus_to_exitcode(self._last_status))
+            why = "sent no reply" if not data else "sent a truncated reply"
+            return {"status": "crashed", "detail": f"the call {why}; its process {end}"}
         try:
             reply = protocol.decode_frame(data)
         except protocol.ProtocolError as exc:
-            why = "sent no reply" if not data else f"sent a malformed reply ({exc})"
-            return {"status": "crashed", "detail": f"the call {why}; its process {end}"}
+            return {"status": "crashed", "detail": f"the call sent a malformed reply ({exc})"}
         if not isinstance(reply, dict) or not reply.get("ok"):
             detail = reply.get("detail") if isinstance(reply, dict) else None
             return {"status": "crashed", "detail": f"job {job} raised {protocol.cap_text(str(detail), self.cap)}"}
         return {"status": "ok", "value": protocol.cap_strings(reply.get("value"), self.cap)}
 
+    def reap(self) -> None:
+        """Wait for the last call's child and remove its directory (after the pool has its
+        answer, so the child's teardown is off the critical path)."""
+        if self._pending is None:
+            return
+        pid, workdir = self._pending
+        self._pending = None
+        _, self._last_status = os.waitpid(pid, 0)
+        shutil.rmtree(workdir, ignore_errors=True)
+
     @staticmethod
-    def _read_reply(fd: int, deadline: float) -> tuple[bytes, bool]:
-        """Everything the child writes until it closes the pipe (exits), or the deadline."""
-        chunks: list[bytes] = []
-        size = 0
+    def _read_reply(fd: int, deadline: float) -> tuple[bytes, str]:
+        """The child's reply frame: (bytes, "frame") once whole, ("eof") if the child closed the
+        pipe first, ("timeout") at the deadline or on a flood."""
+        buf = bytearray()
+        need = protocol.HEADER_BYTES
         while True:
             wait = deadline - time.monotonic()
             if wait <= 0:
-                return b"", True
+                return b"", "timeout"
             ready, _, _ = select.select([fd], [], [], wait)
             if not ready:
-                return b"", True
+                return b"", "timeout"
             chunk = os.read(fd, 1 << 20)
             if not chunk:
-                return b"".join(chunks), False
-            size += len(chunk)
-            if size > protocol.MAX_MESSAGE_BYTES + protocol.HEADER_BYTES:
-                return b"", True  # a flood: treated like a hang (the child is killed)
-            chunks.append(chunk)
+                return bytes(buf), "eof"
+            buf += chunk
+            if need == protocol.HEADER_BYTES and len(buf) >= need:
+                need += int.from_bytes(buf[: protocol.HEADER_BYTES], "big")
+                if need > protocol.MAX_MESSAGE_BYTES + protocol.HEADER_BYTES:
+                    return b"", "timeout"  # a flood: treated like a hang (the child is killed)
+            if len(buf) >= need > protocol.HEADER_BYTES:
+                return bytes(buf[:need]), "frame"
 
     def probe(self) -> None:
         """A child confined like every call checks what really holds; results go into info."""
@@ -188,6 +207,7 @@ class Zygote:
         source += "    return out\n"
         # Without the audit hook: this checks the kernel layers alone.
         got = self.call("pytest_toolbench.sandbox.jobs:run_source", {"source": source, "entry": "f"}, 30.0, audit=False)
+        self.reap()
         if got["status"] != "ok" or got["value"]["error"]:
             raise RuntimeError(f"sandbox self-check failed: {got.get('detail') or got['value']}")
         self.info.update(got["value"]["value"])
@@ -226,6 +246,7 @@ class Zygote:
                 return 0
             result = self.call(request["job"], request["payload"], float(request["timeout_s"]))
             protocol.send(self.fd_out, {"id": request.get("id"), **result})
+            self.reap()
 
 
 def main(argv: list[str]) -> int:
