@@ -44,13 +44,14 @@ def apply_rlimits(memory_mb: int, file_size_mb: int) -> dict[str, Any]:
 
 
 def set_cpu_budget(seconds: float) -> None:
-    """Soft RLIMIT_CPU = CPU used so far + budget: SIGXCPU (fatal) if one call burns more."""
+    """RLIMIT_CPU = CPU used so far + budget: SIGXCPU (fatal) if one call burns more."""
     usage = resource.getrusage(resource.RUSAGE_SELF)
     soft = math.ceil(usage.ru_utime + usage.ru_stime + seconds)
     _, hard = resource.getrlimit(resource.RLIMIT_CPU)
     if hard != resource.RLIM_INFINITY:
         soft = min(soft, hard)
-    resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
+    # A per-call child: the hard limit too (SIGKILL one second later), so no code can raise it.
+    resource.setrlimit(resource.RLIMIT_CPU, (soft, soft + 1 if hard == resource.RLIM_INFINITY else hard))
 
 
 # ----------------------------------------------------------------------------- kernel helpers
