@@ -91,3 +91,17 @@ def test_hostile_tools_leak_no_secret_into_any_file_of_the_run(tmp_path):
         assert SECRET not in path.read_text(errors="replace"), path
     assert bodies and not any(SECRET in b for b in bodies)  # nothing reached the endpoint either
     assert SECRET not in proc.stdout + proc.stderr
+
+
+def test_insecure_flag_and_output_cap_reach_the_report(tmp_path):
+    report = tmp_path / "report.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "suites/toolhop", "-q", "-p", "no:randomly", "-p", "no:cacheprovider",
+         "--model", "oracle", "--scenario", "direct", "--limit", "1", "--cache-dir", str(tmp_path / "cache"),
+         "--sandbox-insecure", "--sandbox-output-cap", "123", "--toolbench-json", str(report)],
+        cwd=REPO, capture_output=True, text=True, timeout=300,
+    )
+    assert report.exists(), proc.stdout[-3000:] + proc.stderr[-3000:]
+    sandbox = json.loads(report.read_text())["run"]["settings"]["sandbox"]
+    assert sandbox["insecure"] is True and sandbox["output_cap"] == 123
+    assert "WARNING: --sandbox-insecure" in proc.stdout

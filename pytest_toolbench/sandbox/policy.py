@@ -16,7 +16,6 @@ import errno
 import math
 import os
 import resource
-import stat
 import sys
 from typing import Any, Callable, Sequence
 
@@ -407,14 +406,3 @@ def install_audit_hook(writable_dir: str) -> AuditPolicy:
     for name in ("ctypes", "_ctypes"):
         sys.modules.pop(name, None)
     return policy
-
-
-def is_regular_writable_probe(path: str) -> bool:
-    """True when ``path`` could be created (used by the worker's self-check)."""
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, stat.S_IRUSR)
-    except OSError:
-        return False
-    os.close(fd)
-    os.unlink(path)
-    return True

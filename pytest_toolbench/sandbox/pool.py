@@ -62,7 +62,9 @@ def protected_paths() -> list[str]:
     """Folders no tool may read and no read-only rule may open up: the harness's working
     directory (the project, its ``.toolbench`` cache), the package root and the home directory."""
     out: list[str] = []
-    for path in (os.getcwd(), _PACKAGE_ROOT, os.path.expanduser("~")):
+    # An installed (not editable) package lives in site-packages, which tools may read.
+    root = [] if os.path.basename(_PACKAGE_ROOT) in {"site-packages", "dist-packages"} else [_PACKAGE_ROOT]
+    for path in (os.getcwd(), *root, os.path.expanduser("~")):
         real = os.path.realpath(path)
         if os.path.isdir(real) and real != "/" and real not in out:
             out.append(real)
@@ -72,11 +74,13 @@ def protected_paths() -> list[str]:
 def bubblewrap_argv(tmpdir: str, read_paths: Sequence[str]) -> list[str] | None:
     """``bwrap`` in front of the zygote when it is on PATH: a new mount namespace holding only the
     Python installation, the package, the temp dir, a private /proc and /dev; new user, pid, IPC,
-    UTS and network namespaces. An extra layer: Landlock and seccomp still apply inside."""
+    UTS and network namespaces. An extra layer: Landlock and seccomp still apply inside. No
+    --die-with-parent: that follows the *thread* that started it (a pool thread); the zygote
+    exits on its own when the pool's pipe closes."""
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         return None
-    argv = [bwrap, "--unshare-all", "--die-with-parent", "--dev", "/dev", "--proc", "/proc"]
+    argv = [bwrap, "--unshare-all", "--dev", "/dev", "--proc", "/proc"]
     for path in read_paths:
         argv += ["--ro-bind", path, path]
     argv += ["--bind", tmpdir, tmpdir, "--chdir", tmpdir, "--"]
