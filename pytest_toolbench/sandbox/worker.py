@@ -66,6 +66,7 @@ class Zygote:
         self._pending: tuple[int, str] | None = None
         self._spare: tuple[int, int, int, str] | None = None
         self._last_status = 0
+        self.strict = False  # set once the probe has verified every required layer
         self.seccomp = policy.Seccomp()
         read_paths = policy.read_only_paths(config["package_dir"], config.get("protected", ()))
         self.landlock = policy.Landlock(read_paths)
@@ -74,7 +75,8 @@ class Zygote:
     # ------------------------------------------------------------------ per-call child
     def confine_child(self, workdir: str, audit: bool = True) -> policy.AuditPolicy | None:
         """Runs in the forked child, before any untrusted code. Raises if a required layer fails
-        while it was in force at startup (never silently runs a tool with less)."""
+        although the start-up probe verified it (never silently runs a tool with less); in
+        insecure mode the layers are applied best effort."""
         policy.die_with_parent()
         os.chdir(workdir)
         os.environ.update(HOME=workdir, TMPDIR=workdir)
@@ -82,12 +84,12 @@ class Zygote:
         policy.set_cpu_budget(self.cpu_seconds)
         if "landlock" not in self.disabled:
             abi, note = self.landlock.apply(workdir)
-            if not abi and self.info.get("landlock_abi"):
+            if not abi and self.strict:
                 raise OSError(f"Landlock: {note}")
         self.landlock.close_fds()
         if "seccomp" not in self.disabled:
             ok, note = self.seccomp.apply()
-            if not ok and self.info.get("seccomp"):
+            if not ok and self.strict:
                 raise OSError(f"seccomp: {note}")
         null = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):
@@ -283,7 +285,7 @@ class Zygote:
         if not info["seccomp"] or not info.get("verified_socket_refused"):
             missing.append("seccomp")
         info["missing_layers"] = missing
-        info["kernel_isolation"] = not missing
+        info["kernel_isolation"] = self.strict = not missing
         info["insecure"] = bool(missing) and bool(limits.get("insecure"))
         return info
 
