@@ -27,6 +27,8 @@ class SandboxLimits(BaseModel):
     memory_mb: int = 1024  # address-space limit of a sandbox worker
     file_size_mb: int = 16  # largest file a tool may write (inside its temp dir)
     workers: int = 4  # warm worker processes per pytest process
+    output_cap: int = 20000  # chars of a tool's result / error text kept (the cut is marked)
+    insecure: bool = False  # run tools even where the kernel layers are unavailable (reported)
 
 
 class VLLMSettings(BaseModel):

@@ -72,6 +72,11 @@ def add_options(parser: pytest.Parser) -> None:
     # sandbox
     g.addoption("--sandbox-workers", type=int, default=4, help="warm tool-sandbox processes")
     g.addoption("--sandbox-memory-mb", type=int, default=1024, help="tool memory limit")
+    g.addoption("--sandbox-output-cap", type=int, default=20000, metavar="CHARS",
+                help="longest tool result / error text kept; the cut is marked (default 20000)")
+    g.addoption("--sandbox-insecure", action="store_true", default=False,
+                help="run tool code even where the kernel isolation layers (Landlock, seccomp) "
+                     "are unavailable; the report says so")
     # vLLM
     g.addoption("--vllm-arg", action="append", default=[], metavar="ARG",
                 help="extra argument passed to the vLLM server (repeatable), e.g. "
@@ -117,7 +122,12 @@ def settings_from_config(config: pytest.Config) -> RunSettings:
         gates=tuple(opt("--gate")),
         max_error_rate=opt("--max-error-rate"),
         bootstrap_samples=opt("--bootstrap-samples"),
-        sandbox=SandboxLimits(workers=opt("--sandbox-workers"), memory_mb=opt("--sandbox-memory-mb")),
+        sandbox=SandboxLimits(
+            workers=opt("--sandbox-workers"),
+            memory_mb=opt("--sandbox-memory-mb"),
+            output_cap=opt("--sandbox-output-cap"),
+            insecure=opt("--sandbox-insecure"),
+        ),
         vllm=VLLMSettings(
             extra_args=list(opt("--vllm-arg")),
             startup_timeout_s=opt("--vllm-startup-timeout"),

@@ -287,6 +287,11 @@ class ControllerHooks:
             f"model: {st.settings.model}   run: {st.run_id}   "
             f"results journal: {_run_dir(st) / 'results.jsonl'}"
         )
+        if st.settings.sandbox.insecure:
+            terminalreporter.write_line(
+                "WARNING: --sandbox-insecure: tool code ran without kernel isolation where it was "
+                "unavailable (audit hook only); do not trust this run with hostile datasets"
+            )
         terminalreporter.write(st.summary)
         if st.recovered:
             terminalreporter.write_line(

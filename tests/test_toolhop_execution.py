@@ -224,3 +224,65 @@ def test_sandbox_matches_upstream_replica_on_all_80_real_records(sandbox):
     assert not mismatches, f"{len(mismatches)}/{len(cases)} differ, e.g. {mismatches[:5]}"
     # the comparison is meaningful: both paths were exercised
     assert successes > 100 and len(cases) - successes > 1000
+
+
+# ------------------------------------------------------------- SystemExit, poisoning, caps
+
+SYS_EXIT = "def leave(code=0):\n    import sys\n    sys.exit(code)\n"
+EXIT_IN_EXAMPLE = "def fine(x):\n    return x\n\n# Example usage\nraise SystemExit\n"
+
+
+@pytest.mark.parametrize(
+    "functions,name,arguments",
+    [
+        ([RETURNS_TEXT], "exit", "{}"),  # the site builtin: raises SystemExit
+        ([RETURNS_TEXT], "quit", '{"code": 3}'),
+        ([SYS_EXIT], "leave", '{"code": 1}'),
+        ([EXIT_IN_EXAMPLE], "fine", '{"x": 1}'),  # raised while exec'ing the source
+    ],
+)
+def test_system_exit_gives_upstreams_null_content(sandbox, functions, name, arguments):
+    """Upstream's func_timeout thread swallows a non-Exception: excute_func returns None, so the
+    content is json.dumps(None) == "null", on the success path (hand-derived, see execution.py)."""
+    got = call(sandbox, functions, name, arguments)
+    assert got == {"content": "null", "raised": False, "exception_type": None}
+    assert call(sandbox, [RETURNS_TEXT], "greet", '{"name": "a"}')["content"] == '"héllo a"'
+
+
+POISON_HARNESS = (
+    "def poison():\n"
+    "    import sys, builtins, decimal, json, threading, time\n"
+    "    ex = sys.modules['pytest_toolbench.benchmarks.toolhop.execution']\n"
+    "    ex.tool_content = lambda *a, **k: ('POISONED', None)\n"
+    "    ex.ERROR_FORMAT = 'POISONED {name} {error}'\n"
+    "    builtins.sorted = lambda *a, **k: ['POISONED']\n"
+    "    decimal.getcontext().prec = 3\n"
+    "    json.dumps = lambda *a, **k: '\"POISONED\"'\n"
+    "    threading.Thread(target=time.sleep, args=(30,), daemon=True).start()\n"
+    "    return 'ok'\n"
+)
+OBSERVE = (
+    "def observe():\n"
+    "    import decimal, threading\n"
+    "    return [sorted([2, 1]), str(decimal.Decimal(1) / decimal.Decimal(7)), threading.active_count()]\n"
+)
+
+
+def test_a_tool_poisoning_the_harness_does_not_reach_the_next_call():
+    with ToolSandbox(SandboxLimits(workers=1), preload=("pytest_toolbench.benchmarks.toolhop.execution",)) as sb:
+        assert call(sb, [POISON_HARNESS], "poison", "{}")["content"] == '"POISONED"'  # its own call only
+        assert call(sb, [OBSERVE], "observe", "{}")["content"] == '[[1, 2], "0.1428571428571428571428571429", 1]'
+        assert call(sb, [RETURNS_TEXT], "nope", "{}")["content"] == "an error occured when call nope: name 'nope' is not defined"
+
+
+def test_tool_content_is_capped_with_a_marked_cut():
+    big = "def big(n):\n    return 'a' * n\n"
+    loud = "def loud(n):\n    raise ValueError('e' * n)\n"
+    with ToolSandbox(SandboxLimits(workers=1, output_cap=100)) as sb:
+        assert call(sb, [big], "big", '{"n": 98}')["content"] == '"' + "a" * 98 + '"'  # 100 chars: kept
+        got = call(sb, [big], "big", '{"n": 500}')["content"]
+        assert got == '"' + "a" * 99 + "…[truncated 402 chars]"
+        got = call(sb, [loud], "loud", '{"n": 500}')
+        prefix = "an error occured when call loud: "
+        assert got["content"] == (prefix + "e" * 500)[:100] + f"…[truncated {len(prefix) + 500 - 100} chars]"
+        assert got["raised"]

@@ -1,4 +1,28 @@
-"""Confined warm worker pool for untrusted code (see pool.py, policy.py, worker.py).
+"""Confined warm pool for untrusted code (see pool.py, worker.py, policy.py, protocol.py).
+
+Layers, outermost first (each one reported by ``ToolSandbox.describe()``):
+
+1. A fresh interpreter per pool slot (never a fork of pytest) with a scrubbed environment: only
+   PATH/locale/TZ plus HOME/TMPDIR pointing at its temp dir; no API key anywhere in it or on its
+   command line. ``bwrap`` (bubblewrap) wraps it when it is on PATH (new mount/pid/user/net
+   namespaces with only the Python installation, the package and the temp dir mounted).
+2. The slot process (the zygote) enters a private network namespace (plus IPC/UTS), sets
+   rlimits (address space, file size, no core dumps), imports the jobs, then forks a fresh child
+   for every call; the zygote itself never runs untrusted code.
+3. Each child, before the untrusted code: Landlock (read-only: the Python installation, the
+   package and system library/time-zone paths; read-write: the call's own directory; nothing
+   else, so no ``/proc/<pid>/environ``/``cmdline``, no project, cache, ``../shared`` or home; no
+   execve, no TCP, scoped signals), seccomp (no sockets, exec, fork, ptrace, process_vm_*,
+   setsid/setpgid, mount/namespace/keyring/bpf calls), a CPU-time rlimit, death with the zygote.
+   The child exits after the call, so threads and any state it changed die with it.
+4. A Python audit hook (clear early errors; a second line only, bypassable in principle).
+
+Landlock and seccomp are required: at start-up a probe child checks that they hold (it tries to
+read ``/proc/1/environ``, the parent's command line, the project and home, to open a socket and to
+write outside). Where they do not, the pool refuses to run tools (``SandboxStartError``, the run
+stops) unless ``SandboxLimits.insecure`` (``--sandbox-insecure``); then ``describe()["insecure"]``
+is true and the run's report says so. Results and error texts are capped at
+``SandboxLimits.output_cap`` characters with a marked cut.
 
 Exports are lazy so that the worker process, which imports this package, does not pay for
 pydantic and the harness config it never uses.

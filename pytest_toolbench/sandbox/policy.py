@@ -1,10 +1,10 @@
-"""Isolation layers a sandbox worker applies to itself before it runs any untrusted code.
+"""Isolation layers applied before untrusted code runs (see the package docstring for the order).
 
 Why several layers: we run as root, so file permissions protect nothing, and a Python audit hook
-alone is bypassable by determined code. The kernel layers (network namespace, seccomp, Landlock,
+alone is bypassable by determined code. The kernel layers (network namespace, Landlock, seccomp,
 rlimits) are the hard boundary; the audit hook gives clear, early error messages and covers what
-the kernel layers cannot express (e.g. ctypes). Every layer reports whether it is in force, and
-the pool surfaces that in ``ToolSandbox.describe()``.
+the kernel layers do not express (e.g. ctypes). The zygote applies namespaces and rlimits once;
+each per-call child applies Landlock, seccomp and the audit hook (``worker.Zygote.confine_child``).
 
 Stdlib only: this runs in the worker before anything else is imported.
 """
@@ -16,9 +16,8 @@ import errno
 import math
 import os
 import resource
-import stat
 import sys
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 # --------------------------------------------------------------------------------------- rlimits
 
@@ -44,22 +43,25 @@ def apply_rlimits(memory_mb: int, file_size_mb: int) -> dict[str, Any]:
 
 
 def set_cpu_budget(seconds: float) -> None:
-    """Soft RLIMIT_CPU = CPU used so far + budget: SIGXCPU (fatal) if one call burns more."""
+    """RLIMIT_CPU = CPU used so far + budget: SIGXCPU (fatal) if one call burns more."""
     usage = resource.getrusage(resource.RUSAGE_SELF)
     soft = math.ceil(usage.ru_utime + usage.ru_stime + seconds)
     _, hard = resource.getrlimit(resource.RLIMIT_CPU)
     if hard != resource.RLIM_INFINITY:
         soft = min(soft, hard)
-    resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
+    # A per-call child: the hard limit too (SIGKILL one second later), so no code can raise it.
+    resource.setrlimit(resource.RLIMIT_CPU, (soft, soft + 1 if hard == resource.RLIM_INFINITY else hard))
 
 
 # ----------------------------------------------------------------------------- kernel helpers
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.syscall.restype = ctypes.c_long
+_PR_SET_PDEATHSIG = 1
 _PR_SET_NO_NEW_PRIVS = 38
 _PR_SET_SECCOMP = 22
 _SECCOMP_MODE_FILTER = 2
+_CLONE_NEWNET, _CLONE_NEWIPC, _CLONE_NEWUTS = 0x40000000, 0x08000000, 0x04000000
 
 
 def _no_new_privs() -> None:
@@ -68,34 +70,42 @@ def _no_new_privs() -> None:
         raise OSError(err, f"prctl(NO_NEW_PRIVS): {os.strerror(err)}")
 
 
-def enter_network_namespace() -> tuple[bool, str]:
-    """unshare(CLONE_NEWNET): a fresh namespace with only a downed loopback, so no route anywhere."""
-    clone_newnet = 0x40000000
-    if _libc.unshare(clone_newnet) != 0:
+def die_with_parent() -> None:
+    """PR_SET_PDEATHSIG(SIGKILL): a per-call child never outlives its zygote."""
+    _libc.prctl(_PR_SET_PDEATHSIG, ctypes.c_ulong(9), ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0))
+
+
+def enter_namespaces() -> tuple[bool, str]:
+    """unshare(CLONE_NEWNET | NEWIPC | NEWUTS): a fresh network namespace with only a downed
+    loopback (no route anywhere), and private SysV IPC. Python 3.11 has no os.unshare."""
+    if _libc.unshare(_CLONE_NEWNET) != 0:
         err = ctypes.get_errno()
         return False, f"unshare(CLONE_NEWNET) failed: {os.strerror(err)}"
-    return True, "fresh network namespace (no interfaces up)"
+    ipc = _libc.unshare(_CLONE_NEWIPC | _CLONE_NEWUTS) == 0
+    return True, "fresh network namespace (no interfaces up)" + ("; private IPC/UTS namespaces" if ipc else "")
 
 
 # ------------------------------------------------------------------------------------ seccomp
 
 _AUDIT_ARCH_X86_64 = 0xC000003E
 _CLONE_THREAD = 0x00010000
-# x86_64 syscall numbers refused with EPERM: process creation, sockets, namespace/mount games,
-# tracing other processes, kernel modules and similar root-only powers.
+# x86_64 syscall numbers refused with EPERM: process creation, sockets, leaving the process group,
+# namespace/mount games, reading or tracing other processes, kernel modules and root-only powers.
 _DENIED_X86_64 = {
     41: "socket", 42: "connect", 43: "accept", 49: "bind", 50: "listen", 53: "socketpair",
     57: "fork", 58: "vfork", 59: "execve", 322: "execveat", 101: "ptrace",
+    109: "setpgid", 112: "setsid",
     310: "process_vm_readv", 311: "process_vm_writev", 312: "kcmp", 155: "pivot_root",
     161: "chroot", 163: "acct", 165: "mount", 166: "umount2", 167: "swapon", 168: "swapoff",
     169: "reboot", 170: "sethostname", 171: "setdomainname", 172: "iopl", 173: "ioperm",
     175: "init_module", 176: "delete_module", 313: "finit_module", 246: "kexec_load",
     320: "kexec_file_load", 248: "add_key", 249: "request_key", 250: "keyctl", 272: "unshare",
     308: "setns", 298: "perf_event_open", 321: "bpf", 323: "userfaultfd", 304: "open_by_handle_at",
-    424: "pidfd_send_signal", 438: "pidfd_getfd", 425: "io_uring_setup", 426: "io_uring_enter",
-    427: "io_uring_register", 428: "open_tree", 429: "move_mount", 430: "fsopen", 431: "fsconfig",
-    432: "fsmount", 433: "fspick", 442: "mount_setattr", 164: "settimeofday", 227: "clock_settime",
-    159: "adjtimex",
+    424: "pidfd_send_signal", 434: "pidfd_open", 438: "pidfd_getfd", 425: "io_uring_setup",
+    426: "io_uring_enter", 427: "io_uring_register", 428: "open_tree", 429: "move_mount",
+    430: "fsopen", 431: "fsconfig", 432: "fsmount", 433: "fspick", 442: "mount_setattr",
+    164: "settimeofday", 227: "clock_settime", 159: "adjtimex",
+    444: "landlock_create_ruleset", 445: "landlock_add_rule",
 }
 _CLONE, _CLONE3 = 56, 435
 
@@ -145,28 +155,42 @@ def _seccomp_program() -> list[tuple[int, int, int, int]]:
     return out
 
 
-def apply_seccomp() -> tuple[bool, str]:
-    if os.uname().machine != "x86_64":
-        return False, f"seccomp filter only written for x86_64, not {os.uname().machine}"
-    insns = _seccomp_program()
-    array = (_SockFilter * len(insns))(*[_SockFilter(*insn) for insn in insns])
-    prog = _SockFprog(len(insns), ctypes.cast(array, ctypes.POINTER(_SockFilter)))
-    try:
-        _no_new_privs()
-    except OSError as exc:
-        return False, str(exc)
-    if _libc.prctl(_PR_SET_SECCOMP, ctypes.c_ulong(_SECCOMP_MODE_FILTER), ctypes.byref(prog), ctypes.c_ulong(0), ctypes.c_ulong(0)):
-        err = ctypes.get_errno()
-        return False, f"prctl(PR_SET_SECCOMP) failed: {os.strerror(err)}"
-    return True, "no sockets, exec, fork (threads allowed), mount/namespace/ptrace syscalls"
+class Seccomp:
+    """The filter, compiled once in the zygote; each per-call child installs it (cheap)."""
+
+    def __init__(self) -> None:
+        self.available = os.uname().machine == "x86_64"
+        self.note = "" if self.available else f"seccomp filter only written for x86_64, not {os.uname().machine}"
+        if self.available:
+            insns = _seccomp_program()
+            self._array = (_SockFilter * len(insns))(*[_SockFilter(*insn) for insn in insns])
+            self._prog = _SockFprog(len(insns), ctypes.cast(self._array, ctypes.POINTER(_SockFilter)))
+
+    def apply(self) -> tuple[bool, str]:
+        if not self.available:
+            return False, self.note
+        try:
+            _no_new_privs()
+        except OSError as exc:
+            return False, str(exc)
+        if _libc.prctl(_PR_SET_SECCOMP, ctypes.c_ulong(_SECCOMP_MODE_FILTER), ctypes.byref(self._prog), ctypes.c_ulong(0), ctypes.c_ulong(0)):
+            err = ctypes.get_errno()
+            return False, f"prctl(PR_SET_SECCOMP) failed: {os.strerror(err)}"
+        return True, "no sockets, exec, fork (threads allowed), setsid, mount/namespace/ptrace/process_vm syscalls"
 
 
 # ----------------------------------------------------------------------------------- Landlock
 
 _LL_CREATE, _LL_ADD_RULE, _LL_RESTRICT = 444, 445, 446
-_FS_EXECUTE, _FS_WRITE_FILE = 1 << 0, 1 << 1
+_FS_EXECUTE, _FS_WRITE_FILE, _FS_READ_FILE, _FS_READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
 _FS_WRITE_LIKE = sum(1 << b for b in (4, 5, 6, 7, 8, 9, 10, 11, 12))  # remove/make *
-_FS_REFER, _FS_TRUNCATE = 1 << 13, 1 << 14
+_FS_REFER, _FS_TRUNCATE, _FS_IOCTL_DEV = 1 << 13, 1 << 14, 1 << 15
+#: System files a Python process may read besides its installation: shared libraries for lazily
+#: loaded extension modules, time zones, locales. None of them holds a secret of the harness.
+SYSTEM_READ_PATHS = (
+    "/lib", "/lib64", "/usr/lib", "/usr/lib64", "/usr/local/lib", "/usr/share/zoneinfo",
+    "/usr/lib/locale", "/etc/localtime", "/etc/ld.so.cache", "/dev/urandom", "/dev/random", "/dev/zero",
+)
 
 
 class _PathBeneath(ctypes.Structure):
@@ -178,39 +202,114 @@ class _RulesetAttr(ctypes.Structure):
     _fields_ = [("fs", ctypes.c_uint64), ("net", ctypes.c_uint64), ("scoped", ctypes.c_uint64)]
 
 
-def apply_landlock(writable_dir: str) -> tuple[int, str]:
-    """Kernel-enforced: writes only under ``writable_dir`` (and /dev/null), no execve, no TCP,
-    no signals to processes outside the sandbox. Returns (ABI version in force or 0, note)."""
+def landlock_abi() -> int:
     abi = _libc.syscall(_LL_CREATE, None, ctypes.c_size_t(0), ctypes.c_uint32(1))
-    if abi < 1:
-        return 0, f"Landlock unavailable: {os.strerror(ctypes.get_errno())}"
-    fs = _FS_EXECUTE | _FS_WRITE_FILE | _FS_WRITE_LIKE
-    file_rights = _FS_WRITE_FILE
-    if abi >= 2:
-        fs |= _FS_REFER
-    if abi >= 3:
-        fs |= _FS_TRUNCATE
-        file_rights |= _FS_TRUNCATE
-    attr = _RulesetAttr(fs, 0b11 if abi >= 4 else 0, 0b11 if abi >= 6 else 0)
-    size = 24 if abi >= 6 else 16 if abi >= 4 else 8
-    ruleset = _libc.syscall(_LL_CREATE, ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0))
-    if ruleset < 0:
-        return 0, f"landlock_create_ruleset failed: {os.strerror(ctypes.get_errno())}"
-    try:
-        for path, rights in ((writable_dir, fs & ~_FS_EXECUTE), (os.devnull, file_rights)):
-            fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+    return max(int(abi), 0)
+
+
+def read_only_paths(package_dir: str, protected: Sequence[str]) -> list[str]:
+    """What a tool may read: the Python installation (prefixes, stdlib, site-packages), the
+    harness package itself (imported lazily by jobs), and :data:`SYSTEM_READ_PATHS`.
+
+    A candidate that contains a ``protected`` path (the project, $HOME, the cache) is dropped, so
+    a Python installed at ``/`` or in the project root never opens them up; the project's own
+    ``.venv`` stays allowed because it is *inside*, not above, the project.
+    """
+    candidates = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, package_dir]
+    prefixes = {os.path.realpath(p) for p in candidates[:4]}
+    for entry in sys.path:
+        real = os.path.realpath(entry) if entry else ""
+        if real and (os.path.basename(real) in {"site-packages", "dist-packages"} or any(real.startswith(p + os.sep) for p in prefixes)):
+            candidates.append(real)
+    candidates += SYSTEM_READ_PATHS
+    guarded = [os.path.realpath(p) for p in protected if p]
+    out: list[str] = []
+    for path in candidates:
+        real = os.path.realpath(path)
+        if real == "/" or real in out or not os.path.exists(real):
+            continue
+        if any(g == real or g.startswith(real.rstrip(os.sep) + os.sep) for g in guarded):
+            continue
+        out.append(real)
+    return out
+
+
+class Landlock:
+    """Kernel-enforced file access for a per-call child: read-only on :func:`read_only_paths`,
+    read-write on the call's own directory, nothing else (no ``/proc``, no project, no home),
+    no execve, no TCP (ABI >= 4), no signals or abstract sockets outside (ABI >= 6).
+
+    The zygote opens the read-only paths once (O_PATH fds); each child builds its own ruleset
+    from them, so rules never accumulate across calls.
+    """
+
+    def __init__(self, read_paths: Sequence[str]) -> None:
+        self.abi = landlock_abi()
+        self.read: list[tuple[int, bool, str]] = []
+        if self.abi:
+            for path in read_paths:
+                try:
+                    fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+                except OSError:
+                    continue
+                self.read.append((fd, os.path.isdir(path), path))
+        fs = _FS_EXECUTE | _FS_WRITE_FILE | _FS_READ_FILE | _FS_READ_DIR | _FS_WRITE_LIKE
+        if self.abi >= 2:
+            fs |= _FS_REFER
+        if self.abi >= 3:
+            fs |= _FS_TRUNCATE
+        if self.abi >= 5:
+            fs |= _FS_IOCTL_DEV
+        self.handled_fs = fs
+
+    def _rule(self, ruleset: int, fd: int, rights: int) -> None:
+        rule = _PathBeneath(rights, fd)
+        if _libc.syscall(_LL_ADD_RULE, ctypes.c_int(ruleset), ctypes.c_int(1), ctypes.byref(rule), ctypes.c_uint32(0)):
+            raise OSError(ctypes.get_errno(), f"landlock_add_rule: {os.strerror(ctypes.get_errno())}")
+
+    def apply(self, writable_dir: str) -> tuple[int, str]:
+        """Restrict this process (and its threads' future); returns (ABI in force or 0, note)."""
+        if not self.abi:
+            return 0, "Landlock unavailable in this kernel"
+        abi, fs = self.abi, self.handled_fs
+        attr = _RulesetAttr(fs, 0b11 if abi >= 4 else 0, 0b11 if abi >= 6 else 0)
+        size = 24 if abi >= 6 else 16 if abi >= 4 else 8
+        ruleset = _libc.syscall(_LL_CREATE, ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0))
+        if ruleset < 0:
+            return 0, f"landlock_create_ruleset failed: {os.strerror(ctypes.get_errno())}"
+        file_read = _FS_READ_FILE
+        try:
+            for fd, is_dir, _ in self.read:
+                self._rule(ruleset, fd, (file_read | _FS_READ_DIR) if is_dir else file_read)
+            own = os.open(writable_dir, os.O_PATH | os.O_CLOEXEC)
             try:
-                rule = _PathBeneath(rights, fd)
-                if _libc.syscall(_LL_ADD_RULE, ctypes.c_int(ruleset), ctypes.c_int(1), ctypes.byref(rule), ctypes.c_uint32(0)):
-                    return 0, f"landlock_add_rule({path}) failed: {os.strerror(ctypes.get_errno())}"
+                self._rule(ruleset, own, fs & ~_FS_EXECUTE)
             finally:
+                os.close(own)
+            null = os.open(os.devnull, os.O_PATH | os.O_CLOEXEC)
+            try:
+                self._rule(ruleset, null, _FS_READ_FILE | _FS_WRITE_FILE | (_FS_TRUNCATE if abi >= 3 else 0))
+            finally:
+                os.close(null)
+            _no_new_privs()
+            if _libc.syscall(_LL_RESTRICT, ctypes.c_int(ruleset), ctypes.c_uint32(0)):
+                return 0, f"landlock_restrict_self failed: {os.strerror(ctypes.get_errno())}"
+        except OSError as exc:
+            return 0, str(exc)
+        finally:
+            os.close(ruleset)
+        return abi, (
+            f"reads only the Python installation and {len(self.read)} system/installation paths; "
+            "writes only in the call's own directory; no /proc, no execve"
+            + ("; no TCP" if abi >= 4 else "") + ("; signals scoped" if abi >= 6 else "")
+        )
+
+    def close_fds(self) -> None:
+        for fd, _, _ in self.read:
+            try:
                 os.close(fd)
-        _no_new_privs()
-        if _libc.syscall(_LL_RESTRICT, ctypes.c_int(ruleset), ctypes.c_uint32(0)):
-            return 0, f"landlock_restrict_self failed: {os.strerror(ctypes.get_errno())}"
-    finally:
-        os.close(ruleset)
-    return int(abi), "writes only in the worker's temp dir; no execve; no TCP" + ("; signals scoped" if abi >= 6 else "")
+            except OSError:
+                pass
 
 
 # --------------------------------------------------------------------------------- audit hook
@@ -307,14 +406,3 @@ def install_audit_hook(writable_dir: str) -> AuditPolicy:
     for name in ("ctypes", "_ctypes"):
         sys.modules.pop(name, None)
     return policy
-
-
-def is_regular_writable_probe(path: str) -> bool:
-    """True when ``path`` could be created (used by the worker's self-check)."""
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, stat.S_IRUSR)
-    except OSError:
-        return False
-    os.close(fd)
-    os.unlink(path)
-    return True

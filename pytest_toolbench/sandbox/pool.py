@@ -1,10 +1,12 @@
-"""Warm pool of confined worker processes that run untrusted code for the harness.
+"""Warm pool of sandbox zygotes that run untrusted code for the harness.
 
 Why a pool: a ToolHop sample makes several tool calls and a run makes thousands; a fresh
-interpreter per call costs tens of milliseconds, a warm worker a fraction of one. Why processes
-(not threads): only a process can be killed on a wall-clock timeout, and only a process can be
-confined by the kernel. Workers are spawned as ``python -m pytest_toolbench.sandbox.worker``,
-never forked from pytest (which runs threads).
+interpreter per call costs tens of milliseconds, a fork of a warm, pre-imported zygote about a
+millisecond. Why processes (not threads): only a process can be killed on a wall-clock timeout,
+and only a process can be confined by the kernel. Zygotes are spawned as
+``python -m pytest_toolbench.sandbox.worker`` with a scrubbed environment, never forked from
+pytest (which runs threads and holds the API key); each call runs in a fresh fork of one (see
+worker.py), so nothing a call does reaches the next.
 """
 
 from __future__ import annotations
@@ -38,6 +40,11 @@ _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 _STARTUP_TIMEOUT_S = 60.0
 #: Environment variables a worker inherits (everything else, API keys included, is dropped).
 _ENV_KEEP = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ")
+#: Extra wall-clock seconds the pool waits beyond a call's own limit (which the zygote enforces)
+#: before it declares the zygote itself hung and kills it.
+_ZYGOTE_GRACE_S = 5.0
+#: Kernel layers a test may pretend are unavailable (``ToolSandbox(disable_layers=...)``).
+LAYERS = ("landlock", "seccomp", "namespaces")
 
 
 class SandboxOutcome(BaseModel):
@@ -51,21 +58,41 @@ class SandboxStartError(RuntimeError):
     """A worker could not be started: an infrastructure problem, not a tool failure."""
 
 
-def _signal_text(returncode: int | None) -> str:
-    if returncode is None:
-        return "still running"
-    if returncode < 0:
-        sig = -returncode
-        name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
-        why = {
-            "SIGXCPU": "CPU-time limit exceeded",
-            "SIGKILL": "killed",
-            "SIGSEGV": "segmentation fault",
-            "SIGXFSZ": "file-size limit exceeded",
-            "SIGSYS": "forbidden system call",
-        }.get(name, "terminated by signal")
-        return f"{why} ({name})"
-    return f"exited with status {returncode}"
+def protected_paths() -> list[str]:
+    """Folders no tool may read and no read-only rule may open up: the harness's working
+    directory (the project, its ``.toolbench`` cache), the package root and the home directory."""
+    out: list[str] = []
+    # An installed (not editable) package lives in site-packages, which tools may read.
+    root = [] if os.path.basename(_PACKAGE_ROOT) in {"site-packages", "dist-packages"} else [_PACKAGE_ROOT]
+    for path in (os.getcwd(), *root, os.path.expanduser("~")):
+        real = os.path.realpath(path)
+        if os.path.isdir(real) and real != "/" and real not in out:
+            out.append(real)
+    return out
+
+
+def bubblewrap_argv(tmpdir: str, read_paths: Sequence[str]) -> list[str] | None:
+    """``bwrap`` in front of the zygote when it is on PATH: a new mount namespace holding only the
+    Python installation, the package, the temp dir, a private /proc and /dev; new user, pid, IPC,
+    UTS and network namespaces. An extra layer: Landlock and seccomp still apply inside. No
+    --die-with-parent: that follows the *thread* that started it (a pool thread); the zygote
+    exits on its own when the pool's pipe closes."""
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        return None
+    argv = [bwrap, "--unshare-all", "--dev", "/dev", "--proc", "/proc"]
+    for path in read_paths:
+        argv += ["--ro-bind", path, path]
+    argv += ["--bind", tmpdir, tmpdir, "--chdir", tmpdir, "--"]
+    return argv
+
+
+def _bwrap_read_paths() -> list[str]:
+    from pytest_toolbench.sandbox.policy import read_only_paths  # ctypes: only when bwrap is used
+
+    paths = read_only_paths(os.path.join(_PACKAGE_ROOT, "pytest_toolbench"), protected_paths())
+    extra = [os.path.realpath(p) for p in ("/usr", "/bin", "/etc/ld.so.cache") if os.path.exists(p)]
+    return [p for p in paths if not p.startswith("/dev/")] + [p for p in extra if p not in paths]
 
 
 class _Worker:
@@ -73,7 +100,14 @@ class _Worker:
 
     _ids = itertools.count(1)
 
-    def __init__(self, limits: SandboxLimits, network_isolation: bool, preload: Sequence[str]) -> None:
+    def __init__(
+        self,
+        limits: SandboxLimits,
+        network_isolation: bool,
+        preload: Sequence[str],
+        disable_layers: Sequence[str] = (),
+        use_bubblewrap: bool = True,
+    ) -> None:
         self._kill_lock = threading.Lock()
         self._tail: str | None = None
         self.tmpdir = tempfile.mkdtemp(prefix="toolbench-sandbox-")
@@ -86,6 +120,9 @@ class _Worker:
             "limits": limits.model_dump(),
             "network_isolation": network_isolation,
             "preload": list(preload),
+            "package_dir": os.path.join(_PACKAGE_ROOT, "pytest_toolbench"),
+            "protected": protected_paths(),
+            "disable_layers": list(disable_layers),
         }
         env = {k: os.environ[k] for k in _ENV_KEEP if k in os.environ}
         env.update(
@@ -99,10 +136,16 @@ class _Worker:
         env.setdefault("PATH", os.defpath)
         env.setdefault("LANG", "C.UTF-8")
         self._stderr_path = os.path.join(self.tmpdir, ".worker-stderr")
+        argv = [sys.executable, "-m", "pytest_toolbench.sandbox.worker"]
+        if use_bubblewrap:
+            wrap = bubblewrap_argv(self.tmpdir, _bwrap_read_paths())
+            if wrap is not None:
+                argv = wrap + argv
+                config["bubblewrap"] = True
         try:
             with open(self._stderr_path, "wb") as stderr:
                 self.proc = subprocess.Popen(
-                    [sys.executable, "-m", "pytest_toolbench.sandbox.worker", json.dumps(config)],
+                    [*argv, json.dumps(config)],
                     stdin=subprocess.DEVNULL,
                     stdout=subprocess.DEVNULL,
                     stderr=stderr,
@@ -125,6 +168,9 @@ class _Worker:
         except (TimeoutError, EOFError, protocol.ProtocolError) as exc:
             detail = self.kill()
             raise SandboxStartError(f"sandbox worker failed to start ({type(exc).__name__}): {detail}") from exc
+        if hello.get("type") == "refused":
+            self.kill()
+            raise SandboxStartError(f"sandbox: {hello.get('detail')}")
         if hello.get("type") != "ready":
             self.kill()
             raise SandboxStartError(f"sandbox worker failed to start:\n{hello.get('detail', hello)}")
@@ -136,12 +182,13 @@ class _Worker:
         return self.proc.poll() is None
 
     def call(self, job: str, payload: dict, timeout_s: float) -> tuple[SandboxOutcome, bool]:
-        """Returns the outcome and whether this worker may be reused."""
+        """Returns the outcome and whether this zygote may be reused. The zygote forks a child
+        per call and enforces ``timeout_s`` itself; the pool only guards against a hung zygote."""
         request_id = next(self._ids)
         start = time.monotonic()
         try:
-            protocol.send(self._req_w, {"id": request_id, "job": job, "payload": payload})
-            reply = protocol.recv(self._rep_r, start + timeout_s)
+            protocol.send(self._req_w, {"id": request_id, "job": job, "payload": payload, "timeout_s": timeout_s})
+            reply = protocol.recv(self._rep_r, start + timeout_s + _ZYGOTE_GRACE_S)
         except TimeoutError:
             self.kill()
             return SandboxOutcome(
@@ -150,13 +197,12 @@ class _Worker:
                 duration_s=time.monotonic() - start,
             ), False
         except (OSError, EOFError, protocol.ProtocolError) as exc:
-            # A dead worker: BrokenPipe on send, EOF on receive. Reap it to learn why.
+            # A dead zygote: BrokenPipe on send, EOF on receive. Reap it to learn why.
             try:
                 self.proc.wait(timeout=2)
             except subprocess.TimeoutExpired:
                 pass
-            why = _signal_text(self.proc.returncode)
-            detail = f"sandbox worker died: {why}"
+            detail = f"sandbox worker died: {protocol.exit_text(self.proc.returncode)}"
             if isinstance(exc, protocol.ProtocolError):
                 detail = f"sandbox worker sent a malformed reply: {exc}"
             tail = self.kill()
@@ -164,13 +210,12 @@ class _Worker:
                 status="crashed", detail=detail + (f"\n{tail}" if tail else ""), duration_s=time.monotonic() - start
             ), False
         duration = time.monotonic() - start
-        if reply.get("id") != request_id:
+        if reply.get("id") != request_id or reply.get("status") not in ("ok", "timeout", "crashed"):
             self.kill()
             return SandboxOutcome(status="crashed", detail="sandbox reply out of sequence", duration_s=duration), False
-        if not reply.get("ok"):
-            self.kill()  # the job raised (e.g. MemoryError): do not trust this worker's state
-            return SandboxOutcome(status="crashed", detail=f"job {job} raised {reply.get('detail')}", duration_s=duration), False
-        return SandboxOutcome(status="ok", value=reply.get("value"), duration_s=duration), True
+        return SandboxOutcome(
+            status=reply["status"], value=reply.get("value"), detail=str(reply.get("detail") or ""), duration_s=duration
+        ), True
 
     def kill(self) -> str:
         """Kill the whole process group, reap it, remove the temp dir; returns the stderr tail.
@@ -224,8 +269,17 @@ class ToolSandbox:
         *,
         network_isolation: bool = True,
         preload: Sequence[str] = (),
+        disable_layers: Sequence[str] = (),
+        use_bubblewrap: bool = True,
     ) -> None:
+        """``disable_layers`` (tests only): kernel layers to treat as unavailable, to check
+        that the pool refuses to run tools without them unless ``limits.insecure``."""
         self.limits = limits or SandboxLimits()
+        unknown = set(disable_layers) - set(LAYERS)
+        if unknown:
+            raise ValueError(f"unknown sandbox layers {sorted(unknown)}; known: {LAYERS}")
+        self.disable_layers = tuple(disable_layers)
+        self.use_bubblewrap = use_bubblewrap
         if self.limits.workers < 1:
             raise ValueError("SandboxLimits.workers must be >= 1")
         self.network_isolation = network_isolation
@@ -264,7 +318,15 @@ class ToolSandbox:
             return sorted(w.proc.pid for w in self._live)
 
     def _spawn(self) -> _Worker:
-        worker = _Worker(self.limits, self.network_isolation, self.preload)
+        args = (self.limits, self.network_isolation, self.preload, self.disable_layers)
+        try:
+            worker = _Worker(*args, self.use_bubblewrap)
+        except SandboxStartError as exc:
+            if not self.use_bubblewrap or shutil.which("bwrap") is None or "refusing" in str(exc):
+                raise
+            log.warning("sandbox: bubblewrap failed (%s); continuing with the in-process layers", exc)
+            self.use_bubblewrap = False
+            worker = _Worker(*args, False)
         with self._lock:
             if self._closed:
                 worker.kill()
@@ -272,17 +334,13 @@ class ToolSandbox:
             self._live.add(worker)
             if self._info is None:
                 self._info = worker.info
-        if not self._warned:
+        if not self._warned and worker.info.get("insecure"):
             self._warned = True
-            missing = [k for k in ("network_namespace", "seccomp") if not worker.info.get(k)]
-            if not worker.info.get("landlock_abi"):
-                missing.append("landlock")
-            if missing:
-                log.warning(
-                    "sandbox: %s not in force (%s); relying on the remaining layers and the audit-hook policy",
-                    ", ".join(missing),
-                    "; ".join(str(worker.info.get(f"{k}_note", "")) for k in ("network_namespace", "seccomp", "landlock")),
-                )
+            log.warning(
+                "sandbox: RUNNING INSECURE (--sandbox-insecure): %s not in force; untrusted tool code "
+                "is contained by the audit hook only",
+                ", ".join(worker.info.get("missing_layers", [])),
+            )
         return worker
 
     def _retire(self, worker: _Worker) -> None:
@@ -308,6 +366,7 @@ class ToolSandbox:
             outcome, keep = worker.call(job, payload, timeout_s)
             if self._closed:
                 keep = False
+            outcome.detail = protocol.cap_text(outcome.detail, self.limits.output_cap)
             return outcome
         finally:
             if worker is not None and not keep:
@@ -322,12 +381,15 @@ class ToolSandbox:
         """Limits and the isolation layers actually in force (starts one worker if none ran yet)."""
         if self._info is None and not self._closed:
             self.run("pytest_toolbench.sandbox.jobs:ping", {}, _STARTUP_TIMEOUT_S)
+        info = dict(self._info or {})
         return {
             "limits": self.limits.model_dump(),
+            "insecure": bool(info.get("insecure")),
+            "kernel_isolation": bool(info.get("kernel_isolation")),
             "network_isolation_requested": self.network_isolation,
-            "isolation": dict(self._info or {}),
+            "isolation": info,
             "python": sys.version.split()[0],
             "executable": sys.executable,
-            "start": "fresh interpreter: python -m pytest_toolbench.sandbox.worker",
+            "start": "zygote per slot (python -m pytest_toolbench.sandbox.worker), one fork per call",
             "ipc": "length-prefixed JSON over dedicated pipe fds; worker stdout/stderr discarded",
         }

@@ -8,12 +8,19 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import select
+import signal
 import struct
 import time
 from typing import Any
 
+# Bound at import, before any untrusted code runs: a tool that replaces ``json.dumps`` in its
+# own child cannot corrupt that child's reply.
+_dumps, _loads = json.dumps, json.loads
+_CUT = re.compile(r"…\[truncated \d+ chars\]")
 _HEADER = struct.Struct(">I")
+HEADER_BYTES = _HEADER.size
 #: Largest message accepted either way; a bigger reply means a broken or hostile worker.
 MAX_MESSAGE_BYTES = 128 * 1024 * 1024
 
@@ -27,7 +34,7 @@ class ProtocolError(RuntimeError):
 
 
 def encode(obj: Any) -> bytes:
-    data = json.dumps(obj, ensure_ascii=False, allow_nan=True).encode("utf-8")
+    data = _dumps(obj, ensure_ascii=False, allow_nan=True).encode("utf-8")
     if len(data) > MAX_MESSAGE_BYTES:
         raise ProtocolError(f"message of {len(data)} bytes exceeds {MAX_MESSAGE_BYTES}")
     return _HEADER.pack(len(data)) + data
@@ -63,12 +70,65 @@ def _read_exact(fd: int, n: int, deadline: float | None) -> bytes:
     return b"".join(chunks)
 
 
+def decode_frame(data: bytes) -> Any:
+    """One whole message (header + body) held in memory, e.g. read from a child until EOF."""
+    if len(data) < _HEADER.size:
+        raise ProtocolError("no message")
+    (size,) = _HEADER.unpack(data[: _HEADER.size])
+    if size != len(data) - _HEADER.size:
+        raise ProtocolError(f"announced {size} bytes, got {len(data) - _HEADER.size}")
+    try:
+        return _loads(data[_HEADER.size :].decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise ProtocolError(f"malformed message: {exc}") from exc
+
+
 def recv(fd: int, deadline: float | None = None) -> Any:
     """Read one message; ``deadline`` is a time.monotonic() value (None: block)."""
     (size,) = _HEADER.unpack(_read_exact(fd, _HEADER.size, deadline))
     if size > MAX_MESSAGE_BYTES:
         raise ProtocolError(f"announced message of {size} bytes exceeds {MAX_MESSAGE_BYTES}")
     try:
-        return json.loads(_read_exact(fd, size, deadline).decode("utf-8"))
+        return _loads(_read_exact(fd, size, deadline).decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
         raise ProtocolError(f"malformed message: {exc}") from exc
+
+
+# ------------------------------------------------------------------------------------- caps
+
+
+def cap_text(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, the cut marked so nobody mistakes it for the whole."""
+    if limit <= 0 or len(text) <= limit or _CUT.fullmatch(text, limit):  # already cut: idempotent
+        return text
+    return text[:limit] + f"…[truncated {len(text) - limit} chars]"
+
+
+def cap_strings(obj: Any, limit: int) -> Any:
+    """Every string inside a JSON-able value capped (dict keys too: they are text a tool chose)."""
+    if isinstance(obj, str):
+        return cap_text(obj, limit)
+    if isinstance(obj, list):
+        return [cap_strings(v, limit) for v in obj]
+    if isinstance(obj, dict):
+        return {cap_text(str(k), limit): cap_strings(v, limit) for k, v in obj.items()}
+    return obj
+
+
+def exit_text(status: int | None) -> str:
+    """A process's end in words; ``status`` as Popen.returncode (negative: killed by a signal)."""
+    if status is None:
+        return "still running"
+    if status < 0:
+        sig = -status
+        name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
+        why = {
+            "SIGXCPU": "CPU-time limit exceeded",
+            "SIGKILL": "killed",
+            "SIGSEGV": "segmentation fault",
+            "SIGXFSZ": "file-size limit exceeded",
+            "SIGSYS": "forbidden system call",
+            "SIGABRT": "aborted",
+        }.get(name, "terminated by signal")
+        return f"{why} ({name})"
+    return f"exited with status {status}"

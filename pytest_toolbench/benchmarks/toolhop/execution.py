@@ -21,7 +21,14 @@ Deliberate deviations (documented, see ``docs`` in the runner):
 - a name that compiles but is neither an identifier nor a literal (``os.system``, ``f()``) is
   reported as ``name '<name>' is not defined`` instead of being evaluated (code injection upstream);
 - the script's own functions (``main``, ``get_feedback``...) are not in the emulated globals;
-- the emulated globals are a fresh copy per call (upstream shares one module across calls).
+- the emulated globals are a fresh copy per call (upstream shares one module across calls), and
+  each call runs in a fresh fork of the sandbox zygote, so nothing a tool changes outlives it.
+
+Not a deviation: a ``BaseException`` that is not an ``Exception`` (``SystemExit`` from a tool
+named ``exit``/``quit`` or one that calls ``sys.exit``) gives the content ``null``. Upstream runs
+``excute_func`` under ``func_set_timeout``, i.e. in a func_timeout thread whose wrapper catches
+only ``Exception``: the thread dies, no result is stored, the wrapper returns ``None``, and
+``json.dumps(None)`` is ``null`` (a success, not an error message).
 """
 
 from __future__ import annotations
@@ -159,7 +166,15 @@ def tool_content(functions: list[str], name: str, arguments: str, *, clean_names
     """The tool message content exactly as upstream, and the exception if the call failed."""
     try:
         args = json.loads(arguments)
-        result = execute(functions, name, args, clean_namespace=clean_namespace)
+    except Exception as exc:
+        return ERROR_FORMAT.format(name=name, error=str(exc)), exc
+    try:
+        try:
+            result = execute(functions, name, args, clean_namespace=clean_namespace)
+        except Exception:
+            raise
+        except BaseException:  # upstream's func_timeout thread swallows it: result None (see above)
+            result = None
         return json.dumps(result, ensure_ascii=False), None
     except Exception as exc:
         return ERROR_FORMAT.format(name=name, error=str(exc)), exc
@@ -169,8 +184,7 @@ def call_tool(payload: dict[str, Any]) -> dict[str, Any]:
     """Sandbox job (``pytest_toolbench.benchmarks.toolhop.execution:call_tool``).
 
     payload: {"functions": [...], "name": str, "arguments": str, "clean_namespace": bool}.
-    BaseExceptions that are not Exceptions (SystemExit...) escape, as upstream; the pool reports
-    them as a crashed call, like a timeout (spec §2.5-7).
+    Runs in a per-call sandbox child; the content is capped by the sandbox (``output_cap``).
     """
     content, exc = tool_content(
         list(payload["functions"]),

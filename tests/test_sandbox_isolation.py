@@ -1,0 +1,221 @@
+"""Containment of untrusted tool code: kernel layers, secrets, per-call pristine state, caps,
+insecure mode. Each test runs hostile code and checks that it gets an error or nothing useful."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from pytest_toolbench.config import SandboxLimits
+from pytest_toolbench.sandbox import SandboxStartError, ToolSandbox
+from pytest_toolbench.sandbox.pool import _PACKAGE_ROOT
+
+RUN = "pytest_toolbench.sandbox.jobs:run_source"
+SECRET = "sk-SECRET-xyz-isolation"
+
+
+def run(sb: ToolSandbox, source: str, **kwargs):
+    outcome = sb.run(RUN, {"source": source, "entry": "f", "kwargs": kwargs}, 10.0)
+    assert outcome.status == "ok", outcome.detail
+    return outcome.value
+
+
+@pytest.fixture(scope="module")
+def secret_env():
+    """A secret in the harness's environment before any worker starts."""
+    old = os.environ.get("OPENAI_API_KEY")
+    os.environ["OPENAI_API_KEY"] = SECRET
+    yield SECRET
+    if old is None:
+        os.environ.pop("OPENAI_API_KEY", None)
+    else:
+        os.environ["OPENAI_API_KEY"] = old
+
+
+@pytest.fixture(scope="module")
+def sandbox(secret_env):
+    with ToolSandbox(SandboxLimits(workers=1, output_cap=1000)) as sb:
+        yield sb
+
+
+def test_kernel_layers_are_in_force(sandbox):
+    info = sandbox.describe()
+    assert info["kernel_isolation"] is True and info["insecure"] is False
+    iso = info["isolation"]
+    assert iso["landlock_abi"] >= 1 and iso["seccomp"] is True and iso["missing_layers"] == []
+    for key in ("verified_proc_environ_refused", "verified_parent_cmdline_refused",
+                "verified_socket_refused", "verified_write_outside_refused"):
+        assert iso[key] is True, key
+    assert not any(p == "/" or _PACKAGE_ROOT.startswith(p + "/") for p in iso["read_only_paths"])
+
+
+def hostile_reads() -> dict[str, str]:
+    """Reads a tool might try, as expressions; every one must raise."""
+    harness = os.getpid()
+    cache = Path(_PACKAGE_ROOT) / ".toolbench"
+    return {
+        "parent environ": f"open('/proc/{harness}/environ', 'rb').read()",
+        "zygote environ": "open(f'/proc/{os.getppid()}/environ', 'rb').read()",
+        "pid 1 environ": "open('/proc/1/environ', 'rb').read()",
+        "parent cmdline": f"open('/proc/{harness}/cmdline', 'rb').read()",
+        "own environ file": "open('/proc/self/environ', 'rb').read()",
+        "proc listing": "os.listdir('/proc')",
+        "project file": f"open({str(Path(_PACKAGE_ROOT) / 'pyproject.toml')!r}).read()",
+        "project listing": f"os.listdir({_PACKAGE_ROOT!r})",
+        "cache dir": f"os.listdir({str(cache)!r})",
+        "home": f"os.listdir({os.path.expanduser('~')!r})",
+        "shared": f"os.listdir({str(Path(_PACKAGE_ROOT).parent)!r})",
+        "etc": "open('/etc/passwd').read()",
+        "tmp": "os.listdir('/tmp')",
+    }
+
+
+@pytest.mark.parametrize("what,expr", list(hostile_reads().items()))
+def test_reads_outside_the_sandbox_fail(sandbox, what, expr):
+    got = run(sandbox, f"import os\ndef f():\n    return repr({expr})[:200]")
+    assert got["error"] and got["type"] in {"PermissionError", "FileNotFoundError"}, (what, got)
+
+
+def test_environment_holds_no_secret(sandbox, secret_env):
+    got = run(sandbox, "import os\ndef f():\n    return dict(os.environ)")["value"]
+    assert "OPENAI_API_KEY" not in got and secret_env not in repr(got)
+    assert set(got) <= {"PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "HOME", "TMPDIR", "PYTHONPATH",
+                        "PYTHONDONTWRITEBYTECODE", "PYTHONHASHSEED", "PYTHONIOENCODING"}
+
+
+def test_reads_with_the_audit_hook_bypassed_still_fail(sandbox):
+    """The audit hook is only a second line: code that escapes it still meets Landlock/seccomp."""
+    src = (
+        "import sys, os\n"
+        "def f():\n"
+        "    out = {}\n"
+        "    for what, path in [('env', '/proc/1/environ'), ('project', %r)]:\n"
+        "        try:\n"
+        "            fd = os.open(path, os.O_RDONLY)\n"  # os.open fires 'open' too, but never blocks reads
+        "            out[what] = os.read(fd, 100).decode('latin1')\n"
+        "        except OSError as exc:\n"
+        "            out[what] = type(exc).__name__\n"
+        "    return out\n"
+    ) % str(Path(_PACKAGE_ROOT) / "pyproject.toml")
+    assert run(sandbox, src)["value"] == {"env": "PermissionError", "project": "PermissionError"}
+
+
+# ---------------------------------------------------------------------------- pristine state
+
+POISON = """
+import builtins, decimal, json, threading, time, sys
+def f():
+    builtins.len = lambda x: 42
+    builtins.POISONED = True
+    decimal.getcontext().prec = 2
+    json.dumps = lambda *a, **k: '"poisoned"'
+    sys.modules['pytest_toolbench.sandbox.jobs'].run_source = lambda payload: {'value': 'poisoned'}
+    open('left-behind.txt', 'w').write('x')
+    t = threading.Thread(target=lambda: time.sleep(60), name='survivor', daemon=False)
+    t.start()
+    return "done"
+"""
+
+CHECK = """
+import builtins, decimal, json, threading, os
+def f():
+    return {
+        "len": len("abc"),
+        "poisoned": hasattr(builtins, "POISONED"),
+        "prec": decimal.getcontext().prec,
+        "dumps": json.dumps([1]),
+        "threads": sorted(t.name for t in threading.enumerate()),
+        "files": os.listdir("."),
+    }
+"""
+
+
+def test_a_poisoning_call_leaves_nothing_for_the_next():
+    with ToolSandbox(SandboxLimits(workers=1)) as sb:
+        first = sb.run(RUN, {"source": POISON, "entry": "f"}, 10.0)
+        assert first.status == "ok" and first.value["value"] == "done", first
+        got = run(sb, CHECK)  # same zygote: run_source itself was poisoned in the last child only
+        assert got["value"] == {"len": 3, "poisoned": False, "prec": 28, "dumps": "[1]",
+                                "threads": ["MainThread"], "files": []}
+        assert len(sb.worker_pids()) == 1
+
+
+def test_thread_started_by_a_tool_does_not_survive_its_call():
+    with ToolSandbox(SandboxLimits(workers=1)) as sb:
+        pid = run(sb, "import os, threading, time\ndef f():\n"
+                      "    threading.Thread(target=time.sleep, args=(60,)).start()\n    return os.getpid()")["value"]
+        deadline = time.monotonic() + 5
+        while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
+            time.sleep(0.01)  # reaped right after the reply was sent
+        assert not os.path.exists(f"/proc/{pid}")  # the whole child, threads included, is gone
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "import sys\n    sys.stdout = None\n    sys.stderr = None\n    return 1",
+        "import os\n    os.closerange(0, 1024)\n    return 1",
+        "import os\n    os._exit(0)",
+        "import sys\n    sys.modules.clear()\n    return 1",
+        "import sys\n    sys.setrecursionlimit(10)\n    return 1",
+        "import os, signal\n    os.kill(os.getpid(), signal.SIGKILL)",
+    ],
+)
+def test_breaking_the_machinery_is_one_failed_call(body):
+    with ToolSandbox(SandboxLimits(workers=1)) as sb:
+        run(sb, "def f():\n    return 0")
+        zygote = sb.worker_pids()
+        out = sb.run(RUN, {"source": f"def f():\n    {body}", "entry": "f"}, 10.0)
+        assert out.status in {"ok", "crashed"}, out
+        assert run(sb, "def f():\n    return 'fine'")["value"] == "fine"
+        assert sb.worker_pids() == zygote  # the zygote survived: no restart
+
+
+# -------------------------------------------------------------------------------------- caps
+
+def test_result_and_error_text_are_capped(sandbox):
+    got = run(sandbox, "def f():\n    return 'x' * 5000")
+    assert got["value"] == "x" * 1000 + "…[truncated 4000 chars]"
+    got = run(sandbox, "def f():\n    raise ValueError('y' * 3000)")
+    assert got["error"] == "y" * 1000 + "…[truncated 2000 chars]"
+    # SystemExit escapes run_source: a job error, whose detail is capped too.
+    crashed = sandbox.run(RUN, {"source": "raise SystemExit('z' * 5000)", "entry": None}, 5.0)
+    assert crashed.status == "crashed" and "…[truncated" in crashed.detail and len(crashed.detail) < 1200
+
+
+# ----------------------------------------------------------------------------- insecure mode
+
+def test_missing_kernel_layers_refuse_tools():
+    with ToolSandbox(SandboxLimits(workers=1), disable_layers=("landlock",)) as sb:
+        with pytest.raises(SandboxStartError, match="--sandbox-insecure"):
+            sb.run(RUN, {"source": "def f():\n    return 1", "entry": "f"}, 5.0)
+
+
+def test_insecure_mode_runs_and_says_so():
+    limits = SandboxLimits(workers=1, insecure=True)
+    with ToolSandbox(limits, disable_layers=("landlock", "seccomp")) as sb:
+        assert run(sb, "def f():\n    return 1")["value"] == 1
+        info = sb.describe()
+        assert info["insecure"] is True and info["kernel_isolation"] is False
+        assert set(info["isolation"]["missing_layers"]) == {"landlock", "seccomp"}
+        # The audit hook, the second line, is still there.
+        assert run(sb, "def f():\n    open('/etc/x', 'w')")["type"] == "PermissionError"
+        # Without Landlock the reads the secure tests refuse do succeed: those tests can fail.
+        project = str(Path(_PACKAGE_ROOT) / "pyproject.toml")
+        assert "[project]" in run(sb, f"def f():\n    return open({project!r}).read()")["value"]
+
+
+def test_insecure_flag_is_not_reported_when_layers_hold():
+    with ToolSandbox(SandboxLimits(workers=1, insecure=True)) as sb:
+        assert sb.describe()["insecure"] is False
+
+
+@pytest.mark.skipif(not __import__("shutil").which("bwrap"), reason="bubblewrap not installed")
+def test_bubblewrap_layer_when_present():
+    with ToolSandbox(SandboxLimits(workers=1)) as sb:
+        info = sb.describe()["isolation"]
+        assert info["bubblewrap"] is True and info["missing_layers"] == []
+        assert run(sb, "def f():\n    return 1")["value"] == 1
