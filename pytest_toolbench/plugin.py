@@ -187,6 +187,11 @@ def validate_selection(config: pytest.Config) -> None:
                 st.data_sources += benchmark.data_sources(st.settings.data_dir)
             except (DatasetError, OSError) as exc:
                 raise _data_usage_error(name, exc) from None
+    if not any(selected.values()):
+        pytest.exit(
+            f"pytest-toolbench: the selection matches no case ({_selection_text(st.settings)}); "
+            "nothing to run", returncode=int(ToolbenchExit.NO_CASES),
+        )
     scenarios = {n: {c.scenario for c in cases} for n, cases in selected.items()}
     groups: dict[str, dict[str, set[str]]] = {}
     for n, cases in selected.items():
@@ -202,11 +207,6 @@ def validate_selection(config: pytest.Config) -> None:
             check_gate_selection(parsed, scenarios, groups)
     except ValueError as exc:
         raise pytest.UsageError(f"pytest-toolbench: {exc}") from None
-    if not any(selected.values()):
-        pytest.exit(
-            f"pytest-toolbench: the selection matches no case ({_selection_text(st.settings)}); "
-            "nothing to run", returncode=int(ToolbenchExit.NO_CASES),
-        )
 
 
 def _selection_text(settings: RunSettings) -> str:
