@@ -45,8 +45,12 @@ class RunSettings(BaseModel):
     backend: Literal["auto", "openai", "vllm"] = "auto"
     base_url: str | None = None
     api_key: str | None = None
-    request_timeout_s: float = 120.0
+    request_timeout_s: float = 120.0  # one HTTP attempt
     max_retries: int = 6
+    retry_after_max_s: float = 60.0  # the longest Retry-After wait honoured (larger ones are cut)
+    case_timeout_s: float | None = None  # a whole case (every call, retry and tool); None: no limit
+    #: Upstream's closed script on an API error: no retry, the turn is lost (nothing appended).
+    upstream_lost_turns: bool = False
     concurrency: int = 8
     decoding: Literal["closed", "open"] | None = None  # None: per backend (API: closed, vLLM: open)
     temperature: float | None = None  # overrides the preset

@@ -31,9 +31,20 @@ def add_options(parser: pytest.Parser) -> None:
                 help="OpenAI-compatible endpoint (default $OPENAI_BASE_URL). With --backend vllm, "
                      "attach to this running server instead of starting one.")
     g.addoption("--api-key", default=None, help="API key (default $OPENAI_API_KEY)")
-    g.addoption("--request-timeout", type=float, default=120.0, help="seconds per HTTP request")
+    g.addoption("--request-timeout", type=float, default=120.0,
+                help="seconds for one HTTP attempt (each retry gets its own)")
     g.addoption("--max-retries", type=int, default=6,
-                help="retries on 429/5xx/timeouts (exponential backoff, honours Retry-After)")
+                help="retries on 429/5xx/timeouts/invalid 200 replies (exponential backoff, "
+                     "honours Retry-After up to --retry-after-max)")
+    g.addoption("--retry-after-max", type=float, default=60.0, metavar="SECONDS",
+                help="longest Retry-After wait honoured; a server asking for more waits this long")
+    g.addoption("--case-timeout", type=float, default=None, metavar="SECONDS",
+                help="deadline for a whole case (all model calls, retries and tools); a case "
+                     "past it is an infrastructure error of kind case_timeout (default: none)")
+    g.addoption("--upstream-lost-turns", action="store_true",
+                help="reproduce upstream's closed script on an API error: the failed call is "
+                     "not retried and silently consumes a turn (default: retry, then the case "
+                     "is an infrastructure error)")
     g.addoption("--concurrency", type=int, default=8,
                 help="cases (and requests) in flight per pytest process")
     g.addoption("--decoding", choices=["closed", "open"], default=None,
@@ -94,7 +105,30 @@ def _split(values: list[str] | None) -> tuple[str, ...] | None:
     return tuple(v.strip() for value in values for v in value.split(",") if v.strip())
 
 
+def validate_options(config: pytest.Config) -> None:
+    """Numbers that cannot work, rejected with one line before anything starts (ValueError)."""
+    opt = config.getoption
+    checks = [
+        ("--limit", opt("--limit"), lambda v: v >= 1, "must be at least 1"),
+        ("--sandbox-workers", opt("--sandbox-workers"), lambda v: v >= 1, "must be at least 1"),
+        ("--concurrency", opt("--concurrency"), lambda v: v >= 1, "must be at least 1"),
+        ("--max-retries", opt("--max-retries"), lambda v: v >= 0, "must be 0 or more"),
+        ("--request-timeout", opt("--request-timeout"), lambda v: v > 0, "must be positive"),
+        ("--case-timeout", opt("--case-timeout"), lambda v: v > 0, "must be positive"),
+        ("--retry-after-max", opt("--retry-after-max"), lambda v: v >= 0, "must be 0 or more"),
+        ("--max-error-rate", opt("--max-error-rate"), lambda v: 0 <= v <= 1,
+         "must be between 0 and 1"),
+        ("--bootstrap-samples", opt("--bootstrap-samples"), lambda v: v >= 0, "must be 0 or more"),
+    ]
+    for flag, value, ok, rule in checks:
+        if value is not None and not ok(value):
+            raise ValueError(f"{flag} {value}: {rule}")
+    if opt("--sample-ids") is not None and not _split([opt("--sample-ids")]):
+        raise ValueError("--sample-ids: no sample id given")
+
+
 def settings_from_config(config: pytest.Config) -> RunSettings:
+    validate_options(config)
     opt = config.getoption
     data_dir = opt("--data-dir")
     if data_dir is None and (config.rootpath / "data").is_dir():
@@ -106,6 +140,9 @@ def settings_from_config(config: pytest.Config) -> RunSettings:
         api_key=opt("--api-key"),
         request_timeout_s=opt("--request-timeout"),
         max_retries=opt("--max-retries"),
+        retry_after_max_s=opt("--retry-after-max"),
+        case_timeout_s=opt("--case-timeout"),
+        upstream_lost_turns=opt("--upstream-lost-turns"),
         concurrency=opt("--concurrency"),
         decoding=opt("--decoding"),
         temperature=opt("--temperature"),

@@ -6,12 +6,22 @@ to the controller, whose ``pytest_runtest_logreport`` collects them. Without xdi
 runs in-process, so ``-n 0`` and ``-n 8`` share one code path and give identical metrics.
 The controller also appends every result to a journal as it arrives, so an interrupted run keeps
 what it had. ``pytest_sessionfinish`` aggregates, evaluates gates and writes the reports.
+
+Before any model call the controller validates what it can (options, gate names against the
+registered benchmarks, the dataset, and that the selection matches some case). With ``--gate``
+single cases never fail the run: the controller turns a wrong answer's report into a pass (its
+outcome stays in the ``toolbench.outcome`` property, Allure and the terminal) and an
+infrastructure error's into a skip, writes each gate as its own JUnit testcase, and the exit status
+comes from :func:`~pytest_toolbench.results.gates.exit_status` (codes in ``exitcodes.py``).
+SIGTERM is handled as Ctrl-C: summary and JSON are written, marked partial.
 """
 
 from __future__ import annotations
 
 import hashlib
 import platform
+import signal
+import threading
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -22,17 +32,22 @@ import pytest
 
 from pytest_toolbench import __version__
 from pytest_toolbench.benchmarks import registry
-from pytest_toolbench.benchmarks.base import Benchmark, Case, HasReportTables
-from pytest_toolbench.benchmarks.dataset_errors import DatasetError
+from pytest_toolbench.benchmarks.base import Benchmark, Case, HasDataSources, HasReportTables
+from pytest_toolbench.benchmarks.data_source import DataSource
+from pytest_toolbench.benchmarks.dataset_errors import DatasetError, error_lines
+from pytest_toolbench.exitcodes import ToolbenchExit
 from pytest_toolbench.config import RunSettings
 from pytest_toolbench.models.factory import build_model
 from pytest_toolbench.options import add_options, settings_from_config
 from pytest_toolbench.results.aggregate import RunMetrics, aggregate
-from pytest_toolbench.results.case_result import CaseResult
+from pytest_toolbench.results.case_result import CaseResult, Outcome
 from pytest_toolbench.results.gates import (
     GateVerdict,
+    check_gate_names,
+    check_gate_selection,
     error_rate_verdicts,
     evaluate_gates,
+    exit_status,
     parse_gate,
 )
 from pytest_toolbench.results.journal import ResultJournal, recover_missing
@@ -59,6 +74,14 @@ class ToolbenchState:
     verdicts: list[GateVerdict] = field(default_factory=list)
     summary: str = ""
     recovered: int = 0
+    #: Benchmarks whose suites this run targets (known on the controller at session start).
+    targeted: list[str] = field(default_factory=list)
+    #: Benchmark -> number of cases in its whole suite (every scenario, no selection).
+    suite_sizes: dict[str, int] = field(default_factory=dict)
+    data_sources: list[DataSource] = field(default_factory=list)
+    #: "SIGTERM"/"SIGINT" when the run was interrupted (its reports are then partial).
+    interrupted_by: str | None = None
+    gates_printed: bool = False
 
 
 def state(config: pytest.Config) -> ToolbenchState:
@@ -84,7 +107,7 @@ def pytest_configure(config: pytest.Config) -> None:
     try:
         settings = settings_from_config(config)
         for gate in settings.gates:
-            parse_gate(gate)
+            check_gate_names(parse_gate(gate), registry())
         if not is_worker(config) and settings.resolved_backend == "openai":
             build_model(settings)  # fails fast on a missing key; sends no request
     except ValueError as exc:
@@ -97,6 +120,24 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[STATE_KEY] = ToolbenchState(settings=settings, run_id=run_id)
     if not is_worker(config):
         config.pluginmanager.register(ControllerHooks(config), "toolbench-controller")
+        _install_sigterm(config)
+
+
+def _install_sigterm(config: pytest.Config) -> None:
+    """SIGTERM (CI cancelling a job) ends the run like Ctrl-C, so the summary and the JSON are
+    still written (marked partial); the previous handler is restored at the end."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    previous = signal.getsignal(signal.SIGTERM)
+
+    def on_sigterm(signum: int, frame: Any) -> None:
+        st = config.stash.get(STATE_KEY, None)
+        if st is not None and st.interrupted_by is None:
+            st.interrupted_by = "SIGTERM"
+        raise KeyboardInterrupt("SIGTERM")
+
+    signal.signal(signal.SIGTERM, on_sigterm)
+    config.add_cleanup(lambda: signal.signal(signal.SIGTERM, previous))
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -106,9 +147,87 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     st = state(config)
     if is_worker(config) or config.option.collectonly or not _has_toolbench_tests(config):
         return
+    validate_selection(config)
     if st.settings.resolved_backend == "vllm" and not st.settings.base_url:
         st.server = ManagedServer.start(st.settings, log_dir=_run_dir(st))
         config.add_cleanup(st.server.stop)
+
+
+def targeted_benchmarks(config: pytest.Config) -> list[str]:
+    """Benchmarks whose suite folder (``suites/<name>``) the command line points at or contains."""
+    names = list(registry())
+    out: list[str] = []
+    for arg in config.args:
+        path = Path(str(arg).split("::")[0]).resolve()
+        if "suites" in path.parts:
+            i = len(path.parts) - 1 - path.parts[::-1].index("suites")
+            root = Path(*path.parts[: i + 1])
+            found = [path.parts[i + 1]] if len(path.parts) > i + 1 else names
+        elif (path / "suites").is_dir():
+            root, found = path / "suites", names
+        else:
+            continue
+        out += [n for n in found if n in names and (root / n).is_dir() and n not in out]
+    return out
+
+
+def validate_selection(config: pytest.Config) -> None:
+    """Before any model call: load each targeted benchmark's data (a bad record is a one-line
+    usage error each), note its data sources and suite size, check the gates against the
+    selected cases, and stop with NO_CASES if the selection matches no case at all."""
+    st = state(config)
+    st.targeted = targeted_benchmarks(config)
+    if not st.targeted:
+        return
+    selected = {name: cases_for(config, name) for name in st.targeted}
+    for name in st.targeted:
+        benchmark = registry()[name]
+        if isinstance(benchmark, HasDataSources):
+            try:
+                st.data_sources += benchmark.data_sources(st.settings.data_dir)
+            except (DatasetError, OSError) as exc:
+                raise _data_usage_error(name, exc) from None
+    if not any(selected.values()):
+        pytest.exit(
+            f"pytest-toolbench: the selection matches no case ({_selection_text(st.settings)}); "
+            "nothing to run", returncode=int(ToolbenchExit.NO_CASES),
+        )
+    scenarios = {n: {c.scenario for c in cases} for n, cases in selected.items()}
+    groups: dict[str, dict[str, set[str]]] = {}
+    for n, cases in selected.items():
+        for c in cases:
+            for label, value in c.labels.items():
+                groups.setdefault(n, {}).setdefault(label, set()).add(str(value))
+    try:
+        for gate in st.settings.gates:
+            parsed = parse_gate(gate)
+            if parsed.path.split(".")[0] not in selected:
+                raise ValueError(f"gate {parsed}: its benchmark's suite is not part of this run "
+                                 f"(running: {st.targeted})")
+            check_gate_selection(parsed, scenarios, groups)
+    except ValueError as exc:
+        raise pytest.UsageError(f"pytest-toolbench: {exc}") from None
+
+
+def _selection_text(settings: RunSettings) -> str:
+    parts = []
+    if settings.scenarios:
+        parts.append(f"--scenario {','.join(settings.scenarios)}")
+    if settings.sample_ids:
+        parts.append(f"--sample-ids {','.join(settings.sample_ids)}")
+    if settings.limit is not None:
+        parts.append(f"--limit {settings.limit}")
+    return " ".join(parts) or "no selection option"
+
+
+def _data_usage_error(name: str, exc: BaseException) -> pytest.UsageError:
+    """A dataset problem as a usage error: one line per bad record (capped), no traceback."""
+    if isinstance(exc, DatasetError):
+        lines = error_lines(exc)
+    else:
+        lines = [str(exc)]
+    head = f"pytest-toolbench: cannot load {name} data: {lines[0]}"
+    return pytest.UsageError("\n".join([head, *lines[1:]]))
 
 
 def _has_toolbench_tests(config: pytest.Config) -> bool:
@@ -161,16 +280,19 @@ def cases_for(config: pytest.Config, name: str) -> list[Case]:
         return st.cases[name]
     settings = st.settings
     benchmark = registry()[name]
-    scenarios = benchmark.scenarios
     if settings.scenarios:
         unknown = set(settings.scenarios) - {s for b in registry().values() for s in b.scenarios}
         if unknown:
-            raise pytest.UsageError(f"unknown --scenario {sorted(unknown)}")
-        scenarios = tuple(s for s in benchmark.scenarios if s in settings.scenarios)
+            raise pytest.UsageError(f"pytest-toolbench: unknown --scenario {sorted(unknown)}")
     try:
-        cases = benchmark.load_cases(settings.data_dir, scenarios)
-    except (DatasetError, FileNotFoundError) as exc:
-        raise pytest.UsageError(f"pytest-toolbench: cannot load {name} data: {exc}") from exc
+        # Every scenario first (the suite's size, for "subset: 40 of 240"), then the selection;
+        # load_cases is scenario-major in file order, so filtering keeps its order.
+        cases = benchmark.load_cases(settings.data_dir, benchmark.scenarios)
+    except (DatasetError, OSError) as exc:
+        raise _data_usage_error(name, exc) from None
+    st.suite_sizes[name] = len(cases)
+    if settings.scenarios:
+        cases = [c for c in cases if c.scenario in settings.scenarios]
     if settings.sample_ids:
         wanted = set(settings.sample_ids)
         cases = [c for c in cases if c.sample_id in wanted]
@@ -232,7 +354,40 @@ class ControllerHooks:
             if self.st.journal is None:
                 self.st.journal = ResultJournal(_run_dir(self.st) / "results.jsonl")
             self.st.journal.append(result)
+            if self.st.settings.gates and report.failed:
+                self._let_gates_decide(report, result)
         report.user_properties = kept
+
+    def _let_gates_decide(self, report: pytest.TestReport, result: CaseResult) -> None:
+        """With gates, a case's own failure is not the run's: a wrong answer's report becomes a
+        pass, an infrastructure error's a skip (so the test body is not run in-process), both
+        before JUnit, the terminal and the failure counters see it. Allure already took the real
+        status in makereport; ``--lf`` still reruns the case."""
+        if result.outcome is Outcome.FAILED and report.when == "call":
+            report.outcome = "passed"
+            report.longrepr = None
+            report.toolbench_status = "wrong"  # type: ignore[attr-defined]
+        elif result.outcome is Outcome.ERROR:
+            kind = result.error.kind if result.error else "error"
+            path, line, _ = report.location
+            report.outcome = "skipped"
+            report.longrepr = (str(path), (line or 0) + 1,
+                               f"infrastructure error ({kind}), not scored; counted by the "
+                               "error-rate gate")
+            report.toolbench_status = "infra-error"  # type: ignore[attr-defined]
+        else:
+            return
+        lf = self.config.pluginmanager.get_plugin("lfplugin")
+        if lf is not None and hasattr(lf, "lastfailed"):
+            lf.lastfailed[report.nodeid] = True
+
+    def pytest_report_teststatus(self, report: pytest.TestReport, config: pytest.Config):
+        status = getattr(report, "toolbench_status", None)
+        if status == "wrong":
+            return "wrong", "w", ("WRONG", {"yellow": True})
+        if status == "infra-error":
+            return "infra-error", "e", ("INFRA-ERROR", {"red": True})
+        return None
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
@@ -241,9 +396,13 @@ class ControllerHooks:
             st.recovered = recover_missing(
                 list(run_dir(self.config).glob("worker-*.jsonl")), st.results
             )
+        interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
+        if interrupted and st.interrupted_by is None:
+            st.interrupted_by = "SIGINT"
         if not st.results:
+            self._no_case_ran(session, exitstatus)
             return
-        from pytest_toolbench.report.terminal import render_summary
+        from pytest_toolbench.report.terminal import cache_note, coverage_notes, render_summary
 
         results = list(st.results.values())
         benchmarks = {n: b for n, b in registry().items() if n in {r.benchmark for r in results}}
@@ -263,21 +422,75 @@ class ControllerHooks:
             st.verdicts = evaluate_gates([parse_gate(g) for g in st.settings.gates], st.metrics)
             st.verdicts += error_rate_verdicts(st.metrics, st.settings.max_error_rate)
             if exitstatus not in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR):
-                ok = all(v.passed for v in st.verdicts)
-                session.exitstatus = pytest.ExitCode.OK if ok else pytest.ExitCode.TESTS_FAILED
-        st.summary = render_summary(st.metrics, st.verdicts)
+                session.exitstatus = int(exit_status(st.verdicts))
+            from pytest_toolbench.report.junit_gates import write_gate_testcases
+
+            write_gate_testcases(self.config, st.verdicts)
+        covered: dict[str, int] = {}
+        for r in results:
+            covered[r.benchmark] = covered.get(r.benchmark, 0) + 1
+        self._ensure_suite_sizes(covered)
+        notes = self.partial_notes()
+        notes += [f"data: {d.describe()}" for d in st.data_sources]
+        notes += coverage_notes(covered, st.suite_sizes)
+        cached = cache_note(sum(r.model_calls for r in results), sum(r.cached_calls for r in results))
+        notes += [cached] if cached else []
+        st.summary = render_summary(st.metrics, st.verdicts, run_notes=notes, include_gates=False)
         if st.settings.json_path:
             from pytest_toolbench.report.json_report import write_json_report
 
-            write_json_report(
-                st.settings.json_path, st.metrics, results, run_info(self.config, st),
-                gates=st.verdicts,
-            )
+            info = run_info(self.config, st)
+            info["coverage"] = {
+                n: {"cases": c, "suite_cases": st.suite_sizes.get(n),
+                    "subset": st.suite_sizes.get(n) is not None and c < st.suite_sizes[n]}
+                for n, c in sorted(covered.items())
+            }
+            info["cache"] = {"model_calls": sum(r.model_calls for r in results),
+                             "replies_from_cache": sum(r.cached_calls for r in results)}
+            write_json_report(st.settings.json_path, st.metrics, results, info, gates=st.verdicts)
         if self.config.getoption("--alluredir", None):
             from pytest_toolbench.report.allure_report import attach_run_metrics
 
             attach_run_metrics(st.metrics, st.summary)
 
+    def _ensure_suite_sizes(self, covered: dict[str, int]) -> None:
+        """Suite sizes of benchmarks the session start did not load (e.g. a run from a test file
+        outside ``suites/``); a benchmark whose data cannot be read is left unknown."""
+        for name in covered:
+            if name not in self.st.suite_sizes and name in registry():
+                try:
+                    b = registry()[name]
+                    self.st.suite_sizes[name] = len(b.load_cases(self.st.settings.data_dir, b.scenarios))
+                except Exception:  # noqa: BLE001 - only a note depends on it
+                    pass
+
+    def partial_notes(self) -> list[str]:
+        if self.st.interrupted_by is None:
+            return []
+        return [f"PARTIAL RESULTS: the run was interrupted ({self.st.interrupted_by}); metrics "
+                "cover only the cases that finished"]
+
+    def _no_case_ran(self, session: pytest.Session, exitstatus: int) -> None:
+        """A toolbench run in which no case ran fails with NO_CASES (gates or not): passing gates
+        on nothing, or a green CI job that evaluated nothing, would be wrong."""
+        st = self.st
+        if not st.targeted or self.config.option.collectonly:
+            return
+        if exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED,
+                          pytest.ExitCode.NO_TESTS_COLLECTED):
+            session.exitstatus = int(ToolbenchExit.NO_CASES)
+            st.summary = ("pytest-toolbench: no case ran (the selection, -k/-m or --lf left none); "
+                          f"exit status {int(ToolbenchExit.NO_CASES)}\n")
+            if st.settings.gates:
+                st.verdicts = [
+                    GateVerdict(gate=str(parse_gate(g)), actual=None, passed=False,
+                                reason="no case ran") for g in st.settings.gates
+                ]
+                from pytest_toolbench.report.junit_gates import write_gate_testcases
+
+                write_gate_testcases(self.config, st.verdicts)
+
+    @pytest.hookimpl(trylast=True)
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         st = self.st
         if not st.summary:
@@ -298,13 +511,27 @@ class ControllerHooks:
                 f"{st.recovered} result(s) whose reports never arrived were recovered from the "
                 "workers' journals"
             )
-        if st.settings.json_path:
+        if st.settings.json_path and st.metrics is not None:
             terminalreporter.write_line(f"JSON report: {st.settings.json_path}")
-        if st.settings.gates:
-            verdict = "PASSED" if all(v.passed for v in st.verdicts) else "FAILED"
-            terminalreporter.write_line(
-                f"gates {verdict}: the exit status is decided by the gates, not by single cases"
-            )
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        """The gate table goes last, after pytest's own closing lines, so a CI log ends on it."""
+        st = self.st
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
+        if not st.verdicts or reporter is None or st.gates_printed:
+            return
+        from pytest_toolbench.report.terminal import render_gates
+
+        st.gates_printed = True
+        status = exit_status(st.verdicts)
+        reporter.write_sep("=", "pytest-toolbench gates")
+        reporter.write(render_gates(st.verdicts))
+        word = "PASSED" if status is ToolbenchExit.OK else "FAILED"
+        reporter.write_line(
+            f"gates {word} (exit status {int(status)} {status.name}): the exit status is decided "
+            "by the gates, not by single cases"
+            + (" [partial run]" if st.interrupted_by else "")
+        )
 
 
 def summary_properties(result: CaseResult) -> list[tuple[str, object]]:
@@ -312,6 +539,11 @@ def summary_properties(result: CaseResult) -> list[tuple[str, object]]:
     props += [(f"toolbench.{k}", v) for k, v in sorted(result.values.items())]
     if result.error is not None:
         props.append(("toolbench.error_kind", result.error.kind))
+    if result.failure_message:
+        props.append(("toolbench.failure_message", result.failure_message[:500]))
+    retries = result.details.get("endpoint_retries")
+    if retries:
+        props.append(("toolbench.endpoint_retries", retries["count"]))
     return props
 
 
@@ -327,6 +559,9 @@ def run_info(config: pytest.Config, st: ToolbenchState) -> dict[str, Any]:
         "settings": settings,
         "server": server_info_for_worker(st.server),
         "datasets": dataset_checksums(st.settings.data_dir, {r.benchmark for r in st.results.values()}),
+        "data_sources": [d.model_dump(mode="json") for d in st.data_sources],
+        "partial": st.interrupted_by is not None,
+        "interrupted_by": st.interrupted_by,
         "n_results": len(st.results),
         "pytest_args": [str(a) for a in config.invocation_params.args],
     }

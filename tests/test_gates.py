@@ -175,3 +175,15 @@ def test_error_rate_verdicts(metrics: RunMetrics) -> None:
     (edge,) = error_rate_verdicts(metrics, 2 / 22)
     assert edge.passed  # equal to the limit passes
     assert error_rate_verdicts(RunMetrics(scenarios=[]), 0.0) == []
+
+
+def test_exit_status_puts_infrastructure_errors_before_metric_gates() -> None:
+    from pytest_toolbench.exitcodes import ToolbenchExit
+    from pytest_toolbench.results.gates import GateVerdict, exit_status
+
+    ok = GateVerdict(gate="a", actual=1.0, passed=True, reason="")
+    bad = GateVerdict(gate="a", actual=0.0, passed=False, reason="")
+    rate_bad = GateVerdict(gate="e", actual=0.5, passed=False, reason="", kind="error_rate")
+    assert exit_status([ok]) is ToolbenchExit.OK
+    assert exit_status([bad, ok]) is ToolbenchExit.GATE_FAILED
+    assert exit_status([bad, rate_bad]) is ToolbenchExit.INFRA_ERRORS

@@ -196,12 +196,95 @@ def test_connection_refused_kind():
      {"choices": [{"index": 0}]}],
     ids=["not_json", "no_choices", "no_message"],
 )
-def test_malformed_reply_is_an_error_not_a_crash(payload):
+def test_malformed_reply_is_retried_like_a_5xx_then_an_error_not_a_crash(payload):
     with FakeOpenAIServer(lambda body, i: (200, {}, payload)) as server:
+        model = backend(server)
         with pytest.raises(ModelCallError) as info:
-            run(backend(server), request())
+            run(model, request())
     assert info.value.kind == "bad_response"
-    assert len(server.requests) == 1
+    assert len(server.requests) == 4  # 1 + max_retries, as for a 500
+    assert model.stats.errors["bad_response"] == 4
+
+
+@pytest.mark.parametrize("payload", ["not json at all", {"choices": []}, {"choices": [{"index": 0}]}])
+def test_one_invalid_200_then_a_completion_scores(payload):
+    handler = scripted((200, {}, payload), (200, {}, completion("fine")))
+    with FakeOpenAIServer(handler) as server:
+        response = run(backend(server), request())
+    assert response.message["content"] == "fine"
+    assert len(server.requests) == 2
+
+
+def test_retry_after_is_capped_by_the_setting():
+    """A server asking for 1000 s waits only retry_after_max_s (here 0.2 s)."""
+    handler = fail_then(1, reply("ok"), headers={"Retry-After": "1000"})
+    with FakeOpenAIServer(handler) as server:
+        model = backend(server, retry_after_max_s=0.2)
+        started = time.monotonic()
+        response = run(model, request())
+        elapsed = time.monotonic() - started
+    assert response.message["content"] == "ok"
+    assert 0.2 <= elapsed < 5, elapsed
+    assert model.stats.retry_wait_s == pytest.approx(0.2)
+
+
+def test_request_timeout_bounds_each_attempt_not_the_call():
+    """A 1.5 s reply with a 0.5 s attempt timeout: three attempts each time out, then an error."""
+    with FakeOpenAIServer(delayed(1.5, reply("late"))) as server:
+        model = backend(server, timeout_s=0.5, max_retries=2)
+        started = time.monotonic()
+        with pytest.raises(ModelCallError) as info:
+            run(model, request())
+        elapsed = time.monotonic() - started
+    assert info.value.kind == "timeout" and model.stats.attempts == 3
+    assert elapsed < 1.5 * 3, elapsed
+
+
+def test_retries_are_recorded_in_the_case_call_log():
+    from pytest_toolbench.models.call_log import CURRENT_CALL_LOG, CaseCallLog
+
+    handler = scripted((429, {"Retry-After": "0"}, error_body(429)), (503, {}, error_body(503)),
+                       (200, {}, completion("ok")))
+    log = CaseCallLog()
+    with FakeOpenAIServer(handler) as server:
+        model = backend(server)
+
+        async def go():
+            CURRENT_CALL_LOG.set(log)
+            try:
+                return await model.complete(request(), CallContext(case_id="c", turn=2))
+            finally:
+                await model.aclose()
+
+        asyncio.run(go())
+    details = log.details()
+    assert details["endpoint_retries"]["count"] == 2
+    assert details["endpoint_retries"]["statuses"] == {"http_429": 1, "http_503": 1}
+    assert [a["turn"] for a in details["endpoint_retries"]["attempts"]] == [2, 2]
+    assert "lost_turns" not in details
+
+
+@pytest.mark.parametrize("status", [429, 500, 503])
+def test_upstream_lost_turns_does_not_retry_an_http_error_and_loses_the_turn(status):
+    from pytest_toolbench.models.base import LostTurn
+    from pytest_toolbench.models.call_log import CURRENT_CALL_LOG, CaseCallLog
+
+    log = CaseCallLog()
+    with FakeOpenAIServer(fail_then(5, reply("ok"), status=status)) as server:
+        model = backend(server, upstream_lost_turns=True)
+
+        async def go():
+            CURRENT_CALL_LOG.set(log)
+            try:
+                return await model.complete(request(), CallContext(case_id="c", turn=1))
+            finally:
+                await model.aclose()
+
+        with pytest.raises(LostTurn) as info:
+            asyncio.run(go())
+        assert len(server.requests) == 1  # upstream: an HTTP error body is not retried
+    assert info.value.kind == f"http_{status}"
+    assert log.lost_turns == [{"turn": 1, "kind": f"http_{status}", "message": log.lost_turns[0]["message"]}]
 
 
 # -- concurrency ------------------------------------------------------------------------------

@@ -294,7 +294,7 @@ def test_gates_decide_the_exit_status(tmp_path):
         lenient, _ = run_suite(tmp_path, *http, "--gate", "toolhop.direct.accuracy>=0.1")
         strict, _ = run_suite(tmp_path, *http, "--gate", "toolhop.direct.accuracy.ci_low>=0.9")
     assert lenient.returncode == 0, lenient.stdout[-2000:]  # wrong answers alone do not fail
-    assert strict.returncode == 1 and "FAIL" in strict.stdout
+    assert strict.returncode == 10 and "FAIL" in strict.stdout  # ToolbenchExit.GATE_FAILED
 
     bad, _ = run_suite(tmp_path, "--model", "oracle", "--gate", "toolhop.direct.accuracy=>1")
     assert bad.returncode == 4 and "gate" in (bad.stdout + bad.stderr)

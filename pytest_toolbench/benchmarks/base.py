@@ -14,6 +14,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from pytest_toolbench.benchmarks.data_source import DataSource
 from pytest_toolbench.models.base import ChatModel
 from pytest_toolbench.results.aggregate import ReportTable
 from pytest_toolbench.results.case_result import CaseResult
@@ -72,3 +73,12 @@ class HasReportTables(Protocol):
     results alike (sorted by case id, so ``-n 0`` and ``-n 4`` give identical tables)."""
 
     def report_tables(self, results: list[CaseResult]) -> list[ReportTable]: ...
+
+
+@runtime_checkable
+class HasDataSources(Protocol):
+    """Optional: the files a benchmark reads from ``data_dir`` (None: its bundled sample), one
+    :class:`DataSource` each, so the summary names the data (path, records, sha256, bundled).
+    Called once on the controller at session start; may raise what ``load_cases`` raises."""
+
+    def data_sources(self, data_dir: Path | None) -> list[DataSource]: ...

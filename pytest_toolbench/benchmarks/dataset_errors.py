@@ -55,3 +55,43 @@ class DatasetError(ValueError):
 
 class DatasetWarning(UserWarning):
     """Something suspicious but tolerated in a dataset (e.g. duplicate tool names in ToolHop)."""
+
+
+#: How many bad records a run lists before it says "... and N more".
+MAX_REPORTED_ERRORS = 50
+
+
+class DatasetErrors(DatasetError):
+    """Every bad record of a file at once, so one run shows the whole list to fix.
+
+    ``str()`` has one line per record (up to ``MAX_REPORTED_ERRORS``, then a count of the rest).
+    """
+
+    def __init__(self, errors: list[DatasetError]):
+        if not errors:
+            raise ValueError("DatasetErrors needs at least one error")
+        self.errors = list(errors)
+        first = self.errors[0]
+        super().__init__(first.path, first.message, index=first.index, record_id=first.record_id,
+                         line=first.line, column=first.column)
+        self.args = ("\n".join(error_lines(self)),)
+
+    def __str__(self) -> str:
+        return self.args[0]
+
+
+def error_lines(exc: DatasetError, cap: int = MAX_REPORTED_ERRORS) -> list[str]:
+    """One line per bad record (a single error gives one line), at most ``cap`` then a count."""
+    errors = exc.errors if isinstance(exc, DatasetErrors) else [exc]
+    lines = [DatasetError._render(e) for e in errors[:cap]]
+    if len(errors) > cap:
+        lines.append(f"... and {len(errors) - cap} more bad record(s) in {errors[cap].path}")
+    return lines
+
+
+def raise_collected(errors: list[DatasetError]) -> None:
+    """Raise the collected errors (one: itself, several: :class:`DatasetErrors`), if any."""
+    if len(errors) == 1:
+        raise errors[0]
+    if errors:
+        raise DatasetErrors(errors)

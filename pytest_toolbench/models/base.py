@@ -118,6 +118,11 @@ class ModelCallError(Exception):
         self.message = message
 
 
+class LostTurn(ModelCallError):
+    """``--upstream-lost-turns``: the call failed as upstream's would (an API error, no retry) and,
+    as upstream does, the turn is consumed with nothing appended; the runner goes on."""
+
+
 class ContextLengthExceeded(ModelCallError):
     """The conversation no longer fits the model's context window.
 

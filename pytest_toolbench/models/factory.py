@@ -53,7 +53,8 @@ def build_model(
             key = "EMPTY"
         model: ChatModel = OpenAIBackend(
             settings.model, url, key, settings.request_timeout_s, settings.max_retries,
-            settings.concurrency,
+            settings.concurrency, retry_after_max_s=settings.retry_after_max_s,
+            upstream_lost_turns=settings.upstream_lost_turns,
         )
         include_base_url = True
     elif backend == "vllm":
@@ -66,6 +67,8 @@ def build_model(
             served_model or settings.model, base_url, settings.api_key or "EMPTY",
             settings.request_timeout_s, settings.max_retries, settings.concurrency,
             name=settings.model, backend_label="vllm", abort_check=abort_check,
+            retry_after_max_s=settings.retry_after_max_s,
+            upstream_lost_turns=settings.upstream_lost_turns,
         )
         include_base_url = False  # a managed server gets a fresh port each run
     else:  # pragma: no cover - resolved_backend is a Literal

@@ -1,9 +1,15 @@
 """Any OpenAI-compatible chat endpoint (OpenAI, vLLM, SGLang, ...) over real HTTP.
 
 The SDK's own retries are switched off: we retry here with tenacity so the policy is bounded, honours
-``Retry-After`` and is counted in :attr:`OpenAIBackend.stats`. A failure that survives the retries
-becomes a :class:`ModelCallError`, which the harness scores as an infrastructure error, apart from
-wrong answers.
+``Retry-After`` (capped by ``retry_after_max_s``) and is counted in :attr:`OpenAIBackend.stats` and,
+per case, in the current :class:`~pytest_toolbench.models.call_log.CaseCallLog`. A 200 whose body
+is not a chat completion (not JSON, no choices, no message) is retried like a 5xx. A failure that
+survives the retries becomes a :class:`ModelCallError`, which the harness scores as an
+infrastructure error, apart from wrong answers.
+
+``upstream_lost_turns`` reproduces upstream's closed script instead (spec §4): an HTTP error or an
+unreadable reply is not retried (upstream only retries exceptions, and an error body just fails on
+``['choices']``), and the call raises :class:`LostTurn` so the runner lets it consume its turn.
 """
 
 from __future__ import annotations
@@ -26,9 +32,11 @@ from pytest_toolbench.models.base import (
     ChatRequest,
     ChatResponse,
     ContextLengthExceeded,
+    LostTurn,
     ModelCallError,
     Usage,
 )
+from pytest_toolbench.models.call_log import current_call_log
 from pytest_toolbench.models.parse_check import detect_parse_failure
 
 #: Statuses worth another try: request timeout, rate limit, server errors.
@@ -84,10 +92,25 @@ def is_context_overflow(exc: openai.BadRequestError) -> bool:
     return bool(_CONTEXT_OVERFLOW.search(str(exc)))
 
 
+class InvalidReply(ModelCallError):
+    """A 200 whose body is not a usable chat completion: retried like a 5xx."""
+
+    def __init__(self, message: str):
+        super().__init__("bad_response", message)
+
+
 def is_retryable(exc: BaseException) -> bool:
     if isinstance(exc, openai.APIStatusError):
         return exc.status_code in RETRYABLE_STATUSES or exc.status_code >= 500
+    if isinstance(exc, InvalidReply):
+        return True
     return isinstance(exc, openai.APIConnectionError)  # includes APITimeoutError
+
+
+def is_upstream_lost_call(exc: BaseException) -> bool:
+    """What upstream's closed script turns into a lost turn without retrying: any HTTP error
+    status (its body has no ``choices``) and any 200 that is not a completion."""
+    return isinstance(exc, (openai.APIStatusError, InvalidReply))
 
 
 def retry_after_seconds(headers: Mapping[str, str] | None, now: float | None = None) -> float | None:
@@ -138,9 +161,10 @@ class OpenAIBackend:
         name: str | None = None,
         backoff_initial_s: float = 1.0,
         backoff_max_s: float = 60.0,
-        retry_after_max_s: float = 300.0,
+        retry_after_max_s: float = 60.0,
         backend_label: str = "openai",
         abort_check: Callable[[], str | None] | None = None,
+        upstream_lost_turns: bool = False,
     ):
         if concurrency < 1:
             raise ValueError(f"concurrency must be >= 1, got {concurrency}")
@@ -156,6 +180,7 @@ class OpenAIBackend:
         self.backoff_initial_s = backoff_initial_s
         self.backoff_max_s = backoff_max_s
         self.retry_after_max_s = retry_after_max_s
+        self.upstream_lost_turns = upstream_lost_turns
         self.backend_label = backend_label
         #: Consulted before every attempt: a message means the endpoint is gone for good (e.g. the
         #: managed vLLM process died), so fail at once instead of retrying for minutes.
@@ -176,8 +201,8 @@ class OpenAIBackend:
             async for attempt in AsyncRetrying(
                 stop=stop_after_attempt(self.max_retries + 1),
                 wait=self._wait,
-                retry=retry_if_exception(is_retryable),
-                before_sleep=self._before_sleep,
+                retry=retry_if_exception(self._is_retryable),
+                before_sleep=lambda state: self._before_sleep(state, ctx),
                 reraise=True,
             ):
                 with attempt:
@@ -187,24 +212,39 @@ class OpenAIBackend:
         except EndpointGone:
             self.stats.failures += 1
             raise
-        except openai.BadRequestError as exc:
-            self.stats.failures += 1
-            if is_context_overflow(exc):
-                raise ContextLengthExceeded(f"{self.name}: {_short(exc)}") from exc
-            raise ModelCallError(
-                error_kind(exc), f"{self.name} at {self.base_url or 'api.openai.com'} rejected the "
-                f"request (case {ctx.case_id}, turn {ctx.turn}): {_short(exc)}",
-            ) from exc
         except (openai.OpenAIError, ModelCallError) as exc:
             self.stats.failures += 1
-            kind = error_kind(exc)
-            raise ModelCallError(
-                kind,
-                f"{self.name} at {self.base_url or 'api.openai.com'} failed after {attempts} "
-                f"attempt(s) (case {ctx.case_id}, turn {ctx.turn}): {_short(exc)}",
-            ) from exc
+            if isinstance(exc, openai.BadRequestError) and is_context_overflow(exc):
+                raise ContextLengthExceeded(f"{self.name}: {_short(exc)}") from exc
+            raise self._call_error(exc, attempts, ctx) from exc
         self.stats.successes += 1
         return response
+
+    def _is_retryable(self, exc: BaseException) -> bool:
+        if self.upstream_lost_turns and is_upstream_lost_call(exc):
+            return False
+        return is_retryable(exc)
+
+    def _call_error(self, exc: BaseException, attempts: int, ctx: CallContext) -> ModelCallError:
+        where = f"{self.name} at {self.base_url or 'api.openai.com'}"
+        kind = error_kind(exc)
+        if self.upstream_lost_turns and not isinstance(exc, EndpointGone) and (
+            is_upstream_lost_call(exc) or is_retryable(exc)
+        ):
+            log = current_call_log()
+            if log is not None:
+                log.lost_turns.append({"turn": ctx.turn, "kind": kind, "message": _short(exc, 200)})
+            return LostTurn(kind, f"{where} (case {ctx.case_id}, turn {ctx.turn}, turn lost as "
+                                  f"upstream loses it): {_short(exc)}")
+        if isinstance(exc, openai.BadRequestError):
+            return ModelCallError(
+                kind, f"{where} rejected the request (case {ctx.case_id}, turn {ctx.turn}): "
+                f"{_short(exc)}",
+            )
+        return ModelCallError(
+            kind, f"{where} failed after {attempts} attempt(s) (case {ctx.case_id}, turn "
+            f"{ctx.turn}): {_short(exc)}",
+        )
 
     async def aclose(self) -> None:
         client, loop = self._client, self._loop
@@ -221,6 +261,8 @@ class OpenAIBackend:
             "base_url": self.base_url,
             "timeout_s": self.timeout_s,
             "max_retries": self.max_retries,
+            "retry_after_max_s": self.retry_after_max_s,
+            "upstream_lost_turns": self.upstream_lost_turns,
             "concurrency": self.concurrency,
         }
 
@@ -266,21 +308,23 @@ class OpenAIBackend:
                 raise
             except Exception as exc:  # e.g. a 200 whose body is not JSON: the SDK lets it through
                 self.stats.errors["bad_response"] += 1
-                raise ModelCallError("bad_response", f"unreadable reply: {_short(exc)}") from exc
+                raise InvalidReply(f"unreadable reply: {_short(exc)}") from exc
             latency = time.perf_counter() - started
         try:
             return self._to_response(completion, latency)
-        except ModelCallError:
+        except InvalidReply:
+            self.stats.errors["bad_response"] += 1
             raise
         except Exception as exc:  # a reply shaped unlike a chat.completion
             self.stats.errors["bad_response"] += 1
-            raise ModelCallError("bad_response", f"unexpected reply shape: {_short(exc)}") from exc
+            raise InvalidReply(f"unexpected reply shape: {_short(exc)}") from exc
 
     def _to_response(self, completion: Any, latency: float) -> ChatResponse:
-        if not getattr(completion, "choices", None):
-            self.stats.errors["bad_response"] += 1
-            raise ModelCallError("bad_response", f"reply has no choices: {_short(completion)}")
+        if isinstance(completion, (str, bytes)) or not getattr(completion, "choices", None):
+            raise InvalidReply(f"reply has no choices: {_short(completion)}")
         choice = completion.choices[0]
+        if getattr(choice, "message", None) is None:
+            raise InvalidReply(f"reply's first choice has no message: {_short(choice)}")
         message = assistant_message(choice.message)
         usage = completion.usage
         return ChatResponse(
@@ -305,9 +349,14 @@ class OpenAIBackend:
         base = min(self.backoff_max_s, self.backoff_initial_s * 2 ** (state.attempt_number - 1))
         return min(self.backoff_max_s, base + random.uniform(0, base))
 
-    def _before_sleep(self, state: RetryCallState) -> None:
+    def _before_sleep(self, state: RetryCallState, ctx: CallContext) -> None:
         self.stats.retries += 1
         self.stats.retry_wait_s += state.upcoming_sleep
+        log = current_call_log()
+        if log is not None:
+            exc = state.outcome.exception() if state.outcome else None
+            log.retries.append({"turn": ctx.turn, "kind": error_kind(exc) if exc else "unknown",
+                                "wait_s": round(state.upcoming_sleep, 3)})
 
 
 def assistant_message(message: Any) -> dict[str, Any]:

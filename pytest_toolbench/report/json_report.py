@@ -29,6 +29,8 @@ def build_json_report(
     cases = sorted(results, key=lambda r: (r.case_id, r.scenario, r.benchmark))
     return {
         "schema_version": SCHEMA_VERSION,
+        #: True when the run was interrupted (SIGINT/SIGTERM): metrics cover finished cases only.
+        "partial": bool(run_info.get("partial", False)),
         "run": run_info,
         "metrics": metrics.model_dump(mode="json"),
         "gates": [v.model_dump(mode="json") for v in (gates or [])],

@@ -107,20 +107,40 @@ def _gate_table(verdicts: list[GateVerdict]) -> Table:
     return t
 
 
+def _console(buf: StringIO, width: int) -> Console:
+    return Console(
+        file=buf, width=width, force_terminal=False, color_system=None, highlight=False,
+        emoji=False, markup=False, soft_wrap=False,
+    )
+
+
+def render_gates(verdicts: list[GateVerdict], *, width: int = 120) -> str:
+    """The gate table alone (printed last, after pytest's own lines, so CI logs end on it)."""
+    buf = StringIO()
+    console = _console(buf, width)
+    failed = sum(not v.passed for v in verdicts)
+    status = "all passed" if not failed else f"{failed} FAILED"
+    console.print(Text(f"== gates: {len(verdicts)} checked, {status} =="))
+    console.print(_gate_table(verdicts))
+    return _tidy(buf.getvalue())
+
+
 def render_summary(
     metrics: RunMetrics,
     verdicts: list[GateVerdict],
     *,
     width: int = 120,
     confidence: float = 0.95,
+    run_notes: list[str] | None = None,
+    include_gates: bool = True,
 ) -> str:
-    """The whole summary: per-scenario metric and breakdown tables, error notes, gate verdicts."""
+    """The whole summary: run notes (data, subset, cache, partial), per-scenario metric and
+    breakdown tables, error notes, and (unless ``include_gates`` is False) the gate verdicts."""
     buf = StringIO()
-    console = Console(
-        file=buf, width=width, force_terminal=False, color_system=None, highlight=False,
-        emoji=False, markup=False, soft_wrap=False,
-    )
+    console = _console(buf, width)
     ci_label = f"{round(100 * confidence)}% CI"
+    for note in run_notes or []:
+        console.print(Text(note), soft_wrap=True)  # a path must stay on one line
     if not metrics.scenarios:
         console.print("pytest-toolbench: no case results were collected")
     for s in metrics.scenarios:
@@ -144,12 +164,10 @@ def render_summary(
         if table.note:
             console.print(Text(table.note))
         console.print()
-    if verdicts:
-        failed = sum(not v.passed for v in verdicts)
-        status = "all passed" if not failed else f"{failed} FAILED"
-        console.print(Text(f"== gates: {len(verdicts)} checked, {status} =="))
-        console.print(_gate_table(verdicts))
-    return _tidy(buf.getvalue())
+    text = _tidy(buf.getvalue())
+    if verdicts and include_gates:
+        text += render_gates(verdicts, width=width)
+    return text
 
 
 def _report_table(table: ReportTable) -> Table:
@@ -171,3 +189,20 @@ def _tidy(text: str) -> str:
     while out and not out[-1]:
         out.pop()
     return "\n".join(out) + "\n"
+
+
+def coverage_notes(covered: dict[str, int], suite: dict[str, int]) -> list[str]:
+    """``subset: 40 of 240 cases`` per benchmark whose metrics do not cover its whole suite."""
+    out = []
+    for name in sorted(covered):
+        total = suite.get(name)
+        if total is not None and covered[name] < total:
+            out.append(f"{name} subset: {covered[name]} of {total} cases "
+                       "(metrics cover only these; not comparable with a full run)")
+    return out
+
+
+def cache_note(model_calls: int, cached_calls: int) -> str | None:
+    if not cached_calls:
+        return None
+    return f"replies from the response cache: {cached_calls} of {model_calls} model calls"

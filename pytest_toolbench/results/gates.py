@@ -10,12 +10,16 @@ from __future__ import annotations
 import math
 import operator
 import re
-from collections.abc import Callable, Iterable
-from typing import Literal
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel
 
-from pytest_toolbench.results.aggregate import PATH_GRAMMAR, MetricPath, RunMetrics
+from pytest_toolbench.exitcodes import ToolbenchExit
+from pytest_toolbench.results.aggregate import ERROR_RATE, PATH_GRAMMAR, MetricPath, RunMetrics
+
+if TYPE_CHECKING:
+    from pytest_toolbench.benchmarks.base import Benchmark
 
 Op = Literal[">=", ">", "<=", "<", "=="]
 _OPS: dict[str, Callable[[float, float], bool]] = {
@@ -44,6 +48,8 @@ class GateVerdict(BaseModel):
     actual: float | None
     passed: bool
     reason: str
+    #: "metric": a --gate; "error_rate": the per-scenario --max-error-rate limit.
+    kind: Literal["metric", "error_rate"] = "metric"
 
 
 def _threshold(text: str, gate: str) -> float:
@@ -86,6 +92,70 @@ def parse_gate(text: str) -> Gate:
 
 def parse_gates(texts: Iterable[str]) -> list[Gate]:
     return [parse_gate(t) for t in texts]
+
+
+def check_gate_names(gate: Gate, benchmarks: Mapping[str, Benchmark]) -> None:
+    """Reject a gate whose benchmark, scenario, metric or subgroup label no registered benchmark
+    declares (a typo must fail before any model call). Raises ValueError with one line."""
+    p = MetricPath.parse(gate.path)
+    b = benchmarks.get(p.benchmark)
+    if b is None:
+        raise ValueError(f"gate {gate}: unknown benchmark {p.benchmark!r}; known: {sorted(benchmarks)}")
+    if p.scenario not in b.scenarios:
+        raise ValueError(
+            f"gate {gate}: {p.benchmark} has no scenario {p.scenario!r}; known: {list(b.scenarios)}"
+        )
+    if p.metric != ERROR_RATE:
+        spec = next((m for m in b.metrics if m.name == p.metric), None)
+        names = [m.name for m in b.metrics if m.applies_to(p.scenario)] + [ERROR_RATE]
+        if spec is None or not spec.applies_to(p.scenario):
+            raise ValueError(
+                f"gate {gate}: {p.benchmark}.{p.scenario} has no metric {p.metric!r}; known: {names}"
+            )
+    if p.label is not None and p.label not in b.breakdown_labels:
+        raise ValueError(
+            f"gate {gate}: {p.benchmark} has no subgroup label {p.label!r}; "
+            f"known: {list(b.breakdown_labels)}"
+        )
+
+
+def check_gate_selection(
+    gate: Gate, scenarios: Mapping[str, set[str]], groups: Mapping[str, dict[str, set[str]]]
+) -> None:
+    """Reject a gate on a scenario or subgroup the selected cases do not contain (it could only
+    fail). ``scenarios``: benchmark -> selected scenarios; ``groups``: benchmark -> label ->
+    values among the selected cases. Benchmarks absent from ``scenarios`` are not checked."""
+    p = MetricPath.parse(gate.path)
+    if p.benchmark not in scenarios:
+        return
+    if p.scenario not in scenarios[p.benchmark]:
+        raise ValueError(
+            f"gate {gate}: scenario {p.scenario!r} is not among the selected cases "
+            f"(selected: {sorted(scenarios[p.benchmark])})"
+        )
+    if p.label is not None:
+        values = groups.get(p.benchmark, {}).get(p.label, set())
+        if p.group not in values:
+            raise ValueError(
+                f"gate {gate}: no selected case has {p.label}={p.group} "
+                f"(selected: {sorted(values, key=_natural)})"
+            )
+
+
+def _natural(text: str) -> tuple[int, float | str]:
+    try:
+        return (0, float(text))
+    except ValueError:
+        return (1, text)
+
+
+def exit_status(verdicts: list[GateVerdict]) -> ToolbenchExit:
+    """Too many infrastructure errors first (the metrics are then unreliable), then metric gates."""
+    if any(not v.passed for v in verdicts if v.kind == "error_rate"):
+        return ToolbenchExit.INFRA_ERRORS
+    if any(not v.passed for v in verdicts if v.kind == "metric"):
+        return ToolbenchExit.GATE_FAILED
+    return ToolbenchExit.OK
 
 
 def _fmt(x: float) -> str:
@@ -134,6 +204,7 @@ def error_rate_verdicts(metrics: RunMetrics, max_error_rate: float) -> list[Gate
                 gate=f"{s.benchmark}.{s.scenario}.error_rate<={max_error_rate:g}",
                 actual=rate,
                 passed=passed,
+                kind="error_rate",
                 reason=(
                     f"{s.n_errors}/{s.n_cases} cases hit infrastructure errors ({kinds}); "
                     f"{'within' if passed else 'above'} the {max_error_rate:.2%} limit"
@@ -147,6 +218,9 @@ __all__ = [
     "PATH_GRAMMAR",
     "Gate",
     "GateVerdict",
+    "check_gate_names",
+    "check_gate_selection",
+    "exit_status",
     "error_rate_verdicts",
     "evaluate_gate",
     "evaluate_gates",

@@ -1,5 +1,8 @@
 """Per-process runtime: the model under test, the scheduler, and each benchmark's runner.
 
+Each case runs under ``--case-timeout`` (a timed-out case is an infrastructure error of kind
+``case_timeout``) with its own call log, whose retries and lost turns land in ``details``.
+
 Fixtures build one of these per pytest process (controller with ``-n 0``, else each xdist worker).
 Runners are registered the first time a test of their benchmark asks for one, because they are
 built by fixtures (the sandbox, the knowledge graph...) and only a test can request fixtures.
@@ -7,12 +10,14 @@ built by fixtures (the sandbox, the knowledge graph...) and only a test can requ
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 
 from pytest_toolbench.benchmarks.base import Case, CaseRunner
 from pytest_toolbench.config import RunSettings
 from pytest_toolbench.models.base import ChatModel
-from pytest_toolbench.results.case_result import CaseResult
+from pytest_toolbench.models.call_log import CURRENT_CALL_LOG, CaseCallLog
+from pytest_toolbench.results.case_result import CaseResult, InfraError, Outcome
 from pytest_toolbench.results.journal import ResultJournal
 from pytest_toolbench.runtime.recording import RecordingModel
 from pytest_toolbench.runtime.scheduler import CaseScheduler
@@ -39,9 +44,18 @@ class CaseRuntime:
         runner = self.runners[case.benchmark]
         model = self.model
 
+        timeout = self.settings.case_timeout_s
+
         async def job() -> CaseResult:
-            result = await runner.run(case, model)
+            # This job runs in its own task, so the log is this case's alone (call_log.py).
+            log = CaseCallLog()
+            CURRENT_CALL_LOG.set(log)
+            try:
+                result = await asyncio.wait_for(runner.run(case, model), timeout)
+            except asyncio.TimeoutError:
+                result = case_timeout_result(case, timeout or 0.0)
             result.model = model.name
+            result.details.update(log.details())
             if isinstance(model, RecordingModel):
                 model.finish_case(case.id)
             return result
@@ -54,3 +68,19 @@ class CaseRuntime:
 
     def close(self) -> None:
         self.scheduler.close(finalizer=self.model.aclose)
+
+
+def case_timeout_result(case: Case, timeout_s: float) -> CaseResult:
+    """A case past ``--case-timeout``: an infrastructure error (the endpoint or a tool was too
+    slow), never a wrong answer. Its transcript is lost with the cancelled runner."""
+    return CaseResult(
+        case_id=case.id,
+        benchmark=case.benchmark,
+        scenario=case.scenario,
+        outcome=Outcome.ERROR,
+        labels=case.labels,
+        error=InfraError(
+            kind="case_timeout",
+            message=f"case {case.id} did not finish within --case-timeout {timeout_s:g}s",
+        ),
+    )

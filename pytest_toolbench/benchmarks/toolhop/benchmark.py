@@ -6,11 +6,16 @@ from pathlib import Path
 from typing import Any, Callable
 
 from pytest_toolbench.benchmarks.base import Case
+from pytest_toolbench.benchmarks.data_source import DataSource, is_within
 from pytest_toolbench.benchmarks.toolhop.options import ToolHopOptions
 from pytest_toolbench.benchmarks.toolhop.oracle import toolhop_oracle
 from pytest_toolbench.benchmarks.toolhop.prompts import SCENARIOS
 from pytest_toolbench.benchmarks.toolhop.runner import ToolHopRunner, ToolSandboxLike
-from pytest_toolbench.benchmarks.toolhop.schema import ToolHopRecord, load_toolhop_dir
+from pytest_toolbench.benchmarks.toolhop.schema import (
+    ToolHopRecord,
+    load_toolhop_dir,
+    load_toolhop_file,
+)
 from pytest_toolbench.config import RunSettings
 from pytest_toolbench.models.base import ChatRequest
 from pytest_toolbench.results.metrics import MetricSpec
@@ -59,6 +64,17 @@ class ToolHopBenchmark:
             raise ValueError(f"unknown ToolHop scenario(s) {unknown}; expected {self.scenarios}")
         records = load_toolhop_dir(Path(data_dir or DEFAULT_DATA_DIR) / "toolhop")
         return [self.make_case(record, scenario) for scenario in scenarios for record in records]
+
+    def data_sources(self, data_dir: Path | None) -> list[DataSource]:
+        """Each ``toolhop/*.json`` file the cases come from (HasDataSources)."""
+        folder = Path(data_dir or DEFAULT_DATA_DIR) / "toolhop"
+        bundled_dir = DEFAULT_DATA_DIR / "toolhop"
+        return [
+            DataSource.for_file(
+                self.name, path, len(load_toolhop_file(path)), bundled=is_within(path, bundled_dir)
+            )
+            for path in sorted(p for p in folder.glob("*.json") if p.is_file())
+        ]
 
     def make_case(self, record: ToolHopRecord, scenario: str) -> Case:
         return Case(

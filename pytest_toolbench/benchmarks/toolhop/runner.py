@@ -45,6 +45,7 @@ from pytest_toolbench.models.base import (
     ChatRequest,
     ChatResponse,
     ContextLengthExceeded,
+    LostTurn,
     ModelCallError,
     Sampling,
     Usage,
@@ -133,6 +134,10 @@ class ToolHopRunner:
             ctx = CallContext(case_id=case.id, turn=state.model_calls, oracle=oracle)
             try:
                 response = await model.complete(request, ctx)
+            except LostTurn:
+                # --upstream-lost-turns: upstream appends nothing and the turn is consumed (§2.3);
+                # the backend recorded it in the case's details["lost_turns"].
+                continue
             except ContextLengthExceeded as exc:
                 # Upstream: the failed call yields no answer and the sample scores wrong.
                 state.stop_reason = f"{exc.kind}: {exc.message}"

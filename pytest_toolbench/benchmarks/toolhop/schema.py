@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
-from pytest_toolbench.benchmarks.dataset_errors import DatasetError, DatasetWarning
+from pytest_toolbench.benchmarks.dataset_errors import DatasetError, DatasetWarning, raise_collected
 
 #: Upstream ``data/ToolHop.json`` as published (Git LFS pointer, spec §0 S2).
 UPSTREAM_RECORD_COUNT = 995
@@ -183,14 +183,21 @@ def load_toolhop_file(path: str | Path) -> list[ToolHopRecord]:
         raise DatasetError(path, f"top level must be a JSON array of records, got {type(raw).__name__}")
     records: list[ToolHopRecord] = []
     seen: dict[int, int] = {}
+    errors: list[DatasetError] = []  # every bad record, so one run lists all there is to fix
     for index, item in enumerate(raw):
-        record = parse_record(item, path, index)
+        try:
+            record = parse_record(item, path, index)
+        except DatasetError as exc:
+            errors.append(exc)
+            continue
         if record.id in seen:
-            raise DatasetError(
+            errors.append(DatasetError(
                 path, f"duplicate id (also record #{seen[record.id]})", index=index, record_id=record.id
-            )
+            ))
+            continue
         seen[record.id] = index
         records.append(record)
+    raise_collected(errors)
     _warn_tolerated(path, records)
     check_upstream_integrity(path, records)
     return records

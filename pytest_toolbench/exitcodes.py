@@ -1,0 +1,32 @@
+"""The exit statuses of a pytest-toolbench run, one per thing a CI step wants to tell apart.
+
+pytest's own codes keep their meaning (0-5); the two that only gates can produce lie above pytest's
+range so they never collide with a future pytest code. The README's "Exit codes" table mirrors this.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class ToolbenchExit(IntEnum):
+    #: With gates: every gate and error-rate limit passed. Without: every case passed.
+    OK = 0
+    #: Without gates only (pytest's TESTS_FAILED): some case was wrong or hit an infrastructure
+    #: error. With gates single cases never decide the status.
+    CASES_FAILED = 1
+    #: Ctrl-C or SIGTERM (pytest's INTERRUPTED); summary and JSON are written, marked partial.
+    INTERRUPTED = 2
+    INTERNAL_ERROR = 3
+    #: Bad command line, gate, selection option or dataset, found before any model call.
+    USAGE_ERROR = 4
+    #: No case was selected or none ran (pytest's NO_TESTS_COLLECTED), gates or not.
+    NO_CASES = 5
+    #: A metric gate failed (the metrics themselves are trustworthy: error rates were in bounds).
+    GATE_FAILED = 10
+    #: More infrastructure errors than --max-error-rate allows: the metrics cannot be trusted,
+    #: whatever the metric gates say.
+    INFRA_ERRORS = 11
+
+
+__all__ = ["ToolbenchExit"]

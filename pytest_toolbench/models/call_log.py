@@ -1,0 +1,43 @@
+"""What happened on the wire while one case ran: retried attempts and turns lost to API errors.
+
+A backend is shared by every case of a process, so it cannot keep per-case records itself. The
+runtime opens a :class:`CaseCallLog` in the case's own asyncio task (a context variable, so
+concurrent cases never mix), the backend appends to whichever log is current, and the runtime
+copies it into the case's ``details`` when the case ends.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class CaseCallLog:
+    #: One entry per failed attempt that was retried: {"turn", "kind", "wait_s"}.
+    retries: list[dict[str, Any]] = field(default_factory=list)
+    #: --upstream-lost-turns: one entry per model call that failed and consumed its turn.
+    lost_turns: list[dict[str, Any]] = field(default_factory=list)
+
+    def details(self) -> dict[str, Any]:
+        """The ``details`` keys for the case result (empty when nothing happened)."""
+        out: dict[str, Any] = {}
+        if self.retries:
+            out["endpoint_retries"] = {
+                "count": len(self.retries),
+                "statuses": dict(Counter(r["kind"] for r in self.retries)),
+                "wait_s": round(sum(r["wait_s"] for r in self.retries), 3),
+                "attempts": self.retries,
+            }
+        if self.lost_turns:
+            out["lost_turns"] = self.lost_turns
+        return out
+
+
+CURRENT_CALL_LOG: ContextVar[CaseCallLog | None] = ContextVar("toolbench_call_log", default=None)
+
+
+def current_call_log() -> CaseCallLog | None:
+    return CURRENT_CALL_LOG.get()

@@ -1,0 +1,332 @@
+"""The suite as a CI pipeline runs it: exit codes, JUnit XML, early validation, partial runs.
+
+Everything runs ``pytest suites/toolhop`` in a subprocess against the bundled sample and a real
+local HTTP endpoint (tests/fake_openai_server.py), and reads what a CI system reads: the exit
+status, the JUnit XML (parsed), stdout/stderr and the JSON report.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from fake_openai_server import FakeOpenAIServer, completion, delayed, error_body, reply, tool_call
+from pytest_toolbench.exitcodes import ToolbenchExit
+
+REPO = Path(__file__).resolve().parents[1]
+BUNDLED = REPO / "data" / "toolhop" / "ToolHop.json"
+RECORDS = json.loads(BUNDLED.read_text())
+N = len(RECORDS)  # records in the bundled sample (one case per record and scenario)
+
+
+def suite_cmd(tmp_path: Path, *args: str) -> list[str]:
+    return [
+        sys.executable, "-m", "pytest", "suites/toolhop", "-q", "-p", "no:randomly",
+        "-o", f"cache_dir={tmp_path / 'pytest-cache'}", "--cache-dir", str(tmp_path / "cache"),
+        "--toolbench-json", str(tmp_path / "report.json"), "--junitxml", str(tmp_path / "junit.xml"),
+        *args,
+    ]
+
+
+def run_suite(tmp_path: Path, *args: str, timeout: float = 300):
+    for name in ("report.json", "junit.xml"):
+        (tmp_path / name).unlink(missing_ok=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+    proc = subprocess.run(suite_cmd(tmp_path, *args), cwd=REPO, capture_output=True, text=True,
+                          timeout=timeout, env=env)
+    report = tmp_path / "report.json"
+    return proc, json.loads(report.read_text()) if report.exists() else None
+
+
+def junit_cases(tmp_path: Path) -> list[ET.Element]:
+    return list(ET.parse(tmp_path / "junit.xml").getroot().iter("testcase"))
+
+
+def props(case: ET.Element) -> dict[str, str]:
+    return {p.get("name"): p.get("value") for p in case.iter("property")}
+
+
+def http(server: FakeOpenAIServer, *extra: str) -> list[str]:
+    return ["--base-url", server.base_url, "--api-key", "t", "--model", "m", *extra]
+
+
+def wrong(body: dict, index: int):
+    """Wrong for every record but one: upstream's scorer strips gold "0" to "" (a substring of
+    anything), so record 9005 counts correct whatever the answer (spec §3.1)."""
+    return 200, {}, completion("<answer>xyz</answer>")
+
+
+def gold_for(body: dict) -> dict:
+    question = body["messages"][0]["content"].rsplit("Question: ", 1)[1]
+    return next(r for r in RECORDS if r["question"] == question)
+
+
+def half_right(body: dict, index: int):
+    record = gold_for(body)
+    answer = record["answer"] if record["id"] % 2 == 0 else "definitely-wrong"
+    return 200, {}, completion(f"<answer>{answer}</answer>")
+
+
+# --------------------------------------------------------------------------- gates and JUnit
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_only_wrong_answers_and_a_passing_gate_exit_0_with_no_junit_failure(tmp_path, workers):
+    with FakeOpenAIServer(wrong) as server:
+        proc, report = run_suite(
+            tmp_path, *http(server, "--scenario", "direct", "-n", workers, "--no-cache"),
+            "--gate", "toolhop.direct.accuracy<=0.5", "--gate", "toolhop.direct.error_rate<=0",
+        )
+    assert proc.returncode == ToolbenchExit.OK, proc.stdout[-3000:]
+    cases = junit_cases(tmp_path)
+    suite = [c for c in cases if c.get("classname", "").startswith("suites.")]
+    gates = [c for c in cases if c.get("classname") == "toolbench-gates"]
+    outcomes = {c["case_id"]: c["outcome"] for c in report["cases"]}
+    n_wrong = sum(o == "failed" for o in outcomes.values())
+    assert len(suite) == N and n_wrong == N - 1
+    for c in suite:  # the case outcome stays visible as a JUnit property
+        case_id = c.get("name").split("[")[1].rstrip("]")
+        assert props(c)["toolbench.outcome"] == outcomes[case_id]
+        if outcomes[case_id] == "failed":
+            assert props(c)["toolbench.failure_message"].startswith("question:")
+    assert not any(c.find("failure") is not None or c.find("error") is not None for c in cases)
+    # One JUnit testcase per --gate, with its verdict and reason.
+    assert [g.get("name") for g in gates] == ["toolhop.direct.accuracy<=0.5",
+                                              "toolhop.direct.error_rate<=0"]
+    assert all(props(g)["toolbench.gate.verdict"] == "passed" for g in gates)
+    assert f"actual {1 / N:.4g} satisfies" in props(gates[0])["toolbench.gate.reason"]
+    root = ET.parse(tmp_path / "junit.xml").getroot()
+    suite_el = root if root.tag == "testsuite" else root.find("testsuite")
+    assert suite_el.get("failures") == "0" and suite_el.get("errors") == "0"
+    # Wrong answers stay visible in the terminal and the JSON; the gate table is printed last.
+    assert f"{n_wrong} wrong" in proc.stdout
+    tail = proc.stdout.strip().splitlines()
+    assert tail[-1].startswith("gates PASSED (exit status 0 OK)")
+    assert any(line.startswith("| PASS") and "accuracy<=0.5" in line for line in tail[-6:])
+
+
+def test_failing_gate_exits_gate_failed_and_is_a_junit_failure(tmp_path):
+    with FakeOpenAIServer(half_right) as server:
+        proc, report = run_suite(tmp_path, *http(server, "--scenario", "direct", "--no-cache"),
+                                 "--gate", "toolhop.direct.accuracy>=0.9")
+    assert proc.returncode == ToolbenchExit.GATE_FAILED, proc.stdout[-3000:]
+    gate = next(c for c in junit_cases(tmp_path) if c.get("classname") == "toolbench-gates")
+    failure = gate.find("failure")
+    assert failure is not None and "violates >= 0.9" in failure.get("message")
+    assert report["gates"][0]["passed"] is False
+    assert proc.stdout.strip().splitlines()[-1].startswith("gates FAILED (exit status 10")
+
+
+def test_too_many_infrastructure_errors_exit_infra_errors(tmp_path):
+    def down(body: dict, index: int):
+        return 500, {}, error_body(500, "down")
+
+    with FakeOpenAIServer(down) as server:
+        proc, report = run_suite(
+            tmp_path, *http(server, "--scenario", "direct", "--limit", "2", "--max-retries", "0",
+                            "--no-cache"),
+            "--gate", "toolhop.direct.accuracy>=0", "--max-error-rate", "0.5",
+        )
+    assert proc.returncode == ToolbenchExit.INFRA_ERRORS, proc.stdout[-3000:]
+    cases = junit_cases(tmp_path)
+    rate = next(c for c in cases if c.get("classname") == "toolbench-error-rate")
+    assert rate.find("failure") is not None
+    # The errored cases are skipped in JUnit (the error-rate testcase carries the verdict).
+    suite = [c for c in cases if c.get("classname", "").startswith("suites.")]
+    assert all(c.find("skipped") is not None and c.find("error") is None for c in suite)
+    assert all(props(c)["toolbench.error_kind"] == "http_500" for c in suite)
+    assert "2 infra-error" in proc.stdout
+
+
+def test_without_gates_wrong_answers_still_fail_as_before(tmp_path):
+    with FakeOpenAIServer(half_right) as server:
+        proc, report = run_suite(tmp_path, *http(server, "--scenario", "direct", "--no-cache"))
+    assert proc.returncode == ToolbenchExit.CASES_FAILED
+    failures = [c for c in junit_cases(tmp_path) if c.find("failure") is not None]
+    assert len(failures) == sum(c["outcome"] == "failed" for c in report["cases"]) >= 1
+
+
+# --------------------------------------------------------------------------- early validation
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["--gate", "toolhop.direct.acuracy>=0.5"], "has no metric 'acuracy'"),
+        (["--gate", "toolhop.direkt.accuracy>=0.5"], "has no scenario 'direkt'"),
+        (["--gate", "toolhop.direct[hop=3].accuracy>=0.5"], "no subgroup label 'hop'"),
+        (["--gate", "nobench.direct.accuracy>=0.5"], "unknown benchmark 'nobench'"),
+        (["--gate", "toolhop.direct.query_error_rate<=0.5"], "has no metric 'query_error_rate'"),
+        (["--gate", "toolhop.direct[hops=99].accuracy>=0.5"], "no selected case has hops=99"),
+        (["--scenario", "direct", "--gate", "toolhop.free.accuracy>=0.5"], "not among the selected"),
+        (["--limit", "0"], "--limit 0: must be at least 1"),
+        (["--sandbox-workers", "0"], "--sandbox-workers 0: must be at least 1"),
+        (["--case-timeout", "0"], "--case-timeout 0.0: must be positive"),
+    ],
+)
+def test_bad_options_are_one_line_usage_errors_before_any_model_call(tmp_path, args, needle):
+    with FakeOpenAIServer(wrong) as server:
+        proc, report = run_suite(tmp_path, *http(server, "--no-cache"), *args)
+        assert server.requests == []
+    assert proc.returncode == ToolbenchExit.USAGE_ERROR, proc.stdout + proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("ERROR:")]
+    assert len(errors) == 1 and needle in errors[0], proc.stderr
+    assert "Traceback" not in proc.stderr and report is None
+
+
+@pytest.mark.parametrize("gates", [[], ["--gate", "toolhop.direct.accuracy>=0"]])
+def test_a_selection_matching_no_case_fails_before_any_model_call(tmp_path, gates):
+    with FakeOpenAIServer(wrong) as server:
+        proc, _ = run_suite(tmp_path, *http(server, "--sample-ids", "no-such-id"), *gates)
+        assert server.requests == []
+    assert proc.returncode == ToolbenchExit.NO_CASES, proc.stdout + proc.stderr
+    assert "the selection matches no case (--sample-ids no-such-id)" in proc.stderr
+
+
+def test_deselecting_every_case_fails_with_no_cases(tmp_path):
+    proc, _ = run_suite(tmp_path, "--model", "oracle", "-k", "no_such_case")
+    assert proc.returncode == ToolbenchExit.NO_CASES
+
+
+def test_dataset_errors_list_every_bad_record_on_one_line_each(tmp_path):
+    records = json.loads(BUNDLED.read_text())
+    records[1]["answer"] = 3
+    del records[3]["question"]
+    records[4]["id"] = records[0]["id"]
+    data = tmp_path / "data" / "toolhop"
+    data.mkdir(parents=True)
+    (data / "ToolHop.json").write_text(json.dumps(records))
+    proc, _ = run_suite(tmp_path, "--model", "oracle", "--data-dir", str(tmp_path / "data"))
+    assert proc.returncode == ToolbenchExit.USAGE_ERROR
+    assert "Traceback" not in proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if "ToolHop.json record #" in ln]
+    assert len(lines) == 3, proc.stderr
+    assert "record #1" in lines[0] and "answer: must be a string" in lines[0]
+    assert "record #3" in lines[1] and "missing keys ['question']" in lines[1]
+    assert "record #4" in lines[2] and "duplicate id (also record #0)" in lines[2]
+
+
+# --------------------------------------------------------------------------- data, subset, cache
+def test_summary_and_json_name_the_data_the_subset_and_the_cache(tmp_path):
+    import hashlib
+
+    sha = hashlib.sha256(BUNDLED.read_bytes()).hexdigest()
+    with FakeOpenAIServer(half_right) as server:
+        run_suite(tmp_path, *http(server, "--scenario", "direct", "--limit", "2"))
+        proc, report = run_suite(tmp_path, *http(server, "--scenario", "direct", "--limit", "2"))
+    out = proc.stdout
+    assert f"data: toolhop: {BUNDLED}, {N} records, sha256 {sha[:12]}" in out
+    assert "bundled sample (not the real benchmark)" in out
+    assert f"toolhop subset: 2 of {3 * N} cases" in out
+    assert "replies from the response cache: 2 of 2 model calls" in out
+    source = report["run"]["data_sources"][0]
+    assert source["sha256"] == sha and source["records"] == N and source["bundled"] is True
+    assert report["run"]["coverage"]["toolhop"] == {"cases": 2, "suite_cases": 3 * N, "subset": True}
+    assert report["run"]["cache"] == {"model_calls": 2, "replies_from_cache": 2}
+
+
+def test_last_failed_reruns_the_wrong_answers_and_says_it_is_a_subset(tmp_path):
+    with FakeOpenAIServer(half_right) as server:
+        first, full = run_suite(tmp_path, *http(server, "--scenario", "direct"))
+        assert first.returncode == 1 and "subset" not in json.dumps(full["run"]["coverage"]).replace(
+            '"subset": true', "")
+        proc, report = run_suite(tmp_path, *http(server, "--scenario", "direct", "--lf"))
+        # With gates, --lf still knows the wrong answers although JUnit shows them passed.
+        gated, _ = run_suite(tmp_path, *http(server, "--scenario", "direct"),
+                             "--gate", "toolhop.direct.accuracy>=0")
+        again, after_gates = run_suite(tmp_path, *http(server, "--scenario", "direct", "--lf"))
+    odd = sorted(c["case_id"] for c in full["cases"] if c["outcome"] == "failed")
+    assert sorted(c["case_id"] for c in report["cases"]) == odd, proc.stdout[-2000:]
+    assert report["run"]["coverage"]["toolhop"]["subset"] is True
+    assert f"toolhop subset: {len(odd)} of {3 * N} cases" in proc.stdout
+    assert gated.returncode == 0
+    assert sorted(c["case_id"] for c in after_gates["cases"]) == odd
+
+
+# --------------------------------------------------------------------------- endpoint faults
+def test_case_timeout_is_an_infrastructure_error_of_its_own_kind(tmp_path):
+    slow = delayed(3.0, reply("<answer>x</answer>"))
+    with FakeOpenAIServer(slow) as server:
+        proc, report = run_suite(
+            tmp_path, *http(server, "--scenario", "direct", "--limit", "1", "--no-cache",
+                            "--case-timeout", "0.5"),
+        )
+    case = report["cases"][0]
+    assert case["outcome"] == "error" and case["error"]["kind"] == "case_timeout"
+    assert "--case-timeout 0.5s" in case["error"]["message"]
+
+
+def _tool_then_gold(body: dict, index: int):
+    record = gold_for(body)
+    if body.get("tools") and len(body["messages"]) == 1:
+        name = body["tools"][0]["function"]["name"]
+        return 200, {}, completion(None, [tool_call(name, {}, call_id="call_0")])
+    return 200, {}, completion(f"<answer>{record['answer']}</answer>")
+
+
+def _first_request_fails(status: int):
+    def handler(body: dict, index: int):
+        if index == 0:
+            return status, {"Retry-After": "0"}, error_body(status)
+        return _tool_then_gold(body, index)
+
+    return handler
+
+
+def test_retries_are_recorded_per_case_and_upstream_lost_turns_reproduces_upstream(tmp_path):
+    one = ["--scenario", "mandatory", "--limit", "1", "--no-cache"]
+    with FakeOpenAIServer(_first_request_fails(503)) as server:
+        _, retried = run_suite(tmp_path, *http(server, *one))
+        retried_requests = len(server.requests)
+    with FakeOpenAIServer(_first_request_fails(503)) as server:
+        _, lost = run_suite(tmp_path, *http(server, *one, "--upstream-lost-turns"))
+        lost_requests = len(server.requests)
+    default = retried["cases"][0]
+    assert default["outcome"] == "passed"
+    assert default["details"]["endpoint_retries"]["count"] == 1
+    assert default["details"]["endpoint_retries"]["statuses"] == {"http_503": 1}
+    assert retried_requests == 3  # 503, retry: tool call, answer
+    # Upstream: the 503 consumes turn 0 with nothing appended; the model is asked again.
+    upstream = lost["cases"][0]
+    assert upstream["outcome"] == "passed" and lost_requests == 3
+    assert upstream["details"]["lost_turns"][0]["turn"] == 0
+    assert upstream["details"]["lost_turns"][0]["kind"] == "http_503"
+    assert "endpoint_retries" not in upstream["details"]
+    assert upstream["details"]["turn"] == default["details"]["turn"] + 1
+    assert [m["role"] for m in upstream["transcript"]] == [m["role"] for m in default["transcript"]]
+
+
+def test_upstream_lost_turns_on_a_dead_endpoint_scores_every_case_wrong(tmp_path):
+    def down(body: dict, index: int):
+        return 500, {}, error_body(500)
+
+    with FakeOpenAIServer(down) as server:
+        _, report = run_suite(tmp_path, *http(server, "--scenario", "direct", "--limit", "2",
+                                              "--no-cache", "--upstream-lost-turns"))
+        assert len(server.requests) == 2  # one call per direct case, never retried
+    assert [c["outcome"] for c in report["cases"]] == ["failed", "failed"]
+    assert all(c["details"]["answer_status"] == "no_answer" for c in report["cases"])
+
+
+def test_sigterm_writes_summary_and_json_marked_partial(tmp_path):
+    slow = delayed(0.5, reply("<answer>x</answer>"))
+    with FakeOpenAIServer(slow) as server:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+        proc = subprocess.Popen(
+            suite_cmd(tmp_path, *http(server, "--no-cache", "--concurrency", "1", "-n", "0")),
+            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        )
+        deadline = time.monotonic() + 120
+        while len(server.requests) < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=120)
+    assert proc.returncode == ToolbenchExit.INTERRUPTED, out[-2000:] + err[-2000:]
+    assert "PARTIAL RESULTS: the run was interrupted (SIGTERM)" in out
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["partial"] is True and report["run"]["interrupted_by"] == "SIGTERM"
+    assert 1 <= len(report["cases"]) < 3 * N
