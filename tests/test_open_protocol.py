@@ -237,3 +237,13 @@ def test_replay_and_oracle_are_never_wrapped(tmp_path):
         settings = RunSettings(model=name, decoding="open")
         assert not settings.open_protocol
         assert not isinstance(build_model(settings), OpenProtocolModel)
+
+
+def test_each_case_records_the_protocol_it_was_parsed_with(records, tmp_path):
+    with FakeOpenAIServer(raw_replies("<answer>6</answer>")) as server:
+        result, _ = run_case(open_settings(server, tmp_path, "meta-llama/Llama-3.1-8B-Instruct"),
+                             records[9001])
+    assert result.details["protocol"] == {
+        "protocol": "upstream-open", "family": "llama3.1", "open_parser": "llama31",
+    }
+    assert result.details["raw_outputs"] == [{"turn": 0, "text": "<answer>6</answer>"}]

@@ -98,6 +98,7 @@ class _CaseState:
     masked_feedback: int = 0
     stop_reason: str | None = None
     raw_outputs: list[dict[str, Any]] = field(default_factory=list)
+    model_info: dict[str, Any] = field(default_factory=dict)  # model.describe(), for the protocol
 
     def record_response(self, turn: int, response: ChatResponse) -> None:
         self.model_calls += 1
@@ -161,7 +162,11 @@ class ToolHopRunner:
     async def run(self, case: Case, model: ChatModel) -> CaseResult:
         record: ToolHopRecord = case.sample
         scenario = case.scenario
-        state = _CaseState(messages=build_messages(scenario, record.question))
+        describe = getattr(model, "describe", None)
+        state = _CaseState(
+            messages=build_messages(scenario, record.question),
+            model_info=describe() if callable(describe) else {},
+        )
         tools = build_tools(record, scenario)
         oracle = toolhop_oracle(record)
         max_turns = 1 if scenario == "direct" else self.options.max_turns
@@ -306,8 +311,13 @@ class ToolHopRunner:
             "parse_failures": state.parse_failures,
         }
 
-    @staticmethod
-    def _raw(details: dict[str, Any], state: _CaseState) -> dict[str, Any]:
+    def _raw(self, details: dict[str, Any], state: _CaseState) -> dict[str, Any]:
+        """Open-protocol facts: which upstream parser read the replies, and the raw replies."""
+        info = state.model_info
+        if info.get("protocol"):
+            details["protocol"] = {
+                k: info[k] for k in ("protocol", "family", "open_parser", "stop_token_ids") if k in info
+            }
         if state.raw_outputs:
             details["raw_outputs"] = state.raw_outputs
         return details
