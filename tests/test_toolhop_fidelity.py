@@ -186,3 +186,34 @@ def test_a_case_without_expression_names_records_none(records):
         "an error occured when call nope: name 'nope' is not defined"
     )
     json.dumps(result.model_dump(mode="json"))  # the result serialises
+
+
+def test_parse_check_labels_too_deep_arguments_and_never_raises():
+    from pytest_toolbench.models.parse_check import detect_parse_failure
+
+    deep = "[" * 5000 + "]" * 5000
+    failure = detect_parse_failure(
+        {"role": "assistant", "content": None, "tool_calls": [tool_call("f", deep)]}
+    )
+    assert failure is not None and failure.reason == "invalid_arguments_json"
+    assert "nested too deeply" in failure.detail
+    assert detect_parse_failure({"role": "assistant", "content": "x " + deep}) is None
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "decoding", "open_protocol", "max_tokens"),
+    [
+        ({"model": "gpt-4o", "api_key": "k"}, "closed", False, 256),
+        ({"model": "gpt-4o", "api_key": "k", "decoding": "open"}, "open", True, 1024),
+        ({"model": "smollm2-135m"}, "open", True, 1024),  # the embedded default: vLLM
+        ({"model": "m", "backend": "vllm", "decoding": "open-server-parser"}, "open-server-parser", False, 1024),
+        ({"model": "oracle", "decoding": "open"}, "open", False, 1024),
+    ],
+)
+def test_resolved_decoding(kwargs, decoding, open_protocol, max_tokens, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    settings = RunSettings(**kwargs)
+    assert settings.resolved_decoding == decoding
+    assert settings.open_protocol is open_protocol
+    assert settings.sampling.max_tokens == max_tokens and settings.sampling.temperature == 0.0
