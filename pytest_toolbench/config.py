@@ -52,7 +52,9 @@ class RunSettings(BaseModel):
     #: Upstream's closed script on an API error: no retry, the turn is lost (nothing appended).
     upstream_lost_turns: bool = False
     concurrency: int = 8
-    decoding: Literal["closed", "open"] | None = None  # None: per backend (API: closed, vLLM: open)
+    #: None: per backend (API: closed, vLLM: open). "open" is upstream's open-model protocol (raw
+    #: text, upstream's parsers); "open-server-parser" decodes the same but keeps the server's parser.
+    decoding: Literal["closed", "open", "open-server-parser"] | None = None
     temperature: float | None = None  # overrides the preset
     max_tokens: int | None = None  # overrides the preset
     # --- cache, record, replay
@@ -101,8 +103,18 @@ class RunSettings(BaseModel):
         return "openai"
 
     @property
+    def resolved_decoding(self) -> Literal["closed", "open", "open-server-parser"]:
+        return self.decoding or ("open" if self.resolved_backend == "vllm" else "closed")
+
+    @property
+    def open_protocol(self) -> bool:
+        """Upstream's open-model protocol: raw text through the chat template, upstream's parsers
+        (ToolHop spec §4; ``pytest_toolbench.models.open_protocol``). Real endpoints only."""
+        return self.resolved_decoding == "open" and self.resolved_backend in ("openai", "vllm")
+
+    @property
     def sampling(self) -> Sampling:
-        preset_name = self.decoding or ("open" if self.resolved_backend == "vllm" else "closed")
+        preset_name = "closed" if self.resolved_decoding == "closed" else "open"
         preset = DECODING_PRESETS[preset_name]
         return preset.model_copy(
             update={

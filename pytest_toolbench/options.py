@@ -47,10 +47,12 @@ def add_options(parser: pytest.Parser) -> None:
                      "is an infrastructure error)")
     g.addoption("--concurrency", type=int, default=8,
                 help="cases (and requests) in flight per pytest process")
-    g.addoption("--decoding", choices=["closed", "open"], default=None,
-                help="upstream decoding preset: closed = T=0, max_tokens=256 (API scripts); "
-                     "open = greedy, 1024 new tokens (local-model scripts). Default: open for "
-                     "vLLM, closed otherwise")
+    g.addoption("--decoding", choices=["closed", "open", "open-server-parser"], default=None,
+                help="upstream protocol preset: closed = T=0, max_tokens=256, the endpoint's tool "
+                     "calls (API scripts); open = greedy, 1024 new tokens, raw text parsed by "
+                     "upstream's qwen25/llama31 parsers (local-model scripts); open-server-parser "
+                     "= open decoding with the server's own tool parser (NOT upstream). "
+                     "Default: open for vLLM, closed otherwise")
     g.addoption("--temperature", type=float, default=None, help="override the preset temperature")
     g.addoption("--max-tokens", type=int, default=None, help="override the preset max_tokens")
     # cache / record

@@ -11,6 +11,7 @@ from pytest_toolbench.models.model_families import (
     TEMPLATES_DIR,
     UNKNOWN_FAMILY,
     detect_family,
+    open_series,
     resolve_tool_config,
 )
 
@@ -115,3 +116,26 @@ def test_hermes_template_renders_tools_and_tool_turns() -> None:
         "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n"
         "<|im_start|>user\nhi<|im_end|>\n"
     )
+
+
+@pytest.mark.parametrize(
+    ("family", "series"),
+    [
+        ("qwen2.5", "qwen25"), ("qwen2", "qwen25"), ("qwen3", "qwen25"),
+        ("llama3.1", "llama31"), ("llama3.2", "llama31"), ("llama3.3", "llama31"),
+        ("smollm2", "qwen25"),  # our Hermes template makes it emit <tool_call> blocks
+        ("tiny-random-llama", "qwen25"), (UNKNOWN_FAMILY, "qwen25"), ("not-a-family", "qwen25"),
+        ("mistral", None),  # [TOOL_CALLS] fits neither upstream parser
+    ],
+)
+def test_open_series_per_family(family: str, series: str | None) -> None:
+    assert open_series(family) == series
+
+
+def test_every_family_has_an_open_series_entry() -> None:
+    from pytest_toolbench.models.model_families import FAMILIES, OPEN_SERIES
+
+    assert set(OPEN_SERIES) == set(FAMILIES)
+    # the families read with qwen25 are exactly those whose server parser is Hermes
+    hermes = {f for f in FAMILIES if resolve_tool_config("m", family=f).tool_call_parser == "hermes"}
+    assert {f for f, s in OPEN_SERIES.items() if s == "qwen25"} == hermes

@@ -23,6 +23,7 @@ from pytest_toolbench.config import RunSettings
 from pytest_toolbench.models.base import CallContext, ChatRequest, ModelCallError, Sampling
 from pytest_toolbench.models.cache import CachedModel
 from pytest_toolbench.models.factory import ModelConfigError, build_model
+from pytest_toolbench.models.open_protocol import OpenProtocolModel
 from pytest_toolbench.models.openai_backend import OpenAIBackend, retry_after_seconds
 from pytest_toolbench.models.oracle import OracleModel
 from pytest_toolbench.models.replay import ReplayModel
@@ -354,6 +355,9 @@ def test_factory_backends(tmp_path, monkeypatch):
     vllm = build_model(RunSettings(model="smollm2-135m", backend="vllm", cache_dir=tmp_path),
                        base_url="http://127.0.0.1:41234/v1", served_model="HuggingFaceTB/x",
                        cache_key_extra={"args": ["--tool-call-parser", "hermes"]})
+    # vLLM defaults to upstream's open protocol: raw text parsed outside the cache (ToolHop §4)
+    assert isinstance(vllm, OpenProtocolModel) and vllm.plan.series == "qwen25"
+    vllm = vllm.inner
     assert isinstance(vllm, CachedModel) and vllm.name == "smollm2-135m"
     assert vllm.inner.model == "HuggingFaceTB/x" and vllm.describe()["backend"] == "vllm"
     with pytest.raises(ModelConfigError):

@@ -9,6 +9,7 @@ from urllib.parse import urlparse
 from pytest_toolbench.config import RunSettings
 from pytest_toolbench.models.base import ChatModel
 from pytest_toolbench.models.cache import CachedModel
+from pytest_toolbench.models.open_protocol import OpenProtocolModel, plan_open_protocol
 from pytest_toolbench.models.openai_backend import OpenAIBackend
 from pytest_toolbench.models.oracle import OracleModel
 from pytest_toolbench.models.replay import ReplayModel
@@ -37,6 +38,12 @@ def build_model(
 ) -> ChatModel:
     """``base_url``/``served_model``/``cache_key_extra`` come from a managed vLLM server."""
     backend = settings.resolved_backend
+    # Upstream's open protocol (ToolHop spec §4): raw text, upstream's parsers (open_protocol.py).
+    plan = (
+        plan_open_protocol(served_model or settings.model, backend, cache_key_extra)
+        if settings.open_protocol else None
+    )
+    extra_body = plan.extra_body if plan else None
     if backend == "oracle":
         return OracleModel()
     if backend == "replay":
@@ -54,7 +61,7 @@ def build_model(
         model: ChatModel = OpenAIBackend(
             settings.model, url, key, settings.request_timeout_s, settings.max_retries,
             settings.concurrency, retry_after_max_s=settings.retry_after_max_s,
-            upstream_lost_turns=settings.upstream_lost_turns,
+            upstream_lost_turns=settings.upstream_lost_turns, extra_body=extra_body,
         )
         include_base_url = True
     elif backend == "vllm":
@@ -68,14 +75,17 @@ def build_model(
             settings.request_timeout_s, settings.max_retries, settings.concurrency,
             name=settings.model, backend_label="vllm", abort_check=abort_check,
             retry_after_max_s=settings.retry_after_max_s,
-            upstream_lost_turns=settings.upstream_lost_turns,
+            upstream_lost_turns=settings.upstream_lost_turns, extra_body=extra_body,
         )
         include_base_url = False  # a managed server gets a fresh port each run
     else:  # pragma: no cover - resolved_backend is a Literal
         raise ModelConfigError(f"unknown backend {backend!r}")
     if settings.use_cache:
+        key_extra = {**(cache_key_extra or {}), **({"open_protocol": plan.describe()} if plan else {})}
         model = CachedModel(
-            model, settings.cache_dir, cache_key_extra, include_base_url=include_base_url,
+            model, settings.cache_dir, key_extra or None, include_base_url=include_base_url,
             cache_only=settings.cache_only,
         )
+    if plan is not None:
+        model = OpenProtocolModel(model, plan)  # outside the cache: the cache keeps raw replies
     return model

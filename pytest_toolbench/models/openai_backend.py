@@ -165,6 +165,7 @@ class OpenAIBackend:
         backend_label: str = "openai",
         abort_check: Callable[[], str | None] | None = None,
         upstream_lost_turns: bool = False,
+        extra_body: dict[str, Any] | None = None,
     ):
         if concurrency < 1:
             raise ValueError(f"concurrency must be >= 1, got {concurrency}")
@@ -185,6 +186,8 @@ class OpenAIBackend:
         #: Consulted before every attempt: a message means the endpoint is gone for good (e.g. the
         #: managed vLLM process died), so fail at once instead of retrying for minutes.
         self.abort_check = abort_check
+        #: Server-specific body fields sent with every request (vLLM ``stop_token_ids``).
+        self.extra_body = dict(extra_body or {})
         self.stats = BackendStats()
         # Client and semaphore belong to one event loop; built lazily inside it (see _loop_state).
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -275,11 +278,15 @@ class OpenAIBackend:
 
     def _request_kwargs(self, request: ChatRequest) -> dict[str, Any]:
         kwargs: dict[str, Any] = {"model": self.model, "messages": request.messages}
-        if request.tools is not None:
+        # An explicit ``tools=None`` is sent as JSON null (ToolHop's closed script sends
+        # ``"tools": null`` in Direct, spec §4); tools left unset are left out of the body.
+        if request.tools is not None or "tools" in request.model_fields_set:
             kwargs["tools"] = request.tools
         if request.tool_choice is not None:
             kwargs["tool_choice"] = request.tool_choice
         kwargs.update(request.sampling.as_request_kwargs())
+        if self.extra_body:
+            kwargs["extra_body"] = dict(self.extra_body)
         return kwargs
 
     def _loop_state(self) -> tuple[openai.AsyncOpenAI, asyncio.Semaphore]:
@@ -360,24 +367,14 @@ class OpenAIBackend:
 
 
 def assistant_message(message: Any) -> dict[str, Any]:
-    """OpenAI-format assistant dict from the SDK's message object (content None kept as None)."""
-    out: dict[str, Any] = {"role": getattr(message, "role", None) or "assistant",
-                           "content": message.content}
-    calls = []
-    for call in message.tool_calls or []:
-        function = getattr(call, "function", None)
-        if function is None:  # a non-function tool type: keep what the server sent
-            calls.append(call.model_dump(exclude_none=True))
-            continue
-        calls.append(
-            {
-                "id": call.id,
-                "type": getattr(call, "type", None) or "function",
-                "function": {"name": function.name, "arguments": function.arguments},
-            }
-        )
-    if calls:
-        out["tool_calls"] = calls
+    """The assistant message as the endpoint returned it (ToolHop's closed script appends
+    ``choices[0].message`` as is, spec §4): every key the server sent is kept, extra ones such as
+    ``reasoning_content`` or ``refusal`` included, with their values (nulls too); ``role`` and
+    ``content`` are always present (content None kept as None)."""
+    out: dict[str, Any] = message.to_dict(mode="json", exclude_unset=True)
+    out.setdefault("role", "assistant")
+    out["role"] = out["role"] or "assistant"
+    out.setdefault("content", None)
     return out
 
 

@@ -74,6 +74,14 @@ def _check_arguments(tool_calls: list[Any]) -> ParseFailure | None:
                 raw_text=arguments,
                 detail=f"{where}: arguments are not valid JSON ({exc.msg} at char {exc.pos})",
             )
+        except RecursionError:
+            # Too deeply nested for json.loads: a label, never a crash (upstream's executor turns
+            # the same RecursionError into an ordinary failed call).
+            return ParseFailure(
+                reason="invalid_arguments_json",
+                raw_text=arguments,
+                detail=f"{where}: arguments are nested too deeply to decode",
+            )
         if not isinstance(parsed, dict):
             return ParseFailure(
                 reason="invalid_arguments_json",
@@ -110,7 +118,7 @@ def _find_json_tool_call(content: str) -> str | None:
                 break
             try:
                 value, _ = decoder.raw_decode(text, match.start())
-            except json.JSONDecodeError:
+            except (json.JSONDecodeError, RecursionError):
                 continue
             name = _tool_call_name(value)
             if name is not None:

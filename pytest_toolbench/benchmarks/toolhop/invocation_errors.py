@@ -46,7 +46,7 @@ def parse_arguments(arguments: str) -> dict[str, Any] | None:
     """The arguments as upstream would pass them as **kwargs, or None if that would fail."""
     try:
         value = json.loads(arguments)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):  # too deep to decode: unparseable too
         return None
     return value if isinstance(value, dict) else None
 

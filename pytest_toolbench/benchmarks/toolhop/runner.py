@@ -18,10 +18,25 @@ Deliberate differences from upstream, each recorded in ``details["deviations"]``
 * A tool call that times out or kills its sandbox worker is fed back as
   ``an error occured when call <name>: <reason>``. Upstream's ``FunctionTimedOut`` escapes its
   ``except Exception`` and aborts the whole run (§2.5-7), so there is no upstream text to copy.
+* A tool name that is a Python expression (``os.system``, ``f()``) is never evaluated (upstream
+  ``eval``s it: code injection, §2.5-4); the call gets ``name '<name>' is not defined``. Each such
+  call is recorded as a ``tool_name_expression`` deviation.
+
+Faithful, not deviations:
+
+* Open-model protocol (``--decoding open``, the vLLM default): when upstream's own parser raises
+  (``parse_llama31`` on text ``json_repair`` cannot read), upstream's ``test_open`` returns None
+  and the turn is consumed; with greedy decoding every retry of the same conversation gives the
+  same text, so the sample ends without an answer and is counted wrong by the /995 denominator.
+  Here the case stops at once with no answer (``details["stop_reason"]``). Each raw reply is
+  kept in ``details["raw_outputs"]``.
+* A tool-call argument nested too deep for ``json.loads`` is a wrong call, as upstream: the
+  executor's ``except Exception`` feeds back the RecursionError text and the loop goes on.
 """
 
 from __future__ import annotations
 
+import ast
 import copy
 import json
 from dataclasses import dataclass, field
@@ -39,6 +54,7 @@ from pytest_toolbench.benchmarks.toolhop.scoring import (
     strict_answer_correct,
     upstream_answer_correct,
 )
+from pytest_toolbench.models.open_parsers import OpenParseError
 from pytest_toolbench.models.base import (
     CallContext,
     ChatModel,
@@ -82,6 +98,8 @@ class _CaseState:
     deviations: list[dict[str, Any]] = field(default_factory=list)
     masked_feedback: int = 0
     stop_reason: str | None = None
+    raw_outputs: list[dict[str, Any]] = field(default_factory=list)
+    model_info: dict[str, Any] = field(default_factory=dict)  # model.describe(), for the protocol
 
     def record_response(self, turn: int, response: ChatResponse) -> None:
         self.model_calls += 1
@@ -90,6 +108,9 @@ class _CaseState:
         self.latency_s += response.latency_s
         if response.parse_failure is not None:
             self.parse_failures.append({"turn": turn, **response.parse_failure.model_dump()})
+        raw_text = getattr(response, "raw_text", None)  # open protocol: what the parser read
+        if raw_text is not None:
+            self.raw_outputs.append({"turn": turn, "text": raw_text})
 
 
 def truncate(text: str | None, limit: int = 200) -> str:
@@ -103,9 +124,30 @@ def is_error_payload(content: str) -> bool:
     """A tool that *returned* (did not raise) an ``{"error": ...}`` object."""
     try:
         value = json.loads(content)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
         return False
     return isinstance(value, dict) and "error" in value
+
+
+def is_name_expression(name: str) -> bool:
+    """Whether upstream's ``eval(name)`` would evaluate code that the executor refuses to run.
+
+    Mirrors ``execution.resolve_name``: names that fail to compile (same SyntaxError text),
+    identifiers and literals behave as upstream; anything else is the safe deviation.
+    """
+    source = name.lstrip(" \t")
+    try:
+        compile(source, "<string>", "eval", dont_inherit=True)
+        node = ast.parse(source, mode="eval").body
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return False
+    if isinstance(node, ast.Name):
+        return False
+    try:
+        ast.literal_eval(node)
+        return False
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return True
 
 
 class ToolHopRunner:
@@ -121,7 +163,11 @@ class ToolHopRunner:
     async def run(self, case: Case, model: ChatModel) -> CaseResult:
         record: ToolHopRecord = case.sample
         scenario = case.scenario
-        state = _CaseState(messages=build_messages(scenario, record.question))
+        describe = getattr(model, "describe", None)
+        state = _CaseState(
+            messages=build_messages(scenario, record.question),
+            model_info=describe() if callable(describe) else {},
+        )
         tools = build_tools(record, scenario)
         oracle = toolhop_oracle(record)
         max_turns = 1 if scenario == "direct" else self.options.max_turns
@@ -141,6 +187,11 @@ class ToolHopRunner:
             except ContextLengthExceeded as exc:
                 # Upstream: the failed call yields no answer and the sample scores wrong.
                 state.stop_reason = f"{exc.kind}: {exc.message}"
+                break
+            except OpenParseError as exc:
+                # Upstream's parser raised: test_open returns None (see the module docstring).
+                state.stop_reason = f"{exc.kind}: {exc.message}"
+                state.raw_outputs.append({"turn": turn, "text": exc.raw_text})
                 break
             except ModelCallError as exc:
                 return self._error_result(case, model, state, exc)
@@ -170,6 +221,17 @@ class ToolHopRunner:
             arguments = ""
         elif not isinstance(arguments, str):
             arguments = json.dumps(arguments, ensure_ascii=False)
+        if is_name_expression(name):
+            state.deviations.append(
+                {
+                    "kind": "tool_name_expression",
+                    "turn": turn,
+                    "call_index": index,
+                    "name": name,
+                    "note": "upstream eval()s this name (code injection, spec §2.5-4); here it "
+                    "is not evaluated and the call gets \"name '...' is not defined\"",
+                }
+            )
         payload = {
             "functions": list(record.functions),
             "name": name,
@@ -254,6 +316,17 @@ class ToolHopRunner:
             "parse_failures": state.parse_failures,
         }
 
+    def _raw(self, details: dict[str, Any], state: _CaseState) -> dict[str, Any]:
+        """Open-protocol facts: which upstream parser read the replies, and the raw replies."""
+        info = state.model_info
+        if info.get("protocol"):
+            details["protocol"] = {
+                k: info[k] for k in ("protocol", "family", "open_parser", "stop_token_ids") if k in info
+            }
+        if state.raw_outputs:
+            details["raw_outputs"] = state.raw_outputs
+        return details
+
     def _error_result(
         self, case: Case, model: ChatModel, state: _CaseState, exc: ModelCallError
     ) -> CaseResult:
@@ -262,7 +335,7 @@ class ToolHopRunner:
             **self._base(case, model, state),
             outcome=Outcome.ERROR,
             error=InfraError(kind=exc.kind, message=exc.message),
-            details={
+            details=self._raw({
                 "question": record.question,
                 "gold": record.answer,
                 "turn": state.turn,
@@ -277,7 +350,7 @@ class ToolHopRunner:
                         "infrastructure error, excluded from metrics",
                     },
                 ],
-            },
+            }, state),
             failure_message=f"model call failed at turn {state.turn}: {exc.kind}: "
             f"{truncate(exc.message)}",
         )
@@ -309,6 +382,7 @@ class ToolHopRunner:
             details["masked_feedback"] = state.masked_feedback
         if state.stop_reason:
             details["stop_reason"] = state.stop_reason
+        self._raw(details, state)
         if case.scenario != "direct":
             summary = invocation_errors.summarize(record, state.calls, self.options.error_mode)
             details["invocation_errors"] = summary

@@ -1,0 +1,149 @@
+"""Upstream's open-model protocol over an OpenAI-compatible endpoint (ToolHop spec §4).
+
+``evaluation_open.py`` calls ``tokenizer.apply_chat_template(messages, tools=tools)``, generates
+greedily (1024 new tokens, the series' eos ids), decodes with ``skip_special_tokens=True`` and
+parses the *raw* text with its own ``parse_qwen25`` / ``parse_llama31``. Over HTTP the closest
+equivalent is a chat completion with the tools and ``tool_choice="none"``:
+
+* vLLM still renders the chat template **with** the tools under ``tool_choice="none"`` (it drops
+  them only when started with ``--exclude-tools-when-tool-choice-none``; checked in vLLM 0.32's
+  ``renderers/online_renderer.py``), and
+* it returns the generated text untouched (``_extract_tool_calls`` returns the content as is for
+  ``tool_choice == "none"``; the Hermes and Llama-3 JSON parsers are not engine-based), with
+  ``skip_special_tokens`` on by default, as upstream decodes.
+
+The raw text is then parsed by :mod:`pytest_toolbench.models.open_parsers`, so the conversation
+holds upstream's assistant message (``{"role", "content", "tool_calls": list | None}``). The
+cache sits *inside* this wrapper: it stores the raw reply, keyed by the shaped request.
+
+Stop ids: on a vLLM backend the series' ids go in the body as ``stop_token_ids``. vLLM also stops
+on the checkpoint's ``generation_config.json`` eos ids, which are the same lists for the
+official Qwen2.5 / Llama-3.1 Instruct checkpoints. Other endpoints get no extra field.
+
+Known difference, in the README: vLLM turns the JSON-string ``arguments`` of earlier tool calls
+into objects before it renders the template. HF ``apply_chat_template`` (upstream) passes the
+string, which Qwen2.5's template then ``tojson``-encodes a second time. Only the echo of earlier
+calls in later turns differs.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from pytest_toolbench.models.base import (
+    CallContext,
+    ChatModel,
+    ChatRequest,
+    ChatResponse,
+    ModelCallError,
+)
+from pytest_toolbench.models.model_families import detect_family, open_series
+from pytest_toolbench.models.open_parsers import (
+    STOP_TOKEN_IDS,
+    deterministic_ids,
+    parse_open_reply,
+)
+from pytest_toolbench.models.parse_check import detect_parse_failure
+
+log = logging.getLogger(__name__)
+
+
+class OpenProtocolResponse(ChatResponse):
+    """A parsed reply that also carries the raw text upstream's parser read."""
+
+    raw_text: str = ""
+
+
+@dataclass(frozen=True)
+class OpenProtocolPlan:
+    """How one run speaks the open protocol: family, parser series, extra body fields."""
+
+    family: str
+    series: str | None  # None: no upstream parser for this family -> the server's parser is used
+    extra_body: dict[str, Any] = field(default_factory=dict)
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "protocol": "upstream-open" if self.series else "server-parser",
+            "family": self.family,
+            "open_parser": self.series,
+            **({"stop_token_ids": self.extra_body["stop_token_ids"]}
+               if "stop_token_ids" in self.extra_body else {}),
+        }
+
+
+def plan_open_protocol(
+    model: str, backend: str, server_describe: dict[str, Any] | None = None
+) -> OpenProtocolPlan:
+    """The plan for ``model``: the managed server's family when there is one, else by name."""
+    family = (server_describe or {}).get("family") or detect_family(model)
+    series = open_series(family)
+    if series is None:
+        log.warning(
+            "no upstream open-model parser fits the %s family; its replies are parsed by the "
+            "server's tool parser (recorded in the run metadata)", family,
+        )
+    extra_body: dict[str, Any] = {}
+    if series and backend == "vllm" and family in ("qwen2.5", "llama3.1"):
+        # Only where the tokenizer is known to be the one upstream's ids belong to.
+        extra_body["stop_token_ids"] = list(STOP_TOKEN_IDS[series])
+    return OpenProtocolPlan(family=family, series=series, extra_body=extra_body)
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # some servers send text parts
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return ""  # None: upstream would decode an empty generation to ""
+
+
+class OpenProtocolModel:
+    """Wraps the (cached) endpoint model: shapes requests, parses raw replies as upstream."""
+
+    def __init__(self, inner: ChatModel, plan: OpenProtocolPlan):
+        self.inner = inner
+        self.plan = plan
+        self.name = inner.name
+
+    def shape(self, request: ChatRequest) -> ChatRequest:
+        """Tools stay in the prompt; ``tool_choice="none"`` keeps the server's parser off."""
+        if self.plan.series is None or not request.tools:
+            return request
+        return request.model_copy(update={"tool_choice": "none"})
+
+    async def complete(self, request: ChatRequest, ctx: CallContext) -> ChatResponse:
+        if self.plan.series is None:
+            return await self.inner.complete(request, ctx)
+        response = await self.inner.complete(self.shape(request), ctx)
+        if response.message.get("tool_calls"):
+            raise ModelCallError(
+                "open_protocol_unsupported",
+                f"{self.name} returned structured tool_calls under tool_choice='none' (case "
+                f"{ctx.case_id}, turn {ctx.turn}); this endpoint cannot serve the upstream open "
+                "protocol: use --decoding open-server-parser or closed",
+            )
+        raw = _text(response.message.get("content"))
+        message = parse_open_reply(
+            self.plan.series, raw, deterministic_ids(f"{ctx.case_id}|{ctx.turn}")
+        )
+        failure = detect_parse_failure(
+            message if message.get("tool_calls") else {"role": "assistant", "content": raw}
+        )
+        return OpenProtocolResponse(
+            **{**response.model_dump(exclude={"message", "parse_failure"}),
+               "message": message, "parse_failure": failure, "raw_text": raw},
+        )
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+    def describe(self) -> dict[str, Any]:
+        return {**self.inner.describe(), **self.plan.describe()}
+
+    def __getattr__(self, item: str) -> Any:  # stats, cache counters... of the wrapped model
+        if item in ("inner", "plan"):
+            raise AttributeError(item)
+        return getattr(self.inner, item)
