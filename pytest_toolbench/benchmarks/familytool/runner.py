@@ -121,9 +121,9 @@ class FamilyToolRunner:
 
     def _extract(self, record: FamilyToolRecord, text: str, method: str) -> Extraction:
         kg = self.kgs(record.split)
-        top_k = None
-        if method == "rr":
-            top_k = self.retriever(record.split).top_k
+        def top_k(relation: str, k: int) -> list[str]:  # the index is built on first need
+            return self.retriever(record.split).top_k(relation, k)
+
         return extract(text, kg, method, top_k, self.options.k)  # type: ignore[arg-type]
 
     # --- the case ------------------------------------------------------------------------------
