@@ -20,6 +20,8 @@ from pytest_toolbench.models.base import ChatResponse
 from pytest_toolbench.models.oracle import OracleModel
 
 NEW = ("Alice", "prefer_tea", "tea_0000")
+#: A new preference for the whole family (RR tests each hop against the start person too).
+NEW_FOR_ALL = [NEW, ("Bob", "prefer_tea", "tea_0002"), ("Jack", "prefer_tea", "tea_0001")]
 
 
 class Scripted:
@@ -64,7 +66,7 @@ def case(scenario: str, index: int = 0, split: str = "b"):
 
 def test_inductive_relation_in_prompt_and_found_by_gs_and_rr(tmp_path):
     embedders = Embedders(tmp_path / "embeddings")
-    runner = make_runner(tmp_path, extra=[NEW], embedders=embedders)
+    runner = make_runner(tmp_path, extra=NEW_FOR_ALL, embedders=embedders)
     # The record's gold does not use prefer_tea: what matters is the extracted string.
     model = Scripted('KG.search(start="Bob", path=["mother","favourite_tea"])')
     gs = asyncio.run(runner.run(case("extract-gs"), model))
