@@ -1,0 +1,213 @@
+"""FamilyTool as the harness sees it: cases, metrics, labels, report tables, runner and oracle.
+
+One case per record x scenario. Scenarios: ``extract-gs``/``extract-rr`` (KG extraction with
+Greedy Search / Relation Retrieval, paper Tables 3 and 6) and ``tooluse-golden``/``tooluse-gs``/
+``tooluse-rr``/``tooluse-full`` (tool use with the golden, extracted or full KG, Tables 4, 5, 7,
+8). Labels (and markers): ``split(name=)``, ``hops(n=)``, ``step(name=)``, ``kg(mode=)``,
+``extraction(method=)``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import defaultdict
+from pathlib import Path
+from typing import Any, Callable
+
+from pytest_toolbench.benchmarks.base import Case
+from pytest_toolbench.benchmarks.familytool.kg import KnowledgeGraph
+from pytest_toolbench.benchmarks.familytool.options import FamilyToolOptions
+from pytest_toolbench.benchmarks.familytool.oracle import familytool_oracle
+from pytest_toolbench.benchmarks.familytool.schema import SPLITS, FamilyToolRecord, load_records
+from pytest_toolbench.models.base import ChatRequest
+from pytest_toolbench.results.aggregate import ReportTable
+from pytest_toolbench.results.case_result import CaseResult
+from pytest_toolbench.results.metrics import MetricSpec
+
+#: The bundled sample lives at <repo>/data/familytool (used when no --data-dir is given).
+DEFAULT_DATA_DIR = Path(__file__).resolve().parents[3] / "data"
+
+EXTRACT = ("extract-gs", "extract-rr")
+TOOLUSE = ("tooluse-golden", "tooluse-gs", "tooluse-rr", "tooluse-full")
+SCENARIO_LABELS: dict[str, dict[str, str]] = {
+    "extract-gs": {"step": "extract", "extraction": "gs"},
+    "extract-rr": {"step": "extract", "extraction": "rr"},
+    "tooluse-golden": {"step": "tooluse", "kg": "golden"},
+    "tooluse-gs": {"step": "tooluse", "kg": "extracted", "extraction": "gs"},
+    "tooluse-rr": {"step": "tooluse", "kg": "extracted", "extraction": "rr"},
+    "tooluse-full": {"step": "tooluse", "kg": "full"},
+}
+
+
+def data_file(data_dir: Path | None, split: str) -> Path:
+    return Path(data_dir or DEFAULT_DATA_DIR) / "familytool" / f"familytool-{split}.jsonl"
+
+
+def kg_file(data_dir: Path | None, split: str) -> Path:
+    return Path(data_dir or DEFAULT_DATA_DIR) / "familytool" / f"familykg-{split}.txt"
+
+
+def load_kg(data_dir: Path | None, split: str, options: FamilyToolOptions, extra=()) -> KnowledgeGraph:
+    """Split b uses KG b, e uses KG e; ``--familytool-kg-file`` replaces both (inductive)."""
+    return KnowledgeGraph.from_file(options.kg_file or kg_file(data_dir, split), extra)
+
+
+def selected(case: Case, options: FamilyToolOptions) -> bool:
+    """--familytool-split / --familytool-kg-mode / --familytool-extraction (empty = all)."""
+    labels = case.labels
+    if options.split and labels["split"] not in options.split:
+        return False
+    if options.kg_mode and "kg" in labels and labels["kg"] not in options.kg_mode:
+        return False
+    if options.extraction and "extraction" in labels and labels["extraction"] not in options.extraction:
+        return False
+    return True
+
+
+def _pct(total: float, n: int) -> float | None:
+    return round(100 * total / n, 2) if n else None
+
+
+class FamilyToolBenchmark:
+    name = "familytool"
+    title = "FamilyTool"
+    options_model = FamilyToolOptions
+    scenarios: tuple[str, ...] = (*EXTRACT, *TOOLUSE)
+    metrics: tuple[MetricSpec, ...] = (
+        MetricSpec(name="em", value="em", description="exact match: extracted link set == golden "
+                   "(extraction, §3); gold call fully correct (tool use, §4.3)"),
+        MetricSpec(name="f1", value="f1", scenarios=EXTRACT, description="per-sample link F1, macro"),
+        MetricSpec(name="no_hallucination", kind="ratio", value="clean", denominator="parsed",
+                   scenarios=EXTRACT, description="samples with no <bad_extract> / non-format-error samples"),
+        MetricSpec(name="coverage", value="coverage", scenarios=EXTRACT,
+                   description="golden entities used by the gold call all extracted"),
+        MetricSpec(name="format_error", value="format_error", scenarios=EXTRACT, higher_is_better=False,
+                   description="empty extraction string (no usable KG.search call)"),
+        MetricSpec(name="tool_acc", value="tool_acc", scenarios=TOOLUSE, description="gold tool called"),
+        MetricSpec(name="value_acc", value="value_acc", scenarios=TOOLUSE,
+                   description="per-sample share of gold values matched (0 on a wrong tool), macro"),
+    )
+    breakdown_labels: tuple[str, ...] = ("split", "hops")
+    label_markers: dict[str, str] = {
+        "split": "name", "hops": "n", "step": "name", "kg": "mode", "extraction": "method",
+    }
+
+    def load_cases(self, data_dir: Path | None, scenarios: tuple[str, ...]) -> list[Case]:
+        """Scenario-major (extraction first), then split b, e, then file order."""
+        unknown = [s for s in scenarios if s not in self.scenarios]
+        if unknown:
+            raise ValueError(f"unknown FamilyTool scenario(s) {unknown}; expected {self.scenarios}")
+        records = {split: load_records(data_file(data_dir, split), split) for split in SPLITS}
+        return [
+            self.make_case(record, scenario)
+            for scenario in scenarios
+            for split in SPLITS
+            for record in records[split]
+        ]
+
+    def make_case(self, record: FamilyToolRecord, scenario: str) -> Case:
+        return Case(
+            id=f"familytool-{record.split}-{record.index}-{scenario}",
+            benchmark=self.name,
+            scenario=scenario,
+            sample_id=record.case_key,
+            labels={"split": record.split, "hops": record.hops, **SCENARIO_LABELS[scenario]},
+            sample=record,
+        )
+
+    def oracle_for(self, case: Case) -> Callable[[ChatRequest], dict[str, Any]]:
+        return familytool_oracle(case.sample)
+
+    def data_sources(self, data_dir: Path | None) -> list[dict[str, Any]]:
+        """Provenance of the files a run reads: path, record/triple count, sha256, bundled."""
+        out = []
+        for split in SPLITS:
+            for path in (data_file(data_dir, split), kg_file(data_dir, split)):
+                if not path.is_file():
+                    continue
+                raw = path.read_bytes()
+                out.append({
+                    "path": str(path),
+                    "records": sum(1 for line in raw.splitlines() if line.strip()),
+                    "sha256": hashlib.sha256(raw).hexdigest(),
+                    "bundled": data_dir is None,
+                })
+        return out
+
+    # --- paper-layout tables (HasReportTables) -----------------------------------------------
+    def report_tables(self, results: list[CaseResult]) -> list[ReportTable]:
+        scored = [r for r in results if not r.is_error]
+        return [t for t in (self._extraction_table(scored), self._tooluse_table(scored),
+                            self._hops_table(scored)) if t.rows]
+
+    @staticmethod
+    def _group(results: list[CaseResult], *labels: str) -> dict[tuple, list[CaseResult]]:
+        groups: dict[tuple, list[CaseResult]] = defaultdict(list)
+        for r in results:
+            groups[(r.scenario, *(r.labels.get(label) for label in labels))].append(r)
+        return groups
+
+    def _extraction_table(self, results: list[CaseResult]) -> ReportTable:
+        rows, values = [], {}
+        groups = self._group([r for r in results if r.scenario in EXTRACT], "split")
+        for scenario in EXTRACT:
+            for split in SPLITS:
+                group = groups.get((scenario, split))
+                if not group:
+                    continue
+                n = len(group)
+                parsed = sum(r.values["parsed"] for r in group)
+                row = {
+                    "EM": _pct(sum(r.values["em"] for r in group), n),
+                    "F1": _pct(sum(r.values["f1"] for r in group), n),
+                    "No-Hal": _pct(sum(r.values["clean"] for r in group), int(parsed)),
+                    "Coverage": _pct(sum(r.values["coverage"] for r in group), n),
+                    "FmtErr": _pct(sum(r.values["format_error"] for r in group), n),
+                }
+                method = scenario.split("-")[1].upper()
+                rows.append([method, split, n, *row.values()])
+                values.update({f"{scenario}/{split}/{k}": v for k, v in row.items()})
+        return ReportTable(
+            benchmark=self.name, name="extraction", title="FamilyTool KG extraction (paper Tables 3, 6)",
+            columns=["method", "split", "n", "EM", "F1", "No-Hal", "Coverage", "FmtErr"],
+            rows=rows, values=values, note="x100; No-Hal denominator excludes format errors",
+        )
+
+    def _tooluse_table(self, results: list[CaseResult]) -> ReportTable:
+        rows, values = [], {}
+        groups = self._group([r for r in results if r.scenario in TOOLUSE], "split")
+        names = {"tooluse-golden": "golden sub-KG (T4)", "tooluse-gs": "extracted GS (T5/T7)",
+                 "tooluse-rr": "extracted RR (T7)", "tooluse-full": "full KG (T8)"}
+        for scenario in TOOLUSE:
+            for split in SPLITS:
+                group = groups.get((scenario, split))
+                if not group:
+                    continue
+                n = len(group)
+                row = {m: _pct(sum(r.values[key] for r in group), n)
+                       for m, key in (("EM", "em"), ("Tool Acc", "tool_acc"), ("Value Acc", "value_acc"))}
+                rows.append([names[scenario], split, n, *row.values()])
+                values.update({f"{scenario}/{split}/{k}": v for k, v in row.items()})
+        return ReportTable(
+            benchmark=self.name, name="tooluse", title="FamilyTool KG-augmented tool use (paper Tables 4, 5, 7, 8)",
+            columns=["KG input", "split", "n", "EM", "Tool Acc", "Value Acc"], rows=rows, values=values,
+            note="x100, mean over records",
+        )
+
+    def _hops_table(self, results: list[CaseResult]) -> ReportTable:
+        rows, values = [], {}
+        groups = self._group(results, "split", "hops")
+        for (scenario, split, hops), group in sorted(
+            groups.items(), key=lambda kv: (self.scenarios.index(kv[0][0]), kv[0][1], kv[0][2])
+        ):
+            em = _pct(sum(r.values["em"] for r in group), len(group))
+            rows.append([scenario, split, hops, len(group), em])
+            values[f"{scenario}/{split}/hops={hops}/EM"] = em
+        return ReportTable(
+            benchmark=self.name, name="hops", title="FamilyTool EM by split and hop count (paper Table 2 hops)",
+            columns=["scenario", "split", "hops", "n", "EM"], rows=rows, values=values, note="x100",
+        )
+
+
+FAMILYTOOL = FamilyToolBenchmark()
+oracle_for = FAMILYTOOL.oracle_for

@@ -1,0 +1,124 @@
+"""The family knowledge graph (``familykg-{b,e}.txt``) on networkx, with upstream lookup semantics.
+
+Upstream ``eval``s each line; here a line is read with :func:`ast.literal_eval` (literals only,
+never code) and must be a list of three strings, else a one-line error naming file and line.
+Semantics kept from upstream (spec §1.2, §2.3): directed, no inverse edges added; a multi-valued
+(head, relation) resolves to its **first** tail in file order; out-links come in file order.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import random
+from collections.abc import Iterable, Sequence
+from functools import cached_property
+from pathlib import Path
+from typing import Literal
+
+import networkx as nx
+
+from pytest_toolbench.benchmarks.dataset_errors import DatasetError
+
+Triple = tuple[str, str, str]
+RelationOrder = Literal["sorted", "file", "shuffled"]
+
+
+def parse_triple_line(line: str, path: Path | str, line_no: int) -> Triple:
+    try:
+        value = ast.literal_eval(line.strip())
+    except (ValueError, SyntaxError, MemoryError, RecursionError) as exc:
+        raise DatasetError(path, f"not a triple literal ({type(exc).__name__})", line=line_no) from None
+    if not (isinstance(value, (list, tuple)) and len(value) == 3 and all(isinstance(v, str) for v in value)):
+        raise DatasetError(path, "a KG line must be a list of three strings [head, relation, tail]", line=line_no)
+    return (value[0], value[1], value[2])
+
+
+def load_triples(path: Path | str) -> list[Triple]:
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: FamilyTool KG file not found")
+    triples: list[Triple] = []
+    with path.open(encoding="utf-8") as handle:
+        for line_no, line in enumerate(handle, start=1):
+            if line.strip():
+                triples.append(parse_triple_line(line, path, line_no))
+    return triples
+
+
+class KnowledgeGraph:
+    """A ``networkx.MultiDiGraph`` whose edges carry ``relation`` and their file position."""
+
+    def __init__(self, triples: Iterable[Sequence[str]], source: str = ""):
+        self.graph = nx.MultiDiGraph()
+        self.triples: list[Triple] = []
+        self.source = source
+        for position, (head, relation, tail) in enumerate(triples):
+            self.triples.append((head, relation, tail))
+            self.graph.add_edge(head, tail, key=position, relation=relation, position=position)
+
+    @classmethod
+    def from_file(cls, path: Path | str, extra: Iterable[Sequence[str]] = ()) -> "KnowledgeGraph":
+        return cls([*load_triples(path), *extra], source=str(path))
+
+    def with_triples(self, extra: Iterable[Sequence[str]]) -> "KnowledgeGraph":
+        """A new graph with ``extra`` triples appended (inductive setting: new people/relations)."""
+        return KnowledgeGraph([*self.triples, *extra], source=self.source)
+
+    # --- lookups (upstream semantics) ------------------------------------------------------
+    @cached_property
+    def _out(self) -> dict[str, list[Triple]]:
+        out: dict[str, list[Triple]] = {}
+        for head in self.graph.nodes:
+            edges = sorted(self.graph.out_edges(head, data=True), key=lambda e: e[2]["position"])
+            if edges:
+                out[head] = [(h, data["relation"], t) for h, t, data in edges]
+        return out
+
+    def out_links(self, entity: str) -> list[Triple]:
+        """Every triple with ``entity`` as head, in file order (the greedy neighbourhood)."""
+        return list(self._out.get(entity, []))
+
+    def is_head(self, entity: str) -> bool:
+        return entity in self._out
+
+    def first(self, head: str, relation: str) -> Triple | None:
+        """The first triple (file order) of ``(head, relation)``, or None: upstream's lookup."""
+        return self._first_index.get((head, relation))
+
+    @cached_property
+    def _first_index(self) -> dict[tuple[str, str], Triple]:
+        index: dict[tuple[str, str], Triple] = {}
+        for triple in self.triples:
+            index.setdefault((triple[0], triple[1]), triple)
+        return index
+
+    # --- vocabulary -------------------------------------------------------------------------
+    @cached_property
+    def relation_set(self) -> frozenset[str]:
+        return frozenset(r for _, r, _ in self.triples)
+
+    def relations(self, order: RelationOrder = "sorted", seed: int = 0) -> list[str]:
+        """All relation names. Upstream iterates a Python ``set`` (order depends on
+        PYTHONHASHSEED); here the order is a documented choice: ``sorted`` (default, as in the
+        shared example prompt), ``file`` (first appearance) or ``shuffled`` (sorted, then
+        ``random.Random(seed).shuffle``)."""
+        if order == "file":
+            return list(dict.fromkeys(r for _, r, _ in self.triples))
+        names = sorted(self.relation_set)
+        if order == "shuffled":
+            random.Random(seed).shuffle(names)
+        return names
+
+    @cached_property
+    def entities(self) -> frozenset[str]:
+        return frozenset(self.graph.nodes)
+
+    @cached_property
+    def fingerprint(self) -> str:
+        payload = json.dumps(self.triples, ensure_ascii=False).encode("utf-8")
+        return hashlib.sha256(payload).hexdigest()
+
+    def __len__(self) -> int:
+        return len(self.triples)

@@ -1,0 +1,66 @@
+"""Extraction runs once per (sample, extraction model, prompt), however many cases need it and on
+whichever xdist worker they run: a file-locked on-disk memo in the run's folder.
+
+The extraction prompt does not depend on the method (GS and RR post-process the same reply, as
+upstream's post-process script does on one results file), so one reply serves both methods.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from filelock import FileLock
+
+from pytest_toolbench.fileio import atomic_write_bytes
+
+
+def memo_key(*parts: Any) -> str:
+    payload = json.dumps(parts, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+class ExtractionMemo:
+    def __init__(self, folder: Path):
+        self.folder = Path(folder)
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    def _path(self, key: str) -> Path:
+        return self.folder / key[:2] / f"{key}.json"
+
+    def _load(self, path: Path) -> dict[str, Any] | None:
+        try:
+            return json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+
+    async def get_or_make(
+        self, key: str, make: Callable[[], Awaitable[dict[str, Any]]]
+    ) -> tuple[dict[str, Any], bool]:
+        """``(value, made_here)``: the stored value, or ``make()``'s, stored for everyone else.
+        A failing ``make`` stores nothing (the next case retries)."""
+        path = self._path(key)
+        found = self._load(path)
+        if found is not None:
+            return found, False
+        lock = self._locks.setdefault(key, asyncio.Lock())
+        async with lock:  # one coroutine per process, then one process per key
+            found = self._load(path)
+            if found is not None:
+                return found, False
+            path.parent.mkdir(parents=True, exist_ok=True)
+            file_lock = FileLock(str(path) + ".lock", thread_local=False)
+            await asyncio.to_thread(file_lock.acquire)
+            try:
+                found = self._load(path)
+                if found is not None:
+                    return found, False
+                value = await make()
+                atomic_write_bytes(path, json.dumps(value, ensure_ascii=False).encode("utf-8"))
+                return value, True
+            finally:
+                file_lock.release()

@@ -1,0 +1,240 @@
+"""Runs one FamilyTool case: a KG-extraction case or a KG-augmented tool-use case.
+
+Extraction (spec §2): one model call with the byte-exact prompt (memoised per sample and
+extraction model, see memo.py), then the parser and GS or RR. Tool use (spec §4): one call in
+``single_last`` mode with the golden, extracted or full KG in the ``(...)`` slot; parsed and
+scored strictly. A :class:`ModelCallError` is an infrastructure ERROR; a context overflow is
+scored as upstream scores a failed generation (empty reply: format error / no calls).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from pytest_toolbench.benchmarks.base import Case
+from pytest_toolbench.benchmarks.familytool.extraction import Extraction, extract, substitute
+from pytest_toolbench.benchmarks.familytool.kg import KnowledgeGraph
+from pytest_toolbench.benchmarks.familytool.memo import ExtractionMemo, memo_key
+from pytest_toolbench.benchmarks.familytool.options import FamilyToolOptions
+from pytest_toolbench.benchmarks.familytool.oracle import familytool_oracle
+from pytest_toolbench.benchmarks.familytool.prompts import (
+    EXTRACTION_MAX_TOKENS,
+    EXTRACTION_TEMPERATURE,
+    extraction_messages,
+)
+from pytest_toolbench.benchmarks.familytool.retriever import RelationRetriever
+from pytest_toolbench.benchmarks.familytool.schema import FamilyToolRecord
+from pytest_toolbench.benchmarks.familytool.scoring import extraction_values, tooluse_values
+from pytest_toolbench.benchmarks.familytool.tooluse import build_request_parts, parse_reply
+from pytest_toolbench.models.base import (
+    CallContext,
+    ChatModel,
+    ChatRequest,
+    ContextLengthExceeded,
+    ModelCallError,
+    Sampling,
+    Usage,
+)
+from pytest_toolbench.results.case_result import CaseResult, InfraError, Outcome
+
+BENCHMARK = "familytool"
+
+
+def full_kg_group(kg: KnowledgeGraph) -> str:
+    """The whole KG in the golden slot's own format: ``([h, r, t], [h, r, t], ...)``."""
+    return "(" + ", ".join(f"[{h}, {r}, {t}]" for h, r, t in kg.triples) + ")"
+
+
+class FamilyToolRunner:
+    def __init__(
+        self,
+        options: FamilyToolOptions,
+        kgs: Callable[[str], KnowledgeGraph],
+        retriever: Callable[[str], RelationRetriever],
+        memo: ExtractionMemo,
+        *,
+        backend: str,
+        kg_model: ChatModel | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+    ):
+        self.options = options
+        self.kgs = kgs
+        self.retriever = retriever
+        self.memo = memo
+        self.backend = backend
+        self.kg_model = kg_model
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+
+    # --- settings per step -----------------------------------------------------------------
+    @property
+    def tool_format(self) -> str:
+        if self.options.tool_format != "auto":
+            return self.options.tool_format
+        return "vllm" if self.backend == "vllm" else "openai"
+
+    def extraction_layout(self, kg_backend: str) -> str:
+        if self.options.kg_layout != "auto":
+            return self.options.kg_layout
+        return "single_user" if kg_backend == "vllm" else "system_user"
+
+    def _sampling(self, temperature: float, max_tokens: int, top_p: float | None = None) -> Sampling:
+        return Sampling(
+            temperature=self.temperature if self.temperature is not None else temperature,
+            max_tokens=self.max_tokens if self.max_tokens is not None else max_tokens,
+            top_p=top_p,
+        )
+
+    # --- extraction --------------------------------------------------------------------------
+    async def extraction_reply(
+        self, case: Case, record: FamilyToolRecord, model: ChatModel, turn: int
+    ) -> tuple[dict[str, Any], bool]:
+        """The raw extraction reply for this sample (memoised); ``(entry, called_here)``."""
+        kg_model = self.kg_model or model
+        kg_backend = "openai" if self.kg_model is not None else self.backend
+        kg = self.kgs(record.split)
+        relations = kg.relations(self.options.relation_order, self.options.relation_seed)
+        layout = self.extraction_layout(kg_backend)
+        request = ChatRequest(
+            messages=extraction_messages(record.query, relations, layout),  # type: ignore[arg-type]
+            sampling=self._sampling(EXTRACTION_TEMPERATURE, EXTRACTION_MAX_TOKENS),
+        )
+        key = memo_key(kg_model.name, kg_model.describe().get("base_url"), request.fingerprint())
+
+        async def make() -> dict[str, Any]:
+            ctx = CallContext(case_id=case.id, turn=turn, oracle=familytool_oracle(record))
+            try:
+                response = await kg_model.complete(request, ctx)
+            except ContextLengthExceeded as exc:
+                return {"text": "", "messages": request.messages, "stop_reason": exc.message,
+                        "usage": Usage().model_dump(), "latency_s": 0.0, "cached": False}
+            content = response.content or ""
+            # API models: choices[0].message.content.strip(); local models: the whole text.
+            text = content.strip() if layout == "system_user" else content
+            return {"text": text, "messages": request.messages, "model": kg_model.name,
+                    "usage": response.usage.model_dump(), "latency_s": response.latency_s,
+                    "cached": response.cached}
+
+        return await self.memo.get_or_make(key, make)
+
+    def _extract(self, record: FamilyToolRecord, text: str, method: str) -> Extraction:
+        kg = self.kgs(record.split)
+        def top_k(relation: str, k: int) -> list[str]:  # the index is built on first need
+            return self.retriever(record.split).top_k(relation, k)
+
+        return extract(text, kg, method, top_k, self.options.k)  # type: ignore[arg-type]
+
+    # --- the case ------------------------------------------------------------------------------
+    async def run(self, case: Case, model: ChatModel) -> CaseResult:
+        record: FamilyToolRecord = case.sample
+        step = case.labels["step"]
+        transcript: list[dict[str, Any]] = []
+        details: dict[str, Any] = {"deviations": self.option_deviations()}
+        usage, latency, calls, cached = Usage(), 0.0, 0, 0
+        method = case.labels.get("extraction")
+        try:
+            extraction: Extraction | None = None
+            if step == "extract" or case.labels.get("kg") == "extracted":
+                entry, made = await self.extraction_reply(case, record, model, turn=0)
+                if made and self.kg_model is None:
+                    calls += 1
+                    usage = usage + Usage(**entry["usage"])
+                    latency += entry["latency_s"]
+                    cached += bool(entry["cached"])
+                extraction = self._extract(record, entry["text"], str(method))
+                details["extraction"] = {
+                    "prompt": entry["messages"],
+                    "raw_output": entry["text"],
+                    "model": entry.get("model", self.kg_model.name if self.kg_model else model.name),
+                    "method": method,
+                    "parsed_calls": [c.__dict__ for c in extraction.calls],
+                    "paths": extraction.paths,
+                    "extraction_string": extraction.text,
+                    "called_in_this_case": made,
+                }
+                if entry.get("stop_reason"):
+                    details["extraction"]["stop_reason"] = entry["stop_reason"]
+                transcript.extend(entry["messages"])
+                transcript.append({"role": "assistant", "content": entry["text"]})
+            if step == "extract":
+                assert extraction is not None
+                values = extraction_values(record.golden_links, extraction.text, record.golden_calls)
+                details["golden_links"] = [list(link) for link in record.golden_links]
+                return self._result(case, model, values, details, transcript, usage, latency, calls, cached)
+
+            mode = case.labels["kg"]
+            if mode == "golden":
+                content = record.user
+            elif mode == "full":
+                content = substitute(record.user, full_kg_group(self.kgs(record.split)))
+            else:
+                assert extraction is not None
+                content = substitute(record.user, extraction.text)
+            messages, tools = build_request_parts(
+                content, record.candidate_tools, self.tool_format, self.options.date, model.name  # type: ignore[arg-type]
+            )
+            if self.tool_format == "openai":
+                sampling, tool_choice = self._sampling(0.7, 1024), self.options.tool_choice
+            else:
+                sampling, tool_choice = self._sampling(0.7, 512, top_p=0.8), None
+            request = ChatRequest(messages=messages, tools=tools, tool_choice=tool_choice, sampling=sampling)
+            transcript = list(messages)
+            ctx = CallContext(case_id=case.id, turn=calls, oracle=familytool_oracle(record))
+            try:
+                response = await model.complete(request, ctx)
+                message = response.message
+                calls += 1
+                usage, latency, cached = usage + response.usage, latency + response.latency_s, cached + bool(response.cached)
+            except ContextLengthExceeded as exc:
+                message = {"role": "assistant", "content": ""}
+                details["stop_reason"] = exc.message
+            transcript.append(message)
+            predicted = parse_reply(message)
+            values = tooluse_values(record.golden_calls, predicted)
+            details.update(
+                {"tool_format": self.tool_format, "tools": tools, "golden_calls": record.golden_calls,
+                 "predicted_calls": predicted, "raw_output": message.get("content"),
+                 "tool_call_count": len(predicted)}
+            )
+            return self._result(case, model, values, details, transcript, usage, latency, calls, cached)
+        except ModelCallError as exc:
+            return CaseResult(
+                case_id=case.id, benchmark=BENCHMARK, scenario=case.scenario,
+                model=getattr(model, "name", ""), labels=dict(case.labels), outcome=Outcome.ERROR,
+                error=InfraError(kind=exc.kind, message=exc.message), details=details,
+                transcript=transcript, failure_message=f"model call failed: {exc.kind}: {exc.message[:200]}",
+            )
+
+    def option_deviations(self) -> list[dict[str, Any]]:
+        o, out = self.options, []
+        if o.k != 3:
+            out.append({"kind": "k", "value": o.k, "note": "upstream hard-codes k=3"})
+        if o.embedder != "jinaai/jina-embeddings-v3":
+            out.append({"kind": "embedder", "value": o.embedder, "note": "upstream: jina-embeddings-v3"})
+        if o.kg_file is not None:
+            out.append({"kind": "kg_file", "value": str(o.kg_file)})
+        if self.tool_format == "vllm":
+            out.append({"kind": "repetition_penalty", "note": "upstream 1.05 is not sent"})
+        return out
+
+    def _result(
+        self, case: Case, model: ChatModel, values: dict[str, float], details: dict[str, Any],
+        transcript: list[dict[str, Any]], usage: Usage, latency: float, calls: int, cached: int,
+    ) -> CaseResult:
+        record: FamilyToolRecord = case.sample
+        passed = values["em"] == 1.0
+        failure = None
+        if not passed:
+            if case.labels["step"] == "extract":
+                failure = (f"query: {record.query[:160]} | gold: {details.get('golden_links')} | "
+                           f"extracted: {details['extraction']['extraction_string'][:200] or '<format error>'}")
+            else:
+                failure = (f"gold: {record.golden_calls} | predicted: {str(details['predicted_calls'])[:200]}")
+        return CaseResult(
+            case_id=case.id, benchmark=BENCHMARK, scenario=case.scenario, model=getattr(model, "name", ""),
+            outcome=Outcome.PASSED if passed else Outcome.FAILED, labels=dict(case.labels),
+            values=values, details=details, failure_message=failure, transcript=transcript,
+            usage=usage, latency_s=latency, model_calls=calls, cached_calls=cached,
+        )

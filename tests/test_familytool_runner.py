@@ -1,0 +1,146 @@
+"""The runner end to end without pytest collection: the inductive KG (a relation no record uses
+shows in the prompt and is found by GS and RR with the real MiniLM embedder), and extraction
+running once per sample and model across methods, cases and processes (the on-disk memo)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from pathlib import Path
+
+import pytest
+
+from pytest_toolbench.benchmarks.familytool.benchmark import FAMILYTOOL, DEFAULT_DATA_DIR, load_kg
+from pytest_toolbench.benchmarks.familytool.memo import ExtractionMemo
+from pytest_toolbench.benchmarks.familytool.options import FamilyToolOptions
+from pytest_toolbench.benchmarks.familytool.retriever import RelationRetriever
+from pytest_toolbench.benchmarks.familytool.runner import FamilyToolRunner
+from pytest_toolbench.environments.retrieval import Embedders
+from pytest_toolbench.models.base import ChatResponse
+from pytest_toolbench.models.oracle import OracleModel
+
+NEW = ("Alice", "prefer_tea", "tea_0000")
+#: A new preference for the whole family (RR tests each hop against the start person too).
+NEW_FOR_ALL = [NEW, ("Bob", "prefer_tea", "tea_0002"), ("Jack", "prefer_tea", "tea_0001")]
+
+
+class Scripted:
+    """A model that answers extraction with a fixed reply and tool use like the oracle; it keeps
+    every request it saw."""
+
+    name = "scripted"
+
+    def __init__(self, reply: str):
+        self.reply, self.requests, self.oracle = reply, [], OracleModel()
+
+    async def complete(self, request, ctx):
+        self.requests.append(request)
+        if request.tools:
+            return await self.oracle.complete(request, ctx)
+        return ChatResponse(message={"role": "assistant", "content": self.reply})
+
+    async def aclose(self):
+        return None
+
+    def describe(self):
+        return {"backend": "scripted", "base_url": None}
+
+
+def make_runner(tmp_path: Path, extra=(), embedders: Embedders | None = None, **options) -> FamilyToolRunner:
+    opts = FamilyToolOptions(**options)
+    kgs = {s: load_kg(None, s, opts, extra) for s in "be"}
+    retrievers: dict[str, RelationRetriever] = {}
+
+    def retriever(split):
+        if split not in retrievers:
+            retrievers[split] = RelationRetriever(kgs[split], embedders, opts.embedder)
+        return retrievers[split]
+
+    return FamilyToolRunner(opts, kgs.__getitem__, retriever, ExtractionMemo(tmp_path / "memo"), backend="openai")
+
+
+def case(scenario: str, index: int = 0, split: str = "b"):
+    return next(c for c in FAMILYTOOL.load_cases(None, (scenario,))
+                if c.sample.index == index and c.labels["split"] == split)
+
+
+def test_inductive_relation_in_prompt_and_found_by_gs_and_rr(tmp_path):
+    embedders = Embedders(tmp_path / "embeddings")
+    runner = make_runner(tmp_path, extra=NEW_FOR_ALL, embedders=embedders)
+    # The record's gold does not use prefer_tea: what matters is the extracted string.
+    model = Scripted('KG.search(start="Bob", path=["mother","favourite_tea"])')
+    gs = asyncio.run(runner.run(case("extract-gs"), model))
+    prompt = model.requests[0].messages[0]["content"]
+    assert "- <relationship>prefer_tea   " in prompt
+    # GS: favourite_tea is fake at Alice -> her whole neighbourhood, the new link included.
+    assert "['Alice', 'prefer_tea', 'tea_0000']" in gs.details["extraction"]["extraction_string"]
+    rr = asyncio.run(runner.run(case("extract-rr"), model))
+    # RR: favourite_tea is not a KG relation -> its top-3 by MiniLM, prefer_tea first; every
+    # candidate path reaching a distinct end is kept (sign always "").
+    text = rr.details["extraction"]["extraction_string"]
+    assert text.startswith("([['Bob', 'mother', 'Alice'], ['Alice', 'prefer_tea', 'tea_0000']])(")
+    assert text.count("([['Bob', 'mother', 'Alice'], ") == 3 and "<bad_extract>" not in text
+    assert len(model.requests) == 1  # RR reused the memoised reply
+    # The relation embeddings were cached on disk, keyed by embedder and relation set.
+    assert list((tmp_path / "embeddings").rglob("*.npy"))
+
+
+def test_kg_file_option_replaces_the_kg(tmp_path):
+    kg_file = tmp_path / "kg.txt"
+    kg_file.write_text((DEFAULT_DATA_DIR / "familytool" / "familykg-b.txt").read_text() + repr(list(NEW)) + "\n")
+    runner = make_runner(tmp_path, kg_file=kg_file)
+    model = Scripted('KG.search(start="Alice", path=["prefer_tea"])')
+    result = asyncio.run(runner.run(case("extract-gs", split="e", index=0), model))
+    assert "prefer_tea" in model.requests[0].messages[0]["content"]
+    assert result.details["extraction"]["extraction_string"] == "([['Alice', 'prefer_tea', 'tea_0000']])"
+
+
+def test_extraction_runs_once_per_sample_and_model(tmp_path):
+    runner = make_runner(tmp_path)
+    model = Scripted('KG.search(start="Bob", path=["mother","prefer_dinnertime"])')
+
+    async def all_cases():
+        return await asyncio.gather(*(runner.run(case(s), model) for s in
+                                      ("extract-gs", "extract-rr", "tooluse-gs", "tooluse-rr")))
+
+    results = asyncio.run(all_cases())
+    assert sum(1 for r in model.requests if not r.tools) == 1
+    assert sum(1 for r in model.requests if r.tools) == 2
+    assert [r.values["em"] for r in results] == [1.0, 1.0, 1.0, 1.0]
+    assert sum(r.details["extraction"]["called_in_this_case"] for r in results) == 1
+
+
+def test_memo_is_shared_across_processes_style_instances(tmp_path):
+    """Separate memo objects (as in separate xdist workers) on one folder make the value once."""
+    calls = []
+
+    async def make():
+        calls.append(1)
+        await asyncio.sleep(0.2)
+        return {"text": "x"}
+
+    def worker(out):
+        out.append(asyncio.run(ExtractionMemo(tmp_path).get_or_make("k" * 64, make)))
+
+    outs: list = []
+    threads = [threading.Thread(target=worker, args=(outs,)) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(calls) == 1
+    assert sorted(made for _, made in outs) == [False, False, True]
+    assert all(value == {"text": "x"} for value, _ in outs)
+
+
+def test_failed_extraction_is_an_infrastructure_error_and_not_memoised(tmp_path):
+    from pytest_toolbench.models.base import ModelCallError
+
+    class Failing(Scripted):
+        async def complete(self, request, ctx):
+            raise ModelCallError("http_500", "boom")
+
+    runner = make_runner(tmp_path)
+    result = asyncio.run(runner.run(case("tooluse-gs"), Failing("")))
+    assert result.is_error and result.error.kind == "http_500"
+    assert not list((tmp_path / "memo").rglob("*.json"))
