@@ -10,5 +10,6 @@ if TYPE_CHECKING:  # keep this package light: sandbox workers import benchmark j
 
 def registry() -> "dict[str, Benchmark]":
     from pytest_toolbench.benchmarks.toolhop.benchmark import TOOLHOP
+    from pytest_toolbench.benchmarks.toolbehonest.benchmark import TOOLBEHONEST
 
-    return {b.name: b for b in (TOOLHOP,)}
+    return {b.name: b for b in (TOOLHOP, TOOLBEHONEST)}
