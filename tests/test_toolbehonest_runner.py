@@ -5,10 +5,7 @@ upstream scores them (spec §4)."""
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path
-
-import pytest
 
 from pytest_toolbench.benchmarks.toolbehonest.benchmark import TOOLBEHONEST, ToolBeHonestBenchmark
 from pytest_toolbench.benchmarks.toolbehonest.options import ToolBeHonestOptions

@@ -3,7 +3,6 @@ example, expected values worked out by hand from ../shared/specs/toolbehonest.md
 
 from __future__ import annotations
 
-import warnings
 from pathlib import Path
 
 import pytest
