@@ -9,7 +9,9 @@ if TYPE_CHECKING:  # keep this package light: sandbox workers import benchmark j
 
 
 def registry() -> "dict[str, Benchmark]":
-    from pytest_toolbench.benchmarks.toolhop.benchmark import TOOLHOP
     from pytest_toolbench.benchmarks.familytool.benchmark import FAMILYTOOL
+    from pytest_toolbench.benchmarks.metabench.benchmark import METABENCH
+    from pytest_toolbench.benchmarks.toolbehonest.benchmark import TOOLBEHONEST
+    from pytest_toolbench.benchmarks.toolhop.benchmark import TOOLHOP
 
-    return {b.name: b for b in (TOOLHOP, FAMILYTOOL)}
+    return {b.name: b for b in (TOOLHOP, FAMILYTOOL, TOOLBEHONEST, METABENCH)}

@@ -1,0 +1,151 @@
+"""ToolBeHonest as the harness sees it: cases, metrics, labels, runner, oracle and tables.
+
+Cases: every record x level (L1 detecting, L2 planning, L3 diagnosing) x variant (solvable,
+unsolvable), in upstream's order (subtask by first appearance, file order, L1->L3, solvable
+then unsolvable; spec §4). Case ids carry upstream's position ``<subtask>-<k>`` (spec §1.6).
+
+``Case.scenario`` is the paper's scenario (MNT, PT, LFT), so the shared ``scenario(name=...)``
+marker, ``--scenario`` and the per-scenario metric tables are exactly the paper's Table 2
+groups (the unsolvable L1-EM/L2-PR/L3-PR/L3-MS declared below). Level, subtask and variant are
+labels with their own markers: ``level(n=1)``, ``subtask(name='os')``, ``solvable(value=False)``.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Callable
+
+from pytest_toolbench.benchmarks.base import Case
+from pytest_toolbench.benchmarks.toolbehonest import report
+from pytest_toolbench.benchmarks.toolbehonest.options import ToolBeHonestOptions
+from pytest_toolbench.benchmarks.toolbehonest.oracle import toolbehonest_oracle
+from pytest_toolbench.benchmarks.toolbehonest.prompts import LEVELS
+from pytest_toolbench.benchmarks.toolbehonest.runner import ToolBeHonestRunner, upstream_sampling
+from pytest_toolbench.benchmarks.toolbehonest.schema import (
+    SCENARIOS,
+    ToolBHRecord,
+    data_file,
+    file_sha256,
+    group_by_subtask,
+    load_toolbehonest_file,
+)
+from pytest_toolbench.benchmarks.toolbehonest.scoring import ToolMatcher
+from pytest_toolbench.config import RunSettings
+from pytest_toolbench.models.base import ChatRequest
+from pytest_toolbench.results.aggregate import ReportTable
+from pytest_toolbench.results.case_result import CaseResult
+from pytest_toolbench.results.metrics import MetricSpec
+
+#: The bundled sample lives at <repo>/data/toolbehonest (used when no --data-dir is given).
+DEFAULT_DATA_DIR = Path(__file__).resolve().parents[3] / "data"
+
+
+@lru_cache(maxsize=8)
+def _load(path: str, mtime_ns: int) -> tuple[ToolBHRecord, ...]:
+    return tuple(load_toolbehonest_file(path))
+
+
+def _mean(name: str, value: str, description: str) -> MetricSpec:
+    return MetricSpec(name=name, kind="mean", value=value, description=description)
+
+
+class ToolBeHonestBenchmark:
+    name = "toolbehonest"
+    title = "ToolBeHonest"
+    options_model = ToolBeHonestOptions
+    scenarios: tuple[str, ...] = SCENARIOS
+    metrics: tuple[MetricSpec, ...] = (
+        _mean("l1_em", "l1_em", "L1 solvability detection, exact match (unsolvable; Table 2)"),
+        _mean("l2_pr", "l2_pr", "L2 planning progress rate (unsolvable; Table 2)"),
+        _mean("l3_pr", "l3_pr", "L3 diagnosing progress rate (unsolvable; Table 2)"),
+        _mean("l3_ms", "l3_ms", "L3 matching score, MiniLM (unsolvable; Table 2)"),
+        MetricSpec(
+            name="overall", kind="ratio", value="overall_sum", denominator="overall_n",
+            description="pooled mean of the scenario's unsolvable L1/L2/L3-PR/L3-MS numbers",
+        ),
+    )
+    #: The solvable side (l1_em_solvable, l2_pr_solvable, l3_pr_solvable) is in each case's
+    #: values and in the Table 3 report table, not in the per-scenario tables (upstream's
+    #: leaderboard has none of it).
+    breakdown_labels: tuple[str, ...] = ("subtask",)
+    label_markers: dict[str, str] = {"level": "n", "subtask": "name", "solvable": "value"}
+
+    def __init__(self) -> None:
+        #: Prompt/data language; set from ``--toolbehonest-lang`` by fixtures/toolbehonest.py
+        #: (``load_cases`` receives no options).
+        self.lang = "en"
+
+    # --- data ---------------------------------------------------------------------------------
+
+    def data_path(self, data_dir: Path | None) -> Path:
+        return data_file(Path(data_dir or DEFAULT_DATA_DIR) / self.name, self.lang)
+
+    def records(self, data_dir: Path | None) -> list[ToolBHRecord]:
+        """Every record of the data file, file order (also the tool database's source)."""
+        path = self.data_path(data_dir)
+        return list(_load(str(path), path.stat().st_mtime_ns))
+
+    def data_sources(self, data_dir: Path | None) -> list[dict[str, Any]]:
+        """Provenance: the file the cases come from, its record count and sha256."""
+        path = self.data_path(data_dir)
+        return [
+            {
+                "path": str(path),
+                "records": len(self.records(data_dir)),
+                "sha256": file_sha256(path),
+                "bundled": path.resolve().is_relative_to(DEFAULT_DATA_DIR.resolve()),
+            }
+        ]
+
+    def load_cases(self, data_dir: Path | None, scenarios: tuple[str, ...]) -> list[Case]:
+        unknown = [s for s in scenarios if s not in self.scenarios]
+        if unknown:
+            raise ValueError(f"unknown ToolBeHonest scenario(s) {unknown}; expected {self.scenarios}")
+        cases: list[Case] = []
+        for subtask, records in group_by_subtask(self.records(data_dir)).items():
+            for k, record in enumerate(records):
+                if record.scenario not in scenarios:
+                    continue
+                for level in LEVELS:
+                    for solvable in (True, False):
+                        cases.append(self.make_case(record, k, level, solvable))
+        return cases
+
+    def make_case(self, record: ToolBHRecord, k: int, level: int, solvable: bool) -> Case:
+        variant = "solvable" if solvable else "unsolvable"
+        return Case(
+            id=f"{self.name}-{record.subtask}-{k}-L{level}-{variant}",
+            benchmark=self.name,
+            scenario=record.scenario,
+            sample_id=f"{record.subtask}-{k}",
+            labels={"level": level, "subtask": record.subtask, "solvable": solvable,
+                    "variant": variant},
+            sample=record,
+        )
+
+    # --- running ------------------------------------------------------------------------------
+
+    def make_runner(self, settings: RunSettings, matcher: ToolMatcher | None) -> ToolBeHonestRunner:
+        options = settings.options_for(self.name, ToolBeHonestOptions)
+        overrides = {"temperature": settings.temperature, "max_tokens": settings.max_tokens}
+        from pytest_toolbench.models.base import Sampling
+
+        base = Sampling(**{k: v for k, v in overrides.items()})
+        sampling = upstream_sampling(settings.resolved_backend, options, base)
+        return ToolBeHonestRunner(options, sampling, matcher)
+
+    def oracle_for(self, case: Case) -> Callable[[ChatRequest], dict[str, Any]]:
+        return toolbehonest_oracle(
+            case.sample, int(case.labels["level"]), bool(case.labels["solvable"])
+        )
+
+    def report_tables(self, results: list[CaseResult]) -> list[ReportTable]:
+        return report.report_tables(results)
+
+
+TOOLBEHONEST = ToolBeHonestBenchmark()
+
+#: Module-level spellings used by fixtures (fixtures/toolbehonest.py) and the oracle backend.
+make_runner = TOOLBEHONEST.make_runner
+oracle_for = TOOLBEHONEST.oracle_for

@@ -1,0 +1,36 @@
+"""ToolBeHonest run options. Every default is the upstream behaviour; each deviation is named.
+
+Each field is also a command-line flag (``--toolbehonest-<field>``), derived by
+:mod:`pytest_toolbench.benchmarks.options`; the description is the flag's help.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from pytest_toolbench.environments.retrieval import DEFAULT_EMBEDDER
+
+
+class ToolBeHonestOptions(BaseModel):
+    lang: Literal["en", "zh"] = Field(
+        "en", description="prompt language and data file test_<lang>.json (upstream: en)"
+    )
+    #: Spec §3.2: "hard" (paper Eq. 1, every paper number) or "soft" (in-order subsequence).
+    progress_rate: Literal["hard", "soft"] = Field(
+        "hard",
+        description="L2/L3 progress rate: hard = up to the first mismatch (upstream default, "
+        "paper numbers); soft = in-order subsequence (upstream --calculate_type soft)",
+    )
+    #: Spec §4: upstream sends max_tokens 1024 (and top_p 0.95) to vLLM and 2048 to OpenAI.
+    max_tokens: int | None = Field(
+        None,
+        description="max_tokens per request (default: upstream's, 1024 for vLLM with "
+        "top_p 0.95, 2048 for OpenAI)",
+    )
+    #: Spec §3.4: MiniLM is the paper's Table 2 embedder; another one is NOT upstream.
+    embedder: str = Field(
+        DEFAULT_EMBEDDER,
+        description="sentence-transformers model for the L3 matching score",
+    )

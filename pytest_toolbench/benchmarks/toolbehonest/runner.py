@@ -1,0 +1,219 @@
+"""Runs one ToolBeHonest case: one prompt, one reply, the level's upstream score (spec §2-§4).
+
+One user message, no system prompt, temperature 0 and upstream's max_tokens (1024 + top_p 0.95
+for open-weight models on vLLM, 2048 for OpenAI; spec §4). Upstream turns any failed call into
+an empty reply, scored as a wrong answer; here a :class:`ModelCallError` (after the backend's
+retries) is an infrastructure ERROR excluded from metrics, recorded as a deviation, while a
+context-length overflow is scored like upstream's empty reply.
+
+Values a case reports (the unsolvable variant feeds the leaderboard, spec §3.6):
+``l1_em`` / ``l2_pr`` / ``l3_pr`` / ``l3_ms`` on unsolvable cases, ``*_solvable`` on solvable
+ones, and ``overall_sum`` / ``overall_n`` (the case's share of upstream's pooled Overall: one
+number for L1 and L2, PR and MS for L3) so a ratio metric gives the pooled mean.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from pytest_toolbench.benchmarks.base import Case
+from pytest_toolbench.benchmarks.toolbehonest.options import ToolBeHonestOptions
+from pytest_toolbench.benchmarks.toolbehonest.oracle import toolbehonest_oracle
+from pytest_toolbench.benchmarks.toolbehonest.prompts import build_messages
+from pytest_toolbench.benchmarks.toolbehonest.schema import ToolBHRecord
+from pytest_toolbench.benchmarks.toolbehonest.scoring import (
+    ScoringError,
+    ToolMatcher,
+    exact_match,
+    extract_l1,
+    extract_l2,
+    extract_l3,
+    score_l2,
+    score_l3,
+)
+from pytest_toolbench.environments.retrieval import DEFAULT_EMBEDDER
+from pytest_toolbench.models.base import (
+    CallContext,
+    ChatModel,
+    ChatRequest,
+    ContextLengthExceeded,
+    ModelCallError,
+    Sampling,
+    Usage,
+)
+from pytest_toolbench.results.case_result import CaseResult, InfraError, Outcome
+
+BENCHMARK = "toolbehonest"
+
+
+def upstream_sampling(backend: str, options: ToolBeHonestOptions, base: Sampling | None = None) -> Sampling:
+    """Spec §4: T=0; vLLM gets max_tokens 1024 and top_p 0.95, OpenAI max_tokens 2048.
+    ``base`` carries the user's explicit --temperature/--max-tokens overrides, if any."""
+    if backend == "openai":
+        sampling = Sampling(temperature=0.0, max_tokens=2048, top_p=None)
+    else:
+        sampling = Sampling(temperature=0.0, max_tokens=1024, top_p=0.95)
+    update: dict[str, Any] = {}
+    if base is not None:
+        update.update({k: v for k, v in base.model_dump().items() if v is not None})
+    if options.max_tokens is not None:
+        update["max_tokens"] = options.max_tokens
+    return sampling.model_copy(update=update)
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return ""
+
+
+def score_reply(
+    record: ToolBHRecord,
+    level: int,
+    solvable: bool,
+    reply: str,
+    matcher: ToolMatcher | None,
+    kind: str = "hard",
+) -> tuple[dict[str, float], dict[str, Any]]:
+    """The case's values and scoring details for one reply (raises ScoringError where upstream
+    itself would crash)."""
+    suffix = "_solvable" if solvable else ""
+    if level == 1:
+        pred = extract_l1(reply)
+        em = float(exact_match(pred, "solvable" if solvable else "unsolvable"))
+        values = {f"l1_em{suffix}": em}
+        details: dict[str, Any] = {"prediction": pred, "gold": "solvable" if solvable else "unsolvable"}
+        if not solvable:
+            values.update(overall_sum=em, overall_n=1.0)
+        return values, details
+    if level == 2:
+        lines = extract_l2(reply)
+        score = score_l2(lines, record, solvable, kind)  # type: ignore[arg-type]
+        values = {f"l2_pr{suffix}": score.progress_rate}
+        details = {"prediction": lines, "gold": record.gold(solvable), "condition": score.condition}
+        if not solvable:
+            values.update(overall_sum=score.progress_rate, overall_n=1.0)
+        return values, details
+    texts, tools = extract_l3(reply)
+    score = score_l3(texts, tools, record, solvable, matcher, kind)  # type: ignore[arg-type]
+    values = {f"l3_pr{suffix}": score.progress_rate}
+    details = {
+        "prediction": tools,
+        "subgoals": texts,
+        "gold": record.gold(solvable),
+        "condition": score.condition,
+        "scorers": score.scorers,
+    }
+    if not solvable:
+        ms = score.matching_score
+        if ms is None or math.isnan(ms):
+            details["matching_score"] = "nan (upstream: mean of no scores)"
+            values.update(overall_sum=score.progress_rate, overall_n=1.0)
+        else:
+            values.update(l3_ms=ms, overall_sum=score.progress_rate + ms, overall_n=2.0)
+    return values, details
+
+
+class ToolBeHonestRunner:
+    """Turns a ToolBeHonest :class:`Case` into a :class:`CaseResult` (``CaseRunner``)."""
+
+    def __init__(self, options: ToolBeHonestOptions, sampling: Sampling, matcher: ToolMatcher | None):
+        self.options = options
+        self.sampling = sampling
+        self.matcher = matcher
+
+    def option_deviations(self) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        if self.options.progress_rate != "hard":
+            out.append({"kind": "progress_rate", "value": "soft", "note": "not the paper's numbers"})
+        if self.options.embedder != DEFAULT_EMBEDDER:
+            out.append({"kind": "embedder", "value": self.options.embedder, "note": "not MiniLM"})
+        return out
+
+    async def run(self, case: Case, model: ChatModel) -> CaseResult:
+        record: ToolBHRecord = case.sample
+        level = int(case.labels["level"])
+        solvable = bool(case.labels["solvable"])
+        messages = build_messages(record, level, solvable, self.options.lang)
+        request = ChatRequest(messages=messages, sampling=self.sampling)
+        ctx = CallContext(
+            case_id=case.id, turn=0, oracle=toolbehonest_oracle(record, level, solvable)
+        )
+        base: dict[str, Any] = {
+            "case_id": case.id,
+            "benchmark": BENCHMARK,
+            "scenario": case.scenario,
+            "model": getattr(model, "name", ""),
+            "labels": dict(case.labels),
+        }
+        deviations = self.option_deviations()
+        stop_reason = None
+        try:
+            response = await model.complete(request, ctx)
+        except ContextLengthExceeded as exc:
+            reply, stop_reason = "", f"{exc.kind}: {exc.message}"  # upstream: "" on any error
+            response = None
+        except ModelCallError as exc:
+            deviations.append(
+                {"kind": "model_call_error", "note": "upstream scores an empty reply; here the "
+                 "case is an infrastructure error, excluded from metrics"}
+            )
+            return CaseResult(
+                **base,
+                outcome=Outcome.ERROR,
+                error=InfraError(kind=exc.kind, message=exc.message),
+                details={"deviations": deviations},
+                transcript=messages,
+                failure_message=f"model call failed: {exc.kind}: {exc.message[:200]}",
+            )
+        if response is not None:
+            reply = _text(response.message.get("content"))
+            transcript = [*messages, response.message]
+        else:
+            transcript = list(messages)
+        try:
+            values, details = score_reply(
+                record, level, solvable, reply, self.matcher, self.options.progress_rate
+            )
+        except ScoringError as exc:
+            return CaseResult(
+                **base,
+                outcome=Outcome.ERROR,
+                error=InfraError(kind="scoring_error", message=str(exc)),
+                details={"reply": reply, "deviations": deviations},
+                transcript=transcript,
+                failure_message=f"upstream would crash scoring this case: {exc}",
+            )
+        details.update(level=level, solvable=solvable, subtask=record.subtask, deviations=deviations)
+        if stop_reason:
+            details["stop_reason"] = stop_reason
+        scores = [v for k, v in values.items() if not k.startswith("overall")]
+        passed = all(v == 1.0 for v in scores)
+        failure = None
+        if not passed:
+            shown = " ".join(reply.split())[:200] or "<empty reply>"
+            failure = (
+                f"L{level} {'solvable' if solvable else 'unsolvable'}: "
+                + ", ".join(f"{k}={v:.3f}" for k, v in values.items() if not k.startswith("overall"))
+                + (f" ({details['condition']})" if details.get("condition") else "")
+                + f" | gold: {details['gold']} | model: {shown}"
+            )
+        return CaseResult(
+            **base,
+            outcome=Outcome.PASSED if passed else Outcome.FAILED,
+            values=values,
+            details=details,
+            failure_message=failure,
+            transcript=transcript,
+            usage=response.usage if response is not None else Usage(),
+            latency_s=response.latency_s if response is not None else 0.0,
+            model_calls=1 if response is not None else 0,
+            cached_calls=int(bool(response.cached)) if response is not None else 0,
+            parse_failures=[response.parse_failure.model_dump()]
+            if response is not None and response.parse_failure is not None
+            else [],
+        )
+

@@ -1,0 +1,172 @@
+"""ToolBeHonest data and prompts: the loader takes the upstream schema unchanged (unknown keys
+too), malformed records fail in one line naming file and index, and the six prompts per record
+are byte-exact (hashes from ../shared/specs/toolbehonest.md §2.1)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from pytest_toolbench.benchmarks.dataset_errors import DatasetError, DatasetWarning
+from pytest_toolbench.benchmarks.toolbehonest.benchmark import TOOLBEHONEST
+from pytest_toolbench.benchmarks.toolbehonest.prompts import (
+    DETECTING_EN,
+    DIAGNOSING_EN,
+    PLANNING_EN,
+    build_prompt,
+)
+from pytest_toolbench.benchmarks.toolbehonest.schema import (
+    REQUIRED_KEYS,
+    SUBTASKS,
+    group_by_subtask,
+    load_toolbehonest_file,
+    parse_tool_string,
+)
+from pytest_toolbench.benchmarks.toolbehonest.tooldb import build_tool_database
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLE = REPO / "data" / "toolbehonest" / "sample_en.json"
+
+
+@pytest.fixture(scope="module")
+def raw() -> list[dict]:
+    return json.loads(SAMPLE.read_text(encoding="utf-8"))
+
+
+def write(tmp_path: Path, data) -> Path:
+    path = tmp_path / "test_en.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+def test_sample_has_two_records_per_subtask_in_the_upstream_schema(raw):
+    records = load_toolbehonest_file(SAMPLE)
+    groups = group_by_subtask(records)
+    assert list(groups) == list(SUBTASKS)  # first-appearance order = upstream's
+    assert all(len(g) >= 2 for g in groups.values())
+    for item in raw:
+        assert tuple(item)[:7] == REQUIRED_KEYS
+        assert isinstance(item["tools"], str) and isinstance(item["planning_tools"], list)
+        assert item["task"] != item["unsolvable_task"] or item["tools"] != item["unsolvable_tools"]
+        assert "UnsolvableQuery" in item["planning_tools_unsolvable"]
+    assert records[-1].model_extra == {"id": "extra-key-kept"}  # unknown key tolerated
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (lambda r: r.pop("tools"), "missing keys ['tools']"),
+        (lambda r: r.update(planning_tools="A\nB"), "planning_tools"),
+        (lambda r: r.update(subtask="multi_step"), "unknown subtask 'multi_step'"),
+        (lambda r: r.update(tools=["1. A: x"]), "tools"),
+        (lambda r: r.update(planning_tools=["Finish"]), "empty after dropping the final Finish"),
+    ],
+)
+def test_malformed_record_is_a_one_line_error_with_file_and_index(tmp_path, raw, mutate, message):
+    data = [dict(r) for r in raw[:3]]
+    mutate(data[2])
+    path = write(tmp_path, data)
+    with pytest.raises(DatasetError) as info:
+        load_toolbehonest_file(path)
+    text = str(info.value)
+    assert "\n" not in text and str(path) in text and "record #2" in text and message in text
+
+
+def test_file_level_errors(tmp_path, raw):
+    with pytest.raises(DatasetError, match=r"top level must be a JSON list"):
+        load_toolbehonest_file(write(tmp_path, {"a": 1}))
+    bad = tmp_path / "bad.json"
+    bad.write_text("[{]", encoding="utf-8")
+    with pytest.raises(DatasetError, match=r"line 1 column 3"):
+        load_toolbehonest_file(bad)
+    with pytest.raises(DatasetError, match=r"record #1: identical to record #0"):
+        load_toolbehonest_file(write(tmp_path, [raw[0], raw[0]]))
+
+
+def test_record_upstream_would_crash_on_is_a_warning(tmp_path, raw):
+    data = [dict(raw[0], planning_tools_unsolvable=["WeatherForecast", "Finish"])]
+    with pytest.warns(DatasetWarning, match="no UnsolvableQuery"):
+        load_toolbehonest_file(write(tmp_path, data))
+
+
+def test_tool_string_parsing_keeps_upstream_quirks():
+    pairs = parse_tool_string("1. A: first\n2. B : spaced\n3.C：full-width colon\nno number: x")
+    assert pairs == [("A", "first"), ("B ", "spaced"), ("C", "full-width colon")]
+
+
+def test_tool_database_keeps_every_records_tools_with_duplicates():
+    db = build_tool_database(load_toolbehonest_file(SAMPLE))
+    single = db["single_step"]
+    # records 0, 1 and the extra record (a copy of record 0's tools): 5 + 5 + 5 lines
+    assert len(single.names) == 15
+    assert single.names.count("WeatherForecast") == 2 and single.names.count("Finish") == 3
+
+
+def test_data_sources_reports_the_bundled_file():
+    (source,) = TOOLBEHONEST.data_sources(None)
+    assert source["path"].endswith("sample_en.json") and source["bundled"] is True
+    assert source["records"] == 15
+    assert source["sha256"] == hashlib.sha256(SAMPLE.read_bytes()).hexdigest()
+
+
+def test_real_file_name_is_preferred_and_selection_keeps_positions(tmp_path, raw):
+    folder = tmp_path / "toolbehonest"
+    folder.mkdir()
+    (folder / "test_en.json").write_text(json.dumps(raw[2:6]), encoding="utf-8")
+    cases = TOOLBEHONEST.load_cases(tmp_path, ("MNT",))
+    assert [c.sample_id for c in cases[::6]] == [
+        "multi_step_wo_rep-0", "multi_step_wo_rep-1", "multi_step_w_rep-0", "multi_step_w_rep-1"
+    ]
+    assert cases[1].id == "toolbehonest-multi_step_wo_rep-0-L1-unsolvable"
+    assert cases[1].labels == {
+        "level": 1, "subtask": "multi_step_wo_rep", "solvable": False, "variant": "unsolvable"
+    }
+    assert {c.scenario for c in cases} == {"MNT"}
+
+
+# --------------------------------------------------------------------------- prompts
+
+
+@pytest.mark.parametrize(
+    ("prompt", "length", "sha"),
+    [
+        (DETECTING_EN, 588, "952d58a41e5994e8248297dfe443cbf0030c48ad1cc9dd31b096451a63da309b"),
+        (PLANNING_EN, 1187, "76010e392fd35bf9a4051bd8024f19a3960df24c86b2099bc91c43e4b90f84fd"),
+        (DIAGNOSING_EN, 1621, "7d722e9ed63876d51aab4994cbb215d02fdcd0d89d1e7892213160754725a5c0"),
+    ],
+)
+def test_english_prompts_are_byte_exact(prompt, length, sha):
+    assert len(prompt) == length
+    assert hashlib.sha256(prompt.encode("utf-8")).hexdigest() == sha
+
+
+def test_prompt_quirks():
+    assert "\\“\n\\”" in PLANNING_EN
+    assert "UnsovlableQuery" in DIAGNOSING_EN and "<provided_tool>" in DIAGNOSING_EN
+    assert ". \n If the task" in DETECTING_EN
+
+
+def test_six_prompts_per_record(raw):
+    record = load_toolbehonest_file(SAMPLE)[2]
+    r = raw[2]
+    assert build_prompt(record, 1, True) == (
+        f"{DETECTING_EN}\n\n<task>\n{r['task']}\n</task>\n<provided_tools>\n{r['tools']}\n</provided_tools>"
+    )
+    # the L1 unsolvable prompt alone has a blank line before <provided_tools>
+    assert build_prompt(record, 1, False) == (
+        f"{DETECTING_EN}\n\n<task>\n{r['unsolvable_task']}\n</task>\n\n<provided_tools>\n"
+        f"{r['unsolvable_tools']}\n</provided_tools>"
+    )
+    for level, p in ((2, PLANNING_EN), (3, DIAGNOSING_EN)):
+        assert build_prompt(record, level, True) == (
+            f"{p}\n\n<task>\n{r['task']}\n</task>\n<provided_tools>\n{r['tools']}\n</provided_tools>"
+        )
+        assert build_prompt(record, level, False) == (
+            f"{p}\n\n<task>\n{r['unsolvable_task']}\n</task>\n<provided_tools>\n"
+            f"{r['unsolvable_tools']}\n</provided_tools>"
+        )
+    zh = build_prompt(record, 3, False, "zh")
+    assert zh.startswith("请根据 <task> 中的任务描述") and "并使用对应不可解决的工具UnsolvableQuery" in zh

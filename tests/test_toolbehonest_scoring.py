@@ -1,0 +1,311 @@
+"""ToolBeHonest scoring on the bundled records: every §3.9 edge case and the §3.5 worked
+example, expected values worked out by hand from ../shared/specs/toolbehonest.md §3."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_toolbench.benchmarks.toolbehonest.runner import score_reply
+from pytest_toolbench.benchmarks.toolbehonest.schema import (
+    group_by_subtask,
+    load_toolbehonest_file,
+)
+from pytest_toolbench.benchmarks.toolbehonest.scoring import (
+    ScoringError,
+    extract_l1,
+    extract_l2,
+    parse_l3,
+    progress_rate,
+    score_l2,
+    score_l3,
+)
+
+SAMPLE = Path(__file__).resolve().parents[1] / "data" / "toolbehonest" / "sample_en.json"
+
+
+@pytest.fixture(scope="module")
+def groups():
+    return group_by_subtask(load_toolbehonest_file(SAMPLE))
+
+
+@pytest.fixture(scope="module")
+def kernel(groups):
+    """The spec §1.8 record: gold unsolvable [KernelDownloader, UnsolvableQuery, Restart]."""
+    return groups["multi_step_wo_rep"][0]
+
+
+@pytest.fixture(scope="module")
+def rep(groups):
+    """multi_step_w_rep #0: gold unsolvable [UQ, CloudUploader, UQ, CloudUploader]."""
+    return groups["multi_step_w_rep"][0]
+
+
+class NoMatcher:
+    """Fails the test if MS is computed where the spec says it must not be."""
+
+    def score(self, *args):
+        raise AssertionError("MS must not be computed here")
+
+
+class FixedMatcher:
+    """Records the MS queries (the real embedder is tested below); returns 0.5."""
+
+    def __init__(self):
+        self.calls = []
+
+    def score(self, subtask, query, gold_name, gold_desc):
+        self.calls.append((subtask, query, gold_name, gold_desc))
+        return 0.5
+
+
+# --------------------------------------------------------------------------- L1 (§3.1)
+
+
+@pytest.mark.parametrize(
+    ("reply", "solvable", "em"),
+    [
+        ("<answer>unsolvable</answer>", False, 1.0),
+        ("<answer> UNSOLVABLE </answer>", False, 1.0),  # strip + case-insensitive
+        ("<answer>\nunsolvable\n</answer>", False, 0.0),  # no DOTALL: no match
+        ("unsolvable", False, 0.0),  # no tags
+        ("<answer>unsolvable.</answer>", False, 0.0),
+        ("<answer>solvable</answer><answer>unsolvable</answer>", False, 0.0),  # first block
+        ("<answer>solvable</answer>", True, 1.0),
+    ],
+)
+def test_l1_exact_match(kernel, reply, solvable, em):
+    values, _ = score_reply(kernel, 1, solvable, reply, NoMatcher())
+    assert values[f"l1_em{'_solvable' if solvable else ''}"] == em
+
+
+def test_l1_extraction_ignores_newlines_inside_the_first_block():
+    assert extract_l1("<answer>a\nb</answer> <answer>x</answer>") == "x"
+
+
+# --------------------------------------------------------------------------- L2 (§3.2, §3.5)
+
+
+@pytest.mark.parametrize(
+    ("reply", "pr", "condition"),
+    [
+        # §3.5: exact plan with a trailing Finish (dropped): 3/3, correct.
+        ("<answer>KernelDownloader\nUnsolvableQuery\nRestart\nFinish</answer>", 1.0, "correct"),
+        # §3.5: GPT-4o-style spaces around UQ -> " UnsolvableQuery " is not a provided tool.
+        ("<answer>KernelDownloader\n UnsolvableQuery \nRestart\nFinish</answer>", 0.0,
+         "non_existent_tools"),
+        # KernelUpdater is provided by `tools` (only unsolvable_tools lacks it): no UQ -> hallu.
+        ("<answer>KernelDownloader\nKernelUpdater\nRestart</answer>", 0.0, "solvability_hallu"),
+        # UQ first: 0/3 and the UQ index differs (0 vs 1).
+        ("<answer>UnsolvableQuery\nKernelDownloader\nRestart</answer>", 0.0,
+         "wrong_unsolvable_index"),
+        # no tags -> [""]: "" is not provided.
+        ("I cannot answer.", 0.0, "non_existent_tools"),
+        # numbered lines are not tool names.
+        ("<answer>1. KernelDownloader\n2. UnsolvableQuery</answer>", 0.0, "non_existent_tools"),
+        # a blank line inside the block is "" -> non-existent.
+        ("<answer>KernelDownloader\n\nUnsolvableQuery\nRestart</answer>", 0.0,
+         "non_existent_tools"),
+        # hallucinated tool AND no UQ: L2 says non-existent first.
+        ("<answer>KernelDownloader\nMagicTool\nRestart</answer>", 0.0, "non_existent_tools"),
+        # full match then an extra Finish in the middle and a second one at the end: PR 1.0 but
+        # Finish is not in the gold list -> wrong_tools.
+        ("<answer>KernelDownloader\nUnsolvableQuery\nRestart\nFinish\nFinish</answer>", 1.0,
+         "wrong_tools"),
+        # UQ at the right index, wrong tool after it: 2/3, same UQ index -> wrong_reasoning.
+        ("<answer>KernelDownloader\nUnsolvableQuery\nKernelDownloader</answer>", 2 / 3,
+         "wrong_reasoning"),
+        # UQ one step late: PR up to the first mismatch = 1/3, index 2 != 1.
+        ("<answer>KernelDownloader\nRestart\nUnsolvableQuery</answer>", 1 / 3,
+         "wrong_unsolvable_index"),
+        # first block only; the second (correct) one is ignored.
+        ("<answer>KernelDownloader</answer>\n<answer>KernelDownloader\nUnsolvableQuery\nRestart"
+         "</answer>", 0.0, "solvability_hallu"),
+        # a \r line ending makes names non-existent.
+        ("<answer>KernelDownloader\r\nUnsolvableQuery\r\nRestart</answer>", 0.0,
+         "non_existent_tools"),
+    ],
+)
+def test_l2_unsolvable_gates_and_conditions(kernel, reply, pr, condition):
+    values, details = score_reply(kernel, 2, False, reply, NoMatcher())
+    assert values["l2_pr"] == pytest.approx(pr)
+    assert details["condition"] == condition
+    assert values["overall_sum"] == pytest.approx(pr) and values["overall_n"] == 1.0
+
+
+def test_l2_solvable_uq_is_just_a_mismatch(kernel):
+    values, details = score_reply(
+        kernel, 2, True, "<answer>KernelDownloader\nUnsolvableQuery\nRestart</answer>", None
+    )
+    assert values == {"l2_pr_solvable": pytest.approx(1 / 3)}  # gold KD, KU, Restart
+    assert details["condition"] is None
+
+
+def test_l2_soft_progress_rate_counts_the_in_order_subsequence(kernel):
+    lines = extract_l2("<answer>KernelDownloader\nRestart\nUnsolvableQuery\nRestart</answer>")
+    hard = score_l2(lines, kernel, False, "hard")
+    soft = score_l2(lines, kernel, False, "soft")
+    assert hard.progress_rate == pytest.approx(1 / 3)
+    # soft: KD matches gold[0]; Restart != UQ; UQ matches gold[1]; Restart matches gold[2].
+    assert soft.progress_rate == 1.0
+    assert soft.condition == "correct" and hard.condition == "wrong_unsolvable_index"
+
+
+def test_progress_rate_ignores_extra_predictions_and_is_over_gold_length():
+    assert progress_rate(["a", "b", "c", "d"], ["a", "b"]) == 1.0
+    assert progress_rate(["a"], ["a", "b", "c", "d"]) == 0.25
+    # soft never skips a gold step: gold "a" is never found, so "b" cannot match either.
+    assert progress_rate(["x", "b"], ["a", "b"], "soft") == 0.0
+    assert progress_rate(["a", "x", "b"], ["a", "b"], "soft") == 1.0
+    with pytest.raises(ValueError):
+        progress_rate(["a"], ["a"], "all")  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------- L3 parser (§3.3)
+
+
+def test_l3_parser_quirks():
+    text = (
+        "Subgoal 1: Download it. Planned tool: KernelDownloader\n"
+        "Subgoal 2: bracketed Planned tool: [KernelUpdater]\n"  # dropped: brackets
+        "Subgoal 3: dotted Planned tool: Restart.\n"  # dropped: trailing dot
+        "**Subgoal 4**: bold Planned tool: Restart\n"  # dropped: bold prefix
+        "subgoal 5: lower Planned tool: Restart\n"  # dropped: lower-case
+        "   Subgoal 6: indented Planned tool: UnsolvableQuery\n"  # kept: leading spaces fine
+        "Subgoal 7: next line Planned tool:\nRestart\n"  # \s* crosses the newline
+        "Subgoal 8: end Planned tool: Finish"
+    )
+    texts, tools = parse_l3(text)
+    assert tools == ["KernelDownloader", "UnsolvableQuery", "Restart"]
+    assert texts == [
+        "Subgoal 1: Download it.",
+        "Subgoal 6: indented",
+        "Subgoal 7: next line",
+    ]
+
+
+def test_l3_parser_final_tool_swallows_following_word_lines_and_merges_one_line_subgoals():
+    _, tools = parse_l3("Subgoal 1: a Planned tool: Restart\nDone here")
+    assert tools == ["Restart\nDone here"]
+    texts, tools = parse_l3("Subgoal 1: a Planned tool: A Subgoal 2: b Planned tool: B")
+    assert len(tools) == 1 and tools[0] == "B"
+    _, tools = parse_l3("Subgoal 1: x Planned tool: A\nSubgoal 2: y Planned tool: finish")
+    assert tools == ["A"]  # one final finish dropped, case-insensitively
+
+
+# --------------------------------------------------------------------------- L3 scoring (§3.4)
+
+
+def l3(record, reply, matcher, solvable=False, kind="hard"):
+    return score_reply(record, 3, solvable, reply, matcher, kind)
+
+
+GOOD_L3 = (
+    "<answer>Subgoal 1: Download the kernel update package. Planned tool: KernelDownloader\n"
+    "Subgoal 2: Update the kernel version. Planned tool: UnsolvableQuery\n"
+    "Subgoal 3: Restart the computer. Planned tool: Restart\n"
+    "Subgoal 4: Done. Planned tool: Finish</answer>"
+)
+
+
+def test_l3_worked_example_queries_the_subgoal_without_its_prefix(kernel):
+    matcher = FixedMatcher()
+    values, details = l3(kernel, GOOD_L3, matcher)
+    assert values["l3_pr"] == 1.0 and values["l3_ms"] == 0.5
+    assert values["overall_sum"] == 1.5 and values["overall_n"] == 2.0
+    assert details["condition"] == "correct"
+    assert matcher.calls == [
+        (
+            "multi_step_wo_rep",
+            "Update the kernel version.",
+            "KernelUpdater",  # the SOLVABLE plan's tool at the same index
+            "Installs a downloaded kernel package and switches the kernel version.",
+        )
+    ]
+
+
+def test_l3_no_tags_is_solvability_hallucination_with_zero_ms(rep):
+    values, details = l3(rep, "no tags at all", NoMatcher())
+    assert (values["l3_pr"], values["l3_ms"], details["condition"]) == (0.0, 0.0, "solvability_hallu")
+    assert details["scorers"] == [0.0, 0.0]  # one per gold UQ (two in this record)
+
+
+def test_l3_hallucinated_tool_and_no_uq_is_hallucination_not_non_existent(kernel):
+    reply = ("<answer>Subgoal 1: a Planned tool: KernelDownloader\n"
+             "Subgoal 2: b Planned tool: MagicTool</answer>")
+    values, details = l3(kernel, reply, NoMatcher())
+    assert details["condition"] == "solvability_hallu" and values["l3_ms"] == 0.0
+
+
+def test_l3_hallucinated_tool_with_uq_at_right_index_still_scores_ms(kernel):
+    reply = ("<answer>Subgoal 1: a Planned tool: KernelDownloader\n"
+             "Subgoal 2: Update the kernel version. Planned tool: UnsolvableQuery\n"
+             "Subgoal 3: c Planned tool: MagicTool</answer>")
+    matcher = FixedMatcher()
+    values, details = l3(kernel, reply, matcher)
+    assert values["l3_pr"] == 0.0 and details["condition"] == "non_existent_tools"
+    assert values["l3_ms"] == 0.5 and len(matcher.calls) == 1
+
+
+def test_l3_uq_at_a_different_index_gets_zero_for_that_step(rep):
+    # gold [UQ, CloudUploader, UQ, CloudUploader]; predicted UQ at 0 and 3 (not 2).
+    reply = ("<answer>Subgoal 1: Change the size of photo A. Planned tool: UnsolvableQuery\n"
+             "Subgoal 2: b Planned tool: CloudUploader\n"
+             "Subgoal 3: c Planned tool: CloudUploader\n"
+             "Subgoal 4: d Planned tool: UnsolvableQuery</answer>")
+    matcher = FixedMatcher()
+    values, details = l3(rep, reply, matcher)
+    assert details["scorers"] == [0.5, 0.0]  # index 0 scored, index 2 not UQ in prediction
+    assert values["l3_ms"] == 0.25
+    assert values["l3_pr"] == 0.5  # UQ, CloudUploader match; CloudUploader != UQ at 2
+    # all predicted tools are in gold, PR < 1, first UQ index 0 == 0 -> wrong_reasoning
+    assert details["condition"] == "wrong_reasoning"
+    assert [c[2] for c in matcher.calls] == ["ImageResizer"]
+
+
+def test_l3_extra_tools_after_full_match_give_pr_one_and_wrong_tools(kernel):
+    reply = GOOD_L3.replace("</answer>", "\nSubgoal 5: e Planned tool: KernelUpdater</answer>")
+    values, details = l3(kernel, reply, FixedMatcher())
+    assert values["l3_pr"] == 1.0 and details["condition"] == "wrong_tools"
+
+
+def test_l3_solvable_sample_has_pr_only(kernel):
+    reply = ("<answer>Subgoal 1: a Planned tool: KernelDownloader\n"
+             "Subgoal 2: b Planned tool: KernelUpdater\n"
+             "Subgoal 3: c Planned tool: Restart</answer>")
+    values, details = l3(kernel, reply, NoMatcher(), solvable=True)
+    assert values == {"l3_pr_solvable": 1.0} and details["scorers"] is None
+
+
+def test_l3_needs_the_same_names_after_strip(kernel):
+    # the parser strips names, so "Planned tool:  Restart " still names Restart.
+    texts, tools = parse_l3("Subgoal 1: a Planned tool:  KernelDownloader \n")
+    assert tools == ["KernelDownloader"]
+
+
+def test_where_upstream_crashes_it_is_an_error_not_a_zero(groups):
+    rec = groups["iter"][1]  # gold unsolvable [DiceRoller, UQ]; solvable [..., ScoreKeeper, ...]
+    broken = rec.model_copy(update={"planning_tools": ["DiceRoller"]})
+    reply = "<answer>Subgoal 1: a Planned tool: DiceRoller\nSubgoal 2: b Planned tool: UnsolvableQuery</answer>"
+    with pytest.raises(ScoringError):
+        score_l3(*parse_l3(reply.removeprefix("<answer>").removesuffix("</answer>")), broken,
+                 False, FixedMatcher())
+
+
+def test_score_l3_order_matches_score_reply(kernel):
+    texts, tools = parse_l3(GOOD_L3[len("<answer>"):-len("</answer>")])
+    assert score_l3(texts, tools, kernel, False, FixedMatcher()).progress_rate == 1.0
+
+
+# --------------------------------------------------------------------------- provided tools (§1.7)
+
+
+def test_provided_tools_come_from_the_solvable_string_for_both_variants(kernel):
+    assert "KernelUpdater" not in kernel.unsolvable_tools
+    assert "KernelUpdater" in kernel.provided_tools()
+    # so naming the removed tool on the unsolvable prompt is NOT non-existent:
+    _, details = score_reply(
+        kernel, 2, False, "<answer>KernelDownloader\nKernelUpdater\nRestart</answer>", None
+    )
+    assert details["condition"] == "solvability_hallu"
