@@ -9,6 +9,7 @@ if TYPE_CHECKING:  # keep this package light: sandbox workers import benchmark j
 
 
 def registry() -> "dict[str, Benchmark]":
+    from pytest_toolbench.benchmarks.metabench.benchmark import METABENCH
     from pytest_toolbench.benchmarks.toolhop.benchmark import TOOLHOP
 
-    return {b.name: b for b in (TOOLHOP,)}
+    return {b.name: b for b in (TOOLHOP, METABENCH)}
