@@ -12,6 +12,7 @@ the history itself is the query and FMD is 100 by definition.
 from __future__ import annotations
 
 import asyncio
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -109,7 +110,10 @@ class MetaBenchRunner:
                 usage_fields = {
                     "usage": response.usage, "latency_s": response.latency_s, "model_calls": 1,
                     "cached_calls": int(bool(response.cached)),
-                    "parse_failures": [response.parse_failure.model_dump()] if response.parse_failure else [],
+                    # Calls written in the text are this benchmark's answer format, not a failure.
+                    "parse_failures": [response.parse_failure.model_dump()]
+                    if response.parse_failure and response.parse_failure.reason != "unextracted_tool_call"
+                    else [],
                 }
         transcript = list(messages)
         if reply.message is not None:
@@ -141,8 +145,6 @@ class MetaBenchRunner:
         names = [[n for n, _ in r] for r in ranked]
         details["retrieved"] = [[{"name": n, "score": round(s, 6)} for n, s in r] for r in ranked]
         tool_name = TOOLSEARCHER_NAME if self.options.retriever == "keyword" else META_TOOL_NAME
-        import json
-
         transcript.append({"role": "tool", "content": json.dumps(
             result_message(tool_name, names, self.retriever), ensure_ascii=False)})
         return names
