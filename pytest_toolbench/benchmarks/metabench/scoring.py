@@ -55,7 +55,8 @@ def _defaults_and_required(schema: dict[str, Any] | None) -> tuple[dict[str, Any
 def params_equal(pred: Any, gold: Any, mode: str = "strict", schema: dict[str, Any] | None = None) -> bool:
     """Strict: canonical JSON equality. Lenient: coerced values, casefolded and
     whitespace-collapsed strings, parameters equal to their declared default dropped on both
-    sides, and predicted optional parameters absent from the gold ignored."""
+    sides, and predicted optional parameters absent from the gold and without a declared
+    default ignored."""
     if mode == "strict":
         return canonical(pred) == canonical(gold)
     if not isinstance(pred, dict) or not isinstance(gold, dict):
@@ -69,7 +70,9 @@ def params_equal(pred: Any, gold: Any, mode: str = "strict", schema: dict[str, A
         }
 
     p, g = reduce(pred), reduce(gold)
-    p = {k: v for k, v in p.items() if k in g or k in required}
+    # An extra optional parameter with no declared default is ignored; one with a default
+    # must equal it (else it changes the call), and was dropped above if it does.
+    p = {k: v for k, v in p.items() if k in g or k in required or k in defaults}
     return p == g
 
 
