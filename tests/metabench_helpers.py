@@ -16,8 +16,10 @@ from pytest_toolbench.environments.retrieval import Embedders
 
 
 @lru_cache(maxsize=None)
-def library(pool_size: int = 1000) -> ToolLibrary:
-    return build_library(METABENCH.load_dialogues(None), pool_size, load_distractors(BUNDLED_DIR / DISTRACTOR_FILE))
+def library(distractors: int | None = None) -> ToolLibrary:
+    """All sample tools plus the bundled distractors (the first ``distractors`` of them)."""
+    extra = load_distractors(BUNDLED_DIR / DISTRACTOR_FILE)[:distractors]
+    return build_library(METABENCH.load_dialogues(None), 1000, extra)
 
 
 @lru_cache(maxsize=None)
@@ -42,6 +44,11 @@ def cold_build() -> tuple[Path, Embedders, float, int]:
     return folder, embedders, seconds, len(calls)
 
 
-def retriever(**options) -> MetaBenchRetriever:
+def retriever(small: bool = False, **options) -> MetaBenchRetriever:
+    """The real retriever; ``small`` = 50-tool pools from a 100-tool library, for tests of the
+    baselines' wiring whose own texts would otherwise need a cold encode of 1,090 tools."""
     _, embedders, _, _ = cold_build()
-    return MetaBenchRetriever(library(), embedders, MetaBenchOptions(**options)).build()
+    if small:
+        options.setdefault("pool_size", 50)
+    lib = library(100 - 19) if small else library()
+    return MetaBenchRetriever(lib, embedders, MetaBenchOptions(**options)).build()
