@@ -60,6 +60,8 @@ CATEGORY_ALIASES = {"fm": "function_missing", "fe": "function_existing",
 SHAREGPT_ROLES = {"human": "user", "user": "user", "gpt": "assistant", "assistant": "assistant",
                   "function_call": "assistant", "tool": "tool", "observation": "tool",
                   "function": "tool", "ipython": "tool", "system": "system"}
+#: Message keys the normalised schema keeps (others, e.g. OpenAI ``tool_call_id``, are dropped).
+MESSAGE_KEYS = ("content", "tool_calls", "eval", "turn_kind")
 MESSAGE_ROLES = {"user": "user", "assistant": "assistant", "tool": "tool", "ipython": "tool",
                  "observation": "tool", "function": "tool", "system": "system"}
 
@@ -99,7 +101,7 @@ def _tool_content(value: Any) -> Any:
 
 def _normalise_message(raw: dict[str, Any]) -> dict[str, Any]:
     role = MESSAGE_ROLES.get(str(raw.get("role", "")).lower(), raw.get("role"))
-    out = {k: v for k, v in raw.items() if k != "role"}
+    out = {k: v for k, v in raw.items() if k in MESSAGE_KEYS}
     out["role"] = role
     if role == "assistant":
         calls = out.get("tool_calls")
