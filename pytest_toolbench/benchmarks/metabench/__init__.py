@@ -1,0 +1,29 @@
+"""Meta-Bench (Qin et al., "Meta-Tool", ACL 2025): open-world function calling through meta_tool.
+
+What is from the paper, and what is inferred (spec: shared/specs/metabench.md; no official
+evaluation code or data exists, so the paper wins wherever the spec is silent):
+
+* **Verbatim from the paper**: the Figure 10 instruction, META_TOOL (Fig 4), TOOLSEARCHER (Fig 5),
+  GET_USER_INPUT (Fig 6) (prompts.py); Algorithm 1 with alpha = 0.5 (retriever.py); the metric
+  definitions T-Acc, P-Acc, IRR, FMD, HR@1/3/5; the 1,000-tool pool; the scenario axes.
+* **Inferred, one option each** (options.py, defaults = the spec's reading): the record layout
+  (fields.py, the one module to adapt for the real files); turn-level teacher forcing with gold
+  history (runner.py); units (T/P-Acc per gold call, IRR per chat turn, FMD/HR per gold missing
+  tool); order-insensitive call matching, strict P-Acc, meta_tool counted as an invocation in IRR,
+  count-based FMD and bipartite HR@k in parallel turns; E5 prefixes, names not embedded, the
+  empty-parameter policy; how pools are sampled (seeded per dialogue) and filled (bundled
+  distractors when the benchmark has too few tools); the keyword baseline's texts
+  (``name: description``) and ToolSearcher result shape; the dialogue-history baseline's query
+  (full history); how past turns are sent (JSON text, tool role) and where get_user_input
+  appears (never listed; a call to it is abstention).
+* **Harness decisions**: a context-window overflow is a reply with no content (wrong in chat);
+  calls written in the reply text are the expected answer format, not parse failures; a case
+  passes when its turn is fully right (all gold calls with exact arguments, abstention, or
+  detection at meta_tool turns), while HR@k, a property of the retriever, only enters metrics.
+* **Embedder**: the paper's ``intfloat/multilingual-e5-large`` is selectable
+  (``--metabench-embedder``, a local folder where no hub is reachable); the offline default is
+  ``all-MiniLM-L6-v2``, so HR@k will not match the paper's digits.
+
+Layers: schema/fields (data) -> prompts/conversation (request) -> parsing/scoring (judging) ->
+pool/retriever (meta_tool environment) -> runner -> tables (paper Tables 2 and 3) -> benchmark.
+"""

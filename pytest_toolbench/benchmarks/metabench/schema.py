@@ -1,0 +1,279 @@
+"""The normalised Meta-Bench dialogue and the loader that reads a data folder into it.
+
+Raw layouts are mapped in :mod:`.fields` (the one module to adapt for the real files); this module
+validates the result and derives what scoring needs: the judged turns, their kinds and the gold
+retrieval targets. A bad file fails with ``<file> record #i (id=...)`` or ``<file> line N``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from pytest_toolbench.benchmarks.dataset_errors import DatasetError
+from pytest_toolbench.benchmarks.metabench.fields import CATEGORIES_BY_OPENNESS, normalise_record
+from pytest_toolbench.benchmarks.metabench.prompts import META_TOOL_NAME
+
+#: Files under these sub-folders of data/metabench/ are not dialogues.
+NON_DIALOGUE_DIRS = ("library",)
+
+TurnKind = Literal["chat", "call", "meta_tool"]
+
+
+class Call(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    parameters: dict[str, Any] = Field(default_factory=dict)
+
+    def as_json(self) -> dict[str, Any]:
+        return {"name": self.name, "parameters": self.parameters}
+
+
+class Message(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    role: Literal["user", "assistant", "tool"]
+    content: Any = None
+    tool_calls: list[Call] = Field(default_factory=list)
+    #: Whether this assistant turn is judged (None: the category's default, see ``judged``).
+    eval: bool | None = None
+    turn_kind: TurnKind | None = None
+
+    @model_validator(mode="after")
+    def _derive_kind(self) -> "Message":
+        if self.role != "assistant":
+            if self.tool_calls or self.eval or self.turn_kind:
+                raise ValueError(f"a {self.role} message cannot have tool_calls/eval/turn_kind")
+            return self
+        names = {c.name for c in self.tool_calls}
+        derived: TurnKind = (
+            "chat" if not names else "meta_tool" if names == {META_TOOL_NAME} else "call"
+        )
+        if self.turn_kind is not None and self.turn_kind != derived:
+            raise ValueError(f"turn_kind {self.turn_kind!r} but its calls make it {derived!r}")
+        self.turn_kind = derived
+        return self
+
+
+class GoldRetrieval(BaseModel):
+    turn: int
+    call_index: int = 0
+    tool_name: str
+
+
+class Dialogue(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    difficulty: Literal["simple", "hard"]
+    openness: Literal["open-world", "closed-world"]
+    category: Literal[
+        "chat", "function_missing", "function_existing", "single_tool_call", "multi_tool_call"
+    ]
+    source: str | None = None
+    tools: list[dict[str, Any]] = Field(default_factory=list)
+    system: str | None = None
+    messages: list[Message]
+    tool_pool: list[str | dict[str, Any]] | None = None
+    gold_retrieval: list[GoldRetrieval] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _check(self) -> "Dialogue":
+        if self.category not in CATEGORIES_BY_OPENNESS[self.openness]:
+            raise ValueError(f"category {self.category!r} does not exist in {self.openness}")
+        for i, tool in enumerate(self.tools):
+            if not isinstance(tool.get("name"), str) or not tool["name"]:
+                raise ValueError(f"tools[{i}] has no string 'name'")
+        if not self.judged_turns:
+            raise ValueError("no judged assistant turn")
+        if not self.gold_retrieval:
+            self.gold_retrieval = self._derive_gold_retrieval()
+        for g in self.gold_retrieval:
+            if not (0 <= g.turn < len(self.messages)) or self.messages[g.turn].turn_kind != "meta_tool":
+                raise ValueError(f"gold_retrieval turn {g.turn} is not a meta_tool turn")
+        for turn in self.judged_turns:
+            if self.messages[turn].turn_kind == "meta_tool" and not self.gold_tools(turn):
+                raise ValueError(f"meta_tool turn {turn} has no gold retrieved tool")
+        return self
+
+    # --- derived views ----------------------------------------------------------------------
+
+    def judged(self, index: int) -> bool:
+        """Explicit ``eval`` wins; otherwise chat turns are judged in the chat category (IRR),
+        call and meta_tool turns elsewhere (T/P-Acc, FMD/HR) — the units behind the paper's
+        denominators (spec §1, §4)."""
+        m = self.messages[index]
+        if m.role != "assistant":
+            return False
+        if m.eval is not None:
+            return m.eval
+        if self.category == "chat":
+            return m.turn_kind == "chat"
+        return m.turn_kind in ("call", "meta_tool")
+
+    @property
+    def judged_turns(self) -> list[int]:
+        return [i for i in range(len(self.messages)) if self.judged(i)]
+
+    def retrieved_tools(self, turn: int) -> list[dict[str, Any]]:
+        """Full tool JSONs in the tool turn right after meta_tool turn ``turn`` (Figs 12, 15)."""
+        if turn + 1 >= len(self.messages) or self.messages[turn + 1].role != "tool":
+            return []
+        content = self.messages[turn + 1].content
+        items = content if isinstance(content, list) else [content]
+        out: list[dict[str, Any]] = []
+        for item in items:
+            results = item.get("results") if isinstance(item, dict) else None
+            for tool in results if isinstance(results, list) else [results]:
+                if isinstance(tool, dict) and isinstance(tool.get("name"), str):
+                    out.append(tool)
+        return out
+
+    def _derive_gold_retrieval(self) -> list[GoldRetrieval]:
+        out: list[GoldRetrieval] = []
+        for i, m in enumerate(self.messages):
+            if m.turn_kind == "meta_tool":
+                for j, tool in enumerate(self.retrieved_tools(i)):
+                    out.append(GoldRetrieval(turn=i, call_index=j, tool_name=tool["name"]))
+        return out
+
+    def gold_tools(self, turn: int) -> list[str]:
+        """Gold tool names a meta_tool turn must retrieve (one per GT missing tool)."""
+        return [g.tool_name for g in sorted(self.gold_retrieval, key=lambda g: g.call_index)
+                if g.turn == turn]
+
+    @property
+    def own_tools(self) -> list[dict[str, Any]]:
+        """The dialogue's tools with full JSON: its list, then every retrieved tool."""
+        out = {t["name"]: t for t in self.tools}
+        for i, m in enumerate(self.messages):
+            if m.turn_kind == "meta_tool":
+                for tool in self.retrieved_tools(i):
+                    out.setdefault(tool["name"], tool)
+        return list(out.values())
+
+    @property
+    def invoked_tool_names(self) -> list[str]:
+        names: list[str] = []
+        for m in self.messages:
+            for c in m.tool_calls:
+                if c.name != META_TOOL_NAME and c.name not in names:
+                    names.append(c.name)
+        for g in self.gold_retrieval:
+            if g.tool_name not in names:
+                names.append(g.tool_name)
+        return names
+
+    @property
+    def world(self) -> str:
+        return "open" if self.openness == "open-world" else "closed"
+
+    @property
+    def scenario(self) -> str:
+        return f"{self.difficulty}-{self.world}-{self.category}"
+
+
+def _describe(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"])
+        parts.append(f"{loc}: {err['msg']}" if loc else err["msg"])
+    return "; ".join(parts)
+
+
+def parse_dialogue(raw: Any, path: Path, origin: str, index: int, line: int | None = None) -> Dialogue:
+    record_id = raw.get("id") if isinstance(raw, dict) else None
+    where = {"index": None if line else index, "line": line, "record_id": record_id}
+    if not isinstance(raw, dict):
+        raise DatasetError(path, f"record must be a JSON object, got {type(raw).__name__}", **where)
+    try:
+        return Dialogue.model_validate(normalise_record(raw, origin))
+    except ValidationError as exc:
+        raise DatasetError(path, _describe(exc), **where) from None
+    except ValueError as exc:
+        raise DatasetError(path, str(exc), **where) from None
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise DatasetError(path, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except json.JSONDecodeError as exc:
+        raise DatasetError(path, f"invalid JSON: {exc.msg}", line=exc.lineno, column=exc.colno) from None
+
+
+def load_file(path: Path, origin: str) -> list[Dialogue]:
+    """A JSON list or JSONL file of dialogues."""
+    if path.suffix == ".jsonl":
+        out = []
+        for n, text in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            if not text.strip():
+                continue
+            try:
+                raw = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise DatasetError(path, f"invalid JSON: {exc.msg}", line=n, column=exc.colno) from None
+            out.append(parse_dialogue(raw, path, origin, len(out), line=n))
+        return out
+    raw = _read_json(path)
+    if isinstance(raw, dict):
+        raw = [raw]
+    if not isinstance(raw, list):
+        raise DatasetError(path, f"top level must be a JSON array of dialogues, got {type(raw).__name__}")
+    return [parse_dialogue(item, path, origin, i) for i, item in enumerate(raw)]
+
+
+def dialogue_files(directory: Path) -> list[Path]:
+    files = [
+        p for p in sorted(directory.rglob("*"))
+        if p.is_file() and p.suffix in (".json", ".jsonl")
+        and not any(part in NON_DIALOGUE_DIRS for part in p.relative_to(directory).parts[:-1])
+    ]
+    return files
+
+
+def load_dialogues(directory: str | Path) -> list[Dialogue]:
+    """Every dialogue under ``directory`` (recursively, sorted by path); ids must be unique."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise DatasetError(directory, "Meta-Bench data directory does not exist")
+    files = dialogue_files(directory)
+    if not files:
+        raise DatasetError(directory, "no *.json / *.jsonl dialogue files in the Meta-Bench data directory")
+    out: list[Dialogue] = []
+    seen: dict[str, Path] = {}
+    for path in files:
+        for i, dialogue in enumerate(load_file(path, str(path.relative_to(directory)))):
+            if dialogue.id in seen:
+                raise DatasetError(path, f"duplicate id (also in {seen[dialogue.id].name})",
+                                   index=i, record_id=dialogue.id)
+            seen[dialogue.id] = path
+            out.append(dialogue)
+    return out
+
+
+def file_sha256(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+class JudgedTurn(BaseModel):
+    """What one case carries: a dialogue and the index of the assistant turn it judges."""
+
+    model_config = ConfigDict(frozen=True)
+
+    dialogue: Dialogue
+    turn: int
+
+    @property
+    def message(self) -> Message:
+        return self.dialogue.messages[self.turn]
+
+    @property
+    def kind(self) -> TurnKind:
+        return self.message.turn_kind or "chat"

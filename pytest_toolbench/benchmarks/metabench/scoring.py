@@ -1,0 +1,164 @@
+"""Meta-Bench metrics for one judged turn (paper §4.1; ambiguities resolved as spec §4 proposes).
+
+* T-Acc / P-Acc, unit = each ground-truth call: order-insensitive one-to-one matching by name
+  (T) and by name plus equal arguments (P, so P <= T); extra predicted calls are not penalised
+  (counted apart); meta_tool, ToolSearcher or get_user_input instead of the real tool is a miss.
+* IRR, unit = chat turn: correct iff the reply invokes no tool other than get_user_input
+  (meta_tool counts as an invocation unless ``irr_meta_tool="abstain"``); prose is abstention.
+* FMD and HR@k, unit = each ground-truth missing tool: detection is a well-formed retriever
+  call; HR@k counts gold tools in the top-k, each retriever call usable for one gold tool.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pytest_toolbench.benchmarks.metabench.prompts import (
+    GET_USER_INPUT_NAME,
+    META_TOOL_NAME,
+    TOOLSEARCHER_NAME,
+)
+
+
+def canonical(value: Any) -> str:
+    """JSON canonical form: same keys, values and JSON types (1 != 1.0 != "1" != true)."""
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def _lenient_value(value: Any) -> Any:
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        text = " ".join(value.split()).casefold()
+        try:
+            return float(text)
+        except ValueError:
+            return text
+    if isinstance(value, list):
+        return [_lenient_value(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _lenient_value(v) for k, v in value.items()}
+    return value
+
+
+def _defaults_and_required(schema: dict[str, Any] | None) -> tuple[dict[str, Any], set[str]]:
+    params = (schema or {}).get("parameters") or {}
+    props = params.get("properties") or {}
+    defaults = {k: v["default"] for k, v in props.items() if isinstance(v, dict) and "default" in v}
+    required = params.get("required") or (schema or {}).get("required") or []
+    return defaults, set(required if isinstance(required, list) else [])
+
+
+def params_equal(pred: Any, gold: Any, mode: str = "strict", schema: dict[str, Any] | None = None) -> bool:
+    """Strict: canonical JSON equality. Lenient: coerced values, casefolded and
+    whitespace-collapsed strings, parameters equal to their declared default dropped on both
+    sides, and predicted optional parameters absent from the gold and without a declared
+    default ignored."""
+    if mode == "strict":
+        return canonical(pred) == canonical(gold)
+    if not isinstance(pred, dict) or not isinstance(gold, dict):
+        return _lenient_value(pred) == _lenient_value(gold)
+    defaults, required = _defaults_and_required(schema)
+
+    def reduce(d: dict[str, Any]) -> dict[str, Any]:
+        return {
+            k: _lenient_value(v) for k, v in d.items()
+            if not (k in defaults and _lenient_value(v) == _lenient_value(defaults[k]))
+        }
+
+    p, g = reduce(pred), reduce(gold)
+    # An extra optional parameter with no declared default is ignored; one with a default
+    # must equal it (else it changes the call), and was dropped above if it does.
+    p = {k: v for k, v in p.items() if k in g or k in required or k in defaults}
+    return p == g
+
+
+def match_calls(
+    gold: list[dict[str, Any]],
+    pred: list[dict[str, Any]],
+    mode: str = "strict",
+    schemas: dict[str, dict[str, Any]] | None = None,
+) -> dict[str, int]:
+    """``t_hits``, ``p_hits``, ``gt_calls`` and ``extra_calls`` of one call turn."""
+    schemas = schemas or {}
+    used_t: set[int] = set()
+    t_hits = 0
+    for g in gold:
+        j = next((j for j, p in enumerate(pred) if j not in used_t and p["name"] == g["name"]), None)
+        if j is not None:
+            used_t.add(j)
+            t_hits += 1
+    used_p: set[int] = set()
+    p_hits = 0
+    for g in gold:
+        j = next(
+            (j for j, p in enumerate(pred) if j not in used_p and p["name"] == g["name"]
+             and params_equal(p.get("parameters"), g.get("parameters"), mode, schemas.get(g["name"]))),
+            None,
+        )
+        if j is not None:
+            used_p.add(j)
+            p_hits += 1
+    return {"t_hits": t_hits, "p_hits": p_hits, "gt_calls": len(gold), "extra_calls": len(pred) - t_hits}
+
+
+def invokes_tool(pred: list[dict[str, Any]], irr_meta_tool: str = "invocation") -> bool:
+    """Whether a chat-turn reply invokes a tool (get_user_input is abstention, Fig 19)."""
+    for call in pred:
+        if call["name"] == GET_USER_INPUT_NAME:
+            continue
+        if call["name"] in (META_TOOL_NAME, TOOLSEARCHER_NAME) and irr_meta_tool == "abstain":
+            continue
+        return True
+    return False
+
+
+def is_retriever_call(call: dict[str, Any], retriever: str = "meta_tool") -> bool:
+    """A well-formed retriever call: meta_tool with a ``tool_description`` string and a
+    ``param_description`` list of strings, or (keyword baseline) ToolSearcher with ``keywords``."""
+    params = call.get("parameters")
+    if not isinstance(params, dict):
+        return False
+    if retriever == "keyword":
+        return call["name"] == TOOLSEARCHER_NAME and isinstance(params.get("keywords"), str)
+    return (
+        call["name"] == META_TOOL_NAME
+        and isinstance(params.get("tool_description"), str)
+        and isinstance(params.get("param_description"), list)
+        and all(isinstance(p, str) for p in params["param_description"])
+    )
+
+
+def detected(n_retriever_calls: int, n_gold: int, credit: str = "count") -> int:
+    """FMD credit of one meta_tool turn, in gold missing tools."""
+    if credit == "turn":
+        return n_gold if n_retriever_calls else 0
+    return min(n_retriever_calls, n_gold)
+
+
+def max_matching(edges: list[set[int]], n_right: int) -> int:
+    """Size of a maximum bipartite matching (left i -> right j in edges[i]); Kuhn's algorithm."""
+    match_right = [-1] * n_right
+
+    def augment(i: int, seen: set[int]) -> bool:
+        for j in sorted(edges[i]):
+            if j in seen:
+                continue
+            seen.add(j)
+            if match_right[j] < 0 or augment(match_right[j], seen):
+                match_right[j] = i
+                return True
+        return False
+
+    return sum(augment(i, set()) for i in range(len(edges)))
+
+
+def hits_at_k(rankings: list[list[str]], gold: list[str], k: int, matching: str = "bipartite") -> int:
+    """Gold tools found in the top-k of the retriever calls' rankings."""
+    if matching == "any":
+        return sum(any(g in r[:k] for r in rankings) for g in gold)
+    edges = [{j for j, g in enumerate(gold) if g in r[:k]} for r in rankings]
+    return max_matching(edges, len(gold))

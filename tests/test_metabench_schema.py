@@ -1,0 +1,90 @@
+"""The Meta-Bench loader: the bundled sample, derived turn kinds and gold retrieval, both raw
+shapes (fields.py), and one-line errors naming file and line/record."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pytest_toolbench.benchmarks.dataset_errors import DatasetError
+from pytest_toolbench.benchmarks.metabench.benchmark import METABENCH, SCENARIOS
+from pytest_toolbench.benchmarks.metabench.schema import load_dialogues
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_bundled_sample_covers_every_scenario_of_the_paper():
+    dialogues = METABENCH.load_dialogues(None)
+    present = {d.scenario for d in dialogues}
+    ten = {s for s in SCENARIOS if not s.startswith("hard-closed-single") and not s.startswith("simple-closed-multi")}
+    assert present == ten
+    cases = METABENCH.load_cases(None, SCENARIOS)
+    assert len({c.id for c in cases}) == len(cases) == 30
+    fm = next(d for d in dialogues if d.id == "hard/open-world/function_missing/0001")
+    assert [m.turn_kind for m in fm.messages if m.role == "assistant"] == ["meta_tool", "call", "chat", "meta_tool", "call", "chat"]
+    assert fm.judged_turns == [1, 3, 7, 9]  # final prose replies are not judged outside chat
+    assert fm.gold_tools(1) == ["get_air_quality_index", "get_uv_index"]
+    assert fm.gold_tools(7) == ["get_pollen_count"]
+    case = next(c for c in cases if c.sample_id == fm.id)
+    assert case.labels == {"category": "function_missing", "difficulty": "hard", "world": "open", "turn_kind": "meta_tool"}
+
+
+def write(tmp_path: Path, name: str, text: str) -> Path:
+    folder = tmp_path / "metabench"
+    folder.mkdir(exist_ok=True)
+    (folder / name).write_text(text, encoding="utf-8")
+    return folder
+
+
+def test_sharegpt_record_is_normalised_and_axes_come_from_the_path(tmp_path):
+    record = {
+        "system": "Given the following functions\n```\n[\n{META_TOOL}\n]\n```\n",
+        "conversations": [
+            {"from": "human", "value": "Traffic in Miami?"},
+            {"from": "gpt", "value": 'Need a tool.<|python_tag|>[{"name": "meta_tool", "parameters": {"tool_description": "traffic", "param_description": ["city"]}}]'},
+            {"from": "observation", "value": json.dumps([{"name": "meta_tool", "function_id": 0, "results": {"name": "get_traffic_report", "description": "Get the current traffic report", "parameters": {"type": "object", "properties": {}, "required": []}}}])},
+            {"from": "gpt", "value": '[{"name": "get_traffic_report", "parameters": {"location": "Miami"}}]'},
+        ],
+        "id": "0007",
+    }
+    folder = tmp_path / "metabench" / "simple" / "open-world"
+    folder.mkdir(parents=True)
+    (folder / "function_missing.json").write_text(json.dumps([record]))
+    [d] = load_dialogues(tmp_path / "metabench")
+    assert (d.difficulty, d.openness, d.category) == ("simple", "open-world", "function_missing")
+    assert [m.turn_kind for m in d.messages if m.role == "assistant"] == ["meta_tool", "call"]
+    assert d.messages[1].content == "Need a tool."
+    assert d.gold_tools(1) == ["get_traffic_report"]
+    assert d.tools == []
+
+
+def test_bad_jsonl_line_names_file_and_line(tmp_path):
+    folder = write(tmp_path, "x.jsonl", '{"id": "a"\n')
+    with pytest.raises(DatasetError) as err:
+        load_dialogues(folder)
+    assert str(err.value).startswith(f"{folder / 'x.jsonl'} line 1 column")
+    assert "\n" not in str(err.value)
+
+
+def test_invalid_record_names_line_and_id(tmp_path):
+    good = json.dumps({"id": "ok", "difficulty": "simple", "openness": "open-world", "category": "chat",
+                       "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]})
+    bad = json.dumps({"id": "bad", "difficulty": "simple", "openness": "closed-world", "category": "function_missing",
+                      "messages": [{"role": "user", "content": "hi"}]})
+    folder = write(tmp_path, "x.jsonl", good + "\n" + bad + "\n")
+    with pytest.raises(DatasetError) as err:
+        load_dialogues(folder)
+    msg = str(err.value)
+    assert msg.startswith(f"{folder / 'x.jsonl'} (id=bad) line 2: ")
+    assert "function_missing" in msg and "\n" not in msg
+
+
+def test_json_list_record_index_and_meta_tool_without_gold(tmp_path):
+    rec = {"id": "m", "difficulty": "hard", "openness": "open-world", "category": "function_missing",
+           "messages": [{"role": "user", "content": "q"},
+                        {"role": "assistant", "tool_calls": [{"name": "meta_tool", "parameters": {"tool_description": "t", "param_description": []}}]}]}
+    folder = write(tmp_path, "x.json", json.dumps([rec]))
+    with pytest.raises(DatasetError, match=r"x\.json record #0 \(id=m\): .*meta_tool turn 1 has no gold retrieved tool"):
+        load_dialogues(folder)

@@ -1,0 +1,119 @@
+"""Meta-Bench metrics on the bundled dialogues, against values computed by hand (spec §4)."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_toolbench.benchmarks.metabench import scoring
+from pytest_toolbench.benchmarks.metabench.benchmark import METABENCH
+from pytest_toolbench.benchmarks.metabench.tables import table2, table3
+from pytest_toolbench.results.case_result import CaseResult, Outcome
+
+
+@pytest.fixture(scope="module")
+def dialogues():
+    return {d.id: d for d in METABENCH.load_dialogues(None)}
+
+
+def gold(d, turn):
+    return [c.as_json() for c in d.messages[turn].tool_calls]
+
+
+def schemas(d):
+    return {t["name"]: t for t in d.own_tools}
+
+
+def test_parallel_calls_are_order_insensitive_and_extras_not_penalised(dialogues):
+    d = dialogues["hard/open-world/function_missing/0002"]
+    g = gold(d, 3)  # translate fr, translate es, find_synonyms
+    assert scoring.match_calls(g, list(reversed(g))) == {"t_hits": 3, "p_hits": 3, "gt_calls": 3, "extra_calls": 0}
+    pred = [
+        {"name": "translate_text", "parameters": {"text": "Where is the train station?", "target_language": "FR"}},
+        {"name": "find_synonyms", "parameters": {"word": "station"}},
+        {"name": "get_user_input", "parameters": {}},
+    ]
+    # T: translate (1 of 2) + synonyms = 2 of 3; P: "FR" != "fr" strictly -> only synonyms = 1.
+    assert scoring.match_calls(g, pred, "strict", schemas(d)) == {"t_hits": 2, "p_hits": 1, "gt_calls": 3, "extra_calls": 1}
+    assert scoring.match_calls(g, pred, "lenient", schemas(d))["p_hits"] == 2
+    # meta_tool instead of the real tool is a miss.
+    assert scoring.match_calls(g[2:], [{"name": "meta_tool", "parameters": {}}])["t_hits"] == 0
+
+
+def test_strict_p_acc_compares_json_types_lenient_coerces_and_drops_defaults(dialogues):
+    bmi = dialogues["simple/closed-world/single_tool_call/0001"]
+    g = gold(bmi, 1)  # calculate_bmi(weight_kg=72, height_m=1.8)
+    for weight, strict, lenient in ((72, 1, 1), (72.0, 0, 1), ("72", 0, 1), (73, 0, 0)):
+        pred = [{"name": "calculate_bmi", "parameters": {"weight_kg": weight, "height_m": 1.8}}]
+        assert scoring.match_calls(g, pred, "strict", schemas(bmi))["p_hits"] == strict, weight
+        assert scoring.match_calls(g, pred, "lenient", schemas(bmi))["p_hits"] == lenient, weight
+    trip = dialogues["hard/closed-world/multi_tool_call/0002"]
+    g = gold(trip, 1)[:1]  # calculate_distance(origin=Berlin, destination=Prague); unit defaults to km
+    pred = [{"name": "calculate_distance", "parameters": {"origin": " berlin", "destination": "Prague", "unit": "km"}}]
+    assert scoring.match_calls(g, pred, "strict", schemas(trip))["p_hits"] == 0
+    assert scoring.match_calls(g, pred, "lenient", schemas(trip))["p_hits"] == 1
+    pred[0]["parameters"]["unit"] = "miles"
+    assert scoring.match_calls(g, pred, "lenient", schemas(trip))["p_hits"] == 0
+
+
+def test_irr_abstention():
+    meta = {"name": "meta_tool", "parameters": {"tool_description": "x", "param_description": []}}
+    assert not scoring.invokes_tool([])
+    assert not scoring.invokes_tool([{"name": "get_user_input", "parameters": {}}])
+    assert scoring.invokes_tool([meta])
+    assert not scoring.invokes_tool([meta], irr_meta_tool="abstain")
+    assert scoring.invokes_tool([{"name": "send_email", "parameters": {}}], irr_meta_tool="abstain")
+
+
+def test_fmd_counts_well_formed_retriever_calls_per_gold_tool(dialogues):
+    d = dialogues["hard/open-world/function_missing/0001"]
+    n_gold = len(d.gold_tools(1))
+    assert n_gold == 2
+    ok = {"name": "meta_tool", "parameters": {"tool_description": "air quality", "param_description": ["city"]}}
+    bad = {"name": "meta_tool", "parameters": {"tool_description": "uv", "param_description": "place"}}
+    calls = [c for c in (ok, bad) if scoring.is_retriever_call(c)]
+    assert calls == [ok]
+    assert scoring.detected(len(calls), n_gold, "count") == 1
+    assert scoring.detected(len(calls), n_gold, "turn") == 2
+    assert scoring.detected(3, n_gold, "count") == 2
+    assert scoring.is_retriever_call({"name": "ToolSearcher", "parameters": {"keywords": "uv"}}, "keyword")
+    assert not scoring.is_retriever_call(ok, "keyword")
+
+
+def test_hit_rate_matching():
+    gold = ["get_air_quality_index", "get_uv_index"]
+    rankings = [["get_air_quality_index", "get_uv_index", "a"], ["get_air_quality_index", "b", "c"]]
+    assert scoring.hits_at_k(rankings, gold, 1) == 1  # both calls' top-1 is the same tool
+    assert scoring.hits_at_k(rankings, gold, 3) == 2  # call 0 -> uv, call 1 -> aqi
+    one_call = rankings[:1]
+    assert scoring.hits_at_k(one_call, gold, 3, "bipartite") == 1
+    assert scoring.hits_at_k(one_call, gold, 3, "any") == 2
+    assert scoring.hits_at_k([], gold, 5) == 0
+
+
+def _result(case_id, difficulty, world, category, values, retriever="meta_tool", model="m"):
+    return CaseResult(case_id=case_id, benchmark="metabench", scenario=f"{difficulty}-{world}-{category}",
+                      model=model, outcome=Outcome.PASSED,
+                      labels={"difficulty": difficulty, "world": world, "category": category},
+                      values=values, details={"retriever": retriever, "embedder": "e", "alpha": 0.5})
+
+
+def test_tables_pool_units_like_the_paper():
+    results = [
+        _result("a", "simple", "open", "function_missing", {"t_hits": 1, "p_hits": 0, "gt_calls": 1}),
+        _result("b", "simple", "open", "function_missing", {"t_hits": 2, "p_hits": 2, "gt_calls": 3}),
+        _result("c", "simple", "open", "function_missing", {"gt_missing": 2, "fmd_hits": 2, "hr_1_hits": 1, "hr_3_hits": 1, "hr_5_hits": 2}),
+        _result("d", "simple", "open", "function_missing", {"gt_missing": 1, "fmd_hits": 0, "hr_1_hits": 0, "hr_3_hits": 0, "hr_5_hits": 0}),
+        _result("e", "simple", "open", "chat", {"irr_correct": 1.0}),
+        _result("f", "simple", "open", "chat", {"irr_correct": 0.0}),
+        _result("g", "simple", "open", "chat", {"irr_correct": 1.0}),
+        _result("h", "hard", "closed", "multi_tool_call", {"t_hits": 2, "p_hits": 1, "gt_calls": 3}),
+        _result("i", "hard", "closed", "single_tool_call", {"t_hits": 1, "p_hits": 1, "gt_calls": 1}),
+    ]
+    t2 = table2(results)
+    # FM T: (1+2)/(1+3) = 75.00; FM P: 2/4 = 50.00; open IRR: 2/3 = 66.67; hard S/M: 3/4, 2/4.
+    assert t2.rows[0] == ["Simple: m", 75.0, 50.0, None, None, 66.67, None, None, None]
+    assert t2.rows[1] == ["Hard: m", None, None, None, None, None, 75.0, 50.0, None]
+    t3 = table3(results)
+    # FMD 2/3, HR@1 1/3, HR@3 1/3, HR@5 2/3 (per gold missing tool, non-detection counts as miss).
+    assert t3.rows[0] == ["Meta-Tool: m", 66.67, 33.33, 33.33, 66.67, None, None, None, None]
+    assert t3.values["simple.hr_5"] == 66.67

