@@ -26,7 +26,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 import pytest
 
@@ -563,8 +563,35 @@ def run_info(config: pytest.Config, st: ToolbenchState) -> dict[str, Any]:
         "partial": st.interrupted_by is not None,
         "interrupted_by": st.interrupted_by,
         "n_results": len(st.results),
-        "pytest_args": [str(a) for a in config.invocation_params.args],
+        "pytest_args": redact_secret_args(config.invocation_params.args),
     }
+
+
+_SECRET_OPTION_SUFFIXES = ("-key", "-token", "-secret", "-password")
+
+
+def redact_secret_args(args: Iterable[object]) -> list[str]:
+    """The command line as reported, with the value of any key/token/secret option masked.
+
+    Reports are shared (CI artifacts, Allure); a secret passed as ``--api-key X`` must not travel
+    with them.
+    """
+    out: list[str] = []
+    hide_next = False
+    for raw in args:
+        arg = str(raw)
+        if hide_next:
+            out.append("***")
+            hide_next = False
+            continue
+        name, eq, _ = arg.partition("=")
+        secret = name.startswith("--") and name.lower().endswith(_SECRET_OPTION_SUFFIXES)
+        if secret and eq:
+            out.append(f"{name}=***")
+        else:
+            out.append(arg)
+            hide_next = secret
+    return out
 
 
 def dataset_checksums(data_dir: Path | None, benchmarks: set[str]) -> dict[str, str]:

@@ -99,7 +99,7 @@ def test_real_noise_is_the_spec_list():
 
 def test_data_sources_give_path_count_and_sha256():
     sources = FAMILYTOOL.data_sources(None)
-    assert [Path(s["path"]).name for s in sources] == [
+    assert [s.path.name for s in sources] == [
         "familytool-b.jsonl", "familykg-b.txt", "familytool-e.jsonl", "familykg-e.txt"]
-    assert sources[0]["records"] == 6 and sources[0]["bundled"] is True
-    assert len(sources[0]["sha256"]) == 64
+    assert sources[0].records == 6 and sources[0].bundled is True
+    assert len(sources[0].sha256) == 64

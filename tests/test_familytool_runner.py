@@ -8,7 +8,6 @@ import asyncio
 import threading
 from pathlib import Path
 
-import pytest
 
 from pytest_toolbench.benchmarks.familytool.benchmark import FAMILYTOOL, DEFAULT_DATA_DIR, load_kg
 from pytest_toolbench.benchmarks.familytool.memo import ExtractionMemo

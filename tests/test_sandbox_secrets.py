@@ -72,6 +72,7 @@ def test_hostile_tools_leak_no_secret_into_any_file_of_the_run(tmp_path):
         proc = subprocess.run(
             [sys.executable, "-m", "pytest", "suites/toolhop", "-q", "-p", "no:randomly", "-p", "no:cacheprovider",
              "--data-dir", str(data), "--base-url", server.base_url, "--model", "hostile-test",
+             "--api-key", SECRET,  # on the command line too: reports must not copy it
              "--scenario", "mandatory", "--cache-dir", str(cache), "--record", str(recording),
              "--toolbench-json", str(report), "--junitxml", str(junit)],
             cwd=REPO, capture_output=True, text=True, timeout=300, env=env,

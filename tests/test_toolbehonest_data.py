@@ -107,9 +107,9 @@ def test_tool_database_keeps_every_records_tools_with_duplicates():
 
 def test_data_sources_reports_the_bundled_file():
     (source,) = TOOLBEHONEST.data_sources(None)
-    assert source["path"].endswith("sample_en.json") and source["bundled"] is True
-    assert source["records"] == 15
-    assert source["sha256"] == hashlib.sha256(SAMPLE.read_bytes()).hexdigest()
+    assert source.path.name == "sample_en.json" and source.bundled is True
+    assert source.records == 15 and source.benchmark == "toolbehonest"
+    assert source.sha256 == hashlib.sha256(SAMPLE.read_bytes()).hexdigest()
 
 
 def test_real_file_name_is_preferred_and_selection_keeps_positions(tmp_path, raw):

@@ -13,6 +13,9 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+#: The harness's own small samples (``data/`` at the repository root), used when no --data-dir.
+BUNDLED_DATA_DIR = Path(__file__).resolve().parents[2] / "data"
+
 
 class DataSource(BaseModel):
     benchmark: str
@@ -34,7 +37,7 @@ class DataSource(BaseModel):
                 f"sha256 {self.sha256[:12]}{note}")
 
 
-def file_sha256(path: Path) -> str:
+def file_sha256(path: str | Path) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):

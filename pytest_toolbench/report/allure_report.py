@@ -43,8 +43,8 @@ def _parse_args(arguments: Any) -> Any:
     if isinstance(arguments, str):
         try:
             return json.loads(arguments)
-        except ValueError:
-            return arguments  # keep the raw string: invalid JSON is itself a finding
+        except (ValueError, RecursionError):
+            return arguments  # keep the raw string: invalid (or absurdly nested) JSON is a finding
     return arguments
 
 

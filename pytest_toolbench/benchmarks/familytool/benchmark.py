@@ -9,12 +9,12 @@ Greedy Search / Relation Retrieval, paper Tables 3 and 6) and ``tooluse-golden``
 
 from __future__ import annotations
 
-import hashlib
 from collections import defaultdict
 from pathlib import Path
 from typing import Any, Callable
 
 from pytest_toolbench.benchmarks.base import Case
+from pytest_toolbench.benchmarks.data_source import BUNDLED_DATA_DIR, DataSource, is_within
 from pytest_toolbench.benchmarks.familytool.kg import KnowledgeGraph
 from pytest_toolbench.benchmarks.familytool.options import FamilyToolOptions
 from pytest_toolbench.benchmarks.familytool.oracle import familytool_oracle
@@ -25,7 +25,7 @@ from pytest_toolbench.results.case_result import CaseResult
 from pytest_toolbench.results.metrics import MetricSpec
 
 #: The bundled sample lives at <repo>/data/familytool (used when no --data-dir is given).
-DEFAULT_DATA_DIR = Path(__file__).resolve().parents[3] / "data"
+DEFAULT_DATA_DIR = BUNDLED_DATA_DIR
 
 EXTRACT = ("extract-gs", "extract-rr")
 TOOLUSE = ("tooluse-golden", "tooluse-gs", "tooluse-rr", "tooluse-full")
@@ -118,20 +118,15 @@ class FamilyToolBenchmark:
     def oracle_for(self, case: Case) -> Callable[[ChatRequest], dict[str, Any]]:
         return familytool_oracle(case.sample)
 
-    def data_sources(self, data_dir: Path | None) -> list[dict[str, Any]]:
-        """Provenance of the files a run reads: path, record/triple count, sha256, bundled."""
+    def data_sources(self, data_dir: Path | None) -> list[DataSource]:
+        """Provenance (HasDataSources): each split's records and KG (records = non-blank lines)."""
         out = []
         for split in SPLITS:
             for path in (data_file(data_dir, split), kg_file(data_dir, split)):
-                if not path.is_file():
-                    continue
-                raw = path.read_bytes()
-                out.append({
-                    "path": str(path),
-                    "records": sum(1 for line in raw.splitlines() if line.strip()),
-                    "sha256": hashlib.sha256(raw).hexdigest(),
-                    "bundled": data_dir is None,
-                })
+                if path.is_file():
+                    lines = sum(1 for line in path.read_bytes().splitlines() if line.strip())
+                    out.append(DataSource.for_file(self.name, path, lines,
+                                                   bundled=is_within(path, DEFAULT_DATA_DIR)))
         return out
 
     # --- paper-layout tables (HasReportTables) -----------------------------------------------

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from pytest_toolbench.benchmarks.base import Case
+from pytest_toolbench.benchmarks.data_source import BUNDLED_DATA_DIR, DataSource
 from pytest_toolbench.benchmarks.metabench.options import MetaBenchOptions
 from pytest_toolbench.benchmarks.metabench.oracle import metabench_oracle
 from pytest_toolbench.benchmarks.metabench.pool import DISTRACTOR_FILE, build_library, load_distractors
@@ -15,7 +16,6 @@ from pytest_toolbench.benchmarks.metabench.schema import (
     Dialogue,
     JudgedTurn,
     dialogue_files,
-    file_sha256,
     load_dialogues,
     load_file,
 )
@@ -28,7 +28,7 @@ from pytest_toolbench.results.case_result import CaseResult
 from pytest_toolbench.results.metrics import MetricSpec
 
 #: The bundled sample lives at <repo>/data/metabench (used when no --data-dir is given).
-DEFAULT_DATA_DIR = Path(__file__).resolve().parents[3] / "data"
+DEFAULT_DATA_DIR = BUNDLED_DATA_DIR
 BUNDLED_DIR = DEFAULT_DATA_DIR / "metabench"
 
 #: Table 2 order: per difficulty, open-world FM, FE, chat, then closed-world calls and chat.
@@ -99,17 +99,18 @@ class MetaBenchBenchmark:
             sample=JudgedTurn(dialogue=dialogue, turn=turn),
         )
 
-    def data_sources(self, data_dir: Path | None) -> list[dict[str, Any]]:
-        """Provenance: every file read, its record count and sha256, and whether it is ours."""
+    def data_sources(self, data_dir: Path | None) -> list[DataSource]:
+        """Provenance (HasDataSources): every dialogue file read, and the distractor library."""
         folder = self.data_folder(data_dir)
         bundled = folder.resolve() == BUNDLED_DIR.resolve()
-        out = []
-        for path in dialogue_files(folder):
-            out.append({"path": str(path), "records": len(load_file(path, str(path.relative_to(folder)))),
-                        "sha256": file_sha256(path), "bundled": bundled})
+        out = [
+            DataSource.for_file(self.name, path, len(load_file(path, str(path.relative_to(folder)))),
+                                bundled=bundled)
+            for path in dialogue_files(folder)
+        ]
         distractors = BUNDLED_DIR / DISTRACTOR_FILE
-        out.append({"path": str(distractors), "records": len(load_distractors(distractors)),
-                    "sha256": file_sha256(distractors), "bundled": True})
+        out.append(DataSource.for_file(self.name, distractors, len(load_distractors(distractors)),
+                                       bundled=True))
         return out
 
     # --- environment ----------------------------------------------------------------------------

@@ -7,7 +7,6 @@ retrieval targets. A bad file fails with ``<file> record #i (id=...)`` or ``<fil
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 from typing import Any, Literal
@@ -256,10 +255,6 @@ def load_dialogues(directory: str | Path) -> list[Dialogue]:
             seen[dialogue.id] = path
             out.append(dialogue)
     return out
-
-
-def file_sha256(path: Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 class JudgedTurn(BaseModel):

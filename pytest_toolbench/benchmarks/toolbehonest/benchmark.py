@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from pytest_toolbench.benchmarks.base import Case
+from pytest_toolbench.benchmarks.data_source import BUNDLED_DATA_DIR, DataSource, is_within
 from pytest_toolbench.benchmarks.toolbehonest import report
 from pytest_toolbench.benchmarks.toolbehonest.options import ToolBeHonestOptions
 from pytest_toolbench.benchmarks.toolbehonest.oracle import toolbehonest_oracle
@@ -26,7 +27,6 @@ from pytest_toolbench.benchmarks.toolbehonest.schema import (
     SCENARIOS,
     ToolBHRecord,
     data_file,
-    file_sha256,
     group_by_subtask,
     load_toolbehonest_file,
 )
@@ -38,7 +38,7 @@ from pytest_toolbench.results.case_result import CaseResult
 from pytest_toolbench.results.metrics import MetricSpec
 
 #: The bundled sample lives at <repo>/data/toolbehonest (used when no --data-dir is given).
-DEFAULT_DATA_DIR = Path(__file__).resolve().parents[3] / "data"
+DEFAULT_DATA_DIR = BUNDLED_DATA_DIR
 
 
 @lru_cache(maxsize=8)
@@ -86,17 +86,11 @@ class ToolBeHonestBenchmark:
         path = self.data_path(data_dir)
         return list(_load(str(path), path.stat().st_mtime_ns))
 
-    def data_sources(self, data_dir: Path | None) -> list[dict[str, Any]]:
-        """Provenance: the file the cases come from, its record count and sha256."""
+    def data_sources(self, data_dir: Path | None) -> list[DataSource]:
+        """Provenance (HasDataSources): the file the cases come from."""
         path = self.data_path(data_dir)
-        return [
-            {
-                "path": str(path),
-                "records": len(self.records(data_dir)),
-                "sha256": file_sha256(path),
-                "bundled": path.resolve().is_relative_to(DEFAULT_DATA_DIR.resolve()),
-            }
-        ]
+        return [DataSource.for_file(self.name, path, len(self.records(data_dir)),
+                                    bundled=is_within(path, DEFAULT_DATA_DIR))]
 
     def load_cases(self, data_dir: Path | None, scenarios: tuple[str, ...]) -> list[Case]:
         unknown = [s for s in scenarios if s not in self.scenarios]

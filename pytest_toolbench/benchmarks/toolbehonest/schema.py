@@ -8,7 +8,6 @@ it, so a selection (``-m``, ``--limit``, ``-k``) still names and scores each cas
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import warnings
@@ -17,6 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from pytest_toolbench.benchmarks.data_source import file_sha256
 from pytest_toolbench.benchmarks.dataset_errors import DatasetError, DatasetWarning
 
 #: Upstream ``calculate_metrics.subtask_groups`` (spec §1.3): subtask -> paper scenario.
@@ -180,10 +180,6 @@ def data_file(folder: Path, lang: str) -> Path:
         if (folder / name).is_file():
             return folder / name
     raise DatasetError(folder, f"no test_{lang}.json (or sample_{lang}.json) in this folder")
-
-
-def file_sha256(path: str | Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 def check_upstream_integrity(path: str | Path, records: list[ToolBHRecord]) -> bool | None:

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from pytest_toolbench.benchmarks.base import Case
-from pytest_toolbench.benchmarks.data_source import DataSource, is_within
+from pytest_toolbench.benchmarks.data_source import BUNDLED_DATA_DIR, DataSource, is_within
 from pytest_toolbench.benchmarks.toolhop.options import ToolHopOptions
 from pytest_toolbench.benchmarks.toolhop.oracle import toolhop_oracle
 from pytest_toolbench.benchmarks.toolhop.prompts import SCENARIOS
@@ -21,7 +21,7 @@ from pytest_toolbench.models.base import ChatRequest
 from pytest_toolbench.results.metrics import MetricSpec
 
 #: The bundled sample lives at <repo>/data/toolhop (used when no --data-dir is given).
-DEFAULT_DATA_DIR = Path(__file__).resolve().parents[3] / "data"
+DEFAULT_DATA_DIR = BUNDLED_DATA_DIR
 
 
 class ToolHopBenchmark:

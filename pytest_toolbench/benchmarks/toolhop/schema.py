@@ -8,7 +8,6 @@ and non-standard keys included), so they are kept as plain dicts and never re-va
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import warnings
@@ -17,6 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
+from pytest_toolbench.benchmarks.data_source import file_sha256
 from pytest_toolbench.benchmarks.dataset_errors import DatasetError, DatasetWarning, raise_collected
 
 #: Upstream ``data/ToolHop.json`` as published (Git LFS pointer, spec §0 S2).
@@ -238,14 +238,6 @@ def _warn_tolerated(path: Path, records: list[ToolHopRecord]) -> None:
             DatasetWarning,
             stacklevel=3,
         )
-
-
-def file_sha256(path: str | Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def check_upstream_integrity(path: str | Path, records: list[ToolHopRecord]) -> bool | None:
