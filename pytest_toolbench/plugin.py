@@ -24,6 +24,7 @@ import signal
 import threading
 import time
 import uuid
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
@@ -34,7 +35,7 @@ from pytest_toolbench import __version__
 from pytest_toolbench.benchmarks import registry
 from pytest_toolbench.benchmarks.base import Benchmark, Case, HasDataSources, HasReportTables
 from pytest_toolbench.benchmarks.data_source import DataSource
-from pytest_toolbench.benchmarks.dataset_errors import DatasetError, error_lines
+from pytest_toolbench.benchmarks.dataset_errors import DatasetError, DatasetWarning, error_lines
 from pytest_toolbench.exitcodes import ToolbenchExit
 from pytest_toolbench.config import RunSettings
 from pytest_toolbench.models.factory import build_model
@@ -184,7 +185,9 @@ def validate_selection(config: pytest.Config) -> None:
         benchmark = registry()[name]
         if isinstance(benchmark, HasDataSources):
             try:
-                st.data_sources += benchmark.data_sources(st.settings.data_dir)
+                with warnings.catch_warnings():  # collection warns about the same records once
+                    warnings.simplefilter("ignore", DatasetWarning)
+                    st.data_sources += benchmark.data_sources(st.settings.data_dir)
             except (DatasetError, OSError) as exc:
                 raise _data_usage_error(name, exc) from None
     if not any(selected.values()):
