@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pydantic import ValidationError
+
 
 class DatasetError(ValueError):
     """A dataset file that cannot be used as it is.
@@ -95,3 +97,14 @@ def raise_collected(errors: list[DatasetError]) -> None:
         raise errors[0]
     if errors:
         raise DatasetErrors(errors)
+
+
+def describe_validation_error(exc: ValidationError, string_fields: tuple[str, ...] = ()) -> str:
+    """pydantic's errors as one line: ``loc: msg; loc: msg`` (``string_fields`` read "must be a
+    string" instead of pydantic's wording)."""
+    parts = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"])
+        msg = "must be a string" if err["type"] == "string_type" and loc in string_fields else err["msg"]
+        parts.append(f"{loc}: {msg}" if loc else msg)
+    return "; ".join(parts)

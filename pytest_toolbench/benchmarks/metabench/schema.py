@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from pytest_toolbench.benchmarks.dataset_errors import DatasetError
+from pytest_toolbench.benchmarks.dataset_errors import DatasetError, describe_validation_error
 from pytest_toolbench.benchmarks.metabench.fields import CATEGORIES_BY_OPENNESS, normalise_record
 from pytest_toolbench.benchmarks.metabench.prompts import META_TOOL_NAME
 
@@ -177,14 +177,6 @@ class Dialogue(BaseModel):
         return f"{self.difficulty}-{self.world}-{self.category}"
 
 
-def _describe(exc: ValidationError) -> str:
-    parts = []
-    for err in exc.errors():
-        loc = ".".join(str(p) for p in err["loc"])
-        parts.append(f"{loc}: {err['msg']}" if loc else err["msg"])
-    return "; ".join(parts)
-
-
 def parse_dialogue(raw: Any, path: Path, origin: str, index: int, line: int | None = None) -> Dialogue:
     record_id = raw.get("id") if isinstance(raw, dict) else None
     where = {"index": None if line else index, "line": line, "record_id": record_id}
@@ -193,7 +185,7 @@ def parse_dialogue(raw: Any, path: Path, origin: str, index: int, line: int | No
     try:
         return Dialogue.model_validate(normalise_record(raw, origin))
     except ValidationError as exc:
-        raise DatasetError(path, _describe(exc), **where) from None
+        raise DatasetError(path, describe_validation_error(exc), **where) from None
     except ValueError as exc:
         raise DatasetError(path, str(exc), **where) from None
 

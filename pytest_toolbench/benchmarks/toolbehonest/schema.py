@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from pytest_toolbench.benchmarks.data_source import file_sha256
-from pytest_toolbench.benchmarks.dataset_errors import DatasetError, DatasetWarning
+from pytest_toolbench.benchmarks.dataset_errors import DatasetError, DatasetWarning, describe_validation_error
 
 #: Upstream ``calculate_metrics.subtask_groups`` (spec §1.3): subtask -> paper scenario.
 SUBTASK_SCENARIO: dict[str, str] = {
@@ -110,14 +110,6 @@ class ToolBHRecord(BaseModel):
         return out
 
 
-def _describe(exc: ValidationError) -> str:
-    parts = []
-    for err in exc.errors():
-        loc = ".".join(str(p) for p in err["loc"])
-        parts.append(f"{loc}: {err['msg']}" if loc else err["msg"])
-    return "; ".join(parts)
-
-
 def parse_record(raw: Any, path: Path, index: int) -> ToolBHRecord:
     """Validate one raw record; a problem raises a one-line :class:`DatasetError` (file + index)."""
     if not isinstance(raw, dict):
@@ -132,7 +124,7 @@ def parse_record(raw: Any, path: Path, index: int) -> ToolBHRecord:
     try:
         record = ToolBHRecord.model_validate(raw)
     except ValidationError as exc:
-        raise DatasetError(path, _describe(exc), index=index) from None
+        raise DatasetError(path, describe_validation_error(exc), index=index) from None
     if not record.gold(True) or not record.gold(False):
         raise DatasetError(path, "a plan is empty after dropping the final Finish", index=index)
     return record

@@ -17,7 +17,12 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
 from pytest_toolbench.benchmarks.data_source import file_sha256
-from pytest_toolbench.benchmarks.dataset_errors import DatasetError, DatasetWarning, raise_collected
+from pytest_toolbench.benchmarks.dataset_errors import (
+    DatasetError,
+    DatasetWarning,
+    describe_validation_error,
+    raise_collected,
+)
 
 #: Upstream ``data/ToolHop.json`` as published (Git LFS pointer, spec §0 S2).
 UPSTREAM_RECORD_COUNT = 995
@@ -133,17 +138,6 @@ def _defines(source: str, name: str) -> bool:
     return re.search(rf"(?m)^\s*def\s+{re.escape(name)}\s*\(", source) is not None
 
 
-def _describe_validation_error(exc: ValidationError) -> str:
-    parts = []
-    for err in exc.errors():
-        loc = ".".join(str(p) for p in err["loc"])
-        msg = err["msg"]
-        if err["type"] == "string_type" and loc in ("answer", "question"):
-            msg = "must be a string"
-        parts.append(f"{loc}: {msg}" if loc else msg)
-    return "; ".join(parts)
-
-
 def parse_record(raw: Any, path: Path, index: int) -> ToolHopRecord:
     """Validate one raw JSON object, raising :class:`DatasetError` that names file/index/id."""
     record_id = raw.get("id") if isinstance(raw, dict) else None
@@ -164,7 +158,7 @@ def parse_record(raw: Any, path: Path, index: int) -> ToolHopRecord:
         return ToolHopRecord.model_validate(raw)
     except ValidationError as exc:
         raise DatasetError(
-            path, _describe_validation_error(exc), index=index, record_id=record_id
+            path, describe_validation_error(exc, ("answer", "question")), index=index, record_id=record_id
         ) from None
 
 
