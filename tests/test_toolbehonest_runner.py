@@ -83,4 +83,4 @@ def test_lang_picks_the_prompts_and_the_data_file(tmp_path):
     result = run(runner, case, model)
     assert model.requests[0].messages[0]["content"].startswith(DETECTING_ZH + "\n\n<task>\n")
     assert result.values == {"l1_em_solvable": 1.0}
-    assert bench.data_sources(tmp_path)[0]["bundled"] is False
+    assert bench.data_sources(tmp_path)[0].bundled is False
