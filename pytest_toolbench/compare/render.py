@@ -131,3 +131,10 @@ def comparison_text(comp: Comparison, *, width: int = 200) -> str:
                       highlight=False, emoji=False)
     print_comparison(comp, console)
     return buf.getvalue()
+
+
+def baseline_summary(comp: Comparison, *, width: int = 200) -> str:
+    """The ``--baseline`` section of the pytest terminal summary (A = baseline, B = this run)."""
+    return "\n== comparison with the baseline (B - A: this run minus the baseline) ==\n" + (
+        comparison_text(comp, width=width)
+    )
