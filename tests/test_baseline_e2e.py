@@ -190,3 +190,17 @@ def test_compare_cli_input_errors_are_one_line(tmp_path) -> None:
                           cwd=REPO, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
     assert proc.stderr.strip().count("\n") == 0 and "a.json: cannot read" in proc.stderr
+
+
+def test_markdown_summary_of_a_suite_run_with_baseline(runs) -> None:
+    from test_markdown_report import markdown_tables
+
+    text = (runs["tmp"] / "worse.md").read_text()
+    tables = markdown_tables(text)
+    gates = tables[0]
+    assert [r[0] for r in gates[1:4]] == ["**FAIL**"] * 3
+    assert "### Comparison with the baseline" in text
+    comparison = tables[-1]
+    row = next(r for r in comparison[1:] if r[:2] == ["direct", "accuracy"])
+    assert row[4].startswith("-33.33 pp") and row[5] == "2/0 p=0.5"
+    assert "#### toolhop / mandatory" in text
