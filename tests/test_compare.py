@@ -180,3 +180,48 @@ def test_loaded_labels_are_made_unique(tmp_path) -> None:
             "cases": [case(0, 1, model="m").model_dump(mode="json")]}))
     runs = load_runs([tmp_path / "one.json", tmp_path / "two.json"])
     assert [r.label for r in runs] == ["m (one)", "m (two)"]
+
+
+def test_cli_dispatcher_registers_subcommands_from_their_modules(capsys, monkeypatch) -> None:
+    import sys
+    import types
+
+    from pytest_toolbench import cli
+
+    assert cli.main([]) == 2  # no subcommand: help, usage status
+    assert "compare" in capsys.readouterr().out
+    mod = types.ModuleType("fake_sub")
+
+    def add_parser(sub):
+        p = sub.add_parser("hello")
+        p.set_defaults(func=lambda args: 7)
+        return p
+
+    mod.add_parser = add_parser
+    monkeypatch.setitem(sys.modules, "fake_sub", mod)
+    monkeypatch.setattr(cli, "SUBCOMMANDS", cli.SUBCOMMANDS + ("fake_sub",))
+    assert cli.main(["hello"]) == 7
+
+
+def test_plot_writes_a_png_with_one_bar_per_run_and_metric(pair, tmp_path) -> None:
+    from pytest_toolbench.compare.plot import plot_comparison
+
+    comp = compare_runs(list(pair), SPECS, LABELS, n_boot=200)
+    out = plot_comparison(comp, tmp_path / "sub" / "cmp.png")
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    empty = comp.model_copy(update={"scenarios": []})
+    with pytest.raises(ValueError, match="nothing to plot"):
+        plot_comparison(empty, tmp_path / "x.png")
+
+
+def test_rendered_table_shows_values_diff_mcnemar_and_coverage(pair) -> None:
+    from pytest_toolbench.compare.render import comparison_text
+
+    text = comparison_text(compare_runs(list(pair), SPECS, LABELS, n_boot=200))
+    row = next(line for line in text.splitlines() if line.startswith("| s ") and "| accuracy " in line)
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[2].startswith("60.00% [") and cells[3].startswith("90.00% [")
+    assert cells[4].startswith("+30.00 pp [") and cells[5] == "1/4 p=0.375" and cells[6] == "10"
+    assert "accuracy [hops=4]" in text  # subgroup rows (not eaten as markup)
+    assert "bench/s B vs A: 10 paired; only in A: 0, only in B: 0" in text
+    assert "A = model-a [reference]" in text

@@ -107,8 +107,9 @@ def _name(m: MetricComparison) -> str:
 def print_comparison(comp: Comparison, console: Console) -> None:
     for line in legend(comp):
         console.print(line, highlight=False, markup=False)
-    console.print("McNemar b = cases with value 1 (e.g. right) in A and 0 in the other run, c = the reverse; "
-                  "differences of rates in percentage points (pp)", highlight=False, markup=False)
+    console.print("McNemar b = cases with value 1 (e.g. right) in A and 0 in the other run, "
+                  "c = the reverse; differences of rates in percentage points (pp)",
+                  highlight=False, markup=False)
     for benchmark in comp.benchmarks():
         console.print(benchmark_table(comp, benchmark))
         for line in coverage_lines(comp, benchmark):

@@ -93,7 +93,8 @@ def paired_bootstrap_ratio_diff(
 
     Undefined (None) when either run's total denominator is 0; resamples where either
     denominator sums to 0 are dropped from the interval, as in ``bootstrap_ratio``."""
-    arrays = [np.asarray(x, dtype=np.float64) for x in (first_num, first_den, second_num, second_den)]
+    arrays = [np.asarray(x, dtype=np.float64)
+              for x in (first_num, first_den, second_num, second_den)]
     if len({a.shape for a in arrays}) != 1:
         raise ValueError("paired ratio vectors differ in shape")
     an, ad, sn, sd = arrays
@@ -104,8 +105,7 @@ def paired_bootstrap_ratio_diff(
     idx = resample_indices(n, n_boot=n_boot, seed=seed)
     bad, bsd = ad[idx].sum(axis=1), sd[idx].sum(axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
-        stats = np.where(
-            (bad != 0.0) & (bsd != 0.0), sn[idx].sum(axis=1) / bsd - an[idx].sum(axis=1) / bad, np.nan
-        )
+        diff = sn[idx].sum(axis=1) / bsd - an[idx].sum(axis=1) / bad
+        stats = np.where((bad != 0.0) & (bsd != 0.0), diff, np.nan)
     low, high = percentile_interval(stats, estimate, confidence)
     return Estimate(estimate, low, high, n)

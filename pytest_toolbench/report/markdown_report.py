@@ -68,7 +68,8 @@ def _scenario(s: ScenarioMetrics) -> list[str]:
             for n in names:
                 mv = g.metrics.get(n)
                 vals.append("n/a" if mv is None else
-                            f"{format_number(mv.value, is_rate=mv.is_rate)} {format_ci(mv, compact=True)}")
+                            f"{format_number(mv.value, is_rate=mv.is_rate)} "
+                            f"{format_ci(mv, compact=True)}")
             n_scored = g.n_cases - g.n_errors
             body.append([g.group, g.n_cases, *vals, n_scored])
         out += [f"By {label}:", "", *table(header, body), ""]
@@ -104,8 +105,8 @@ def _comparison(comp: Comparison) -> list[str]:
                 for d in m.diffs:
                     row += [fmt_diff(d, m.is_rate), fmt_mcnemar(d), d.n_paired]
                 rows.append(row)
-        out += [f"#### {benchmark}", "", *table(header, rows, ["l", "l"] + ["r"] * (len(header) - 2)),
-                ""]
+        align = ["l", "l"] + ["r"] * (len(header) - 2)
+        out += [f"#### {benchmark}", "", *table(header, rows, align), ""]
         out += [f"- {line}" for line in coverage_lines(comp, benchmark)] + [""]
     return out
 
