@@ -12,7 +12,6 @@ from typing import Literal
 import numpy as np
 from numpy.typing import ArrayLike
 from pydantic import BaseModel
-from scipy.stats import binomtest, chi2
 
 from pytest_toolbench.results.bootstrap import Estimate, percentile_interval, resample_indices
 
@@ -37,6 +36,8 @@ class McNemar(BaseModel):
 def mcnemar(b: int, c: int, *, exact_below: int = EXACT_BELOW) -> McNemar:
     """Two-sided McNemar test: exact binomial (b out of b+c at 1/2) when b+c < ``exact_below``,
     else chi-square with continuity correction, (|b-c|-1)^2/(b+c) on 1 degree of freedom."""
+    from scipy.stats import binomtest, chi2  # imported here: every pytest start loads this module
+
     if b < 0 or c < 0:
         raise ValueError(f"discordant counts must be >= 0, got b={b}, c={c}")
     n = b + c
