@@ -72,6 +72,8 @@ class RunSettings(BaseModel):
     gates: tuple[str, ...] = ()
     max_error_rate: float = 0.0
     bootstrap_samples: int = 2000
+    baseline_path: Path | None = None  # --baseline: an earlier --toolbench-json report
+    md_path: Path | None = None  # --toolbench-md: Markdown summary
     seed: int = 0
     # --- environments and benchmark options
     sandbox: SandboxLimits = Field(default_factory=SandboxLimits)

@@ -82,6 +82,13 @@ def add_options(parser: pytest.Parser) -> None:
                 help="with gates: the largest share of infrastructure errors per scenario "
                      "that still passes (default 0)")
     g.addoption("--bootstrap-samples", type=int, default=2000, help="bootstrap resamples for CIs")
+    g.addoption("--baseline", default=None, metavar="RUN.json",
+                help="compare this run with an earlier --toolbench-json report (paired by case id) "
+                     "in the summary and the JSON report; enables baseline gates such as "
+                     "'toolhop.mandatory.accuracy>=baseline-0.02' or '...accuracy.diff_lower>=-0.05'")
+    g.addoption("--toolbench-md", default=None, metavar="PATH",
+                help="write a GitHub-flavoured Markdown summary (metric tables, gates, baseline "
+                     "comparison), e.g. $GITHUB_STEP_SUMMARY")
     # sandbox
     g.addoption("--sandbox-workers", type=int, default=4, help="warm tool-sandbox processes")
     g.addoption("--sandbox-memory-mb", type=int, default=1024, help="tool memory limit")
@@ -161,6 +168,8 @@ def settings_from_config(config: pytest.Config) -> RunSettings:
         gates=tuple(opt("--gate")),
         max_error_rate=opt("--max-error-rate"),
         bootstrap_samples=opt("--bootstrap-samples"),
+        baseline_path=_absolute(config, opt("--baseline")) if opt("--baseline") else None,
+        md_path=_absolute(config, opt("--toolbench-md")) if opt("--toolbench-md") else None,
         sandbox=SandboxLimits(
             workers=opt("--sandbox-workers"),
             memory_mb=opt("--sandbox-memory-mb"),

@@ -83,6 +83,9 @@ class ToolbenchState:
     #: "SIGTERM"/"SIGINT" when the run was interrupted (its reports are then partial).
     interrupted_by: str | None = None
     gates_printed: bool = False
+    #: --baseline: the loaded run (controller) and, at session end, this run's comparison with it.
+    baseline: Any = None
+    comparison: Any = None
 
 
 def state(config: pytest.Config) -> ToolbenchState:
@@ -109,6 +112,12 @@ def pytest_configure(config: pytest.Config) -> None:
         settings = settings_from_config(config)
         for gate in settings.gates:
             check_gate_names(parse_gate(gate), registry())
+        from pytest_toolbench.compare.baseline import check_baseline_gates, load_baseline
+
+        check_baseline_gates(settings.gates, settings.baseline_path)
+        baseline = None
+        if not is_worker(config) and settings.baseline_path is not None:
+            baseline = load_baseline(settings.baseline_path, settings.gates)
         if not is_worker(config) and settings.resolved_backend == "openai":
             build_model(settings)  # fails fast on a missing key; sends no request
     except ValueError as exc:
@@ -118,7 +127,7 @@ def pytest_configure(config: pytest.Config) -> None:
         if is_worker(config)
         else time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
     )
-    config.stash[STATE_KEY] = ToolbenchState(settings=settings, run_id=run_id)
+    config.stash[STATE_KEY] = ToolbenchState(settings=settings, run_id=run_id, baseline=baseline)
     if not is_worker(config):
         config.pluginmanager.register(ControllerHooks(config), "toolbench-controller")
         _install_sigterm(config)
@@ -421,8 +430,18 @@ class ControllerHooks:
             if isinstance(benchmark, HasReportTables):
                 own = sorted((r for r in results if r.benchmark == name), key=lambda r: r.case_id)
                 st.metrics.tables.extend(benchmark.report_tables(own))
+        if st.baseline is not None:
+            from pytest_toolbench.compare.baseline import compare_with_baseline
+
+            st.comparison = compare_with_baseline(
+                st.baseline, results, st.metrics, model=st.settings.model,
+                n_boot=st.settings.bootstrap_samples, seed=st.settings.seed,
+            )
         if st.settings.gates:
-            st.verdicts = evaluate_gates([parse_gate(g) for g in st.settings.gates], st.metrics)
+            from pytest_toolbench.compare.baseline import gate_baseline
+
+            st.verdicts = evaluate_gates([parse_gate(g) for g in st.settings.gates], st.metrics,
+                                         gate_baseline(st.baseline, st.comparison))
             st.verdicts += error_rate_verdicts(st.metrics, st.settings.max_error_rate)
             if exitstatus not in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR):
                 session.exitstatus = int(exit_status(st.verdicts))
@@ -439,6 +458,10 @@ class ControllerHooks:
         cached = cache_note(sum(r.model_calls for r in results), sum(r.cached_calls for r in results))
         notes += [cached] if cached else []
         st.summary = render_summary(st.metrics, st.verdicts, run_notes=notes, include_gates=False)
+        if st.comparison is not None:
+            from pytest_toolbench.compare.render import baseline_summary
+
+            st.summary += baseline_summary(st.comparison)
         if st.settings.json_path:
             from pytest_toolbench.report.json_report import write_json_report
 
@@ -450,7 +473,13 @@ class ControllerHooks:
             }
             info["cache"] = {"model_calls": sum(r.model_calls for r in results),
                              "replies_from_cache": sum(r.cached_calls for r in results)}
-            write_json_report(st.settings.json_path, st.metrics, results, info, gates=st.verdicts)
+            write_json_report(st.settings.json_path, st.metrics, results, info, gates=st.verdicts,
+                              baseline=st.comparison.model_dump(mode="json") if st.comparison else None)
+        if st.settings.md_path:
+            from pytest_toolbench.report.markdown_report import write_markdown_report
+
+            write_markdown_report(st.settings.md_path, st.metrics, st.verdicts, st.comparison,
+                                  model=st.settings.model, run_id=st.run_id, notes=notes)
         if self.config.getoption("--alluredir", None):
             from pytest_toolbench.report.allure_report import attach_run_metrics
 
@@ -516,6 +545,8 @@ class ControllerHooks:
             )
         if st.settings.json_path and st.metrics is not None:
             terminalreporter.write_line(f"JSON report: {st.settings.json_path}")
+        if st.settings.md_path and st.metrics is not None:
+            terminalreporter.write_line(f"Markdown summary: {st.settings.md_path}")
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         """The gate table goes last, after pytest's own closing lines, so a CI log ends on it."""

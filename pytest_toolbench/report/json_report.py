@@ -25,9 +25,10 @@ def build_json_report(
     results: Iterable[CaseResult],
     run_info: dict[str, Any],
     gates: Iterable[GateVerdict] | None = None,
+    baseline: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     cases = sorted(results, key=lambda r: (r.case_id, r.scenario, r.benchmark))
-    return {
+    report = {
         "schema_version": SCHEMA_VERSION,
         #: True when the run was interrupted (SIGINT/SIGTERM): metrics cover finished cases only.
         "partial": bool(run_info.get("partial", False)),
@@ -36,6 +37,9 @@ def build_json_report(
         "gates": [v.model_dump(mode="json") for v in (gates or [])],
         "cases": [r.model_dump(mode="json") for r in cases],
     }
+    if baseline is not None:  # --baseline: the comparison (pytest_toolbench/compare/models.py)
+        report["baseline"] = baseline
+    return report
 
 
 def write_json_report(
@@ -44,9 +48,10 @@ def write_json_report(
     results: Iterable[CaseResult],
     run_info: dict[str, Any],
     gates: Iterable[GateVerdict] | None = None,
+    baseline: dict[str, Any] | None = None,
 ) -> Path:
     """Write the report to ``path`` atomically and return the path."""
     p = Path(path)
-    report = build_json_report(metrics, results, run_info, gates)
+    report = build_json_report(metrics, results, run_info, gates, baseline)
     atomic_write_text(p, json.dumps(report, indent=2, ensure_ascii=False) + "\n")
     return p

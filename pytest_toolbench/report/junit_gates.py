@@ -40,6 +40,11 @@ def write_gate_testcases(config: pytest.Config, verdicts: Iterable[GateVerdict])
             ("toolbench.gate.actual", "n/a" if verdict.actual is None else f"{verdict.actual:.6g}"),
             ("toolbench.gate.reason", verdict.reason),
         ]
+        # pytest reads "[...]" in a node id as parameters and would write a subgroup gate
+        # ("toolhop.mandatory[hops=3].accuracy>=0.5") with a stray "]"; a name set on the
+        # reporter beforehand is kept as a user attribute.
+        reporter = xml.node_reporter(nodeid)
+        reporter.attrs["name"] = verdict.gate
         call_outcome = "passed" if verdict.passed else "failed"
         longrepr = None if verdict.passed else f"gate failed: {verdict.gate}: {verdict.reason}"
         for when, outcome, text, user_props in (

@@ -1,5 +1,11 @@
 """CI gates on run metrics: ``--gate "toolhop.mandatory[hops=3].accuracy.ci_low>=0.40"``.
 
+With ``--baseline RUN.json`` a gate can also compare with the baseline run (grammar in
+:data:`BASELINE_GRAMMAR`): ``<path><op>baseline[+-delta]`` compares this run's value with the
+baseline's value of the same path (each as its run reports it), and ``<path>.diff``,
+``.diff_lower``, ``.diff_upper`` or ``.mcnemar_p`` read the paired comparison (this run minus the
+baseline over the cases both scored; pytest_toolbench/compare).
+
 Gates are parsed at startup (a typo must fail before an hour of model calls, not after) and
 evaluated on the controller once every result is in. A gate on a metric the run did not produce
 fails: silently passing a misspelt gate would make CI green for the wrong reason.
@@ -11,6 +17,7 @@ import math
 import operator
 import re
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel
@@ -20,6 +27,7 @@ from pytest_toolbench.results.aggregate import ERROR_RATE, PATH_GRAMMAR, MetricP
 
 if TYPE_CHECKING:
     from pytest_toolbench.benchmarks.base import Benchmark
+    from pytest_toolbench.compare.models import Comparison
 
 Op = Literal[">=", ">", "<=", "<", "=="]
 _OPS: dict[str, Callable[[float, float], bool]] = {
@@ -31,16 +39,46 @@ _OPS: dict[str, Callable[[float, float], bool]] = {
 }
 # Longest operators first so ">=" is not read as ">" followed by "=0.4".
 _GATE_RE = re.compile(r"^(?P<path>[^<>=!]+?)\s*(?P<op>>=|<=|==|>|<)\s*(?P<threshold>[^<>=!]+)$")
+#: The tail of a gate whose path ends in its subgroup (``...accuracy[hops=3]>=baseline``).
+_OP_ONLY_RE = re.compile(r"^(?P<path>)\s*(?P<op>>=|<=|==|>|<)\s*(?P<threshold>[^<>=!]+)$")
+#: ``bench.scenario.metric[label=group]...``: the subgroup written after the metric (an accepted
+#: spelling of the canonical ``bench.scenario[label=group].metric...``).
+_SUBGROUP_AFTER_RE = re.compile(r"^(?P<pre>[^.\[\]]+\.[^.\[\]]+)\.(?P<metric>[^.\[\]]+)"
+                                r"(?P<sub>\[[^\[\]]*\])(?P<rest>.*)$")
 _EXAMPLE = 'e.g. "toolhop.mandatory.accuracy>=0.45" or "toolhop.mandatory[hops=3].accuracy.ci_low>0.3"'
+
+#: Paired-comparison quantities (need --baseline): the point difference this run - baseline over
+#: the cases both scored, the bounds of its paired bootstrap interval, and McNemar's p-value.
+PairedField = Literal["diff", "diff_lower", "diff_upper", "mcnemar_p"]
+PAIRED_FIELDS: tuple[str, ...] = ("diff", "diff_lower", "diff_upper", "mcnemar_p")
+BASELINE_GRAMMAR = (
+    "<path><op>baseline[+|-<delta>] (this run's value against the baseline's, e.g. "
+    "toolhop.mandatory.accuracy>=baseline-0.02) or <path>.diff|.diff_lower|.diff_upper|.mcnemar_p"
+    "<op><number> (the paired comparison with the baseline, e.g. "
+    "toolhop.mandatory.accuracy.diff_lower>=-0.05)"
+)
 
 
 class Gate(BaseModel):
     path: str
     op: Op
+    #: The number to compare with; for a ``baseline`` gate, the offset added to the baseline value.
     threshold: float
+    #: ``<path><op>baseline+threshold``: compare with the baseline run's value of ``path``.
+    baseline: bool = False
+    #: ``<path>.<paired><op>threshold``: a quantity of the paired comparison with the baseline.
+    paired: PairedField | None = None
+
+    @property
+    def needs_baseline(self) -> bool:
+        return self.baseline or self.paired is not None
 
     def __str__(self) -> str:
-        return f"{self.path}{self.op}{self.threshold:g}"
+        path = f"{self.path}.{self.paired}" if self.paired else self.path
+        if self.baseline:
+            offset = f"{self.threshold:+g}" if self.threshold else ""
+            return f"{path}{self.op}baseline{offset}"
+        return f"{path}{self.op}{self.threshold:g}"
 
 
 class GateVerdict(BaseModel):
@@ -68,26 +106,76 @@ def _threshold(text: str, gate: str) -> float:
     return value
 
 
+def _baseline_offset(text: str, gate: str) -> float | None:
+    """``baseline`` -> 0, ``baseline-0.02`` -> -0.02, ``baseline+2%`` -> 0.02; None if the
+    threshold does not name the baseline."""
+    t = text.strip()
+    if not t.lower().startswith("baseline"):
+        return None
+    rest = t[len("baseline"):].strip()
+    if not rest:
+        return 0.0
+    if rest[0] not in "+-":
+        raise ValueError(
+            f"malformed gate {gate!r}: expected baseline, baseline+<number> or baseline-<number>"
+        )
+    sign = -1.0 if rest[0] == "-" else 1.0
+    return sign * _threshold(rest[1:], gate)
+
+
+def _parses(path: str) -> bool:
+    try:
+        MetricPath.parse(path)
+    except ValueError:
+        return False
+    return True
+
+
 def parse_gate(text: str) -> Gate:
-    """Parse ``<path><op><threshold>``; raise ValueError naming what is wrong."""
+    """Parse ``<path><op><threshold>`` (or a baseline form, :data:`BASELINE_GRAMMAR`); raise
+    ValueError naming what is wrong."""
     if not isinstance(text, str) or not text.strip():
         raise ValueError(f"empty gate; expected <metric path><op><number>, {_EXAMPLE}")
     stripped = text.strip()
     # The subgroup part holds its own '=', so match the operator after it.
     head, sep, tail = stripped.rpartition("]")
     m = _GATE_RE.match(tail.strip() if sep else stripped)
+    if m is None and sep:
+        m = _OP_ONLY_RE.match(tail.strip())
     if m is None:
         raise ValueError(
             f"malformed gate {text!r}: expected <metric path><op><number> with op one of "
             f">=, >, <=, <, == ({_EXAMPLE})"
         )
     path = (head + sep + m["path"]).strip() if sep else m["path"].strip()
+    alias = _SUBGROUP_AFTER_RE.match(path)
+    if alias is not None:
+        path = f"{alias['pre']}{alias['sub']}.{alias['metric']}{alias['rest']}"
+    paired = next((f for f in PAIRED_FIELDS if path.endswith(f".{f}")), None)
+    if paired is not None and _parses(path[: -len(paired) - 1]):
+        path = path[: -len(paired) - 1]
+    else:  # e.g. a metric that is itself called "diff"
+        paired = None
     try:
         parsed = MetricPath.parse(path)
     except ValueError as exc:
         raise ValueError(f"malformed gate {text!r}: {exc}") from None
-    threshold = _threshold(m["threshold"], text)
-    return Gate(path=str(parsed), op=m["op"], threshold=threshold)  # type: ignore[arg-type]
+    offset = _baseline_offset(m["threshold"], text)
+    if paired is not None:
+        if parsed.field != "value" or parsed.metric == ERROR_RATE:
+            what = ERROR_RATE if parsed.metric == ERROR_RATE else f".{parsed.field}"
+            raise ValueError(
+                f"malformed gate {text!r}: .{paired} applies to a declared metric, not to "
+                f"{what}; {BASELINE_GRAMMAR}"
+            )
+        if offset is not None:
+            raise ValueError(
+                f"malformed gate {text!r}: .{paired} is already relative to the baseline; "
+                "compare it with a number"
+            )
+    threshold = _threshold(m["threshold"], text) if offset is None else offset
+    return Gate(path=str(parsed), op=m["op"], threshold=threshold,  # type: ignore[arg-type]
+                baseline=offset is not None, paired=paired)  # type: ignore[arg-type]
 
 
 def parse_gates(texts: Iterable[str]) -> list[Gate]:
@@ -162,7 +250,79 @@ def _fmt(x: float) -> str:
     return f"{x:.4g}"
 
 
-def evaluate_gate(gate: Gate, metrics: RunMetrics) -> GateVerdict:
+@dataclass(frozen=True)
+class Baseline:
+    """What baseline gates read: the baseline run's metrics (as it reported them) and the paired
+    comparison of this run with it (reference = the baseline)."""
+
+    metrics: RunMetrics
+    comparison: Comparison
+    label: str = "baseline"
+
+
+def _coverage_note(gate: Gate, baseline: Baseline) -> str:
+    p = MetricPath.parse(gate.path)
+    s = baseline.comparison.scenario(p.benchmark, p.scenario)
+    if s is None or not s.coverage:
+        return ""
+    c = s.coverage[0]
+    if not (c.only_in_reference or c.only_in_run):
+        return ""
+    return (f" (cases differ: {c.n_paired} in both, only in baseline: {c.only_in_reference}, "
+            f"only in this run: {c.only_in_run})")
+
+
+def _evaluate_baseline_gate(gate: Gate, metrics: RunMetrics, baseline: Baseline | None) -> GateVerdict:
+    def fail(reason: str) -> GateVerdict:
+        return GateVerdict(gate=str(gate), actual=None, passed=False, reason=reason)
+
+    if baseline is None:
+        return fail("no --baseline run given, so the gate cannot be evaluated")
+    if gate.paired is not None:
+        row = baseline.comparison.find(gate.path)
+        if row is None or not row.diffs:
+            return fail(f"{gate.path} is not in the comparison with the baseline")
+        d = row.diffs[0]
+        actual = {
+            "diff": d.diff,
+            "diff_lower": d.ci_low,
+            "diff_upper": d.ci_high,
+            "mcnemar_p": d.mcnemar.p_value if d.mcnemar is not None else None,
+        }[gate.paired]
+        if actual is None:
+            why = ("McNemar needs 0/1 per-case values in both runs" if gate.paired == "mcnemar_p"
+                   else "no case was scored in both runs")
+            return fail(f"{gate.path}.{gate.paired} is undefined ({why}; n paired {d.n_paired})")
+        passed = _OPS[gate.op](actual, gate.threshold)
+        relation = "satisfies" if passed else "violates"
+        return GateVerdict(
+            gate=str(gate), actual=actual, passed=passed,
+            reason=(f"paired {gate.paired} (this run - baseline, n paired {d.n_paired}) "
+                    f"{_fmt(actual)} {relation} {gate.op} {_fmt(gate.threshold)}"
+                    + _coverage_note(gate, baseline)),
+        )
+    found, actual = metrics.resolve(gate.path)
+    if not found or actual is None:
+        what = "not found in" if not found else "undefined in"
+        return fail(f"metric {gate.path} {what} this run")
+    found_b, base = baseline.metrics.resolve(gate.path)
+    if not found_b or base is None:
+        what = "not found in" if not found_b else "undefined in"
+        return fail(f"metric {gate.path} {what} the baseline run ({baseline.label})")
+    bound = base + gate.threshold
+    passed = _OPS[gate.op](actual, bound)
+    relation = "satisfies" if passed else "violates"
+    offset = f"{gate.threshold:+.4g}" if gate.threshold else ""
+    return GateVerdict(
+        gate=str(gate), actual=actual, passed=passed,
+        reason=(f"actual {_fmt(actual)} {relation} {gate.op} baseline {_fmt(base)}{offset} = "
+                f"{_fmt(bound)}" + _coverage_note(gate, baseline)),
+    )
+
+
+def evaluate_gate(gate: Gate, metrics: RunMetrics, baseline: Baseline | None = None) -> GateVerdict:
+    if gate.needs_baseline:
+        return _evaluate_baseline_gate(gate, metrics, baseline)
     found, actual = metrics.resolve(gate.path)
     if not found:
         return GateVerdict(
@@ -188,8 +348,10 @@ def evaluate_gate(gate: Gate, metrics: RunMetrics) -> GateVerdict:
     )
 
 
-def evaluate_gates(gates: Iterable[Gate], metrics: RunMetrics) -> list[GateVerdict]:
-    return [evaluate_gate(g, metrics) for g in gates]
+def evaluate_gates(
+    gates: Iterable[Gate], metrics: RunMetrics, baseline: Baseline | None = None
+) -> list[GateVerdict]:
+    return [evaluate_gate(g, metrics, baseline) for g in gates]
 
 
 def error_rate_verdicts(metrics: RunMetrics, max_error_rate: float) -> list[GateVerdict]:
@@ -215,7 +377,10 @@ def error_rate_verdicts(metrics: RunMetrics, max_error_rate: float) -> list[Gate
 
 
 __all__ = [
+    "BASELINE_GRAMMAR",
+    "PAIRED_FIELDS",
     "PATH_GRAMMAR",
+    "Baseline",
     "Gate",
     "GateVerdict",
     "check_gate_names",

@@ -1,0 +1,83 @@
+"""``toolbench compare A.json B.json [C.json ...]``: compare recorded runs with the first one."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+#: Exit status for unreadable input (argparse itself uses 2 for a bad command line).
+INPUT_ERROR = 2
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    p = subparsers.add_parser(
+        "compare",
+        help="compare runs (--toolbench-json reports) with paired statistics",
+        description=(
+            "Compare each run with the first: per benchmark, scenario, metric and subgroup, each "
+            "run's value with its CI, the paired difference (run - first) over the cases both "
+            "runs scored with a paired bootstrap interval, and McNemar's test for 0/1 outcomes. "
+            "Cases pair on benchmark + case id; cases in one run only are counted."
+        ),
+    )
+    p.add_argument("runs", nargs="+", metavar="RUN.json", help="two or more run reports; the "
+                   "first is the reference")
+    p.add_argument("--json", dest="json_out", metavar="OUT", default=None,
+                   help="also write the comparison as JSON")
+    p.add_argument("--plot", metavar="OUT.png", default=None,
+                   help="also write a model-comparison bar chart with CI error bars")
+    p.add_argument("--plot-subgroups", action="store_true",
+                   help="include subgroup rows in the chart (default: top-level metrics only)")
+    p.add_argument("--bootstrap-samples", type=int, default=2000,
+                   help="paired bootstrap resamples (default 2000)")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    p.add_argument("--confidence", type=float, default=0.95,
+                   help="interval confidence level (default 0.95)")
+    p.set_defaults(func=run)
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from pytest_toolbench.compare.core import compare_with_registry
+    from pytest_toolbench.compare.load import RunLoadError, load_runs
+    from pytest_toolbench.compare.plot import plot_comparison
+    from pytest_toolbench.compare.render import print_comparison
+
+    def fail(msg: str) -> int:
+        print(f"toolbench compare: {msg}", file=sys.stderr)
+        return INPUT_ERROR
+
+    if len(args.runs) < 2:
+        return fail("need at least two run reports")
+    if args.bootstrap_samples < 1:
+        return fail(f"--bootstrap-samples {args.bootstrap_samples}: must be at least 1")
+    if not 0.0 < args.confidence < 1.0:
+        return fail(f"--confidence {args.confidence}: must be between 0 and 1")
+    try:
+        runs = load_runs(args.runs)
+    except RunLoadError as exc:
+        return fail(str(exc))
+    comp = compare_with_registry(runs, n_boot=args.bootstrap_samples, seed=args.seed,
+                                 confidence=args.confidence)
+    console = Console()
+    if not console.is_terminal:  # a CI log or a pipe: wide enough that no cell folds
+        console = Console(width=220)
+    print_comparison(comp, console)
+    if args.json_out:
+        from pytest_toolbench.fileio import atomic_write_text
+
+        atomic_write_text(Path(args.json_out),
+                          json.dumps(comp.model_dump(mode="json"), indent=2) + "\n")
+        print(f"comparison JSON: {args.json_out}")
+    if args.plot:
+        try:
+            plot_comparison(comp, args.plot, subgroups=args.plot_subgroups)
+        except ValueError as exc:
+            return fail(str(exc))
+        print(f"comparison chart: {args.plot}")
+    return 0

@@ -1,0 +1,165 @@
+"""``--toolbench-md PATH``: the run as GitHub-flavoured Markdown, for a CI job summary.
+
+Point it at ``$GITHUB_STEP_SUMMARY`` (GitHub renders the file under the job) or attach it to a
+merge request. Every table is a plain GFM pipe table (header, separator, rows of the same width);
+cells escape ``|`` so a gate or subgroup can never break a table.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from pytest_toolbench.compare.models import Comparison
+from pytest_toolbench.compare.render import coverage_lines, fmt_diff, fmt_mcnemar, fmt_value
+from pytest_toolbench.compare.render import legend as comparison_legend
+from pytest_toolbench.compare.render import letter
+from pytest_toolbench.fileio import atomic_write_text
+from pytest_toolbench.report.terminal import format_ci, format_number
+from pytest_toolbench.results.aggregate import ReportTable, RunMetrics, ScenarioMetrics
+from pytest_toolbench.results.gates import GateVerdict
+
+
+def cell(value: object) -> str:
+    """One table cell: no newlines, pipes escaped, never empty (an empty cell reads as missing)."""
+    text = "n/a" if value is None else str(value)
+    text = " ".join(text.split()).replace("\\", "\\\\").replace("|", "\\|")
+    return text or " "
+
+
+def table(header: Sequence[str], rows: Iterable[Sequence[object]],
+          align: Sequence[str] | None = None) -> list[str]:
+    """A GFM table; ``align`` per column: "l" or "r" (default: first column left, rest right)."""
+    align = align or ["l"] + ["r"] * (len(header) - 1)
+    sep = ["---:" if a == "r" else ":---" for a in align]
+    out = ["| " + " | ".join(cell(h) for h in header) + " |", "| " + " | ".join(sep) + " |"]
+    for row in rows:
+        if len(row) != len(header):
+            raise ValueError(f"row has {len(row)} cells, header {len(header)}: {row!r}")
+        out.append("| " + " | ".join(cell(c) for c in row) + " |")
+    return out
+
+
+def _gates(verdicts: Sequence[GateVerdict]) -> list[str]:
+    failed = sum(not v.passed for v in verdicts)
+    head = ("**Gates: all passed**" if not failed
+            else f"**Gates: {failed} of {len(verdicts)} failed**")
+    rows = [("PASS" if v.passed else "**FAIL**", f"`{v.gate}`",
+             "n/a" if v.actual is None else f"{v.actual:.4g}", v.reason) for v in verdicts]
+    return ["### Gates", "", head, "",
+            *table(["verdict", "gate", "actual", "reason"], rows, ["l", "l", "r", "l"]), ""]
+
+
+def _scenario(s: ScenarioMetrics) -> list[str]:
+    out = [f"#### {s.benchmark} / {s.scenario}", "",
+           f"{s.n_cases} cases, {s.n_cases - s.n_errors} scored, {s.n_errors} infrastructure "
+           f"errors, {s.n_parse_failures} tool-call parse failures", ""]
+    rows = [(mv.name, format_number(mv.value, is_rate=mv.is_rate), format_ci(mv), mv.n,
+             "higher" if mv.higher_is_better else "lower") for mv in s.metrics.values()]
+    out += table(["metric", "value", "95% CI", "n", "better"], rows, ["l", "r", "r", "r", "l"])
+    out.append("")
+    for label, groups in s.breakdown.items():
+        names = list(s.metrics)
+        header = [label, "cases", *(f"{n} [95% CI]" for n in names), "n"]
+        body = []
+        for g in groups:
+            vals = []
+            for n in names:
+                mv = g.metrics.get(n)
+                vals.append("n/a" if mv is None else
+                            f"{format_number(mv.value, is_rate=mv.is_rate)} "
+                            f"{format_ci(mv, compact=True)}")
+            n_scored = g.n_cases - g.n_errors
+            body.append([g.group, g.n_cases, *vals, n_scored])
+        out += [f"By {label}:", "", *table(header, body), ""]
+    return out
+
+
+def _report_table(t: ReportTable) -> list[str]:
+    rows = [["n/a" if c is None else c for c in r] for r in t.rows]
+    out = [f"#### {t.title}", "", *table(t.columns, rows), ""]
+    return out + ([t.note, ""] if t.note else [])
+
+
+def _comparison(comp: Comparison) -> list[str]:
+    pct = f"{100 * comp.confidence:g}%"
+    out = ["### Comparison with the baseline", ""]
+    out += [f"- {line}" for line in comparison_legend(comp)]
+    out += ["", f"Differences are B - A (this run minus the baseline) over the cases both runs "
+            f"scored, with a paired bootstrap {pct} interval; rates in percentage points. "
+            "McNemar b = cases with value 1 in A and 0 in B, c = the reverse.", ""]
+    for benchmark in comp.benchmarks():
+        header = ["scenario", "metric / subgroup", *(f"{letter(i)} [{pct} CI]"
+                                                     for i in range(len(comp.runs)))]
+        for i in range(1, len(comp.runs)):
+            header += [f"{letter(i)} - A [paired {pct}]", "McNemar b/c p", "n paired"]
+        rows = []
+        for s in comp.scenarios:
+            if s.benchmark != benchmark:
+                continue
+            for m in s.metrics:
+                row: list[object] = [s.scenario, m.row_name + ("" if m.higher_is_better
+                                                               else " (lower better)")]
+                row += [fmt_value(v, m.is_rate) for v in m.values]
+                for d in m.diffs:
+                    row += [fmt_diff(d, m.is_rate), fmt_mcnemar(d), d.n_paired]
+                rows.append(row)
+        align = ["l", "l"] + ["r"] * (len(header) - 2)
+        out += [f"#### {benchmark}", "", *table(header, rows, align), ""]
+        out += [f"- {line}" for line in coverage_lines(comp, benchmark)] + [""]
+    return out
+
+
+def render_markdown(
+    metrics: RunMetrics,
+    verdicts: Sequence[GateVerdict] = (),
+    comparison: Comparison | None = None,
+    *,
+    model: str = "",
+    run_id: str = "",
+    notes: Sequence[str] = (),
+) -> str:
+    title = "## pytest-toolbench" + (f": {model}" if model else "")
+    out = [title, ""]
+    if run_id:
+        out += [f"run `{run_id}`", ""]
+    if notes:
+        out += [f"- {n}" for n in notes] + [""]
+    if verdicts:
+        out += _gates(verdicts)
+    benchmarks: list[str] = []
+    for s in metrics.scenarios:
+        if s.benchmark not in benchmarks:
+            benchmarks.append(s.benchmark)
+    for b in benchmarks:
+        out += [f"### {b}", ""]
+        for s in metrics.scenarios:
+            if s.benchmark == b:
+                out += _scenario(s)
+        for t in metrics.tables:
+            if t.benchmark == b:
+                out += _report_table(t)
+    if comparison is not None:
+        out += _comparison(comparison)
+    return "\n".join(out).rstrip() + "\n"
+
+
+def write_markdown_report(
+    path: str | Path,
+    metrics: RunMetrics,
+    verdicts: Sequence[GateVerdict] = (),
+    comparison: Comparison | None = None,
+    **kw: object,
+) -> Path:
+    """Write the summary; appended when ``path`` is ``$GITHUB_STEP_SUMMARY`` (other steps' output
+    in that file is kept, as GitHub asks), else written atomically."""
+    p = Path(path)
+    text = render_markdown(metrics, verdicts, comparison, **kw)  # type: ignore[arg-type]
+    step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if step_summary and Path(step_summary).resolve() == p.resolve():
+        with p.open("a", encoding="utf-8") as handle:
+            handle.write(text)
+    else:
+        atomic_write_text(p, text)
+    return p

@@ -1,0 +1,227 @@
+"""compare_runs on tiny hand-checkable runs: pairing, coverage, subgroups, McNemar, repeats."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pytest_toolbench.compare import LoadedRun, RunLoadError, compare_runs, load_run, load_runs
+from pytest_toolbench.results.case_result import CaseResult, InfraError, Outcome
+from pytest_toolbench.results.metrics import MetricSpec
+
+SPECS = {
+    "bench": (
+        MetricSpec(name="accuracy", value="correct"),
+        MetricSpec(name="call_error_rate", kind="ratio", value="bad_calls", denominator="calls",
+                   higher_is_better=False),
+    )
+}
+LABELS = {"bench": ("hops",)}
+#: Ten paired cases: both right on 0-4, only A right on 5 (b=1), only B right on 6-9 (c=4).
+A_OK = [1, 1, 1, 1, 1, 1, 0, 0, 0, 0]
+B_OK = [1, 1, 1, 1, 1, 0, 1, 1, 1, 1]
+
+
+def case(i: int | str, correct: float | None, *, model: str, scenario: str = "s",
+         calls: tuple[int, int] | None = None, error: bool = False) -> CaseResult:
+    values = {} if correct is None else {"correct": float(correct)}
+    if calls is not None:
+        values |= {"bad_calls": float(calls[0]), "calls": float(calls[1])}
+    return CaseResult(
+        case_id=f"bench-{i}-{scenario}", benchmark="bench", scenario=scenario, model=model,
+        outcome=Outcome.ERROR if error else (Outcome.PASSED if correct else Outcome.FAILED),
+        labels={"hops": 3 if isinstance(i, int) and i < 5 else 4},
+        values={} if error else values,
+        error=InfraError(kind="http", message="503") if error else None,
+    )
+
+
+def run(label: str, cases: list[CaseResult]) -> LoadedRun:
+    return LoadedRun.from_cases(label, cases, SPECS, LABELS, n_boot=500)
+
+
+@pytest.fixture
+def pair() -> tuple[LoadedRun, LoadedRun]:
+    a = [case(i, v, model="model-a") for i, v in enumerate(A_OK)]
+    b = [case(i, v, model="model-b") for i, v in enumerate(B_OK)]
+    return run("model-a", a), run("model-b", b)
+
+
+def test_ten_paired_cases_by_hand(pair) -> None:
+    comp = compare_runs(list(pair), SPECS, LABELS, n_boot=500)
+    row = comp.find("bench.s.accuracy")
+    assert row is not None
+    assert [v.value for v in row.values] == pytest.approx([0.6, 0.9])
+    assert [v.n for v in row.values] == [10, 10]
+    d = row.diffs[0]
+    assert d.n_paired == 10
+    assert d.diff == pytest.approx(0.3)
+    assert d.ci_low < 0.3 < d.ci_high
+    assert (d.mcnemar.b, d.mcnemar.c, d.mcnemar.method) == (1, 4, "exact")
+    assert d.mcnemar.p_value == pytest.approx(12 / 32)
+    cov = comp.scenarios[0].coverage[0]
+    assert (cov.n_paired, cov.only_in_reference, cov.only_in_run, cov.error_in_either) == (10, 0, 0, 0)
+    assert [r.label for r in comp.runs] == ["model-a", "model-b"]
+
+
+def test_subgroups_pair_within_the_group(pair) -> None:
+    comp = compare_runs(list(pair), SPECS, LABELS, n_boot=500)
+    three = comp.find("bench.s[hops=3].accuracy").diffs[0]
+    four = comp.find("bench.s[hops=4].accuracy")
+    assert (three.n_paired, three.diff, three.mcnemar.b, three.mcnemar.c) == (5, 0.0, 0, 0)
+    assert (three.ci_low, three.ci_high, three.mcnemar.p_value) == (0.0, 0.0, 1.0)
+    # hops=4: cases 5-9; A right on 1 of 5, B on 4 of 5; b=1, c=4.
+    assert [v.value for v in four.values] == pytest.approx([0.2, 0.8])
+    assert four.diffs[0].diff == pytest.approx(0.6)
+    assert (four.diffs[0].mcnemar.b, four.diffs[0].mcnemar.c) == (1, 4)
+
+
+def test_cases_in_one_run_only_are_counted_not_dropped(pair) -> None:
+    a, b = pair
+    a_cases = a.cases + [case(10, 0, model="model-a")]
+    b_cases = b.cases + [case(11, 1, model="model-b"), case(12, 1, model="model-b")]
+    comp = compare_runs([run("A", a_cases), run("B", b_cases)], SPECS, LABELS, n_boot=500)
+    cov = comp.scenarios[0].coverage[0]
+    assert (cov.n_paired, cov.only_in_reference, cov.only_in_run) == (10, 1, 2)
+    row = comp.find("bench.s.accuracy")
+    # Each run's own value covers all of its cases; the difference only the paired ones.
+    assert [v.value for v in row.values] == pytest.approx([6 / 11, 11 / 12])
+    assert row.diffs[0].n_paired == 10 and row.diffs[0].diff == pytest.approx(0.3)
+
+
+def test_an_infrastructure_error_in_either_run_leaves_the_pair_out(pair) -> None:
+    a, b = pair
+    a_cases = a.cases + [case(13, 1, model="a")]
+    b_cases = b.cases + [case(13, None, model="b", error=True)]
+    comp = compare_runs([run("A", a_cases), run("B", b_cases)], SPECS, LABELS, n_boot=500)
+    cov = comp.scenarios[0].coverage[0]
+    assert (cov.n_paired, cov.error_in_either) == (11, 1)
+    assert comp.find("bench.s.accuracy").diffs[0].n_paired == 10
+
+
+def test_ratio_metric_is_paired_on_sums_and_has_no_mcnemar() -> None:
+    a = [case(i, 1, model="a", calls=c) for i, c in enumerate([(1, 2), (0, 2), (2, 2)])]
+    b = [case(i, 1, model="b", calls=c) for i, c in enumerate([(0, 2), (0, 2), (1, 2)])]
+    comp = compare_runs([run("A", a), run("B", b)], SPECS, LABELS, n_boot=500)
+    row = comp.find("bench.s.call_error_rate")
+    assert [v.value for v in row.values] == pytest.approx([0.5, 1 / 6])
+    assert row.diffs[0].diff == pytest.approx(1 / 6 - 0.5)
+    assert row.diffs[0].mcnemar is None
+    assert row.higher_is_better is False
+
+
+def test_repeats_are_averaged_per_case_and_mcnemar_needs_0_1() -> None:
+    a = [case(0, 1, model="a"), case(1, 0, model="a")]
+    b = [case(0, 1, model="b"), case(0, 0, model="b"), case(1, 1, model="b")]
+    comp = compare_runs([run("A", a), run("B", b)], SPECS, LABELS, n_boot=500)
+    d = comp.find("bench.s.accuracy").diffs[0]
+    # case 0: B mean 0.5 vs 1 -> -0.5; case 1: 1 vs 0 -> +1; mean +0.25
+    assert d.n_paired == 2 and d.diff == pytest.approx(0.25)
+    assert d.mcnemar is None
+
+
+def test_three_runs_each_compared_with_the_first(pair) -> None:
+    a, b = pair
+    c = run("C", [case(i, 1, model="c") for i in range(10)])
+    comp = compare_runs([a, b, c], SPECS, LABELS, n_boot=500)
+    row = comp.find("bench.s.accuracy")
+    assert [d.run for d in row.diffs] == [1, 2]
+    assert row.diffs[1].diff == pytest.approx(0.4)
+    assert (row.diffs[1].mcnemar.b, row.diffs[1].mcnemar.c) == (0, 4)
+
+
+def test_a_scenario_in_one_run_only_is_shown_with_coverage(pair) -> None:
+    a, b = pair
+    extra = [case(i, 1, model="b", scenario="t") for i in range(3)]
+    comp = compare_runs([a, run("B", b.cases + extra)], SPECS, LABELS, n_boot=500)
+    t = comp.scenario("bench", "t")
+    assert t.coverage[0].only_in_run == 3 and t.coverage[0].n_paired == 0
+    row = comp.find("bench.t.accuracy")
+    assert row.values[0] is None and row.values[1].value == 1.0
+    assert row.diffs[0].diff is None and row.diffs[0].n_paired == 0
+
+
+def test_seeded_and_reproducible(pair) -> None:
+    one = compare_runs(list(pair), SPECS, LABELS, n_boot=300, seed=3)
+    two = compare_runs(list(pair), SPECS, LABELS, n_boot=300, seed=3)
+    assert one.model_dump() == two.model_dump()
+
+
+def test_needs_two_runs(pair) -> None:
+    with pytest.raises(ValueError, match="two runs"):
+        compare_runs([pair[0]], SPECS, LABELS)
+
+
+def test_load_errors_are_one_line_with_file_and_index(tmp_path) -> None:
+    missing = tmp_path / "nope.json"
+    with pytest.raises(RunLoadError, match="nope.json: cannot read"):
+        load_run(missing)
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"cases": [\n  1,')
+    with pytest.raises(RunLoadError, match=r"bad.json:2: not JSON"):
+        load_run(bad)
+    other = tmp_path / "other.json"
+    other.write_text('{"x": 1}')
+    with pytest.raises(RunLoadError, match="no 'cases' list"):
+        load_run(other)
+    broken = tmp_path / "broken.json"
+    good = case(0, 1, model="m").model_dump(mode="json")
+    broken.write_text(json.dumps({"cases": [good, {"case_id": "x"}]}))
+    with pytest.raises(RunLoadError) as info:
+        load_run(broken)
+    assert "broken.json: cases[1]:" in str(info.value) and "\n" not in str(info.value)
+
+
+def test_loaded_labels_are_made_unique(tmp_path) -> None:
+    for name in ("one", "two"):
+        (tmp_path / f"{name}.json").write_text(json.dumps({
+            "run": {"settings": {"model": "m"}}, "metrics": {"scenarios": []},
+            "cases": [case(0, 1, model="m").model_dump(mode="json")]}))
+    runs = load_runs([tmp_path / "one.json", tmp_path / "two.json"])
+    assert [r.label for r in runs] == ["m (one)", "m (two)"]
+
+
+def test_cli_dispatcher_registers_subcommands_from_their_modules(capsys, monkeypatch) -> None:
+    import sys
+    import types
+
+    from pytest_toolbench import cli
+
+    assert cli.main([]) == 2  # no subcommand: help, usage status
+    assert "compare" in capsys.readouterr().out
+    mod = types.ModuleType("fake_sub")
+
+    def add_parser(sub):
+        p = sub.add_parser("hello")
+        p.set_defaults(func=lambda args: 7)
+        return p
+
+    mod.add_parser = add_parser
+    monkeypatch.setitem(sys.modules, "fake_sub", mod)
+    monkeypatch.setattr(cli, "SUBCOMMANDS", cli.SUBCOMMANDS + ("fake_sub",))
+    assert cli.main(["hello"]) == 7
+
+
+def test_plot_writes_a_png_with_one_bar_per_run_and_metric(pair, tmp_path) -> None:
+    from pytest_toolbench.compare.plot import plot_comparison
+
+    comp = compare_runs(list(pair), SPECS, LABELS, n_boot=200)
+    out = plot_comparison(comp, tmp_path / "sub" / "cmp.png")
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    empty = comp.model_copy(update={"scenarios": []})
+    with pytest.raises(ValueError, match="nothing to plot"):
+        plot_comparison(empty, tmp_path / "x.png")
+
+
+def test_rendered_table_shows_values_diff_mcnemar_and_coverage(pair) -> None:
+    from pytest_toolbench.compare.render import comparison_text
+
+    text = comparison_text(compare_runs(list(pair), SPECS, LABELS, n_boot=200))
+    row = next(line for line in text.splitlines() if line.startswith("| s ") and "| accuracy " in line)
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[2].startswith("60.00% [") and cells[3].startswith("90.00% [")
+    assert cells[4].startswith("+30.00 pp [") and cells[5] == "1/4 p=0.375" and cells[6] == "10"
+    assert "accuracy [hops=4]" in text  # subgroup rows (not eaten as markup)
+    assert "bench/s B vs A: 10 paired; only in A: 0, only in B: 0" in text
+    assert "A = model-a [reference]" in text
