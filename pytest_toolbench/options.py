@@ -82,6 +82,12 @@ def add_options(parser: pytest.Parser) -> None:
                 help="with gates: the largest share of infrastructure errors per scenario "
                      "that still passes (default 0)")
     g.addoption("--bootstrap-samples", type=int, default=2000, help="bootstrap resamples for CIs")
+    g.addoption("--allure-html", default=None, metavar="DIR",
+                help="at the end of the session, build the HTML report from --alluredir with "
+                     "Allure 3 (npm package 'allure', see README) into DIR (default: not built)")
+    g.addoption("--no-plots", action="store_true", default=False,
+                help="do not write the metric plots (PNG beside the JSON report and in Allure; "
+                     "default: written when --toolbench-json or --alluredir is given)")
     # sandbox
     g.addoption("--sandbox-workers", type=int, default=4, help="warm tool-sandbox processes")
     g.addoption("--sandbox-memory-mb", type=int, default=1024, help="tool memory limit")
