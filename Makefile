@@ -40,3 +40,7 @@ perf: setup
 
 clean:
 	rm -rf .toolbench
+
+# Allure 3 (npm package `allure`) for --allure-html, project-local (never global), outside git.
+allure:
+	npm install --prefix .toolbench/allure allure@3

@@ -89,6 +89,12 @@ def add_options(parser: pytest.Parser) -> None:
     g.addoption("--toolbench-md", default=None, metavar="PATH",
                 help="write a GitHub-flavoured Markdown summary (metric tables, gates, baseline "
                      "comparison), e.g. $GITHUB_STEP_SUMMARY")
+    g.addoption("--allure-html", default=None, metavar="DIR",
+                help="at the end of the session, build the HTML report from --alluredir with "
+                     "Allure 3 (npm package 'allure', see README) into DIR (default: not built)")
+    g.addoption("--no-plots", action="store_true", default=False,
+                help="do not write the metric plots (PNG beside the JSON report and in Allure; "
+                     "default: written when --toolbench-json or --alluredir is given)")
     # sandbox
     g.addoption("--sandbox-workers", type=int, default=4, help="warm tool-sandbox processes")
     g.addoption("--sandbox-memory-mb", type=int, default=1024, help="tool memory limit")

@@ -128,6 +128,9 @@ def pytest_configure(config: pytest.Config) -> None:
         else time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
     )
     config.stash[STATE_KEY] = ToolbenchState(settings=settings, run_id=run_id, baseline=baseline)
+    from pytest_toolbench.report.session_outputs import configure_allure
+
+    configure_allure(config)
     if not is_worker(config):
         config.pluginmanager.register(ControllerHooks(config), "toolbench-controller")
         _install_sigterm(config)
@@ -480,10 +483,10 @@ class ControllerHooks:
 
             write_markdown_report(st.settings.md_path, st.metrics, st.verdicts, st.comparison,
                                   model=st.settings.model, run_id=st.run_id, notes=notes)
-        if self.config.getoption("--alluredir", None):
-            from pytest_toolbench.report.allure_report import attach_run_metrics
+        from pytest_toolbench.report.session_outputs import finish
 
-            attach_run_metrics(st.metrics, st.summary)
+        finish(self.config, st.metrics, st.verdicts, st.summary, settings=st.settings,
+               run_id=st.run_id, run_dir=_run_dir(st), data_sources=st.data_sources)
 
     def _ensure_suite_sizes(self, covered: dict[str, int]) -> None:
         """Suite sizes of benchmarks the session start did not load (e.g. a run from a test file

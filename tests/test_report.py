@@ -305,7 +305,7 @@ def test_allure_results_carry_labels_parameter_and_attachments(
         ("domain", "film"),
         ("tag", "gpt-4o"),
     } <= labels
-    assert {"name": "model", "value": "'gpt-4o'", "excluded": True} in data["parameters"]
+    assert {"name": "model", "value": "'gpt-4o'"} in data["parameters"]
     assert data["name"] == "toolhop-007-mandatory: q7?"
     assert "**Gold answer:** Michael Mann" in data["description"]
     attachments = {a["name"]: alluredir / a["source"] for a in data["attachments"]}
@@ -325,12 +325,13 @@ def test_allure_results_carry_labels_parameter_and_attachments(
         for att in json.loads(f.read_text())["attachments"]
     ]
     assert {a["name"] for a in global_atts} == {"toolbench metrics", "toolbench metrics (json)"}
+    assert data["steps"][-1]["name"] == "score: passed"
     text_att = next(a for a in global_atts if a["name"] == "toolbench metrics")
     assert (alluredir / text_att["source"]).read_text() == "THE SUMMARY TABLE"
 
-    # The model is excluded from the history id: the same case under another model is one line.
+    # The model is part of the history id: the same case under another model is another result.
     other = _allure_run(pytester, "qwen2.5-7b", tmp_path / "allure-b")
-    assert other["historyId"] == data["historyId"]
+    assert other["historyId"] != data["historyId"]
     assert ("tag", "qwen2.5-7b") in {(lab["name"], lab["value"]) for lab in other["labels"]}
 
 

@@ -361,7 +361,7 @@ def test_allure_results_carry_benchmark_labels_model_and_transcript(tmp_path):
         sample = re.search(r"toolhop-(\d+)-", result["name"] + json.dumps(result["parameters"])).group(1)
         hops = len(records[sample]["sub_task"])
         assert {("epic", "toolhop"), ("feature", "mandatory"), ("story", f"hops={hops}")} <= labels
-        assert {"name": "model", "value": "'gold-agent'", "excluded": True} in result["parameters"]
+        assert {"name": "model", "value": "'gold-agent'"} in result["parameters"]
         names = {a["name"] for a in result["attachments"]}
         assert {"transcript", "tool calls"} <= names
     globals_ = [json.loads(p.read_text()) for p in alluredir.glob("*-globals.json")]

@@ -1,9 +1,14 @@
 """Allure results for a tool-use run: labels per case, transcripts and tool calls as attachments.
 
 Mapping (anchors §3.3): epic = benchmark, feature = scenario, story = "hops=N", tag = model, one
-label per case label (hops, domain, ...). The model is an *excluded* parameter so a case keeps one
-Allure history line across models. Every call is a no-op when allure-pytest is not active
-(no ``--alluredir``), so the plugin can call these unconditionally.
+label per case label (hops, domain, ...). The model is part of the test identity: a non-excluded
+``model`` parameter (in ``historyId`` and Allure 3's retry key) and, through
+:class:`ModelIdentity`, in ``testCaseId``; two models in one results folder are two results, not
+retries of one. A label ``toolbench_outcome`` (wrong answer / parse failure / infrastructure
+error) feeds the categories (report/allure_run.py). The case page shows the conversation as steps
+(report/allure_steps.py), gold vs prediction and the per-metric values. Every call is a no-op
+when allure-pytest is not active (no ``--alluredir``), so the plugin can call these
+unconditionally.
 """
 
 from __future__ import annotations
@@ -12,20 +17,38 @@ import json
 import time
 import uuid
 from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 import allure
 import allure_commons
 from allure_commons.types import AttachmentType
 
+from allure_commons.utils import md5
+
+from pytest_toolbench.report.allure_steps import attach_conversation, readable
 from pytest_toolbench.results.aggregate import RunMetrics
-from pytest_toolbench.results.case_result import CaseResult
+from pytest_toolbench.results.case_result import CaseResult, Outcome
 
 #: Keys looked up in CaseResult.details for the description, first hit wins. The benchmark
 #: record's own "answer" is ToolHop's *gold*, so plain "answer" is deliberately not a prediction.
 QUESTION_KEYS = ("question", "query")
-GOLD_KEYS = ("gold", "gold_answer", "expected")
-PREDICTION_KEYS = ("prediction", "model_answer", "final_answer", "predicted")
+GOLD_KEYS = ("gold", "gold_answer", "expected", "gold_calls", "golden_calls", "golden_links",
+             "gold_tools")
+PREDICTION_KEYS = ("prediction", "model_answer", "final_answer", "predicted", "predicted_calls")
+#: Label that carries the case's outcome class for Allure categories.
+OUTCOME_LABEL = "toolbench_outcome"
+WRONG, PARSE, INFRA, PASSED = "wrong answer", "parse failure", "infrastructure error", "passed"
+
+
+def outcome_class(result: CaseResult) -> str:
+    """passed / wrong answer / parse failure (a wrong answer with a tool-call parse failure) /
+    infrastructure error: the outcome and error kinds the plugin records, nothing re-judged."""
+    if result.outcome is Outcome.ERROR:
+        return INFRA
+    if result.outcome is Outcome.PASSED:
+        return PASSED
+    return PARSE if result.parse_failures else WRONG
 
 
 def _dumps(obj: Any) -> str:
@@ -91,12 +114,75 @@ def _description(result: CaseResult) -> str:
         lines += [f"**Infrastructure error** ({result.error.kind}): {result.error.message}", ""]
     if result.parse_failures:
         lines += [f"**Tool-call parse failures:** {len(result.parse_failures)}", ""]
+    rows = metric_rows(result)
+    if rows:
+        lines += ["| metric | value |", "|---|---|", *(f"| {k} | {v} |" for k, v in rows), ""]
     lines.append(
         f"model calls: {result.model_calls} ({result.cached_calls} cached), "
         f"tokens: {result.usage.prompt_tokens} prompt / {result.usage.completion_tokens} completion, "
         f"latency: {result.latency_s:.2f} s"
     )
     return "\n".join(lines)
+
+
+def _parameters(result: CaseResult) -> None:
+    """Readable parameters: the case id instead of the ``Case`` object's repr, plus its
+    benchmark, scenario and labels (excluded: constant per case, so history is unaffected)."""
+    allure.dynamic.parameter("case", result.case_id)
+    allure.dynamic.parameter("benchmark", result.benchmark, excluded=True)
+    allure.dynamic.parameter("scenario", result.scenario, excluded=True)
+    for name, value in sorted(result.labels.items()):
+        allure.dynamic.parameter(name, str(value), excluded=True)
+
+
+def metric_rows(result: CaseResult) -> list[tuple[str, str]]:
+    return [(k, f"{v:g}") for k, v in sorted(result.values.items())]
+
+
+def _attach_scoring(result: CaseResult) -> None:
+    d = result.details
+    gold, prediction = _first(d, GOLD_KEYS), _first(d, PREDICTION_KEYS)
+    with allure.step(f"score: {outcome_class(result)}"):
+        if gold is not None:
+            allure.attach(readable(gold), "gold", AttachmentType.TEXT)
+        if prediction is not None:
+            allure.attach(readable(prediction), "prediction", AttachmentType.TEXT)
+        rows = metric_rows(result)
+        if rows:
+            allure.attach("\n".join(f"{k}: {v}" for k, v in rows), "metric values",
+                          AttachmentType.TEXT)
+        if result.failure_message:
+            allure.attach(result.failure_message, "failure", AttachmentType.TEXT)
+
+
+class ModelIdentity:
+    """allure-commons hook: put the model into ``testCaseId`` (allure-pytest derives it from the
+    node id alone) and name parse failures in the status message, just before a result is
+    written. Registered by :func:`register_allure_hooks` in every process that writes results."""
+
+    @allure_commons.hookimpl(tryfirst=True)
+    def report_result(self, result: Any) -> None:
+        labels = {lab.name: lab.value for lab in getattr(result, "labels", []) or []}
+        model = labels.get("model")
+        if model and result.testCaseId:
+            result.testCaseId = md5(result.testCaseId, model)
+        details = getattr(result, "statusDetails", None)
+        if labels.get(OUTCOME_LABEL) == PARSE and details is not None and details.message:
+            if not details.message.startswith("tool-call parse failure"):
+                details.message = f"tool-call parse failure: {details.message}"
+
+
+_IDENTITY = ModelIdentity()
+
+
+def register_allure_hooks() -> None:
+    if not allure_commons.plugin_manager.is_registered(_IDENTITY):
+        allure_commons.plugin_manager.register(_IDENTITY)
+
+
+def unregister_allure_hooks() -> None:
+    if allure_commons.plugin_manager.is_registered(_IDENTITY):
+        allure_commons.plugin_manager.unregister(_IDENTITY)
 
 
 def attach_case(result: CaseResult, model: str) -> None:
@@ -107,14 +193,22 @@ def attach_case(result: CaseResult, model: str) -> None:
         allure.dynamic.story(f"hops={result.labels['hops']}")
     for name, value in sorted(result.labels.items()):
         allure.dynamic.label(name, str(value))
+    allure.dynamic.label(OUTCOME_LABEL, outcome_class(result))
+    if result.error is not None:
+        allure.dynamic.label("error_kind", result.error.kind)
     if model:
         allure.dynamic.tag(model)
-        allure.dynamic.parameter("model", model, excluded=True)
+        allure.dynamic.label("model", model)
+        allure.dynamic.parameter("model", model)  # not excluded: part of historyId
+    _parameters(result)
     question = _first(result.details, QUESTION_KEYS)
     title = result.case_id if question is None else f"{result.case_id}: {str(question)[:100]}"
     allure.dynamic.title(title)
     allure.dynamic.description(_description(result))
 
+    if result.transcript:
+        attach_conversation(result.transcript)
+    _attach_scoring(result)
     if result.transcript:
         allure.attach(_dumps(result.transcript), "transcript", AttachmentType.JSON)
         calls = tool_calls_from_transcript(result.transcript)
@@ -136,21 +230,33 @@ def allure_active() -> bool:
 
 
 def attach_run_metrics(
-    metrics: RunMetrics, summary_text: str, *, alluredir: str | Path | None = None
+    metrics: RunMetrics,
+    summary_text: str,
+    *,
+    alluredir: str | Path | None = None,
+    metrics_html: str | None = None,
+    images: Sequence[Path] = (),
 ) -> bool:
-    """Attach the run's metric table and JSON to the Allure run once; True if attached.
+    """Attach the run's metric table (text, HTML and JSON) and plots to the Allure run once;
+    True if attached.
 
-    allure-python >= 2.16 has ``allure.global_attach`` (a run-level ``*-globals.json``). On older
-    versions we fall back to writing the attachments plus a ``*-container.json`` whose set-up
-    fixture holds them and whose children are every test already in ``alluredir``: Allure then
-    shows the metrics under each test's set-up (it has no run-level slot before 2.16).
+    allure-python >= 2.16 has ``allure.global_attach`` (a run-level ``*-globals.json``, which
+    Allure 3 shows on the report's overview). On older versions we fall back to writing the
+    attachments plus a ``*-container.json`` whose set-up fixture holds them and whose children
+    are every test already in ``alluredir``: Allure then shows the metrics under each test's
+    set-up (it has no run-level slot before 2.16).
     """
     metrics_json = metrics.model_dump_json(indent=2)
     if hasattr(allure, "global_attach"):
         if not allure_active():
             return False
+        if metrics_html is not None:
+            allure.global_attach(metrics_html, "toolbench metrics (html)", AttachmentType.HTML)
         allure.global_attach(summary_text, "toolbench metrics", AttachmentType.TEXT)
         allure.global_attach(metrics_json, "toolbench metrics (json)", AttachmentType.JSON)
+        for image in images:
+            allure.global_attach(Path(image).read_bytes(), f"plot {Path(image).stem}",
+                                 AttachmentType.PNG)
         return True
     if alluredir is None:
         return False

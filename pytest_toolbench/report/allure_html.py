@@ -1,0 +1,76 @@
+"""Build the HTML report with Allure 3 (the npm package ``allure``) from a results folder.
+
+Allure 3 is a Node program, so it is not a Python dependency: install it project-locally with
+``npm install --prefix .toolbench/allure allure@3`` (``make allure``). We look for it there
+(relative to the working directory and to the pytest rootdir), then at ``$TOOLBENCH_ALLURE``,
+then for an ``allure`` on PATH that reports version 3. Nothing is downloaded at run time: a
+missing node or allure is one clear line, not an error.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Iterable
+from pathlib import Path
+
+from pytest_toolbench.report.allure_run import CONFIG_FILE
+
+LOCAL_BIN = Path(".toolbench/allure/node_modules/.bin/allure")
+INSTALL_HINT = "npm install --prefix .toolbench/allure allure@3"
+
+
+def find_allure(roots: Iterable[Path] = ()) -> str | None:
+    """Path of an Allure 3 executable, or None."""
+    env = os.environ.get("TOOLBENCH_ALLURE")
+    if env and Path(env).is_file():
+        return env
+    for root in [Path.cwd(), *roots]:
+        candidate = root / LOCAL_BIN
+        if candidate.is_file():
+            return str(candidate)
+    on_path = shutil.which("allure")
+    if on_path:
+        try:
+            out = subprocess.run([on_path, "--version"], capture_output=True, text=True, timeout=30)
+            if out.stdout.strip().startswith("3."):
+                return on_path
+        except (OSError, subprocess.SubprocessError):
+            return None
+    return None
+
+
+def missing_reason(roots: Iterable[Path] = ()) -> str | None:
+    """Why the HTML cannot be built here (one line), or None when it can."""
+    if shutil.which("node") is None:
+        return f"node is not installed (Allure 3 needs Node.js; then {INSTALL_HINT})"
+    if find_allure(roots) is None:
+        return f"Allure 3 is not installed ({INSTALL_HINT})"
+    return None
+
+
+def build_html(results_dir: str | Path, out_dir: str | Path, *, roots: Iterable[Path] = (),
+               timeout: float = 300) -> tuple[bool, str]:
+    """``allure generate RESULTS -c RESULTS/allurerc.mjs -o OUT``; (ok, one-line message)."""
+    roots = list(roots)
+    reason = missing_reason(roots)
+    if reason is not None:
+        return False, f"Allure HTML report skipped: {reason}"
+    exe = find_allure(roots)
+    assert exe is not None
+    results, out = Path(results_dir).resolve(), Path(out_dir).resolve()
+    cmd = [exe, "generate", str(results), "-o", str(out)]
+    config = results / CONFIG_FILE
+    if config.is_file():
+        cmd[2:2] = ["-c", str(config)]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                              cwd=str(results))
+    except (OSError, subprocess.SubprocessError) as exc:
+        return False, f"Allure HTML report failed: {exc}"
+    if proc.returncode != 0 or not (out / "index.html").is_file():
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
+        return False, f"Allure HTML report failed (exit {proc.returncode}): {tail[0]}"
+    return True, f"Allure HTML report: {out / 'index.html'} (serve it over http, e.g. " \
+                 f"`{exe} open {out}`)"

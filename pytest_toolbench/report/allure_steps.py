@@ -1,0 +1,121 @@
+"""A case's conversation as Allure steps: one step per turn, one nested step per tool call.
+
+Generic over every benchmark: all four keep their transcript in OpenAI chat format
+(``role``/``content``/``tool_calls``/``tool_call_id``), so nothing here knows a benchmark. Bodies
+are attached as readable text (JSON pretty-printed with real newlines and non-ASCII kept), never
+as an escaped JSON string, because a person reads them in the report.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import allure
+from allure_commons.types import AttachmentType
+
+#: Longest step title; the full text is always in the step's attachment.
+TITLE_CHARS = 120
+
+
+def readable(value: Any) -> str:
+    """Text a person can read: a string that holds JSON is decoded and pretty-printed first."""
+    if isinstance(value, str):
+        stripped = value.strip()
+        if stripped[:1] in ("{", "[", '"'):
+            try:
+                value = json.loads(stripped)
+            except (ValueError, RecursionError):
+                return value
+        else:
+            return value
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+
+
+def _content_text(content: Any) -> str:
+    """OpenAI content is a string or a list of parts ({"type": "text", "text": ...})."""
+    if content is None:
+        return ""
+    if isinstance(content, list):
+        parts = [p.get("text", "") if isinstance(p, dict) else str(p) for p in content]
+        return "\n".join(x for x in parts if x)
+    return str(content)
+
+
+def _short(text: str, limit: int = TITLE_CHARS) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def _call_signature(name: Any, arguments: Any) -> str:
+    args = arguments
+    if isinstance(args, str):
+        try:
+            args = json.loads(args)
+        except (ValueError, RecursionError):
+            return f"{name}({_short(args, 80)})"
+    if isinstance(args, dict):
+        inner = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False, default=str)}" for k, v in args.items())
+        return f"{name}({_short(inner, 100)})"
+    return f"{name}({_short(json.dumps(args, ensure_ascii=False, default=str), 80)})"
+
+
+def conversation_steps(transcript: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The step tree for a transcript, as plain data (titles and text bodies).
+
+    Each message is a turn; an assistant turn's tool calls are its children, each carrying its
+    arguments and the matching tool message's content as result. A tool message that answers a
+    known call is shown inside that call, not again as a turn of its own.
+    """
+    results: dict[str, Any] = {}
+    for msg in transcript:
+        if msg.get("role") == "tool" and msg.get("tool_call_id") is not None:
+            results[str(msg["tool_call_id"])] = msg.get("content")
+    matched: set[str] = set()
+    steps: list[dict[str, Any]] = []
+    for i, msg in enumerate(transcript, start=1):
+        role = str(msg.get("role", "?"))
+        text = _content_text(msg.get("content"))
+        if role == "tool" and str(msg.get("tool_call_id")) in matched:
+            continue
+        calls = msg.get("tool_calls") or []
+        title = f"turn {i} · {role}"
+        if text:
+            title += f": {_short(text)}"
+        elif calls:
+            title += f": {len(calls)} tool call(s)"
+        step: dict[str, Any] = {"title": title, "body": text, "children": []}
+        for call in calls:
+            fn = call.get("function") or {}
+            call_id = call.get("id")
+            has_result = call_id is not None and str(call_id) in results
+            if has_result:
+                matched.add(str(call_id))
+            step["children"].append(
+                {
+                    "title": f"tool call {_call_signature(fn.get('name'), fn.get('arguments'))}",
+                    "arguments": readable(fn.get("arguments")),
+                    "result": readable(results[str(call_id)]) if has_result else None,
+                    "children": [],
+                }
+            )
+        steps.append(step)
+    return steps
+
+
+def attach_conversation(transcript: list[dict[str, Any]]) -> None:
+    """Emit the conversation as Allure steps under the running test (no-op without Allure)."""
+    for step in conversation_steps(transcript):
+        with allure.step(step["title"]):
+            if step["body"]:
+                allure.attach(step["body"], "message", AttachmentType.TEXT)
+            for call in step["children"]:
+                with allure.step(call["title"]):
+                    allure.attach(call["arguments"], "arguments", AttachmentType.TEXT)
+                    if call["result"] is not None:
+                        allure.attach(call["result"], "result", AttachmentType.TEXT)
+                    else:
+                        allure.attach("(no tool message answered this call)", "result",
+                                      AttachmentType.TEXT)

@@ -1,0 +1,115 @@
+"""Plots of a run's metrics: each metric by each breakdown label, with its bootstrap CI as bars.
+
+Generic over :class:`~pytest_toolbench.results.aggregate.RunMetrics`: one PNG per
+(benchmark, scenario, breakdown label, metric), whatever the labels are (hops, domain, level,
+category, ...), so no benchmark needs plotting code of its own. :func:`plot_specs` holds exactly
+the numbers drawn (taken from the aggregate, rates in percent), so a test can check them.
+Rendering uses matplotlib's Agg canvas without pyplot: no display, no global state, thread-safe.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from pytest_toolbench.results.aggregate import RunMetrics
+
+
+class PlotSpec(BaseModel):
+    benchmark: str
+    scenario: str
+    label: str
+    metric: str
+    groups: list[str]
+    #: Per group, in the aggregate's order; None where the metric is undefined (n = 0).
+    values: list[float | None]
+    ci_low: list[float | None]
+    ci_high: list[float | None]
+    n: list[int]
+    is_rate: bool
+    higher_is_better: bool
+
+    @property
+    def filename(self) -> str:
+        safe = re.sub(r"[^A-Za-z0-9_.\-]+", "_",
+                      f"{self.benchmark}.{self.scenario}.{self.metric}.by-{self.label}")
+        return f"{safe}.png"
+
+
+def plot_specs(metrics: RunMetrics) -> list[PlotSpec]:
+    """One spec per scenario x breakdown label x metric, values scaled to % for rates."""
+    specs: list[PlotSpec] = []
+    for s in metrics.scenarios:
+        for label, groups in s.breakdown.items():
+            if not groups:
+                continue
+            for name in s.metrics:
+                mvs = [g.metrics.get(name) for g in groups]
+                first = next((m for m in mvs if m is not None), None)
+                if first is None:
+                    continue
+                scale = 100.0 if first.is_rate else 1.0
+
+                def scaled(x: float | None) -> float | None:
+                    return None if x is None else x * scale
+
+                specs.append(PlotSpec(
+                    benchmark=s.benchmark, scenario=s.scenario, label=label, metric=name,
+                    groups=[g.group for g in groups],
+                    values=[scaled(m.value) if m else None for m in mvs],
+                    ci_low=[scaled(m.ci_low) if m else None for m in mvs],
+                    ci_high=[scaled(m.ci_high) if m else None for m in mvs],
+                    n=[m.n if m else 0 for m in mvs],
+                    is_rate=first.is_rate, higher_is_better=first.higher_is_better,
+                ))
+    return specs
+
+
+def render(spec: PlotSpec, path: Path) -> Path:
+    """Draw one spec as a bar chart with CI error bars and n under each bar."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    width = max(4.0, min(16.0, 1.0 + 0.55 * len(spec.groups)))
+    fig = Figure(figsize=(width, 3.4), dpi=100)
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot(1, 1, 1)
+    xs = list(range(len(spec.groups)))
+    heights = [v if v is not None else 0.0 for v in spec.values]
+    lower = [0.0 if v is None or lo is None else max(0.0, v - lo)
+             for v, lo in zip(spec.values, spec.ci_low)]
+    upper = [0.0 if v is None or hi is None else max(0.0, hi - v)
+             for v, hi in zip(spec.values, spec.ci_high)]
+    ax.bar(xs, heights, color="#4c72b0", yerr=[lower, upper], capsize=4, ecolor="#333333")
+    ax.set_xticks(xs)
+    ax.set_xticklabels(spec.groups, rotation=45 if len(spec.groups) > 8 else 0,
+                       ha="right" if len(spec.groups) > 8 else "center", fontsize=8)
+    for x, v, n in zip(xs, spec.values, spec.n):
+        ax.annotate("n/a" if v is None else f"n={n}", (x, 0), xytext=(0, 2),
+                    textcoords="offset points", ha="center", fontsize=7, color="white"
+                    if v else "#333333")
+    if spec.is_rate:
+        ax.set_ylim(0, 105)
+    ax.set_ylabel(f"{spec.metric} ({'%' if spec.is_rate else 'value'})")
+    ax.set_xlabel(spec.label)
+    better = "higher" if spec.higher_is_better else "lower"
+    ax.set_title(f"{spec.benchmark} / {spec.scenario}: {spec.metric} by {spec.label} "
+                 f"(95% CI; {better} is better)", fontsize=9)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, format="png")
+    return path
+
+
+def write_plots(metrics: RunMetrics, out_dir: str | Path) -> list[Path]:
+    """Write every plot of :func:`plot_specs` into ``out_dir``; return the paths."""
+    out = Path(out_dir)
+    return [render(spec, out / spec.filename) for spec in plot_specs(metrics)]
+
+
+def plots_dir_for(json_path: str | Path) -> Path:
+    """``report.json`` -> ``report.plots/`` beside it."""
+    p = Path(json_path)
+    return p.with_name(f"{p.stem}.plots")

@@ -1,0 +1,103 @@
+"""End-of-session outputs beside the JSON report and in Allure: plots, run-level Allure files,
+and the Allure 3 HTML build. Called from plugin.py on the controller; kept here so the plugin
+stays pytest glue only."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_toolbench.results.aggregate import RunMetrics
+from pytest_toolbench.results.gates import GateVerdict
+
+
+def configure_allure(config: pytest.Config) -> None:
+    """Per process (controller and workers): model into testCaseId; ``--allure-html`` checks."""
+    alluredir = config.getoption("--alluredir", None)
+    if alluredir:
+        from pytest_toolbench.report.allure_report import (
+            register_allure_hooks,
+            unregister_allure_hooks,
+        )
+
+        register_allure_hooks()
+        config.add_cleanup(unregister_allure_hooks)
+    html = config.getoption("--allure-html", None)
+    if html and not alluredir:
+        raise pytest.UsageError("pytest-toolbench: --allure-html DIR needs --alluredir RESULTS "
+                                "(the results Allure 3 builds the HTML from)")
+    if html and not hasattr(config, "workerinput"):
+        config.pluginmanager.register(AllureHtmlBuilder(config, Path(alluredir), Path(html)),
+                                      "toolbench-allure-html")
+
+
+def plots_dir(config: pytest.Config, json_path: Path | None, run_dir: Path) -> Path | None:
+    if config.getoption("--no-plots", False):
+        return None
+    if json_path is not None:
+        from pytest_toolbench.report.plots import plots_dir_for
+
+        return plots_dir_for(json_path)
+    if config.getoption("--alluredir", None):
+        return run_dir / "plots"
+    return None
+
+
+def finish(
+    config: pytest.Config,
+    metrics: RunMetrics,
+    verdicts: list[GateVerdict],
+    summary: str,
+    *,
+    settings: Any,
+    run_id: str,
+    run_dir: Path,
+    data_sources: list[Any],
+) -> list[Path]:
+    """Write plots and (with ``--alluredir``) the run-level Allure files; return the plots."""
+    images: list[Path] = []
+    out = plots_dir(config, settings.json_path, run_dir)
+    if out is not None:
+        from pytest_toolbench.report.plots import write_plots
+
+        images = write_plots(metrics, out)
+    alluredir = config.getoption("--alluredir", None)
+    if not alluredir:
+        return images
+    from pytest_toolbench.report.allure_report import attach_run_metrics
+    from pytest_toolbench.report.allure_run import render_metrics_html, write_run_files
+
+    info = {
+        "model": str(settings.model),
+        "backend": str(settings.resolved_backend),
+        "decoding": str(getattr(settings, "decoding", None) or "preset default"),
+        "run_id": run_id,
+    }
+    for i, d in enumerate(data_sources, start=1):
+        info[f"data.{i}"] = d.describe()
+    write_run_files(alluredir, metrics, verdicts, info=info, gates=list(settings.gates),
+                    run_id=run_id, report_name=f"pytest-toolbench: {settings.model}")
+    header = {"model": info["model"], "backend": info["backend"], "run": run_id}
+    attach_run_metrics(metrics, summary, alluredir=alluredir,
+                       metrics_html=render_metrics_html(metrics, verdicts, header),
+                       images=images)
+    return images
+
+
+class AllureHtmlBuilder:
+    """Builds the HTML once every result file is written (terminal summary, after sessionfinish)."""
+
+    def __init__(self, config: pytest.Config, results: Path, out: Path):
+        base = Path(config.invocation_params.dir)
+        self.config = config
+        self.results = results if results.is_absolute() else base / results
+        self.out = out if out.is_absolute() else base / out
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        from pytest_toolbench.report.allure_html import build_html
+
+        ok, message = build_html(self.results, self.out, roots=[self.config.rootpath])
+        terminalreporter.write_line(message)

@@ -1,0 +1,212 @@
+"""Allure case steps, run-level Allure files, model identity, and metric plots."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pytest_toolbench.report.allure_report import INFRA, PARSE, PASSED, WRONG, outcome_class
+from pytest_toolbench.report.allure_run import (
+    allurerc,
+    categories_json,
+    check_records,
+    environment_properties,
+    perf_records,
+    render_metrics_html,
+)
+from pytest_toolbench.report.allure_steps import conversation_steps, readable
+from pytest_toolbench.report.plots import plot_specs, plots_dir_for, write_plots
+from pytest_toolbench.results.aggregate import RunMetrics
+from pytest_toolbench.results.case_result import CaseResult, InfraError, Outcome
+from pytest_toolbench.results.gates import GateVerdict
+
+REPO = Path(__file__).resolve().parents[1]
+
+TRANSCRIPT = [
+    {"role": "user", "content": "Who directed Heat?"},
+    {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "c1", "type": "function",
+         "function": {"name": "film_director", "arguments": '{"film": "Héat", "year": 1995}'}}]},
+    {"role": "tool", "tool_call_id": "c1", "content": '{"director": "Michael Mann"}'},
+    {"role": "assistant", "content": "<answer>Michael Mann</answer>"},
+]
+
+
+def test_conversation_steps_are_one_per_turn_and_call_with_readable_text() -> None:
+    steps = conversation_steps(TRANSCRIPT)
+    # The tool message is shown inside its call, not as a turn of its own.
+    assert [s["title"] for s in steps] == [
+        "turn 1 · user: Who directed Heat?",
+        "turn 2 · assistant: 1 tool call(s)",
+        "turn 4 · assistant: <answer>Michael Mann</answer>",
+    ]
+    (call,) = steps[1]["children"]
+    assert call["title"] == 'tool call film_director(film="Héat", year=1995)'
+    # Pretty-printed, non-ASCII kept, no escaped JSON string.
+    assert call["arguments"] == '{\n  "film": "Héat",\n  "year": 1995\n}'
+    assert call["result"] == '{\n  "director": "Michael Mann"\n}'
+    assert readable("plain text") == "plain text"
+    assert readable('"quoted"') == "quoted"
+    assert readable("{not json") == "{not json"
+
+
+def test_unanswered_call_and_list_content() -> None:
+    steps = conversation_steps([
+        {"role": "user", "content": [{"type": "text", "text": "hi"}]},
+        {"role": "assistant", "tool_calls": [{"id": "x", "function": {"name": "f", "arguments": "{bad"}}]},
+    ])
+    assert steps[0]["title"] == "turn 1 · user: hi"
+    assert steps[1]["children"][0]["result"] is None
+    assert steps[1]["children"][0]["arguments"] == "{bad"
+
+
+def _case(i: int, ok: bool | None, hops: int, *, parse: bool = False) -> CaseResult:
+    if ok is None:
+        return CaseResult(case_id=f"c{i}", benchmark="toolhop", scenario="mandatory",
+                          outcome=Outcome.ERROR, labels={"hops": hops},
+                          error=InfraError(kind="http_500", message="boom"))
+    return CaseResult(case_id=f"c{i}", benchmark="toolhop", scenario="mandatory",
+                      outcome=Outcome.PASSED if ok else Outcome.FAILED, labels={"hops": hops},
+                      values={"answer_correct": 1.0 if ok else 0.0},
+                      parse_failures=[{"raw_text": "<tool_call>{"}] if parse else [])
+
+
+def test_outcome_class_separates_wrong_parse_and_infra() -> None:
+    assert outcome_class(_case(1, True, 3)) == PASSED
+    assert outcome_class(_case(2, False, 3)) == WRONG
+    assert outcome_class(_case(3, False, 3, parse=True)) == PARSE
+    assert outcome_class(_case(4, None, 3)) == INFRA
+
+
+@pytest.fixture
+def metrics() -> RunMetrics:
+    from pytest_toolbench.results.aggregate import aggregate
+    from pytest_toolbench.results.metrics import MetricSpec
+
+    # hops 3: 2 of 3 correct; hops 4: 0 of 1 correct, plus one infrastructure error.
+    cases = [_case(1, True, 3), _case(2, True, 3), _case(3, False, 3), _case(4, False, 4),
+             _case(5, None, 4)]
+    return aggregate(cases, {"toolhop": (MetricSpec(name="accuracy", value="answer_correct"),)},
+                     {"toolhop": ("hops",)}, n_boot=200, seed=1)
+
+
+def test_perf_records_carry_every_value_ci_and_subgroup(metrics: RunMetrics) -> None:
+    recs = {r["key"]: r for r in perf_records(metrics, now_ms=5)}
+    assert recs["toolhop.mandatory.accuracy"]["value"] == pytest.approx(50.0)  # 2 of 4, in %
+    assert recs["toolhop.mandatory.accuracy"]["unit"] == "%"
+    assert recs["toolhop.mandatory[hops=3].accuracy"]["value"] == pytest.approx(200 / 3)
+    assert recs["toolhop.mandatory[hops=4].accuracy"]["value"] == 0.0
+    s = metrics.scenarios[0]
+    assert recs["toolhop.mandatory.accuracy.ci_low"]["value"] == pytest.approx(100 * s.metrics["accuracy"].ci_low)
+    assert all(r["start"] == r["stop"] == 5 and r["group"] == "toolhop.mandatory" for r in recs.values())
+
+
+def test_run_files_show_gates_and_headline_metrics(metrics: RunMetrics) -> None:
+    verdicts = [GateVerdict(gate="toolhop.mandatory.accuracy>=0.4", actual=0.5, passed=True, reason="ok"),
+                GateVerdict(gate="toolhop.mandatory.error_rate<=0", actual=0.2, passed=False,
+                            reason="1/5 errors", kind="error_rate")]
+    env = environment_properties(metrics, verdicts, {"model": "m1", "backend": "openai"})
+    lines = env.splitlines()
+    assert lines[0] == "gates=FAILED (1/2 passed); failed: toolhop.mandatory.error_rate<=0"
+    assert lines[1].startswith("toolhop.mandatory=accuracy 50.0% [95% CI ")
+    assert lines[1].endswith("n=4")
+    assert "model=m1" in lines and "backend=openai" in lines
+    checks = check_records(verdicts)
+    assert [(c["name"], c["status"]) for c in checks] == [
+        ("gate toolhop.mandatory.accuracy>=0.4", "passed"),
+        ("gate toolhop.mandatory.error_rate<=0", "failed")]
+    page = render_metrics_html(metrics, verdicts, {"model": "m1"})
+    assert "<table class='toolbench-metrics'>" in page and "by hops" in page
+    assert "<td class='fail'>FAILED</td>" in page and "50.0%" in page
+    names = [c["name"] for c in categories_json()]
+    assert names == ["Infrastructure errors", "Tool-call parse failures", "Wrong answers"]
+    config = allurerc("r", ["toolhop.mandatory.accuracy>=0.4", "toolhop.mandatory.accuracy>0.1"], metrics)
+    body = json.loads(config.split("export default ", 1)[1].rstrip().rstrip(";"))
+    # Rates are percent in the perf samples, so the Allure rule's threshold is too; ">" has no rule.
+    assert body["qualityGate"]["rules"] == [
+        {"id": "toolhop.mandatory.accuracy>=0.4",
+         "metricMin": {"key": "toolhop.mandatory.accuracy", "value": 40.0}}]
+    assert {"name": "Wrong answers", "matchers": {"labels": {"toolbench_outcome": "wrong answer"}}} \
+        in body["categories"]
+
+
+def test_plots_draw_exactly_the_aggregate_values(metrics: RunMetrics, tmp_path: Path) -> None:
+    (spec,) = plot_specs(metrics)
+    groups = metrics.scenarios[0].breakdown["hops"]
+    assert spec.groups == ["3", "4"]
+    assert spec.values == pytest.approx([100 * g.metrics["accuracy"].value for g in groups])
+    assert spec.values == pytest.approx([200 / 3, 0.0])
+    assert spec.ci_low == pytest.approx([100 * g.metrics["accuracy"].ci_low for g in groups])
+    assert spec.ci_high == pytest.approx([100 * g.metrics["accuracy"].ci_high for g in groups])
+    assert spec.n == [3, 1]  # the infrastructure error is not scored
+    (png,) = write_plots(metrics, tmp_path / "plots")
+    assert png.name == "toolhop.mandatory.accuracy.by-hops.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 2000
+    assert plots_dir_for(tmp_path / "r.json") == tmp_path / "r.plots"
+
+
+def _suite(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "pytest", "suites/toolhop", "-p", "no:cacheprovider", "-q",
+           "-p", "no:randomly", "--cache-dir", str(tmp_path / "cache"), "--model", "oracle",
+           "--limit", "1", *args]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+    return subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300, env=env)
+
+
+def test_suite_run_writes_plots_and_allure_run_files(tmp_path: Path) -> None:
+    alluredir, report = tmp_path / "allure", tmp_path / "run.json"
+    proc = _suite(tmp_path, "--alluredir", str(alluredir), "--toolbench-json", str(report),
+                  "--gate", "toolhop.mandatory.accuracy>=0.5")
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    data = json.loads(report.read_text())
+    plots = sorted(p.name for p in (tmp_path / "run.plots").glob("*.png"))
+    assert "toolhop.mandatory.accuracy.by-hops.png" in plots
+    # The drawn numbers are the JSON report's numbers.
+    metrics = RunMetrics.model_validate(data["metrics"])
+    spec = next(s for s in plot_specs(metrics) if s.filename == "toolhop.mandatory.accuracy.by-hops.png")
+    mand = next(s for s in data["metrics"]["scenarios"] if s["scenario"] == "mandatory")
+    assert spec.values == [100 * g["metrics"]["accuracy"]["value"] for g in mand["breakdown"]["hops"]]
+    for name in ("environment.properties", "executor.json", "categories.json",
+                 "toolbench-perf.json", "allurerc.mjs"):
+        assert (alluredir / name).stat().st_size > 0, name
+    env = (alluredir / "environment.properties").read_text()
+    assert env.startswith("gates=PASSED (4/4 passed)") and "model=oracle" in env
+    checks = [json.loads(p.read_text()) for p in alluredir.glob("*-check.json")]
+    assert {c["name"] for c in checks} >= {"gate toolhop.mandatory.accuracy>=0.5"}
+    globals_ = [a for p in alluredir.glob("*-globals.json") for a in json.loads(p.read_text())["attachments"]]
+    names = {a["name"] for a in globals_}
+    assert {"toolbench metrics (html)", "plot toolhop.mandatory.accuracy.by-hops"} <= names
+    html_att = next(a for a in globals_ if a["name"] == "toolbench metrics (html)")
+    assert "toolbench-gates" in (alluredir / html_att["source"]).read_text()
+    results = [json.loads(p.read_text()) for p in alluredir.glob("*-result.json")]
+    case = next(r for r in results if "mandatory" in r["name"])
+    assert [s["name"] for s in case["steps"]][-1].startswith("score: ")
+    assert case["steps"][0]["name"].startswith("turn 1 · user: ")
+    labels = {(lab["name"], lab["value"]) for lab in case["labels"]}
+    assert ("toolbench_outcome", "passed") in labels and ("model", "oracle") in labels
+    params = {p["name"]: p for p in case["parameters"]}
+    assert params["case"]["value"].startswith("'toolhop-") and not params["model"].get("excluded")
+
+
+def test_two_models_in_one_results_folder_are_two_results_not_retries(tmp_path: Path) -> None:
+    alluredir = tmp_path / "allure"
+    record = tmp_path / "rec.jsonl"
+    assert _suite(tmp_path, "--alluredir", str(alluredir), "--scenario", "direct",
+                  "--record", str(record)).returncode == 0
+    assert _suite(tmp_path, "--alluredir", str(alluredir), "--scenario", "direct", "--no-cache",
+                  "--model", f"replay:{record}").returncode == 0
+    results = [json.loads(p.read_text()) for p in alluredir.glob("*-result.json")]
+    assert len(results) == 2
+    assert results[0]["fullName"] == results[1]["fullName"]
+    assert len({r["historyId"] for r in results}) == 2
+    assert len({r["testCaseId"] for r in results}) == 2
+
+
+def test_allure_html_without_alluredir_is_a_usage_error(tmp_path: Path) -> None:
+    proc = _suite(tmp_path, "--allure-html", str(tmp_path / "html"))
+    assert proc.returncode == 4 and "--allure-html DIR needs --alluredir" in proc.stderr
