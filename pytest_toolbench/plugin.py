@@ -38,6 +38,7 @@ from pytest_toolbench.benchmarks.dataset_errors import DatasetError, error_lines
 from pytest_toolbench.exitcodes import ToolbenchExit
 from pytest_toolbench.config import RunSettings
 from pytest_toolbench.models.factory import build_model
+from pytest_toolbench.option_sources import from_command_line
 from pytest_toolbench.options import add_options, settings_from_config
 from pytest_toolbench.results.aggregate import RunMetrics, aggregate
 from pytest_toolbench.results.case_result import CaseResult, Outcome
@@ -237,7 +238,11 @@ def _has_toolbench_tests(config: pytest.Config) -> bool:
     rule is kept simple and predictable instead: a path under (or holding) ``suites/``, or an
     explicit ``--model`` / ``--backend vllm``. Unit-test runs therefore never start vLLM.
     """
-    if config.getoption("--model") or config.getoption("--backend") == "vllm":
+    # Only the command line counts here: a model kept in the ini file must not start vLLM for
+    # unit-test runs (option_sources.py).
+    if from_command_line(config, "--model") or (
+        from_command_line(config, "--backend") and config.getoption("--backend") == "vllm"
+    ):
         return True
     for arg in config.args:
         path = Path(str(arg).split("::")[0]).resolve()
