@@ -40,6 +40,7 @@ from pytest_toolbench.config import RunSettings
 from pytest_toolbench.models.factory import build_model
 from pytest_toolbench.option_sources import from_command_line
 from pytest_toolbench.options import add_options, settings_from_config
+from pytest_toolbench.report import progress
 from pytest_toolbench.results.aggregate import RunMetrics, aggregate
 from pytest_toolbench.results.case_result import CaseResult, Outcome
 from pytest_toolbench.results.gates import (
@@ -119,6 +120,7 @@ def pytest_configure(config: pytest.Config) -> None:
         else time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
     )
     config.stash[STATE_KEY] = ToolbenchState(settings=settings, run_id=run_id)
+    progress.install(config, worker=is_worker(config))  # the live progress line
     if not is_worker(config):
         config.pluginmanager.register(ControllerHooks(config), "toolbench-controller")
         _install_sigterm(config)
@@ -356,6 +358,7 @@ class ControllerHooks:
                 continue
             result = CaseResult.model_validate_json(value)  # type: ignore[arg-type]
             self.st.results[result.case_id] = result
+            progress.add_result(self.config, result)
             if self.st.journal is None:
                 self.st.journal = ResultJournal(_run_dir(self.st) / "results.jsonl")
             self.st.journal.append(result)
