@@ -110,7 +110,7 @@ def pytest_configure(config: pytest.Config) -> None:
         settings = settings_from_config(config)
         for gate in settings.gates:
             check_gate_names(parse_gate(gate), registry())
-        if not is_worker(config) and settings.resolved_backend == "openai":
+        if not is_worker(config) and settings.resolved_backend == "openai" and _has_toolbench_tests(config):
             build_model(settings)  # fails fast on a missing key; sends no request
     except ValueError as exc:
         raise pytest.UsageError(f"pytest-toolbench: {exc}") from exc

@@ -147,9 +147,19 @@ def test_bad_ini_value_is_a_one_line_usage_error(pytester: pytest.Pytester, key,
     assert errors == [f"ERROR: pytest-toolbench: {pyproject}: {key} = {value.strip(chr(34))!r}: {reason}"]
 
 
-def test_ini_model_does_not_make_a_unit_test_run_a_toolbench_run(pytester: pytest.Pytester):
-    """A model kept in the ini file must not start vLLM for a run of plain tests."""
+@pytest.mark.parametrize("settings", [
+    "toolbench_model = Qwen/Qwen2.5-0.5B-Instruct\ntoolbench_backend = vllm\n",  # no vLLM start
+    "toolbench_model = gpt-4o-mini\n",  # no API key needed
+])
+def test_ini_model_does_not_make_a_unit_test_run_a_toolbench_run(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, settings: str
+):
+    """A model kept in the ini file is for suite runs: a run of plain tests neither starts vLLM
+    nor asks for an API key (the command line's --model still does, as before)."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     pytester.makepyfile(test_plain="def test_ok():\n    assert True\n")
-    pytester.makeini("[pytest]\ntoolbench_model = Qwen/Qwen2.5-0.5B-Instruct\ntoolbench_backend = vllm\n")
+    pytester.makeini("[pytest]\n" + settings)
     result = pytester.runpytest("-p", "no:randomly", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=1)
+    result = pytester.runpytest("-p", "no:randomly", "-p", "no:cacheprovider", "--model", "gpt-4o-mini")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
