@@ -333,7 +333,10 @@ class ProgressHooks:
     def _start(self) -> None:
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
         self.counts.started = time.monotonic()
-        self.line = LiveLine(reporter._tw)
+        try:
+            self.line = LiveLine(reporter._tw)
+        except (OSError, AttributeError, ValueError):  # no real file descriptor: no line
+            return
         self._saved = {"showfspath": getattr(reporter, "_showfspath", None),
                        "_show_progress_info": getattr(reporter, "_show_progress_info", None)}
         reporter.showfspath = False
