@@ -15,10 +15,12 @@ from pytest_toolbench.config import (
 )
 from pytest_toolbench.benchmarks import registry
 from pytest_toolbench.benchmarks.options import add_benchmark_options, benchmark_options_from
+from pytest_toolbench.option_sources import ToolbenchGroup, resolve_option_sources
 
 
 def add_options(parser: pytest.Parser) -> None:
-    g = parser.getgroup("toolbench", "pytest-toolbench: LLM tool-use benchmarks")
+    # Every option shows its default in --help and has an ini key (option_sources.py).
+    g = ToolbenchGroup(parser, parser.getgroup("toolbench", "pytest-toolbench: LLM tool-use benchmarks"))
     # model under test
     g.addoption("--model", default=None,
                 help=f"model under test: an API model name, a local model path or name for "
@@ -95,6 +97,9 @@ def add_options(parser: pytest.Parser) -> None:
     g.addoption("--no-plots", action="store_true", default=False,
                 help="do not write the metric plots (PNG beside the JSON report and in Allure; "
                      "default: written when --toolbench-json or --alluredir is given)")
+    g.addoption("--no-progress", action="store_true",
+                help="do not draw the live progress line (it is drawn only on a terminal, at "
+                     "normal verbosity, see report/progress.py)")
     # sandbox
     g.addoption("--sandbox-workers", type=int, default=4, help="warm tool-sandbox processes")
     g.addoption("--sandbox-memory-mb", type=int, default=1024, help="tool memory limit")
@@ -143,6 +148,7 @@ def validate_options(config: pytest.Config) -> None:
 
 
 def settings_from_config(config: pytest.Config) -> RunSettings:
+    resolve_option_sources(config)  # command line > ini file > default
     validate_options(config)
     opt = config.getoption
     data_dir = opt("--data-dir")

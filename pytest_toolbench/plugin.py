@@ -39,7 +39,9 @@ from pytest_toolbench.benchmarks.dataset_errors import DatasetError, DatasetWarn
 from pytest_toolbench.exitcodes import ToolbenchExit
 from pytest_toolbench.config import RunSettings
 from pytest_toolbench.models.factory import build_model
+from pytest_toolbench.option_sources import from_command_line
 from pytest_toolbench.options import add_options, settings_from_config
+from pytest_toolbench.report import progress
 from pytest_toolbench.results.aggregate import RunMetrics, aggregate
 from pytest_toolbench.results.case_result import CaseResult, Outcome
 from pytest_toolbench.results.gates import (
@@ -118,7 +120,7 @@ def pytest_configure(config: pytest.Config) -> None:
         baseline = None
         if not is_worker(config) and settings.baseline_path is not None:
             baseline = load_baseline(settings.baseline_path, settings.gates)
-        if not is_worker(config) and settings.resolved_backend == "openai":
+        if not is_worker(config) and settings.resolved_backend == "openai" and _has_toolbench_tests(config):
             build_model(settings)  # fails fast on a missing key; sends no request
     except ValueError as exc:
         raise pytest.UsageError(f"pytest-toolbench: {exc}") from exc
@@ -131,6 +133,7 @@ def pytest_configure(config: pytest.Config) -> None:
     from pytest_toolbench.report.session_outputs import configure_allure
 
     configure_allure(config)
+    progress.install(config, worker=is_worker(config))  # the live progress line
     if not is_worker(config):
         config.pluginmanager.register(ControllerHooks(config), "toolbench-controller")
         _install_sigterm(config)
@@ -252,7 +255,11 @@ def _has_toolbench_tests(config: pytest.Config) -> bool:
     rule is kept simple and predictable instead: a path under (or holding) ``suites/``, or an
     explicit ``--model`` / ``--backend vllm``. Unit-test runs therefore never start vLLM.
     """
-    if config.getoption("--model") or config.getoption("--backend") == "vllm":
+    # Only the command line counts here: a model kept in the ini file must not start vLLM for
+    # unit-test runs (option_sources.py).
+    if from_command_line(config, "--model") or (
+        from_command_line(config, "--backend") and config.getoption("--backend") == "vllm"
+    ):
         return True
     for arg in config.args:
         path = Path(str(arg).split("::")[0]).resolve()
@@ -366,6 +373,7 @@ class ControllerHooks:
                 continue
             result = CaseResult.model_validate_json(value)  # type: ignore[arg-type]
             self.st.results[result.case_id] = result
+            progress.add_result(self.config, result)
             if self.st.journal is None:
                 self.st.journal = ResultJournal(_run_dir(self.st) / "results.jsonl")
             self.st.journal.append(result)

@@ -65,7 +65,9 @@ def _argparse_spec(info: FieldInfo) -> dict[str, Any]:
 
 def add_benchmark_options(parser: Any, benchmark: str, title: str, model: type[BaseModel]) -> None:
     """Declare the flags of one benchmark's options model in its own option group."""
-    group = parser.getgroup(f"toolbench-{benchmark}", f"pytest-toolbench: {title}")
+    from pytest_toolbench.option_sources import ToolbenchGroup  # defaults in --help, ini keys
+
+    group = ToolbenchGroup(parser, parser.getgroup(f"toolbench-{benchmark}", f"pytest-toolbench: {title}"))
     for field, info in model.model_fields.items():
         flag = flag_name(benchmark, field, info)
         if flag is not None:

@@ -37,6 +37,7 @@ from pytest_toolbench.models.base import (
     Usage,
 )
 from pytest_toolbench.models.call_log import current_call_log
+from pytest_toolbench.models.meter import REQUEST_METER
 from pytest_toolbench.models.parse_check import detect_parse_failure
 
 #: Statuses worth another try: request timeout, rate limit, server errors.
@@ -309,7 +310,9 @@ class OpenAIBackend:
             self.stats.attempts += 1
             started = time.perf_counter()
             try:
-                completion = await client.chat.completions.create(**kwargs)
+                with REQUEST_METER.request():  # the live progress line (models/meter.py)
+                    completion = await client.chat.completions.create(**kwargs)
+                REQUEST_METER.add_usage(getattr(completion, "usage", None))
             except openai.OpenAIError as exc:
                 self.stats.errors[error_kind(exc)] += 1
                 raise

@@ -1,0 +1,69 @@
+"""A process-wide count of model requests in flight and of the tokens the endpoint reported.
+
+Why: the live progress line (report/progress.py) shows how busy the endpoint is and what the run
+has cost so far, while cases are still running. Per-case usage only arrives with a finished case;
+this meter is updated by the HTTP backend around every attempt it sends, so it is live. Replies
+answered from the response cache never reach the backend and are not counted.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, NamedTuple
+
+
+class MeterReading(NamedTuple):
+    in_flight: int = 0
+    requests: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    def since(self, start: "MeterReading") -> "MeterReading":
+        """Counts since ``start`` (requests in flight are a level, not a count: kept as is)."""
+        return MeterReading(
+            self.in_flight,
+            self.requests - start.requests,
+            self.prompt_tokens - start.prompt_tokens,
+            self.completion_tokens - start.completion_tokens,
+        )
+
+
+class RequestMeter:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._in_flight = 0
+        self._requests = 0
+        self._prompt = 0
+        self._completion = 0
+
+    @contextmanager
+    def request(self) -> Iterator[None]:
+        """Count one HTTP attempt as in flight while the block runs."""
+        with self._lock:
+            self._in_flight += 1
+            self._requests += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._in_flight -= 1
+
+    def add_usage(self, usage: Any) -> None:
+        """Add an OpenAI ``usage`` object (or None, or a reply without one: nothing is added)."""
+        prompt = getattr(usage, "prompt_tokens", 0)
+        completion = getattr(usage, "completion_tokens", 0)
+        prompt = prompt if isinstance(prompt, int) else 0
+        completion = completion if isinstance(completion, int) else 0
+        with self._lock:
+            self._prompt += prompt
+            self._completion += completion
+
+    def reading(self) -> MeterReading:
+        with self._lock:
+            return MeterReading(self._in_flight, self._requests, self._prompt, self._completion)
+
+
+#: The meter of this process (one per xdist worker).
+REQUEST_METER = RequestMeter()

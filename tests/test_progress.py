@@ -1,0 +1,138 @@
+"""The live progress line (report/progress.py): its fields on hand-built results, and real pytest
+runs of the ToolHop suite under a pseudo-terminal (python's ``pty``), with and without xdist,
+against a real local OpenAI-compatible HTTP server whose token counts are known."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import pty
+import re
+import struct
+import subprocess
+import sys
+import termios
+from pathlib import Path
+
+import pytest
+
+from fake_openai_server import FakeOpenAIServer, delayed, reply
+from pytest_toolbench.models.meter import MeterReading, RequestMeter
+from pytest_toolbench.report.progress import ProgressCounts, render_line
+from pytest_toolbench.results.case_result import CaseResult, InfraError, Outcome
+
+REPO = Path(__file__).resolve().parents[1]
+LINE = re.compile(r"toolbench (\d+)/(\d+) cases \| [^\r\n]*")
+SUITE = ["suites/toolhop", "-p", "no:randomly", "-p", "no:cacheprovider", "--limit", "3"]
+
+
+def result(case_id: str, scenario: str, outcome: Outcome, values: dict[str, float]) -> CaseResult:
+    error = InfraError(kind="timeout", message="x") if outcome is Outcome.ERROR else None
+    return CaseResult(case_id=case_id, benchmark="toolhop", scenario=scenario, outcome=outcome,
+                      values=values, error=error)
+
+
+def test_line_fields_on_known_results():
+    counts = ProgressCounts(total=8, started=100.0)
+    # "free" comes after "mandatory" in ToolHop's order: the headline stays on mandatory.
+    counts.add(result("a-free", "free", Outcome.PASSED, {"answer_correct": 1.0}))
+    counts.add(result("a-mand", "mandatory", Outcome.PASSED, {"answer_correct": 1.0}))
+    counts.add(result("b-mand", "mandatory", Outcome.FAILED, {"answer_correct": 0.0}))
+    counts.add(result("c-mand", "mandatory", Outcome.FAILED, {"answer_correct": 0.0}))
+    counts.add(result("d-mand", "mandatory", Outcome.ERROR, {}))
+    counts.add(result("d-mand", "mandatory", Outcome.ERROR, {}))  # a result arrives once
+    meter = MeterReading(in_flight=3, requests=9, prompt_tokens=1200, completion_tokens=34)
+    line = render_line(counts, meter, now=150.0)
+    # 5 done in 50 s -> 10 s a case, 3 left -> 30 s.
+    assert line == ("toolbench 5/8 cases | 1 error | toolhop/mandatory accuracy 33.3% (n=3) | "
+                    "3 in flight | 1.2k tokens | 0:50 | ~0:30 left")
+    empty = render_line(ProgressCounts(total=None, started=0.0), MeterReading(), now=3725.0)
+    assert empty == "toolbench 0 cases | 0 errors | 0 in flight | 0 tokens | 1:02:05 | ~?:?? left"
+
+
+def test_meter_counts_requests_in_flight_and_usage():
+    meter = RequestMeter()
+    start = meter.reading()
+    with meter.request():
+        assert meter.reading().in_flight == 1
+
+        class Usage:
+            prompt_tokens, completion_tokens = 10, 5
+
+        meter.add_usage(Usage())
+    meter.add_usage(None)  # a reply without usage adds nothing
+    assert meter.reading().since(start) == MeterReading(0, 1, 10, 5)
+
+
+def run_in_pty(args: list[str], *, cols: int = 220, timeout: float = 300) -> tuple[int, str]:
+    """Run ``pytest ARGS`` with stdout and stderr on a pseudo-terminal; return (status, output)."""
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, cols, 0, 0))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+    env["TERM"] = "xterm"
+    proc = subprocess.Popen([sys.executable, "-m", "pytest", *args], cwd=REPO, stdin=slave,
+                            stdout=slave, stderr=slave, env=env, close_fds=True)
+    os.close(slave)
+    chunks: list[bytes] = []
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(master)
+    return proc.wait(timeout=timeout), b"".join(chunks).decode("utf-8", "replace")
+
+
+def drawn_lines(output: str) -> list[str]:
+    return [m.group(0).rstrip() for m in LINE.finditer(output)]
+
+
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_line_on_a_terminal_with_counts_tokens_and_in_flight(tmp_path: Path, workers: str):
+    # Every reply is a wrong answer without tool calls: one request of 10 + 5 tokens per case.
+    with FakeOpenAIServer(delayed(0.5, reply(content="<answer>x</answer>"))) as server:
+        status, out = run_in_pty([
+            *SUITE, "-n", workers, "--cache-dir", str(tmp_path / "cache"), "--no-cache",
+            "--base-url", server.base_url, "--api-key", "t", "--model", "m", "--concurrency", "2",
+        ])
+        requests = len(server.requests)
+    assert status == 1, out[-3000:]  # wrong answers fail their tests
+    assert requests == 9
+    lines = drawn_lines(out)
+    assert lines, out[-3000:]
+    final = lines[-1]
+    assert final.startswith("toolbench 9/9 cases | 0 errors | toolhop/direct accuracy 0.0% (n=3) "
+                            f"| 0 in flight | {15 * requests} tokens | "), final
+    assert re.search(r"\| \d+:\d\d \| ~0:00 left$", final), final
+    # Requests were seen in flight while cases ran, and counts only ever grew.
+    assert any(re.search(r"\| [12] in flight \|", line) for line in lines), lines
+    done = [int(LINE.match(line).group(1)) for line in lines]
+    assert done == sorted(done)
+    # The line is erased before pytest's summary, and replaced the dots (no "[100%]" fill).
+    tail = out[out.rindex(final) + len(final):]
+    assert re.match(r"\s*\r +\r", tail), repr(tail[:200])
+    assert "[100%]" not in out
+    assert "9 failed" in out.splitlines()[-1]
+
+
+@pytest.mark.parametrize("flags", [["-q"], ["-qq"], ["--no-progress"], ["-v"]])
+def test_no_line_when_quiet_verbose_or_switched_off(tmp_path: Path, flags: list[str]):
+    status, out = run_in_pty([*SUITE, "-n", "0", "--model", "oracle",
+                              "--cache-dir", str(tmp_path / "cache"), *flags])
+    assert status == 0, out[-3000:]
+    assert drawn_lines(out) == []
+    assert "toolhop / direct: 3 cases" in out  # the run happened (its summary)
+
+
+def test_no_line_when_output_is_piped(tmp_path: Path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", *SUITE, "-n", "0", "--model", "oracle",
+         "--cache-dir", str(tmp_path / "cache")],
+        cwd=REPO, capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert drawn_lines(proc.stdout + proc.stderr) == []
+    assert "9 passed" in proc.stdout and "[100%]" in proc.stdout  # pytest's own dots as usual
