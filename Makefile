@@ -7,7 +7,7 @@ RUN_ARGS ?= --limit 2 --scenario mandatory
 # the gate passes when the metric was computed and no case hit an infrastructure error.
 RUN_GATES ?= --gate "toolhop.mandatory.accuracy>=0"
 
-.PHONY: setup run test test-fast perf clean
+.PHONY: setup run test test-fast perf clean allure
 
 setup: $(VENV)/.installed
 
@@ -42,5 +42,7 @@ clean:
 	rm -rf .toolbench
 
 # Allure 3 (npm package `allure`) for --allure-html, project-local (never global), outside git.
-allure:
+allure: .toolbench/allure/node_modules/.bin/allure
+
+.toolbench/allure/node_modules/.bin/allure:
 	npm install --prefix .toolbench/allure allure@3
