@@ -340,9 +340,9 @@ def render_repeats(stats: RepeatStats, *, max_unstable: int = 20) -> str:
     """Plain-text section for the terminal summary."""
     k_max = stats.repeats
     lines = [
-        f"repeats: each case ran {k_max} times; metrics above are means over all runs ("cases" counts "
-        "runs; n and the CIs are over cases). pass@k: at least one of k runs passes; pass^k: all k pass (unbiased "
-        f"estimators from the {k_max} runs)",
+        f"repeats: each case ran {k_max} times; metrics above are means over all runs ('cases' "
+        "counts runs; n and the CIs are over cases). pass@k: at least one of k runs passes; "
+        f"pass^k: all k pass (unbiased estimators from the {k_max} runs)",
     ]
     head = ["scenario", "metric", "mean"] + [f"pass@{k}" for k in range(1, k_max + 1)] + [
         f"pass^{k}" for k in range(1, k_max + 1)] + ["unstable"]
