@@ -221,6 +221,7 @@ def test_toolbehonest_tables_are_computed_per_repeat_not_over_all_runs():
     # Repeat 1 counts first=2, repeat 2 counts first=1 and second=1: the mean, not the sum (3).
     assert row[cols.index(CONDITION_LABELS[first])] == 1.5
     assert row[cols.index(CONDITION_LABELS[second])] == 0.5
+    assert row[cols.index("Correct")] == 0 and isinstance(row[cols.index("Correct")], int)
     assert "mean of 2 repeats" in analysis.title
     names = [t.name for t in per_repeat]
     assert "error_analysis.r1" in names and "error_analysis.r2" in names

@@ -5,7 +5,9 @@
   sums of its repeats' values, and a mean metric becomes ``sum(values) / count(values)`` over the
   drawn clusters. The point estimate is the plain mean over every scored repeat; only the interval
   differs from treating repeats as independent (which would make it too narrow).
-* **pass@k and pass^k** for binary metrics (a mean metric whose per-case values are all 0 or 1):
+* **pass@k and pass^k** for binary metrics (a mean metric whose per-case values in this run are
+  all 0 or 1; inferred from the values, as MetricSpec does not declare it, so a continuous score
+  that only took the values 0 and 1 in a run is treated as binary there):
   per case, with n scored repeats of which c are 1, the unbiased estimators
   ``pass@k = 1 - C(n-c, k) / C(n, k)`` (at least one of k draws passes; Chen et al. 2021) and
   ``pass^k = C(c, k) / C(n, k)`` (all k draws pass; tau-bench), averaged over cases with n >= k.
@@ -318,7 +320,9 @@ def _mean_table(tables: list[ReportTable]) -> ReportTable | None:
         for column in zip(*cells):  # one cell across repeats
             numbers = [v for v in column if isinstance(v, (int, float)) and not isinstance(v, bool)]
             if len(numbers) == len(column):
-                row.append(round(sum(numbers) / len(numbers), 4))
+                mean = sum(numbers) / len(numbers)
+                whole = all(isinstance(v, int) for v in numbers) and mean == int(mean)
+                row.append(int(mean) if whole else round(mean, 4))  # counts stay counts
             elif len({str(v) for v in column}) == 1:
                 row.append(column[0])
             elif numbers and all(v is None or v in numbers for v in column):
