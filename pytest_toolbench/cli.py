@@ -15,6 +15,7 @@ from collections.abc import Sequence
 #: Modules that register a subcommand, in help order.
 SUBCOMMANDS: tuple[str, ...] = (
     "pytest_toolbench.compare.cli",
+    "pytest_toolbench.runs.cli",
 )
 
 

@@ -67,6 +67,8 @@ class RunSettings(BaseModel):
     scenarios: tuple[str, ...] | None = None  # None: all of each benchmark's scenarios
     limit: int | None = None
     sample_ids: tuple[str, ...] | None = None
+    #: --repeats K: every case runs K times (pass@k / pass^k, unstable cases; results/repeats.py).
+    repeats: int = 1
     # --- reporting and gating
     json_path: Path | None = None
     gates: tuple[str, ...] = ()

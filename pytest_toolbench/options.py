@@ -74,6 +74,10 @@ def add_options(parser: pytest.Parser) -> None:
     g.addoption("--limit", type=int, default=None,
                 help="first N samples of each benchmark (file order)")
     g.addoption("--sample-ids", default=None, help="comma-separated sample ids to run")
+    g.addoption("--repeats", type=int, default=1, metavar="K",
+                help="run each case K times (node ids end in -r1..-rK; each repeat has its own "
+                     "cache entries; use --temperature to sample). Reports the mean over all "
+                     "repeats (CI over cases), pass@k and pass^k, and unstable cases (default 1)")
     # reporting / gating
     g.addoption("--toolbench-json", default=None, metavar="PATH",
                 help="write metrics and every case result (transcripts included) as JSON")
@@ -130,6 +134,7 @@ def validate_options(config: pytest.Config) -> None:
     opt = config.getoption
     checks = [
         ("--limit", opt("--limit"), lambda v: v >= 1, "must be at least 1"),
+        ("--repeats", opt("--repeats"), lambda v: v >= 1, "must be at least 1"),
         ("--sandbox-workers", opt("--sandbox-workers"), lambda v: v >= 1, "must be at least 1"),
         ("--concurrency", opt("--concurrency"), lambda v: v >= 1, "must be at least 1"),
         ("--max-retries", opt("--max-retries"), lambda v: v >= 0, "must be 0 or more"),
@@ -176,6 +181,7 @@ def settings_from_config(config: pytest.Config) -> RunSettings:
         scenarios=_split(opt("--scenario")),
         limit=opt("--limit"),
         sample_ids=_split([opt("--sample-ids")] if opt("--sample-ids") else None),
+        repeats=opt("--repeats"),
         json_path=_absolute(config, opt("--toolbench-json")) if opt("--toolbench-json") else None,
         gates=tuple(opt("--gate")),
         max_error_rate=opt("--max-error-rate"),

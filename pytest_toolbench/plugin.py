@@ -54,6 +54,7 @@ from pytest_toolbench.results.gates import (
     parse_gate,
 )
 from pytest_toolbench.results.journal import ResultJournal, recover_missing
+from pytest_toolbench.runtime.repeat import expand_repeats
 from pytest_toolbench.runtime.server import ManagedServer, server_info_for_worker
 
 RESULT_PROPERTY = "toolbench_result"
@@ -164,6 +165,13 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     if is_worker(config) or config.option.collectonly or not _has_toolbench_tests(config):
         return
     validate_selection(config)
+    if st.targeted:  # the run's folder says what is running, even if the run is later killed
+        from pytest_toolbench.runs.record import record_start
+
+        record_start(_run_dir(st), run_id=st.run_id, suites=st.targeted, started=st.started,
+                     settings=st.settings.model_dump(mode="json", exclude={"api_key"}),
+                     data_sources=[d.model_dump(mode="json") for d in st.data_sources],
+                     version=__version__)
     if st.settings.resolved_backend == "vllm" and not st.settings.base_url:
         st.server = ManagedServer.start(st.settings, log_dir=_run_dir(st))
         config.add_cleanup(st.server.stop)
@@ -290,6 +298,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     name = marker.args[0] if marker.args else marker.kwargs["benchmark"]
     cases = cases_for(metafunc.config, name)
     benchmark = registry()[name]
+    cases = expand_repeats(cases, state(metafunc.config).settings.repeats)  # ids end in -r<k>
     metafunc.parametrize(
         "case", [pytest.param(c, id=c.id, marks=case_marks(benchmark, c)) for c in cases]
     )
@@ -429,7 +438,10 @@ class ControllerHooks:
 
         results = list(st.results.values())
         benchmarks = {n: b for n, b in registry().items() if n in {r.benchmark for r in results}}
-        st.metrics = aggregate(
+        repeated = st.settings.repeats > 1
+        from pytest_toolbench.results.repeats import aggregate_repeats, repeat_stats, tables_per_repeat
+
+        st.metrics = (aggregate_repeats if repeated else aggregate)(
             results,
             {n: b.metrics for n, b in benchmarks.items()},
             {n: b.breakdown_labels for n, b in benchmarks.items()},
@@ -437,10 +449,21 @@ class ControllerHooks:
             n_boot=st.settings.bootstrap_samples,
             seed=st.settings.seed,
         )
+        repeats = (
+            repeat_stats(results, {n: b.metrics for n, b in benchmarks.items()}, st.settings.repeats,
+                         n_boot=st.settings.bootstrap_samples, seed=st.settings.seed,
+                         scenario_order={n: b.scenarios for n, b in benchmarks.items()})
+            if repeated else None
+        )
         for name, benchmark in benchmarks.items():
             if isinstance(benchmark, HasReportTables):
                 own = sorted((r for r in results if r.benchmark == name), key=lambda r: r.case_id)
-                st.metrics.tables.extend(benchmark.report_tables(own))
+                if repeats is None:
+                    st.metrics.tables.extend(benchmark.report_tables(own))
+                else:  # each repeat scored alone, as a run without repeats would be
+                    shown, per_repeat = tables_per_repeat(benchmark.report_tables, own)
+                    st.metrics.tables.extend(shown)
+                    repeats.per_repeat_tables.extend(per_repeat)
         if st.baseline is not None:
             from pytest_toolbench.compare.baseline import compare_with_baseline
 
@@ -461,7 +484,8 @@ class ControllerHooks:
             write_gate_testcases(self.config, st.verdicts)
         covered: dict[str, int] = {}
         for r in results:
-            covered[r.benchmark] = covered.get(r.benchmark, 0) + 1
+            if (r.repeat or 1) == 1:  # distinct cases, not runs
+                covered[r.benchmark] = covered.get(r.benchmark, 0) + 1
         self._ensure_suite_sizes(covered)
         notes = self.partial_notes()
         notes += [f"data: {d.describe()}" for d in st.data_sources]
@@ -469,23 +493,32 @@ class ControllerHooks:
         cached = cache_note(sum(r.model_calls for r in results), sum(r.cached_calls for r in results))
         notes += [cached] if cached else []
         st.summary = render_summary(st.metrics, st.verdicts, run_notes=notes, include_gates=False)
+        if repeats is not None:
+            from pytest_toolbench.results.repeats import render_repeats
+
+            st.summary += render_repeats(repeats)
         if st.comparison is not None:
             from pytest_toolbench.compare.render import baseline_summary
 
             st.summary += baseline_summary(st.comparison)
-        if st.settings.json_path:
-            from pytest_toolbench.report.json_report import write_json_report
+        from pytest_toolbench.report.json_report import build_json_report, write_json_report
+        from pytest_toolbench.runs.record import save_report
 
-            info = run_info(self.config, st)
-            info["coverage"] = {
-                n: {"cases": c, "suite_cases": st.suite_sizes.get(n),
-                    "subset": st.suite_sizes.get(n) is not None and c < st.suite_sizes[n]}
-                for n, c in sorted(covered.items())
-            }
-            info["cache"] = {"model_calls": sum(r.model_calls for r in results),
-                             "replies_from_cache": sum(r.cached_calls for r in results)}
+        info = run_info(self.config, st)
+        info["coverage"] = {
+            n: {"cases": c, "suite_cases": st.suite_sizes.get(n),
+                "subset": st.suite_sizes.get(n) is not None and c < st.suite_sizes[n]}
+            for n, c in sorted(covered.items())
+        }
+        info["cache"] = {"model_calls": sum(r.model_calls for r in results),
+                         "replies_from_cache": sum(r.cached_calls for r in results)}
+        extra = {"repeats": repeats.model_dump(mode="json")} if repeats is not None else None
+        baseline = st.comparison.model_dump(mode="json") if st.comparison else None
+        if st.settings.json_path:
             write_json_report(st.settings.json_path, st.metrics, results, info, gates=st.verdicts,
-                              baseline=st.comparison.model_dump(mode="json") if st.comparison else None)
+                              baseline=baseline, extra=extra)
+        # The run's own folder always keeps the same report (runs/record.py, `toolbench runs`).
+        save_report(_run_dir(st), build_json_report(st.metrics, results, info, st.verdicts, baseline, extra))
         if st.settings.md_path:
             from pytest_toolbench.report.markdown_report import write_markdown_report
 
@@ -519,6 +552,10 @@ class ControllerHooks:
         st = self.st
         if not st.targeted or self.config.option.collectonly:
             return
+        from pytest_toolbench.runs.record import mark_ended
+
+        mark_ended(_run_dir(st), partial=st.interrupted_by is not None,
+                   interrupted_by=st.interrupted_by)
         if exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED,
                           pytest.ExitCode.NO_TESTS_COLLECTED):
             session.exitstatus = int(ToolbenchExit.NO_CASES)
@@ -558,6 +595,8 @@ class ControllerHooks:
             terminalreporter.write_line(f"JSON report: {st.settings.json_path}")
         if st.settings.md_path and st.metrics is not None:
             terminalreporter.write_line(f"Markdown summary: {st.settings.md_path}")
+        if st.metrics is not None:
+            terminalreporter.write_line(f"run folder: {_run_dir(st)} (toolbench runs lists it)")
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         """The gate table goes last, after pytest's own closing lines, so a CI log ends on it."""

@@ -34,6 +34,9 @@ class Case(BaseModel):
     labels: dict[str, str | int] = Field(default_factory=dict)
     #: The validated upstream record (benchmark-specific pydantic model).
     sample: Any = None
+    #: ``--repeats K``: which run of the case this is (1..K; None without repeats). The id then
+    #: ends in ``-r<repeat>`` (runtime/repeat.py).
+    repeat: int | None = None
 
     def __repr__(self) -> str:  # shown by pytest and Allure as the parameter value: keep it short
         return f"Case({self.id})"

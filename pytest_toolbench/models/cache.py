@@ -19,6 +19,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from pytest_toolbench.fileio import atomic_write_bytes
+from pytest_toolbench.runtime.repeat import cache_repeat_extra
 from pytest_toolbench.models.base import (
     CallContext,
     ChatModel,
@@ -124,7 +125,9 @@ class CachedModel:
 
     def key_for(self, request: ChatRequest) -> str:
         base_url = self.inner.describe().get("base_url") if self.include_base_url else None
-        return cache_key(self.inner.name, base_url, request, self.key_extra)
+        # --repeats: repeats 2..K get their own entries (runtime/repeat.py), repeat 1 the plain key.
+        extra = {**self.key_extra, **cache_repeat_extra()}
+        return cache_key(self.inner.name, base_url, request, extra)
 
     async def complete(self, request: ChatRequest, ctx: CallContext) -> ChatResponse:
         key = self.key_for(request)

@@ -26,7 +26,9 @@ def build_json_report(
     run_info: dict[str, Any],
     gates: Iterable[GateVerdict] | None = None,
     baseline: dict[str, Any] | None = None,
+    extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
+    """``extra``: further top-level sections (e.g. ``repeats``), added after the fixed ones."""
     cases = sorted(results, key=lambda r: (r.case_id, r.scenario, r.benchmark))
     report = {
         "schema_version": SCHEMA_VERSION,
@@ -36,6 +38,7 @@ def build_json_report(
         "metrics": metrics.model_dump(mode="json"),
         "gates": [v.model_dump(mode="json") for v in (gates or [])],
         "cases": [r.model_dump(mode="json") for r in cases],
+        **(extra or {}),
     }
     if baseline is not None:  # --baseline: the comparison (pytest_toolbench/compare/models.py)
         report["baseline"] = baseline
@@ -49,9 +52,10 @@ def write_json_report(
     run_info: dict[str, Any],
     gates: Iterable[GateVerdict] | None = None,
     baseline: dict[str, Any] | None = None,
+    extra: dict[str, Any] | None = None,
 ) -> Path:
     """Write the report to ``path`` atomically and return the path."""
     p = Path(path)
-    report = build_json_report(metrics, results, run_info, gates, baseline)
+    report = build_json_report(metrics, results, run_info, gates, baseline, extra)
     atomic_write_text(p, json.dumps(report, indent=2, ensure_ascii=False) + "\n")
     return p

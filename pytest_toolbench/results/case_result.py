@@ -48,6 +48,9 @@ class CaseResult(BaseModel):
     model_calls: int = 0
     cached_calls: int = 0
     parse_failures: list[dict[str, Any]] = Field(default_factory=list)
+    #: ``--repeats K``: which run of the case (1..K), None without repeats; ``case_id`` then ends
+    #: in ``-r<repeat>`` (results/repeats.py groups the runs of one case back together).
+    repeat: int | None = None
 
     @property
     def is_error(self) -> bool:

@@ -20,6 +20,7 @@ from pytest_toolbench.models.call_log import CURRENT_CALL_LOG, CaseCallLog
 from pytest_toolbench.results.case_result import CaseResult, InfraError, Outcome
 from pytest_toolbench.results.journal import ResultJournal
 from pytest_toolbench.runtime.recording import RecordingModel
+from pytest_toolbench.runtime.repeat import CURRENT_REPEAT
 from pytest_toolbench.runtime.scheduler import CaseScheduler
 
 
@@ -50,11 +51,13 @@ class CaseRuntime:
             # This job runs in its own task, so the log is this case's alone (call_log.py).
             log = CaseCallLog()
             CURRENT_CALL_LOG.set(log)
+            CURRENT_REPEAT.set(case.repeat)  # the cache keys repeats apart (runtime/repeat.py)
             try:
                 result = await asyncio.wait_for(runner.run(case, model), timeout)
             except asyncio.TimeoutError:
                 result = case_timeout_result(case, timeout or 0.0)
             result.model = model.name
+            result.repeat = case.repeat
             result.details.update(log.details())
             if isinstance(model, RecordingModel):
                 model.finish_case(case.id)

@@ -85,6 +85,7 @@ def internal_error_result(case: Case, exc: BaseException) -> CaseResult:
         scenario=case.scenario,
         outcome=Outcome.ERROR,
         labels=case.labels,
+        repeat=case.repeat,
         error=InfraError(
             kind="internal_error",
             message="".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-4000:],

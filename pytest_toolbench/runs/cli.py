@@ -1,0 +1,72 @@
+"""``toolbench runs`` and ``toolbench prune`` (registered by the ``toolbench`` dispatcher, cli.py)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from pytest_toolbench.runs import prune as pruning
+from pytest_toolbench.runs.store import DEFAULT_CACHE_DIR, list_runs, render_table
+
+
+def _cache_dir_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE_DIR,
+                   help="the plugin's --cache-dir; runs live beside it in ../runs "
+                        f"(default {DEFAULT_CACHE_DIR})")
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    runs = subparsers.add_parser("runs", help="list past runs, newest first",
+                                 description="List past runs (run id, date, model, suites, cases, "
+                                             "headline metric per scenario, status), newest first.")
+    _cache_dir_arg(runs)
+    runs.add_argument("--json", action="store_true", help="print the index entries as JSON")
+    runs.add_argument("-n", "--limit", type=int, default=None, help="show only the newest N runs")
+    runs.set_defaults(func=cmd_runs)
+
+    prune = subparsers.add_parser(
+        "prune", help="remove old run folders and response-cache entries",
+        description="Remove run folders and response-cache entries older than --older-than, then "
+                    "the oldest ones until the total is under --max-size. Running runs are kept.")
+    _cache_dir_arg(prune)
+    prune.add_argument("--older-than", default=None, metavar="AGE",
+                       help="remove items last written longer ago than AGE (e.g. 30d, 12h, 2w)")
+    prune.add_argument("--max-size", default=None, metavar="SIZE",
+                       help="then remove the oldest items until runs + cache fit in SIZE "
+                            "(e.g. 2GB, 500MB, 1GiB)")
+    prune.add_argument("--only", choices=["runs", "cache"], default=None,
+                       help="prune only run folders or only cache entries (default: both)")
+    prune.add_argument("--dry-run", action="store_true", help="print what would go, remove nothing")
+    prune.set_defaults(func=cmd_prune)
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    runs = list_runs(args.cache_dir)
+    if args.limit is not None:
+        runs = runs[: args.limit]
+    if args.json:
+        print(json.dumps([r.model_dump(mode="json") for r in runs], indent=2))
+    else:
+        sys.stdout.write(render_table(runs))
+    return 0
+
+
+def cmd_prune(args: argparse.Namespace) -> int:
+    if args.older_than is None and args.max_size is None:
+        print("toolbench prune: give --older-than AGE and/or --max-size SIZE", file=sys.stderr)
+        return 2
+    try:
+        older = pruning.parse_duration(args.older_than) if args.older_than is not None else None
+        size = pruning.parse_size(args.max_size) if args.max_size is not None else None
+    except ValueError as exc:
+        print(f"toolbench prune: {exc}", file=sys.stderr)
+        return 2
+    only = {"runs": "run", "cache": "cache"}.get(args.only or "")
+    items = pruning.collect(args.cache_dir, only=only)  # type: ignore[arg-type]
+    removed = pruning.plan(items, older_than_s=older, max_size=size)
+    if not args.dry_run:
+        pruning.apply(removed, args.cache_dir)
+    sys.stdout.write(pruning.describe(removed, items, dry_run=args.dry_run))
+    return 0

@@ -1,0 +1,145 @@
+"""``toolbench prune``: remove old run folders and response-cache entries by age or total size.
+
+Items are whole run folders (``runs/<run_id>``) and single cache entries (one JSON file each,
+models/cache.py). An item's age is its last write: the newest file in a run folder, the entry's
+file time for the cache. ``--older-than`` removes every item older than the limit; ``--max-size``
+then removes the oldest remaining items (runs and cache entries alike) until the total fits. A run
+whose process is still running is never removed.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from pytest_toolbench.runs.record import read_index
+from pytest_toolbench.runs.store import runs_root
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$", re.IGNORECASE)
+_SECONDS = {"": 86400, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?)(b?)\s*$", re.IGNORECASE)
+_POWERS = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4}
+
+Kind = Literal["run", "cache"]
+
+
+def parse_duration(text: str) -> float:
+    """``30d``, ``12h``, ``90m``, ``2w``, ``45s`` (a bare number is days) -> seconds."""
+    m = _DURATION.match(text)
+    if m is None:
+        raise ValueError(f"--older-than {text!r}: expected a number with s/m/h/d/w, e.g. 30d")
+    return float(m.group(1)) * _SECONDS[m.group(2).lower()]
+
+
+def parse_size(text: str) -> int:
+    """``2GB`` (10^9), ``2GiB`` (2^30), ``500MB``, ``100k``, ``123`` (bytes) -> bytes."""
+    m = _SIZE.match(text)
+    if m is None:
+        raise ValueError(f"--max-size {text!r}: expected a size such as 2GB, 500MB or 1GiB")
+    number, unit, binary = float(m.group(1)), m.group(2).lower(), bool(m.group(3))
+    return int(number * (1024 if binary else 1000) ** _POWERS[unit])
+
+
+def format_size(n: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1000:
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000  # type: ignore[assignment]
+    return f"{n:.1f} TB"
+
+
+@dataclass
+class Item:
+    kind: Kind
+    path: Path
+    mtime: float
+    size: int
+    live: bool = False  # a run whose process is still running: never removed
+
+
+def _tree(path: Path) -> tuple[int, float]:
+    size, newest = 0, path.stat().st_mtime
+    for f in path.rglob("*"):
+        try:
+            st = f.stat()
+        except OSError:
+            continue
+        if f.is_file():
+            size += st.st_size
+        newest = max(newest, st.st_mtime)
+    return size, newest
+
+
+def collect(cache_dir: Path, *, only: Kind | None = None) -> list[Item]:
+    """Run folders and cache entries under ``cache_dir`` and its sibling ``runs/``."""
+    items: list[Item] = []
+    root = runs_root(cache_dir)
+    if only != "cache" and root.is_dir():
+        for d in sorted(p for p in root.iterdir() if p.is_dir()):
+            size, mtime = _tree(d)
+            index = read_index(d)
+            items.append(Item("run", d, mtime, size, live=index is not None and index.status == "running"))
+    if only != "run" and Path(cache_dir).is_dir():
+        for f in sorted(Path(cache_dir).glob("??/??/*.json")):
+            try:
+                st = f.stat()
+            except OSError:
+                continue
+            items.append(Item("cache", f, st.st_mtime, st.st_size))
+    return items
+
+
+def plan(items: list[Item], *, older_than_s: float | None, max_size: int | None,
+         now: float | None = None) -> list[Item]:
+    """The items to remove, oldest first."""
+    now = time.time() if now is None else now
+    candidates = sorted((i for i in items if not i.live), key=lambda i: (i.mtime, str(i.path)))
+    remove = [i for i in candidates if older_than_s is not None and now - i.mtime > older_than_s]
+    if max_size is not None:
+        gone = {id(i) for i in remove}
+        total = sum(i.size for i in items if id(i) not in gone)
+        for i in candidates:
+            if total <= max_size:
+                break
+            if id(i) not in gone:
+                remove.append(i)
+                gone.add(id(i))
+                total -= i.size
+    return sorted(remove, key=lambda i: (i.mtime, str(i.path)))
+
+
+def apply(items: list[Item], cache_dir: Path) -> None:
+    for i in items:
+        if i.kind == "run":
+            shutil.rmtree(i.path, ignore_errors=True)
+        else:
+            i.path.unlink(missing_ok=True)
+    for shard in sorted(Path(cache_dir).glob("??/??"), reverse=True) + sorted(Path(cache_dir).glob("??")):
+        try:
+            shard.rmdir()  # only when empty
+        except OSError:
+            pass
+
+
+def describe(removed: list[Item], items: list[Item], *, dry_run: bool, now: float | None = None) -> str:
+    now = time.time() if now is None else now
+    verb = "would remove" if dry_run else "removed"
+    lines = []
+    for i in removed:
+        if i.kind == "run":
+            days = (now - i.mtime) / 86400
+            lines.append(f"{verb} run {i.path.name} ({format_size(i.size)}, {days:.1f} days old)")
+    cache = [i for i in removed if i.kind == "cache"]
+    if cache:
+        lines.append(f"{verb} {len(cache)} cache entries ({format_size(sum(i.size for i in cache))})")
+    kept = [i for i in items if all(i is not r for r in removed)]
+    lines.append(
+        f"{verb} {len(removed)} item(s), {format_size(sum(i.size for i in removed))}; kept "
+        f"{sum(i.kind == 'run' for i in kept)} run(s) and {sum(i.kind == 'cache' for i in kept)} "
+        f"cache entries, {format_size(sum(i.size for i in kept))}"
+    )
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,214 @@
+"""What a run leaves in its folder (``<cache-dir>/../runs/<run_id>/``), so it can be found again.
+
+* ``run.json``: a small index entry (model, suites, dates, headline metric per scenario, partial
+  flag, data fingerprints) that ``toolbench runs`` lists without opening the big report. Written
+  when the run starts (status ``running``, with the controller's pid, so a run killed with SIGKILL
+  still shows up as ``incomplete``) and rewritten when it ends.
+* ``report.json``: the same JSON as ``--toolbench-json`` (settings, data sources, metrics, gates,
+  every case), written at the end of every run, also when it was interrupted (marked partial).
+* ``results.jsonl``: the journal the plugin appends to as results arrive (results/journal.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+from pathlib import Path
+from typing import Any, Iterable, Literal
+
+from pydantic import BaseModel, Field, ValidationError
+
+from pytest_toolbench.fileio import atomic_write_text
+
+INDEX_NAME = "run.json"
+REPORT_NAME = "report.json"
+JOURNAL_NAME = "results.jsonl"
+
+Status = Literal["running", "finished", "interrupted", "incomplete"]
+
+
+class Headline(BaseModel):
+    """The first declared metric of one (benchmark, scenario)."""
+
+    benchmark: str
+    scenario: str
+    metric: str
+    value: float | None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    n: int = 0
+    is_rate: bool = True
+
+
+class DataFingerprint(BaseModel):
+    benchmark: str
+    path: str
+    sha256: str | None = None
+
+
+class RunIndex(BaseModel):
+    run_id: str
+    model: str = ""
+    backend: str = ""
+    suites: list[str] = Field(default_factory=list)
+    started: float | None = None
+    finished: float | None = None
+    status: Status = "finished"
+    partial: bool = False
+    interrupted_by: str | None = None
+    #: Distinct cases; with --repeats K each ran up to K times (``n_runs`` results in all).
+    n_cases: int = 0
+    n_runs: int = 0
+    n_errors: int = 0
+    repeats: int = 1
+    headline: list[Headline] = Field(default_factory=list)
+    data: list[DataFingerprint] = Field(default_factory=list)
+    #: The run's folder, its report.json, and the --toolbench-json path if one was given.
+    path: str = ""
+    report: str | None = None
+    json_path: str | None = None
+    toolbench_version: str = ""
+    pid: int | None = None
+    host: str | None = None
+
+
+def _fingerprints(data_sources: Iterable[dict[str, Any]]) -> list[DataFingerprint]:
+    out = []
+    for d in data_sources:
+        out.append(DataFingerprint(benchmark=str(d.get("benchmark", "")), path=str(d.get("path", "")),
+                                   sha256=d.get("sha256")))
+    return out
+
+
+def write_index(run_dir: Path, index: RunIndex) -> Path:
+    path = run_dir / INDEX_NAME
+    atomic_write_text(path, index.model_dump_json(indent=2) + "\n")
+    return path
+
+
+def record_start(
+    run_dir: Path,
+    *,
+    run_id: str,
+    settings: dict[str, Any],
+    suites: list[str],
+    started: float,
+    data_sources: Iterable[dict[str, Any]],
+    version: str,
+) -> Path:
+    """The index entry of a run that has just started (status ``running``)."""
+    return write_index(run_dir, RunIndex(
+        run_id=run_id, model=str(settings.get("model", "")), backend=str(settings.get("backend", "")),
+        suites=list(suites), started=started, status="running", partial=True,
+        repeats=int(settings.get("repeats", 1) or 1), data=_fingerprints(data_sources),
+        path=str(run_dir), json_path=settings.get("json_path"), toolbench_version=version,
+        pid=os.getpid(), host=socket.gethostname(),
+    ))
+
+
+def index_from_report(report: dict[str, Any], run_dir: Path) -> RunIndex:
+    """The index entry of a finished (or interrupted) run, from its JSON report."""
+    run = report.get("run", {})
+    settings = run.get("settings", {})
+    scenarios = report.get("metrics", {}).get("scenarios", [])
+    headline = []
+    for s in scenarios:
+        metrics = s.get("metrics", {})
+        if metrics:
+            name, mv = next(iter(metrics.items()))
+            headline.append(Headline(
+                benchmark=s["benchmark"], scenario=s["scenario"], metric=name, value=mv.get("value"),
+                ci_low=mv.get("ci_low"), ci_high=mv.get("ci_high"), n=mv.get("n", 0),
+                is_rate=mv.get("is_rate", True),
+            ))
+    suites = sorted({s["benchmark"] for s in scenarios} | set(run.get("coverage", {})))
+    partial = bool(report.get("partial", run.get("partial", False)))
+    return RunIndex(
+        run_id=str(run.get("run_id", run_dir.name)), model=str(settings.get("model", "")),
+        backend=str(settings.get("backend", "")), suites=suites, started=run.get("started"),
+        finished=run.get("finished"), status="interrupted" if partial else "finished",
+        partial=partial, interrupted_by=run.get("interrupted_by"),
+        n_cases=len({_base_id(c) for c in report.get("cases", [])}),
+        n_runs=len(report.get("cases", [])),
+        n_errors=sum(s.get("n_errors", 0) for s in scenarios),
+        repeats=int(settings.get("repeats", 1) or 1), headline=headline,
+        data=_fingerprints(run.get("data_sources", [])), path=str(run_dir),
+        report=str(run_dir / REPORT_NAME), json_path=settings.get("json_path"),
+        toolbench_version=str(run.get("toolbench_version", "")),
+    )
+
+
+def _base_id(case: dict[str, Any]) -> str:
+    case_id, repeat = str(case.get("case_id", "")), case.get("repeat")
+    suffix = f"-r{repeat}" if repeat is not None else ""
+    return case_id[: -len(suffix)] if suffix and case_id.endswith(suffix) else case_id
+
+
+def save_report(run_dir: Path, report: dict[str, Any]) -> RunIndex:
+    """Write ``report.json`` (the ``--toolbench-json`` document) and the final ``run.json``."""
+    atomic_write_text(run_dir / REPORT_NAME, json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+    index = index_from_report(report, run_dir)
+    write_index(run_dir, index)
+    return index
+
+
+def mark_ended(run_dir: Path, *, partial: bool, interrupted_by: str | None) -> None:
+    """A run that ended without any result: close its index entry (0 cases)."""
+    index = read_index(run_dir)
+    if index is None:
+        return
+    write_index(run_dir, index.model_copy(update={
+        "finished": time.time(), "status": "interrupted" if partial else "finished",
+        "partial": partial, "interrupted_by": interrupted_by, "pid": None,
+    }))
+
+
+def read_index(run_dir: Path) -> RunIndex | None:
+    """The run's index entry; falls back to its report, then to its journal (a run killed before
+    it could write either); None for a folder that holds none of them."""
+    try:
+        index = RunIndex.model_validate_json((run_dir / INDEX_NAME).read_text(encoding="utf-8"))
+        if index.status == "running" and not _alive(index):
+            index = index.model_copy(update={"status": "incomplete"})
+        if index.status in ("running", "incomplete"):
+            index.n_runs = max(index.n_runs, _journal_lines(run_dir))
+        return index
+    except (OSError, ValueError, ValidationError):
+        pass
+    try:
+        return index_from_report(json.loads((run_dir / REPORT_NAME).read_text(encoding="utf-8")), run_dir)
+    except (OSError, ValueError, KeyError, TypeError, ValidationError):
+        pass
+    journal = run_dir / JOURNAL_NAME
+    if journal.exists():
+        return RunIndex(run_id=run_dir.name, status="incomplete", partial=True,
+                        started=journal.stat().st_mtime, n_runs=_journal_lines(run_dir),
+                        path=str(run_dir))
+    return None
+
+
+def _journal_lines(run_dir: Path) -> int:
+    n = 0
+    for path in [run_dir / JOURNAL_NAME, *run_dir.glob("worker-*.jsonl")]:
+        try:
+            with path.open("rb") as fh:
+                count = sum(1 for line in fh if line.strip())
+        except OSError:
+            continue
+        n = max(n, count)  # worker journals hold the same results as the controller's
+    return n
+
+
+def _alive(index: RunIndex) -> bool:
+    """Whether the process that wrote a ``running`` entry is still running (same host only)."""
+    if index.pid is None or index.host != socket.gethostname():
+        return False
+    try:
+        os.kill(index.pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -1,0 +1,72 @@
+"""Where runs live and how to list them: ``<cache-dir>/../runs/<run_id>/`` (the plugin's layout)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from pytest_toolbench.runs.record import Headline, RunIndex, read_index
+
+#: The plugin's default ``--cache-dir``; runs live beside it in ``runs/``.
+DEFAULT_CACHE_DIR = Path(".toolbench/cache")
+
+
+def runs_root(cache_dir: Path) -> Path:
+    """The folder holding one subfolder per run (same rule as plugin.py ``_run_dir``)."""
+    return Path(cache_dir).parent / "runs"
+
+
+def list_runs(cache_dir: Path) -> list[RunIndex]:
+    """Every run found under the runs folder, newest first (folders with nothing readable are
+    skipped)."""
+    root = runs_root(cache_dir)
+    if not root.is_dir():
+        return []
+    found = [index for d in root.iterdir() if d.is_dir() and (index := read_index(d)) is not None]
+    return sorted(found, key=lambda r: (r.started or 0.0, r.run_id), reverse=True)
+
+
+def _value(h: Headline) -> str:
+    if h.value is None:
+        return "n/a"
+    return f"{100 * h.value:.1f}%" if h.is_rate else f"{h.value:.4g}"
+
+
+def format_headlines(headlines: list[Headline]) -> str:
+    """``toolhop accuracy direct=83.3% mandatory=50.0%; familytool ...``: one group per
+    (benchmark, metric), scenarios in the report's order."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    for h in headlines:
+        groups.setdefault((h.benchmark, h.metric), []).append(f"{h.scenario}={_value(h)}")
+    return "; ".join(f"{b} {m} {' '.join(cells)}" for (b, m), cells in groups.items())
+
+
+def status_text(index: RunIndex) -> str:
+    if index.status == "finished":
+        return "complete"
+    if index.status == "interrupted":
+        return f"partial ({index.interrupted_by})" if index.interrupted_by else "partial"
+    return index.status  # running / incomplete
+
+
+def render_table(runs: list[RunIndex]) -> str:
+    """Plain-text table, one row per run."""
+    if not runs:
+        return "no runs found\n"
+    head = ["run id", "date", "model", "suites", "cases", "headline metrics", "status"]
+    rows = []
+    for r in runs:
+        date = time.strftime("%Y-%m-%d %H:%M", time.localtime(r.started)) if r.started else "?"
+        if r.status in ("running", "incomplete") and not r.n_cases:
+            cases = f"{r.n_runs} so far"
+        else:
+            cases = str(r.n_cases) + (f" x{r.repeats}" if r.repeats > 1 else "")
+        rows.append([r.run_id, date, r.model or "?", ",".join(r.suites) or "?", cases,
+                     format_headlines(r.headline) or "-", status_text(r)])
+    widths = [max(len(x) for x in col) for col in zip(head, *rows)]
+    widths[5] = min(widths[5], 100)
+    lines = []
+    for row in [head, *rows]:
+        cells = [c if i != 5 or len(c) <= 100 else c[:97] + "..." for i, c in enumerate(row)]
+        lines.append("  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip())
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,184 @@
+"""Runs you can find again: the run folder's run.json/report.json, `toolbench runs` and
+`toolbench prune` (run through `python -m pytest_toolbench.cli`, as the console script runs it)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from fake_openai_server import FakeOpenAIServer, delayed, reply
+
+from pytest_toolbench.runs.prune import Item, parse_duration, parse_size, plan
+
+REPO = Path(__file__).resolve().parents[1]
+DAY = 86400
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pytest_toolbench.cli", *args], cwd=REPO,
+                          capture_output=True, text=True, timeout=60)
+
+
+def suite_cmd(tmp_path: Path, *args: str) -> list[str]:
+    return [sys.executable, "-m", "pytest", "suites/toolhop", "-p", "no:cacheprovider", "-q",
+            "-p", "no:randomly", "-n", "0", "--cache-dir", str(tmp_path / "cache"), *args]
+
+
+def env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+
+
+def test_a_run_folder_holds_its_report_and_index_and_runs_lists_it(tmp_path):
+    user_json = tmp_path / "mine.json"
+    proc = subprocess.run(suite_cmd(tmp_path, "--model", "oracle", "--scenario", "direct",
+                                    "--toolbench-json", str(user_json)),
+                          cwd=REPO, capture_output=True, text=True, timeout=300, env=env())
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    (folder,) = (tmp_path / "runs").iterdir()
+    report = json.loads((folder / "report.json").read_text())
+    mine = json.loads(user_json.read_text())
+    assert report["metrics"] == mine["metrics"] and report["cases"] == mine["cases"]
+    assert report["run"]["settings"]["model"] == "oracle"
+    assert report["run"]["data_sources"] and report["run"]["data_sources"][0]["sha256"]
+    index = json.loads((folder / "run.json").read_text())
+    assert index["run_id"] == folder.name == report["run"]["run_id"]
+    assert index["status"] == "finished" and index["partial"] is False
+    assert index["suites"] == ["toolhop"] and index["model"] == "oracle"
+    assert index["n_cases"] == len(report["cases"]) == 6
+    assert [(h["scenario"], h["metric"], h["value"]) for h in index["headline"]] == [
+        ("direct", "accuracy", 1.0)]
+    assert index["data"][0]["sha256"] == report["run"]["data_sources"][0]["sha256"]
+    assert f"run folder: {folder}" in proc.stdout
+
+    listed = cli("runs", "--cache-dir", str(tmp_path / "cache"))
+    assert listed.returncode == 0, listed.stderr
+    header, row = listed.stdout.splitlines()
+    assert header.split()[:3] == ["run", "id", "date"]
+    assert folder.name in row and "oracle" in row and "toolhop accuracy direct=100.0%" in row
+    assert row.rstrip().endswith("complete")
+    as_json = json.loads(cli("runs", "--cache-dir", str(tmp_path / "cache"), "--json").stdout)
+    assert as_json[0]["report"] == str(folder / "report.json")
+
+
+def test_sigterm_leaves_a_partial_report_in_the_run_folder(tmp_path):
+    with FakeOpenAIServer(delayed(0.5, reply("<answer>x</answer>"))) as server:
+        proc = subprocess.Popen(
+            suite_cmd(tmp_path, "--base-url", server.base_url, "--api-key", "t", "--model", "slow",
+                      "--no-cache", "--concurrency", "1", "--scenario", "direct"),
+            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env(),
+        )
+        deadline = time.monotonic() + 120
+        while len(server.requests) < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=120)
+    (folder,) = (tmp_path / "runs").iterdir()
+    report = json.loads((folder / "report.json").read_text())
+    assert report["partial"] is True, out[-2000:] + err[-2000:]
+    index = json.loads((folder / "run.json").read_text())
+    assert index["status"] == "interrupted" and index["interrupted_by"] == "SIGTERM"
+    assert 1 <= index["n_cases"] < 6
+    row = cli("runs", "--cache-dir", str(tmp_path / "cache")).stdout.splitlines()[1]
+    assert "partial (SIGTERM)" in row
+
+
+def make_run(root: Path, run_id: str, started: float, *, size: int = 100, status: str = "finished",
+             pid: int | None = None) -> Path:
+    folder = root / "runs" / run_id
+    folder.mkdir(parents=True)
+    index = {"run_id": run_id, "model": f"m-{run_id}", "suites": ["toolhop"], "started": started,
+             "finished": started + 5, "status": status, "n_cases": 3, "pid": pid,
+             "host": os.uname().nodename if pid else None,
+             "headline": [{"benchmark": "toolhop", "scenario": "direct", "metric": "accuracy",
+                           "value": 0.5}]}
+    (folder / "run.json").write_text(json.dumps(index))
+    (folder / "report.json").write_bytes(b"x" * size)
+    for f in folder.iterdir():
+        os.utime(f, (started, started))
+    os.utime(folder, (started, started))
+    return folder
+
+
+def make_entry(cache: Path, key: str, mtime: float, size: int = 50) -> Path:
+    path = cache / key[:2] / key[2:4] / f"{key}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"y" * size)
+    os.utime(path, (mtime, mtime))
+    return path
+
+
+def test_runs_lists_newest_first_including_a_killed_run(tmp_path):
+    now = time.time()
+    make_run(tmp_path, "old", now - 10 * DAY)
+    make_run(tmp_path, "new", now - DAY)
+    killed = tmp_path / "runs" / "killed"
+    killed.mkdir()
+    (killed / "results.jsonl").write_text('{"case_id": "a"}\n{"case_id": "b"}\n')
+    out = cli("runs", "--cache-dir", str(tmp_path / "cache")).stdout.splitlines()
+    assert [line.split()[0] for line in out[1:]] == ["killed", "new", "old"]
+    assert out[1].rstrip().endswith("incomplete") and "2 so far" in out[1]
+    assert "toolbench accuracy" not in out[2] and "toolhop accuracy direct=50.0%" in out[2]
+    assert [r["run_id"] for r in json.loads(cli("runs", "--cache-dir", str(tmp_path / "cache"),
+                                                 "--json", "-n", "1").stdout)] == ["killed"]
+
+
+def test_prune_by_age_removes_old_runs_and_cache_entries_and_dry_run_keeps_them(tmp_path):
+    now = time.time()
+    cache = tmp_path / "cache"
+    old_run = make_run(tmp_path, "old", now - 40 * DAY)
+    new_run = make_run(tmp_path, "new", now - DAY)
+    live = make_run(tmp_path, "live", now - 90 * DAY, status="running", pid=os.getpid())
+    old_entry = make_entry(cache, "aabb" + "0" * 60, now - 31 * DAY)
+    new_entry = make_entry(cache, "ccdd" + "0" * 60, now - 2 * DAY)
+
+    dry = cli("prune", "--cache-dir", str(cache), "--older-than", "30d", "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert "would remove run old" in dry.stdout and "would remove 1 cache entries" in dry.stdout
+    assert "run live" not in dry.stdout  # a running run is never pruned
+    assert old_run.exists() and old_entry.exists()
+
+    done = cli("prune", "--cache-dir", str(cache), "--older-than", "30d")
+    assert "removed run old" in done.stdout
+    assert not old_run.exists() and not old_entry.exists() and not (cache / "aa").exists()
+    assert new_run.exists() and new_entry.exists() and live.exists()
+
+
+def test_prune_by_size_removes_the_oldest_items_first(tmp_path):
+    now = time.time()
+    cache = tmp_path / "cache"
+    oldest = make_run(tmp_path, "r1", now - 5 * DAY, size=1000)
+    entry = make_entry(cache, "eeff" + "1" * 60, now - 4 * DAY, size=500)
+    newer = make_run(tmp_path, "r2", now - 3 * DAY, size=1000)
+    sizes = {p: sum(f.stat().st_size for f in p.rglob("*") if f.is_file()) for p in (oldest, newer)}
+    limit = sizes[newer] + 500  # room for the newer run and the entry, not the oldest run
+    done = cli("prune", "--cache-dir", str(cache), "--max-size", f"{limit}B")
+    assert done.returncode == 0, done.stderr
+    assert not oldest.exists() and entry.exists() and newer.exists()
+    cli("prune", "--cache-dir", str(cache), "--max-size", "0", "--only", "cache")
+    assert not entry.exists() and newer.exists()
+
+
+def test_prune_needs_a_limit_and_rejects_bad_ones(tmp_path):
+    assert cli("prune", "--cache-dir", str(tmp_path)).returncode == 2
+    bad = cli("prune", "--cache-dir", str(tmp_path), "--older-than", "soon")
+    assert bad.returncode == 2 and "--older-than 'soon'" in bad.stderr
+
+
+def test_duration_and_size_units():
+    assert parse_duration("30d") == 30 * DAY and parse_duration("12h") == 12 * 3600
+    assert parse_duration("2w") == 14 * DAY and parse_duration("7") == 7 * DAY
+    assert parse_size("2GB") == 2_000_000_000 and parse_size("1GiB") == 2**30
+    assert parse_size("500MB") == 500_000_000 and parse_size("123") == 123
+
+
+def test_plan_orders_by_age_and_combines_both_limits():
+    items = [Item("cache", Path("c"), mtime=100, size=10), Item("run", Path("a"), mtime=10, size=10),
+             Item("run", Path("b"), mtime=50, size=10)]
+    assert [i.path.name for i in plan(items, older_than_s=60, max_size=None, now=120)] == ["a", "b"]
+    assert [i.path.name for i in plan(items, older_than_s=100, max_size=10, now=120)] == ["a", "b"]
+    assert plan(items, older_than_s=None, max_size=30, now=120) == []
