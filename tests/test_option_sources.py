@@ -12,7 +12,7 @@ import pytest
 
 from pytest_toolbench.option_sources import help_with_default, ini_name
 
-pytest_plugins = ["pytester"]
+pytest_plugins = ["pytester"]  # runs go in subprocesses: an in-process run re-imports httpx/httpcore halfway
 REPO = Path(__file__).resolve().parents[1]
 
 SHOW_SETTINGS = '''
@@ -102,11 +102,11 @@ def test_pyproject_keys_change_the_run_and_the_command_line_wins(pytester: pytes
         toolbench_toolhop_scorer = "strict"
         """
     )
-    line = _settings_line(pytester.runpytest("-s", "-p", "no:randomly", "-p", "no:cacheprovider"))
+    line = _settings_line(pytester.runpytest_subprocess("-s", "-p", "no:randomly", "-p", "no:cacheprovider"))
     assert "model=oracle concurrency=3 scenarios=('direct', 'free') use_cache=False" in line
     assert "timeout=120.0" in line  # not in the file: the default
     assert "ft_k=5 ft_split=['e'] th_scorer=strict th_turns=9" in line
-    line = _settings_line(pytester.runpytest(
+    line = _settings_line(pytester.runpytest_subprocess(
         "-s", "-p", "no:randomly", "-p", "no:cacheprovider", "--concurrency", "2",
         "--scenario", "mandatory", "--familytool-k", "1", "--toolhop-scorer", "upstream",
     ))
@@ -124,9 +124,9 @@ def test_pytest_ini_keys_and_override(pytester: pytest.Pytester):
         toolbench_scenario = direct,mandatory
         """
     )
-    line = _settings_line(pytester.runpytest("-s", "-p", "no:randomly", "-p", "no:cacheprovider"))
+    line = _settings_line(pytester.runpytest_subprocess("-s", "-p", "no:randomly", "-p", "no:cacheprovider"))
     assert "scenarios=('direct', 'mandatory') use_cache=True timeout=7.5" in line
-    line = _settings_line(pytester.runpytest(
+    line = _settings_line(pytester.runpytest_subprocess(
         "-s", "-p", "no:randomly", "-p", "no:cacheprovider", "-o", "toolbench_request_timeout=9",
     ))
     assert "timeout=9.0" in line
@@ -141,7 +141,7 @@ def test_pytest_ini_keys_and_override(pytester: pytest.Pytester):
 def test_bad_ini_value_is_a_one_line_usage_error(pytester: pytest.Pytester, key, value, reason):
     pytester.makepyfile(test_show=SHOW_SETTINGS)
     pyproject = pytester.makepyprojecttoml(f"[tool.pytest.ini_options]\n{key} = {value}\n")
-    result = pytester.runpytest("-p", "no:randomly", "-p", "no:cacheprovider")
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     errors = [ln for ln in result.errlines if "pytest-toolbench" in ln]
     assert errors == [f"ERROR: pytest-toolbench: {pyproject}: {key} = {value.strip(chr(34))!r}: {reason}"]
@@ -159,7 +159,7 @@ def test_ini_model_does_not_make_a_unit_test_run_a_toolbench_run(
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     pytester.makepyfile(test_plain="def test_ok():\n    assert True\n")
     pytester.makeini("[pytest]\n" + settings)
-    result = pytester.runpytest("-p", "no:randomly", "-p", "no:cacheprovider")
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=1)
-    result = pytester.runpytest("-p", "no:randomly", "-p", "no:cacheprovider", "--model", "gpt-4o-mini")
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:cacheprovider", "--model", "gpt-4o-mini")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
