@@ -392,6 +392,9 @@ class ControllerHooks:
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         st = self.st
+        if st.journal is not None:  # the last group commit: every result is on disk from here
+            st.journal.close()
+            st.journal = None
         if is_xdist_controller(self.config):
             st.recovered = recover_missing(
                 list(run_dir(self.config).glob("worker-*.jsonl")), st.results
