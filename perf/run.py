@@ -253,7 +253,7 @@ def measure_sandbox(ns: argparse.Namespace, tmp: Path, figures: dict[str, Any]) 
         server.close()
     times: list[float] = []
     if report.exists():
-        for result in json.loads(report.read_text())["results"]:
+        for result in json.loads(report.read_text())["cases"]:
             times += result.get("details", {}).get("sandbox_calls_ms", [])
     p50 = statistics.median(times) if times else None
     figures["sandbox"] = {**run, "tool_calls": len(times), "p50_ms": p50,

@@ -438,6 +438,10 @@ class ControllerHooks:
         notes += coverage_notes(covered, st.suite_sizes)
         cached = cache_note(sum(r.model_calls for r in results), sum(r.cached_calls for r in results))
         notes += [cached] if cached else []
+        from pytest_toolbench.models.endpoint_pool import endpoint_notes, endpoint_totals
+
+        endpoints = endpoint_totals([r.details for r in results])
+        notes += endpoint_notes(endpoints)
         st.summary = render_summary(st.metrics, st.verdicts, run_notes=notes, include_gates=False)
         if st.settings.json_path:
             from pytest_toolbench.report.json_report import write_json_report
@@ -448,6 +452,8 @@ class ControllerHooks:
                     "subset": st.suite_sizes.get(n) is not None and c < st.suite_sizes[n]}
                 for n, c in sorted(covered.items())
             }
+            if endpoints:
+                info["endpoints"] = endpoints
             info["cache"] = {"model_calls": sum(r.model_calls for r in results),
                              "replies_from_cache": sum(r.cached_calls for r in results)}
             write_json_report(st.settings.json_path, st.metrics, results, info, gates=st.verdicts)
