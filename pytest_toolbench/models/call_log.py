@@ -22,6 +22,8 @@ class CaseCallLog:
     lost_turns: list[dict[str, Any]] = field(default_factory=list)
     #: Wall time of each sandboxed tool call as the case saw it, ms (perf/run.py reads it).
     sandbox_ms: list[float] = field(default_factory=list)
+    #: The same calls' wall time as the case saw it (waiting for a free sandbox worker included).
+    sandbox_wait_ms: list[float] = field(default_factory=list)
     #: Several endpoints (--base-url repeated): URL -> {"requests", "errors"} for this case.
     endpoints: dict[str, dict[str, int]] = field(default_factory=dict)
 
@@ -46,6 +48,7 @@ class CaseCallLog:
             out["endpoints"] = self.endpoints
         if self.sandbox_ms:
             out["sandbox_calls_ms"] = [round(v, 3) for v in self.sandbox_ms]
+            out["sandbox_wall_ms"] = [round(v, 3) for v in self.sandbox_wait_ms]
         return out
 
 

@@ -62,7 +62,8 @@ def build_model(
             settings.model, url, key, settings.request_timeout_s, settings.max_retries,
             settings.concurrency, retry_after_max_s=settings.retry_after_max_s,
             upstream_lost_turns=settings.upstream_lost_turns, extra_body=extra_body,
-            base_urls=list(settings.base_urls) if not base_url and len(settings.base_urls) > 1 else None,
+            base_urls=list(settings.base_urls)
+            if len(settings.base_urls) > 1 and (url is None or url in settings.base_urls) else None,
         )
         include_base_url = True
     elif backend == "vllm":
