@@ -99,7 +99,8 @@ def test_requests_avoid_a_broken_endpoint_over_http() -> None:
             return logs
 
         logs = asyncio.run(main())
-        snap = backend.describe()["endpoints"]
+        assert backend.describe()["endpoints"] == [bad.base_url, good.base_url]
+        snap = backend.pool.snapshot()
         assert snap[bad.base_url]["errors"] == {"http_500": 2}
         assert snap[bad.base_url]["cooldowns"] == 1
         assert snap[good.base_url]["requests"] == 6

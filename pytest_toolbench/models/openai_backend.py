@@ -274,7 +274,8 @@ class OpenAIBackend:
             "retry_after_max_s": self.retry_after_max_s,
             "upstream_lost_turns": self.upstream_lost_turns,
             "concurrency": self.concurrency,
-            **({"endpoints": self.pool.snapshot()} if self.pool is not None else {}),
+            # The URLs only (static: describe() may feed cache keys); live counts: pool.snapshot().
+            **({"endpoints": [e.url for e in self.pool.endpoints]} if self.pool is not None else {}),
         }
 
     # -- internals -------------------------------------------------------------------------------
