@@ -624,7 +624,12 @@ def is_xdist_controller(config: pytest.Config) -> bool:
     return not is_worker(config) and bool(getattr(config.option, "numprocesses", None))
 
 
+_MADE_RUN_DIRS: set[Path] = set()
+
+
 def _run_dir(st: ToolbenchState) -> Path:
     path = st.settings.cache_dir.parent / "runs" / st.run_id
-    path.mkdir(parents=True, exist_ok=True)
+    if path not in _MADE_RUN_DIRS:  # once per process: it was a mkdir per result (issue 11)
+        path.mkdir(parents=True, exist_ok=True)
+        _MADE_RUN_DIRS.add(path)
     return path
