@@ -44,6 +44,8 @@ class RunSettings(BaseModel):
     model: str = EMBEDDED_MODEL
     backend: Literal["auto", "openai", "vllm"] = "auto"
     base_url: str | None = None
+    #: Every endpoint of the model (--base-url repeated / --base-urls-file); base_url is the first.
+    base_urls: tuple[str, ...] = ()
     api_key: str | None = None
     request_timeout_s: float = 120.0  # one HTTP attempt
     max_retries: int = 6

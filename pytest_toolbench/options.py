@@ -29,9 +29,12 @@ def add_options(parser: pytest.Parser) -> None:
     g.addoption("--backend", default="auto", choices=["auto", "openai", "vllm"],
                 help="openai: any OpenAI-compatible endpoint; vllm: the harness starts one vLLM "
                      "server for the session (default: vllm for local models, else openai)")
-    g.addoption("--base-url", default=None,
+    g.addoption("--base-url", action="append", default=None,
                 help="OpenAI-compatible endpoint (default $OPENAI_BASE_URL). With --backend vllm, "
-                     "attach to this running server instead of starting one.")
+                     "attach to this running server instead of starting one. Repeat it for "
+                     "several replicas of one model: least-loaded routing with per-endpoint health")
+    g.addoption("--base-urls-file", default=None, metavar="FILE",
+                help="endpoints of one model, one URL per line (# comments), added to --base-url")
     g.addoption("--api-key", default=None, help="API key (default $OPENAI_API_KEY)")
     g.addoption("--request-timeout", type=float, default=120.0,
                 help="seconds for one HTTP attempt (each retry gets its own)")
@@ -162,7 +165,8 @@ def settings_from_config(config: pytest.Config) -> RunSettings:
     return RunSettings(
         model=opt("--model") or EMBEDDED_MODEL,
         backend=opt("--backend"),
-        base_url=opt("--base-url"),
+        base_url=urls[0] if (urls := _base_urls(config)) else None,
+        base_urls=tuple(urls),
         api_key=opt("--api-key"),
         request_timeout_s=opt("--request-timeout"),
         max_retries=opt("--max-retries"),
@@ -210,3 +214,14 @@ def _absolute(config: pytest.Config, path: str) -> Path:
     """Relative paths are taken from where pytest was invoked, as users expect."""
     p = Path(os.path.expanduser(path))
     return p if p.is_absolute() else Path(config.invocation_params.dir) / p
+
+
+def _base_urls(config: pytest.Config) -> list[str]:
+    """--base-url (repeatable) then --base-urls-file, duplicates dropped, order kept."""
+    from pytest_toolbench.models.endpoint_pool import read_urls_file
+
+    urls = list(config.getoption("--base-url") or [])
+    path = config.getoption("--base-urls-file")
+    if path:
+        urls += read_urls_file(_absolute(config, path))
+    return list(dict.fromkeys(urls))

@@ -424,6 +424,9 @@ class ControllerHooks:
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         st = self.st
+        if st.journal is not None:  # the last group commit: every result is on disk from here
+            st.journal.close()
+            st.journal = None
         if is_xdist_controller(self.config):
             st.recovered = recover_missing(
                 list(run_dir(self.config).glob("worker-*.jsonl")), st.results
@@ -492,6 +495,10 @@ class ControllerHooks:
         notes += coverage_notes(covered, st.suite_sizes)
         cached = cache_note(sum(r.model_calls for r in results), sum(r.cached_calls for r in results))
         notes += [cached] if cached else []
+        from pytest_toolbench.models.endpoint_pool import endpoint_notes, endpoint_totals
+
+        endpoints = endpoint_totals([r.details for r in results])
+        notes += endpoint_notes(endpoints)
         st.summary = render_summary(st.metrics, st.verdicts, run_notes=notes, include_gates=False)
         if repeats is not None:
             from pytest_toolbench.results.repeats import render_repeats
@@ -510,6 +517,8 @@ class ControllerHooks:
                 "subset": st.suite_sizes.get(n) is not None and c < st.suite_sizes[n]}
             for n, c in sorted(covered.items())
         }
+        if endpoints:
+            info["endpoints"] = endpoints
         info["cache"] = {"model_calls": sum(r.model_calls for r in results),
                          "replies_from_cache": sum(r.cached_calls for r in results)}
         extra = {"repeats": repeats.model_dump(mode="json")} if repeats is not None else None
@@ -699,7 +708,12 @@ def is_xdist_controller(config: pytest.Config) -> bool:
     return not is_worker(config) and bool(getattr(config.option, "numprocesses", None))
 
 
+_MADE_RUN_DIRS: set[Path] = set()
+
+
 def _run_dir(st: ToolbenchState) -> Path:
     path = st.settings.cache_dir.parent / "runs" / st.run_id
-    path.mkdir(parents=True, exist_ok=True)
+    if path not in _MADE_RUN_DIRS:  # once per process: it was a mkdir per result (issue 11)
+        path.mkdir(parents=True, exist_ok=True)
+        _MADE_RUN_DIRS.add(path)
     return path

@@ -20,6 +20,17 @@ class CaseCallLog:
     retries: list[dict[str, Any]] = field(default_factory=list)
     #: --upstream-lost-turns: one entry per model call that failed and consumed its turn.
     lost_turns: list[dict[str, Any]] = field(default_factory=list)
+    #: Wall time of each sandboxed tool call as the case saw it, ms (perf/run.py reads it).
+    sandbox_ms: list[float] = field(default_factory=list)
+    #: The same calls' wall time as the case saw it (waiting for a free sandbox worker included).
+    sandbox_wait_ms: list[float] = field(default_factory=list)
+    #: Several endpoints (--base-url repeated): URL -> {"requests", "errors"} for this case.
+    endpoints: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    def endpoint_attempt(self, url: str, error: str | None) -> None:
+        counts = self.endpoints.setdefault(url, {"requests": 0, "errors": 0})
+        counts["requests"] += 1
+        counts["errors"] += error is not None
 
     def details(self) -> dict[str, Any]:
         """The ``details`` keys for the case result (empty when nothing happened)."""
@@ -33,6 +44,11 @@ class CaseCallLog:
             }
         if self.lost_turns:
             out["lost_turns"] = self.lost_turns
+        if self.endpoints:
+            out["endpoints"] = self.endpoints
+        if self.sandbox_ms:
+            out["sandbox_calls_ms"] = [round(v, 3) for v in self.sandbox_ms]
+            out["sandbox_wall_ms"] = [round(v, 3) for v in self.sandbox_wait_ms]
         return out
 
 

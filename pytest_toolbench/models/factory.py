@@ -62,6 +62,8 @@ def build_model(
             settings.model, url, key, settings.request_timeout_s, settings.max_retries,
             settings.concurrency, retry_after_max_s=settings.retry_after_max_s,
             upstream_lost_turns=settings.upstream_lost_turns, extra_body=extra_body,
+            base_urls=list(settings.base_urls)
+            if len(settings.base_urls) > 1 and (url is None or url in settings.base_urls) else None,
         )
         include_base_url = True
     elif backend == "vllm":
@@ -76,6 +78,8 @@ def build_model(
             name=settings.model, backend_label="vllm", abort_check=abort_check,
             retry_after_max_s=settings.retry_after_max_s,
             upstream_lost_turns=settings.upstream_lost_turns, extra_body=extra_body,
+            # --backend vllm with --base-url repeated: a fleet of running vLLM replicas.
+            base_urls=list(settings.base_urls) if len(settings.base_urls) > 1 and base_url in settings.base_urls else None,
         )
         include_base_url = False  # a managed server gets a fresh port each run
     else:  # pragma: no cover - resolved_backend is a Literal

@@ -37,6 +37,7 @@ from pytest_toolbench.models.base import (
     Usage,
 )
 from pytest_toolbench.models.call_log import current_call_log
+from pytest_toolbench.models.endpoint_pool import EndpointPool
 from pytest_toolbench.models.meter import REQUEST_METER
 from pytest_toolbench.models.parse_check import detect_parse_failure
 
@@ -167,6 +168,7 @@ class OpenAIBackend:
         abort_check: Callable[[], str | None] | None = None,
         upstream_lost_turns: bool = False,
         extra_body: dict[str, Any] | None = None,
+        base_urls: list[str] | None = None,
     ):
         if concurrency < 1:
             raise ValueError(f"concurrency must be >= 1, got {concurrency}")
@@ -174,7 +176,9 @@ class OpenAIBackend:
             raise ValueError(f"max_retries must be >= 0, got {max_retries}")
         self.model = model
         self.name = name or model
-        self.base_url = base_url
+        #: Several endpoints for one model: least-loaded routing with health (endpoint_pool.py).
+        self.pool = EndpointPool(list(base_urls)) if base_urls and len(base_urls) > 1 else None
+        self.base_url = base_urls[0] if self.pool is not None else base_url
         self._api_key = api_key
         self.timeout_s = timeout_s
         self.max_retries = max_retries
@@ -193,6 +197,7 @@ class OpenAIBackend:
         # Client and semaphore belong to one event loop; built lazily inside it (see _loop_state).
         self._loop: asyncio.AbstractEventLoop | None = None
         self._client: openai.AsyncOpenAI | None = None
+        self._clients: dict[str, openai.AsyncOpenAI] = {}
         self._semaphore: asyncio.Semaphore | None = None
 
     # -- ChatModel -------------------------------------------------------------------------------
@@ -251,11 +256,13 @@ class OpenAIBackend:
         )
 
     async def aclose(self) -> None:
-        client, loop = self._client, self._loop
-        self._client, self._loop, self._semaphore = None, None, None
+        client, loop, others = self._client, self._loop, list(self._clients.values())
+        self._client, self._loop, self._semaphore, self._clients = None, None, None, {}
         # Connections belong to the loop that opened them; from another loop just drop them.
-        if client is not None and loop is asyncio.get_running_loop():
-            await client.close()
+        if loop is asyncio.get_running_loop():
+            for c in [client, *others] if client is not None else others:
+                if c is not None:
+                    await c.close()
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -268,6 +275,8 @@ class OpenAIBackend:
             "retry_after_max_s": self.retry_after_max_s,
             "upstream_lost_turns": self.upstream_lost_turns,
             "concurrency": self.concurrency,
+            # The URLs only (static: describe() may feed cache keys); live counts: pool.snapshot().
+            **({"endpoints": [e.url for e in self.pool.endpoints]} if self.pool is not None else {}),
         }
 
     # -- internals -------------------------------------------------------------------------------
@@ -295,18 +304,25 @@ class OpenAIBackend:
         loop = asyncio.get_running_loop()
         if self._loop is not loop or self._client is None or self._semaphore is None:
             self._loop = loop
-            self._client = openai.AsyncOpenAI(
-                api_key=self._api_key,
-                base_url=self.base_url,
-                timeout=self.timeout_s,
-                max_retries=0,
+            self._client = self._new_client(self.base_url)
+            self._clients = (
+                {e.url: self._new_client(e.url) for e in self.pool.endpoints}
+                if self.pool is not None else {}
             )
             self._semaphore = asyncio.Semaphore(self.concurrency)
         return self._client, self._semaphore
 
+    def _new_client(self, url: str | None) -> openai.AsyncOpenAI:
+        return openai.AsyncOpenAI(
+            api_key=self._api_key, base_url=url, timeout=self.timeout_s, max_retries=0
+        )
+
     async def _attempt(self, kwargs: dict[str, Any]) -> ChatResponse:
         client, semaphore = self._loop_state()
         async with semaphore:  # held only while a request is in flight, never while backing off
+            endpoint = self.pool.acquire() if self.pool is not None else None
+            if endpoint is not None:
+                client = self._clients[endpoint.url]
             self.stats.attempts += 1
             started = time.perf_counter()
             try:
@@ -315,19 +331,44 @@ class OpenAIBackend:
                 REQUEST_METER.add_usage(getattr(completion, "usage", None))
             except openai.OpenAIError as exc:
                 self.stats.errors[error_kind(exc)] += 1
+                self._release(endpoint, exc)
                 raise
-            except Exception as exc:  # e.g. a 200 whose body is not JSON: the SDK lets it through
+            except BaseException as exc:  # e.g. a 200 whose body is not JSON: the SDK lets it through
+                self._release(endpoint, exc)
+                if not isinstance(exc, Exception):  # cancelled: not the endpoint's fault
+                    raise
                 self.stats.errors["bad_response"] += 1
                 raise InvalidReply(f"unreadable reply: {_short(exc)}") from exc
             latency = time.perf_counter() - started
         try:
-            return self._to_response(completion, latency)
-        except InvalidReply:
+            response = self._to_response(completion, latency)
+        except InvalidReply as exc:
             self.stats.errors["bad_response"] += 1
+            self._release(endpoint, exc)
             raise
         except Exception as exc:  # a reply shaped unlike a chat.completion
             self.stats.errors["bad_response"] += 1
+            self._release(endpoint, exc)
             raise InvalidReply(f"unexpected reply shape: {_short(exc)}") from exc
+        self._release(endpoint, None)
+        return response
+
+    def _release(self, endpoint: Any, exc: BaseException | None) -> None:
+        """End an attempt on a pooled endpoint: its health and this case's per-endpoint counts."""
+        if endpoint is None or self.pool is None:
+            return
+        if exc is None:
+            self.pool.release(endpoint)
+            kind = None
+        elif not isinstance(exc, Exception):
+            self.pool.release(endpoint, "cancelled", health=False)
+            kind = "cancelled"
+        else:
+            kind = error_kind(exc) if isinstance(exc, (openai.OpenAIError, ModelCallError)) else "bad_response"
+            self.pool.release(endpoint, kind, health=is_retryable(exc))
+        log = current_call_log()
+        if log is not None:
+            log.endpoint_attempt(endpoint.url, kind)
 
     def _to_response(self, completion: Any, latency: float) -> ChatResponse:
         if isinstance(completion, (str, bytes)) or not getattr(completion, "choices", None):

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import pytest
 
+_POSITIONS = pytest.StashKey[dict[int, int]]()
+_AHEAD = pytest.StashKey[list[int]]()
+
 
 def upcoming_items(session: pytest.Session, item: pytest.Item, count: int) -> list[pytest.Item]:
     if count <= 0:
@@ -17,9 +20,8 @@ def upcoming_items(session: pytest.Session, item: pytest.Item, count: int) -> li
     items = session.items
     interactor = _xdist_worker_interactor(session.config)
     if interactor is None:
-        try:
-            index = items.index(item)
-        except ValueError:
+        index = _position(session, item)
+        if index is None:
             return []
         return items[index + 1 : index + 1 + count]
     try:
@@ -32,6 +34,39 @@ def upcoming_items(session: pytest.Session, item: pytest.Item, count: int) -> li
         return [items[i] for i in indices[:count]]
     except Exception:
         return []
+
+
+def new_upcoming_items(session: pytest.Session, item: pytest.Item, count: int) -> list[pytest.Item]:
+    """Like :func:`upcoming_items`, but without ``-n`` only the items not returned before: the
+    window slides by one item per test, so handing back all ``count`` items each time cost
+    O(concurrency) per test for nothing (issue 11). Under xdist the queue changes under us, so
+    the whole window is returned (submitting is idempotent)."""
+    if _xdist_worker_interactor(session.config) is not None:
+        return upcoming_items(session, item, count)
+    index = _position(session, item)
+    if index is None or count <= 0:
+        return []
+    ahead = session.stash.setdefault(_AHEAD, [0])
+    start = max(index + 1, ahead[0])
+    end = index + 1 + count
+    ahead[0] = max(ahead[0], end)
+    return session.items[start:end]
+
+
+def _position(session: pytest.Session, item: pytest.Item) -> int | None:
+    """Index of ``item`` in ``session.items`` (a map built once: ``list.index`` per test was
+    quadratic in the suite size)."""
+    positions = session.stash.get(_POSITIONS, None)
+    if positions is None or len(positions) != len(session.items):
+        positions = {id(it): i for i, it in enumerate(session.items)}
+        session.stash[_POSITIONS] = positions
+    index = positions.get(id(item))
+    if index is None or session.items[index] is not item:
+        try:
+            return session.items.index(item)
+        except ValueError:
+            return None
+    return index
 
 
 def _xdist_worker_interactor(config: pytest.Config):

@@ -375,7 +375,15 @@ class ToolSandbox:
             self._slots.put(worker if keep else None)
 
     async def arun(self, job: str, payload: dict, timeout_s: float) -> SandboxOutcome:
-        return await asyncio.to_thread(self.run, job, payload, timeout_s)
+        from pytest_toolbench.models.call_log import current_call_log
+
+        started = time.perf_counter()
+        outcome = await asyncio.to_thread(self.run, job, payload, timeout_s)
+        log = current_call_log()
+        if log is not None:  # the call on its worker, and the whole wait (queue for a slot too)
+            log.sandbox_ms.append(outcome.duration_s * 1e3)
+            log.sandbox_wait_ms.append((time.perf_counter() - started) * 1e3)
+        return outcome
 
     def describe(self) -> dict[str, Any]:
         """Limits and the isolation layers actually in force (starts one worker if none ran yet)."""

@@ -1,0 +1,352 @@
+"""One performance run of the harness against a fixed-latency local endpoint (issue 11).
+
+Run: python perf/run.py [--latency 0.5] [--cases 1000] [--json PATH] [--skip NAME ...]
+
+Starts perf/fake_llm.py (a stdlib-asyncio OpenAI-compatible server playing ToolHop gold, so
+tool-using cases take their real number of turns), generates ToolHop data with distinct ids from
+the bundled sample into a temporary data dir, runs whole ``pytest`` commands as subprocesses and
+measures each figure as a ratio, then prints a table and exits 1 if any goal is missed.
+
+Efficiency = ideal wall / measured wall of the whole pytest command, ideal = model calls x
+latency / requests in flight. Runs at more requests in flight get proportionally more cases
+(``--cases`` is the size at 64 in flight), so every efficiency run has the same ideal wall.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLE = REPO / "data" / "toolhop" / "ToolHop.json"
+PY = sys.executable
+
+
+@dataclass
+class Goal:
+    name: str
+    value: float | None
+    target: float | None
+    higher_is_better: bool = True
+    unit: str = ""
+    note: str = ""
+
+    @property
+    def met(self) -> bool | None:
+        if self.target is None:
+            return None
+        if self.value is None:
+            return False
+        return self.value >= self.target if self.higher_is_better else self.value <= self.target
+
+
+# ----------------------------------------------------------------------------- data and server
+def make_toolhop_data(root: Path, records: int) -> Path:
+    """``records`` ToolHop records cycled from the bundled sample, ids and questions made
+    distinct (the fake endpoint finds the gold by the sample question inside the prompt)."""
+    base = json.loads(SAMPLE.read_text(encoding="utf-8"))
+    out = root / "toolhop"
+    out.mkdir(parents=True, exist_ok=True)
+    with (out / "ToolHop.json").open("w", encoding="utf-8") as fh:
+        fh.write("[")
+        for i in range(records):
+            rec = dict(base[i % len(base)])
+            rec["id"] = 1_000_000 + i
+            # A distinct request per case (else the response cache answers the copies).
+            rec["question"] = f"[{rec['id']}] {rec['question']}"
+            fh.write(("," if i else "") + json.dumps(rec))
+        fh.write("]")
+    return root
+
+
+class FakeEndpoints:
+    """perf/fake_llm.py in its own process (its CPU never shares the harness's GIL)."""
+
+    def __init__(self, data: Path, latency: float, endpoints: int = 1):
+        self.proc = subprocess.Popen(
+            [PY, str(REPO / "perf" / "fake_llm.py"), "--data", str(data), "--latency", str(latency),
+             "--endpoints", str(endpoints)], stdout=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline().strip()  # type: ignore[union-attr]
+        if not line:
+            raise RuntimeError("fake endpoint did not start")
+        self.ports = [int(p) for p in line.split(",")]
+        self.urls = [f"http://127.0.0.1:{p}/v1" for p in self.ports]
+
+    def _get(self, path: str) -> dict[str, Any]:
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.ports[0]}{path}", timeout=10) as r:
+            return json.loads(r.read())
+
+    def stats(self) -> dict[str, Any]:
+        return self._get("/stats")
+
+    def reset(self) -> None:
+        self._get("/reset")
+
+    def close(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(timeout=10)
+
+
+# ----------------------------------------------------------------------------- pytest runs
+def timed(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, int, str, int]:
+    """Wall seconds, return code, output tail and peak RSS (KiB) of one subprocess."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            env={**os.environ, **(env or {})})
+    out = proc.stdout.read()  # type: ignore[union-attr]
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return wall, proc.returncode, out.decode("utf-8", "replace")[-3000:], int(usage.ru_maxrss)
+
+
+def pytest_cmd(data_dir: Path, base_urls: list[str], concurrency: int, cache_dir: Path,
+               scenario: str = "direct", extra: list[str] | None = None) -> list[str]:
+    cmd = [PY, "-m", "pytest", "suites/toolhop", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
+           "--data-dir", str(data_dir), "--scenario", scenario, "--api-key", "perf",
+           "--model", "perf-model", "--backend", "openai", "--concurrency", str(concurrency),
+           "--cache-dir", str(cache_dir)]
+    for url in base_urls:
+        cmd += ["--base-url", url]
+    return cmd + (extra or [])
+
+
+def efficiency_run(server: FakeEndpoints, data_dir: Path, latency: float, concurrency: int,
+                   workers: int, cache_dir: Path, extra: list[str] | None = None,
+                   scenario: str = "direct") -> dict[str, Any]:
+    server.reset()
+    extra = [*(extra or []), "-n", str(workers)]
+    wall, rc, tail, rss = timed(pytest_cmd(data_dir, server.urls, concurrency, cache_dir,
+                                           scenario, extra))
+    stats = server.stats()
+    in_flight = concurrency * max(1, workers)
+    calls = stats["requests"]
+    ideal = calls * latency / in_flight
+    return {"wall_s": round(wall, 3), "rc": rc, "calls": calls, "in_flight": in_flight,
+            "peak_in_flight": stats["peak_in_flight"], "ideal_s": round(ideal, 3),
+            "efficiency": round(ideal / wall, 3) if calls else 0.0, "per_port": stats["per_port"],
+            "tail": tail if rc not in (0, 1) else tail[-400:]}
+
+
+# ----------------------------------------------------------------------------- measurements
+def measure_efficiency(ns: argparse.Namespace, tmp: Path, figures: dict[str, Any]) -> list[Goal]:
+    goals: list[Goal] = []
+    sizes = {64: ns.cases, 256: ns.cases * 4, 128: ns.cases * 2}
+    data = {n: make_toolhop_data(tmp / f"data-{n}", n) for n in set(sizes.values())}
+    server = FakeEndpoints(SAMPLE, ns.latency)
+    try:
+        runs: dict[str, dict[str, Any]] = {}
+        cache64 = tmp / "cache-64" / "cache"
+        runs["c64_n0"] = efficiency_run(server, data[sizes[64]], ns.latency, 64, 0, cache64)
+        runs["c256_n0"] = efficiency_run(server, data[sizes[256]], ns.latency, 256, 0,
+                                         tmp / "cache-256" / "cache")
+        runs["c64_n2"] = efficiency_run(server, data[sizes[128]], ns.latency, 64, 2,
+                                        tmp / "cache-n2" / "cache")
+        # The fully cached re-run and --cache-only reuse the 64-in-flight run's cache.
+        server.reset()
+        cached_wall, cached_rc, cached_tail, _ = timed(pytest_cmd(data[sizes[64]], server.urls, 64, cache64, extra=["-n", "0"]))
+        cached_calls = server.stats()["requests"]
+        only_wall, only_rc, only_tail, _ = timed(pytest_cmd(data[sizes[64]], server.urls, 64, cache64,
+                                                            extra=["-n", "0", "--cache-only"]))
+        figures["efficiency_runs"] = runs
+        first = runs["c64_n0"]["wall_s"]
+        figures["cached_rerun"] = {"wall_s": round(cached_wall, 3), "rc": cached_rc,
+                                   "calls_sent": cached_calls, "speedup": round(first / cached_wall, 2),
+                                   "tail": cached_tail[-400:]}
+        figures["cache_only"] = {"wall_s": round(only_wall, 3), "rc": only_rc,
+                                 "speedup": round(first / only_wall, 2), "tail": only_tail[-400:]}
+        goals += [
+            Goal("efficiency, 64 in flight, -n 0", runs["c64_n0"]["efficiency"], 0.90,
+                 note=f"{runs['c64_n0']['calls']} calls, {runs['c64_n0']['wall_s']}s vs ideal {runs['c64_n0']['ideal_s']}s"),
+            Goal("efficiency, 256 in flight, -n 0", runs["c256_n0"]["efficiency"], 0.85,
+                 note=f"{runs['c256_n0']['calls']} calls, {runs['c256_n0']['wall_s']}s vs ideal {runs['c256_n0']['ideal_s']}s"),
+            Goal("efficiency, -n 2 x 64 in flight", runs["c64_n2"]["efficiency"], 0.80,
+                 note=f"{runs['c64_n2']['calls']} calls, {runs['c64_n2']['wall_s']}s vs ideal {runs['c64_n2']['ideal_s']}s"),
+            Goal("efficiency rises 64 -> 256 in flight",
+                 round(runs["c256_n0"]["efficiency"] - runs["c64_n0"]["efficiency"], 3), -0.05,
+                 note="difference; must not fall by more than noise (0.05)"),
+            Goal("fully cached re-run speedup", figures["cached_rerun"]["speedup"], 20.0, unit="x",
+                 note=f"{cached_wall:.2f}s, {cached_calls} calls sent"),
+            Goal("--cache-only speedup", figures["cache_only"]["speedup"], 20.0, unit="x",
+                 note=f"{only_wall:.2f}s"),
+        ]
+        if not ns.skip or "upstream" not in ns.skip:
+            server.reset()
+            up_wall, up_rc, up_tail, _ = timed([PY, str(REPO / "perf" / "upstream_style.py"),
+                                                "--data-dir", str(data[sizes[64]]), "--base-url",
+                                                server.urls[0], "--threads", "64",
+                                                "--out", str(tmp / "upstream.jsonl")],
+                                               env={"PYTHONPATH": str(REPO)})
+            up_calls = server.stats()["requests"]
+            up_eff = up_calls * ns.latency / 64 / up_wall
+            figures["upstream_reference"] = {"wall_s": round(up_wall, 3), "rc": up_rc, "calls": up_calls,
+                                             "efficiency": round(up_eff, 3),
+                                             "harness_speedup": round(up_wall / first, 2),
+                                             "tail": up_tail[-400:] if up_rc else ""}
+            goals.append(Goal("reference: upstream thread pool (64 threads) efficiency",
+                              round(up_eff, 3), None,
+                              note=f"harness is {up_wall / first:.2f}x faster at 64 in flight"))
+    finally:
+        server.close()
+    return goals
+
+
+def measure_endpoints(ns: argparse.Namespace, tmp: Path, figures: dict[str, Any]) -> list[Goal]:
+    n = ns.endpoints
+    data = make_toolhop_data(tmp / "data-ep", ns.cases * n)
+    server = FakeEndpoints(SAMPLE, ns.latency, endpoints=n)
+    try:
+        run = efficiency_run(server, data, ns.latency, 64 * n, 0, tmp / "cache-ep" / "cache")
+    finally:
+        server.close()
+    spread = sorted(run["per_port"].values())
+    figures["endpoints"] = {**run, "endpoints": n}
+    return [Goal(f"aggregate efficiency, {n} endpoints x 64 in flight", run["efficiency"], 0.90,
+                 note=f"{run['calls']} calls, per endpoint {spread}")]
+
+
+def measure_collection(ns: argparse.Namespace, tmp: Path, figures: dict[str, Any]) -> list[Goal]:
+    out: dict[str, Any] = {}
+    for n in ns.collect_sizes:
+        # Every scenario (3 cases per record): a third of the records make n cases.
+        data = make_toolhop_data(tmp / f"collect-{n}", -(-n // 3))
+        cmd = [PY, "-m", "pytest", "suites/toolhop", "--collect-only", "-q", "-p", "no:cacheprovider",
+               "-p", "no:randomly", "--data-dir", str(data)]
+        wall, rc, tail, rss = timed(cmd)
+        out[n] = {"wall_s": round(wall, 3), "rc": rc, "peak_rss_kib": rss,
+                  "tail": tail[-300:] if rc else ""}
+        shutil.rmtree(data, ignore_errors=True)
+    figures["collection"] = out
+    small, large = min(ns.collect_sizes), max(ns.collect_sizes)
+    per_case = (out[large]["peak_rss_kib"] - out[small]["peak_rss_kib"]) / (large - small)
+    linear = out[large]["wall_s"] / out[small]["wall_s"] / (large / small)
+    figures["memory_per_case_kib"] = round(per_case, 2)
+    return [
+        Goal(f"collection of {small:,} cases", out[small]["wall_s"], 3.0, False, "s"),
+        Goal(f"collection {small:,} -> {large:,}: time ratio / size ratio", round(linear, 2), 1.3,
+             False, note=f"{out[large]['wall_s']}s for {large:,} (1.0 = linear)"),
+        Goal("memory per case (collection)", round(per_case, 2), 4.0, False, "KiB",
+             note="peak RSS difference / case difference; issue baseline 16 KiB"),
+    ]
+
+
+def measure_sandbox(ns: argparse.Namespace, tmp: Path, figures: dict[str, Any]) -> list[Goal]:
+    data = make_toolhop_data(tmp / "data-sbx", ns.sandbox_cases)
+    server = FakeEndpoints(SAMPLE, ns.latency)
+    report = tmp / "sandbox-report.json"
+    try:
+        run = efficiency_run(server, data, ns.latency, 64, 0, tmp / "cache-sbx" / "cache",
+                             extra=["--toolbench-json", str(report), *ns.sandbox_args],
+                             scenario="mandatory")
+    finally:
+        server.close()
+    times: list[float] = []
+    walls: list[float] = []
+    if report.exists():
+        for result in json.loads(report.read_text())["cases"]:
+            times += result.get("details", {}).get("sandbox_calls_ms", [])
+            walls += result.get("details", {}).get("sandbox_wall_ms", [])
+    p50 = statistics.median(times) if times else None
+    figures["sandbox"] = {**run, "tool_calls": len(times), "p50_ms": p50,
+                          "wall_p50_ms": statistics.median(walls) if walls else None,
+                          "p95_ms": sorted(times)[int(0.95 * len(times)) - 1] if times else None}
+    return [Goal("sandbox per-call p50 in a mandatory run", round(p50, 2) if p50 else None, 5.0,
+                 False, "ms", note=f"on its worker; {len(times)} tool calls, {run['calls']} model calls, rc {run['rc']}"),
+            Goal("sandbox per-call p50 as the case waits (queue included)",
+                 round(statistics.median(walls), 2) if walls else None, None, False, "ms",
+                 note="--sandbox-workers default, 64 cases in flight")]
+
+
+def measure_retrieval(ns: argparse.Namespace, tmp: Path, figures: dict[str, Any]) -> list[Goal]:
+    wall, rc, tail, _ = timed([PY, str(REPO / "perf" / "retrieval.py"), "--cache", str(tmp / "emb"),
+                               "--json", str(tmp / "retrieval.json")], env={"PYTHONPATH": str(REPO)})
+    if rc != 0 or not (tmp / "retrieval.json").exists():
+        figures["retrieval"] = {"rc": rc, "tail": tail}
+        return [Goal("retrieval benchmark ran", None, 1.0, note=tail.strip().splitlines()[-1][:120] if tail.strip() else "")]
+    res = json.loads((tmp / "retrieval.json").read_text())
+    figures["retrieval"] = res
+    return [Goal(f"retrieval {name}, {mode}", v["queries_per_s"], None, unit="q/s",
+                 note=f"{v['queries']} queries, index {v['index_s']}s")
+            for name, modes in res.items() for mode, v in modes.items()]
+
+
+# ----------------------------------------------------------------------------- main
+def render(goals: list[Goal]) -> str:
+    rows = [("figure", "value", "goal", "met", "note")]
+    for g in goals:
+        value = "n/a" if g.value is None else f"{g.value:g}{g.unit}"
+        goal = "-" if g.target is None else f"{'>=' if g.higher_is_better else '<='} {g.target:g}{g.unit}"
+        met = {True: "yes", False: "NO", None: "ref"}[g.met]
+        rows.append((g.name, value, goal, met, g.note))
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    lines = []
+    for i, r in enumerate(rows):
+        lines.append("  ".join(r[j].ljust(widths[j]) for j in range(4)) + "  " + r[4])
+        if i == 0:
+            lines.append("-" * (sum(widths) + 8 + 20))
+    return "\n".join(lines)
+
+
+STEPS: dict[str, Callable[[argparse.Namespace, Path, dict[str, Any]], list[Goal]]] = {
+    "efficiency": measure_efficiency,
+    "endpoints": measure_endpoints,
+    "collection": measure_collection,
+    "sandbox": measure_sandbox,
+    "retrieval": measure_retrieval,
+}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--latency", type=float, default=0.5, help="endpoint latency, seconds")
+    parser.add_argument("--cases", type=int, default=1000, help="direct cases at 64 in flight")
+    parser.add_argument("--endpoints", type=int, default=4)
+    parser.add_argument("--collect-sizes", type=lambda s: [int(x) for x in s.split(",")],
+                        default=[10_000, 100_000])
+    parser.add_argument("--sandbox-cases", type=int, default=200, help="mandatory cases")
+    parser.add_argument("--sandbox-args", nargs="*", default=[],
+                        help="extra pytest args for the sandbox run, e.g. --sandbox-insecure")
+    parser.add_argument("--only", nargs="*", choices=list(STEPS), default=None)
+    parser.add_argument("--skip", nargs="*", default=[], help=f"steps to skip ({', '.join(STEPS)}, upstream)")
+    parser.add_argument("--json", type=Path, default=None, help="write the figures here")
+    ns = parser.parse_args()
+    figures: dict[str, Any] = {"latency_s": ns.latency, "cases_at_64": ns.cases,
+                               "python": platform.python_version(), "cpus": os.cpu_count(),
+                               "started": time.time()}
+    goals: list[Goal] = []
+    with tempfile.TemporaryDirectory(prefix="toolbench-perf-") as tmpname:
+        tmp = Path(tmpname)
+        for name, step in STEPS.items():
+            if (ns.only and name not in ns.only) or name in ns.skip:
+                continue
+            t0 = time.perf_counter()
+            print(f"[perf] {name} ...", flush=True)
+            goals += step(ns, tmp, figures)
+            print(f"[perf] {name} done in {time.perf_counter() - t0:.1f}s", flush=True)
+    figures["goals"] = [{"name": g.name, "value": g.value, "target": g.target,
+                         "higher_is_better": g.higher_is_better, "met": g.met, "note": g.note}
+                        for g in goals]
+    print(render(goals))
+    missed = [g.name for g in goals if g.met is False]
+    if ns.json:
+        ns.json.parent.mkdir(parents=True, exist_ok=True)
+        ns.json.write_text(json.dumps(figures, indent=2, default=str) + "\n")
+        print(f"figures: {ns.json}")
+    print(f"{len(missed)} goal(s) missed" + (": " + "; ".join(missed) if missed else ""))
+    return 1 if missed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,109 @@
+"""Several endpoints for one model: least-loaded routing, health cool-down, per-endpoint counts."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from fake_openai_server import FakeOpenAIServer, error_body, reply
+from pytest_toolbench.models.base import CallContext, ChatRequest
+from pytest_toolbench.models.call_log import CURRENT_CALL_LOG, CaseCallLog
+from pytest_toolbench.models.endpoint_pool import EndpointPool, read_urls_file
+from pytest_toolbench.models.openai_backend import OpenAIBackend
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_least_loaded_then_least_used() -> None:
+    pool = EndpointPool(["http://a/v1", "http://b/v1", "http://c/v1"])
+    a = pool.acquire()
+    b = pool.acquire()
+    c = pool.acquire()
+    assert [e.url for e in (a, b, c)] == ["http://a/v1", "http://b/v1", "http://c/v1"]
+    pool.release(b)
+    assert pool.acquire() is b  # the only one with nothing in flight
+    pool.release(a)
+    pool.release(c)
+    assert pool.acquire() is a  # a and c idle with one request each: a comes first
+
+
+def test_failing_endpoint_cools_down_and_comes_back() -> None:
+    clock = Clock()
+    pool = EndpointPool(["http://a/v1", "http://b/v1"], failure_threshold=2, cooldown_s=10, clock=clock)
+    a = pool.endpoints[0]
+    for _ in range(2):
+        e = pool.acquire()
+        pool.release(e if e is a else e)
+    # Two failures in a row on a take it out.
+    for _ in range(2):
+        a.in_flight += 1
+        pool.release(a, "connection")
+    assert a.cooldowns == 1 and a.errors["connection"] == 2
+    assert all(pool.acquire().url == "http://b/v1" for _ in range(5))
+    clock.now += 10.5
+    assert pool.acquire() is a  # back after the cool-down, and the least loaded
+    # A 400-like failure says nothing about health.
+    for _ in range(5):
+        a.in_flight += 1
+        pool.release(a, "http_400", health=False)
+    assert a.cooldowns == 1
+
+
+def test_all_down_uses_the_first_to_come_back() -> None:
+    clock = Clock()
+    pool = EndpointPool(["http://a/v1", "http://b/v1"], failure_threshold=1, cooldown_s=10, clock=clock)
+    a, b = pool.endpoints
+    b.in_flight += 1
+    pool.release(b, "http_503")
+    clock.now += 1
+    a.in_flight += 1
+    pool.release(a, "http_503")
+    assert pool.acquire() is b
+
+
+def test_urls_file(tmp_path: Path) -> None:
+    path = tmp_path / "urls.txt"
+    path.write_text("# replicas\nhttp://10.0.0.1:8000/v1\n\nhttp://10.0.0.2:8000/v1  # second\n")
+    assert read_urls_file(path) == ["http://10.0.0.1:8000/v1", "http://10.0.0.2:8000/v1"]
+    path.write_text("http://a/v1\nnot a url\n")
+    with pytest.raises(ValueError, match=r"urls\.txt:2: not an http\(s\) URL"):
+        read_urls_file(path)
+
+
+def test_requests_avoid_a_broken_endpoint_over_http() -> None:
+    broken = lambda body, i: (500, {}, error_body(500, "replica down"))  # noqa: E731
+    with FakeOpenAIServer(reply(content="ok")) as good, FakeOpenAIServer(broken) as bad:
+        backend = OpenAIBackend("m", None, "k", max_retries=3, concurrency=4,
+                                backoff_initial_s=0.0, backoff_max_s=0.0,
+                                base_urls=[bad.base_url, good.base_url])
+        backend.pool.failure_threshold = 2
+
+        async def main() -> list[CaseCallLog]:
+            logs = []
+            for i in range(6):
+                log = CaseCallLog()
+                CURRENT_CALL_LOG.set(log)
+                r = await backend.complete(ChatRequest(messages=[{"role": "user", "content": "q"}]),
+                                           CallContext(case_id=f"c{i}", turn=0))
+                assert r.message["content"] == "ok"
+                logs.append(log)
+            await backend.aclose()
+            return logs
+
+        logs = asyncio.run(main())
+        assert backend.describe()["endpoints"] == [bad.base_url, good.base_url]
+        snap = backend.pool.snapshot()
+        assert snap[bad.base_url]["errors"] == {"http_500": 2}
+        assert snap[bad.base_url]["cooldowns"] == 1
+        assert snap[good.base_url]["requests"] == 6
+        assert len(bad.requests) == 2  # out of rotation after two failures in a row
+        assert logs[0].details()["endpoints"] == {bad.base_url: {"requests": 1, "errors": 1},
+                                                  good.base_url: {"requests": 1, "errors": 0}}
