@@ -34,9 +34,11 @@ test: setup
 test-fast: setup
 	$(VENV)/bin/pytest tests -n 2 --dist loadgroup --timeout 600 -m "not slow"
 
+# Performance goals as ratios measured in one run (issue 11); exits non-zero when a goal is missed.
 perf: setup
 	PYTHONPATH=. $(PY) perf/sandbox_pool.py
 	$(PY) perf/run_ahead.py
+	$(PY) perf/run.py --json perf/results/run.json
 
 clean:
 	rm -rf .toolbench
