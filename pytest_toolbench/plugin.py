@@ -370,6 +370,7 @@ class ControllerHooks:
     def __init__(self, config: pytest.Config):
         self.config = config
         self.st = state(config)
+        self.gated_failures: set[str] = set()  # node ids --lf/--ff must still see as failed
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -394,7 +395,7 @@ class ControllerHooks:
         """With gates, a case's own failure is not the run's: a wrong answer's report becomes a
         pass, an infrastructure error's a skip (so the test body is not run in-process), both
         before JUnit, the terminal and the failure counters see it. Allure already took the real
-        status in makereport; ``--lf`` still reruns the case."""
+        status in makereport; ``--lf`` still reruns the case (see the sessionfinish below)."""
         if result.outcome is Outcome.FAILED and report.when == "call":
             report.outcome = "passed"
             report.longrepr = None
@@ -409,9 +410,23 @@ class ControllerHooks:
             report.toolbench_status = "infra-error"  # type: ignore[attr-defined]
         else:
             return
-        lf = self.config.pluginmanager.get_plugin("lfplugin")
-        if lf is not None and hasattr(lf, "lastfailed"):
-            lf.lastfailed[report.nodeid] = True
+        self.gated_failures.add(report.nodeid)
+
+    # pytest only looks at methods named pytest_*; specname makes this a second sessionfinish.
+    @pytest.hookimpl(trylast=True, specname="pytest_sessionfinish")
+    def pytest_sessionfinish_keep_gated_failures(self, session: pytest.Session) -> None:
+        """Put the cases the gates turned into passes/skips back into ``cache/lastfailed``.
+
+        pytest's cacheprovider drops a node id from its last-failed set when the (rewritten)
+        report passes or skips, and writes the set out in its own sessionfinish. Adding ours to
+        the written file afterwards (trylast) works whatever key type or hook order a pytest
+        version uses internally: the file has always been ``{nodeid: true}``."""
+        cache = getattr(self.config, "cache", None)
+        if not self.gated_failures or cache is None or self.config.getoption("cacheshow", False):
+            return
+        lastfailed = dict(cache.get("cache/lastfailed", {}))
+        lastfailed.update(dict.fromkeys(self.gated_failures, True))
+        cache.set("cache/lastfailed", lastfailed)
 
     def pytest_report_teststatus(self, report: pytest.TestReport, config: pytest.Config):
         status = getattr(report, "toolbench_status", None)
