@@ -247,6 +247,20 @@ def test_last_failed_reruns_the_wrong_answers_and_says_it_is_a_subset(tmp_path):
     assert sorted(c["case_id"] for c in after_gates["cases"]) == odd
 
 
+def test_failed_first_after_a_gated_run_puts_the_wrong_answers_first(tmp_path):
+    """The gated run's JUnit shows every case passed; --ff must still know which were wrong."""
+    gate = ("--gate", "toolhop.direct.accuracy>=0")
+    with FakeOpenAIServer(half_right) as server:
+        _, full = run_suite(tmp_path, *http(server, "--scenario", "direct", *gate))
+        proc, report = run_suite(tmp_path, *http(server, "--scenario", "direct", "--ff", *gate))
+    wrong_ids = {c["case_id"] for c in full["cases"] if c["outcome"] == "failed"}
+    assert 0 < len(wrong_ids) < N
+    order = [c.get("name", "").split("[", 1)[-1].rstrip("]") for c in junit_cases(tmp_path)
+             if c.get("classname", "").endswith("test_toolhop")]
+    assert len(order) == N and len(report["cases"]) == N, proc.stdout[-2000:]
+    assert set(order[: len(wrong_ids)]) == wrong_ids, order
+
+
 # --------------------------------------------------------------------------- endpoint faults
 def test_case_timeout_is_an_infrastructure_error_of_its_own_kind(tmp_path):
     slow = delayed(3.0, reply("<answer>x</answer>"))
