@@ -309,3 +309,44 @@ def test_provided_tools_come_from_the_solvable_string_for_both_variants(kernel):
         kernel, 2, False, "<answer>KernelDownloader\nKernelUpdater\nRestart</answer>", None
     )
     assert details["condition"] == "solvability_hallu"
+
+
+# --------------------------------------------------------------------------- records upstream crashes on
+
+
+def test_plan_of_only_finish_errors_only_where_upstream_divides_by_zero(kernel):
+    """planning_tools == ["Finish"]: the stripped solvable gold is []. Upstream scores L1 and a
+    gate-1 L2 answer (PR 0 before any division) and raises ZeroDivisionError only when it
+    reaches the progress rate; here that case alone is a ScoringError (an ERROR case)."""
+    broken = kernel.model_copy(update={"planning_tools": ["Finish"]})
+    assert score_reply(broken, 1, True, "<answer>solvable</answer>", None)[0] == {"l1_em_solvable": 1.0}
+    values, _ = score_reply(broken, 2, True, "<answer>NoSuchTool</answer>", None)
+    assert values == {"l2_pr_solvable": 0.0}  # gate 1 returns before the division
+    for reply in ("<answer>KernelDownloader</answer>", "<answer>Finish</answer>"):
+        with pytest.raises(ScoringError, match="divides by zero"):
+            score_reply(broken, 2, True, reply, None)
+    # the unsolvable variant's L2 does not read planning_tools: scored as usual
+    values, _ = score_reply(broken, 2, False, "<answer>KernelDownloader\nUnsolvableQuery\nRestart</answer>", None)
+    assert values["l2_pr"] == 1.0
+
+
+def test_plan_of_only_finish_is_an_error_case_in_the_runner(kernel):
+    import asyncio
+
+    from pytest_toolbench.benchmarks.toolbehonest.benchmark import TOOLBEHONEST
+    from pytest_toolbench.benchmarks.toolbehonest.options import ToolBeHonestOptions
+    from pytest_toolbench.benchmarks.toolbehonest.runner import ToolBeHonestRunner
+    from pytest_toolbench.models.base import ChatResponse, Sampling
+    from pytest_toolbench.results.case_result import Outcome
+
+    class Fixed:
+        name = "fixed"
+
+        async def complete(self, request, ctx):
+            return ChatResponse(message={"role": "assistant", "content": "<answer>Restart</answer>"})
+
+    broken = kernel.model_copy(update={"planning_tools": ["Finish"]})
+    runner = ToolBeHonestRunner(ToolBeHonestOptions(), Sampling(), None)
+    result = asyncio.run(runner.run(TOOLBEHONEST.make_case(broken, 0, 2, True), Fixed()))
+    assert result.outcome is Outcome.ERROR and result.error.kind == "scoring_error"
+    assert "divides by zero" in result.error.message

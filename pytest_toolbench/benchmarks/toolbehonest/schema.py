@@ -95,9 +95,16 @@ class ToolBHRecord(BaseModel):
         )
 
     def validation_warnings(self) -> list[str]:
-        """Conditions under which upstream would crash or give NaN: reported, scored as errors."""
+        """Conditions under which upstream would crash or give NaN: reported once at load time
+        (a DatasetWarning, never a file-level error: upstream loads such a file and only fails
+        on the record), then each affected case is scored as upstream scores it, or is an
+        ERROR case exactly where upstream raises (see ``scoring.ScoringError``)."""
         out: list[str] = []
         gold_u, gold_s, provided = self.gold(False), self.gold(True), self.provided_tools()
+        for name, gold in (("planning_tools", gold_s), ("planning_tools_unsolvable", gold_u)):
+            if not gold:
+                out.append(f"{name} is empty after dropping the final Finish (upstream divides "
+                           "by zero scoring its L2/L3 progress rate)")
         if UNSOLVABLE not in gold_u:
             out.append("planning_tools_unsolvable has no UnsolvableQuery (upstream MS is NaN)")
         for i, tool in enumerate(gold_u):
@@ -125,8 +132,6 @@ def parse_record(raw: Any, path: Path, index: int) -> ToolBHRecord:
         record = ToolBHRecord.model_validate(raw)
     except ValidationError as exc:
         raise DatasetError(path, describe_validation_error(exc), index=index) from None
-    if not record.gold(True) or not record.gold(False):
-        raise DatasetError(path, "a plan is empty after dropping the final Finish", index=index)
     return record
 
 
@@ -142,19 +147,30 @@ def load_toolbehonest_file(path: str | Path) -> list[ToolBHRecord]:
     if not isinstance(raw, list):
         raise DatasetError(path, f"top level must be a JSON list of records, got {type(raw).__name__}")
     records = [parse_record(item, path, i) for i, item in enumerate(raw)]
-    seen: dict[str, int] = {}
-    for i, record in enumerate(records):
-        # Upstream finds results with task_items.index(record): identical records collide.
-        key = record.model_dump_json()
-        if key in seen:
-            raise DatasetError(path, f"identical to record #{seen[key]}", index=i)
-        seen[key] = i
-    flagged = [(i, w) for i, r in enumerate(records) for w in r.validation_warnings()]
+    flagged = duplicate_warnings(records)
+    flagged += [(i, w) for i, r in enumerate(records) for w in r.validation_warnings()]
     if flagged:
         sample = "; ".join(f"record #{i}: {w}" for i, w in flagged[:3])
         warnings.warn(f"{path}: {len(flagged)} problem(s), e.g. {sample}", DatasetWarning, stacklevel=2)
     check_upstream_integrity(path, records)
     return records
+
+
+def duplicate_warnings(records: list[ToolBHRecord]) -> list[tuple[int, str]]:
+    """Identical records (upstream locates results with ``task_items.index(record)``, so a
+    duplicate silently gets the first copy's result slot; spec §1.6). Not an error: upstream
+    runs such a file. Here each copy keeps its own position and cases; the copies send the
+    identical prompt (temperature 0; the response cache, keyed on the request, serves a later
+    copy the stored reply), so they score as the first copy, as upstream's reuse does."""
+    seen: dict[str, int] = {}
+    out: list[tuple[int, str]] = []
+    for i, record in enumerate(records):
+        key = record.model_dump_json()
+        if key in seen:
+            out.append((i, f"identical to record #{seen[key]} (upstream reuses that record's result)"))
+        else:
+            seen[key] = i
+    return out
 
 
 def group_by_subtask(records: list[ToolBHRecord]) -> dict[str, list[ToolBHRecord]]:

@@ -106,7 +106,11 @@ def exact_match(pred: str, gold: str) -> int:
 
 def progress_rate(pred: list[str], gold: list[str], kind: ProgressType = "hard") -> float:
     """hard (default, paper Eq. 1): matches up to the first mismatch / len(gold).
-    soft (NOT the paper's numbers): greedy in-order subsequence matches / len(gold)."""
+    soft (NOT the paper's numbers): greedy in-order subsequence matches / len(gold).
+    An empty gold (a plan that was only ``Finish``) is upstream's ZeroDivisionError: a
+    :class:`ScoringError`, so only that case errors (spec §3.2)."""
+    if not gold:
+        raise ScoringError("the gold plan is empty after dropping Finish: upstream divides by zero")
     if kind == "hard":
         matched = 0
         for i, tool in enumerate(gold):
