@@ -150,3 +150,37 @@ def test_error_analysis_counts_conditions_per_level_and_scenario():
     assert rows["Level 3 / MNT"] == [0, 1, 0, 0, 0, 1]
     assert rows["Level 2 / Overall"] == [0, 1, 0, 0, 1, 1]
     assert rows["Level 3 / LFT"] == [0, 0, 0, 0, 0, 0]
+
+
+def run_report(cells: dict[str, tuple[float, float, float, float]], n: dict[str, int]) -> dict:
+    """The shape of a --toolbench-json report's per-scenario metrics (values as fractions)."""
+    return {"metrics": {"scenarios": [
+        {"benchmark": "toolbehonest", "scenario": s,
+         "metrics": {k: {"value": v, "n": n[s]} for k, v in zip(KEYS, cells[s])}}
+        for s in cells
+    ] + [{"benchmark": "other", "scenario": "x", "metrics": {"l1_em": {"value": 0.0, "n": 99}}}]}}
+
+
+def test_aggregate_cli_weights_a_run_report_by_its_own_record_counts(tmp_path, capsys):
+    # 3 MNT records with avg4 = 1.0 and 1 PT record with avg4 = 0.0: the run pools to 3/4;
+    # the paper's 150/100 weights would give 0.6.
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(run_report(
+        {"MNT": (1.0, 1.0, 1.0, 1.0), "PT": (0.0, 0.0, 0.0, 0.0)}, {"MNT": 3, "PT": 1})))
+    assert main([str(path)]) == 0
+    assert capsys.readouterr().out.splitlines()[1].endswith("\t0.75")
+    assert main([str(path), "--counts", "MNT=150,PT=100"]) == 0  # explicit weights still win
+    assert capsys.readouterr().out.splitlines()[1].endswith("\t0.60")
+
+
+def test_aggregate_cli_bad_input_is_one_line(tmp_path):
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps({"metrics": {"scenarios": []}}))
+    with pytest.raises(SystemExit, match="no toolbehonest scenario metrics"):
+        main([str(path)])
+    paper = tmp_path / "paper.json"
+    paper.write_text(json.dumps({"GPT-4o": scenarios("GPT-4o")}))
+    with pytest.raises(SystemExit, match=r"no record count for scenario 'LFT'"):
+        main([str(paper), "--counts", "MNT=150,PT=100"])
+    with pytest.raises(SystemExit, match="--counts: expected"):
+        main([str(paper), "--counts", "MNT150"])

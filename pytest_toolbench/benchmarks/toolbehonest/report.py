@@ -12,7 +12,8 @@
 
 Numbers are shown x100 with two decimals, as the spec compares at +-0.05 on that scale.
 ``python -m pytest_toolbench.benchmarks.toolbehonest.report FILE.json`` recomputes the
-leaderboard's Overall from per-scenario numbers (see :func:`main`).
+leaderboard's Overall from per-scenario numbers (see :func:`main`): the paper's 150/100/100
+weights for a per-model file such as Table 2, a run's own record counts for its JSON report.
 """
 
 from __future__ import annotations
@@ -57,6 +58,8 @@ def overall_from_scenarios(
         missing = [m for m in LEADERBOARD_METRICS if m not in cells]
         if missing:
             raise ValueError(f"scenario {name!r} lacks {missing}")
+        if name not in counts:
+            raise ValueError(f"no record count for scenario {name!r}")
         total += counts[name] * sum(cells[m] for m in LEADERBOARD_METRICS) / 4
         weight += counts[name]
     if not weight:
@@ -159,33 +162,62 @@ def report_tables(results: list[CaseResult]) -> list[ReportTable]:
 # --------------------------------------------------------------------------- aggregate CLI
 
 
-def scenarios_from_json(data: dict[str, Any]) -> dict[str, dict[str, dict[str, float]]]:
-    """Rows to recompute from a JSON file: ``{model: {MNT: {l1_em, ...}, PT: ..., LFT: ...}}``,
-    or a pytest-toolbench JSON report (its toolbehonest per-scenario metric values)."""
+def scenarios_from_json(
+    data: dict[str, Any],
+) -> tuple[dict[str, dict[str, dict[str, float]]], dict[str, int] | None]:
+    """Rows to recompute from a JSON file, and the weights that belong to them.
+
+    Either ``{model: {MNT: {l1_em, ...}, PT: ..., LFT: ...}}`` (e.g. the paper's Table 2; no
+    counts of its own, so the paper's 150/100/100 apply), or a pytest-toolbench JSON report:
+    its toolbehonest per-scenario metric values, weighted by the run's own record counts per
+    scenario (the ``n`` of the unsolvable metrics), because upstream's Overall pools the run's
+    records, and a sample or a selection does not have the paper's 150/100/100."""
     metrics = data.get("metrics")
     if isinstance(metrics, dict) and isinstance(metrics.get("scenarios"), list):
         row: dict[str, dict[str, float]] = {}
+        counts: dict[str, int] = {}
         for s in metrics["scenarios"]:
-            if s.get("benchmark") == BENCHMARK:
-                row[s["scenario"]] = {
-                    m: s["metrics"][m]["value"] for m in LEADERBOARD_METRICS if m in s["metrics"]
-                }
-        return {"run": row}
-    return data
+            if s.get("benchmark") != BENCHMARK:
+                continue
+            present = [m for m in LEADERBOARD_METRICS if m in s["metrics"]]
+            if not present:
+                continue
+            row[s["scenario"]] = {m: s["metrics"][m]["value"] for m in present}
+            counts[s["scenario"]] = max(int(s["metrics"][m]["n"]) for m in present)
+        if not row:
+            raise ValueError("the JSON report has no toolbehonest scenario metrics")
+        return {"run": row}, counts
+    return data, None
+
+
+def _parse_counts(text: str) -> dict[str, int]:
+    try:
+        return {k.strip(): int(v) for k, v in (item.split("=") for item in text.split(","))}
+    except ValueError:
+        raise SystemExit(f"--counts: expected e.g. MNT=150,PT=100,LFT=100, got {text!r}") from None
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Print Overall for each row of a per-scenario results file (e.g. the paper's Table 2)."""
+    """Print Overall for each row of a per-scenario results file (e.g. the paper's Table 2, or
+    a run's own ``--toolbench-json`` report)."""
     parser = argparse.ArgumentParser(prog="python -m pytest_toolbench.benchmarks.toolbehonest.report")
-    parser.add_argument("results", type=Path, help="JSON: {model: {MNT|PT|LFT: {l1_em, l2_pr, l3_pr, l3_ms}}}")
-    parser.add_argument("--counts", default="MNT=150,PT=100,LFT=100", help="records per scenario")
+    parser.add_argument("results", type=Path, help="JSON: {model: {MNT|PT|LFT: {l1_em, l2_pr, l3_pr, "
+                        "l3_ms}}} or a pytest-toolbench JSON report")
+    parser.add_argument("--counts", default=None, help="records per scenario, e.g. MNT=150,PT=100,LFT=100 "
+                        "(default: a run report's own counts, else the paper's 150/100/100)")
     args = parser.parse_args(argv)
-    counts = {k: int(v) for k, v in (item.split("=") for item in args.counts.split(","))}
-    rows = scenarios_from_json(json.loads(args.results.read_text(encoding="utf-8")))
+    try:
+        rows, run_counts = scenarios_from_json(json.loads(args.results.read_text(encoding="utf-8")))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise SystemExit(f"{args.results}: {exc}") from None
+    counts = _parse_counts(args.counts) if args.counts else run_counts or PAPER_COUNTS
     print("model\t" + "\t".join(f"{s} {METRIC_TITLES[m]}" for s in SCENARIOS for m in LEADERBOARD_METRICS) + "\tOverall")
     for model, scenarios in rows.items():
         cells = [scenarios.get(s, {}).get(m) for s in SCENARIOS for m in LEADERBOARD_METRICS]
-        overall = overall_from_scenarios(scenarios, counts)
+        try:
+            overall = overall_from_scenarios(scenarios, counts)
+        except (KeyError, ValueError) as exc:
+            raise SystemExit(f"{args.results}: row {model!r}: {exc}") from None
         print(model + "\t" + "\t".join("n/a" if c is None else f"{c:.4g}" for c in cells) + f"\t{overall:.2f}")
     return 0
 
