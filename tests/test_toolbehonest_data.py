@@ -14,8 +14,11 @@ from pytest_toolbench.benchmarks.dataset_errors import DatasetError, DatasetWarn
 from pytest_toolbench.benchmarks.toolbehonest.benchmark import TOOLBEHONEST
 from pytest_toolbench.benchmarks.toolbehonest.prompts import (
     DETECTING_EN,
+    DETECTING_ZH,
     DIAGNOSING_EN,
+    DIAGNOSING_ZH,
     PLANNING_EN,
+    PLANNING_ZH,
     build_prompt,
 )
 from pytest_toolbench.benchmarks.toolbehonest.schema import (
@@ -157,6 +160,36 @@ def test_real_file_name_is_preferred_and_selection_keeps_positions(tmp_path, raw
 def test_english_prompts_are_byte_exact(prompt, length, sha):
     assert len(prompt) == length
     assert hashlib.sha256(prompt.encode("utf-8")).hexdigest() == sha
+
+
+@pytest.mark.parametrize(
+    ("prompt", "length", "sha"),
+    [
+        (DETECTING_ZH, 281, "d203fd483c8405fb6460c7a6d159d0abcb123f435a532a6cd21d99e2d0bd502d"),
+        (PLANNING_ZH, 535, "405380fcdf26a5c28ac6630676834da6c4b0b2bbcbd92b67f30978f1bc18f741"),
+        (DIAGNOSING_ZH, 1005, "ef168d153dec4c2354a980d00e032a94226af4ce1e716c25735a29522afe6b75"),
+    ],
+)
+def test_chinese_prompts_are_pinned_byte_exact(prompt, length, sha):
+    """The spec has no Chinese text or hashes. These pins are of the current constants, which an
+    audit verified by a differential check against upstream ``utils/generation_prompt.py``
+    (``_detecting_zh``, ``_planning_zh``, ``_diagnosing_zh``); any edit must be re-verified."""
+    assert len(prompt) == length
+    assert hashlib.sha256(prompt.encode("utf-8")).hexdigest() == sha
+
+
+def test_chinese_sample_follows_the_upstream_schema():
+    """data/toolbehonest/sample_zh.json: one record per scenario, full-width colons in the tool
+    lines (upstream's regex accepts ``：``), the pseudo-tools keep their English names."""
+    path = REPO / "data" / "toolbehonest" / "sample_zh.json"
+    records = load_toolbehonest_file(path)
+    assert {r.scenario for r in records} == {"MNT", "PT", "LFT"}
+    for raw_record, record in zip(json.loads(path.read_text(encoding="utf-8")), records):
+        assert tuple(raw_record) == REQUIRED_KEYS
+        assert "：" in record.tools and not record.validation_warnings()
+        provided = record.provided_tools()
+        assert all(t in provided for t in record.planning_tools + record.planning_tools_unsolvable)
+    assert records[0].provided_tools()["WeatherForecast"] == "返回指定城市和日期的逐小时天气预报。"
 
 
 def test_prompt_quirks():
