@@ -55,7 +55,8 @@ class RunSettings(BaseModel):
     upstream_lost_turns: bool = False
     concurrency: int = 8
     #: None: per backend (API: closed, vLLM: open). "open" is upstream's open-model protocol (raw
-    #: text, upstream's parsers); "open-server-parser" decodes the same but keeps the server's parser.
+    #: text, parsed as each benchmark declares); "open-server-parser" decodes the same but keeps
+    #: the server's parser for every benchmark.
     decoding: Literal["closed", "open", "open-server-parser"] | None = None
     temperature: float | None = None  # overrides the preset
     max_tokens: int | None = None  # overrides the preset
@@ -114,8 +115,9 @@ class RunSettings(BaseModel):
 
     @property
     def open_protocol(self) -> bool:
-        """Upstream's open-model protocol: raw text through the chat template, upstream's parsers
-        (ToolHop spec §4; ``pytest_toolbench.models.open_protocol``). Real endpoints only."""
+        """Upstream's open-model protocol: raw text through the chat template, read by the parser
+        each benchmark declares (``open_protocol`` in benchmarks/base.py;
+        ``pytest_toolbench.models.open_protocol``). Real endpoints only."""
         return self.resolved_decoding == "open" and self.resolved_backend in ("openai", "vllm")
 
     @property

@@ -10,7 +10,7 @@ under ``benchmarks/`` plus one line in ``benchmarks/__init__.py``; its environme
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -26,7 +26,9 @@ class Case(BaseModel):
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    id: str  # stable, e.g. "toolhop-17-mandatory"
+    #: Stable, e.g. "toolhop-17-mandatory"; always starts with ``<benchmark>-`` (the model layer
+    #: finds the benchmark's open-model protocol from it, see :func:`open_protocol_of`).
+    id: str
     benchmark: str
     scenario: str
     sample_id: str
@@ -85,3 +87,38 @@ class HasDataSources(Protocol):
     Called once on the controller at session start; may raise what ``load_cases`` raises."""
 
     def data_sources(self, data_dir: Path | None) -> list[DataSource]: ...
+
+
+#: How a benchmark's replies travel under ``--decoding open`` (the vLLM default), i.e. raw text
+#: through the chat template (models/open_protocol.py):
+#: ``parsed``: tools rendered with ``tool_choice="none"``; the raw text is parsed by the harness's
+#: open parsers (models/open_parsers.py: parse_qwen25 / parse_llama31, one benchmark's upstream).
+#: ``text``: the same request, but the raw text reaches the runner untouched (no tool_calls): the
+#: runner parses it with its own upstream parser, or reads plain text (requests without tools).
+#: ``server``: request and reply as the server makes them (its own tool parser).
+OpenProtocolName = Literal["parsed", "text", "server"]
+OPEN_PROTOCOLS: tuple[str, ...] = ("parsed", "text", "server")
+#: A benchmark that declares nothing gets its model's raw text: never another benchmark's parser.
+DEFAULT_OPEN_PROTOCOL: OpenProtocolName = "text"
+
+
+@runtime_checkable
+class HasOpenProtocol(Protocol):
+    """Optional: the open-model protocol the benchmark's runner expects (its spec's upstream)."""
+
+    open_protocol: OpenProtocolName
+
+
+def open_protocol_of(benchmark: object) -> str:
+    """The benchmark's declared protocol, :data:`DEFAULT_OPEN_PROTOCOL` when it declares none."""
+    declared = getattr(benchmark, "open_protocol", DEFAULT_OPEN_PROTOCOL)
+    if declared not in OPEN_PROTOCOLS:
+        raise ValueError(f"{getattr(benchmark, 'name', benchmark)!r}: open_protocol {declared!r} "
+                         f"is not one of {OPEN_PROTOCOLS}")
+    return declared
+
+
+def benchmark_of_case_id(case_id: str, names: "list[str] | tuple[str, ...]") -> str | None:
+    """The benchmark a case id belongs to (``<name>-...``; the longest matching name wins)."""
+    found = [n for n in names if case_id.startswith(f"{n}-")]
+    return max(found, key=len) if found else None

@@ -9,7 +9,12 @@ from urllib.parse import urlparse
 from pytest_toolbench.config import RunSettings
 from pytest_toolbench.models.base import ChatModel
 from pytest_toolbench.models.cache import CachedModel
-from pytest_toolbench.models.open_protocol import OpenProtocolModel, plan_open_protocol
+from pytest_toolbench.benchmarks.base import benchmark_of_case_id, open_protocol_of
+from pytest_toolbench.models.open_protocol import (
+    LEGACY_PROTOCOL,
+    OpenProtocolModel,
+    plan_open_protocol,
+)
 from pytest_toolbench.models.openai_backend import OpenAIBackend
 from pytest_toolbench.models.oracle import OracleModel
 from pytest_toolbench.models.replay import ReplayModel
@@ -38,7 +43,8 @@ def build_model(
 ) -> ChatModel:
     """``base_url``/``served_model``/``cache_key_extra`` come from a managed vLLM server."""
     backend = settings.resolved_backend
-    # Upstream's open protocol (ToolHop spec §4): raw text, upstream's parsers (open_protocol.py).
+    # Upstream's open protocol: raw text through the chat template; which parser reads it is each
+    # benchmark's declared choice (open_protocol.py, benchmarks/base.py).
     plan = (
         plan_open_protocol(served_model or settings.model, backend, cache_key_extra)
         if settings.open_protocol else None
@@ -91,5 +97,26 @@ def build_model(
             cache_only=settings.cache_only,
         )
     if plan is not None:
-        model = OpenProtocolModel(model, plan)  # outside the cache: the cache keeps raw replies
+        protocols = benchmark_open_protocols()
+        model = OpenProtocolModel(  # outside the cache: the cache keeps raw replies
+            model, plan, resolve=open_protocol_resolver(protocols), protocols=protocols
+        )
     return model
+
+
+def benchmark_open_protocols() -> dict[str, str]:
+    """Registered benchmark -> the open-model protocol its runner declared (benchmarks/base.py)."""
+    from pytest_toolbench.benchmarks import registry  # lazy: benchmarks import the model layer
+
+    return {name: open_protocol_of(bench) for name, bench in registry().items()}
+
+
+def open_protocol_resolver(protocols: dict[str, str]) -> Callable[[str], str]:
+    """case id -> its benchmark's protocol; ids that name no benchmark keep the legacy one."""
+    names = tuple(protocols)
+
+    def resolve(case_id: str) -> str:
+        name = benchmark_of_case_id(case_id, names)
+        return protocols[name] if name else LEGACY_PROTOCOL
+
+    return resolve

@@ -24,13 +24,20 @@ Known difference, in the README: vLLM turns the JSON-string ``arguments`` of ear
 into objects before it renders the template. HF ``apply_chat_template`` (upstream) passes the
 string, which Qwen2.5's template then ``tojson``-encodes a second time. Only the echo of earlier
 calls in later turns differs.
+
+Per benchmark: those parsers are ToolHop's upstream only. Each benchmark declares the protocol its
+runner expects (``open_protocol`` on the benchmark, benchmarks/base.py); the wrapper learns the
+benchmark of a call from its case id (``<benchmark>-...``) through the ``resolve`` function the
+factory builds from the registry. ``parsed`` is the behaviour above; ``text`` sends the same
+request but hands the raw text to the runner unparsed (its own upstream parser, or plain text
+for requests without tools); ``server`` passes request and reply through untouched.
 """
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from pytest_toolbench.models.base import (
     CallContext,
@@ -100,24 +107,35 @@ def _text(content: Any) -> str:
     return ""  # None: upstream would decode an empty generation to ""
 
 
-class OpenProtocolModel:
-    """Wraps the (cached) endpoint model: shapes requests, parses raw replies as upstream."""
+#: Calls whose case id names no benchmark (library use, direct tests) keep the original behaviour.
+LEGACY_PROTOCOL = "parsed"
 
-    def __init__(self, inner: ChatModel, plan: OpenProtocolPlan):
+
+class OpenProtocolModel:
+    """Wraps the (cached) endpoint model: shapes requests, parses raw replies as upstream.
+
+    ``resolve`` maps a case id to the protocol its benchmark declared (parsed / text / server);
+    without one every call is ``parsed``."""
+
+    def __init__(
+        self, inner: ChatModel, plan: OpenProtocolPlan,
+        resolve: Callable[[str], str] | None = None, protocols: dict[str, str] | None = None,
+    ):
         self.inner = inner
         self.plan = plan
         self.name = inner.name
+        self.resolve = resolve or (lambda case_id: LEGACY_PROTOCOL)
+        self.protocols = dict(protocols or {})  # benchmark -> protocol, for describe()
 
-    def shape(self, request: ChatRequest) -> ChatRequest:
+    def shape(self, request: ChatRequest, protocol: str = LEGACY_PROTOCOL) -> ChatRequest:
         """Tools stay in the prompt; ``tool_choice="none"`` keeps the server's parser off."""
-        if self.plan.series is None or not request.tools:
+        if protocol == "server" or not request.tools:
+            return request
+        if protocol == "parsed" and self.plan.series is None:
             return request
         return request.model_copy(update={"tool_choice": "none"})
 
-    async def complete(self, request: ChatRequest, ctx: CallContext) -> ChatResponse:
-        if self.plan.series is None:
-            return await self.inner.complete(request, ctx)
-        response = await self.inner.complete(self.shape(request), ctx)
+    def _refuse_structured(self, response: ChatResponse, ctx: CallContext) -> None:
         if response.message.get("tool_calls"):
             raise ModelCallError(
                 "open_protocol_unsupported",
@@ -125,6 +143,21 @@ class OpenProtocolModel:
                 f"{ctx.case_id}, turn {ctx.turn}); this endpoint cannot serve the upstream open "
                 "protocol: use --decoding open-server-parser or closed",
             )
+
+    async def complete(self, request: ChatRequest, ctx: CallContext) -> ChatResponse:
+        protocol = self.resolve(ctx.case_id)
+        if protocol == "server" or (protocol == "parsed" and self.plan.series is None):
+            return await self.inner.complete(request, ctx)
+        shaped = self.shape(request, protocol)
+        response = await self.inner.complete(shaped, ctx)
+        if protocol == "text":
+            # The runner parses the raw text itself (or reads plain text): hand it over as is.
+            dumped = response.model_dump()
+            if shaped.tools:  # the server's parser was off on purpose: nothing it missed
+                self._refuse_structured(response, ctx)
+                dumped["parse_failure"] = None
+            return OpenProtocolResponse(**dumped, raw_text=_text(response.message.get("content")))
+        self._refuse_structured(response, ctx)
         raw = _text(response.message.get("content"))
         message = parse_open_reply(
             self.plan.series, raw, deterministic_ids(f"{ctx.case_id}|{ctx.turn}")
@@ -141,9 +174,12 @@ class OpenProtocolModel:
         await self.inner.aclose()
 
     def describe(self) -> dict[str, Any]:
-        return {**self.inner.describe(), **self.plan.describe()}
+        out = {**self.inner.describe(), **self.plan.describe()}
+        if self.protocols:
+            out["open_protocols"] = dict(self.protocols)
+        return out
 
     def __getattr__(self, item: str) -> Any:  # stats, cache counters... of the wrapped model
-        if item in ("inner", "plan"):
+        if item in ("inner", "plan", "resolve", "protocols"):
             raise AttributeError(item)
         return getattr(self.inner, item)

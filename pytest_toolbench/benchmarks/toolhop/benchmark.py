@@ -28,6 +28,8 @@ class ToolHopBenchmark:
     name = "toolhop"
     title = "ToolHop"
     options_model = ToolHopOptions
+    #: --decoding open: evaluation_open.py's parse_qwen25 / parse_llama31 read the raw text (spec §4).
+    open_protocol = "parsed"
     scenarios: tuple[str, ...] = SCENARIOS
     metrics: tuple[MetricSpec, ...] = (
         MetricSpec(
