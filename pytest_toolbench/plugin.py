@@ -56,6 +56,7 @@ from pytest_toolbench.results.gates import (
 from pytest_toolbench.results.journal import ResultJournal, recover_missing
 from pytest_toolbench.runtime.repeat import expand_repeats
 from pytest_toolbench.runtime.server import ManagedServer, server_info_for_worker
+from pytest_toolbench.sandbox.pool import merge_isolation_states
 
 RESULT_PROPERTY = "toolbench_result"
 RESULT_KEY = pytest.StashKey[CaseResult]()
@@ -89,6 +90,9 @@ class ToolbenchState:
     #: --baseline: the loaded run (controller) and, at session end, this run's comparison with it.
     baseline: Any = None
     comparison: Any = None
+    # isolation each tool-sandbox pool of the run actually had (sandbox/pool.py isolation_state);
+    # a worker's travel to the controller in workeroutput
+    sandbox_states: list[dict[str, Any]] = field(default_factory=list)
 
 
 def state(config: pytest.Config) -> ToolbenchState:
@@ -283,6 +287,20 @@ def pytest_configure_node(node: Any) -> None:  # pytest-xdist hook (controller s
     node.workerinput["toolbench_server"] = server_info_for_worker(st.server)
 
 
+def record_sandbox_state(config: pytest.Config, isolation: dict[str, Any]) -> None:
+    """Called by the tool-sandbox fixture: the report states the isolation the tools really had,
+    not only whether ``--sandbox-insecure`` was passed."""
+    state(config).sandbox_states.append(isolation)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """An xdist worker hands its pools' isolation states to the controller (pytest_testnodedown)."""
+    config = session.config
+    st = config.stash.get(STATE_KEY, None)
+    if st is not None and is_worker(config):
+        config.workeroutput["toolbench_sandbox"] = st.sandbox_states  # type: ignore[attr-defined]
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     st = config.stash.get(STATE_KEY, None)
     if st is not None and st.server is not None:
@@ -427,6 +445,11 @@ class ControllerHooks:
         lastfailed = dict(cache.get("cache/lastfailed", {}))
         lastfailed.update(dict.fromkeys(self.gated_failures, True))
         cache.set("cache/lastfailed", lastfailed)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:  # pytest-xdist, controller side
+        output = getattr(node, "workeroutput", None) or {}
+        self.st.sandbox_states.extend(output.get("toolbench_sandbox", []))
 
     def pytest_report_teststatus(self, report: pytest.TestReport, config: pytest.Config):
         status = getattr(report, "toolbench_status", None)
@@ -604,11 +627,9 @@ class ControllerHooks:
             f"model: {st.settings.model}   run: {st.run_id}   "
             f"results journal: {_run_dir(st) / 'results.jsonl'}"
         )
-        if st.settings.sandbox.insecure:
-            terminalreporter.write_line(
-                "WARNING: --sandbox-insecure: tool code ran without kernel isolation where it was "
-                "unavailable (audit hook only); do not trust this run with hostile datasets"
-            )
+        warning = sandbox_warning(st.sandbox_states)
+        if warning:
+            terminalreporter.write_line(warning, red=True, bold=True)
         terminalreporter.write(st.summary)
         if st.recovered:
             terminalreporter.write_line(
@@ -672,7 +693,20 @@ def run_info(config: pytest.Config, st: ToolbenchState) -> dict[str, Any]:
         "interrupted_by": st.interrupted_by,
         "n_results": len(st.results),
         "pytest_args": redact_secret_args(config.invocation_params.args),
+        "sandbox": merge_isolation_states(st.sandbox_states),  # None: no tool sandbox started
     }
+
+
+def sandbox_warning(states: list[dict[str, Any]]) -> str | None:
+    """The terminal warning, only when tool code really ran without the kernel layers (the pool
+    refuses that unless ``--sandbox-insecure``); the flag alone on a capable machine says nothing."""
+    merged = merge_isolation_states(states)
+    if merged is None or merged["kernel_isolation"]:
+        return None
+    why = "; ".join(f"{k}: {v}" for k, v in merged["missing_notes"].items())
+    return ("WARNING: tool code ran WITHOUT kernel isolation (--sandbox-insecure; missing "
+            f"{', '.join(merged['missing_layers'])}: {why}); contained by the audit hook only, "
+            "do not trust this run with hostile datasets")
 
 
 _SECRET_OPTION_SUFFIXES = ("-key", "-token", "-secret", "-password")

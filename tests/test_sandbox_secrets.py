@@ -11,7 +11,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from fake_openai_server import FakeOpenAIServer, completion, tool_call
+from pytest_toolbench.exitcodes import ToolbenchExit
 
 REPO = Path(__file__).resolve().parents[1]
 BUNDLED = REPO / "data" / "toolhop" / "ToolHop.json"
@@ -94,15 +97,52 @@ def test_hostile_tools_leak_no_secret_into_any_file_of_the_run(tmp_path):
     assert SECRET not in proc.stdout + proc.stderr
 
 
-def test_insecure_flag_and_output_cap_reach_the_report(tmp_path):
+def _oracle_run(tmp_path: Path, *extra: str, env: dict | None = None) -> tuple[subprocess.CompletedProcess, dict]:
     report = tmp_path / "report.json"
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "suites/toolhop", "-q", "-p", "no:randomly", "-p", "no:cacheprovider",
-         "--model", "oracle", "--scenario", "direct", "--limit", "1", "--cache-dir", str(tmp_path / "cache"),
-         "--sandbox-insecure", "--sandbox-output-cap", "123", "--toolbench-json", str(report)],
-        cwd=REPO, capture_output=True, text=True, timeout=300,
+         "--model", "oracle", "--scenario", "direct", "--cache-dir", str(tmp_path / "cache"),
+         "--toolbench-json", str(report), *extra],
+        cwd=REPO, capture_output=True, text=True, timeout=300, env=env,
     )
     assert report.exists(), proc.stdout[-3000:] + proc.stderr[-3000:]
-    sandbox = json.loads(report.read_text())["run"]["settings"]["sandbox"]
-    assert sandbox["insecure"] is True and sandbox["output_cap"] == 123
-    assert "WARNING: --sandbox-insecure" in proc.stdout
+    return proc, json.loads(report.read_text())["run"]
+
+
+def test_insecure_flag_on_a_capable_machine_reports_real_isolation_and_no_warning(tmp_path):
+    proc, run = _oracle_run(tmp_path, "--limit", "1", "--sandbox-insecure", "--sandbox-output-cap", "123")
+    assert run["settings"]["sandbox"]["insecure"] is True and run["settings"]["sandbox"]["output_cap"] == 123
+    sandbox = run["sandbox"]  # what the pool really had, not the flag
+    assert sandbox["kernel_isolation"] is True and sandbox["insecure"] is False
+    assert sandbox["missing_layers"] == [] and sandbox["landlock_abi"] > 0 and sandbox["seccomp"] is True
+    assert "WITHOUT kernel isolation" not in proc.stdout
+
+
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_missing_kernel_layers_are_reported_from_every_process(tmp_path, workers):
+    """Landlock and seccomp unavailable (the pool's own test switch, loaded as a plugin in each
+    xdist worker too): with --sandbox-insecure the run goes on, and the JSON and the terminal
+    say the tools ran without kernel isolation, with the missing layers."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "tests"), os.environ.get("PYTHONPATH", "")])}
+    proc, run = _oracle_run(tmp_path, "-p", "sandbox_layers_off", "-n", workers, "--limit", "4",
+                            "--sandbox-insecure", env=env)
+    sandbox = run["sandbox"]
+    assert sandbox is not None, "the workers' sandbox states never reached the controller"
+    assert sandbox["kernel_isolation"] is False and sandbox["insecure"] is True
+    assert sandbox["missing_layers"] == ["landlock", "seccomp"]
+    assert sandbox["missing_notes"]["landlock"] == "disabled by caller"
+    assert sandbox["pools"] >= 1
+    assert "WARNING: tool code ran WITHOUT kernel isolation" in proc.stdout
+    assert "missing landlock, seccomp" in proc.stdout
+
+
+def test_missing_kernel_layers_without_the_flag_stop_the_run(tmp_path):
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "tests"), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "suites/toolhop", "-q", "-p", "no:randomly", "-p", "no:cacheprovider",
+         "-p", "sandbox_layers_off", "--model", "oracle", "--scenario", "direct", "--limit", "1",
+         "--cache-dir", str(tmp_path / "cache")],
+        cwd=REPO, capture_output=True, text=True, timeout=300, env=env,
+    )
+    assert proc.returncode == ToolbenchExit.USAGE_ERROR, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "refusing to run untrusted tool code" in proc.stdout + proc.stderr

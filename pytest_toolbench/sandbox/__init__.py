@@ -21,7 +21,8 @@ Landlock and seccomp are required: at start-up a probe child checks that they ho
 read ``/proc/1/environ``, the parent's command line, the project and home, to open a socket and to
 write outside). Where they do not, the pool refuses to run tools (``SandboxStartError``, the run
 stops) unless ``SandboxLimits.insecure`` (``--sandbox-insecure``); then ``describe()["insecure"]``
-is true and the run's report says so. Results and error texts are capped at
+is true, and the run's report (``run.sandbox``, from ``ToolSandbox.isolation_state()``) and
+its terminal summary say so. Results and error texts are capped at
 ``SandboxLimits.output_cap`` characters with a marked cut.
 
 Exports are lazy so that the worker process, which imports this package, does not pay for

@@ -401,3 +401,45 @@ class ToolSandbox:
             "start": "zygote per slot (python -m pytest_toolbench.sandbox.worker), one fork per call",
             "ipc": "length-prefixed JSON over dedicated pipe fds; worker stdout/stderr discarded",
         }
+
+    def isolation_state(self) -> dict[str, Any]:
+        """The isolation actually in force, compact and JSON-able, for the run's report."""
+        return isolation_state(self.describe())
+
+
+def isolation_state(described: dict[str, Any]) -> dict[str, Any]:
+    """What a report needs from ``ToolSandbox.describe()``: whether the kernel layers held, which
+    were missing and why (their probe notes), and the optional layers (bubblewrap, netns)."""
+    info = described.get("isolation", {})
+    missing = list(info.get("missing_layers", []))
+    return {
+        "kernel_isolation": bool(described.get("kernel_isolation")),
+        "insecure": bool(described.get("insecure")),
+        "missing_layers": missing,
+        "missing_notes": {k: info.get(f"{k}_note") or "not verified" for k in missing},
+        "landlock_abi": int(info.get("landlock_abi") or 0),
+        "seccomp": bool(info.get("seccomp")),
+        "bubblewrap": bool(info.get("bubblewrap")),
+        "network_namespace": bool(info.get("network_namespace")),
+    }
+
+
+def merge_isolation_states(states: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    """One state for a run whose tools ran in several pools (xdist workers): isolation held
+    only if it held in every pool; a layer missing anywhere is reported missing."""
+    if not states:
+        return None
+    notes: dict[str, str] = {}
+    for st in states:
+        notes.update(st.get("missing_notes", {}))
+    return {
+        "kernel_isolation": all(st["kernel_isolation"] for st in states),
+        "insecure": any(st["insecure"] for st in states),
+        "missing_layers": sorted({layer for st in states for layer in st["missing_layers"]}),
+        "missing_notes": dict(sorted(notes.items())),
+        "landlock_abi": min(st["landlock_abi"] for st in states),
+        "seccomp": all(st["seccomp"] for st in states),
+        "bubblewrap": all(st["bubblewrap"] for st in states),
+        "network_namespace": all(st["network_namespace"] for st in states),
+        "pools": len(states),
+    }
