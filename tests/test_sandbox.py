@@ -200,6 +200,49 @@ def test_job_that_raises_is_crashed_and_pool_recovers(sandbox):
     assert value(sandbox, "def f():\n    return 'ok'")["value"] == "ok"
 
 
+def test_decode_frame_treats_nesting_too_deep_as_a_bad_frame():
+    from pytest_toolbench.sandbox import protocol
+
+    body = b"[" * 200_000 + b"]" * 200_000  # valid JSON, deeper than the decoder's recursion limit
+    frame = len(body).to_bytes(protocol.HEADER_BYTES, "big") + body
+    with pytest.raises(protocol.ProtocolError, match="nested too deeply"):
+        protocol.decode_frame(frame)
+    r, w = os.pipe()
+    try:
+        threading.Thread(target=protocol.write_all, args=(w, frame), daemon=True).start()
+        with pytest.raises(protocol.ProtocolError, match="nested too deeply"):
+            protocol.recv(r)
+    finally:
+        os.close(r)
+        os.close(w)
+    assert protocol.decode_frame(protocol.encode([[1]])) == [[1]]
+
+
+# A call that writes a hand-made, deeply nested reply frame to every fd it may hold, then exits.
+DEEP_FRAME = """import os, struct
+def f():
+    body = b"[" * 200000 + b"]" * 200000
+    frame = struct.pack(">I", len(body)) + body
+    for fd in range(3, 64):
+        try:
+            os.write(fd, frame)
+        except OSError:
+            pass
+    os._exit(0)
+"""
+
+
+def test_a_deeply_nested_reply_frame_fails_the_call_not_the_worker():
+    with ToolSandbox(SandboxLimits(workers=1)) as sb:
+        assert value(sb, "def f():\n    return 1")["value"] == 1
+        zygote = sb.worker_pids()
+        outcome = run_src(sb, DEEP_FRAME)
+        assert outcome.status == "crashed" and "malformed reply" in outcome.detail, outcome.detail
+        assert "nested too deeply" in outcome.detail
+        assert sb.worker_pids() == zygote  # the warm zygote survived its call's bad frame
+        assert value(sb, "def f():\n    return 2")["value"] == 2
+
+
 def test_only_harness_jobs_are_allowed(sandbox):
     for job in ("os:system", "json:loads", "pytest_toolbench", "pytest_toolbench.sandbox.jobs:", "x.pytest_toolbench:f"):
         with pytest.raises(ValueError):

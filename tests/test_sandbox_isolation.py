@@ -47,7 +47,7 @@ def test_kernel_layers_are_in_force(sandbox):
     iso = info["isolation"]
     assert iso["landlock_abi"] >= 1 and iso["seccomp"] is True and iso["missing_layers"] == []
     for key in ("verified_proc_environ_refused", "verified_parent_cmdline_refused",
-                "verified_socket_refused", "verified_write_outside_refused"):
+                "verified_socket_refused", "verified_sysv_ipc_refused", "verified_write_outside_refused"):
         assert iso[key] is True, key
     assert not any(p == "/" or _PACKAGE_ROOT.startswith(p + "/") for p in iso["read_only_paths"])
 
@@ -102,6 +102,60 @@ def test_reads_with_the_audit_hook_bypassed_still_fail(sandbox):
         "    return out\n"
     ) % str(Path(_PACKAGE_ROOT) / "pyproject.toml")
     assert run(sandbox, src)["value"] == {"env": "PermissionError", "project": "PermissionError"}
+
+
+SYSV_IPC = """
+import ctypes, errno, json, sys
+from pytest_toolbench.sandbox import policy
+libc = ctypes.CDLL(None, use_errno=True)
+
+def attempt():
+    out = {}
+    for name, call in [("shmget", lambda: libc.shmget(0, 4096, 0o1600)),
+                       ("msgget", lambda: libc.msgget(0, 0o1600)),
+                       ("semget", lambda: libc.semget(0, 1, 0o1600))]:
+        ctypes.set_errno(0)
+        got = call()
+        out[name] = errno.errorcode.get(ctypes.get_errno(), "?") if got < 0 else "ok"
+        if got >= 0:  # IPC_RMID what was made
+            {"shmget": lambda: libc.shmctl(got, 0, None), "msgget": lambda: libc.msgctl(got, 0, None),
+             "semget": lambda: libc.semctl(got, 0, 0)}[name]()
+    for name, call in [("shmat", lambda: libc.shmat(12345, None, 0)), ("semop", lambda: libc.semop(12345, None, 0)),
+                       ("msgsnd", lambda: libc.msgsnd(12345, None, 0, 0))]:
+        ctypes.set_errno(0)
+        call()
+        out[name] = errno.errorcode.get(ctypes.get_errno(), "?")
+    return out
+
+before = attempt()
+applied, note = policy.Seccomp().apply()
+print(json.dumps({"before": before, "after": attempt(), "applied": applied, "note": note}))
+"""
+
+
+def test_seccomp_refuses_sysv_ipc_with_the_audit_hook_bypassed(tmp_path):
+    """Tools cannot import ctypes (the audit hook), so this runs the sandbox's own seccomp filter
+    in a fresh process with ctypes at hand: SysV IPC works before the filter and gets EPERM
+    after it (an id that does not exist gives EINVAL/EIDRM without the filter, EPERM with it)."""
+    import json
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", SYSV_IPC], capture_output=True, text=True, timeout=60,
+                          cwd=_PACKAGE_ROOT)
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout)
+    assert got["applied"] is True and "SysV IPC" in got["note"]
+    assert got["before"]["shmget"] == got["before"]["msgget"] == got["before"]["semget"] == "ok"
+    assert all(v != "EPERM" for v in got["before"].values()), got["before"]
+    assert set(got["after"].values()) == {"EPERM"}, got["after"]
+
+
+def test_tool_code_cannot_reach_sysv_ipc(sandbox):
+    """Through the pool as a tool runs: ctypes is refused by the audit hook, and the stdlib has
+    no SysV IPC of its own; the probe above shows what the kernel does behind that."""
+    got = run(sandbox, "def f():\n    import ctypes\n    return ctypes.CDLL(None).shmget(0, 4096, 0o1600)")
+    assert got["error"] and got["type"] == "PermissionError", got
 
 
 # ---------------------------------------------------------------------------- pristine state
@@ -220,3 +274,21 @@ def test_bubblewrap_layer_when_present():
         info = sb.describe()["isolation"]
         assert info["bubblewrap"] is True and info["missing_layers"] == []
         assert run(sb, "def f():\n    return 1")["value"] == 1
+
+
+def test_merged_isolation_is_off_when_any_pool_lacked_a_layer():
+    """Under xdist each worker has its own pool: one pool without Landlock makes the run's
+    reported isolation off, whatever the others had."""
+    from pytest_toolbench.sandbox.pool import merge_isolation_states
+
+    with ToolSandbox(SandboxLimits(workers=1)) as secure:
+        good = secure.isolation_state()
+    with ToolSandbox(SandboxLimits(workers=1, insecure=True), disable_layers=("landlock",)) as weak:
+        bad = weak.isolation_state()
+    assert good["kernel_isolation"] is True and bad["kernel_isolation"] is False
+    merged = merge_isolation_states([good, bad])
+    assert merged["kernel_isolation"] is False and merged["insecure"] is True
+    assert merged["missing_layers"] == ["landlock"] and merged["pools"] == 2
+    assert merged["missing_notes"] == {"landlock": "disabled by caller"}
+    assert merge_isolation_states([good, good])["kernel_isolation"] is True
+    assert merge_isolation_states([]) is None

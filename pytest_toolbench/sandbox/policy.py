@@ -106,6 +106,11 @@ _DENIED_X86_64 = {
     430: "fsopen", 431: "fsconfig", 432: "fsmount", 433: "fspick", 442: "mount_setattr",
     164: "settimeofday", 227: "clock_settime", 159: "adjtimex",
     444: "landlock_create_ruleset", 445: "landlock_add_rule",
+    # SysV IPC: a channel between tool calls (or to anything sharing the IPC namespace) that
+    # survives the per-call child, outside Landlock's file rules
+    29: "shmget", 30: "shmat", 31: "shmctl", 67: "shmdt",
+    68: "msgget", 69: "msgsnd", 70: "msgrcv", 71: "msgctl",
+    64: "semget", 65: "semop", 66: "semctl", 220: "semtimedop",
 }
 _CLONE, _CLONE3 = 56, 435
 
@@ -176,7 +181,8 @@ class Seccomp:
         if _libc.prctl(_PR_SET_SECCOMP, ctypes.c_ulong(_SECCOMP_MODE_FILTER), ctypes.byref(self._prog), ctypes.c_ulong(0), ctypes.c_ulong(0)):
             err = ctypes.get_errno()
             return False, f"prctl(PR_SET_SECCOMP) failed: {os.strerror(err)}"
-        return True, "no sockets, exec, fork (threads allowed), setsid, mount/namespace/ptrace/process_vm syscalls"
+        return True, ("no sockets, exec, fork (threads allowed), setsid, mount/namespace/ptrace/process_vm, "
+                      "SysV IPC syscalls")
 
 
 # ----------------------------------------------------------------------------------- Landlock

@@ -77,10 +77,7 @@ def decode_frame(data: bytes) -> Any:
     (size,) = _HEADER.unpack(data[: _HEADER.size])
     if size != len(data) - _HEADER.size:
         raise ProtocolError(f"announced {size} bytes, got {len(data) - _HEADER.size}")
-    try:
-        return _loads(data[_HEADER.size :].decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise ProtocolError(f"malformed message: {exc}") from exc
+    return _parse(data[_HEADER.size :])
 
 
 def recv(fd: int, deadline: float | None = None) -> Any:
@@ -88,10 +85,17 @@ def recv(fd: int, deadline: float | None = None) -> Any:
     (size,) = _HEADER.unpack(_read_exact(fd, _HEADER.size, deadline))
     if size > MAX_MESSAGE_BYTES:
         raise ProtocolError(f"announced message of {size} bytes exceeds {MAX_MESSAGE_BYTES}")
+    return _parse(_read_exact(fd, size, deadline))
+
+
+def _parse(body: bytes) -> Any:
+    """A message body, or ProtocolError. Nesting too deep for the JSON decoder (RecursionError,
+    e.g. a hand-written frame from a hostile call) is a bad frame too, not the reader's death."""
     try:
-        return _loads(_read_exact(fd, size, deadline).decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise ProtocolError(f"malformed message: {exc}") from exc
+        return _loads(body.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        raise ProtocolError(f"malformed message: {reason}") from exc
 
 
 # ------------------------------------------------------------------------------------- caps

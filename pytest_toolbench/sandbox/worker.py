@@ -248,11 +248,12 @@ class Zygote:
             "verified_proc_environ_refused": "open('/proc/1/environ','rb').read()",
             "verified_parent_cmdline_refused": f"open('/proc/{os.getppid()}/cmdline','rb').read()",
             "verified_socket_refused": "__import__('_socket').socket(2, 1).close()",
+            "verified_sysv_ipc_refused": "_sysv_ipc()",
             "verified_write_outside_refused": f"open({os.path.join(self.tmpdir, 'probe')!r},'w').close()",
         }
         for i, path in enumerate(self.config.get("protected", ())):
             checks[f"verified_protected_{i}_refused"] = f"__import__('os').listdir({path!r})"
-        source = "def f():\n    out = {}\n"
+        source = _SYSV_IPC_PROBE + "def f():\n    out = {}\n"
         for key, expr in checks.items():
             source += f"    try:\n        {expr}\n        out[{key!r}] = False\n    except Exception:\n        out[{key!r}] = True\n"
         source += "    return out\n"
@@ -282,7 +283,7 @@ class Zygote:
         missing = []
         if not info["landlock_abi"] or not all(v for k, v in info.items() if k.startswith("verified_") and k != "verified_socket_refused"):
             missing.append("landlock")
-        if not info["seccomp"] or not info.get("verified_socket_refused"):
+        if not info["seccomp"] or not (info.get("verified_socket_refused") and info.get("verified_sysv_ipc_refused")):
             missing.append("seccomp")
         info["missing_layers"] = missing
         info["kernel_isolation"] = self.strict = not missing
@@ -298,6 +299,23 @@ class Zygote:
             result = self.call(request["job"], request["payload"], float(request["timeout_s"]))
             protocol.send(self.fd_out, {"id": request.get("id"), **result})
             self.prepare()
+
+
+# Raises when shmget, msgget and semget are all refused; otherwise removes what it made (IPC_RMID).
+_SYSV_IPC_PROBE = """
+def _sysv_ipc():
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    shm, msg, sem = libc.shmget(0, 4096, 0o1600), libc.msgget(0, 0o1600), libc.semget(0, 1, 0o1600)
+    if shm >= 0:
+        libc.shmctl(shm, 0, None)
+    if msg >= 0:
+        libc.msgctl(msg, 0, None)
+    if sem >= 0:
+        libc.semctl(sem, 0, 0)
+    if max(shm, msg, sem) < 0:
+        raise PermissionError(ctypes.get_errno())
+"""
 
 
 def main(argv: list[str]) -> int:
