@@ -218,9 +218,10 @@ class Embedders:
         self.device = device
         self._loaded: dict[str, Embedder] = {}
 
-    def get(self, name: str = DEFAULT_EMBEDDER) -> Embedder:
+    def get(self, name: str = DEFAULT_EMBEDDER, model_kwargs: dict[str, Any] | None = None) -> Embedder:
+        """``model_kwargs`` (e.g. ``trust_remote_code``) apply when this call creates the embedder."""
         if name not in self._loaded:
-            self._loaded[name] = Embedder(name=name, device=self.device)
+            self._loaded[name] = Embedder(name=name, device=self.device, model_kwargs=dict(model_kwargs or {}))
         return self._loaded[name]
 
     def index(self, texts: Sequence[str], name: str = DEFAULT_EMBEDDER, **encode_kwargs: Any) -> TextIndex:

@@ -5,6 +5,10 @@ extraction model, see memo.py), then the parser and GS or RR. Tool use (spec §4
 ``single_last`` mode with the golden, extracted or full KG in the ``(...)`` slot; parsed and
 scored strictly. A :class:`ModelCallError` is an infrastructure ERROR; a context overflow is
 scored as upstream scores a failed generation (empty reply: format error / no calls).
+
+The extraction call is made under its own pseudo case id (``familytool-<split>-<index>-extraction``
+plus the repeat suffix), not under whichever case first needed it: ``--record`` stores it as its
+own line and ``--model replay:`` finds it whatever the case order (xdist) of either run.
 """
 
 from __future__ import annotations
@@ -26,7 +30,12 @@ from pytest_toolbench.benchmarks.familytool.prompts import (
 from pytest_toolbench.benchmarks.familytool.retriever import RelationRetriever
 from pytest_toolbench.benchmarks.familytool.schema import FamilyToolRecord
 from pytest_toolbench.benchmarks.familytool.scoring import extraction_values, tooluse_values
-from pytest_toolbench.benchmarks.familytool.tooluse import build_request_parts, parse_reply
+from pytest_toolbench.benchmarks.familytool.tooluse import (
+    build_request_parts,
+    parse_reply,
+    text_parser_for,
+    tool_sampling,
+)
 from pytest_toolbench.models.base import (
     CallContext,
     ChatModel,
@@ -36,9 +45,17 @@ from pytest_toolbench.models.base import (
     Sampling,
     Usage,
 )
+from pytest_toolbench.models.model_families import detect_family
 from pytest_toolbench.results.case_result import CaseResult, InfraError, Outcome
+from pytest_toolbench.runtime.recording import RecordingModel
+from pytest_toolbench.runtime.repeat import repeat_suffix
 
 BENCHMARK = "familytool"
+
+
+def extraction_call_id(record: FamilyToolRecord, repeat: int | None) -> str:
+    """The pseudo case id the extraction call is made, recorded and replayed under."""
+    return f"familytool-{record.split}-{record.index}-extraction" + (repeat_suffix(repeat) if repeat else "")
 
 
 def full_kg_group(kg: KnowledgeGraph) -> str:
@@ -67,6 +84,7 @@ class FamilyToolRunner:
         self.kg_model = kg_model
         self.temperature = temperature
         self.max_tokens = max_tokens
+        self._described: dict[str, dict[str, Any]] = {}
 
     # --- settings per step -----------------------------------------------------------------
     @property
@@ -101,15 +119,20 @@ class FamilyToolRunner:
             messages=extraction_messages(record.query, relations, layout),  # type: ignore[arg-type]
             sampling=self._sampling(EXTRACTION_TEMPERATURE, EXTRACTION_MAX_TOKENS),
         )
-        key = memo_key(kg_model.name, kg_model.describe().get("base_url"), request.fingerprint())
+        # --repeats: each repeat extracts afresh (its own memo entry, cache key and recording).
+        key = memo_key(kg_model.name, kg_model.describe().get("base_url"), request.fingerprint(),
+                       case.repeat)
+        call_id = extraction_call_id(record, case.repeat)
 
         async def make() -> dict[str, Any]:
-            ctx = CallContext(case_id=case.id, turn=turn, oracle=familytool_oracle(record))
+            ctx = CallContext(case_id=call_id, turn=0, oracle=familytool_oracle(record))
             try:
                 response = await kg_model.complete(request, ctx)
             except ContextLengthExceeded as exc:
                 return {"text": "", "messages": request.messages, "stop_reason": exc.message,
                         "usage": Usage().model_dump(), "latency_s": 0.0, "cached": False}
+            if isinstance(kg_model, RecordingModel):  # --record: its own line, under call_id
+                kg_model.finish_case(call_id)
             content = response.content or ""
             # API models: choices[0].message.content.strip(); local models: the whole text.
             text = content.strip() if layout == "system_user" else content
@@ -175,13 +198,14 @@ class FamilyToolRunner:
             messages, tools = build_request_parts(
                 content, record.candidate_tools, self.tool_format, self.options.date, model.name  # type: ignore[arg-type]
             )
-            if self.tool_format == "openai":
-                sampling, tool_choice = self._sampling(0.7, 1024), self.options.tool_choice
-            else:
-                sampling, tool_choice = self._sampling(0.7, 512, top_p=0.8), None
+            parser = text_parser_for(self.family(model))
+            temperature, max_tokens, top_p = tool_sampling(self.tool_format, parser)  # type: ignore[arg-type]
+            sampling = self._sampling(temperature, max_tokens, top_p=top_p)
+            tool_choice = self.options.tool_choice if self.tool_format == "openai" else None
             request = ChatRequest(messages=messages, tools=tools, tool_choice=tool_choice, sampling=sampling)
             transcript = list(messages)
-            ctx = CallContext(case_id=case.id, turn=calls, oracle=familytool_oracle(record))
+            # Turn 0: the extraction reply lives under its own id (extraction_call_id).
+            ctx = CallContext(case_id=case.id, turn=0, oracle=familytool_oracle(record))
             try:
                 response = await model.complete(request, ctx)
                 message = response.message
@@ -191,10 +215,12 @@ class FamilyToolRunner:
                 message = {"role": "assistant", "content": ""}
                 details["stop_reason"] = exc.message
             transcript.append(message)
-            predicted = parse_reply(message)
+            predicted = parse_reply(message, parser)
             values = tooluse_values(record.golden_calls, predicted)
             details.update(
-                {"tool_format": self.tool_format, "tools": tools, "golden_calls": record.golden_calls,
+                {"tool_format": self.tool_format, "text_parser": parser,
+                 "open_protocol": self.open_protocol(model),
+                 "tools": tools, "golden_calls": record.golden_calls,
                  "predicted_calls": predicted, "raw_output": message.get("content"),
                  "tool_call_count": len(predicted)}
             )
@@ -206,6 +232,19 @@ class FamilyToolRunner:
                 error=InfraError(kind=exc.kind, message=exc.message), details=details,
                 transcript=transcript, failure_message=f"model call failed: {exc.kind}: {exc.message[:200]}",
             )
+
+    def _info(self, model: ChatModel) -> dict[str, Any]:
+        if model.name not in self._described:
+            self._described[model.name] = model.describe()
+        return self._described[model.name]
+
+    def family(self, model: ChatModel) -> str:
+        """The model's family: the open-protocol plan's (a managed server's), else by name."""
+        return self._info(model).get("family") or detect_family(model.name)
+
+    def open_protocol(self, model: ChatModel) -> str | None:
+        """How replies reached this runner under --decoding open (None: not the open protocol)."""
+        return (self._info(model).get("open_protocols") or {}).get(BENCHMARK)
 
     def option_deviations(self) -> list[dict[str, Any]]:
         o, out = self.options, []

@@ -15,8 +15,16 @@ candidate tools go with it. Two formats:
   repetition_penalty 1.05 cannot be sent through the OpenAI wire format (deviation).
 
 Parsing: structured ``tool_calls`` (arguments ``json.loads``, fallback ``ast.literal_eval``, else
-``{}``); with none, the reply text is parsed like vLLM's Hermes2ProToolParser (any bad block voids
-all calls).
+``{}``); with none (the raw text of ``--decoding open``, or a server that parsed nothing), the text
+is parsed as upstream's vLLM parser for the model's type would: Hermes2ProToolParser for
+``Qwen_2_5`` (Qwen2.5, QwQ, Qwen3; any bad block voids all calls) and Llama3JsonToolParser for
+``Llama_3_1`` (the vLLM 0.8 version current at the upstream commit: the text must start with
+``{`` or ``<|python_tag|>``; objects separated by ``"; "``; ``arguments`` or ``parameters``; any
+failure -> no calls).
+
+Sampling per type (UnifiedToolHub defaults, spec §4.2): APIRequester T=0.7, max_tokens=1024;
+Qwen_2_5 T=0.7, top_p=0.8, max_tokens=512; Llama_3_1 T=0.5, top_p=0.9, max_tokens=512 (the paper
+says 0.7 for all; the code's default wins). repetition_penalty 1.05 is not sent (deviation).
 """
 
 from __future__ import annotations
@@ -28,6 +36,8 @@ import re
 from typing import Any, Literal
 
 ToolFormat = Literal["openai", "vllm"]
+TextParser = Literal["hermes", "llama3_json"]
+LLAMA_BOT = "<|python_tag|>"
 TYPE_MAP = {"str": "string", "int": "integer", "float": "number", "list": "array", "dict": "object"}
 API_SYSTEM = "You are a helpful assistant.\nCurrent Date: {date}"
 QWEN25_DEFAULT_SYSTEM = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant."
@@ -122,7 +132,40 @@ def hermes_calls(text: str) -> list[dict[str, Any]]:
     return calls
 
 
-def parse_reply(message: dict[str, Any]) -> list[dict[str, Any]]:
+def llama3_json_calls(text: str) -> list[dict[str, Any]]:
+    """vLLM (0.8) Llama3JsonToolParser.extract_tool_calls: any failure -> no calls at all."""
+    text = text or ""
+    if not (text.startswith(LLAMA_BOT) or text.startswith("{")):
+        return []
+    decoder, calls = json.JSONDecoder(), []
+    start = len(LLAMA_BOT) if text.startswith(LLAMA_BOT) else 0
+    try:
+        while start < len(text):
+            obj, end = decoder.raw_decode(text[start:])
+            start += end + len("; ")
+            arguments = obj["arguments"] if "arguments" in obj else obj["parameters"]
+            calls.append({"name": obj["name"], "parameters": arguments})
+    except (ValueError, KeyError, TypeError):
+        return []
+    return calls
+
+
+def text_parser_for(family: str) -> TextParser:
+    """UnifiedToolHub's model type: ``llama3.1``/``llama-3.1`` paths are Llama_3_1, the rest of the
+    vLLM-served models (Qwen2.5, QwQ, Qwen3 as configured) Qwen_2_5."""
+    return "llama3_json" if family.startswith("llama3") else "hermes"
+
+
+def tool_sampling(fmt: ToolFormat, parser: TextParser) -> tuple[float, int, float | None]:
+    """(temperature, max_tokens, top_p): UnifiedToolHub's per-type defaults."""
+    if fmt == "openai":
+        return 0.7, 1024, None
+    if parser == "llama3_json":
+        return 0.5, 512, 0.9
+    return 0.7, 512, 0.8
+
+
+def parse_reply(message: dict[str, Any], parser: TextParser = "hermes") -> list[dict[str, Any]]:
     """All calls of one assistant message as ``{"name", "parameters"}``."""
     structured = message.get("tool_calls") or []
     if structured:
@@ -131,4 +174,5 @@ def parse_reply(message: dict[str, Any]) -> list[dict[str, Any]]:
             function = call.get("function") or {}
             calls.append({"name": function.get("name") or "", "parameters": parse_arguments(function.get("arguments"))})
         return calls
-    return hermes_calls(message.get("content") or "")
+    text = message.get("content") or ""
+    return llama3_json_calls(text) if parser == "llama3_json" else hermes_calls(text)
