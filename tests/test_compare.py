@@ -121,6 +121,41 @@ def test_repeats_are_averaged_per_case_and_mcnemar_needs_0_1() -> None:
     assert d.mcnemar is None
 
 
+def repeated(cases: list[CaseResult], k: int) -> list[CaseResult]:
+    """``cases`` as run k of ``--repeats``: ids suffixed ``-r<k>`` as the plugin writes it."""
+    return [c.model_copy(update={"case_id": f"{c.case_id}-r{k}", "repeat": k}) for c in cases]
+
+
+def test_repeat_run_pairs_with_a_plain_baseline_on_the_base_case_id() -> None:
+    """A: no repeats. B: --repeats 2 (ids bench-<i>-s-r1/-r2). Case 0: 1 vs mean(1, 0) = 0.5;
+    case 1: 0 vs mean(1, 1) = 1; case 2: 1 vs mean(1, 1) = 1. Diff mean (-0.5 + 1 + 0) / 3."""
+    a = [case(0, 1, model="a"), case(1, 0, model="a"), case(2, 1, model="a")]
+    b = (repeated([case(0, 1, model="b"), case(1, 1, model="b"), case(2, 1, model="b")], 1)
+         + repeated([case(0, 0, model="b"), case(1, 1, model="b"), case(2, 1, model="b")], 2))
+    comp = compare_runs([run("A", a), run("B", b)], SPECS, LABELS, n_boot=500)
+    cov = comp.scenarios[0].coverage[0]
+    assert (cov.n_paired, cov.only_in_reference, cov.only_in_run) == (3, 0, 0)
+    d = comp.find("bench.s.accuracy").diffs[0]
+    assert d.n_paired == 3 and d.diff == pytest.approx(0.5 / 3)
+    assert d.mcnemar is None  # case 0's mean 0.5 is not a 0/1 outcome
+    sub = comp.find("bench.s[hops=3].accuracy").diffs[0]
+    assert sub.n_paired == 3  # labels come through the collapse too
+
+
+def test_repeat_run_pairs_with_a_repeat_run() -> None:
+    """Both runs --repeats 2, every repeat agreeing: cases pair 1:1 on the base id and the
+    collapsed outcomes are 0/1 again, so McNemar is back (b = 1: case 1, c = 2: cases 2, 3)."""
+    a_ok, b_ok = [1, 1, 0, 0], [1, 0, 1, 1]
+    a = [c for k in (1, 2) for c in repeated([case(i, v, model="a") for i, v in enumerate(a_ok)], k)]
+    b = [c for k in (1, 2) for c in repeated([case(i, v, model="b") for i, v in enumerate(b_ok)], k)]
+    comp = compare_runs([run("A", a), run("B", b)], SPECS, LABELS, n_boot=500)
+    cov = comp.scenarios[0].coverage[0]
+    assert (cov.n_paired, cov.only_in_reference, cov.only_in_run) == (4, 0, 0)
+    d = comp.find("bench.s.accuracy").diffs[0]
+    assert d.n_paired == 4 and d.diff == pytest.approx(0.25)
+    assert (d.mcnemar.b, d.mcnemar.c) == (1, 2)
+
+
 def test_three_runs_each_compared_with_the_first(pair) -> None:
     a, b = pair
     c = run("C", [case(i, 1, model="c") for i in range(10)])

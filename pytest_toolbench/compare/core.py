@@ -2,8 +2,10 @@
 
 Cases pair on (benchmark, scenario, case id); the model is not part of the key, so two models
 on the same sample ids pair up. Cases present in one run only are counted in the coverage, never
-silently dropped. A case that ran more than once in a run (repeats) is collapsed to the mean of
-its scored repeats before pairing; McNemar then applies only where those means are still 0/1.
+silently dropped. A case that ran more than once in a run (``--repeats``: ids ``<case>-r<k>``)
+is collapsed, under its base id, to the mean of its scored repeats before pairing, so a repeated
+run pairs with a plain one and with another repeated run case by case; McNemar then applies only
+where those means are still 0/1.
 Pure functions: the metric declarations come in as arguments (the CLI takes them from the
 benchmark registry).
 """
@@ -32,6 +34,7 @@ from pytest_toolbench.compare.stats import (
 from pytest_toolbench.results.aggregate import MetricValue, RunMetrics, natural_key
 from pytest_toolbench.results.case_result import CaseResult
 from pytest_toolbench.results.metrics import MetricSpec
+from pytest_toolbench.results.repeats import base_case_id
 
 ScenarioKey = tuple[str, str]
 
@@ -47,9 +50,10 @@ class _Case:
 
 
 def _collapse(results: Sequence[CaseResult]) -> dict[ScenarioKey, dict[str, _Case]]:
+    """Cases keyed by their base id (the ``-r<k>`` repeat suffix dropped), repeats averaged."""
     grouped: dict[ScenarioKey, dict[str, list[CaseResult]]] = defaultdict(lambda: defaultdict(list))
     for r in results:
-        grouped[(r.benchmark, r.scenario)][r.case_id].append(r)
+        grouped[(r.benchmark, r.scenario)][base_case_id(r)].append(r)
     out: dict[ScenarioKey, dict[str, _Case]] = {}
     for key, by_id in grouped.items():
         cases: dict[str, _Case] = {}
