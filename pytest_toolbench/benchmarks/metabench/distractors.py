@@ -130,12 +130,106 @@ OPERATIONS: list[tuple[str, str, list[tuple[str, str, str, bool]]]] = [
 ]
 
 
+_S = "string"
+
+
+def _tool(name: str, description: str, params: list[tuple[str, str, str, bool]]) -> dict[str, Any]:
+    """A tool in the library's JSON shape from (name, type, description, required) rows."""
+    return {"name": name, "description": description, "parameters": {
+        "type": "object", "properties": {p: {"type": t, "description": d} for p, t, d, _ in params},
+        "required": [p for p, _, _, r in params if r]}}
+
+
+#: Hand-written near-duplicates of the sample's gold tools (same domain, similar name and
+#: description, different parameters), as the real 7,361-tool library has them. Why: with only
+#: the resource x operation tools, every gold query's nearest neighbour was its gold tool at any
+#: alpha, so the alpha ablation (paper Table 6) could not move HR@k. Some share the gold tool's
+#: description but not its parameters (alpha 1.0 confuses them), others share generic
+#: parameters ("Name of the city") with many tools (a low alpha confuses those).
+NEAR_DUPLICATES: list[dict[str, Any]] = [
+    # traffic (gold: get_traffic_report(location))
+    _tool("get_traffic_incidents", "Get the current traffic incidents, accidents and road closures on a highway",
+      [("highway", _S, "Highway or road identifier, e.g. I-95", True)]),
+    _tool("get_traffic_flow", "Get the latest traffic flow speed and congestion level of a road segment",
+      [("latitude", "number", "Latitude of the road segment", True), ("longitude", "number", "Longitude of the road segment", True)]),
+    _tool("get_traffic_camera_image", "Get the most recent image from a roadside traffic camera",
+      [("camera_id", _S, "Identifier of the traffic camera", True)]),
+    # currency (gold: convert_currency(amount, from_currency, to_currency))
+    _tool("get_exchange_rate", "Get the current exchange rate between two currencies",
+      [("base_currency", _S, "ISO 4217 code of the base currency, e.g. USD", True), ("quote_currency", _S, "ISO 4217 code of the quote currency, e.g. EUR", True)]),
+    _tool("get_historical_exchange_rate", "Get the exchange rate between two currencies on a past date",
+      [("base_currency", _S, "ISO 4217 code of the base currency", True), ("quote_currency", _S, "ISO 4217 code of the quote currency", True), ("date", _S, "Date in YYYY-MM-DD format", True)]),
+    _tool("convert_cryptocurrency", "Convert an amount of a cryptocurrency into a fiat currency at the live price",
+      [("amount", "number", "How many coins to convert", True), ("coin", _S, "Coin symbol, e.g. BTC", True), ("fiat_currency", _S, "Fiat currency code, e.g. USD", True)]),
+    # flights (gold: track_flight_status(flight_number))
+    _tool("get_airport_departures", "Get the live departure board of an airport with delays and gates",
+      [("airport_code", _S, "IATA code of the airport, e.g. FRA", True)]),
+    _tool("get_flight_delay_statistics", "Get historical on-time performance and delay statistics for an airline route",
+      [("airline_code", _S, "IATA code of the airline, e.g. LH", True), ("route", _S, "Route as origin-destination, e.g. FRA-JFK", True)]),
+    _tool("search_flight_offers", "Search available flights between two airports on a date",
+      [("origin", _S, "IATA code of the departure airport", True), ("destination", _S, "IATA code of the arrival airport", True), ("date", _S, "Travel date in YYYY-MM-DD format", True)]),
+    # environment (gold: get_air_quality_index(city), get_uv_index(location), get_pollen_count(city))
+    _tool("get_air_pollution_forecast", "Forecast air pollution levels for the coming days at a location",
+      [("latitude", "number", "Latitude of the location", True), ("longitude", "number", "Longitude of the location", True), ("days", "integer", "Number of forecast days", False)]),
+    _tool("get_uv_forecast", "Forecast the ultraviolet radiation index for a date",
+      [("latitude", "number", "Latitude of the location", True), ("longitude", "number", "Longitude of the location", True), ("date", _S, "Date in YYYY-MM-DD format", True)]),
+    _tool("get_allergy_forecast", "Forecast allergy risk from pollen and mold for an area",
+      [("zip_code", _S, "ZIP code of the area", True)]),
+    _tool("get_weather_forecast", "Get the weather forecast for a city",
+      [("city", _S, "Name of the city", True), ("days", "integer", "Number of forecast days", False)]),
+    _tool("get_humidity", "Get the current relative humidity in a city",
+      [("city", _S, "Name of the city", True)]),
+    # language (gold: translate_text(text, target_language), find_synonyms(word))
+    _tool("detect_language", "Detect which language a piece of text is written in",
+      [("text", _S, "The text to analyse", True)]),
+    _tool("translate_document", "Translate an uploaded document into another language",
+      [("document_url", _S, "URL of the document to translate", True), ("target_language", _S, "Target language code, e.g. de", True)]),
+    _tool("find_antonyms", "Find words with the opposite meaning of a given English word",
+      [("word", _S, "The English word", True)]),
+    _tool("get_word_definition", "Look up the dictionary definition of an English word",
+      [("word", _S, "The English word to define", True)]),
+    _tool("get_movie_reviews", "Get critic and audience reviews of a movie", [("movie_title", _S, "Title of the movie", True)]),
+    _tool("search_cinemas", "Find cinemas near a location", [("city", _S, "City to search in", True)]),
+    _tool("buy_movie_tickets", "Buy tickets for a movie screening", [("screening_id", _S, "Identifier of the screening", True), ("seats", "integer", "Number of seats", True)]),
+    _tool("estimate_shipping_cost", "Estimate the cost of shipping a parcel",
+      [("weight_kg", "number", "Weight of the parcel in kilograms", True), ("origin_postal_code", _S, "Postal code of the sender", True), ("destination_postal_code", _S, "Postal code of the recipient", True)]),
+    _tool("schedule_package_pickup", "Schedule a courier pickup of a parcel", [("address", _S, "Pickup address", True), ("date", _S, "Pickup date in YYYY-MM-DD format", True)]),
+    _tool("get_delivery_time_estimate", "Estimate when a parcel sent today will be delivered",
+      [("origin_postal_code", _S, "Postal code of the sender", True), ("destination_postal_code", _S, "Postal code of the recipient", True)]),
+    _tool("calculate_daily_calorie_needs", "Calculate how many calories a person needs per day",
+      [("age", "integer", "Age in years", True), ("weight_kg", "number", "Body weight in kilograms", True), ("activity_level", _S, "Activity level: low, moderate or high", True)]),
+    _tool("find_recipes_by_ingredients", "Find recipes that can be cooked with the given ingredients",
+      [("ingredients", "array", "List of available ingredients", True)]),
+    _tool("log_meal", "Log a meal in a food diary", [("food_item", _S, "Name of the food eaten", True), ("meal", _S, "breakfast, lunch or dinner", True)]),
+    _tool("get_restaurant_menu", "Get the menu and prices of a restaurant", [("restaurant_name", _S, "Name of the restaurant", True)]),
+    _tool("cancel_restaurant_reservation", "Cancel an existing restaurant reservation", [("reservation_id", _S, "Identifier of the reservation", True)]),
+    _tool("get_restaurant_opening_hours", "Get the opening hours of a restaurant", [("restaurant_name", _S, "Name of the restaurant", True), ("day", _S, "Day of the week", False)]),
+    _tool("buy_train_ticket", "Buy a train ticket for a connection", [("connection_id", _S, "Identifier of the train connection", True), ("passengers", "integer", "Number of passengers", True)]),
+    _tool("get_train_delays", "Get current delays and cancellations at a train station", [("station", _S, "Name of the station", True)]),
+    _tool("get_bus_timetable", "Get the bus timetable between two stops on a date",
+      [("from_stop", _S, "Departure bus stop", True), ("to_stop", _S, "Arrival bus stop", True), ("date", _S, "Travel date in YYYY-MM-DD format", True)]),
+    _tool("get_thermostat_temperature", "Get the current temperature reading of a smart thermostat", [("device_id", _S, "Identifier of the thermostat", True)]),
+    _tool("set_thermostat_schedule", "Set the weekly heating schedule of a smart thermostat",
+      [("device_id", _S, "Identifier of the thermostat", True), ("schedule", "object", "Mapping of weekdays to temperature periods", True)]),
+    _tool("set_light_brightness", "Set the brightness of a smart light bulb", [("device_id", _S, "Identifier of the light", True), ("brightness", "integer", "Brightness from 0 to 100", True)]),
+    _tool("get_tsunami_warnings", "Get active tsunami warnings for a coastal region", [("region", _S, "Coastal region name", True)]),
+    _tool("get_volcano_activity", "Get the activity level of volcanoes near a location", [("location", _S, "City or region to check", True)]),
+    _tool("get_seismic_hazard_map", "Get the long-term earthquake hazard map of a region", [("region", _S, "Region name", True)]),
+    _tool("calculate_loan_interest", "Calculate the total interest paid on a loan",
+      [("principal", "number", "Loan amount", True), ("annual_rate", "number", "Annual interest rate in percent", True), ("years", "integer", "Loan term in years", True)]),
+    _tool("get_mortgage_rates", "Get current mortgage interest rates offered by lenders", [("loan_type", _S, "fixed or variable", True), ("state", _S, "US state", True)]),
+    _tool("calculate_affordable_home_price", "Calculate the home price a buyer can afford",
+      [("annual_income", "number", "Yearly gross income", True), ("down_payment", "number", "Available down payment", True)]),
+]
+
+
 def _fmt(text: str, r: str, s: str, p: str, f: str, fd: str) -> str:
     return text.format(r=r, s=s, p=p, f=f, fd=fd, fh=f.replace("_", " "))
 
 
 def generate() -> list[dict[str, Any]]:
-    """The library, in a fixed order: every resource x every operation (1,071 tools)."""
+    """The library, in a fixed order: every resource x every operation (1,071 tools), then the
+    42 near-duplicates."""
     tools: list[dict[str, Any]] = []
     for r, s, p, f, fd in RESOURCES:
         for name_t, desc_t, params_t in OPERATIONS:
@@ -153,7 +247,7 @@ def generate() -> list[dict[str, Any]]:
                 "description": _fmt(desc_t, r, s, p, f, fd),
                 "parameters": {"type": "object", "properties": properties, "required": required},
             })
-    return tools
+    return tools + NEAR_DUPLICATES
 
 
 def dumps(tools: list[dict[str, Any]]) -> str:
