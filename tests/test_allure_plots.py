@@ -17,6 +17,7 @@ from pytest_toolbench.report.allure_run import (
     check_records,
     environment_properties,
     perf_records,
+    quality_gate_rules,
     render_metrics_html,
 )
 from pytest_toolbench.report.allure_steps import conversation_steps, readable
@@ -133,6 +134,35 @@ def test_run_files_show_gates_and_headline_metrics(metrics: RunMetrics) -> None:
          "metricMin": {"key": "toolhop.mandatory.accuracy", "value": 40.0}}]
     assert {"name": "Wrong answers", "matchers": {"labels": {"toolbench_outcome": "wrong answer"}}} \
         in body["categories"]
+
+
+def test_quality_gate_rules_only_for_plain_absolute_thresholds(metrics: RunMetrics) -> None:
+    """An Allure rule compares this run's sample with a constant. Baseline gates (the threshold
+    is an offset from the baseline's value) and paired gates (.diff/.diff_lower/.diff_upper/
+    .mcnemar_p read the comparison, not this run's metric) must not become such rules: as rules
+    they would read e.g. accuracy >= -2% or accuracy <= 5%, a verdict unrelated to ours."""
+    plain = ["toolhop.mandatory.accuracy>=0.4", "toolhop.mandatory.accuracy.ci_low>=0.1",
+             "toolhop.mandatory[hops=3].accuracy<=0.9"]
+    not_expressible = [
+        "toolhop.mandatory.accuracy>=baseline-0.02", "toolhop.mandatory.accuracy<=baseline",
+        "toolhop.mandatory.accuracy.diff>=-0.1", "toolhop.mandatory.accuracy.diff_lower>=-0.05",
+        "toolhop.mandatory.accuracy.diff_upper>=0", "toolhop.mandatory.accuracy.mcnemar_p>=0.05",
+        "toolhop.mandatory[hops=3].accuracy.diff_upper>=0", "toolhop.mandatory.accuracy>0.1",
+        "toolhop.mandatory.accuracy.n>=3", "toolhop.mandatory.error_rate<=0.1",
+        "toolhop.mandatory[hops=9].accuracy>=0.5",  # no such sample in this run
+    ]
+    rules = quality_gate_rules(plain + not_expressible, metrics)
+    assert rules == [
+        {"id": "toolhop.mandatory.accuracy>=0.4",
+         "metricMin": {"key": "toolhop.mandatory.accuracy", "value": 40.0}},
+        {"id": "toolhop.mandatory.accuracy.ci_low>=0.1",
+         "metricMin": {"key": "toolhop.mandatory.accuracy.ci_low", "value": pytest.approx(10.0)}},
+        {"id": "toolhop.mandatory[hops=3].accuracy<=0.9",
+         "metricMax": {"key": "toolhop.mandatory[hops=3].accuracy", "value": 90.0}},
+    ]
+    keys = {r["key"] for r in perf_records(metrics, now_ms=0)}
+    assert all(r[k]["key"] in keys for r in rules for k in r if k != "id")
+    assert "qualityGate" not in allurerc("r", not_expressible, metrics)
 
 
 def test_plots_draw_exactly_the_aggregate_values(metrics: RunMetrics, tmp_path: Path) -> None:

@@ -11,7 +11,8 @@ Written once by the controller into ``--alluredir`` at session end:
 * ``executor.json`` (run id, tool name) and ``categories.json`` (wrong answers, tool-call parse
   failures and infrastructure errors, for Allure 2 / the classic plugin);
 * ``allurerc.mjs``: the Allure 3 config for this folder (report name, the same categories matched
-  on our ``toolbench_outcome`` label, and quality-gate rules mirroring our ``>=``/``<=`` gates),
+  on our ``toolbench_outcome`` label, and quality-gate rules mirroring our plain absolute
+  ``>=``/``<=`` gates; baseline and paired-comparison gates are only in our checks),
   used by ``--allure-html`` and by ``npx allure generate|quality-gate DIR -c DIR/allurerc.mjs``;
 * a run-level HTML attachment with the metric tables and gate verdicts (``allure.global_attach``).
 """
@@ -28,7 +29,7 @@ from typing import Any
 
 from pytest_toolbench.report.allure_report import INFRA, OUTCOME_LABEL, PARSE, WRONG
 from pytest_toolbench.results.aggregate import MetricValue, RunMetrics, ScenarioMetrics
-from pytest_toolbench.results.gates import GateVerdict, parse_gate
+from pytest_toolbench.results.gates import Gate, GateVerdict, parse_gate
 
 PERF_FILE = "toolbench-perf.json"
 CONFIG_FILE = "allurerc.mjs"
@@ -106,26 +107,36 @@ def check_records(verdicts: Iterable[GateVerdict]) -> list[dict[str, Any]]:
 
 
 def quality_gate_rules(gates: Sequence[str], metrics: RunMetrics) -> list[dict[str, Any]]:
-    """Our ``>=``/``<=`` gates as Allure 3 ``metricMin``/``metricMax`` rules on the same metric
-    key (the ``*-perf.json`` samples); other operators stay with our own verdict (the checks)."""
+    """Our plain absolute ``>=``/``<=`` gates as Allure 3 ``metricMin``/``metricMax`` rules on the
+    same metric key (the ``*-perf.json`` samples). Every other gate stays with our own verdict
+    (the checks): see :func:`allure_expressible`."""
     rules: list[dict[str, Any]] = []
-    rates = _rate_paths(metrics)
+    samples = {r["key"]: r for r in perf_records(metrics, now_ms=0)}
     for text in gates:
         try:
             gate = parse_gate(text)
         except ValueError:
             continue
-        if gate.op not in (">=", "<=") or gate.path.endswith(".n") or ".error_rate" in gate.path:
+        if not allure_expressible(gate, samples.keys()):
             continue
         # Rates are stored in percent in the perf samples (see perf_records).
         rule = "metricMin" if gate.op == ">=" else "metricMax"
-        value = 100 * gate.threshold if gate.path in rates else gate.threshold
+        value = 100 * gate.threshold if samples[gate.path].get("unit") == "%" else gate.threshold
         rules.append({"id": str(gate), rule: {"key": gate.path, "value": value}})
     return rules
 
 
-def _rate_paths(metrics: RunMetrics) -> set[str]:
-    return {r["key"] for r in perf_records(metrics, now_ms=0) if r.get("unit") == "%"}
+def allure_expressible(gate: Gate, sample_keys: Iterable[str]) -> bool:
+    """A rule ``metricMin|metricMax(key, value)`` means "this run's sample >= / <= a constant".
+    That is a gate only when it is absolute (a baseline gate's threshold is an offset from the
+    baseline's value, and ``.diff``/``.diff_lower``/``.diff_upper``/``.mcnemar_p`` read the paired
+    comparison, not this run's metric), its operator is ``>=``/``<=``, and its path is a sample
+    this run wrote (a value or CI bound; not ``.n`` or the error-rate limit)."""
+    if gate.needs_baseline or gate.op not in (">=", "<="):
+        return False
+    if gate.path.endswith(".n") or ".error_rate" in gate.path:
+        return False
+    return gate.path in set(sample_keys)
 
 
 # --------------------------------------------------------------------------- HTML table
