@@ -223,6 +223,74 @@ def test_suite_run_writes_plots_and_allure_run_files(tmp_path: Path) -> None:
     assert params["case"]["value"].startswith("'toolhop-") and not params["model"].get("excluded")
 
 
+def _by_record(body: dict, index: int):
+    """Per bundled record: 9001 the endpoint fails (an infrastructure error), 9002 a reply whose
+    tool call the server left in the text (a parse failure, scored wrong), 9003 plain wrong."""
+    from fake_openai_server import completion, error_body
+
+    records = json.loads((REPO / "data" / "toolhop" / "ToolHop.json").read_text())
+    question = body["messages"][0]["content"].rsplit("Question: ", 1)[1]
+    rid = next(r["id"] for r in records if r["question"] == question)
+    if rid == 9001:
+        return 500, {}, error_body(500, "down")
+    if rid == 9002:
+        return 200, {}, completion('<tool_call>{"name": "f", "arguments": {}}</tool_call>')
+    return 200, {}, completion("<answer>definitely-wrong</answer>")
+
+
+def _category_of(result: dict, categories: list[dict]) -> str | None:
+    """The first category whose Allure 2 matcher (status + message regex, full match as Allure
+    does) takes the result, as the classic report assigns it."""
+    import re
+
+    message = (result.get("statusDetails") or {}).get("message") or ""
+    for c in categories:
+        if result["status"] in c["matchedStatuses"] and re.fullmatch(c["messageRegex"], message):
+            return c["name"]
+    return None
+
+
+@pytest.mark.parametrize("gated", [False, True])
+def test_parse_failures_and_infrastructure_errors_land_in_their_categories(tmp_path: Path, gated) -> None:
+    """The written result files, read as Allure reads them: an infrastructure error, a parse
+    failure and a wrong answer each match their own category (Allure 2: status and message
+    regex from categories.json; Allure 3: the toolbench_outcome label in allurerc.mjs), gates
+    or not (with gates the JUnit status changes, Allure's must not)."""
+    from fake_openai_server import FakeOpenAIServer
+
+    alluredir = tmp_path / "allure"
+    gate = ["--gate", "toolhop.direct.accuracy>=0", "--max-error-rate", "1"] if gated else []
+    with FakeOpenAIServer(_by_record) as server:
+        cmd = [sys.executable, "-m", "pytest", "suites/toolhop", "-q", "-p", "no:randomly",
+               "-p", "no:cacheprovider", "--cache-dir", str(tmp_path / "cache"),
+               "--base-url", server.base_url, "--api-key", "t", "--model", "m",
+               "--scenario", "direct", "--sample-ids", "9001,9002,9003", "--max-retries", "0",
+               "--alluredir", str(alluredir), *gate]
+        env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+        proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == (0 if gated else 1), proc.stdout[-3000:]
+    categories = json.loads((alluredir / "categories.json").read_text())
+    config = (alluredir / "allurerc.mjs").read_text()
+    allure3 = json.loads(config.split("export default ", 1)[1].rstrip().rstrip(";"))["categories"]
+    by_label = {c["matchers"]["labels"]["toolbench_outcome"]: c["name"] for c in allure3}
+    results = {}
+    for path in alluredir.glob("*-result.json"):
+        r = json.loads(path.read_text())
+        case = next(p["value"] for p in r["parameters"] if p["name"] == "case")
+        results[case.strip("'")] = r
+    assert set(results) == {"toolhop-9001-direct", "toolhop-9002-direct", "toolhop-9003-direct"}
+    expected = {"toolhop-9001-direct": ("Infrastructure errors", INFRA),
+                "toolhop-9002-direct": ("Tool-call parse failures", PARSE),
+                "toolhop-9003-direct": ("Wrong answers", WRONG)}
+    for case, (category, outcome) in expected.items():
+        r = results[case]
+        labels = {lab["name"]: lab["value"] for lab in r["labels"]}
+        assert _category_of(r, categories) == category, (case, r["status"], r.get("statusDetails"))
+        assert labels["toolbench_outcome"] == outcome and by_label[outcome] == category
+    assert "infrastructure error" in results["toolhop-9001-direct"]["statusDetails"]["message"]
+    assert results["toolhop-9002-direct"]["statusDetails"]["message"].startswith("tool-call parse failure")
+
+
 def test_two_models_in_one_results_folder_are_two_results_not_retries(tmp_path: Path) -> None:
     alluredir = tmp_path / "allure"
     record = tmp_path / "rec.jsonl"
