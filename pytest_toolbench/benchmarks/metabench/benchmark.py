@@ -7,6 +7,7 @@ from typing import Any, Callable
 
 from pytest_toolbench.benchmarks.base import Case
 from pytest_toolbench.benchmarks.data_source import BUNDLED_DATA_DIR, DataSource
+from pytest_toolbench.benchmarks.metabench.fields import CLOSED_CALL_CATEGORY
 from pytest_toolbench.benchmarks.metabench.options import MetaBenchOptions
 from pytest_toolbench.benchmarks.metabench.oracle import metabench_oracle
 from pytest_toolbench.benchmarks.metabench.pool import DISTRACTOR_FILE, build_library, load_distractors
@@ -31,12 +32,13 @@ from pytest_toolbench.results.metrics import MetricSpec
 DEFAULT_DATA_DIR = BUNDLED_DATA_DIR
 BUNDLED_DIR = DEFAULT_DATA_DIR / "metabench"
 
-#: Table 2 order: per difficulty, open-world FM, FE, chat, then closed-world calls and chat.
+#: The paper's "ten scenarios" in Table 2 order: per difficulty, open-world FM, FE, chat, then
+#: closed-world calls (single in simple, multi in hard: fields.CLOSED_CALL_CATEGORY) and chat.
 SCENARIOS: tuple[str, ...] = tuple(
     f"{d}-{s}"
     for d in ("simple", "hard")
     for s in ("open-function_missing", "open-function_existing", "open-chat",
-              "closed-single_tool_call", "closed-multi_tool_call", "closed-chat")
+              f"closed-{CLOSED_CALL_CATEGORY[d]}", "closed-chat")
 )
 CALL_SCENARIOS = tuple(s for s in SCENARIOS if not s.endswith("chat"))
 CHAT_SCENARIOS = tuple(s for s in SCENARIOS if s.endswith("chat"))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from pytest_toolbench.benchmarks.metabench.fields import TOOL_NAME_KEY, TOOL_RESULTS_KEY
 from pytest_toolbench.benchmarks.metabench.options import MetaBenchOptions
 from pytest_toolbench.benchmarks.metabench.prompts import (
     META_TOOL_NAME,
@@ -36,10 +37,10 @@ def _tool_content(content: Any, retriever: str) -> Any:
         return content
     out = []
     for item in content:
-        if isinstance(item, dict) and item.get("name") == META_TOOL_NAME:
-            results = item.get("results")
-            item = {**item, "name": TOOLSEARCHER_NAME,
-                    "results": {"best_matches": results if isinstance(results, list) else [results]}}
+        if isinstance(item, dict) and item.get(TOOL_NAME_KEY) == META_TOOL_NAME:
+            results = item.get(TOOL_RESULTS_KEY)
+            item = {**item, TOOL_NAME_KEY: TOOLSEARCHER_NAME,
+                    TOOL_RESULTS_KEY: {"best_matches": results if isinstance(results, list) else [results]}}
         out.append(item)
     return out
 

@@ -7,13 +7,16 @@ the tables and :func:`normalise_record` below, nothing else. Two raw shapes are 
 
 * message-style (the proposed schema): ``{"id", "difficulty", "openness", "category", "tools",
   "messages": [{"role", "content", "tool_calls", "eval", "turn_kind"}], "tool_pool",
-  "gold_retrieval", "system", "source"}``;
+  "gold_retrieval", "system", "source"}``; a ``{"role": "system"}`` message is lifted into
+  ``system`` (the pre-rendered instruction);
 * ShareGPT-style (as ToolACE/LLaMA-Factory ship it): ``{"system", "conversations": [{"from",
   "value"}]}``, assistant values split on ``<|python_tag|>`` and the tail parsed as the call list.
 
 Scenario axes missing from a record are read from its id or its file path
 (``{simple,hard}/{open-world,closed-world}/{category}/...``, the layout Appendix A.8's example
-names suggest).
+names suggest). Tool turns hold the paper's entries ``[{"name", "function_id", "results"}]``
+(Figs 12, 15); their keys are named here only (:data:`TOOL_RESULTS_KEY`, :func:`retrieved_tools`,
+:func:`tool_result_entry`).
 """
 
 from __future__ import annotations
@@ -33,6 +36,15 @@ CATEGORIES_BY_OPENNESS = {
     "open-world": ("chat", "function_missing", "function_existing"),
     "closed-world": ("chat", "single_tool_call", "multi_tool_call"),
 }
+#: The closed-world call category of each difficulty **[INFERRED, spec §1]**: the paper's "ten
+#: scenarios" have one closed-world call column, "Single Tool Call" in simple (one call) and
+#: "Multi Tool Call" in hard (Table 4), so simple/multi and hard/single do not exist.
+CLOSED_CALL_CATEGORY = {"simple": "single_tool_call", "hard": "multi_tool_call"}
+
+#: Keys of one entry of a tool turn (Figs 12, 15): ``{"name", "function_id", "results"}``.
+TOOL_NAME_KEY = "name"
+TOOL_FUNCTION_ID_KEY = "function_id"
+TOOL_RESULTS_KEY = "results"
 
 #: Raw key -> normalised key (message-style records).
 RECORD_KEYS = {
@@ -80,6 +92,23 @@ def axes_from_path(text: str) -> dict[str, str]:
         elif key in CATEGORIES or key in CATEGORY_ALIASES:
             out["category"] = CATEGORY_ALIASES.get(key, key)
     return out
+
+
+def retrieved_tools(content: Any) -> list[dict[str, Any]]:
+    """Full tool JSONs in a tool turn's content: every entry's ``results`` (one tool or a list)."""
+    items = content if isinstance(content, list) else [content]
+    out: list[dict[str, Any]] = []
+    for item in items:
+        results = item.get(TOOL_RESULTS_KEY) if isinstance(item, dict) else None
+        for tool in results if isinstance(results, list) else [results]:
+            if isinstance(tool, dict) and isinstance(tool.get("name"), str):
+                out.append(tool)
+    return out
+
+
+def tool_result_entry(name: str, function_id: int, results: Any) -> dict[str, Any]:
+    """One entry of a retriever's tool turn in the paper's format (Figs 12, 15)."""
+    return {TOOL_NAME_KEY: name, TOOL_FUNCTION_ID_KEY: function_id, TOOL_RESULTS_KEY: results}
 
 
 def _assistant_from_text(value: str) -> dict[str, Any]:
@@ -163,9 +192,11 @@ def normalise_record(raw: dict[str, Any], origin: str) -> dict[str, Any]:
         if system is not None and "system" not in out:
             out["system"] = system
     elif isinstance(out.get("messages"), list):
-        out["messages"] = [
-            _normalise_message(m) if isinstance(m, dict) else m for m in out["messages"]
-        ]
+        messages = [_normalise_message(m) if isinstance(m, dict) else m for m in out["messages"]]
+        systems = [m for m in messages if isinstance(m, dict) and m.get("role") == "system"]
+        if systems and "system" not in out:
+            out["system"] = "\n".join(str(m.get("content") or "") for m in systems)
+        out["messages"] = [m for m in messages if not (isinstance(m, dict) and m.get("role") == "system")]
     if "system" in out and "tools" not in out and isinstance(out["system"], str):
         out["tools"] = tools_from_system(out["system"])
     axes = {**axes_from_path(origin), **axes_from_path(str(out.get("id", "")))}

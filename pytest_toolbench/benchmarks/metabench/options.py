@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 #: The paper's retriever (README of qinshengqian/Meta-Tool); not downloadable here.
 PAPER_EMBEDDER = "intfloat/multilingual-e5-large"
@@ -46,10 +46,36 @@ class MetaBenchOptions(BaseModel):
         description="Algorithm 1 when S_p is undefined: fallback=score S_t if both sides have no "
         "parameters, S_p=0 if one side has none; zero=S_p=0 whenever undefined",
     )
+    embed_names: Literal["no", "yes"] = Field(
+        "no",
+        description="Algorithm 1 pool side: no=the tool description alone (spec: names are not "
+        "embedded); yes='<name>: <description>'",
+    )
+    param_fallback: Literal["name", "skip"] = Field(
+        "name",
+        description="a required parameter without a description: name=embed its name (spec "
+        "default); skip=leave it out of S_p",
+    )
+    ties: Literal["pool_order", "name"] = Field(
+        "pool_order",
+        description="equal retrieval scores: pool_order=the earlier pool tool first (spec "
+        "default; pools are shuffled per dialogue); name=alphabetical by tool name",
+    )
+    keyword_text: str = Field(
+        "{name}: {description}",
+        description="keyword baseline: how a pool tool's 'concatenated string of name and "
+        "description' is formed (separator unstated; fields {name} and {description})",
+    )
     p_acc: Literal["strict", "lenient"] = Field(
         "strict",
         description="P-Acc: strict=argument dicts equal after JSON canonicalisation; lenient="
         "type coercion, case/whitespace, defaults and extra optional params ignored",
+    )
+    extra_calls: Literal["ignore", "penalise"] = Field(
+        "ignore",
+        description="T/P-Acc when the reply has more calls than the gold turn: ignore=not "
+        "penalised (the paper's wording; counted apart as extra_calls); penalise=the turn's "
+        "gold calls all count as misses",
     )
     irr_meta_tool: Literal["invocation", "abstain"] = Field(
         "invocation", description="IRR: whether a meta_tool call in a chat turn is a tool invocation"
@@ -79,3 +105,15 @@ class MetaBenchOptions(BaseModel):
         False, description="list get_user_input in the instruction (Table 5 ablation; paper: not listed)"
     )
     tool_indent: int = Field(2, ge=0, description="JSON indent of the instruction's tool list")
+
+    @field_validator("keyword_text")
+    @classmethod
+    def _keyword_fields(cls, value: str) -> str:
+        """A template with other fields would fail at the first retrieval; fail at startup."""
+        try:
+            value.format(name="n", description="d")
+        except (KeyError, IndexError, ValueError) as exc:
+            raise ValueError(
+                f"keyword_text {value!r} must use only the fields {{name}} and {{description}} ({exc!r})"
+            ) from None
+        return value

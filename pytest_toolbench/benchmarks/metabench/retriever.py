@@ -2,16 +2,20 @@
 
 Embeddings come from the shared sentence-transformers layer (environments/retrieval.py): every
 text of the tool library is encoded once, deduplicated, and cached on disk keyed by the
-embedder's identity and the texts (so a second session, or another xdist worker, encodes
-nothing). Each dialogue's 1,000-tool pool gets its own FAISS inner-product index over the cached
+embedder's identity and the texts (so the key changes with the embedder and with the tool set,
+and a second session, or another xdist worker, encodes nothing). Query texts (each meta_tool
+call's descriptions) are cached one by one in the same layer, so a repeated run never loads the
+model. Each dialogue's 1,000-tool pool gets its own FAISS inner-product index over the cached
 tool-description vectors.
 
 Algorithm 1 for one meta_tool call (query q) and a pool tool v (spec §5):
 ``S_t = cos(E(q.tool_description), E(v.description))``;
 ``S_p[i] = max_j cos(E(q.param_description[i]), E(desc of v's j-th required parameter))``;
 ``score = alpha * S_t + (1 - alpha) * mean_i S_p[i]``; ties broken by pool order. Unspecified
-details are options (prefixes, empty-parameter policy); names are not embedded; a required
-parameter with no description contributes its name.
+details are options with the spec's reading as default: prefixes, the empty-parameter policy,
+names not embedded (``embed_names``), a required parameter with no description contributing its
+name (``param_fallback``), ties by pool order (``ties``), the keyword baseline's text
+(``keyword_text``).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from pytest_toolbench.benchmarks.metabench.fields import tool_result_entry
 from pytest_toolbench.benchmarks.metabench.options import MetaBenchOptions
 from pytest_toolbench.benchmarks.metabench.pool import ToolLibrary, build_pool
 from pytest_toolbench.benchmarks.metabench.prompts import META_TOOL_NAME, TOOLSEARCHER_NAME
@@ -30,8 +35,9 @@ from pytest_toolbench.benchmarks.metabench.schema import Dialogue
 from pytest_toolbench.environments.retrieval import Embedder, Embedders
 
 
-def required_param_texts(tool: dict[str, Any]) -> list[str]:
-    """Descriptions of the tool's required parameters (the name when it has none)."""
+def required_param_texts(tool: dict[str, Any], fallback: str = "name") -> list[str]:
+    """Descriptions of the tool's required parameters; one without a description contributes
+    its name (``fallback="name"``, spec §5) or nothing (``"skip"``)."""
     params = tool.get("parameters") if isinstance(tool.get("parameters"), dict) else {}
     props = params.get("properties") if isinstance(params.get("properties"), dict) else {}
     required = params.get("required")
@@ -41,8 +47,23 @@ def required_param_texts(tool: dict[str, Any]) -> list[str]:
     for name in required:
         spec = props.get(name) if isinstance(props.get(name), dict) else {}
         desc = spec.get("description")
-        out.append(desc if isinstance(desc, str) and desc.strip() else str(name))
+        if isinstance(desc, str) and desc.strip():
+            out.append(desc)
+        elif fallback == "name":
+            out.append(str(name))
     return out
+
+
+def pool_texts(tools: list[dict[str, Any]], options: MetaBenchOptions, prefix: str) -> list[str]:
+    """The pool-side text embedded per tool for the chosen retriever (before parameters)."""
+    if options.retriever == "meta_tool":
+        if options.embed_names == "yes":
+            return [f"{prefix}{t.get('name')}: {t.get('description') or ''}" for t in tools]
+        return [prefix + str(t.get("description") or "") for t in tools]
+    if options.retriever == "keyword":  # "concatenated strings of tool names and descriptions"
+        return [prefix + options.keyword_text.format(name=t.get("name"), description=t.get("description") or "")
+                for t in tools]
+    return [prefix + json.dumps(t, ensure_ascii=False) for t in tools]  # "standard tool JSONs"
 
 
 def prefixes(options: MetaBenchOptions) -> tuple[str, str]:
@@ -103,9 +124,10 @@ class MetaBenchRetriever:
             return
         p = self.pool_prefix
         tools = self.library.tools
+        texts = pool_texts(tools, self.options, p)
         if self.options.retriever == "meta_tool":
-            descs = [p + str(t.get("description") or "") for t in tools]
-            params = [[p + s for s in required_param_texts(t)] for t in tools]
+            descs = texts
+            params = [[p + s for s in required_param_texts(t, self.options.param_fallback)] for t in tools]
             flat = [s for ps in params for s in ps]
             vectors, rows = self._encode_cached(descs + flat)
             self._vectors["tool"] = vectors
@@ -117,10 +139,6 @@ class MetaBenchRetriever:
                 k += len(ps)
             self._param_rows = out
         else:
-            if self.options.retriever == "keyword":  # "concatenated strings of tool names and descriptions"
-                texts = [f"{p}{t.get('name')}: {t.get('description') or ''}" for t in tools]
-            else:  # dialogue history: "standard tool JSONs"
-                texts = [p + json.dumps(t, ensure_ascii=False) for t in tools]
             vectors, rows = self._encode_cached(texts)
             self._vectors["tool"] = vectors
             self._rows["tool"] = rows
@@ -154,8 +172,9 @@ class MetaBenchRetriever:
     # --- queries -----------------------------------------------------------------------------
 
     def _encode_queries(self, texts: list[str]) -> np.ndarray:
+        """Query vectors through the per-text disk cache (the model loads only on a miss)."""
         with self._lock:
-            return self.embedder.encode([self.query_prefix + t for t in texts])
+            return self.embedders.cache.query_embeddings(self.embedder, [self.query_prefix + t for t in texts])
 
     def _description_scores(self, pool: Pool, query: np.ndarray) -> np.ndarray:
         """Cosine of one query vector with every pool tool, in pool order (FAISS exact search)."""
@@ -191,9 +210,14 @@ class MetaBenchRetriever:
         return self._description_scores(pool, self._encode_queries([text])[0])
 
     def rank(self, pool: Pool, scores: np.ndarray, k: int | None = None) -> list[tuple[str, float]]:
-        """Top ``k`` (name, score), best first; ties keep pool order (stable sort)."""
+        """Top ``k`` (name, score), best first; ties keep pool order (stable sort) or, with
+        ``ties="name"``, go alphabetically."""
         k = self.options.top_k if k is None else k
-        order = np.argsort(-scores, kind="stable")[:k]
+        if self.options.ties == "name":
+            names = [self.library.tools[r]["name"] for r in pool.rows]
+            order = np.array(sorted(range(len(scores)), key=lambda i: (-scores[i], names[i]))[:k], dtype=np.int64)
+        else:
+            order = np.argsort(-scores, kind="stable")[:k]
         return [(self.library.tools[pool.rows[i]]["name"], float(scores[i])) for i in order]
 
     # --- per-call entry points ---------------------------------------------------------------
@@ -226,5 +250,5 @@ def result_message(name: str, ranked: list[list[str]], retriever: MetaBenchRetri
     for i, names in enumerate(ranked):
         tools = [retriever.tool(n) for n in names]
         results: Any = {"best_matches": tools} if name == TOOLSEARCHER_NAME else tools
-        out.append({"name": name, "function_id": i, "results": results})
+        out.append(tool_result_entry(name, i, results))
     return out

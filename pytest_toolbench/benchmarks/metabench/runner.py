@@ -165,7 +165,7 @@ class MetaBenchRunner:
         if kind == "call":
             gold = gold_calls(judged.message, o.retriever)
             schemas = {t["name"]: t for t in judged.dialogue.own_tools}
-            m = scoring.match_calls(gold, pred, o.p_acc, schemas)
+            m = scoring.match_calls(gold, pred, o.p_acc, schemas, o.extra_calls)
             details.update({"gold_calls": gold, **m})
             values = {k: float(m[k]) for k in ("t_hits", "p_hits", "gt_calls")}
             ok = m["p_hits"] == m["gt_calls"]

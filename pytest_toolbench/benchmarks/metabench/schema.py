@@ -14,7 +14,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from pytest_toolbench.benchmarks.dataset_errors import DatasetError, describe_validation_error
-from pytest_toolbench.benchmarks.metabench.fields import CATEGORIES_BY_OPENNESS, normalise_record
+from pytest_toolbench.benchmarks.metabench.fields import (
+    CATEGORIES_BY_OPENNESS,
+    CLOSED_CALL_CATEGORY,
+    normalise_record,
+    retrieved_tools,
+)
 from pytest_toolbench.benchmarks.metabench.prompts import META_TOOL_NAME
 
 #: Files under these sub-folders of data/metabench/ are not dialogues.
@@ -85,6 +90,12 @@ class Dialogue(BaseModel):
     def _check(self) -> "Dialogue":
         if self.category not in CATEGORIES_BY_OPENNESS[self.openness]:
             raise ValueError(f"category {self.category!r} does not exist in {self.openness}")
+        expected = CLOSED_CALL_CATEGORY[self.difficulty]
+        if self.category in CLOSED_CALL_CATEGORY.values() and self.category != expected:
+            raise ValueError(
+                f"category {self.category!r} does not exist in {self.difficulty} (closed-world calls "
+                f"are {expected!r} there, fields.CLOSED_CALL_CATEGORY)"
+            )
         for i, tool in enumerate(self.tools):
             if not isinstance(tool.get("name"), str) or not tool["name"]:
                 raise ValueError(f"tools[{i}] has no string 'name'")
@@ -123,15 +134,7 @@ class Dialogue(BaseModel):
         """Full tool JSONs in the tool turn right after meta_tool turn ``turn`` (Figs 12, 15)."""
         if turn + 1 >= len(self.messages) or self.messages[turn + 1].role != "tool":
             return []
-        content = self.messages[turn + 1].content
-        items = content if isinstance(content, list) else [content]
-        out: list[dict[str, Any]] = []
-        for item in items:
-            results = item.get("results") if isinstance(item, dict) else None
-            for tool in results if isinstance(results, list) else [results]:
-                if isinstance(tool, dict) and isinstance(tool.get("name"), str):
-                    out.append(tool)
-        return out
+        return retrieved_tools(self.messages[turn + 1].content)
 
     def _derive_gold_retrieval(self) -> list[GoldRetrieval]:
         out: list[GoldRetrieval] = []
@@ -199,10 +202,10 @@ def _read_json(path: Path) -> Any:
         raise DatasetError(path, f"invalid JSON: {exc.msg}", line=exc.lineno, column=exc.colno) from None
 
 
-def load_file(path: Path, origin: str) -> list[Dialogue]:
-    """A JSON list or JSONL file of dialogues."""
+def _load_located(path: Path, origin: str) -> list[tuple[Dialogue, dict[str, Any]]]:
+    """The file's dialogues with where each came from (for errors found after parsing)."""
     if path.suffix == ".jsonl":
-        out = []
+        out: list[tuple[Dialogue, dict[str, Any]]] = []
         for n, text in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
             if not text.strip():
                 continue
@@ -210,14 +213,42 @@ def load_file(path: Path, origin: str) -> list[Dialogue]:
                 raw = json.loads(text)
             except json.JSONDecodeError as exc:
                 raise DatasetError(path, f"invalid JSON: {exc.msg}", line=n, column=exc.colno) from None
-            out.append(parse_dialogue(raw, path, origin, len(out), line=n))
+            d = parse_dialogue(raw, path, origin, len(out), line=n)
+            out.append((d, {"line": n}))
         return out
     raw = _read_json(path)
     if isinstance(raw, dict):
         raw = [raw]
     if not isinstance(raw, list):
         raise DatasetError(path, f"top level must be a JSON array of dialogues, got {type(raw).__name__}")
-    return [parse_dialogue(item, path, origin, i) for i, item in enumerate(raw)]
+    return [(parse_dialogue(item, path, origin, i), {"index": i}) for i, item in enumerate(raw)]
+
+
+def load_file(path: Path, origin: str) -> list[Dialogue]:
+    """A JSON list or JSONL file of dialogues."""
+    return [d for d, _ in _load_located(path, origin)]
+
+
+def _check_tool_pools(located: list[tuple[Dialogue, Path, dict[str, Any]]]) -> None:
+    """A ``tool_pool`` may name only tools some record defines in full (a tool list, a retrieved
+    tool, or a full-JSON pool entry), and must hold the dialogue's invoked tools (paper: "a tool
+    pool of size 1000 including its invoked tools"); else the pool cannot be built, so fail at
+    load time naming the file and record."""
+    known: set[str] = set()
+    for d, _, _ in located:
+        known.update(t["name"] for t in d.own_tools)
+        known.update(e["name"] for e in d.tool_pool or [] if isinstance(e, dict) and isinstance(e.get("name"), str))
+    for d, path, where in located:
+        if not d.tool_pool:
+            continue
+        names = [e if isinstance(e, str) else e.get("name") for e in d.tool_pool]
+        unknown = [n for n in names if n not in known]
+        if unknown:
+            raise DatasetError(path, f"tool_pool names unknown tool {unknown[0]!r} (no record defines it)",
+                               record_id=d.id, **where)
+        missing = [n for n in d.invoked_tool_names if n not in names]
+        if missing:
+            raise DatasetError(path, f"tool_pool lacks invoked tool {missing[0]!r}", record_id=d.id, **where)
 
 
 def dialogue_files(directory: Path) -> list[Path]:
@@ -237,16 +268,17 @@ def load_dialogues(directory: str | Path) -> list[Dialogue]:
     files = dialogue_files(directory)
     if not files:
         raise DatasetError(directory, "no *.json / *.jsonl dialogue files in the Meta-Bench data directory")
-    out: list[Dialogue] = []
+    located: list[tuple[Dialogue, Path, dict[str, Any]]] = []
     seen: dict[str, Path] = {}
     for path in files:
-        for i, dialogue in enumerate(load_file(path, str(path.relative_to(directory)))):
+        for dialogue, where in _load_located(path, str(path.relative_to(directory))):
             if dialogue.id in seen:
                 raise DatasetError(path, f"duplicate id (also in {seen[dialogue.id].name})",
-                                   index=i, record_id=dialogue.id)
+                                   **{"record_id": dialogue.id, **where})
             seen[dialogue.id] = path
-            out.append(dialogue)
-    return out
+            located.append((dialogue, path, where))
+    _check_tool_pools(located)
+    return [d for d, _, _ in located]
 
 
 class JudgedTurn(BaseModel):

@@ -2,7 +2,8 @@
 
 * T-Acc / P-Acc, unit = each ground-truth call: order-insensitive one-to-one matching by name
   (T) and by name plus equal arguments (P, so P <= T); extra predicted calls are not penalised
-  (counted apart); meta_tool, ToolSearcher or get_user_input instead of the real tool is a miss.
+  (counted apart; ``extra_calls="penalise"`` makes a turn with any unmatched predicted call score
+  no hit); meta_tool, ToolSearcher or get_user_input instead of the real tool is a miss.
 * IRR, unit = chat turn: correct iff the reply invokes no tool other than get_user_input
   (meta_tool counts as an invocation unless ``irr_meta_tool="abstain"``); prose is abstention.
 * FMD and HR@k, unit = each ground-truth missing tool: detection is a well-formed retriever
@@ -81,8 +82,10 @@ def match_calls(
     pred: list[dict[str, Any]],
     mode: str = "strict",
     schemas: dict[str, dict[str, Any]] | None = None,
+    extra: str = "ignore",
 ) -> dict[str, int]:
-    """``t_hits``, ``p_hits``, ``gt_calls`` and ``extra_calls`` of one call turn."""
+    """``t_hits``, ``p_hits``, ``gt_calls`` and ``extra_calls`` (predicted calls matched to no
+    gold call by name) of one call turn."""
     schemas = schemas or {}
     used_t: set[int] = set()
     t_hits = 0
@@ -102,7 +105,10 @@ def match_calls(
         if j is not None:
             used_p.add(j)
             p_hits += 1
-    return {"t_hits": t_hits, "p_hits": p_hits, "gt_calls": len(gold), "extra_calls": len(pred) - t_hits}
+    extra_calls = len(pred) - t_hits
+    if extra == "penalise" and extra_calls:
+        t_hits = p_hits = 0
+    return {"t_hits": t_hits, "p_hits": p_hits, "gt_calls": len(gold), "extra_calls": extra_calls}
 
 
 def invokes_tool(pred: list[dict[str, Any]], irr_meta_tool: str = "invocation") -> bool:

@@ -15,10 +15,10 @@ TABLE2_COLUMNS = [
     ("FM P-Acc", ("open", ("function_missing",)), "p_hits", "gt_calls"),
     ("FE T-Acc", ("open", ("function_existing",)), "t_hits", "gt_calls"),
     ("FE P-Acc", ("open", ("function_existing",)), "p_hits", "gt_calls"),
-    ("Chat IRR", ("open", ("chat",)), "irr_correct", None),
+    ("open-world Chat IRR", ("open", ("chat",)), "irr_correct", None),
     ("closed-world Single/Multi T-Acc", ("closed", ("single_tool_call", "multi_tool_call")), "t_hits", "gt_calls"),
     ("Single/Multi P-Acc", ("closed", ("single_tool_call", "multi_tool_call")), "p_hits", "gt_calls"),
-    ("Chat IRR ", ("closed", ("chat",)), "irr_correct", None),
+    ("closed-world Chat IRR", ("closed", ("chat",)), "irr_correct", None),
 ]
 TABLE3_METRICS = [("FMD", "fmd_hits"), ("HR@1", "hr_1_hits"), ("HR@3", "hr_3_hits"), ("HR@5", "hr_5_hits")]
 
@@ -64,7 +64,7 @@ def table2(results: list[CaseResult]) -> ReportTable:
         rows.append(row)
     return ReportTable(
         benchmark="metabench", name="table2", title="Meta-Bench: common function calling (%, paper Table 2)",
-        columns=["setting / model", *(c[0].strip() for c in TABLE2_COLUMNS)], rows=rows, values=values,
+        columns=["setting / model", *(c[0] for c in TABLE2_COLUMNS)], rows=rows, values=values,
         note="T/P-Acc per gold call, IRR per chat turn (teacher forcing, spec §4); n/a = no such cases",
     )
 
