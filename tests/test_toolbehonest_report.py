@@ -184,3 +184,24 @@ def test_aggregate_cli_bad_input_is_one_line(tmp_path):
         main([str(paper), "--counts", "MNT=150,PT=100"])
     with pytest.raises(SystemExit, match="--counts: expected"):
         main([str(paper), "--counts", "MNT150"])
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="needs a change in pytest_toolbench/report/terminal.py (_report_table: rich collapses "
+    "every wrappable column, so 'Overall' becomes 'Overa…' and 'Level 2 / Overall' wraps); "
+    "report/ is owned by another engineer: remove this mark when that lands",
+)
+def test_terminal_tables_fit_120_columns_without_truncation():
+    from pytest_toolbench.report.terminal import render_summary
+    from pytest_toolbench.results.aggregate import RunMetrics
+
+    from pytest_toolbench.benchmarks.toolbehonest.report import report_tables
+
+    text = render_summary(RunMetrics(scenarios=[], tables=report_tables(results())), [])
+    lines = text.splitlines()
+    assert "…" not in text
+    assert any(line.rstrip("| ").endswith("Overall") for line in lines)  # leaderboard header
+    assert any(line.startswith("| Level 2 / Overall ") for line in lines)  # one line, unwrapped
+    assert all(len(line) <= 120 for line in lines)
+    assert all(line.endswith("|") for line in lines if line.startswith("|"))  # nothing cropped
