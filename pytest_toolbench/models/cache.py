@@ -73,7 +73,6 @@ class ResponseStore:
 
     def save(self, key: str, response: ChatResponse, meta: dict[str, Any] | None = None) -> None:
         path = self.path_for(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
         entry = {
             "format": CACHE_FORMAT,
             "key": key,
@@ -81,7 +80,7 @@ class ResponseStore:
             "response": response.model_dump(mode="json"),
         }
         data = json.dumps(entry, ensure_ascii=False, sort_keys=True).encode("utf-8")
-        atomic_write_bytes(path, data)
+        atomic_write_bytes(path, data, durable=False)  # a lost entry is only a miss
 
 
 def cache_key(

@@ -187,6 +187,8 @@ def unregister_allure_hooks() -> None:
 
 def attach_case(result: CaseResult, model: str) -> None:
     """Label and annotate the *currently running* test with one case's result."""
+    if not allure_active():  # without --alluredir every label and step would be built for nothing
+        return
     allure.dynamic.epic(result.benchmark)
     allure.dynamic.feature(result.scenario)
     if "hops" in result.labels:
