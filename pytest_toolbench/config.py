@@ -54,6 +54,8 @@ class RunSettings(BaseModel):
     #: Upstream's closed script on an API error: no retry, the turn is lost (nothing appended).
     upstream_lost_turns: bool = False
     concurrency: int = 8
+    #: HTTP transport under the openai SDK (models/openai_backend.py explains the default).
+    http_transport: Literal["aiohttp", "httpx"] = "aiohttp"
     #: None: per backend (API: closed, vLLM: open). "open" is upstream's open-model protocol (raw
     #: text, parsed as each benchmark declares); "open-server-parser" decodes the same but keeps
     #: the server's parser for every benchmark.

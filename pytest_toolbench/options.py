@@ -52,6 +52,10 @@ def add_options(parser: pytest.Parser) -> None:
                      "is an infrastructure error)")
     g.addoption("--concurrency", type=int, default=8,
                 help="cases (and requests) in flight per pytest process")
+    g.addoption("--http-transport", choices=["aiohttp", "httpx"], default="aiohttp",
+                help="HTTP transport under the openai SDK: aiohttp (openai.DefaultAioHttpClient; "
+                     "a fraction of httpx's CPU per request at hundreds in flight) or httpx "
+                     "(the SDK's default; honours HTTP(S)_PROXY)")
     g.addoption("--decoding", choices=["closed", "open", "open-server-parser"], default=None,
                 help="upstream protocol preset: closed = T=0, max_tokens=256, the endpoint's tool "
                      "calls (API scripts); open = greedy, 1024 new tokens, raw text parsed by "
@@ -174,6 +178,7 @@ def settings_from_config(config: pytest.Config) -> RunSettings:
         case_timeout_s=opt("--case-timeout"),
         upstream_lost_turns=opt("--upstream-lost-turns"),
         concurrency=opt("--concurrency"),
+        http_transport=opt("--http-transport"),
         decoding=opt("--decoding"),
         temperature=opt("--temperature"),
         max_tokens=opt("--max-tokens"),

@@ -73,6 +73,25 @@ def test_request_body_and_text_reply():
     assert model.stats.attempts == 1 and model.stats.retries == 0
 
 
+@pytest.mark.parametrize("transport", ["aiohttp", "httpx"])
+def test_both_http_transports_send_the_same_request_and_read_the_same_reply(transport):
+    """--http-transport picks the SDK's HTTP client; the wire format and the reply must not
+    depend on it (aiohttp is the default for its CPU cost per request, issue 11)."""
+    call = tool_call("lookup", {"q": "x"}, call_id="call_1")
+    with FakeOpenAIServer(reply(content=None, tool_calls=[call])) as server:
+        model = backend(server, http_transport=transport)
+        response = run(model, request(tools=TOOLS, tool_choice="auto"))
+        client_type = " ".join(k.__name__ for k in type(model._new_client(server.base_url)._client).__mro__)
+    assert server.requests[0]["tools"] == TOOLS and server.requests[0]["tool_choice"] == "auto"
+    assert response.message["tool_calls"][0]["function"]["name"] == "lookup"
+    assert ("AiohttpClient" in client_type) is (transport == "aiohttp"), client_type
+
+
+def test_aiohttp_is_the_default_transport():
+    assert RunSettings().http_transport == "aiohttp"
+    assert OpenAIBackend("m", "http://127.0.0.1:1/v1", "k").http_transport == "aiohttp"
+
+
 def test_tool_call_reply_keeps_none_content_and_sends_tools():
     call = tool_call("lookup", {"q": "x"}, call_id="call_1")
     with FakeOpenAIServer(reply(tool_calls=[call])) as server:

@@ -15,7 +15,6 @@ from pytest_toolbench.models.open_protocol import (
     OpenProtocolModel,
     plan_open_protocol,
 )
-from pytest_toolbench.models.openai_backend import OpenAIBackend
 from pytest_toolbench.models.oracle import OracleModel
 from pytest_toolbench.models.replay import ReplayModel
 
@@ -54,6 +53,10 @@ def build_model(
         return OracleModel()
     if backend == "replay":
         return ReplayModel(settings.model[len("replay:"):])
+    # The openai SDK takes a second to import: only runs that call an endpoint pay for it
+    # (oracle, replay, --collect-only and --help do not; issue 11).
+    from pytest_toolbench.models.openai_backend import OpenAIBackend
+
     if backend == "openai":
         url = base_url or settings.base_url or os.environ.get("OPENAI_BASE_URL") or None
         key = settings.api_key or os.environ.get("OPENAI_API_KEY")
@@ -70,6 +73,7 @@ def build_model(
             upstream_lost_turns=settings.upstream_lost_turns, extra_body=extra_body,
             base_urls=list(settings.base_urls)
             if len(settings.base_urls) > 1 and (url is None or url in settings.base_urls) else None,
+            http_transport=settings.http_transport,
         )
         include_base_url = True
     elif backend == "vllm":
@@ -86,6 +90,7 @@ def build_model(
             upstream_lost_turns=settings.upstream_lost_turns, extra_body=extra_body,
             # --backend vllm with --base-url repeated: a fleet of running vLLM replicas.
             base_urls=list(settings.base_urls) if len(settings.base_urls) > 1 and base_url in settings.base_urls else None,
+            http_transport=settings.http_transport,
         )
         include_base_url = False  # a managed server gets a fresh port each run
     else:  # pragma: no cover - resolved_backend is a Literal
