@@ -18,6 +18,7 @@ SIGTERM is handled as Ctrl-C: summary and JSON are written, marked partial.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import platform
 import signal
@@ -287,6 +288,14 @@ def pytest_configure_node(node: Any) -> None:  # pytest-xdist hook (controller s
     node.workerinput["toolbench_server"] = server_info_for_worker(st.server)
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Collected items live until the end: move them out of the cyclic GC's reach, so the full
+    collections that allocation triggers during the run (and pytest's forced ones at exit) do not
+    walk every case again and again (issue 11; ``gc.freeze`` is meant for such long-lived heaps)."""
+    gc.freeze()
+
+
 def record_sandbox_state(config: pytest.Config, isolation: dict[str, Any]) -> None:
     """Called by the tool-sandbox fixture: the report states the isolation the tools really had,
     not only whether ``--sandbox-insecure`` was passed."""
@@ -302,6 +311,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    gc.freeze()  # pytest collects several times at exit: only what the run made since is walked
     st = config.stash.get(STATE_KEY, None)
     if st is not None and st.server is not None:
         st.server.stop()
@@ -374,7 +384,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
     if result is not None and not sent and (report.when == "call" or report.failed):
         # On this report only (not item.user_properties, which pytest copies into every phase's
         # report), so the controller receives each result exactly once.
-        report.user_properties.append((RESULT_PROPERTY, result.model_dump_json()))
+        # A worker sends JSON (xdist serialises reports); in-process the object itself travels,
+        # which saves a dump and a parse per case (issue 11).
+        payload = result.model_dump_json() if is_worker(item.config) else result
+        report.user_properties.append((RESULT_PROPERTY, payload))
         item.stash[SENT_KEY] = True
     if result is not None and report.when == "teardown":
         # JUnit XML reads a test case's properties from its teardown report.
@@ -399,7 +412,8 @@ class ControllerHooks:
             if name != RESULT_PROPERTY:
                 kept.append((name, value))
                 continue
-            result = CaseResult.model_validate_json(value)  # type: ignore[arg-type]
+            result = (value if isinstance(value, CaseResult)
+                      else CaseResult.model_validate_json(value))  # type: ignore[arg-type]
             self.st.results[result.case_id] = result
             progress.add_result(self.config, result)
             if self.st.journal is None:
