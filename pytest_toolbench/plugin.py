@@ -18,6 +18,7 @@ SIGTERM is handled as Ctrl-C: summary and JSON are written, marked partial.
 
 from __future__ import annotations
 
+import atexit
 import gc
 import hashlib
 import platform
@@ -292,8 +293,12 @@ def pytest_configure_node(node: Any) -> None:  # pytest-xdist hook (controller s
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Collected items live until the end: move them out of the cyclic GC's reach, so the full
     collections that allocation triggers during the run (and pytest's forced ones at exit) do not
-    walk every case again and again (issue 11; ``gc.freeze`` is meant for such long-lived heaps)."""
+    walk every case again and again (issue 11; ``gc.freeze`` is meant for such long-lived heaps).
+    At exit they are handed back, so the interpreter's own final collection frees them (extension
+    modules such as triton's report objects that were never freed as leaks)."""
     gc.freeze()
+    atexit.unregister(gc.unfreeze)  # once per process, however many sessions it runs
+    atexit.register(gc.unfreeze)
 
 
 def record_sandbox_state(config: pytest.Config, isolation: dict[str, Any]) -> None:

@@ -186,12 +186,6 @@ def test_aggregate_cli_bad_input_is_one_line(tmp_path):
         main([str(paper), "--counts", "MNT150"])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="needs a change in pytest_toolbench/report/terminal.py (_report_table: rich collapses "
-    "every wrappable column, so 'Overall' becomes 'Overa…' and 'Level 2 / Overall' wraps); "
-    "report/ is owned by another engineer: remove this mark when that lands",
-)
 def test_terminal_tables_fit_120_columns_without_truncation():
     from pytest_toolbench.report.terminal import render_summary
     from pytest_toolbench.results.aggregate import RunMetrics

@@ -171,11 +171,20 @@ def render_summary(
 
 
 def _report_table(table: ReportTable) -> Table:
+    """A benchmark's own table (e.g. the paper's layout): each numeric column is as wide as its
+    widest cell or header word, so headers wrap between words and nothing is cut ("Overall" stays
+    whole); the first (label) column folds when the terminal is narrow."""
     out = _table()
+    cells = [["n/a" if cell is None else str(cell) for cell in row] for row in table.rows]
     for i, column in enumerate(table.columns):
-        out.add_column(column, justify="left" if i == 0 else "right")
-    for row in table.rows:
-        out.add_row(*("n/a" if cell is None else str(cell) for cell in row))
+        if i == 0:
+            out.add_column(column, justify="left", overflow="fold")
+            continue
+        widest_word = max((len(w) for w in str(column).split()), default=0)
+        widest_cell = max((len(r[i]) for r in cells if i < len(r)), default=0)
+        out.add_column(column, justify="right", width=max(widest_word, widest_cell))
+    for row in cells:
+        out.add_row(*row)
     return out
 
 
