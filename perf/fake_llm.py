@@ -14,7 +14,7 @@ several ports at once (several "endpoints" of one model). Every chat request is 
 The record is found by its question inside the user message. ``GET /stats`` returns the
 counters (requests per port, peak in flight, first/last arrival); ``POST /reset`` clears them.
 
-Run: python perf/fake_llm.py --data FILE.json [--latency 0.5] [--ports 0,0]  (prints the ports)
+Run: python perf/fake_llm.py --data FILE.json [--latency 0.5] [--endpoints N]  (prints the ports)
 """
 
 from __future__ import annotations

@@ -606,7 +606,8 @@ class ControllerHooks:
         from pytest_toolbench.report.session_outputs import finish
 
         finish(self.config, st.metrics, st.verdicts, st.summary, settings=st.settings,
-               run_id=st.run_id, run_dir=_run_dir(st), data_sources=st.data_sources)
+               run_id=st.run_id, run_dir=_run_dir(st), data_sources=st.data_sources,
+               comparison=st.comparison)
 
     def _ensure_suite_sizes(self, covered: dict[str, int]) -> None:
         """Suite sizes of benchmarks the session start did not load (e.g. a run from a test file

@@ -108,6 +108,14 @@ def test_baseline_gates_on_a_degraded_run_fail_with_exit_10_and_junit_failures(r
     assert "gates FAILED (exit status 10 GATE_FAILED)" in proc.stdout
 
 
+def test_a_baseline_run_draws_the_model_comparison_chart_beside_its_json(runs) -> None:
+    """--baseline makes toolbench compare's chart (baseline vs this run, CI bars) one of the
+    run's plots: a real PNG in ``<json>.plots/``, attached to Allure with the others."""
+    chart = runs["tmp"] / "worse.plots" / "comparison-with-baseline.png"
+    assert chart.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert not (runs["tmp"] / "oracle.plots" / "comparison-with-baseline.png").exists()
+
+
 def test_the_baseline_comparison_in_the_json_report_by_hand(runs) -> None:
     _, report = runs["worse"]
     comp = report["baseline"]

@@ -55,14 +55,24 @@ def finish(
     run_id: str,
     run_dir: Path,
     data_sources: list[Any],
+    comparison: Any = None,
 ) -> list[Path]:
-    """Write plots and (with ``--alluredir``) the run-level Allure files; return the plots."""
+    """Write plots and (with ``--alluredir``) the run-level Allure files; return the plots.
+    With ``--baseline`` the model-comparison chart (this run vs the baseline, CI bars) is one of
+    them, beside the JSON and attached to Allure like the others."""
     images: list[Path] = []
     out = plots_dir(config, settings.json_path, run_dir)
     if out is not None:
         from pytest_toolbench.report.plots import write_plots
 
         images = write_plots(metrics, out)
+        if comparison is not None:
+            from pytest_toolbench.compare.plot import plot_comparison
+
+            try:
+                images.append(plot_comparison(comparison, out / "comparison-with-baseline.png"))
+            except ValueError:  # no metric with a value in either run: nothing to draw
+                pass
     alluredir = config.getoption("--alluredir", None)
     if not alluredir:
         return images
