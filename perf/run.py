@@ -129,6 +129,7 @@ def efficiency_run(server: FakeEndpoints, data_dir: Path, latency: float, concur
                    scenario: str = "direct") -> dict[str, Any]:
     server.reset()
     extra = [*(extra or []), "-n", str(workers)]
+    started_at = time.time()
     wall, rc, tail, rss = timed(pytest_cmd(data_dir, server.urls, concurrency, cache_dir,
                                            scenario, extra))
     stats = server.stats()
@@ -136,11 +137,20 @@ def efficiency_run(server: FakeEndpoints, data_dir: Path, latency: float, concur
     calls = stats["requests"]
     ideal = calls * latency / in_flight
     ok = rc == 0 and calls > 0  # the gold-playing endpoint makes every case pass
+    # Where the wall time went, from the endpoint's clock: start-up until the first request, the
+    # busy span from it to the last reply (its efficiency = how full the in-flight window was),
+    # and what the command did after the last reply (summary, reports, exit).
+    first, last = stats.get("first"), stats.get("last")
+    phases = ({"to_first_request_s": round(first - started_at, 3),
+               "busy_s": round(last - first, 3),
+               "after_last_reply_s": round(started_at + wall - last, 3),
+               "busy_efficiency": round(ideal / (last - first), 3) if last > first else None}
+              if ok and first and last else {})
     return {"wall_s": round(wall, 3), "rc": rc, "ok": ok, "calls": calls, "in_flight": in_flight,
             "peak_in_flight": stats["peak_in_flight"], "ideal_s": round(ideal, 3),
             # A failed run scores nothing: its wall time says nothing about the harness.
             "efficiency": round(ideal / wall, 3) if ok else None, "per_port": stats["per_port"],
-            "tail": tail[-400:] if ok else tail}
+            **phases, "tail": tail[-400:] if ok else tail}
 
 
 def rerun_speedup(first: dict[str, Any], wall: float, rc: int, calls: int | None) -> float | None:
@@ -210,6 +220,11 @@ def measure_efficiency(ns: argparse.Namespace, tmp: Path, figures: dict[str, Any
                  note=f"{runs['c256_n0']['calls']} calls, {runs['c256_n0']['wall_s']}s vs ideal {runs['c256_n0']['ideal_s']}s"),
             Goal("efficiency, -n 2 x 64 in flight", runs["c64_n2"]["efficiency"], 0.80,
                  note=f"{runs['c64_n2']['calls']} calls, {runs['c64_n2']['wall_s']}s vs ideal {runs['c64_n2']['ideal_s']}s"),
+            *[Goal(f"  {k}: start-up / busy-span efficiency / after last reply",
+                   runs[k].get("busy_efficiency"), None,
+                   note=f"first request at {runs[k].get('to_first_request_s')}s, busy "
+                        f"{runs[k].get('busy_s')}s, exit {runs[k].get('after_last_reply_s')}s after the last reply")
+              for k in ("c64_n0", "c128_n0", "c256_n0", "c64_n2")],
             Goal("efficiency, 128 in flight, -n 0", runs["c128_n0"]["efficiency"], None,
                  note=f"{runs['c128_n0']['calls']} calls, {runs['c128_n0']['wall_s']}s vs ideal {runs['c128_n0']['ideal_s']}s"),
             Goal("efficiency keeps rising 64 -> 128 -> 256 in flight", worst_step, -0.05,

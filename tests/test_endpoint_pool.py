@@ -107,3 +107,40 @@ def test_requests_avoid_a_broken_endpoint_over_http() -> None:
         assert len(bad.requests) == 2  # out of rotation after two failures in a row
         assert logs[0].details()["endpoints"] == {bad.base_url: {"requests": 1, "errors": 1},
                                                   good.base_url: {"requests": 1, "errors": 0}}
+
+
+@pytest.mark.parametrize("how", ["repeated", "file"])
+def test_a_suite_run_spreads_cases_over_every_endpoint(tmp_path: Path, how: str) -> None:
+    """The whole command as a user types it (xdist workers, each with its own pool): both
+    endpoints serve requests, every case scores, and the summary and JSON report per-endpoint
+    counts that add up to what the servers saw."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    repo = Path(__file__).resolve().parents[1]
+    with FakeOpenAIServer(reply(content="<answer>x</answer>")) as a, \
+            FakeOpenAIServer(reply(content="<answer>x</answer>")) as b:
+        if how == "file":
+            urls = tmp_path / "urls.txt"
+            urls.write_text(f"# two replicas\n{a.base_url}\n\n{b.base_url}\n")
+            where = ["--base-urls-file", str(urls)]
+        else:
+            where = ["--base-url", a.base_url, "--base-url", b.base_url]
+        report = tmp_path / "run.json"
+        env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+        proc = subprocess.run(
+            [sys.executable, "-m", "pytest", "suites/toolhop", "-q", "-p", "no:randomly", "-n", "2",
+             "--scenario", "direct", "--model", "m", "--api-key", "k", "--no-cache",
+             "--concurrency", "2", "--toolbench-json", str(report),
+             "-o", f"cache_dir={tmp_path / 'pc'}", *where],
+            cwd=repo, capture_output=True, text=True, timeout=300, env=env)
+        seen = {a.base_url: len(a.requests), b.base_url: len(b.requests)}
+    assert proc.returncode in (0, 1), proc.stdout[-3000:] + proc.stderr[-2000:]
+    data = json.loads(report.read_text())
+    assert len(data["cases"]) == 6 and all(c["outcome"] != "error" for c in data["cases"])
+    endpoints = data["run"]["endpoints"]
+    assert {url: c["requests"] for url, c in endpoints.items()} == seen
+    assert all(n > 0 for n in seen.values()) and sum(seen.values()) == 6, seen
+    assert f"endpoint {a.base_url}: {seen[a.base_url]} requests, 0 errors" in proc.stdout
