@@ -6,6 +6,9 @@ RUN_ARGS ?= --limit 2 --scenario mandatory
 # The main job is judged by its metrics, not by single (near-certainly wrong) answers of a 135M model:
 # the gate passes when the metric was computed and no case hit an infrastructure error.
 RUN_GATES ?= --gate "toolhop.mandatory.accuracy>=0"
+# Python's bytecode cache on even where the environment turns it off (PYTHONDONTWRITEBYTECODE):
+# every pytest process (the tests start hundreds) would compile the harness from source again.
+PYENV := env -u PYTHONDONTWRITEBYTECODE
 
 .PHONY: setup run test test-fast perf clean allure
 
@@ -24,15 +27,15 @@ $(VENV)/.installed: pyproject.toml
 
 # The main job on embedded defaults: ToolHop (bundled sample) against SmolLM2-135M served by vLLM on the CPU.
 run: setup
-	$(VENV)/bin/pytest suites/toolhop $(RUN_ARGS) $(RUN_GATES) --toolbench-json .toolbench/last-run.json
+	$(PYENV) $(VENV)/bin/pytest suites/toolhop $(RUN_ARGS) $(RUN_GATES) --toolbench-json .toolbench/last-run.json
 
 # The test suite, real-vLLM tests included (they are marked `slow`).
 test: setup
-	$(VENV)/bin/pytest tests -n 2 --dist loadgroup --timeout 1200
+	$(PYENV) $(VENV)/bin/pytest tests -n 2 --dist loadgroup --timeout 1200
 
 # The same without the slow real-server tests.
 test-fast: setup
-	$(VENV)/bin/pytest tests -n 2 --dist loadgroup --timeout 600 -m "not slow"
+	$(PYENV) $(VENV)/bin/pytest tests -n 2 --dist loadgroup --timeout 600 -m "not slow"
 
 # Performance goals as ratios measured in one run (issue 11); exits non-zero when a goal is missed.
 perf: setup

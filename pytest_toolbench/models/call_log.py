@@ -20,10 +20,12 @@ class CaseCallLog:
     retries: list[dict[str, Any]] = field(default_factory=list)
     #: --upstream-lost-turns: one entry per model call that failed and consumed its turn.
     lost_turns: list[dict[str, Any]] = field(default_factory=list)
-    #: Wall time of each sandboxed tool call as the case saw it, ms (perf/run.py reads it).
+    #: Each sandboxed tool call's round trip from the pool's thread, ms (perf/run.py reads it).
     sandbox_ms: list[float] = field(default_factory=list)
     #: The same calls' wall time as the case saw it (waiting for a free sandbox worker included).
     sandbox_wait_ms: list[float] = field(default_factory=list)
+    #: The same calls as their sandbox worker timed them: the sandbox's own cost per call.
+    sandbox_worker_ms: list[float] = field(default_factory=list)
     #: Several endpoints (--base-url repeated): URL -> {"requests", "errors"} for this case.
     endpoints: dict[str, dict[str, int]] = field(default_factory=dict)
 
@@ -49,6 +51,8 @@ class CaseCallLog:
         if self.sandbox_ms:
             out["sandbox_calls_ms"] = [round(v, 3) for v in self.sandbox_ms]
             out["sandbox_wall_ms"] = [round(v, 3) for v in self.sandbox_wait_ms]
+        if self.sandbox_worker_ms:
+            out["sandbox_worker_ms"] = [round(v, 3) for v in self.sandbox_worker_ms]
         return out
 
 

@@ -51,7 +51,8 @@ class SandboxOutcome(BaseModel):
     status: Literal["ok", "timeout", "crashed"]  # crashed: the worker died or the job itself raised
     value: Any = None  # the JSON-able return value of the job when status == "ok"
     detail: str = ""  # human-readable reason when not ok
-    duration_s: float = 0.0
+    duration_s: float = 0.0  # round trip as the pool's thread saw it (includes waiting for the GIL)
+    worker_s: float | None = None  # the same call as the zygote timed it (None: no reply)
 
 
 class SandboxStartError(RuntimeError):
@@ -213,8 +214,10 @@ class _Worker:
         if reply.get("id") != request_id or reply.get("status") not in ("ok", "timeout", "crashed"):
             self.kill()
             return SandboxOutcome(status="crashed", detail="sandbox reply out of sequence", duration_s=duration), False
+        worker_ms = reply.get("worker_ms")
         return SandboxOutcome(
-            status=reply["status"], value=reply.get("value"), detail=str(reply.get("detail") or ""), duration_s=duration
+            status=reply["status"], value=reply.get("value"), detail=str(reply.get("detail") or ""), duration_s=duration,
+            worker_s=worker_ms / 1e3 if isinstance(worker_ms, (int, float)) else None,
         ), True
 
     def kill(self) -> str:
@@ -383,6 +386,8 @@ class ToolSandbox:
         if log is not None:  # the call on its worker, and the whole wait (queue for a slot too)
             log.sandbox_ms.append(outcome.duration_s * 1e3)
             log.sandbox_wait_ms.append((time.perf_counter() - started) * 1e3)
+            if outcome.worker_s is not None:
+                log.sandbox_worker_ms.append(outcome.worker_s * 1e3)
         return outcome
 
     def describe(self) -> dict[str, Any]:

@@ -296,7 +296,10 @@ class Zygote:
                 request = protocol.recv(self.fd_in)
             except protocol.ChannelClosed:
                 return 0
+            started = time.monotonic()
             result = self.call(request["job"], request["payload"], float(request["timeout_s"]))
+            # The call as the zygote saw it (child hand-off to reply), free of the harness's GIL.
+            result["worker_ms"] = (time.monotonic() - started) * 1e3
             protocol.send(self.fd_out, {"id": request.get("id"), **result})
             self.prepare()
 
