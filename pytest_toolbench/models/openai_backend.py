@@ -1,5 +1,9 @@
 """Any OpenAI-compatible chat endpoint (OpenAI, vLLM, SGLang, ...) over real HTTP.
 
+Requests go through the openai SDK's client (``AsyncOpenAI.post`` on ``/chat/completions``, its
+documented way to send a body as built: auth, headers, timeouts and status errors are the SDK's)
+over aiohttp by default (``--http-transport``); replies are read as the JSON the server sent.
+
 The SDK's own retries are switched off: we retry here with tenacity so the policy is bounded, honours
 ``Retry-After`` (capped by ``retry_after_max_s``) and is counted in :attr:`OpenAIBackend.stats` and,
 per case, in the current :class:`~pytest_toolbench.models.call_log.CaseCallLog`. A 200 whose body
