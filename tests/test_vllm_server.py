@@ -84,6 +84,16 @@ def test_user_memory_fraction_wins_and_gpu_build_uses_vllm_serve(tmp_path: Path)
     assert cmd[cmd.index("--tool-call-parser") + 1] == "hermes"
 
 
+def test_parallelism_flags_of_the_readme_reach_vllm_serve_last(tmp_path: Path) -> None:
+    """README "Scaling out": --vllm-arg=--tensor-parallel-size=2 --vllm-arg=--data-parallel-size=4
+    go to `vllm serve` unchanged and after the harness's own flags, so vLLM does the scaling."""
+    flags = ["--tensor-parallel-size=2", "--data-parallel-size=4"]
+    gpu = VLLMServer("Qwen/Qwen2.5-7B-Instruct", served_model_name="q", log_path=tmp_path / "log",
+                     cpu=False, extra_args=flags)
+    cmd = gpu.build_command(8000)
+    assert cmd[1] == "serve" and cmd[-2:] == flags
+
+
 def test_parser_none_disables_auto_tool_choice(tmp_path: Path) -> None:
     server = VLLMServer("m", served_model_name="m", log_path=tmp_path / "l", cpu=True, tool_call_parser="none")
     assert "--enable-auto-tool-choice" not in server.build_command(1)
