@@ -212,6 +212,26 @@ def tiny_server(tiny_model_path: Path, tmp_path_factory: pytest.TempPathFactory)
     assert not server.is_alive()
 
 
+def _wait_until_running(server: VLLMServer, timeout_s: float) -> bool:
+    """Poll vLLM's Prometheus endpoint until a request is being generated."""
+    import re
+    import urllib.request
+
+    url = server.base_url.rsplit("/v1", 1)[0] + "/metrics"
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url, timeout=2) as reply:
+                text = reply.read().decode("utf-8", "replace")
+        except OSError:
+            text = ""
+        running = re.findall(r"^vllm:num_requests_running\{[^}]*\} ([0-9.]+)$", text, re.M)
+        if any(float(v) >= 1 for v in running):
+            return True
+        time.sleep(0.005)
+    return False
+
+
 def _client(server: VLLMServer, **kw):
     import openai
 
@@ -313,7 +333,9 @@ def test_killed_server_is_detected_and_requests_fail_fast(tiny_model_path: Path,
 
         worker = threading.Thread(target=long_request)
         worker.start()
-        time.sleep(0.5)  # the request is in flight
+        # Kill while the request is generating: the tiny model can write 900 tokens in well under
+        # a second, so a fixed sleep raced the reply (vLLM's /metrics says when it is running).
+        assert _wait_until_running(server, timeout_s=30), "the request never started generating"
         os.kill(server.pid, signal.SIGKILL)  # the API server dies mid-run (OOM killer, crash...)
         worker.join(timeout=30)
         assert not worker.is_alive() and errors, "the in-flight request did not fail"
