@@ -87,6 +87,32 @@ def test_both_http_transports_send_the_same_request_and_read_the_same_reply(tran
     assert ("AiohttpClient" in client_type) is (transport == "aiohttp"), client_type
 
 
+@pytest.mark.parametrize("transport", ["aiohttp", "httpx"])
+def test_a_server_hanging_up_mid_request_is_a_connection_error_not_a_timeout(transport):
+    """aiohttp under the SDK reports every connection error as a connect timeout; the error kind
+    (and so the report) must still say the server hung up."""
+    import socket
+    import threading
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+
+    def hang_up() -> None:
+        for _ in range(2):  # the attempt and its one retry
+            conn, _ = listener.accept()
+            conn.recv(65536)
+            conn.close()
+
+    thread = threading.Thread(target=hang_up, daemon=True)
+    thread.start()
+    model = OpenAIBackend("m", f"http://127.0.0.1:{port}/v1", "k", timeout_s=5, max_retries=1,
+                          backoff_initial_s=0.01, http_transport=transport)
+    with pytest.raises(ModelCallError) as info:
+        run(model, request())
+    listener.close()
+    assert info.value.kind == "connection", info.value
+
+
 def test_aiohttp_is_the_default_transport():
     assert RunSettings().http_transport == "aiohttp"
     assert OpenAIBackend("m", "http://127.0.0.1:1/v1", "k").http_transport == "aiohttp"

@@ -78,9 +78,9 @@ def error_kind(exc: BaseException) -> str:
     if isinstance(exc, openai.APIStatusError):
         return f"http_{exc.status_code}"
     if isinstance(exc, openai.APITimeoutError):  # subclass of APIConnectionError: test first
-        # The SDK's aiohttp transport maps a refused connection to a connect *timeout*; the
-        # original error still says what happened.
-        return "connection" if _refused(exc) else "timeout"
+        # The SDK's aiohttp transport maps every aiohttp connection error (refused, reset, the
+        # server hanging up mid-reply) to a connect *timeout*; the original error says which.
+        return "connection" if _lost_connection(exc) else "timeout"
     if isinstance(exc, openai.APIConnectionError):
         return "connection"
     if isinstance(exc, ModelCallError):
@@ -88,16 +88,17 @@ def error_kind(exc: BaseException) -> str:
     return "bad_response"
 
 
-def _refused(exc: BaseException) -> bool:
-    """True when the cause chain holds aiohttp's "cannot connect" (not a connect timeout)."""
+def _lost_connection(exc: BaseException) -> bool:
+    """True when the cause chain holds an aiohttp connection error that is not a timeout (refused,
+    reset, server disconnected)."""
     import aiohttp
 
     seen: BaseException | None = exc.__cause__ or exc.__context__
     for _ in range(8):
         if seen is None:
             return False
-        if isinstance(seen, aiohttp.ClientConnectorError) and not isinstance(
-            seen, aiohttp.ServerTimeoutError
+        if isinstance(seen, aiohttp.ClientConnectionError) and not isinstance(
+            seen, (aiohttp.ServerTimeoutError, asyncio.TimeoutError)
         ):
             return True
         seen = seen.__cause__ or seen.__context__
