@@ -367,7 +367,8 @@ class OpenAIBackend:
                     # the SDK's), read back as plain JSON: its typed-dict transform of the request
                     # and model construction of the reply were 40% of its CPU per call (issue 11).
                     completion = await client.post(CHAT_PATH, body=kwargs, cast_to=object)
-                REQUEST_METER.add_usage(_Usage.of(completion))
+                usage = usage_of(completion)
+                REQUEST_METER.add_usage(usage)
             except openai.OpenAIError as exc:
                 self.stats.errors[error_kind(exc)] += 1
                 self._release(endpoint, exc)
@@ -380,7 +381,7 @@ class OpenAIBackend:
                 raise InvalidReply(f"unreadable reply: {_short(exc)}") from exc
             latency = time.perf_counter() - started
         try:
-            response = self._to_response(completion, latency)
+            response = self._to_response(completion, latency, usage)
         except InvalidReply as exc:
             self.stats.errors["bad_response"] += 1
             self._release(endpoint, exc)
@@ -409,7 +410,7 @@ class OpenAIBackend:
         if log is not None:
             log.endpoint_attempt(endpoint.url, kind)
 
-    def _to_response(self, completion: Any, latency: float) -> ChatResponse:
+    def _to_response(self, completion: Any, latency: float, usage: Usage) -> ChatResponse:
         """A ``chat.completion`` JSON object -> ChatResponse; anything else is an InvalidReply
         (retried like a 5xx)."""
         if not isinstance(completion, dict) or not completion.get("choices"):
@@ -418,10 +419,9 @@ class OpenAIBackend:
         if not isinstance(choice, dict) or not isinstance(choice.get("message"), dict):
             raise InvalidReply(f"reply's first choice has no message: {_short(choice)}")
         message = assistant_message(choice["message"])
-        usage = _Usage.of(completion)
         return ChatResponse(
             message=message,
-            usage=Usage(prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens),
+            usage=usage,
             latency_s=latency,
             model=completion.get("model") or self.model,
             finish_reason=choice.get("finish_reason"),
@@ -451,19 +451,14 @@ class OpenAIBackend:
 CHAT_PATH = "/chat/completions"
 
 
-@dataclass
-class _Usage:
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-
-    @classmethod
-    def of(cls, completion: Any) -> "_Usage":
-        """Token counts of a reply (zeros for a reply without a well-formed ``usage``)."""
-        usage = completion.get("usage") if isinstance(completion, dict) else None
-        if not isinstance(usage, dict):
-            return cls()
-        counts = [usage.get("prompt_tokens"), usage.get("completion_tokens")]
-        return cls(*(c if isinstance(c, int) and not isinstance(c, bool) else 0 for c in counts))
+def usage_of(completion: Any) -> Usage:
+    """Token counts of a reply (zeros for a reply without a well-formed ``usage``)."""
+    usage = completion.get("usage") if isinstance(completion, dict) else None
+    if not isinstance(usage, dict):
+        return Usage()
+    counts = [usage.get("prompt_tokens"), usage.get("completion_tokens")]
+    prompt, done = (c if isinstance(c, int) and not isinstance(c, bool) else 0 for c in counts)
+    return Usage(prompt_tokens=prompt, completion_tokens=done)
 
 
 def assistant_message(message: Any) -> dict[str, Any]:
