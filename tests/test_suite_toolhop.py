@@ -398,6 +398,9 @@ def test_interrupted_run_keeps_its_results_and_a_rerun_resumes_from_the_cache(tm
             [sys.executable, "-m", "pytest", "suites/toolhop", "-q", "-p", "no:cacheprovider",
              "--toolbench-json", str(report), *args, *data],
             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            # A child inherits an ignored SIGINT (Python then installs no KeyboardInterrupt
+            # handler): give it the default disposition so the Ctrl-C below reaches pytest.
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         )
         journal_glob = (tmp_path / "runs").glob
         deadline = time.monotonic() + 60
