@@ -1,28 +1,44 @@
-"""Atomic file writes: readers (other xdist workers, a later run) never see half a file."""
+"""Atomic file writes: readers (other xdist workers, a later run) never see half a file.
+
+A write is one temporary file in the target's folder, then ``os.replace``. The response cache
+writes one entry per model call on the event loop, so the path is kept to bare syscalls: folders
+known to exist are remembered (``mkdir`` per write was the largest cost of a cache write), and the
+temporary name is this process's pid and a counter, opened with ``O_EXCL`` (``tempfile.mkstemp``
+draws random names and retries; issue 11).
+"""
 
 from __future__ import annotations
 
+import itertools
 import os
-import tempfile
-from pathlib import Path
+import threading
+
+_known_folders: set[str] = set()
+_counter = itertools.count()
+_counter_lock = threading.Lock()
 
 
-def atomic_write_bytes(path: Path, data: bytes, *, durable: bool = True) -> None:
-    """Write to a temporary file in the same folder, fsync, then ``os.replace`` into place.
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, *, durable: bool = True) -> None:
+    """Write ``data`` to a temporary file beside ``path``, fsync it, then ``os.replace`` it into
+    place.
 
     ``durable=False`` skips the fsync: for caches, where a power cut may at worst leave an
     unreadable entry (read back as a miss), and an fsync per entry (milliseconds each, on the
     event loop) was the largest single cost of a run (issue 11). Readers still never see half a
     file: the rename is atomic either way."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    target = os.fspath(path)
+    folder = os.path.dirname(target) or "."
+    fd, tmp = _open_temporary(folder, os.path.basename(target))
     try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
             if durable:
-                handle.flush()
-                os.fsync(handle.fileno())
-        os.replace(tmp, path)
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, target)
     except BaseException:
         try:
             os.unlink(tmp)
@@ -31,5 +47,24 @@ def atomic_write_bytes(path: Path, data: bytes, *, durable: bool = True) -> None
         raise
 
 
-def atomic_write_text(path: Path, text: str) -> None:
+def _open_temporary(folder: str, name: str) -> tuple[int, str]:
+    """A new, exclusively created file in ``folder`` (created if missing) and its path."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    for _ in range(100):
+        with _counter_lock:
+            n = next(_counter)
+        tmp = os.path.join(folder, f".{name}.{os.getpid()}.{n}.tmp")
+        if folder not in _known_folders:
+            os.makedirs(folder, exist_ok=True)
+            _known_folders.add(folder)
+        try:
+            return os.open(tmp, flags, 0o644), tmp
+        except FileNotFoundError:  # the folder was removed under us (a prune): make it again
+            _known_folders.discard(folder)
+        except FileExistsError:  # left by a killed process whose pid came back: next number
+            continue
+    raise OSError(f"could not create a temporary file in {folder}")
+
+
+def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))

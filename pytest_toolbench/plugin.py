@@ -291,6 +291,19 @@ def pytest_configure_node(node: Any) -> None:  # pytest-xdist hook (controller s
     node.workerinput["toolbench_server"] = server_info_for_worker(st.server)
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist load`` (xdist's default) with every worker's queue kept as deep as its run-ahead
+    window (runtime/xdist_scheduling.py); other ``--dist`` modes and non-toolbench runs keep
+    xdist's own scheduler."""
+    if config.getvalue("dist") != "load" or not _has_toolbench_tests(config):
+        return None
+    from pytest_toolbench.runtime.xdist_scheduling import RunAheadScheduling
+
+    window = 2 * state(config).settings.concurrency + 2  # fixtures/toolbench.py's look-ahead + 2
+    return RunAheadScheduling(config, log, window=window)
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Collected items live until the end: move them out of the cyclic GC's reach, so the full

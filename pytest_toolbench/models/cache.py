@@ -50,15 +50,19 @@ class ResponseStore:
 
     def __init__(self, cache_dir: Path):
         self.cache_dir = Path(cache_dir)
+        self._root = str(self.cache_dir)
 
     def path_for(self, key: str) -> Path:
-        return self.cache_dir / key[:2] / key[2:4] / f"{key}.json"
+        return Path(self._path_str(key))
+
+    def _path_str(self, key: str) -> str:
+        return f"{self._root}/{key[:2]}/{key[2:4]}/{key}.json"
 
     def load(self, key: str) -> tuple[ChatResponse | None, bool]:
         """(response, unreadable): a missing file is a plain miss, a broken one is flagged."""
-        path = self.path_for(key)
         try:
-            raw = path.read_text(encoding="utf-8")
+            with open(self._path_str(key), "rb") as handle:  # bare open: one per call (issue 11)
+                raw = handle.read()
         except FileNotFoundError:
             return None, False
         except OSError:
@@ -72,7 +76,6 @@ class ResponseStore:
             return None, True
 
     def save(self, key: str, response: ChatResponse, meta: dict[str, Any] | None = None) -> None:
-        path = self.path_for(key)
         entry = {
             "format": CACHE_FORMAT,
             "key": key,
@@ -80,7 +83,7 @@ class ResponseStore:
             "response": response.model_dump(mode="json"),
         }
         data = json.dumps(entry, ensure_ascii=False, sort_keys=True).encode("utf-8")
-        atomic_write_bytes(path, data, durable=False)  # a lost entry is only a miss
+        atomic_write_bytes(self._path_str(key), data, durable=False)  # a lost entry is only a miss
 
 
 def cache_key(

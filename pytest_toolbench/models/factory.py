@@ -53,8 +53,8 @@ def build_model(
         return OracleModel()
     if backend == "replay":
         return ReplayModel(settings.model[len("replay:"):])
-    # The openai SDK takes a second to import: only runs that call an endpoint pay for it
-    # (oracle, replay, --collect-only and --help do not; issue 11).
+    # The openai SDK takes ~0.7 s to import: only runs that send a request pay for it (oracle,
+    # replay, --collect-only, --help and a re-run answered from the cache do not; issue 11).
     from pytest_toolbench.models.openai_backend import OpenAIBackend
 
     if backend == "openai":
