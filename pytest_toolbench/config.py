@@ -56,6 +56,9 @@ class RunSettings(BaseModel):
     concurrency: int = 8
     #: HTTP transport under the openai SDK (models/openai_backend.py explains the default).
     http_transport: Literal["aiohttp", "httpx"] = "aiohttp"
+    #: Where the SDK runs: one shared process per run, or inside each pytest process
+    #: (models/sdk_process/server.py explains the default).
+    sdk_process: Literal["shared", "inline"] = "shared"
     #: None: per backend (API: closed, vLLM: open). "open" is upstream's open-model protocol (raw
     #: text, parsed as each benchmark declares); "open-server-parser" decodes the same but keeps
     #: the server's parser for every benchmark.

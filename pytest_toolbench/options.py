@@ -56,6 +56,10 @@ def add_options(parser: pytest.Parser) -> None:
                 help="HTTP transport under the openai SDK: aiohttp (openai.DefaultAioHttpClient; "
                      "a fraction of httpx's CPU per request at hundreds in flight) or httpx "
                      "(the SDK's default; honours HTTP(S)_PROXY)")
+    g.addoption("--sdk-process", choices=["shared", "inline"], default="shared",
+                help="where the openai SDK runs: shared = one process per run, started with pytest "
+                     "and used by every xdist worker (its import and per-request CPU off pytest's "
+                     "GIL; one endpoint pool for the whole run); inline = inside each pytest process")
     g.addoption("--decoding", choices=["closed", "open", "open-server-parser"], default=None,
                 help="upstream protocol preset: closed = T=0, max_tokens=256, the endpoint's tool "
                      "calls (API scripts); open = greedy, 1024 new tokens, raw text parsed by "
@@ -179,6 +183,7 @@ def settings_from_config(config: pytest.Config) -> RunSettings:
         upstream_lost_turns=opt("--upstream-lost-turns"),
         concurrency=opt("--concurrency"),
         http_transport=opt("--http-transport"),
+        sdk_process=opt("--sdk-process"),
         decoding=opt("--decoding"),
         temperature=opt("--temperature"),
         max_tokens=opt("--max-tokens"),

@@ -94,6 +94,8 @@ class ToolbenchState:
     #: --baseline: the loaded run (controller) and, at session end, this run's comparison with it.
     baseline: Any = None
     comparison: Any = None
+    #: The run's shared SDK process (models/sdk_process), started at configure.
+    sdk: Any = None
     # isolation each tool-sandbox pool of the run actually had (sandbox/pool.py isolation_state);
     # a worker's travel to the controller in workeroutput
     sandbox_states: list[dict[str, Any]] = field(default_factory=list)
@@ -139,6 +141,10 @@ def pytest_configure(config: pytest.Config) -> None:
         else time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
     )
     config.stash[STATE_KEY] = ToolbenchState(settings=settings, run_id=run_id, baseline=baseline)
+    if not is_worker(config) and _wants_sdk_process(config, settings):
+        from pytest_toolbench.models.sdk_process.client import SdkProcess
+
+        state(config).sdk = SdkProcess()  # starts now: its SDK import overlaps collection
     from pytest_toolbench.report.session_outputs import configure_allure
 
     configure_allure(config)
@@ -146,6 +152,26 @@ def pytest_configure(config: pytest.Config) -> None:
     if not is_worker(config):
         config.pluginmanager.register(ControllerHooks(config), "toolbench-controller")
         _install_sigterm(config)
+
+
+def _wants_sdk_process(config: pytest.Config, settings: RunSettings) -> bool:
+    """A run that may send requests to an endpoint, with ``--sdk-process shared``."""
+    return (
+        settings.sdk_process == "shared"
+        and settings.resolved_backend in ("openai", "vllm")
+        and not settings.cache_only
+        and not config.option.collectonly
+        and not getattr(config.option, "help", False)
+        and _has_toolbench_tests(config)
+    )
+
+
+def sdk_address(config: pytest.Config) -> dict[str, Any] | None:
+    """How this pytest process reaches the run's SDK process (None: call the SDK in process)."""
+    if is_worker(config):
+        return config.workerinput.get("toolbench_sdk")  # type: ignore[attr-defined]
+    sdk = state(config).sdk
+    return sdk.address() if sdk is not None else None
 
 
 def _install_sigterm(config: pytest.Config) -> None:
@@ -289,6 +315,7 @@ def pytest_configure_node(node: Any) -> None:  # pytest-xdist hook (controller s
     st = state(node.config)
     node.workerinput["toolbench_run_id"] = st.run_id
     node.workerinput["toolbench_server"] = server_info_for_worker(st.server)
+    node.workerinput["toolbench_sdk"] = sdk_address(node.config)
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -339,6 +366,9 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 def pytest_unconfigure(config: pytest.Config) -> None:
     gc.freeze()  # pytest collects several times at exit: only what the run made since is walked
     st = config.stash.get(STATE_KEY, None)
+    if st is not None and st.sdk is not None:
+        st.sdk.stop()
+        st.sdk = None
     if st is not None and st.server is not None:
         st.server.stop()
         st.server = None

@@ -39,8 +39,13 @@ def build_model(
     served_model: str | None = None,
     cache_key_extra: dict[str, Any] | None = None,
     abort_check: Callable[[], str | None] | None = None,
+    sdk_address: dict[str, Any] | None = None,
+    processes: int = 1,
+    server_pid: int | None = None,
 ) -> ChatModel:
-    """``base_url``/``served_model``/``cache_key_extra`` come from a managed vLLM server."""
+    """``base_url``/``served_model``/``cache_key_extra`` come from a managed vLLM server.
+    ``sdk_address`` (the run's shared SDK process, models/sdk_process) sends the endpoint's calls
+    there; ``processes`` is how many pytest processes share it."""
     backend = settings.resolved_backend
     # Upstream's open protocol: raw text through the chat template; which parser reads it is each
     # benchmark's declared choice (open_protocol.py, benchmarks/base.py).
@@ -95,6 +100,10 @@ def build_model(
         include_base_url = False  # a managed server gets a fresh port each run
     else:  # pragma: no cover - resolved_backend is a Literal
         raise ModelConfigError(f"unknown backend {backend!r}")
+    if sdk_address is not None:  # same backend, run in the shared SDK process
+        from pytest_toolbench.models.sdk_process.client import RemoteBackend
+
+        model = RemoteBackend(model, sdk_address, processes=processes, server_pid=server_pid)
     if settings.use_cache:
         key_extra = {**(cache_key_extra or {}), **({"open_protocol": plan.describe()} if plan else {})}
         model = CachedModel(

@@ -235,6 +235,16 @@ class OpenAIBackend:
         #: aiohttp (default) or httpx under the SDK: see :meth:`_new_client`.
         self.http_transport = http_transport
         self.stats = BackendStats()
+        #: The constructor's arguments as JSON (abort_check aside): what the shared SDK process
+        #: needs to build the same backend (models/sdk_process).
+        self.spec: dict[str, Any] = {
+            "model": model, "base_url": base_url, "api_key": api_key, "timeout_s": timeout_s,
+            "max_retries": max_retries, "concurrency": concurrency, "name": name,
+            "backoff_initial_s": backoff_initial_s, "backoff_max_s": backoff_max_s,
+            "retry_after_max_s": retry_after_max_s, "backend_label": backend_label,
+            "upstream_lost_turns": upstream_lost_turns, "extra_body": dict(extra_body or {}),
+            "base_urls": list(base_urls) if base_urls else None, "http_transport": http_transport,
+        }
         # Client and semaphore belong to one event loop; built lazily inside it (see _loop_state).
         self._loop: asyncio.AbstractEventLoop | None = None
         self._client: openai.AsyncOpenAI | None = None

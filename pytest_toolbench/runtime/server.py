@@ -8,13 +8,13 @@ minutes of retries.
 
 from __future__ import annotations
 
-import psutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pytest_toolbench.config import RunSettings
+from pytest_toolbench.runtime.liveness import dead_server_check, process_alive  # noqa: F401 (re-exported)
 
 
 class ManagedServer:
@@ -59,25 +59,3 @@ class ManagedServer:
 
 def server_info_for_worker(server: ManagedServer | None) -> dict[str, Any] | None:
     return server.info() if server is not None else None
-
-
-def process_alive(pid: int) -> bool:
-    """True while the process runs (a zombie awaiting its parent's wait() counts as dead)."""
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
-
-
-def dead_server_check(info: dict[str, Any] | None):
-    """A callable the backend consults before retrying: a message if the server is gone."""
-    if not info or not info.get("pid"):
-        return None
-    pid = int(info["pid"])
-
-    def check() -> str | None:
-        if process_alive(pid):
-            return None
-        return f"the vLLM server (pid {pid}) is no longer running; see its log in the run folder"
-
-    return check

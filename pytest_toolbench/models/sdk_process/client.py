@@ -1,0 +1,180 @@
+"""The pytest side of the shared SDK process (server.py says why it exists).
+
+:class:`SdkProcess` is the process itself: started by the controller in ``pytest_configure`` (so its
+~0.7 s SDK import overlaps collection) and handed to xdist workers by socket path.
+:class:`RemoteBackend` is the :class:`~pytest_toolbench.models.base.ChatModel` a pytest process
+uses instead of calling the SDK itself: it wraps the in-process backend it replaces, for identity
+(name, ``describe()``, hence cache keys) and for its spec, and sends each call to the process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from pytest_toolbench.models.base import CallContext, ChatRequest, ChatResponse, ModelCallError
+from pytest_toolbench.models.call_log import current_call_log
+from pytest_toolbench.models.meter import REQUEST_METER
+from pytest_toolbench.models.openai_backend import OpenAIBackend
+from pytest_toolbench.models.sdk_process.protocol import (
+    decode_error,
+    frame,
+    merge_log,
+    read_frame,
+)
+from pytest_toolbench.runtime.liveness import process_alive
+
+#: How long a pytest process waits for the SDK process to listen (its start is ~1 s).
+START_TIMEOUT_S = 60.0
+
+
+class SdkProcess:
+    """The run's SDK process (controller side): start, address, stop."""
+
+    def __init__(self) -> None:
+        self.folder = Path(tempfile.mkdtemp(prefix="toolbench-sdk-"))
+        self.socket_path = str(self.folder / "sdk.sock")
+        self.log_path = self.folder / "sdk.log"
+        with open(self.log_path, "wb") as log:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "pytest_toolbench.models.sdk_process.server", self.socket_path],
+                stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT,
+                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            )
+
+    def address(self) -> dict[str, Any]:
+        """What a pytest process needs to reach it (JSON, for xdist's workerinput)."""
+        return {"socket": self.socket_path, "pid": self.proc.pid, "log": str(self.log_path)}
+
+    def stop(self) -> None:
+        if self.proc.stdin is not None and not self.proc.stdin.closed:
+            self.proc.stdin.close()  # its signal to finish
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        for path in (Path(self.socket_path), self.log_path):
+            path.unlink(missing_ok=True)
+        try:
+            self.folder.rmdir()
+        except OSError:
+            pass
+
+
+class RemoteBackend:
+    """``ChatModel`` whose calls run in the shared SDK process."""
+
+    def __init__(self, local: OpenAIBackend, address: dict[str, Any], *, processes: int = 1,
+                 server_pid: int | None = None):
+        #: The in-process backend this stands for: name, describe() and the spec sent over.
+        self.local = local
+        self.name = local.name
+        self.address = address
+        self.processes = processes
+        self.server_pid = server_pid
+        self._ids = itertools.count()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._connecting: asyncio.Future[None] | None = None
+        self._writer: asyncio.StreamWriter | None = None
+        self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self._gone: str | None = None
+
+    # -- ChatModel -------------------------------------------------------------------------------
+    async def complete(self, request: ChatRequest, ctx: CallContext) -> ChatResponse:
+        self.local._raise_if_aborted()  # a dead managed server: fail now, as in process
+        await self._connected()
+        call_id = next(self._ids)
+        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._pending[call_id] = future
+        assert self._writer is not None
+        self._writer.write(frame({
+            "op": "complete", "id": call_id,
+            "request": request.model_dump(mode="json", exclude_unset=True),
+            "ctx": {"case_id": ctx.case_id, "turn": ctx.turn},
+        }))
+        try:
+            with REQUEST_METER.request():  # the live progress line (models/meter.py)
+                reply = await future
+        except asyncio.CancelledError:
+            self._pending.pop(call_id, None)
+            if self._writer is not None and not self._writer.is_closing():
+                self._writer.write(frame({"op": "cancel", "id": call_id}))
+            raise
+        merge_log(current_call_log(), reply.get("log"))
+        if "error" in reply:
+            raise decode_error(reply["error"])
+        response = ChatResponse.model_validate(reply["response"])
+        REQUEST_METER.add_usage(response.usage)
+        return response
+
+    async def aclose(self) -> None:
+        writer, self._writer, self._loop, self._connecting = self._writer, None, None, None
+        if writer is not None:
+            writer.close()
+
+    def describe(self) -> dict[str, Any]:
+        return self.local.describe()
+
+    # -- the connection --------------------------------------------------------------------------
+    async def _connected(self) -> None:
+        loop = asyncio.get_running_loop()
+        if self._gone is not None:
+            raise ModelCallError("sdk_process_gone", self._gone)
+        if self._loop is not loop:  # first call, or a new event loop (tests): a new connection
+            self._loop, self._writer, self._pending = loop, None, {}
+            self._connecting = loop.create_task(self._connect())
+        assert self._connecting is not None
+        await asyncio.shield(self._connecting)
+
+    async def _connect(self) -> None:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        pid = int(self.address["pid"])
+        while True:
+            try:
+                reader, writer = await asyncio.open_unix_connection(self.address["socket"], limit=2**24)
+                break
+            except (FileNotFoundError, ConnectionRefusedError):
+                if not process_alive(pid) or time.monotonic() > deadline:
+                    self._gone = f"the SDK process (pid {pid}) did not start: {self._log_tail()}"
+                    raise ModelCallError("sdk_process_gone", self._gone) from None
+                await asyncio.sleep(0.01)
+        spec = self.local.spec
+        writer.write(frame({"op": "hello", "backend": spec, "processes": self.processes,
+                            "server_pid": self.server_pid}))
+        ready = await read_frame(reader)
+        if ready.get("op") != "ready":
+            raise ModelCallError("sdk_process_gone", f"unexpected greeting {ready!r}")
+        self._writer = writer
+        asyncio.get_running_loop().create_task(self._read_replies(reader))
+
+    async def _read_replies(self, reader: asyncio.StreamReader) -> None:
+        try:
+            while True:
+                reply = await read_frame(reader)
+                future = self._pending.pop(reply.get("id"), None)
+                if future is not None and not future.done():
+                    future.set_result(reply)
+        except (asyncio.IncompleteReadError, ConnectionError, ValueError) as exc:
+            if self._writer is None:
+                return  # closed by aclose()
+            self._gone = (f"the SDK process (pid {self.address['pid']}) closed the connection "
+                          f"({type(exc).__name__}): {self._log_tail()}")
+            for future in self._pending.values():
+                if not future.done():
+                    future.set_exception(ModelCallError("sdk_process_gone", self._gone))
+            self._pending.clear()
+
+    def _log_tail(self) -> str:
+        try:
+            text = Path(self.address["log"]).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return "no log"
+        return text.strip()[-1500:] or "its log is empty"

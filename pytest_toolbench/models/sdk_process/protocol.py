@@ -1,0 +1,87 @@
+"""The wire between pytest processes and the shared SDK process: framed JSON over a Unix socket.
+
+A frame is a 4-byte big-endian length and that many bytes of UTF-8 JSON. One connection per
+backend per pytest process, multiplexed by request ``id``. Messages:
+
+* client -> server: ``{"op": "hello", "backend": spec, "processes": N, "server_pid": pid|null}``
+  once, then ``{"op": "complete", "id", "request", "ctx"}`` and ``{"op": "cancel", "id"}``;
+* server -> client: ``{"op": "ready"}`` after hello, then per call ``{"id", "response"}`` or
+  ``{"id", "error"}``, both with ``"log"``: the retries, lost turns and endpoint attempts of the
+  call, which the client adds to the case's own call log (models/call_log.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import struct
+from typing import Any
+
+from pytest_toolbench.models.base import ContextLengthExceeded, LostTurn, ModelCallError
+from pytest_toolbench.models.call_log import CaseCallLog
+
+_HEADER = struct.Struct(">I")
+#: A frame larger than this is a broken peer, not a reply (a chat reply is kilobytes).
+MAX_FRAME = 256 * 1024 * 1024
+
+
+def frame(message: dict[str, Any]) -> bytes:
+    data = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return _HEADER.pack(len(data)) + data
+
+
+async def read_frame(reader: asyncio.StreamReader) -> dict[str, Any]:
+    """The next message; ``asyncio.IncompleteReadError`` when the peer has gone."""
+    (size,) = _HEADER.unpack(await reader.readexactly(_HEADER.size))
+    if size > MAX_FRAME:
+        raise ValueError(f"frame of {size} bytes")
+    return json.loads(await reader.readexactly(size))
+
+
+# ----------------------------------------------------------------------------- errors
+def encode_error(exc: BaseException) -> dict[str, Any]:
+    if isinstance(exc, ModelCallError):
+        return {"type": _error_type(exc), "kind": exc.kind, "message": exc.message}
+    return {"type": "ModelCallError", "kind": "sdk_process_error",
+            "message": f"{type(exc).__name__}: {exc}"}
+
+
+def _error_type(exc: ModelCallError) -> str:
+    for cls in (ContextLengthExceeded, LostTurn):
+        if isinstance(exc, cls):
+            return cls.__name__
+    return "ModelCallError"
+
+
+def decode_error(error: dict[str, Any]) -> ModelCallError:
+    """The same exception class the in-process backend raises (runners tell them apart)."""
+    kind, message = str(error.get("kind", "sdk_process_error")), str(error.get("message", ""))
+    if error.get("type") == "ContextLengthExceeded":
+        return ContextLengthExceeded(message)
+    if error.get("type") == "LostTurn":
+        return LostTurn(kind, message)
+    return ModelCallError(kind, message)
+
+
+# ----------------------------------------------------------------------------- call logs
+def encode_log(log: CaseCallLog) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if log.retries:
+        out["retries"] = log.retries
+    if log.lost_turns:
+        out["lost_turns"] = log.lost_turns
+    if log.endpoints:
+        out["endpoints"] = log.endpoints
+    return out
+
+
+def merge_log(into: CaseCallLog | None, entries: dict[str, Any] | None) -> None:
+    """Add one call's wire events (from the SDK process) to the case's own log."""
+    if into is None or not entries:
+        return
+    into.retries.extend(entries.get("retries", []))
+    into.lost_turns.extend(entries.get("lost_turns", []))
+    for url, counts in (entries.get("endpoints") or {}).items():
+        mine = into.endpoints.setdefault(url, {"requests": 0, "errors": 0})
+        mine["requests"] += int(counts.get("requests", 0))
+        mine["errors"] += int(counts.get("errors", 0))

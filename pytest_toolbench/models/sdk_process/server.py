@@ -1,0 +1,127 @@
+"""The shared SDK process: the run's openai SDK clients, for every pytest process of the run.
+
+Why a process of its own: the SDK costs ~1.2 ms of CPU per request and ~0.7 s to import. In the
+pytest process both share one GIL with pytest's own per-test work, which made a run CPU-bound from
+~128 requests in flight on 2 cores, and the import sat on every process's start-up (each xdist
+worker paid it again). Here the import overlaps collection, the SDK's CPU runs on another core,
+and one :class:`~pytest_toolbench.models.openai_backend.OpenAIBackend` per model serves all
+workers, so its endpoint pool routes the whole run's requests, least-loaded (issue 11).
+
+Nothing about a call changes: this process runs the very backend the pytest process would (same
+retries, error kinds, lost turns, endpoint health); the client (client.py) re-raises its errors
+and adds its per-call log to the case's. It stops when its parent closes stdin (or dies).
+
+Run by client.py: ``python -m pytest_toolbench.models.sdk_process.server SOCKET``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import sys
+from typing import Any
+
+from pytest_toolbench.models.base import CallContext, ChatRequest
+from pytest_toolbench.models.call_log import CURRENT_CALL_LOG, CaseCallLog
+from pytest_toolbench.models.openai_backend import OpenAIBackend
+from pytest_toolbench.models.sdk_process.protocol import (
+    encode_error,
+    encode_log,
+    frame,
+    read_frame,
+)
+from pytest_toolbench.runtime.liveness import dead_server_check
+
+
+class SdkServer:
+    def __init__(self) -> None:
+        #: One backend per distinct spec, shared by every connection that asks for it.
+        self.backends: dict[str, OpenAIBackend] = {}
+
+    def backend_for(self, hello: dict[str, Any]) -> OpenAIBackend:
+        spec = dict(hello["backend"])
+        # Each pytest process keeps --concurrency cases in flight: the shared backend's request
+        # limit is that times the number of processes it serves.
+        spec["concurrency"] = max(1, int(spec.get("concurrency") or 1)) * max(1, int(hello.get("processes") or 1))
+        key = json.dumps([spec, hello.get("server_pid")], sort_keys=True)
+        backend = self.backends.get(key)
+        if backend is None:
+            pid = hello.get("server_pid")
+            backend = OpenAIBackend(**spec, abort_check=dead_server_check({"pid": pid} if pid else None))
+            self.backends[key] = backend
+        return backend
+
+    async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        tasks: dict[int, asyncio.Task[None]] = {}
+        try:
+            hello = await read_frame(reader)
+            backend = self.backend_for(hello)
+            writer.write(frame({"op": "ready"}))
+            while True:
+                message = await read_frame(reader)
+                if message.get("op") == "cancel":
+                    task = tasks.get(message.get("id"))
+                    if task is not None:
+                        task.cancel()
+                    continue
+                call_id = message["id"]
+                task = asyncio.create_task(self.complete(backend, message, writer))
+                tasks[call_id] = task
+                task.add_done_callback(lambda _t, i=call_id: tasks.pop(i, None))
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass  # the pytest process closed its side (finished, or interrupted)
+        finally:
+            for task in list(tasks.values()):
+                task.cancel()
+            writer.close()
+
+    async def complete(self, backend: OpenAIBackend, message: dict[str, Any],
+                       writer: asyncio.StreamWriter) -> None:
+        log = CaseCallLog()
+        CURRENT_CALL_LOG.set(log)  # this task's own log: the backend appends retries etc. to it
+        reply: dict[str, Any] = {"id": message["id"]}
+        try:
+            request = ChatRequest.model_validate(message["request"])
+            ctx = CallContext(**message["ctx"])
+            response = await backend.complete(request, ctx)
+            reply["response"] = response.model_dump(mode="json")
+        except asyncio.CancelledError:
+            return  # the case was cancelled (--case-timeout, Ctrl-C): nobody waits for a reply
+        except Exception as exc:  # every failure goes back to the case that made the call
+            reply["error"] = encode_error(exc)
+        reply["log"] = encode_log(log)
+        if not writer.is_closing():
+            writer.write(frame(reply))
+
+
+async def main_async(socket_path: str) -> None:
+    server = SdkServer()
+    listener = await asyncio.start_unix_server(server.serve, socket_path, limit=2**24, backlog=1024)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGTERM, stop.set)
+    # Parent gone (finished, killed, crashed): stdin reaches EOF.
+    loop.add_reader(sys.stdin.fileno(), lambda: stop.set() if not os.read(sys.stdin.fileno(), 4096) else None)
+    async with listener:
+        await stop.wait()
+    for backend in server.backends.values():
+        with contextlib.suppress(Exception):
+            await backend.aclose()
+
+
+def main() -> None:
+    # Ctrl-C goes to the whole process group: the pytest process handles it and closes its
+    # connections; this process follows when its parent closes stdin.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    import openai  # noqa: F401  (the import this process exists to take off the pytest process)
+    import aiohttp  # noqa: F401
+
+    socket_path = sys.argv[1]
+    asyncio.run(main_async(socket_path))
+
+
+if __name__ == "__main__":
+    main()
