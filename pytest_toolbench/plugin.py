@@ -22,6 +22,7 @@ import atexit
 import functools
 import gc
 import hashlib
+import os
 import platform
 import signal
 import sys
@@ -66,6 +67,8 @@ RESULT_PROPERTY = "toolbench_result"
 RESULT_KEY = pytest.StashKey[CaseResult]()
 SENT_KEY = pytest.StashKey[bool]()
 STATE_KEY = pytest.StashKey["ToolbenchState"]()
+#: The SDK process started by pytest_load_initial_conftests, before configure decides.
+EARLY_SDK_KEY = pytest.StashKey[Any]()
 
 
 @dataclass
@@ -141,10 +144,13 @@ def pytest_configure(config: pytest.Config) -> None:
         else time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
     )
     config.stash[STATE_KEY] = ToolbenchState(settings=settings, run_id=run_id, baseline=baseline)
+    early_sdk = config.stash.get(EARLY_SDK_KEY, None)
     if not is_worker(config) and _wants_sdk_process(config, settings):
         from pytest_toolbench.models.sdk_process.client import SdkProcess
 
-        state(config).sdk = SdkProcess()  # starts now: its SDK import overlaps collection
+        state(config).sdk = early_sdk or SdkProcess()  # its SDK import overlaps collection
+    elif early_sdk is not None:  # the early guess was wrong (e.g. the model came from the ini)
+        early_sdk.stop()
     from pytest_toolbench.report.session_outputs import configure_allure
 
     configure_allure(config)
@@ -152,6 +158,34 @@ def pytest_configure(config: pytest.Config) -> None:
     if not is_worker(config):
         config.pluginmanager.register(ControllerHooks(config), "toolbench-controller")
         _install_sigterm(config)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config, args: list[str]) -> None:
+    """Start the shared SDK process as early as pytest lets a plugin act: its ~0.8 s start then
+    runs beside conftest loading, configuration and collection instead of after them (issue 11).
+    A cheap guess from the command line; ``pytest_configure`` decides for good."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    ns = early_config.known_args_namespace
+    model = str(getattr(ns, "model", "") or "")
+    if (
+        getattr(ns, "sdk_process", None) != "shared"
+        or getattr(ns, "collectonly", False) or getattr(ns, "help", False)
+        or getattr(ns, "version", False) or getattr(ns, "cache_only", False)
+        or model == "oracle" or model.startswith("replay:")
+        or not any(_names_suites(str(a)) for a in getattr(ns, "file_or_dir", None) or [])
+    ):
+        return
+    from pytest_toolbench.models.sdk_process.client import SdkProcess
+
+    early_config.stash[EARLY_SDK_KEY] = SdkProcess()
+    early_config.add_cleanup(lambda: early_config.stash[EARLY_SDK_KEY].stop())
+
+
+def _names_suites(arg: str) -> bool:
+    path = Path(arg.split("::")[0]).resolve()
+    return "suites" in path.parts or (path / "suites").is_dir()
 
 
 def _wants_sdk_process(config: pytest.Config, settings: RunSettings) -> bool:
@@ -303,11 +337,7 @@ def _has_toolbench_tests(config: pytest.Config) -> bool:
         from_command_line(config, "--backend") and config.getoption("--backend") == "vllm"
     ):
         return True
-    for arg in config.args:
-        path = Path(str(arg).split("::")[0]).resolve()
-        if "suites" in path.parts or (path / "suites").is_dir():
-            return True
-    return False
+    return any(_names_suites(str(arg)) for arg in config.args)
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -15,11 +15,12 @@ import random
 from collections.abc import Iterable, Sequence
 from functools import cached_property
 from pathlib import Path
-from typing import Literal
-
-import networkx as nx
+from typing import TYPE_CHECKING, Literal
 
 from pytest_toolbench.benchmarks.dataset_errors import DatasetError
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 Triple = tuple[str, str, str]
 RelationOrder = Literal["sorted", "file", "shuffled"]
@@ -51,7 +52,9 @@ class KnowledgeGraph:
     """A ``networkx.MultiDiGraph`` whose edges carry ``relation`` and their file position."""
 
     def __init__(self, triples: Iterable[Sequence[str]], source: str = ""):
-        self.graph = nx.MultiDiGraph()
+        import networkx  # here, not at module level: every pytest start imports this module
+
+        self.graph: nx.MultiDiGraph = networkx.MultiDiGraph()
         self.triples: list[Triple] = []
         self.source = source
         for position, (head, relation, tail) in enumerate(triples):
