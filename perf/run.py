@@ -209,6 +209,11 @@ def measure_efficiency(ns: argparse.Namespace, tmp: Path, figures: dict[str, Any
                                          tmp / "cache-256" / "cache")
         runs["c64_n2"] = efficiency_run(server, data[sizes[128]], ns.latency, 64, 2,
                                         tmp / "cache-n2" / "cache")
+        # The same 64-in-flight run with the SDK inside the pytest process (what the shared SDK
+        # process gains, measured in this run).
+        runs["c64_n0_inline"] = efficiency_run(server, data[sizes[64]], ns.latency, 64, 0,
+                                               tmp / "cache-64-inline" / "cache",
+                                               extra=["--sdk-process", "inline"])
         # The fully cached re-run and --cache-only reuse the 64-in-flight run's cache.
         server.reset()
         cached_wall, cached_rc, cached_tail, _ = timed(pytest_cmd(data[sizes[64]], server.urls, 64, cache64, extra=["-n", "0"]))
@@ -244,6 +249,11 @@ def measure_efficiency(ns: argparse.Namespace, tmp: Path, figures: dict[str, Any
                    note=f"first request at {runs[k].get('to_first_request_s')}s, busy "
                         f"{runs[k].get('busy_s')}s, exit {runs[k].get('after_last_reply_s')}s after the last reply")
               for k in ("c64_n0", "c128_n0", "c256_n0", "c64_n2")],
+            Goal("reference: efficiency, 64 in flight, -n 0, --sdk-process inline",
+                 runs["c64_n0_inline"]["efficiency"], None,
+                 note=f"{runs['c64_n0_inline']['wall_s']}s; first request at "
+                      f"{runs['c64_n0_inline'].get('to_first_request_s')}s (the default, shared: "
+                      f"{runs['c64_n0'].get('to_first_request_s')}s)"),
             Goal("efficiency, 128 in flight, -n 0", runs["c128_n0"]["efficiency"], None,
                  note=f"{runs['c128_n0']['calls']} calls, {runs['c128_n0']['wall_s']}s vs ideal {runs['c128_n0']['ideal_s']}s"),
             Goal("efficiency keeps rising 64 -> 128 -> 256 in flight", worst_step, -0.05,

@@ -263,6 +263,34 @@ def test_rerun_of_finished_suite_makes_no_model_calls(tmp_path):
     assert fifth["cases"][0]["error"]["kind"] == "cache_miss"
 
 
+def test_the_shared_sdk_process_changes_nothing_but_where_the_sdk_runs(tmp_path):
+    """--sdk-process shared (the default) and inline: the same requests, results and metrics
+    under -n 2, and the same cache keys (an inline re-run is answered from the shared run's cache
+    without a request)."""
+    agent = GoldAgent(load_records(BUNDLED))
+    runs = {}
+    with FakeOpenAIServer(agent) as server:
+        for mode in ("shared", "inline"):
+            before = len(server.requests)
+            proc, report = run_suite(tmp_path / mode, "--base-url", server.base_url, "--api-key", "t",
+                                     "--model", "m", "-n", "2", "--sdk-process", mode)
+            assert report is not None, proc.stdout[-2000:] + proc.stderr[-2000:]
+            bodies = sorted(json.dumps(b, sort_keys=True) for b in server.requests[before:])
+            runs[mode] = (report, bodies)
+        _, rerun = run_suite(tmp_path / "shared", "--base-url", server.base_url, "--api-key", "t",
+                             "--model", "m", "-n", "2", "--sdk-process", "inline", "--cache-only")
+    (shared, shared_bodies), (inline, inline_bodies) = runs["shared"], runs["inline"]
+    assert shared_bodies == inline_bodies and shared_bodies
+    assert metric_table(shared) == metric_table(inline)
+
+    def outcomes(report):
+        return {c["case_id"]: (c["outcome"], c["model_calls"], c.get("failure_message")) for c in report["cases"]}
+
+    assert outcomes(shared) == outcomes(inline)
+    assert metric_table(rerun) == metric_table(shared)
+    assert all(c["cached_calls"] == c["model_calls"] > 0 for c in rerun["cases"])
+
+
 def test_cases_run_ahead_of_pytest_up_to_the_concurrency(tmp_path):
     """-n 0 --concurrency 32: a slow endpoint sees about 32 requests at once."""
     if SHARED_TOOLHOP.exists():

@@ -1,0 +1,270 @@
+"""The shared SDK process (models/sdk_process): every call gives what the in-process backend gives.
+
+Each scenario runs twice against the same kind of real local HTTP server: once with
+:class:`OpenAIBackend` in this process, once through :class:`RemoteBackend` and a real SDK
+process. The reply, the exception (class, kind, message) and the case's call log must match.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fake_openai_server import (
+    FakeOpenAIServer,
+    completion,
+    delayed,
+    error_body,
+    fail_then,
+    reply,
+    scripted,
+    tool_call,
+)
+from pytest_toolbench.models.base import (
+    CallContext,
+    ChatRequest,
+    ContextLengthExceeded,
+    LostTurn,
+    ModelCallError,
+)
+from pytest_toolbench.models.call_log import CURRENT_CALL_LOG, CaseCallLog
+from pytest_toolbench.models.openai_backend import OpenAIBackend
+from pytest_toolbench.models.sdk_process.client import RemoteBackend, SdkProcess
+from pytest_toolbench.models.sdk_process.protocol import decode_error, encode_error, merge_log
+
+REPO = Path(__file__).resolve().parents[1]
+TOOLS = [{"type": "function", "function": {"name": "lookup", "description": "d",
+                                           "parameters": {"type": "object", "properties": {}}}}]
+
+
+@pytest.fixture(scope="module")
+def sdk() -> Any:
+    process = SdkProcess()
+    yield process
+    process.stop()
+
+
+def local_backend(urls: list[str], **kwargs: Any) -> OpenAIBackend:
+    options = dict(timeout_s=5.0, max_retries=2, concurrency=8, backoff_initial_s=0.01,
+                   backoff_max_s=0.02, retry_after_max_s=0.05)
+    options.update(kwargs)
+    return OpenAIBackend("test-model", urls[0], "sk-secret",
+                         base_urls=urls if len(urls) > 1 else None, **options)
+
+
+def call(model: Any, request: ChatRequest, turn: int = 1) -> tuple[Any, CaseCallLog]:
+    """(response or exception, the case's call log) of one call in a fresh event loop."""
+    log = CaseCallLog()
+
+    async def go() -> Any:
+        CURRENT_CALL_LOG.set(log)
+        try:
+            return await model.complete(request, CallContext(case_id="case-7", turn=turn))
+        except ModelCallError as exc:
+            return exc
+        finally:
+            await model.aclose()
+
+    return asyncio.run(go()), log
+
+
+def outcome(result: Any, log: CaseCallLog, url: str) -> dict[str, Any]:
+    """What must agree: the reply (less its latency) or the error, and the call log (retry waits
+    are jittered: their kinds and turns only). Each run has its own server: ``url`` is masked."""
+    if isinstance(result, ModelCallError):
+        shown: Any = {"class": type(result).__name__, "kind": result.kind,
+                      "message": result.message.replace(url, "URL")}
+    else:
+        shown = result.model_dump(exclude={"latency_s"})
+    details = log.details()
+    for retry in details.get("endpoint_retries", {}).get("attempts", []):
+        retry.pop("wait_s")
+    details.get("endpoint_retries", {}).pop("wait_s", None)
+    for lost in details.get("lost_turns", []):
+        lost["message"] = lost["message"].replace(url, "URL")
+    return {"result": shown, "log": details}
+
+
+SCENARIOS: dict[str, tuple[Any, dict[str, Any], dict[str, Any]]] = {
+    "text": (lambda: reply("Paris"), {}, {}),
+    "tool call, null content, tools sent": (
+        lambda: reply(None, [tool_call("lookup", {"q": "x"}, "call_1")]), {"tools": TOOLS}, {}),
+    "explicit tools=None sent as null": (lambda: reply("ok"), {"tools": None}, {}),
+    "429 then 503 then a reply": (lambda: scripted((429, {"Retry-After": "0"}, error_body(429)),
+                                                   (503, {}, error_body(503)),
+                                                   (200, {}, completion("late"))), {}, {}),
+    "always 500": (lambda: fail_then(99, reply("never"), status=500), {}, {}),
+    "401 at once": (lambda: fail_then(99, reply("never"), status=401), {}, {}),
+    "context overflow": (lambda: fail_then(99, reply("x"), status=400, headers={}), {}, {}),
+    "unreadable 200 then a reply": (lambda: scripted((200, {}, "not json"), (200, {}, completion("ok"))), {}, {}),
+    "upstream lost turn": (lambda: fail_then(99, reply("never"), status=500), {},
+                           {"upstream_lost_turns": True}),
+}
+
+
+@pytest.mark.parametrize("name", list(SCENARIOS))
+def test_the_sdk_process_answers_as_the_backend_in_process(sdk: SdkProcess, name: str) -> None:
+    make_handler, request_fields, backend_options = SCENARIOS[name]
+    if name == "context overflow":
+        def make_handler():
+            return lambda body, i: (400, {}, error_body(400, "This model's maximum context length is 8192 tokens"))
+    request = ChatRequest(messages=[{"role": "user", "content": "hi"}], **request_fields)
+    seen = []
+    for remote in (False, True):
+        with FakeOpenAIServer(make_handler()) as server:
+            local = local_backend([server.base_url], **backend_options)
+            model = RemoteBackend(local, sdk.address()) if remote else local
+            seen.append(outcome(*call(model, request), server.base_url))
+            bodies = server.requests
+        seen[-1]["requests"] = bodies
+    assert seen[0] == seen[1]
+    if name == "context overflow":
+        assert seen[1]["result"]["class"] == ContextLengthExceeded.__name__
+    if name == "upstream lost turn":
+        assert seen[1]["result"]["class"] == LostTurn.__name__ and seen[1]["log"]["lost_turns"]
+
+
+def test_several_endpoints_route_in_the_sdk_process_and_count_per_case(sdk: SdkProcess) -> None:
+    with FakeOpenAIServer(reply("a")) as one, FakeOpenAIServer(reply("b")) as two:
+        local = local_backend([one.base_url, two.base_url], concurrency=4)
+        model = RemoteBackend(local, sdk.address())
+        log = CaseCallLog()
+
+        async def go() -> list[Any]:
+            CURRENT_CALL_LOG.set(log)
+            request = ChatRequest(messages=[{"role": "user", "content": "hi"}])
+            try:
+                return await asyncio.gather(*(model.complete(request, CallContext(case_id=f"c{i}"))
+                                              for i in range(8)))
+            finally:
+                await model.aclose()
+
+        replies = asyncio.run(go())
+        assert len(one.requests) + len(two.requests) == 8 and one.requests and two.requests
+    assert sorted(r.content for r in replies) == sorted(["a"] * len(one.requests) + ["b"] * len(two.requests))
+    assert {url: c["requests"] for url, c in log.endpoints.items()} == {
+        one.base_url: len(one.requests), two.base_url: len(two.requests)}
+    assert model.describe() == local.describe()  # the cache key's input is unchanged
+
+
+def test_a_cancelled_call_is_cancelled_in_the_sdk_process_too(sdk: SdkProcess) -> None:
+    with FakeOpenAIServer(delayed(0.5, reply("slow"), only_first=1)) as server:
+        model = RemoteBackend(local_backend([server.base_url]), sdk.address())
+        request = ChatRequest(messages=[{"role": "user", "content": "hi"}])
+
+        async def go() -> Any:
+            try:
+                with pytest.raises(asyncio.TimeoutError):
+                    await asyncio.wait_for(model.complete(request, CallContext(case_id="c")), 0.1)
+                return await model.complete(request, CallContext(case_id="c", turn=2))
+            finally:
+                await model.aclose()
+
+        assert asyncio.run(go()).content == "slow"
+
+
+def test_a_dead_sdk_process_is_an_infrastructure_error_not_a_hang() -> None:
+    process = SdkProcess()
+    try:
+        with FakeOpenAIServer(delayed(30, reply("never"))) as server:
+            model = RemoteBackend(local_backend([server.base_url]), process.address())
+            request = ChatRequest(messages=[{"role": "user", "content": "hi"}])
+
+            async def go() -> Any:
+                task = asyncio.ensure_future(model.complete(request, CallContext(case_id="c")))
+                while not server.requests:
+                    await asyncio.sleep(0.02)
+                os.kill(process.proc.pid, signal.SIGKILL)
+                try:
+                    return await asyncio.wait_for(task, 10)
+                except ModelCallError as exc:
+                    return exc
+                finally:
+                    await model.aclose()
+
+            started = time.monotonic()
+            error = asyncio.run(go())
+            assert time.monotonic() - started < 10
+        assert isinstance(error, ModelCallError) and error.kind == "sdk_process_gone"
+    finally:
+        process.stop()
+
+
+def test_an_sdk_process_that_cannot_start_says_why(tmp_path: Path) -> None:
+    process = SdkProcess()
+    process.proc.kill()
+    process.proc.wait()
+    try:
+        model = RemoteBackend(local_backend(["http://127.0.0.1:9/v1"]), process.address())
+        result, _ = call(model, ChatRequest(messages=[{"role": "user", "content": "hi"}]))
+        assert isinstance(result, ModelCallError) and result.kind == "sdk_process_gone"
+        assert "did not start" in result.message
+    finally:
+        process.stop()
+
+
+def test_it_exits_when_its_parent_goes_and_cleans_up(tmp_path: Path) -> None:
+    """A parent killed outright (no cleanup) must not leave the process behind."""
+    code = ("import sys, time; from pytest_toolbench.models.sdk_process.client import SdkProcess; "
+            "p = SdkProcess(); print(p.proc.pid, p.socket_path, flush=True); time.sleep(60)")
+    parent = subprocess.Popen([sys.executable, "-c", code], cwd=REPO, stdout=subprocess.PIPE, text=True)
+    pid_text, socket_path = parent.stdout.readline().split()  # type: ignore[union-attr]
+    deadline = time.monotonic() + 20
+    while not Path(socket_path).exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert Path(socket_path).exists()
+    parent.kill()
+    parent.wait()
+    pid = int(pid_text)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+    else:
+        os.kill(pid, signal.SIGKILL)
+        pytest.fail("the SDK process outlived its parent")
+    assert not Path(socket_path).exists()
+
+
+def test_stop_ends_the_process_and_removes_its_files() -> None:
+    process = SdkProcess()
+    deadline = time.monotonic() + 20
+    while not Path(process.socket_path).exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    process.stop()
+    assert process.proc.returncode == 0
+    assert not process.folder.exists()
+    process.stop()  # twice is harmless (configure, cleanup and unconfigure may all stop it)
+
+
+# ----------------------------------------------------------------------------- protocol
+@pytest.mark.parametrize("error", [
+    ModelCallError("http_500", "m"), LostTurn("http_429", "lost"), ContextLengthExceeded("too long")])
+def test_errors_keep_their_class_kind_and_message(error: ModelCallError) -> None:
+    back = decode_error(encode_error(error))
+    assert (type(back), back.kind, back.message) == (type(error), error.kind, error.message)
+
+
+def test_a_harness_bug_in_the_sdk_process_is_an_error_of_its_own_kind() -> None:
+    back = decode_error(encode_error(KeyError("x")))
+    assert type(back) is ModelCallError and back.kind == "sdk_process_error"
+
+
+def test_call_logs_merge_into_the_cases_own() -> None:
+    log = CaseCallLog(endpoints={"u": {"requests": 1, "errors": 0}})
+    merge_log(log, {"retries": [{"turn": 1, "kind": "http_429", "wait_s": 0.1}],
+                    "endpoints": {"u": {"requests": 2, "errors": 1}, "v": {"requests": 1, "errors": 0}}})
+    merge_log(log, None)
+    assert log.retries == [{"turn": 1, "kind": "http_429", "wait_s": 0.1}]
+    assert log.endpoints == {"u": {"requests": 3, "errors": 1}, "v": {"requests": 1, "errors": 0}}
