@@ -10,6 +10,8 @@ hash...), which inspect_ai's cache leaves out.
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import hashlib
 import json
 from dataclasses import dataclass
@@ -124,6 +126,7 @@ class CachedModel:
         self.include_base_url = include_base_url
         self.store = ResponseStore(cache_dir)
         self.cache_stats = CacheStats()
+        self._executor: concurrent.futures.ThreadPoolExecutor | None = None
 
     def key_for(self, request: ChatRequest) -> str:
         base_url = self.inner.describe().get("base_url") if self.include_base_url else None
@@ -145,14 +148,28 @@ class CachedModel:
                 "cache_miss", f"--cache-only: no cached response for case {ctx.case_id}, turn {ctx.turn}"
             )
         response = await self.inner.complete(request, ctx)  # errors propagate, never stored
+        meta = {"model": self.inner.name, "case_id": ctx.case_id}
         try:
-            self.store.save(key, response, meta={"model": self.inner.name, "case_id": ctx.case_id})
+            # On a thread: a new entry often needs new shard folders, file system work that
+            # blocked the event loop (and every case on it) for ~0.2 ms per call (issue 11). The
+            # call still returns only once its entry is in place.
+            await asyncio.get_running_loop().run_in_executor(
+                self._writer(), self.store.save, key, response, meta)
             self.cache_stats.writes += 1
         except OSError:  # a full or read-only disk must not cost us the answer
             self.cache_stats.write_errors += 1
         return response
 
+    def _writer(self) -> concurrent.futures.ThreadPoolExecutor:
+        if self._executor is None:
+            self._executor = concurrent.futures.ThreadPoolExecutor(
+                max_workers=4, thread_name_prefix="toolbench-cache-write")
+        return self._executor
+
     async def aclose(self) -> None:
+        if self._executor is not None:  # every write has been awaited: nothing is pending
+            self._executor.shutdown(wait=False)
+            self._executor = None
         await self.inner.aclose()
 
     def describe(self) -> dict[str, Any]:
