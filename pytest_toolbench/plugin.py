@@ -61,6 +61,7 @@ from pytest_toolbench.results.gates import (
 from pytest_toolbench.results.journal import ResultJournal, recover_missing
 from pytest_toolbench.runtime.repeat import expand_repeats
 from pytest_toolbench.runtime.server import ManagedServer, server_info_for_worker
+from pytest_toolbench.runtime.upcoming import set_current_item
 from pytest_toolbench.sandbox.pool import merge_isolation_states
 
 RESULT_PROPERTY = "toolbench_result"
@@ -466,6 +467,11 @@ def _mark(name: str, keyword: str | None = None, value: Any = None) -> pytest.Ma
 
 
 # --------------------------------------------------------------------------- result transport
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    set_current_item(item)  # before its fixtures are set up (runtime/upcoming.py)
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
     """Attach the case's result to the first report that ends the test (call, or a failed setup)."""

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+from collections.abc import Callable
+from typing import Any
 
 from pytest_toolbench.benchmarks.base import Case, CaseRunner
 from pytest_toolbench.config import RunSettings
@@ -34,6 +36,8 @@ class CaseRuntime:
         self.runners: dict[str, CaseRunner] = {}
         #: Under xdist, each worker also journals its results (the controller's backstop).
         self.worker_journal: ResultJournal | None = None
+        #: Fixture name -> value (the session's ``request.getfixturevalue``): builds runners.
+        self.fixture_lookup: Callable[[str], Any] = _no_fixtures
 
     def register_runner(self, benchmark: str, runner: CaseRunner) -> None:
         self.runners.setdefault(benchmark, runner)
@@ -71,6 +75,10 @@ class CaseRuntime:
 
     def close(self) -> None:
         self.scheduler.close(finalizer=self.model.aclose)
+
+
+def _no_fixtures(name: str) -> Any:
+    raise LookupError(f"fixture {name!r}: this runtime was built outside pytest")
 
 
 def case_timeout_result(case: Case, timeout_s: float) -> CaseResult:
