@@ -44,7 +44,7 @@ from pytest_toolbench.benchmarks.dataset_errors import DatasetError, DatasetWarn
 from pytest_toolbench.exitcodes import ToolbenchExit
 from pytest_toolbench.config import RunSettings
 from pytest_toolbench.models.factory import build_model
-from pytest_toolbench.option_sources import from_command_line
+from pytest_toolbench.option_sources import early_value, from_command_line
 from pytest_toolbench.options import add_options, settings_from_config
 from pytest_toolbench.report import progress
 from pytest_toolbench.results.aggregate import RunMetrics, aggregate
@@ -169,11 +169,11 @@ def pytest_load_initial_conftests(early_config: pytest.Config, args: list[str]) 
     if os.environ.get("PYTEST_XDIST_WORKER"):
         return
     ns = early_config.known_args_namespace
-    model = str(getattr(ns, "model", "") or "")
+    model = str(early_value(early_config, "--model") or "")
     if (
-        getattr(ns, "sdk_process", None) != "shared"
+        early_value(early_config, "--sdk-process") != "shared"
         or getattr(ns, "collectonly", False) or getattr(ns, "help", False)
-        or getattr(ns, "version", False) or getattr(ns, "cache_only", False)
+        or getattr(ns, "version", False) or early_value(early_config, "--cache-only")
         or model == "oracle" or model.startswith("replay:")
         or not any(_names_suites(str(a)) for a in getattr(ns, "file_or_dir", None) or [])
     ):

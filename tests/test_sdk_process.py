@@ -268,3 +268,40 @@ def test_call_logs_merge_into_the_cases_own() -> None:
     merge_log(log, None)
     assert log.retries == [{"turn": 1, "kind": "http_429", "wait_s": 0.1}]
     assert log.endpoints == {"u": {"requests": 3, "errors": 1}, "v": {"requests": 1, "errors": 0}}
+
+
+# ----------------------------------------------------------------------------- when it starts
+PROBE = '''
+import json, os, pytest
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config):
+    from pytest_toolbench.plugin import EARLY_SDK_KEY, STATE_KEY
+    st = config.stash.get(STATE_KEY, None)
+    with open(os.environ["PROBE_OUT"], "w") as f:
+        json.dump({"early": EARLY_SDK_KEY in config.stash, "sdk": bool(st and st.sdk)}, f)
+'''
+
+
+@pytest.mark.parametrize("extra,ini,started", [
+    ([], "", True),  # started by pytest_load_initial_conftests, kept by configure
+    (["--collect-only"], "", False),
+    (["--sdk-process", "inline"], "", False),
+    ([], "toolbench_sdk_process = inline\n", False),  # the ini counts at the early guess too
+    (["--model", "oracle"], "", False),
+    (["--cache-only"], "", False),
+])
+def test_the_sdk_process_starts_early_only_for_runs_that_may_send_requests(
+        tmp_path: Path, extra: list[str], ini: str, started: bool) -> None:
+    import json
+
+    (tmp_path / "early_probe.py").write_text(PROBE)
+    inifile = tmp_path / "pytest.ini"
+    inifile.write_text("[pytest]\n" + ini)
+    out = tmp_path / "out.json"
+    env = {**os.environ, "PROBE_OUT": str(out), "PYTHONPATH": str(tmp_path)}
+    subprocess.run([sys.executable, "-m", "pytest", str(REPO / "suites" / "toolhop"), "-c", str(inifile),
+                    "--rootdir", str(REPO), "-p", "early_probe", "-q", "-p", "no:cacheprovider",
+                    "--backend", "openai", "--base-url", "http://127.0.0.1:9/v1", "--api-key", "k",
+                    "--model", "m", "-k", "matches_no_case", *extra],
+                   cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert json.loads(out.read_text()) == {"early": started, "sdk": started}

@@ -40,6 +40,9 @@ class SdkProcess:
 
     def __init__(self) -> None:
         self.folder = Path(tempfile.mkdtemp(prefix="toolbench-sdk-"))
+        if len(str(self.folder)) > 80:  # a Unix socket path is limited to ~107 bytes
+            self.folder.rmdir()
+            self.folder = Path(tempfile.mkdtemp(prefix="toolbench-sdk-", dir="/tmp"))
         self.socket_path = str(self.folder / "sdk.sock")
         self.log_path = self.folder / "sdk.log"
         with open(self.log_path, "wb") as log:
