@@ -24,6 +24,7 @@ from pytest_toolbench.models.call_log import current_call_log
 from pytest_toolbench.models.meter import REQUEST_METER
 from pytest_toolbench.models.openai_backend import OpenAIBackend
 from pytest_toolbench.models.sdk_process.protocol import (
+    LOG_NAME,
     decode_error,
     frame,
     merge_log,
@@ -44,7 +45,7 @@ class SdkProcess:
             self.folder.rmdir()
             self.folder = Path(tempfile.mkdtemp(prefix="toolbench-sdk-", dir="/tmp"))
         self.socket_path = str(self.folder / "sdk.sock")
-        self.log_path = self.folder / "sdk.log"
+        self.log_path = self.folder / LOG_NAME
         with open(self.log_path, "wb") as log:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "pytest_toolbench.models.sdk_process.server", self.socket_path],

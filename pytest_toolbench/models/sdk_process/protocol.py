@@ -21,6 +21,8 @@ from pytest_toolbench.models.base import ContextLengthExceeded, LostTurn, ModelC
 from pytest_toolbench.models.call_log import CaseCallLog
 
 _HEADER = struct.Struct(">I")
+#: The SDK process's log, beside its socket in its temporary folder.
+LOG_NAME = "sdk.log"
 #: A frame larger than this is a broken peer, not a reply (a chat reply is kilobytes).
 MAX_FRAME = 256 * 1024 * 1024
 

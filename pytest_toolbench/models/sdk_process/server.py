@@ -28,6 +28,7 @@ from pytest_toolbench.models.base import CallContext, ChatRequest
 from pytest_toolbench.models.call_log import CURRENT_CALL_LOG, CaseCallLog
 from pytest_toolbench.models.openai_backend import OpenAIBackend
 from pytest_toolbench.models.sdk_process.protocol import (
+    LOG_NAME,
     encode_error,
     encode_log,
     frame,
@@ -121,10 +122,16 @@ def main() -> None:
 
     socket_path = sys.argv[1]
     asyncio.run(main_async(socket_path))
+    # A clean stop leaves nothing behind, also when the parent was killed and cannot clean up: the
+    # socket, the log beside it (it only matters after a crash) and their temporary folder.
+    folder = os.path.dirname(socket_path)
+    for path in (socket_path, os.path.join(folder, LOG_NAME)):
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+    with contextlib.suppress(OSError):
+        os.rmdir(folder)
     # Nothing is left to flush (the log is unbuffered): skip the interpreter's teardown of the SDK's
     # modules, which the pytest process would otherwise wait for at its own exit.
-    with contextlib.suppress(OSError):
-        os.unlink(socket_path)
     os._exit(0)
 
 
