@@ -166,7 +166,7 @@ def pytest_load_initial_conftests(early_config: pytest.Config, args: list[str]) 
     """Start the shared SDK process as early as pytest lets a plugin act: its ~0.8 s start then
     runs beside conftest loading, configuration and collection instead of after them (issue 11).
     A cheap guess from the command line; ``pytest_configure`` decides for good."""
-    if os.environ.get("PYTEST_XDIST_WORKER"):
+    if _is_xdist_worker_process():
         return
     ns = early_config.known_args_namespace
     model = str(early_value(early_config, "--model") or "")
@@ -182,6 +182,14 @@ def pytest_load_initial_conftests(early_config: pytest.Config, args: list[str]) 
 
     early_config.stash[EARLY_SDK_KEY] = SdkProcess()
     early_config.add_cleanup(lambda: early_config.stash[EARLY_SDK_KEY].stop())
+
+
+def _is_xdist_worker_process() -> bool:
+    """An xdist worker, before pytest has parsed its command line (``workerinput`` is set later).
+    xdist sets ``PYTEST_XDIST_WORKER`` in the worker, which runs under execnet's ``python -c``; a
+    pytest that a test starts in a subprocess inherits the variable but is a run of its own. (A
+    wrong answer only costs a wasted start: ``pytest_configure`` stops it in a worker.)"""
+    return bool(os.environ.get("PYTEST_XDIST_WORKER")) and sys.argv[:1] == ["-c"]
 
 
 def _names_suites(arg: str) -> bool:
