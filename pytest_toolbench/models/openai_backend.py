@@ -267,7 +267,7 @@ class OpenAIBackend:
             ):
                 with attempt:
                     attempts += 1
-                    self._raise_if_aborted()
+                    self.raise_if_aborted()
                     response = await self._attempt(kwargs)
         except EndpointGone:
             self.stats.failures += 1
@@ -330,12 +330,14 @@ class OpenAIBackend:
             **({"endpoints": [e.url for e in self.pool.endpoints]} if self.pool is not None else {}),
         }
 
-    # -- internals -------------------------------------------------------------------------------
-
-    def _raise_if_aborted(self) -> None:
+    def raise_if_aborted(self) -> None:
+        """``EndpointGone`` if ``abort_check`` says the endpoint will not come back (before every
+        attempt here, and before a call is handed to the SDK process: models/sdk_process)."""
         reason = self.abort_check() if self.abort_check else None
         if reason:
             raise EndpointGone("server_died", reason)
+
+    # -- internals -------------------------------------------------------------------------------
 
     def _request_kwargs(self, request: ChatRequest) -> dict[str, Any]:
         kwargs: dict[str, Any] = {"model": self.model, "messages": request.messages}

@@ -93,7 +93,7 @@ class RemoteBackend:
 
     # -- ChatModel -------------------------------------------------------------------------------
     async def complete(self, request: ChatRequest, ctx: CallContext) -> ChatResponse:
-        self.local._raise_if_aborted()  # a dead managed server: fail now, as in process
+        self.local.raise_if_aborted()  # a dead managed server: fail now, as in process
         await self._connected()
         call_id = next(self._ids)
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
