@@ -38,7 +38,7 @@ from pytest_toolbench.models.base import (
 from pytest_toolbench.models.call_log import CURRENT_CALL_LOG, CaseCallLog
 from pytest_toolbench.models.openai_backend import OpenAIBackend
 from pytest_toolbench.models.sdk_process.client import RemoteBackend, SdkProcess
-from pytest_toolbench.models.sdk_process.protocol import decode_error, encode_error, merge_log
+from pytest_toolbench.models.sdk_process.protocol import decode_error, encode_error
 
 REPO = Path(__file__).resolve().parents[1]
 TOOLS = [{"type": "function", "function": {"name": "lookup", "description": "d",
@@ -263,11 +263,14 @@ def test_a_harness_bug_in_the_sdk_process_is_an_error_of_its_own_kind() -> None:
 
 def test_call_logs_merge_into_the_cases_own() -> None:
     log = CaseCallLog(endpoints={"u": {"requests": 1, "errors": 0}})
-    merge_log(log, {"retries": [{"turn": 1, "kind": "http_429", "wait_s": 0.1}],
-                    "endpoints": {"u": {"requests": 2, "errors": 1}, "v": {"requests": 1, "errors": 0}}})
-    merge_log(log, None)
+    log.add_wire_events({"retries": [{"turn": 1, "kind": "http_429", "wait_s": 0.1}],
+                         "endpoints": {"u": {"requests": 2, "errors": 1}, "v": {"requests": 1, "errors": 0}}})
+    log.add_wire_events(None)
     assert log.retries == [{"turn": 1, "kind": "http_429", "wait_s": 0.1}]
     assert log.endpoints == {"u": {"requests": 3, "errors": 1}, "v": {"requests": 1, "errors": 0}}
+    copy = CaseCallLog()
+    copy.add_wire_events(log.wire_events())  # what the SDK process sends is the whole log
+    assert copy.details() == log.details()
 
 
 # ----------------------------------------------------------------------------- when it starts

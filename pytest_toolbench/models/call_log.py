@@ -30,9 +30,27 @@ class CaseCallLog:
     endpoints: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def endpoint_attempt(self, url: str, error: str | None) -> None:
+        self._count(url, 1, int(error is not None))
+
+    def _count(self, url: str, requests: int, errors: int) -> None:
         counts = self.endpoints.setdefault(url, {"requests": 0, "errors": 0})
-        counts["requests"] += 1
-        counts["errors"] += error is not None
+        counts["requests"] += requests
+        counts["errors"] += errors
+
+    def wire_events(self) -> dict[str, Any]:
+        """What the model calls added to this log, as JSON: the shared SDK process logs each call
+        on its side and sends this back with the reply (models/sdk_process)."""
+        fields = {"retries": self.retries, "lost_turns": self.lost_turns, "endpoints": self.endpoints}
+        return {name: value for name, value in fields.items() if value}
+
+    def add_wire_events(self, events: dict[str, Any] | None) -> None:
+        """Add one call's :meth:`wire_events` (from the SDK process) to this case's log."""
+        if not events:
+            return
+        self.retries.extend(events.get("retries", []))
+        self.lost_turns.extend(events.get("lost_turns", []))
+        for url, counts in (events.get("endpoints") or {}).items():
+            self._count(url, int(counts.get("requests", 0)), int(counts.get("errors", 0)))
 
     def details(self) -> dict[str, Any]:
         """The ``details`` keys for the case result (empty when nothing happened)."""

@@ -44,6 +44,7 @@ from pytest_toolbench.benchmarks.base import Case
 from pytest_toolbench.models.meter import REQUEST_METER, MeterReading
 from pytest_toolbench.results.case_result import CaseResult, Outcome
 from pytest_toolbench.results.metrics import MetricSpec
+from pytest_toolbench.runtime.upcoming import case_of
 
 #: A worker's meter reading, attached to every test report it sends (JSON list, MeterReading order).
 METER_PROPERTY = "toolbench.meter"
@@ -278,7 +279,7 @@ class ProgressHooks:
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         if not self.xdist:
             self.counts.total = sum(
-                isinstance(getattr(getattr(i, "callspec", None), "params", {}).get("case"), Case)
+                isinstance(case_of(i), Case)
                 for i in session.items
             )
 

@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 
 from pytest_toolbench.config import RunSettings
-from pytest_toolbench.runtime.liveness import dead_server_check, process_alive  # noqa: F401 (re-exported)
 
 
 class ManagedServer:

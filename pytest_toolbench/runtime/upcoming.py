@@ -8,6 +8,8 @@ worker's future work; if the internals change, we degrade to no run-ahead rather
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 _POSITIONS = pytest.StashKey[dict[int, int]]()
@@ -25,6 +27,11 @@ def current_item() -> pytest.Item | None:
     new fixture definition (with an ``inspect.signature``) for every ``request`` asked for, a tenth
     of the per-test cost of a run answered from the cache (issue 11)."""
     return _current[0]
+
+
+def case_of(item: pytest.Item) -> Any:
+    """The ``case`` parameter of a suite test's item (None for any other item)."""
+    return getattr(getattr(item, "callspec", None), "params", {}).get("case")
 
 
 def upcoming_items(session: pytest.Session, item: pytest.Item, count: int) -> list[pytest.Item]:

@@ -27,7 +27,6 @@ from pytest_toolbench.models.sdk_process.protocol import (
     LOG_NAME,
     decode_error,
     frame,
-    merge_log,
     read_frame,
 )
 from pytest_toolbench.runtime.liveness import process_alive
@@ -112,7 +111,9 @@ class RemoteBackend:
             if self._writer is not None and not self._writer.is_closing():
                 self._writer.write(frame({"op": "cancel", "id": call_id}))
             raise
-        merge_log(current_call_log(), reply.get("log"))
+        log = current_call_log()
+        if log is not None:
+            log.add_wire_events(reply.get("log"))
         if "error" in reply:
             raise decode_error(reply["error"])
         response = ChatResponse.model_validate(reply["response"])

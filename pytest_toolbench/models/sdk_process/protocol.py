@@ -6,8 +6,8 @@ backend per pytest process, multiplexed by request ``id``. Messages:
 * client -> server: ``{"op": "hello", "backend": spec, "processes": N, "server_pid": pid|null}``
   once, then ``{"op": "complete", "id", "request", "ctx"}`` and ``{"op": "cancel", "id"}``;
 * server -> client: ``{"op": "ready"}`` after hello, then per call ``{"id", "response"}`` or
-  ``{"id", "error"}``, both with ``"log"``: the retries, lost turns and endpoint attempts of the
-  call, which the client adds to the case's own call log (models/call_log.py).
+  ``{"id", "error"}``, both with ``"log"``: the call's ``CaseCallLog.wire_events()`` (retries,
+  lost turns, endpoint attempts), which the client adds to the case's own call log.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ import struct
 from typing import Any
 
 from pytest_toolbench.models.base import ContextLengthExceeded, LostTurn, ModelCallError
-from pytest_toolbench.models.call_log import CaseCallLog
 
 _HEADER = struct.Struct(">I")
 #: The SDK process's log, beside its socket in its temporary folder.
@@ -63,27 +62,3 @@ def decode_error(error: dict[str, Any]) -> ModelCallError:
     if error.get("type") == "LostTurn":
         return LostTurn(kind, message)
     return ModelCallError(kind, message)
-
-
-# ----------------------------------------------------------------------------- call logs
-def encode_log(log: CaseCallLog) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    if log.retries:
-        out["retries"] = log.retries
-    if log.lost_turns:
-        out["lost_turns"] = log.lost_turns
-    if log.endpoints:
-        out["endpoints"] = log.endpoints
-    return out
-
-
-def merge_log(into: CaseCallLog | None, entries: dict[str, Any] | None) -> None:
-    """Add one call's wire events (from the SDK process) to the case's own log."""
-    if into is None or not entries:
-        return
-    into.retries.extend(entries.get("retries", []))
-    into.lost_turns.extend(entries.get("lost_turns", []))
-    for url, counts in (entries.get("endpoints") or {}).items():
-        mine = into.endpoints.setdefault(url, {"requests": 0, "errors": 0})
-        mine["requests"] += int(counts.get("requests", 0))
-        mine["errors"] += int(counts.get("errors", 0))

@@ -30,7 +30,6 @@ from pytest_toolbench.models.openai_backend import OpenAIBackend
 from pytest_toolbench.models.sdk_process.protocol import (
     LOG_NAME,
     encode_error,
-    encode_log,
     frame,
     read_frame,
 )
@@ -93,7 +92,7 @@ class SdkServer:
             return  # the case was cancelled (--case-timeout, Ctrl-C): nobody waits for a reply
         except Exception as exc:  # every failure goes back to the case that made the call
             reply["error"] = encode_error(exc)
-        reply["log"] = encode_log(log)
+        reply["log"] = log.wire_events()
         if not writer.is_closing():
             writer.write(frame(reply))
 
