@@ -159,3 +159,31 @@ assert "openai" in sys.modules
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "bad_response"
+
+
+def test_collecting_every_suite_imports_neither_numpy_nor_the_sdk(tmp_path: Path) -> None:
+    """Every pytest process (each xdist worker, --collect-only, --help) imports the plugin, the
+    fixtures and every benchmark; numpy (~70 ms) waits for an index or a metric to be built."""
+    probe = tmp_path / "import_probe.py"
+    probe.write_text(
+        "import sys\n"
+        "def pytest_collection_finish(session):\n"
+        "    heavy = [m for m in ('numpy', 'openai', 'faiss', 'torch', 'networkx') if m in sys.modules]\n"
+        "    print('HEAVY', heavy)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{REPO}"}
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "import_probe", "-s", "--collect-only", "-q",
+         "-p", "no:cacheprovider", "suites"],
+        cwd=REPO, capture_output=True, text=True, env=env,
+    )
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    assert "HEAVY []" in out.stdout, out.stdout[-2000:]
+    code = """
+import sys
+from pytest_toolbench.results.bootstrap import bootstrap_mean
+assert bootstrap_mean([0.0, 1.0, 1.0]).value == 2 / 3
+assert "numpy" in sys.modules
+"""
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr

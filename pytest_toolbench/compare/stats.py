@@ -7,13 +7,18 @@ every interval far too wide (the between-case variance dominates the between-mod
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-import numpy as np
-from numpy.typing import ArrayLike
 from pydantic import BaseModel
 
+from pytest_toolbench.lazy_import import LazyModule
 from pytest_toolbench.results.bootstrap import Estimate, percentile_interval, resample_indices
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import ArrayLike
+else:
+    np = LazyModule("numpy")  # the plugin imports this module's models; numpy waits for a comparison
 
 #: Below this many discordant pairs McNemar uses the exact binomial test, at or above it the
 #: chi-square approximation with continuity correction (Edwards 1948).

@@ -30,16 +30,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
-import numpy as np
 from filelock import FileLock
 
+from pytest_toolbench.environments import DEFAULT_EMBEDDER
 from pytest_toolbench.fileio import atomic_write_bytes
+from pytest_toolbench.lazy_import import LazyModule
 
 if TYPE_CHECKING:
     import faiss
+    import numpy as np
+else:
+    np = LazyModule("numpy")  # imported when an index is built, not by every pytest process
 
-#: The offline default: sentence-transformers/all-MiniLM-L6-v2 (384-d), from PyPI.
-DEFAULT_EMBEDDER = "all-MiniLM-L6-v2"
 _MINILM_ALIASES = {DEFAULT_EMBEDDER, f"sentence-transformers/{DEFAULT_EMBEDDER}"}
 
 

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
+from pytest_toolbench.lazy_import import LazyModule
 from pytest_toolbench.models.base import (
     CallContext,
     ChatRequest,
@@ -44,21 +45,12 @@ from pytest_toolbench.models.endpoint_pool import EndpointPool
 from pytest_toolbench.models.meter import REQUEST_METER
 from pytest_toolbench.models.parse_check import detect_parse_failure
 
-
-class _LazySDK:
-    """The ``openai`` module, imported on first use: it takes ~0.7 s, and a run whose replies all
-    come from the response cache (or that only collects) never needs it (issue 11)."""
-
-    def __getattr__(self, name: str) -> Any:
-        import openai as sdk
-
-        return getattr(sdk, name)
-
-
 if TYPE_CHECKING:
     import openai
 else:
-    openai = _LazySDK()
+    # ~0.7 s to import: a run whose replies all come from the response cache (or that only
+    # collects) never needs it (issue 11).
+    openai = LazyModule("openai")
 
 #: Statuses worth another try: request timeout, rate limit, server errors.
 RETRYABLE_STATUSES = frozenset({408, 429})

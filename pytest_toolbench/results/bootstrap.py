@@ -8,10 +8,15 @@ and a candidate run over the same sample ids, for a later paired gate) see the s
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from pytest_toolbench.lazy_import import LazyModule
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import ArrayLike, NDArray
+else:
+    np = LazyModule("numpy")  # imported when a metric is computed, not by every pytest process
 
 #: Float noise below this is treated as "equal to the point estimate" so a constant sample
 #: (or n = 1) gives a CI that collapses exactly onto the value instead of 0.7000000000000001.

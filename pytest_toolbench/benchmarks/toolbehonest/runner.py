@@ -32,7 +32,7 @@ from pytest_toolbench.benchmarks.toolbehonest.scoring import (
     score_l2,
     score_l3,
 )
-from pytest_toolbench.environments.retrieval import DEFAULT_EMBEDDER
+from pytest_toolbench.environments import DEFAULT_EMBEDDER
 from pytest_toolbench.models.base import (
     CallContext,
     ChatModel,

@@ -15,11 +15,16 @@ selection scores each case as the full run would.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from pytest_toolbench.benchmarks.toolbehonest.schema import ToolBHRecord, parse_tool_string
 from pytest_toolbench.environments.retrieval import DEFAULT_EMBEDDER, Embedders, TextIndex
+from pytest_toolbench.lazy_import import LazyModule
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = LazyModule("numpy")  # imported when the index is built, not by every pytest process
 
 
 @dataclass
