@@ -21,6 +21,7 @@ from pytest_toolbench.benchmarks.metabench.fields import (
     retrieved_tools,
 )
 from pytest_toolbench.benchmarks.metabench.prompts import META_TOOL_NAME
+from pytest_toolbench.benchmarks.parsed_files import parsed_once
 
 #: Files under these sub-folders of data/metabench/ are not dialogues.
 NON_DIALOGUE_DIRS = ("library",)
@@ -71,7 +72,8 @@ class GoldRetrieval(BaseModel):
 
 
 class Dialogue(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # Frozen: one parse is shared by the cases and the retriever's library (parsed_files.py).
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     id: str
     difficulty: Literal["simple", "hard"]
@@ -102,7 +104,8 @@ class Dialogue(BaseModel):
         if not self.judged_turns:
             raise ValueError("no judged assistant turn")
         if not self.gold_retrieval:
-            self.gold_retrieval = self._derive_gold_retrieval()
+            # The one write, while validating (frozen afterwards).
+            object.__setattr__(self, "gold_retrieval", self._derive_gold_retrieval())
         for g in self.gold_retrieval:
             if not (0 <= g.turn < len(self.messages)) or self.messages[g.turn].turn_kind != "meta_tool":
                 raise ValueError(f"gold_retrieval turn {g.turn} is not a meta_tool turn")
@@ -202,7 +205,7 @@ def _read_json(path: Path) -> Any:
         raise DatasetError(path, f"invalid JSON: {exc.msg}", line=exc.lineno, column=exc.colno) from None
 
 
-def _load_located(path: Path, origin: str) -> list[tuple[Dialogue, dict[str, Any]]]:
+def _parse_located(path: Path, origin: str) -> list[tuple[Dialogue, dict[str, Any]]]:
     """The file's dialogues with where each came from (for errors found after parsing)."""
     if path.suffix == ".jsonl":
         out: list[tuple[Dialogue, dict[str, Any]]] = []
@@ -222,6 +225,11 @@ def _load_located(path: Path, origin: str) -> list[tuple[Dialogue, dict[str, Any
     if not isinstance(raw, list):
         raise DatasetError(path, f"top level must be a JSON array of dialogues, got {type(raw).__name__}")
     return [(parse_dialogue(item, path, origin, i), {"index": i}) for i, item in enumerate(raw)]
+
+
+#: Parsed once per process and file version (benchmarks/parsed_files.py): the fingerprint, the
+#: cases and the retriever's tool library all read the same files.
+_load_located = parsed_once(_parse_located)
 
 
 def load_file(path: Path, origin: str) -> list[Dialogue]:

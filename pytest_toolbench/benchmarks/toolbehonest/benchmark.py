@@ -12,7 +12,6 @@ labels with their own markers: ``level(n=1)``, ``subtask(name='os')``, ``solvabl
 
 from __future__ import annotations
 
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable
 
@@ -39,11 +38,6 @@ from pytest_toolbench.results.metrics import MetricSpec
 
 #: The bundled sample lives at <repo>/data/toolbehonest (used when no --data-dir is given).
 DEFAULT_DATA_DIR = BUNDLED_DATA_DIR
-
-
-@lru_cache(maxsize=8)
-def _load(path: str, mtime_ns: int) -> tuple[ToolBHRecord, ...]:
-    return tuple(load_toolbehonest_file(path))
 
 
 def _mean(name: str, value: str, description: str) -> MetricSpec:
@@ -84,7 +78,7 @@ class ToolBeHonestBenchmark:
     def records(self, data_dir: Path | None) -> list[ToolBHRecord]:
         """Every record of the data file, file order (also the tool database's source)."""
         path = self.data_path(data_dir)
-        return list(_load(str(path), path.stat().st_mtime_ns))
+        return load_toolbehonest_file(path)
 
     def data_sources(self, data_dir: Path | None) -> list[DataSource]:
         """Provenance (HasDataSources): the file the cases come from."""

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from pytest_toolbench.benchmarks.data_source import file_sha256
 from pytest_toolbench.benchmarks.dataset_errors import DatasetError, DatasetWarning, describe_validation_error
+from pytest_toolbench.benchmarks.parsed_files import parsed_once
 
 #: Upstream ``calculate_metrics.subtask_groups`` (spec §1.3): subtask -> paper scenario.
 SUBTASK_SCENARIO: dict[str, str] = {
@@ -135,9 +136,8 @@ def parse_record(raw: Any, path: Path, index: int) -> ToolBHRecord:
     return record
 
 
-def load_toolbehonest_file(path: str | Path) -> list[ToolBHRecord]:
+def _parse_toolbehonest_file(path: Path) -> list[ToolBHRecord]:
     """Load a ToolBeHonest JSON list (the real file or a sample in its schema), file order."""
-    path = Path(path)
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError as exc:
@@ -154,6 +154,10 @@ def load_toolbehonest_file(path: str | Path) -> list[ToolBHRecord]:
         warnings.warn(f"{path}: {len(flagged)} problem(s), e.g. {sample}", DatasetWarning, stacklevel=2)
     check_upstream_integrity(path, records)
     return records
+
+
+#: Parsed once per process and file version (benchmarks/parsed_files.py).
+load_toolbehonest_file = parsed_once(_parse_toolbehonest_file)
 
 
 def duplicate_warnings(records: list[ToolBHRecord]) -> list[tuple[int, str]]:

@@ -8,7 +8,6 @@ and non-standard keys included), so they are kept as plain dicts and never re-va
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 import warnings
@@ -24,6 +23,7 @@ from pytest_toolbench.benchmarks.dataset_errors import (
     describe_validation_error,
     raise_collected,
 )
+from pytest_toolbench.benchmarks.parsed_files import parsed_once
 
 #: Upstream ``data/ToolHop.json`` as published (Git LFS pointer, spec §0 S2).
 UPSTREAM_RECORD_COUNT = 995
@@ -174,34 +174,8 @@ def parse_record(raw: Any, path: Path, index: int) -> ToolHopRecord:
         ) from None
 
 
-def load_toolhop_file(path: str | Path) -> list[ToolHopRecord]:
-    """Load a ToolHop JSON array (the real file or a subset in the same shape).
-
-    Parsed once per process and file version (path, mtime, size): the controller reads each file
-    for its data fingerprint and again for the cases, and parsing plus validation is most of
-    collection time on a large file (issue 11)."""
-    path = Path(path)
-    try:
-        stat = path.stat()
-    except OSError:
-        return _parse_toolhop_file(path)  # the parser reports the missing file
-    records, notes = _parse_toolhop_file_cached(path.resolve(), stat.st_mtime_ns, stat.st_size)
-    for note in notes:  # every load says what the first one said
-        warnings.warn(note.message, note.category, stacklevel=2)
-    return list(records)
-
-
-@functools.lru_cache(maxsize=16)
-def _parse_toolhop_file_cached(
-    path: Path, mtime_ns: int, size: int
-) -> tuple[tuple[ToolHopRecord, ...], tuple[warnings.WarningMessage, ...]]:
-    with warnings.catch_warnings(record=True) as notes:
-        warnings.simplefilter("always")
-        records = tuple(_parse_toolhop_file(path))
-    return records, tuple(notes)
-
-
 def _parse_toolhop_file(path: Path) -> list[ToolHopRecord]:
+    """Load a ToolHop JSON array (the real file or a subset in the same shape)."""
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
@@ -232,6 +206,10 @@ def _parse_toolhop_file(path: Path) -> list[ToolHopRecord]:
     _warn_tolerated(path, records)
     check_upstream_integrity(path, records)
     return records
+
+
+#: Parsed once per process and file version (benchmarks/parsed_files.py).
+load_toolhop_file = parsed_once(_parse_toolhop_file)
 
 
 def load_toolhop_dir(directory: str | Path) -> list[ToolHopRecord]:

@@ -1,0 +1,118 @@
+"""Every data file is parsed once per process and file version (benchmarks/parsed_files.py)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import warnings
+from pathlib import Path
+
+import pytest
+
+from pytest_toolbench.benchmarks.dataset_errors import DatasetError
+from pytest_toolbench.benchmarks.metabench import schema as metabench_schema
+from pytest_toolbench.benchmarks.metabench.benchmark import METABENCH
+from pytest_toolbench.benchmarks.parsed_files import parsed_once
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+class CountingParser:
+    """Lines of a text file as ints; warns on a negative number; counts its calls."""
+
+    def __init__(self) -> None:
+        self.calls: list[Path] = []
+
+    def __call__(self, path: Path, scale: int = 1) -> list[int]:
+        self.calls.append(path)
+        try:
+            values = [int(line) * scale for line in path.read_text().split()]
+        except ValueError:
+            raise DatasetError(path, "not an integer") from None
+        if any(v < 0 for v in values):
+            warnings.warn(f"{path}: negative value", UserWarning)
+        return values
+
+
+def test_one_parse_per_file_version_whatever_the_spelling(tmp_path: Path, monkeypatch) -> None:
+    parser = CountingParser()
+    load = parsed_once(parser)
+    data = tmp_path / "numbers.txt"
+    data.write_text("1\n2\n")
+    monkeypatch.chdir(tmp_path)
+    assert load(data) == [1, 2]
+    assert load("numbers.txt") == [1, 2]  # relative spelling of the same file
+    assert load(tmp_path / "." / "numbers.txt") == [1, 2]
+    assert len(parser.calls) == 1
+    assert load(data, 10) == [10, 20]  # other arguments: another entry
+    assert len(parser.calls) == 2
+
+
+def test_an_edited_or_replaced_file_is_parsed_again(tmp_path: Path) -> None:
+    parser = CountingParser()
+    load = parsed_once(parser)
+    data = tmp_path / "numbers.txt"
+    data.write_text("1\n")
+    assert load(data) == [1]
+    data.write_text("1\n2\n")  # new size
+    assert load(data) == [1, 2]
+    stat = data.stat()
+    data.write_text("3\n4\n")  # same size: the mtime (forced here) tells it apart
+    os.utime(data, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
+    assert load(data) == [3, 4]
+    replacement = tmp_path / "other.txt"
+    replacement.write_text("5\n6\n")
+    os.utime(replacement, ns=(stat.st_atime_ns, data.stat().st_mtime_ns))
+    replacement.replace(data)  # same size and mtime, new inode
+    assert load(data) == [5, 6]
+    assert len(parser.calls) == 4
+
+
+def test_errors_are_not_cached_and_name_the_path_as_given(tmp_path: Path, monkeypatch) -> None:
+    parser = CountingParser()
+    load = parsed_once(parser)
+    monkeypatch.chdir(tmp_path)
+    Path("bad.txt").write_text("1\nx\n")
+    for _ in range(2):
+        with pytest.raises(DatasetError, match=r"^bad\.txt: not an integer"):
+            load("bad.txt")
+    assert len(parser.calls) == 2
+    with pytest.raises(FileNotFoundError):
+        load("missing.txt")  # the parser's own error for a missing file
+
+
+def test_warnings_are_raised_on_every_load_and_lists_are_independent(tmp_path: Path) -> None:
+    parser = CountingParser()
+    load = parsed_once(parser)
+    data = tmp_path / "numbers.txt"
+    data.write_text("-1\n2\n")
+    for _ in range(3):
+        with pytest.warns(UserWarning, match="negative value"):
+            values = load(data)
+        values.append(99)  # the caller's list, not the cached one
+    with pytest.warns(UserWarning):
+        assert load(data) == [-1, 2]
+    assert len(parser.calls) == 1
+
+
+def test_meta_bench_parses_each_file_once_for_fingerprint_cases_and_library(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """data_sources (fingerprint), load_cases and the retriever's library used to parse every
+    dialogue file again each; now the three share one parse."""
+    shutil.copytree(REPO / "data" / "metabench", tmp_path / "metabench")  # a version no test read
+    parsed: list[str] = []
+    real = metabench_schema.parse_dialogue
+
+    def counting(raw, path, origin, index, line=None):
+        parsed.append(f"{origin}:{index}")
+        return real(raw, path, origin, index, line)
+
+    monkeypatch.setattr(metabench_schema, "parse_dialogue", counting)
+    sources = METABENCH.data_sources(tmp_path)
+    first = len(parsed)
+    assert first > 0 and len(set(parsed)) == first
+    cases = METABENCH.load_cases(tmp_path, METABENCH.scenarios)
+    dialogues = METABENCH.load_dialogues(tmp_path)
+    assert len(parsed) == first  # no second parse
+    assert cases and len(dialogues) == sum(s.records for s in sources if s.path.suffix == ".jsonl")
