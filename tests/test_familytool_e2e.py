@@ -78,17 +78,31 @@ def test_cross_llm_extraction_and_tool_use_go_to_their_own_endpoints(tmp_path):
     def tools(body, index):
         return 200, {}, completion(None, [tool_call("cancel_alarm", {"time": "dinnertime_0000"})])
 
+    rec = tmp_path / "rec.jsonl"
+    selection = ("--familytool-split", "b", "--familytool-extraction", "gs", "-m", "kg(mode='extracted')")
     with FakeOpenAIServer(tools) as main, FakeOpenAIServer(kg) as second:
         proc, report = run_suite(
             tmp_path, "-n", "0", "--no-cache", "--model", "tool-llm", "--base-url", main.base_url,
             "--familytool-kg-model", "kg-llm", "--familytool-kg-base-url", second.base_url,
-            "--familytool-split", "b", "--familytool-extraction", "gs", "-m", "kg(mode='extracted')",
+            "--record", str(rec), *selection,
         )
     assert report is not None, proc.stdout[-3000:]
+    recorded_rc = proc.returncode
     assert len(second.requests) == 6 and all("tools" not in r and r["model"] == "kg-llm" for r in second.requests)
     assert len(main.requests) == 6 and all(r["tools"] and r["model"] == "tool-llm" for r in main.requests)
     case = next(c for c in report["cases"] if c["case_id"] == "familytool-b-0-tooluse-gs")
     assert case["details"]["extraction"]["model"] == "kg-llm" and case["values"]["em"] == 1.0
+    # The kg model's replies are recorded too (under the extraction's call id), so a replay needs
+    # neither endpoint (both are gone) and scores the same.
+    ids = [json.loads(line)["case_id"] for line in rec.read_text().splitlines()]
+    assert sum(i.endswith("-extraction") for i in ids) == 6 and len(ids) == 12
+    proc, replay = run_suite(
+        tmp_path, "-n", "0", "--no-cache", "--model", f"replay:{rec}",
+        "--familytool-kg-model", "kg-llm", "--familytool-kg-base-url", second.base_url, *selection,
+    )
+    assert proc.returncode == recorded_rc and replay is not None, proc.stdout[-3000:]
+    assert metrics(replay) == metrics(report)
+    assert [c["values"] for c in replay["cases"]] == [c["values"] for c in report["cases"]]
 
 
 def collected(*args: str) -> set[str]:
