@@ -21,7 +21,7 @@ from __future__ import annotations
 import atexit
 import functools
 import gc
-import hashlib
+import importlib
 import os
 import platform
 import signal
@@ -39,9 +39,10 @@ import pytest
 from pytest_toolbench import __version__
 from pytest_toolbench.benchmarks import registry
 from pytest_toolbench.benchmarks.base import Benchmark, Case, HasDataSources, HasReportTables
-from pytest_toolbench.benchmarks.data_source import DataSource
+from pytest_toolbench.benchmarks.data_source import DataSource, file_sha256
 from pytest_toolbench.benchmarks.dataset_errors import DatasetError, DatasetWarning, error_lines
 from pytest_toolbench.exitcodes import ToolbenchExit
+from pytest_toolbench.fileio import atomic_write_bytes, indented_json
 from pytest_toolbench.config import RunSettings
 from pytest_toolbench.models.factory import build_model
 from pytest_toolbench.option_sources import early_value, from_command_line
@@ -500,6 +501,20 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
     return report
 
 
+#: Imported in the background during the test loop (ControllerHooks.pytest_runtestloop). Only
+#: third-party modules: the harness's own go through pytest's assertion-rewriting import hook,
+#: which is not meant to run on two threads at once.
+FINISH_MODULES = ("numpy", "rich.console", "rich.table", "rich.box", "rich.text")
+
+
+def _import_modules(names: tuple[str, ...]) -> None:
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except Exception:  # the hook that needs it imports it again and reports the error there
+            return
+
+
 class ControllerHooks:
     """Hooks that only make sense in the process that sees every report (controller or -n 0)."""
 
@@ -507,6 +522,14 @@ class ControllerHooks:
         self.config = config
         self.st = state(config)
         self.gated_failures: set[str] = set()  # node ids --lf/--ff must still see as failed
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> None:
+        """While the cases wait on the model, import what the end of the run needs (numpy for the
+        bootstrap, rich for the summary): ~0.2 s that would otherwise follow the last reply."""
+        if session.items and not session.config.option.collectonly:
+            threading.Thread(target=_import_modules, args=(FINISH_MODULES,),
+                             name="toolbench-warm-imports", daemon=True).start()
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -665,7 +688,7 @@ class ControllerHooks:
             from pytest_toolbench.compare.render import baseline_summary
 
             st.summary += baseline_summary(st.comparison)
-        from pytest_toolbench.report.json_report import build_json_report, write_json_report
+        from pytest_toolbench.report.json_report import build_json_report
         from pytest_toolbench.runs.record import save_report
 
         info = run_info(self.config, st)
@@ -680,11 +703,13 @@ class ControllerHooks:
                          "replies_from_cache": sum(r.cached_calls for r in results)}
         extra = {"repeats": repeats.model_dump(mode="json")} if repeats is not None else None
         baseline = st.comparison.model_dump(mode="json") if st.comparison else None
+        # Built and encoded once: --toolbench-json and the run's own folder (runs/record.py,
+        # `toolbench runs`) keep the same document.
+        report = build_json_report(st.metrics, results, info, st.verdicts, baseline, extra)
+        encoded = indented_json(report)
         if st.settings.json_path:
-            write_json_report(st.settings.json_path, st.metrics, results, info, gates=st.verdicts,
-                              baseline=baseline, extra=extra)
-        # The run's own folder always keeps the same report (runs/record.py, `toolbench runs`).
-        save_report(_run_dir(st), build_json_report(st.metrics, results, info, st.verdicts, baseline, extra))
+            atomic_write_bytes(Path(st.settings.json_path), encoded)
+        save_report(_run_dir(st), report, encoded)
         if st.settings.md_path:
             from pytest_toolbench.report.markdown_report import write_markdown_report
 
@@ -864,7 +889,7 @@ def dataset_checksums(data_dir: Path | None, benchmarks: set[str]) -> dict[str, 
         folder = data_dir / name
         if folder.is_dir():
             for path in sorted(p for p in folder.iterdir() if p.is_file()):
-                out[str(path)] = hashlib.sha256(path.read_bytes()).hexdigest()
+                out[str(path)] = file_sha256(path)
     return out
 
 

@@ -116,3 +116,24 @@ def test_meta_bench_parses_each_file_once_for_fingerprint_cases_and_library(
     dialogues = METABENCH.load_dialogues(tmp_path)
     assert len(parsed) == first  # no second parse
     assert cases and len(dialogues) == sum(s.records for s in sources if s.path.suffix == ".jsonl")
+
+
+def test_file_checksums_are_computed_once_per_version(tmp_path: Path, monkeypatch) -> None:
+    """The run's fingerprint (start) and the report's checksums (end) hash the same files once;
+    an edit changes the checksum."""
+    import hashlib
+
+    from pytest_toolbench.benchmarks import data_source
+
+    data = tmp_path / "data.json"
+    data.write_text("[1]")
+    first = data_source.file_sha256(data)
+    assert first == hashlib.sha256(b"[1]").hexdigest()
+    opened: list[str] = []
+    real_open = open
+    monkeypatch.setattr("builtins.open", lambda p, *a, **k: opened.append(str(p)) or real_open(p, *a, **k))
+    assert data_source.file_sha256(tmp_path / "." / "data.json") == first
+    assert opened == []
+    data.write_text("[1, 2]")
+    assert data_source.file_sha256(data) == hashlib.sha256(b"[1, 2]").hexdigest()
+    assert opened == [str(data.resolve())]

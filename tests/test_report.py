@@ -16,7 +16,8 @@ from pytest_toolbench.report.allure_report import (
     attach_run_metrics,
     tool_calls_from_transcript,
 )
-from pytest_toolbench.report.json_report import write_json_report
+from pytest_toolbench.fileio import indented_json
+from pytest_toolbench.report.json_report import build_json_report, write_json_report
 from pytest_toolbench.report.terminal import render_summary
 from pytest_toolbench.results.aggregate import RunMetrics, aggregate
 from pytest_toolbench.results.case_result import CaseResult, InfraError, Outcome
@@ -167,6 +168,9 @@ def test_json_report_is_complete_sorted_and_atomic(tmp_path: Path, metrics: RunM
     assert out.read_bytes() == first
     write_json_report(out, metrics, cases, {"model": "m", "seed": 0})
     assert json.loads(out.read_text())["gates"] == []
+    # The fast encoder writes what json.dumps(indent=2, ensure_ascii=False) would write.
+    report = build_json_report(metrics, cases, {"model": "m", "seed": 0, "note": "é\u2028\x00"}, verdicts)
+    assert indented_json(report) == (json.dumps(report, indent=2, ensure_ascii=False) + "\n").encode()
 
 
 # --- journal ------------------------------------------------------------------------------------

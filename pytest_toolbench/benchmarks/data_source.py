@@ -8,7 +8,9 @@ them, so a number is never read without knowing what it was computed on.
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import os
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -38,6 +40,14 @@ class DataSource(BaseModel):
 
 
 def file_sha256(path: str | Path) -> str:
+    """The file's sha256, computed once per file version: the data fingerprint at the start of a
+    run and the report's checksums at its end read the same (possibly large) files."""
+    stat = os.stat(path)
+    return _sha256_of_version(str(Path(path).resolve()), stat.st_mtime_ns, stat.st_size, stat.st_ino)
+
+
+@functools.lru_cache(maxsize=256)
+def _sha256_of_version(path: str, mtime_ns: int, size: int, inode: int) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):

@@ -6,13 +6,12 @@ stable ordering (cases by id, metrics in declaration order) so two reports of on
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from pytest_toolbench.fileio import atomic_write_text
+from pytest_toolbench.fileio import atomic_write_bytes, indented_json
 from pytest_toolbench.results.aggregate import RunMetrics
 from pytest_toolbench.results.case_result import CaseResult
 from pytest_toolbench.results.gates import GateVerdict
@@ -57,5 +56,5 @@ def write_json_report(
     """Write the report to ``path`` atomically and return the path."""
     p = Path(path)
     report = build_json_report(metrics, results, run_info, gates, baseline, extra)
-    atomic_write_text(p, json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+    atomic_write_bytes(p, indented_json(report))
     return p

@@ -20,7 +20,7 @@ from typing import Any, Iterable, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
-from pytest_toolbench.fileio import atomic_write_text
+from pytest_toolbench.fileio import atomic_write_bytes, atomic_write_text, indented_json
 
 INDEX_NAME = "run.json"
 REPORT_NAME = "report.json"
@@ -146,9 +146,10 @@ def _base_id(case: dict[str, Any]) -> str:
     return case_id[: -len(suffix)] if suffix and case_id.endswith(suffix) else case_id
 
 
-def save_report(run_dir: Path, report: dict[str, Any]) -> RunIndex:
-    """Write ``report.json`` (the ``--toolbench-json`` document) and the final ``run.json``."""
-    atomic_write_text(run_dir / REPORT_NAME, json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+def save_report(run_dir: Path, report: dict[str, Any], encoded: bytes | None = None) -> RunIndex:
+    """Write ``report.json`` (the ``--toolbench-json`` document; ``encoded`` when the caller
+    already has its text) and the final ``run.json``."""
+    atomic_write_bytes(run_dir / REPORT_NAME, encoded if encoded is not None else indented_json(report))
     index = index_from_report(report, run_dir)
     write_index(run_dir, index)
     return index
