@@ -237,11 +237,38 @@ def _install_sigterm(config: pytest.Config) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionstart(session: pytest.Session) -> None:
-    """Start the one vLLM server of the run on the controller, before xdist starts workers."""
+    """Start the one vLLM server of the run on the controller, before xdist starts workers (they
+    get its address); the data is validated first, so bad data never costs a server start."""
     config = session.config
-    st = state(config)
-    if is_worker(config) or config.option.collectonly or not _has_toolbench_tests(config):
+    if not _starts_run(config) or not _needs_managed_server(state(config).settings):
         return
+    _validate_and_record(config)
+    st = state(config)
+    st.server = ManagedServer.start(st.settings, log_dir=_run_dir(st))
+    config.add_cleanup(st.server.stop)
+
+
+@pytest.hookimpl(trylast=True, specname="pytest_sessionstart")
+def pytest_sessionstart_validate(session: pytest.Session) -> None:
+    """Without a server to start, validate after xdist has started its workers, so their
+    start-up (imports, collection) overlaps the controller's reading of the data (issue 11).
+    No model call can come first: a worker runs a test only once the controller's test loop,
+    which begins after every sessionstart hook, hands it one."""
+    config = session.config
+    if _starts_run(config) and not _needs_managed_server(state(config).settings):
+        _validate_and_record(config)
+
+
+def _starts_run(config: pytest.Config) -> bool:
+    return not is_worker(config) and not config.option.collectonly and _has_toolbench_tests(config)
+
+
+def _needs_managed_server(settings: RunSettings) -> bool:
+    return settings.resolved_backend == "vllm" and not settings.base_url
+
+
+def _validate_and_record(config: pytest.Config) -> None:
+    st = state(config)
     validate_selection(config)
     if st.targeted:  # the run's folder says what is running, even if the run is later killed
         from pytest_toolbench.runs.record import record_start
@@ -250,9 +277,6 @@ def pytest_sessionstart(session: pytest.Session) -> None:
                      settings=st.settings.model_dump(mode="json", exclude={"api_key"}),
                      data_sources=[d.model_dump(mode="json") for d in st.data_sources],
                      version=__version__)
-    if st.settings.resolved_backend == "vllm" and not st.settings.base_url:
-        st.server = ManagedServer.start(st.settings, log_dir=_run_dir(st))
-        config.add_cleanup(st.server.stop)
 
 
 def targeted_benchmarks(config: pytest.Config) -> list[str]:
@@ -527,7 +551,8 @@ class ControllerHooks:
     def pytest_runtestloop(self, session: pytest.Session) -> None:
         """While the cases wait on the model, import what the end of the run needs (numpy for the
         bootstrap, rich for the summary): ~0.2 s that would otherwise follow the last reply."""
-        if session.items and not session.config.option.collectonly:
+        config = session.config
+        if (session.items or is_xdist_controller(config)) and not config.option.collectonly:
             threading.Thread(target=_import_modules, args=(FINISH_MODULES,),
                              name="toolbench-warm-imports", daemon=True).start()
 
