@@ -178,6 +178,26 @@ def test_bad_options_are_one_line_usage_errors_before_any_model_call(tmp_path, a
     assert "Traceback" not in proc.stderr and report is None
 
 
+@pytest.mark.parametrize(("args", "needle"), [
+    (["--gate", "toolhop.direct[hops=99].accuracy>=0.5"], "no selected case has hops=99"),
+    (["--data-dir", "BAD"], "answer: must be a string"),
+])
+def test_under_xdist_validation_still_precedes_every_model_call(tmp_path, args, needle):
+    """The controller validates after xdist has started its workers (their start-up overlaps
+    it), yet a worker runs nothing before the controller's test loop: no request is sent."""
+    bad = tmp_path / "bad"
+    (bad / "toolhop").mkdir(parents=True)
+    records = json.loads((REPO / "data" / "toolhop" / "ToolHop.json").read_text())
+    records[1]["answer"] = 5
+    (bad / "toolhop" / "ToolHop.json").write_text(json.dumps(records))
+    args = [str(bad) if a == "BAD" else a for a in args]
+    with FakeOpenAIServer(wrong) as server:
+        proc, report = run_suite(tmp_path, *http(server, "--no-cache", "-n", "2"), *args)
+        assert server.requests == []
+    assert proc.returncode == ToolbenchExit.USAGE_ERROR, proc.stdout + proc.stderr
+    assert needle in proc.stderr and "Traceback" not in proc.stderr and report is None
+
+
 @pytest.mark.parametrize("gates", [[], ["--gate", "toolhop.direct.accuracy>=0"]])
 def test_a_selection_matching_no_case_fails_before_any_model_call(tmp_path, gates):
     with FakeOpenAIServer(wrong) as server:
