@@ -122,6 +122,12 @@ def warm_bytecode() -> None:
 
 def timed(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, int, str, int]:
     """Wall seconds, return code, output tail and peak RSS (KiB) of one subprocess."""
+    return timed_usage(cmd, env)[:4]  # type: ignore[return-value]
+
+
+def timed_usage(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, int, str, int, float]:
+    """``timed`` and the CPU seconds the command used, its reaped children included (xdist
+    workers, the SDK process, sandbox workers)."""
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             env=harness_env(env))
@@ -129,7 +135,14 @@ def timed(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, int
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - start
     proc.returncode = os.waitstatus_to_exitcode(status)
-    return wall, proc.returncode, out.decode("utf-8", "replace")[-3000:], int(usage.ru_maxrss)
+    return (wall, proc.returncode, out.decode("utf-8", "replace")[-3000:], int(usage.ru_maxrss),
+            usage.ru_utime + usage.ru_stime)
+
+
+def process_cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) a running process has used so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def pytest_cmd(data_dir: Path, base_urls: list[str], concurrency: int, cache_dir: Path,
@@ -149,8 +162,10 @@ def efficiency_run(server: FakeEndpoints, data_dir: Path, latency: float, concur
     server.reset()
     extra = [*(extra or []), "-n", str(workers)]
     started_at = time.time()
-    wall, rc, tail, rss = timed(pytest_cmd(data_dir, server.urls, concurrency, cache_dir,
-                                           scenario, extra))
+    endpoint_cpu = process_cpu_s(server.proc.pid)
+    wall, rc, tail, rss, cpu = timed_usage(pytest_cmd(data_dir, server.urls, concurrency, cache_dir,
+                                                      scenario, extra))
+    endpoint_cpu = process_cpu_s(server.proc.pid) - endpoint_cpu
     stats = server.stats()
     in_flight = concurrency * max(1, workers)
     calls = stats["requests"]
@@ -165,7 +180,13 @@ def efficiency_run(server: FakeEndpoints, data_dir: Path, latency: float, concur
                "after_last_reply_s": round(started_at + wall - last, 3),
                "busy_efficiency": round(ideal / (last - first), 3) if last > first else None}
               if ok and first and last else {})
-    return {"wall_s": round(wall, 3), "rc": rc, "ok": ok, "calls": calls, "in_flight": in_flight,
+    # How busy the machine was: the harness's CPU (its SDK process and workers included) and the
+    # fake endpoint's, over what the machine's cores offered during the command. Near 1.0 the
+    # figure is bounded by this machine's CPU, not by the harness waiting.
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    machine = {"harness_cpu_s": round(cpu, 2), "endpoint_cpu_s": round(endpoint_cpu, 2), "cores": cores,
+               "machine_busy": round((cpu + endpoint_cpu) / (wall * cores), 3)}
+    return {"wall_s": round(wall, 3), "rc": rc, "ok": ok, "calls": calls, "in_flight": in_flight, **machine,
             "peak_in_flight": stats["peak_in_flight"], "ideal_s": round(ideal, 3),
             # A failed run scores nothing: its wall time says nothing about the harness.
             "efficiency": round(ideal / wall, 3) if ok else None, "per_port": stats["per_port"],
@@ -247,7 +268,9 @@ def measure_efficiency(ns: argparse.Namespace, tmp: Path, figures: dict[str, Any
             *[Goal(f"  {k}: start-up / busy-span efficiency / after last reply",
                    runs[k].get("busy_efficiency"), None,
                    note=f"first request at {runs[k].get('to_first_request_s')}s, busy "
-                        f"{runs[k].get('busy_s')}s, exit {runs[k].get('after_last_reply_s')}s after the last reply")
+                        f"{runs[k].get('busy_s')}s, exit {runs[k].get('after_last_reply_s')}s after the last reply; "
+                        f"CPU: harness {runs[k]['harness_cpu_s']}s + endpoint {runs[k]['endpoint_cpu_s']}s "
+                        f"= {runs[k]['machine_busy']:.0%} of {runs[k]['cores']} cores")
               for k in ("c64_n0", "c128_n0", "c256_n0", "c64_n2")],
             Goal("reference: efficiency, 64 in flight, -n 0, --sdk-process inline",
                  runs["c64_n0_inline"]["efficiency"], None,
@@ -300,7 +323,8 @@ def measure_endpoints(ns: argparse.Namespace, tmp: Path, figures: dict[str, Any]
     spread = sorted(run["per_port"].values())
     figures["endpoints"] = {**run, "endpoints": n}
     return [Goal(f"aggregate efficiency, {n} endpoints x 64 in flight", run["efficiency"], 0.90,
-                 note=f"{run['calls']} calls, per endpoint {spread}")]
+                 note=f"{run['calls']} calls, per endpoint {spread}; CPU: harness {run['harness_cpu_s']}s "
+                      f"+ endpoints {run['endpoint_cpu_s']}s = {run['machine_busy']:.0%} of {run['cores']} cores")]
 
 
 def measure_collection(ns: argparse.Namespace, tmp: Path, figures: dict[str, Any]) -> list[Goal]:
