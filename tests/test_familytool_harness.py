@@ -85,6 +85,29 @@ def test_cross_llm_memo_key_includes_the_kg_model(tmp_path):
     assert first.model_calls == 1  # the kg model's call is not the model under test's
 
 
+def test_closing_the_runtime_closes_the_kg_model_in_its_loop(tmp_path):
+    """The second model's client lives in the runtime's event loop: CaseRuntime.close closes it
+    there (runner.aclose), together with the model under test."""
+    from pytest_toolbench.config import RunSettings
+    from pytest_toolbench.runtime.case_runtime import CaseRuntime
+
+    closed: list[tuple[str, asyncio.AbstractEventLoop]] = []
+
+    class Closing(Counting):
+        async def aclose(self):
+            closed.append((self.name, asyncio.get_running_loop()))
+
+    reply = 'KG.search(start="Bob", path=["mother","prefer_dinnertime"])'
+    runner = make_runner(tmp_path)
+    runner.kg_model = Closing([reply], name="kg")
+    runtime = CaseRuntime(RunSettings(model="tool", backend="openai", concurrency=2), Closing([], name="tool"))
+    runtime.register_runner("familytool", runner)
+    loop = runtime.scheduler._loop
+    assert runtime.result(case("tooluse-gs")).details["extraction"]["model"] == "kg"
+    runtime.close()
+    assert closed == [("kg", loop), ("tool", loop)]
+
+
 def test_jina_gets_trust_remote_code_and_encode_no_task(tmp_path, monkeypatch):
     assert embedder_model_kwargs("jinaai/jina-embeddings-v3") == {"trust_remote_code": True}
     assert embedder_model_kwargs("/models/JINA-EMBEDDINGS-v3") == {"trust_remote_code": True}

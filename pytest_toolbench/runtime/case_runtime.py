@@ -11,6 +11,7 @@ built by fixtures (the sandbox, the knowledge graph...) and only a test can requ
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import concurrent.futures
 from collections.abc import Callable
 from typing import Any
@@ -74,7 +75,18 @@ class CaseRuntime:
         return self.submit(case).result()
 
     def close(self) -> None:
-        self.scheduler.close(finalizer=self.model.aclose)
+        """Close, in the loop that used them, the model and whatever a runner owns (a runner
+        with an ``aclose``, e.g. FamilyTool's second model for extraction)."""
+
+        async def finalize() -> None:
+            for runner in self.runners.values():
+                closer = getattr(runner, "aclose", None)
+                if closer is not None:
+                    with contextlib.suppress(Exception):  # one failure must not skip the rest
+                        await closer()
+            await self.model.aclose()
+
+        self.scheduler.close(finalizer=finalize)
 
 
 def _no_fixtures(name: str) -> Any:

@@ -105,6 +105,12 @@ class FamilyToolRunner:
             top_p=top_p,
         )
 
+    async def aclose(self) -> None:
+        """Close the second model (``--familytool-kg-model``); the model under test is the
+        runtime's (CaseRuntime.close)."""
+        if self.kg_model is not None:
+            await self.kg_model.aclose()
+
     # --- extraction --------------------------------------------------------------------------
     async def extraction_reply(
         self, case: Case, record: FamilyToolRecord, model: ChatModel, turn: int
