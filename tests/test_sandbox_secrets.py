@@ -97,11 +97,13 @@ def test_hostile_tools_leak_no_secret_into_any_file_of_the_run(tmp_path):
     assert SECRET not in proc.stdout + proc.stderr
 
 
-def _oracle_run(tmp_path: Path, *extra: str, env: dict | None = None) -> tuple[subprocess.CompletedProcess, dict]:
+def _oracle_run(tmp_path: Path, *extra: str, env: dict | None = None,
+                scenario: str = "mandatory") -> tuple[subprocess.CompletedProcess, dict]:
+    """An oracle run (by default of the mandatory scenario, whose cases run tools)."""
     report = tmp_path / "report.json"
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "suites/toolhop", "-q", "-p", "no:randomly", "-p", "no:cacheprovider",
-         "--model", "oracle", "--scenario", "direct", "--cache-dir", str(tmp_path / "cache"),
+         "--model", "oracle", "--scenario", scenario, "--cache-dir", str(tmp_path / "cache"),
          "--toolbench-json", str(report), *extra],
         cwd=REPO, capture_output=True, text=True, timeout=300, env=env,
     )
@@ -140,9 +142,20 @@ def test_missing_kernel_layers_without_the_flag_stop_the_run(tmp_path):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "tests"), os.environ.get("PYTHONPATH", "")])}
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "suites/toolhop", "-q", "-p", "no:randomly", "-p", "no:cacheprovider",
-         "-p", "sandbox_layers_off", "--model", "oracle", "--scenario", "direct", "--limit", "1",
+         "-p", "sandbox_layers_off", "--model", "oracle", "--scenario", "mandatory", "--limit", "1",
          "--cache-dir", str(tmp_path / "cache")],
         cwd=REPO, capture_output=True, text=True, timeout=300, env=env,
     )
     assert proc.returncode == ToolbenchExit.USAGE_ERROR, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "refusing to run untrusted tool code" in proc.stdout + proc.stderr
+
+
+def test_a_run_that_calls_no_tool_starts_no_sandbox(tmp_path):
+    """Direct cases run no tool code: without the kernel layers (and without --sandbox-insecure)
+    a direct-only run still runs, starts no sandbox and says so; one mandatory case brings it back."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "tests"), os.environ.get("PYTHONPATH", "")])}
+    proc, run = _oracle_run(tmp_path, "-p", "sandbox_layers_off", "--limit", "2", env=env, scenario="direct")
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert run["sandbox"] is None and "WITHOUT kernel isolation" not in proc.stdout
+    proc, run = _oracle_run(tmp_path, "--limit", "1", scenario="mandatory")
+    assert proc.returncode == 0 and run["sandbox"]["kernel_isolation"] is True

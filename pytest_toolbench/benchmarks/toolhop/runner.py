@@ -83,6 +83,14 @@ class ToolSandboxLike(Protocol):
         ...
 
 
+class NoToolSandbox:
+    """The sandbox of a run whose cases call no tool (only the direct scenario, whose single
+    turn executes none): reaching it is a harness bug, which the case reports as an error."""
+
+    async def arun(self, job: str, payload: dict[str, Any], timeout_s: float) -> Any:
+        raise RuntimeError("no tool sandbox was started: no collected ToolHop case calls tools")
+
+
 @dataclass
 class _CaseState:
     """Everything accumulated while a case runs."""
