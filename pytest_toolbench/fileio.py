@@ -71,6 +71,13 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
+def file_version(path: str | os.PathLike[str]) -> tuple[str, int, int, int]:
+    """(resolved path, mtime, size, inode): what tells one version of a file from another, for
+    work done once per file version (parsing, checksums). OSError if it cannot be stat'ed."""
+    stat = os.stat(path)
+    return os.path.realpath(path), stat.st_mtime_ns, stat.st_size, stat.st_ino
+
+
 def indented_json(obj: Any) -> bytes:
     """``json.dumps(obj, indent=2, ensure_ascii=False) + "\\n"`` as UTF-8, by pydantic-core's
     encoder: with ``indent`` the stdlib falls back to its pure-Python encoder, which took ~0.25 s

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import os
 from pathlib import Path
 
 from pydantic import BaseModel
+
+from pytest_toolbench.fileio import file_version
 
 #: The harness's own small samples (``data/`` at the repository root), used when no --data-dir.
 BUNDLED_DATA_DIR = Path(__file__).resolve().parents[2] / "data"
@@ -42,8 +43,7 @@ class DataSource(BaseModel):
 def file_sha256(path: str | Path) -> str:
     """The file's sha256, computed once per file version: the data fingerprint at the start of a
     run and the report's checksums at its end read the same (possibly large) files."""
-    stat = os.stat(path)
-    return _sha256_of_version(str(Path(path).resolve()), stat.st_mtime_ns, stat.st_size, stat.st_ino)
+    return _sha256_of_version(*file_version(path))
 
 
 @functools.lru_cache(maxsize=256)

@@ -24,6 +24,8 @@ from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import Concatenate, ParamSpec, TypeVar
 
+from pytest_toolbench.fileio import file_version
+
 P = ParamSpec("P")
 T = TypeVar("T")
 
@@ -44,9 +46,7 @@ def parsed_once(
     def load(path: str | Path, *args: P.args, **kwargs: P.kwargs) -> list[T]:
         path = Path(path)
         try:
-            stat = path.stat()
-            key: Hashable = (path.resolve(), stat.st_mtime_ns, stat.st_size, stat.st_ino,
-                             args, tuple(sorted(kwargs.items())))
+            key: Hashable = (file_version(path), args, tuple(sorted(kwargs.items())))
         except OSError:
             return parse(path, *args, **kwargs)  # the parser reports a missing file its own way
         with lock:

@@ -8,6 +8,7 @@ worker's future work; if the internals change, we degrade to no run-ahead rather
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import pytest
@@ -32,6 +33,15 @@ def current_item() -> pytest.Item | None:
 def case_of(item: pytest.Item) -> Any:
     """The ``case`` parameter of a suite test's item (None for any other item)."""
     return getattr(getattr(item, "callspec", None), "params", {}).get("case")
+
+
+def cases_of(items: Iterable[pytest.Item], benchmark: str) -> Iterator[Any]:
+    """The cases of ``benchmark`` among ``items`` (e.g. the session's collected items), so a
+    session fixture can build only what the selection needs."""
+    for item in items:
+        case = case_of(item)
+        if getattr(case, "benchmark", None) == benchmark:
+            yield case
 
 
 def upcoming_items(session: pytest.Session, item: pytest.Item, count: int) -> list[pytest.Item]:
