@@ -5,6 +5,7 @@ from mixed scripted outputs against hand-computed values."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import sys
 import types
@@ -35,7 +36,7 @@ class Counting(Scripted):
 
 
 def repeat(c, r: int):
-    return c.model_copy(update={"id": f"{c.id}-r{r}", "repeat": r})
+    return dataclasses.replace(c, id=f"{c.id}-r{r}", repeat=r)
 
 
 def test_each_repeat_extracts_afresh(tmp_path):

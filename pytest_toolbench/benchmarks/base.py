@@ -9,22 +9,29 @@ under ``benchmarks/`` plus one line in ``benchmarks/__init__.py``; its environme
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel
 
 from pytest_toolbench.benchmarks.data_source import DataSource
+from pytest_toolbench.benchmarks.packed import unpacked
 from pytest_toolbench.models.base import ChatModel
 from pytest_toolbench.results.aggregate import ReportTable
 from pytest_toolbench.results.case_result import CaseResult
 from pytest_toolbench.results.metrics import MetricSpec
 
 
-class Case(BaseModel):
-    """One pytest node: a benchmark sample under one scenario."""
+@dataclass(frozen=True, slots=True, repr=False)
+class Case:
+    """One pytest node: a benchmark sample under one scenario.
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    A slotted dataclass, not a pydantic model: cases are built by the harness from records the
+    loader validated, nothing outside sends them in, and every collected case lives for the whole
+    run in every xdist worker; a pydantic model cost ~1.4 KiB a case (its ``__dict__`` and
+    fields-set), this ~0.2 KiB (issue 11). Frozen, because one record's cases share its objects.
+    """
 
     #: Stable, e.g. "toolhop-17-mandatory"; always starts with ``<benchmark>-`` (the model layer
     #: finds the benchmark's open-model protocol from it, see :func:`open_protocol_of`).
@@ -33,12 +40,20 @@ class Case(BaseModel):
     scenario: str
     sample_id: str
     #: Subgroup labels, also turned into pytest markers (e.g. hops=3 -> @mark.hops(n=3)).
-    labels: dict[str, str | int] = Field(default_factory=dict)
-    #: The validated upstream record (benchmark-specific pydantic model).
-    sample: Any = None
+    labels: dict[str, str | int] = field(default_factory=dict)
+    #: The validated upstream record (benchmark-specific pydantic model), or a
+    #: :class:`~pytest_toolbench.benchmarks.packed.PackedRecord` of it; runners read
+    #: :attr:`sample`, which unpacks.
+    stored_sample: Any = None
     #: ``--repeats K``: which run of the case this is (1..K; None without repeats). The id then
     #: ends in ``-r<repeat>`` (runtime/repeat.py).
     repeat: int | None = None
+
+    @property
+    def sample(self) -> Any:
+        """The record the runner works on; a packed one is rebuilt on every read, so a runner
+        reads it once per run."""
+        return unpacked(self.stored_sample)
 
     def __repr__(self) -> str:  # shown by pytest and Allure as the parameter value: keep it short
         return f"Case({self.id})"

@@ -10,6 +10,7 @@ so a ``--repeats 3`` run after an ordinary run reuses that run's replies for its
 from __future__ import annotations
 
 import contextvars
+import dataclasses
 
 from pytest_toolbench.benchmarks.base import Case
 
@@ -31,7 +32,7 @@ def expand_repeats(cases: list[Case], repeats: int) -> list[Case]:
     if repeats == 1:
         return list(cases)
     return [
-        c.model_copy(update={"id": c.id + repeat_suffix(r), "repeat": r})
+        dataclasses.replace(c, id=c.id + repeat_suffix(r), repeat=r)
         for r in range(1, repeats + 1)
         for c in cases
     ]

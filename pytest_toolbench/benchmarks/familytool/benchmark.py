@@ -116,7 +116,7 @@ class FamilyToolBenchmark:
             scenario=scenario,
             sample_id=record.case_key,
             labels={"split": record.split, "hops": record.hops, **SCENARIO_LABELS[scenario]},
-            sample=record,
+            stored_sample=record,
         )
 
     def oracle_for(self, case: Case) -> Callable[[ChatRequest], dict[str, Any]]:

@@ -100,7 +100,7 @@ class MetaBenchBenchmark:
             sample_id=dialogue.id,
             labels={"category": dialogue.category, "difficulty": dialogue.difficulty,
                     "world": dialogue.world, "turn_kind": kind},
-            sample=JudgedTurn(dialogue=dialogue, turn=turn),
+            stored_sample=JudgedTurn(dialogue=dialogue, turn=turn),
         )
 
     def data_sources(self, data_dir: Path | None) -> list[DataSource]:

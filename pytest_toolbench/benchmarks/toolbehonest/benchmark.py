@@ -109,7 +109,7 @@ class ToolBeHonestBenchmark:
             sample_id=f"{record.subtask}-{k}",
             labels={"level": level, "subtask": record.subtask, "solvable": solvable,
                     "variant": variant},
-            sample=record,
+            stored_sample=record,
         )
 
     # --- running ------------------------------------------------------------------------------

@@ -12,9 +12,10 @@ from pytest_toolbench.benchmarks.toolhop.oracle import toolhop_oracle
 from pytest_toolbench.benchmarks.toolhop.prompts import SCENARIOS
 from pytest_toolbench.benchmarks.toolhop.runner import ToolHopRunner, ToolSandboxLike
 from pytest_toolbench.benchmarks.toolhop.schema import (
+    ToolHopEntry,
     ToolHopRecord,
-    load_toolhop_dir,
-    load_toolhop_file,
+    load_toolhop_dir_entries,
+    load_toolhop_entries,
 )
 from pytest_toolbench.config import RunSettings
 from pytest_toolbench.models.base import ChatRequest
@@ -64,8 +65,8 @@ class ToolHopBenchmark:
         unknown = [s for s in scenarios if s not in self.scenarios]
         if unknown:
             raise ValueError(f"unknown ToolHop scenario(s) {unknown}; expected {self.scenarios}")
-        records = load_toolhop_dir(Path(data_dir or DEFAULT_DATA_DIR) / "toolhop")
-        return [self.make_case(record, scenario) for scenario in scenarios for record in records]
+        entries = load_toolhop_dir_entries(Path(data_dir or DEFAULT_DATA_DIR) / "toolhop")
+        return [self.make_case(entry, scenario) for scenario in scenarios for entry in entries]
 
     def data_sources(self, data_dir: Path | None) -> list[DataSource]:
         """Each ``toolhop/*.json`` file the cases come from (HasDataSources)."""
@@ -73,19 +74,22 @@ class ToolHopBenchmark:
         bundled_dir = DEFAULT_DATA_DIR / "toolhop"
         return [
             DataSource.for_file(
-                self.name, path, len(load_toolhop_file(path)), bundled=is_within(path, bundled_dir)
+                self.name, path, len(load_toolhop_entries(path)), bundled=is_within(path, bundled_dir)
             )
             for path in sorted(p for p in folder.glob("*.json") if p.is_file())
         ]
 
-    def make_case(self, record: ToolHopRecord, scenario: str) -> Case:
+    def make_case(self, entry: ToolHopEntry | ToolHopRecord, scenario: str) -> Case:
+        """The case keeps its record packed (benchmarks/packed.py); ``case.sample`` unpacks it."""
+        if isinstance(entry, ToolHopRecord):  # a record at hand (tests, tools)
+            entry = ToolHopEntry.of(entry)
         return Case(
-            id=f"toolhop-{record.id}-{scenario}",
+            id=f"toolhop-{entry.id}-{scenario}",
             benchmark=self.name,
             scenario=scenario,
-            sample_id=str(record.id),
-            labels={"hops": record.hops, "domain": record.domain, "answer_type": record.answer_type},
-            sample=record,
+            sample_id=str(entry.id),
+            labels=entry.labels,
+            stored_sample=entry.packed,
         )
 
     def make_runner(self, settings: RunSettings, sandbox: ToolSandboxLike) -> ToolHopRunner:

@@ -169,7 +169,7 @@ class ToolHopRunner:
     # --- the loop ---------------------------------------------------------------------------
 
     async def run(self, case: Case, model: ChatModel) -> CaseResult:
-        record: ToolHopRecord = case.sample
+        record: ToolHopRecord = case.sample  # unpacked once per run (benchmarks/packed.py)
         scenario = case.scenario
         describe = getattr(model, "describe", None)
         state = _CaseState(
@@ -202,7 +202,7 @@ class ToolHopRunner:
                 state.raw_outputs.append({"turn": turn, "text": exc.raw_text})
                 break
             except ModelCallError as exc:
-                return self._error_result(case, model, state, exc)
+                return self._error_result(case, record, model, state, exc)
             state.record_response(turn, response)
             state.messages.append(response.message)
             if scenario == "direct":
@@ -215,7 +215,7 @@ class ToolHopRunner:
                 state.messages.append(
                     {"role": "tool", "content": content, "tool_call_id": call.get("id")}
                 )
-        return self._scored_result(case, model, state)
+        return self._scored_result(case, record, model, state)
 
     async def _execute(
         self, record: ToolHopRecord, call: dict[str, Any], turn: int, index: int, state: _CaseState
@@ -304,8 +304,9 @@ class ToolHopRunner:
             out.append({"kind": "clean_namespace", "value": True})
         return out
 
-    def _base(self, case: Case, model: ChatModel, state: _CaseState) -> dict[str, Any]:
-        record: ToolHopRecord = case.sample
+    def _base(
+        self, case: Case, record: ToolHopRecord, model: ChatModel, state: _CaseState
+    ) -> dict[str, Any]:
         return {
             "case_id": case.id,
             "benchmark": BENCHMARK,
@@ -336,11 +337,11 @@ class ToolHopRunner:
         return details
 
     def _error_result(
-        self, case: Case, model: ChatModel, state: _CaseState, exc: ModelCallError
+        self, case: Case, record: ToolHopRecord, model: ChatModel, state: _CaseState,
+        exc: ModelCallError,
     ) -> CaseResult:
-        record: ToolHopRecord = case.sample
         return CaseResult(
-            **self._base(case, model, state),
+            **self._base(case, record, model, state),
             outcome=Outcome.ERROR,
             error=InfraError(kind=exc.kind, message=exc.message),
             details=self._raw({
@@ -363,8 +364,9 @@ class ToolHopRunner:
             f"{truncate(exc.message)}",
         )
 
-    def _scored_result(self, case: Case, model: ChatModel, state: _CaseState) -> CaseResult:
-        record: ToolHopRecord = case.sample
+    def _scored_result(
+        self, case: Case, record: ToolHopRecord, model: ChatModel, state: _CaseState
+    ) -> CaseResult:
         messages = state.messages
         upstream = upstream_answer_correct(messages, record.answer)
         strict = strict_answer_correct(messages, record.answer)
@@ -415,7 +417,7 @@ class ToolHopRunner:
                 f"model: {answer}"
             )
         return CaseResult(
-            **self._base(case, model, state),
+            **self._base(case, record, model, state),
             outcome=Outcome.PASSED if correct else Outcome.FAILED,
             values=values,
             details=details,

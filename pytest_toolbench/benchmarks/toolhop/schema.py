@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import re
 import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +25,7 @@ from pytest_toolbench.benchmarks.dataset_errors import (
     describe_validation_error,
     raise_collected,
 )
+from pytest_toolbench.benchmarks.packed import PackedRecord, iter_json_array
 from pytest_toolbench.benchmarks.parsed_files import parsed_once
 
 #: Upstream ``data/ToolHop.json`` as published (Git LFS pointer, spec §0 S2).
@@ -174,71 +177,104 @@ def parse_record(raw: Any, path: Path, index: int) -> ToolHopRecord:
         ) from None
 
 
-def _parse_toolhop_file(path: Path) -> list[ToolHopRecord]:
-    """Load a ToolHop JSON array (the real file or a subset in the same shape)."""
+@dataclass(frozen=True, slots=True)
+class ToolHopEntry:
+    """A validated record as a run keeps it: what collection needs, the rest packed
+    (benchmarks/packed.py; a record unpacks when its case runs). The scenarios' cases of one
+    record share its labels."""
+
+    id: int
+    labels: dict[str, str | int]
+    packed: PackedRecord[ToolHopRecord]
+
+    @classmethod
+    def of(cls, record: ToolHopRecord, raw: dict[str, Any] | None = None) -> ToolHopEntry:
+        """``record``'s entry; ``raw`` is the JSON object it was validated from, if at hand."""
+        labels: dict[str, str | int] = {
+            "hops": record.hops, "domain": record.domain, "answer_type": record.answer_type,
+        }
+        return cls(record.id, labels, PackedRecord.pack(ToolHopRecord, raw or record.model_dump()))
+
+    def unpack(self) -> ToolHopRecord:
+        return self.packed.unpack()
+
+
+def _parse_toolhop_file(path: Path) -> list[ToolHopEntry]:
+    """Load a ToolHop JSON array (the real file or a subset in the same shape), one record at a
+    time, so a large file's records never all exist unpacked at once."""
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
         raise DatasetError(path, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise DatasetError(path, f"invalid JSON: {exc.msg}", line=exc.lineno, column=exc.colno) from None
-    if not isinstance(raw, list):
-        raise DatasetError(path, f"top level must be a JSON array of records, got {type(raw).__name__}")
-    records: list[ToolHopRecord] = []
+    entries: list[ToolHopEntry] = []
+    flagged: list[tuple[int, str]] = []
     seen: dict[int, int] = {}
     errors: list[DatasetError] = []  # every bad record, so one run lists all there is to fix
-    for index, item in enumerate(raw):
-        try:
-            record = parse_record(item, path, index)
-        except DatasetError as exc:
-            errors.append(exc)
-            continue
-        if record.id in seen:
-            errors.append(DatasetError(
-                path, f"duplicate id (also record #{seen[record.id]})", index=index, record_id=record.id
-            ))
-            continue
-        seen[record.id] = index
-        records.append(record)
+    try:
+        for index, item in enumerate(iter_json_array(text)):
+            try:
+                record = parse_record(item, path, index)
+            except DatasetError as exc:
+                errors.append(exc)
+                continue
+            if record.id in seen:
+                errors.append(DatasetError(
+                    path, f"duplicate id (also record #{seen[record.id]})", index=index, record_id=record.id
+                ))
+                continue
+            seen[record.id] = index
+            flagged.extend((record.id, w) for w in record.validation_warnings())
+            entries.append(ToolHopEntry.of(record, item))
+    except json.JSONDecodeError as exc:
+        raise DatasetError(path, f"invalid JSON: {exc.msg}", line=exc.lineno, column=exc.colno) from None
+    except TypeError as exc:  # valid JSON, but not an array
+        raise DatasetError(path, f"top level must be a JSON array of records, got {exc}") from None
     raise_collected(errors)
-    _warn_tolerated(path, records)
-    check_upstream_integrity(path, records)
-    return records
+    _warn_tolerated(path, flagged)
+    check_upstream_integrity(path, entries)
+    return entries
 
 
-#: Parsed once per process and file version (benchmarks/parsed_files.py).
-load_toolhop_file = parsed_once(_parse_toolhop_file)
+#: Parsed once per process and file version (benchmarks/parsed_files.py); the run keeps these.
+load_toolhop_entries = parsed_once(_parse_toolhop_file)
 
 
-def load_toolhop_dir(directory: str | Path) -> list[ToolHopRecord]:
-    """Load every ``*.json`` file in ``directory`` (sorted by name); ids must be unique overall."""
+def load_toolhop_file(path: str | Path) -> list[ToolHopRecord]:
+    """Every record of one ToolHop file, unpacked (for tools and tests; a run keeps entries)."""
+    return [entry.unpack() for entry in load_toolhop_entries(path)]
+
+
+def load_toolhop_dir_entries(directory: str | Path) -> list[ToolHopEntry]:
+    """Every ``*.json`` file in ``directory`` (sorted by name); ids must be unique overall."""
     directory = Path(directory)
     if not directory.is_dir():
         raise DatasetError(directory, "ToolHop data directory does not exist")
     files = sorted(p for p in directory.glob("*.json") if p.is_file())
     if not files:
         raise DatasetError(directory, "no *.json files in the ToolHop data directory")
-    records: list[ToolHopRecord] = []
+    entries: list[ToolHopEntry] = []
     origin: dict[int, Path] = {}
     for path in files:
-        for index, record in enumerate(load_toolhop_file(path)):
-            if record.id in origin:
+        for index, entry in enumerate(load_toolhop_entries(path)):
+            if entry.id in origin:
                 raise DatasetError(
                     path,
-                    f"id {record.id} also appears in {origin[record.id].name}",
+                    f"id {entry.id} also appears in {origin[entry.id].name}",
                     index=index,
-                    record_id=record.id,
+                    record_id=entry.id,
                 )
-            origin[record.id] = path
-            records.append(record)
-    return records
+            origin[entry.id] = path
+            entries.append(entry)
+    return entries
 
 
-def _warn_tolerated(path: Path, records: list[ToolHopRecord]) -> None:
+def load_toolhop_dir(directory: str | Path) -> list[ToolHopRecord]:
+    """:func:`load_toolhop_dir_entries`, unpacked."""
+    return [entry.unpack() for entry in load_toolhop_dir_entries(directory)]
+
+
+def _warn_tolerated(path: Path, flagged: list[tuple[int, str]]) -> None:
     """One summary warning per file, not one per record (7% of rows have duplicate names)."""
-    flagged = [(r.id, w) for r in records for w in r.validation_warnings()]
     if flagged:
         ids = sorted({rid for rid, _ in flagged})
         sample = "; ".join(f"id={rid}: {w}" for rid, w in flagged[:3])
@@ -249,7 +285,7 @@ def _warn_tolerated(path: Path, records: list[ToolHopRecord]) -> None:
         )
 
 
-def check_upstream_integrity(path: str | Path, records: list[ToolHopRecord]) -> bool | None:
+def check_upstream_integrity(path: str | Path, records: Sequence[object]) -> bool | None:
     """For a full-size file, compare its sha256 with the upstream LFS oid (warn on mismatch).
 
     Returns None for subsets (nothing to compare), else whether the file is byte-identical.

@@ -1,0 +1,132 @@
+"""Records kept packed until a case runs, and JSON arrays read a record at a time
+(benchmarks/packed.py): both must give back exactly what ``json.loads`` gives."""
+
+from __future__ import annotations
+
+import json
+import math
+import warnings
+
+import pytest
+from pydantic import BaseModel
+
+from pytest_toolbench.benchmarks.base import Case
+from pytest_toolbench.benchmarks.dataset_errors import DatasetWarning
+from pytest_toolbench.benchmarks.packed import PackedRecord, iter_json_array
+from pytest_toolbench.benchmarks.toolhop.benchmark import TOOLHOP
+from pytest_toolbench.benchmarks.toolhop.schema import ToolHopRecord
+from shared_data import REAL_TOOLHOP
+
+VALID = [
+    "[]",
+    " \n[ \t]\r\n",
+    '[1, "two", {"a": [1, 2]}, null, true]',
+    '[\n  {"b": 1, "a": 2},\n  {"\\u00e9": "\\ud800"}\n]\n',
+    "[NaN, -0.0, 1e400, -Infinity, 123456789012345678901234567890]",
+]
+MALFORMED = [
+    "",
+    "[",
+    "[1,]",
+    "[1 2]",
+    "[1, 2",
+    "[1] x",
+    "[,1]",
+    "[1,,2]",
+    '[{"id": 1},\n {"id": 2,\n  "q" "x"}]',  # an error after a good record: same line and column
+    "\ufeff[1]",
+]
+
+
+@pytest.mark.parametrize("text", VALID)
+def test_items_are_what_json_loads_gives(text):
+    items = list(iter_json_array(text))
+    assert json.dumps(items) == json.dumps(json.loads(text))  # NaN-safe, key order included
+
+
+@pytest.mark.parametrize("text", MALFORMED)
+def test_a_malformed_array_raises_json_loads_own_error(text):
+    with pytest.raises(json.JSONDecodeError) as expected:
+        json.loads(text)
+    with pytest.raises(json.JSONDecodeError) as got:
+        list(iter_json_array(text))
+    assert (got.value.msg, got.value.lineno, got.value.colno) == (
+        expected.value.msg, expected.value.lineno, expected.value.colno
+    )
+
+
+@pytest.mark.parametrize(("text", "kind"), [('{"a": 1}', "dict"), ('"s"', "str"), ("3", "int")])
+def test_valid_json_that_is_not_an_array_names_its_type(text, kind):
+    with pytest.raises(TypeError, match=f"^{kind}$"):
+        list(iter_json_array(text))
+
+
+def test_items_are_parsed_one_at_a_time():
+    items = iter_json_array('[1, 2, {"broken": ]')
+    assert next(items) == 1 and next(items) == 2
+    with pytest.raises(json.JSONDecodeError):
+        next(items)
+
+
+class Flat(BaseModel):
+    name: str
+    schema_: dict[str, object]
+    values: list[float]
+
+
+def test_pack_round_trips_edge_values_exactly():
+    raw = {"name": "\u00e9\ud800 \u4e2d", "schema_": {"z": 1, "a": 123456789012345678901234567890},
+           "values": [math.nan, -0.0, math.inf, 0.1]}
+    back = PackedRecord.pack(Flat, raw).unpack()
+    assert isinstance(back, Flat)
+    assert back.name == raw["name"] and list(back.schema_) == ["z", "a"]
+    assert back.schema_["a"] == 123456789012345678901234567890
+    nan, zero, inf, tenth = back.values
+    assert math.isnan(nan) and math.copysign(1, zero) == -1 and inf == math.inf and tenth == 0.1
+
+
+def test_pack_refuses_a_model_with_nested_models():
+    class Nested(BaseModel):
+        inner: Flat | None
+
+    with pytest.raises(TypeError, match="nested models"):
+        PackedRecord.pack(Nested, {"inner": None})
+
+
+def test_real_toolhop_records_unpack_to_what_validation_gives():
+    if not REAL_TOOLHOP.exists():
+        pytest.skip("real ToolHop sample not available")
+    raws = json.loads(REAL_TOOLHOP.read_text(encoding="utf-8"))
+    for raw in raws:
+        packed = PackedRecord.pack(ToolHopRecord, raw)
+        assert len(packed.blob) < len(json.dumps(raw)) / 2  # what the packing is for
+        assert packed.unpack() == ToolHopRecord.model_validate(raw)
+        assert json.dumps(packed.unpack().model_dump(), ensure_ascii=False) == json.dumps(
+            raw, ensure_ascii=False
+        )
+
+
+def test_toolhop_cases_keep_the_record_packed_and_share_its_labels():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DatasetWarning)
+        cases = TOOLHOP.load_cases(None, TOOLHOP.scenarios)
+    by_sample: dict[str, list[Case]] = {}
+    for case in cases:
+        by_sample.setdefault(case.sample_id, []).append(case)
+    first = by_sample[cases[0].sample_id]
+    assert [c.scenario for c in first] == list(TOOLHOP.scenarios)
+    assert all(isinstance(c.stored_sample, PackedRecord) for c in first)
+    assert all(c.labels is first[0].labels for c in first)
+    record = first[0].sample
+    assert isinstance(record, ToolHopRecord) and str(record.id) == first[0].sample_id
+    assert first[0].labels == {"hops": record.hops, "domain": record.domain,
+                               "answer_type": record.answer_type}
+    assert first[1].sample == record and first[1].sample is not record  # rebuilt on each read
+
+
+def test_a_record_given_as_it_is_makes_the_same_case():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DatasetWarning)
+        case = TOOLHOP.load_cases(None, ("direct",))[0]
+    again = TOOLHOP.make_case(case.sample, "direct")
+    assert (again.id, again.labels, again.sample) == (case.id, case.labels, case.sample)
