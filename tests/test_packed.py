@@ -40,8 +40,12 @@ MALFORMED = [
 
 @pytest.mark.parametrize("text", VALID)
 def test_items_are_what_json_loads_gives(text):
-    items = list(iter_json_array(text))
+    pairs = list(iter_json_array(text))
+    items = [item for item, _ in pairs]
     assert json.dumps(items) == json.dumps(json.loads(text))  # NaN-safe, key order included
+    # Each item's source is its own text in the document, which parses back to the item.
+    assert [json.dumps(json.loads(source)) for _, source in pairs] == [json.dumps(i) for i in items]
+    assert all(source in text for _, source in pairs)
 
 
 @pytest.mark.parametrize("text", MALFORMED)
@@ -63,7 +67,7 @@ def test_valid_json_that_is_not_an_array_names_its_type(text, kind):
 
 def test_items_are_parsed_one_at_a_time():
     items = iter_json_array('[1, 2, {"broken": ]')
-    assert next(items) == 1 and next(items) == 2
+    assert next(items) == (1, "1") and next(items) == (2, "2")
     with pytest.raises(json.JSONDecodeError):
         next(items)
 
@@ -77,7 +81,7 @@ class Flat(BaseModel):
 def test_pack_round_trips_edge_values_exactly():
     raw = {"name": "\u00e9\ud800 \u4e2d", "schema_": {"z": 1, "a": 123456789012345678901234567890},
            "values": [math.nan, -0.0, math.inf, 0.1]}
-    back = PackedRecord.pack(Flat, raw).unpack()
+    back = PackedRecord.of_value(Flat, raw).unpack()
     assert isinstance(back, Flat)
     assert back.name == raw["name"] and list(back.schema_) == ["z", "a"]
     assert back.schema_["a"] == 123456789012345678901234567890
@@ -90,16 +94,18 @@ def test_pack_refuses_a_model_with_nested_models():
         inner: Flat | None
 
     with pytest.raises(TypeError, match="nested models"):
-        PackedRecord.pack(Nested, {"inner": None})
+        PackedRecord.of_value(Nested, {"inner": None})
 
 
 def test_real_toolhop_records_unpack_to_what_validation_gives():
     if not REAL_TOOLHOP.exists():
         pytest.skip("real ToolHop sample not available")
-    raws = json.loads(REAL_TOOLHOP.read_text(encoding="utf-8"))
-    for raw in raws:
-        packed = PackedRecord.pack(ToolHopRecord, raw)
-        assert len(packed.blob) < len(json.dumps(raw)) / 2  # what the packing is for
+    text = REAL_TOOLHOP.read_text(encoding="utf-8")  # the upstream layout: indented
+    pairs = list(iter_json_array(text))
+    assert len(pairs) == len(json.loads(text)) == 80
+    for raw, source in pairs:
+        packed = PackedRecord.pack(ToolHopRecord, source)
+        assert len(packed.blob) < len(source) / 3  # what the packing is for
         assert packed.unpack() == ToolHopRecord.model_validate(raw)
         assert json.dumps(packed.unpack().model_dump(), ensure_ascii=False) == json.dumps(
             raw, ensure_ascii=False

@@ -6,9 +6,9 @@ every case. A 100,000-case ToolHop run held ~10 KiB per case in each process, ha
 records. :class:`PackedRecord` keeps instead the record's own JSON, zlib-compressed (~1.5 KB for a
 ToolHop record), and rebuilds the record when a case asks for it (~20 us).
 
-Exactness: the blob is ``json.dumps`` of exactly what ``json.loads`` produced from the file, so
-unpacking gives back the same values (key order, big integers, ``NaN``, ``-0.0`` and lone
-surrogate escapes included). The
+Exactness: the blob is the record's own text from the file (``json.loads`` of it gives back
+exactly what parsing the file gave: key order, big integers, ``NaN``, ``-0.0`` and escapes
+included), so nothing is re-encoded at load time, which halves the cost of packing. The
 loader validated the record before packing it, so :meth:`PackedRecord.unpack` does not validate
 again: it uses ``model_construct``, which is only right for records whose fields are plain JSON
 values (no nested models); :meth:`PackedRecord.pack` refuses any other model.
@@ -57,13 +57,17 @@ class PackedRecord(Generic[M]):
     blob: bytes
 
     @classmethod
-    def pack(cls, model: type[M], raw: dict[str, Any]) -> PackedRecord[M]:
-        """Pack ``raw``, the JSON object ``model`` was validated from."""
+    def pack(cls, model: type[M], source: str) -> PackedRecord[M]:
+        """Pack ``source``, the JSON text of an object ``model`` was validated from."""
         if not _is_flat(model):
             raise TypeError(f"{model.__name__} has nested models; unpack could not rebuild it")
-        text = json.dumps(raw, ensure_ascii=False, separators=(",", ":"))
-        # surrogatepass: a lone "\ud800" escape is valid JSON; json.loads(bytes) reads it back.
-        return cls(model, zlib.compress(text.encode("utf-8", "surrogatepass"), _LEVEL))
+        # surrogatepass: a record at hand may hold a lone surrogate; json.loads(bytes) reads it.
+        return cls(model, zlib.compress(source.encode("utf-8", "surrogatepass"), _LEVEL))
+
+    @classmethod
+    def of_value(cls, model: type[M], raw: dict[str, Any]) -> PackedRecord[M]:
+        """Pack a JSON object at hand (no source text: a record built in code)."""
+        return cls.pack(model, json.dumps(raw, ensure_ascii=False, separators=(",", ":")))
 
     def unpack(self) -> M:
         """The record, rebuilt without validating it again (the loader did)."""
@@ -75,8 +79,8 @@ def unpacked(sample: Any) -> Any:
     return sample.unpack() if isinstance(sample, PackedRecord) else sample
 
 
-def iter_json_array(text: str) -> Iterator[Any]:
-    """The items of the JSON array ``text``, parsed one at a time.
+def iter_json_array(text: str) -> Iterator[tuple[Any, str]]:
+    """The items of the JSON array ``text``, parsed one at a time, each with its own source text.
 
     Gives the same items as ``json.loads(text)``. Whatever is wrong with the document, the error is
     ``json.loads``'s own (message, line and column): on any surprise the whole text is handed to it.
@@ -90,11 +94,12 @@ def iter_json_array(text: str) -> Iterator[Any]:
         _expect_end(text, end + 1)
         return
     while True:
+        start = end
         try:
-            item, end = _DECODER.raw_decode(text, end)
+            item, end = _DECODER.raw_decode(text, start)
         except json.JSONDecodeError:
             _fail(text)
-        yield item
+        yield item, text[start:end]
         end = _WHITESPACE.match(text, end).end()  # type: ignore[union-attr]
         if text.startswith(",", end):
             end = _WHITESPACE.match(text, end + 1).end()  # type: ignore[union-attr]

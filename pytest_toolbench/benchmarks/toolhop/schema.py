@@ -188,12 +188,16 @@ class ToolHopEntry:
     packed: PackedRecord[ToolHopRecord]
 
     @classmethod
-    def of(cls, record: ToolHopRecord, raw: dict[str, Any] | None = None) -> ToolHopEntry:
-        """``record``'s entry; ``raw`` is the JSON object it was validated from, if at hand."""
+    def of(cls, record: ToolHopRecord, source: str | None = None) -> ToolHopEntry:
+        """``record``'s entry; ``source`` is the JSON text it was validated from, if at hand."""
         labels: dict[str, str | int] = {
             "hops": record.hops, "domain": record.domain, "answer_type": record.answer_type,
         }
-        return cls(record.id, labels, PackedRecord.pack(ToolHopRecord, raw or record.model_dump()))
+        packed = (
+            PackedRecord.pack(ToolHopRecord, source) if source is not None
+            else PackedRecord.of_value(ToolHopRecord, record.model_dump())
+        )
+        return cls(record.id, labels, packed)
 
     def unpack(self) -> ToolHopRecord:
         return self.packed.unpack()
@@ -211,7 +215,7 @@ def _parse_toolhop_file(path: Path) -> list[ToolHopEntry]:
     seen: dict[int, int] = {}
     errors: list[DatasetError] = []  # every bad record, so one run lists all there is to fix
     try:
-        for index, item in enumerate(iter_json_array(text)):
+        for index, (item, source) in enumerate(iter_json_array(text)):
             try:
                 record = parse_record(item, path, index)
             except DatasetError as exc:
@@ -224,7 +228,7 @@ def _parse_toolhop_file(path: Path) -> list[ToolHopEntry]:
                 continue
             seen[record.id] = index
             flagged.extend((record.id, w) for w in record.validation_warnings())
-            entries.append(ToolHopEntry.of(record, item))
+            entries.append(ToolHopEntry.of(record, source))
     except json.JSONDecodeError as exc:
         raise DatasetError(path, f"invalid JSON: {exc.msg}", line=exc.lineno, column=exc.colno) from None
     except TypeError as exc:  # valid JSON, but not an array
