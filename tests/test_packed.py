@@ -12,7 +12,7 @@ from pydantic import BaseModel
 
 from pytest_toolbench.benchmarks.base import Case
 from pytest_toolbench.benchmarks.dataset_errors import DatasetWarning
-from pytest_toolbench.benchmarks.packed import PackedRecord, iter_json_array
+from pytest_toolbench.benchmarks.packed import NotAJsonArray, PackedRecord, iter_json_array
 from pytest_toolbench.benchmarks.toolhop.benchmark import TOOLHOP
 from pytest_toolbench.benchmarks.toolhop.schema import ToolHopRecord
 from shared_data import REAL_TOOLHOP
@@ -61,8 +61,9 @@ def test_a_malformed_array_raises_json_loads_own_error(text):
 
 @pytest.mark.parametrize(("text", "kind"), [('{"a": 1}', "dict"), ('"s"', "str"), ("3", "int")])
 def test_valid_json_that_is_not_an_array_names_its_type(text, kind):
-    with pytest.raises(TypeError, match=f"^{kind}$"):
+    with pytest.raises(NotAJsonArray, match=f"got {kind}$") as info:
         list(iter_json_array(text))
+    assert info.value.found == kind
 
 
 def test_items_are_parsed_one_at_a_time():

@@ -208,7 +208,7 @@ def test_invalid_json_reports_line_and_column(tmp_path):
 
 
 def test_top_level_must_be_an_array(tmp_path, bundled_raw):
-    with pytest.raises(DatasetError, match="top level must be a JSON array"):
+    with pytest.raises(DatasetError, match="top level must be a JSON array of records, got dict$"):
         load_toolhop_file(write(tmp_path, bundled_raw[0]))
 
 

@@ -79,16 +79,24 @@ def unpacked(sample: Any) -> Any:
     return sample.unpack() if isinstance(sample, PackedRecord) else sample
 
 
+class NotAJsonArray(ValueError):
+    """The document is valid JSON, but not an array; ``found`` names its JSON type."""
+
+    def __init__(self, found: str):
+        self.found = found
+        super().__init__(f"expected a JSON array, got {found}")
+
+
 def iter_json_array(text: str) -> Iterator[tuple[Any, str]]:
     """The items of the JSON array ``text``, parsed one at a time, each with its own source text.
 
     Gives the same items as ``json.loads(text)``. Whatever is wrong with the document, the error is
     ``json.loads``'s own (message, line and column): on any surprise the whole text is handed to it.
-    Raises :class:`TypeError` naming the JSON type when the document is valid but not an array.
+    Raises :class:`NotAJsonArray` when the document is valid JSON but not an array.
     """
     end = _WHITESPACE.match(text, 0).end()  # type: ignore[union-attr]
     if not text.startswith("[", end):
-        raise TypeError(type(json.loads(text)).__name__)
+        raise NotAJsonArray(type(json.loads(text)).__name__)
     end = _WHITESPACE.match(text, end + 1).end()  # type: ignore[union-attr]
     if text.startswith("]", end):
         _expect_end(text, end + 1)

@@ -25,7 +25,7 @@ from pytest_toolbench.benchmarks.dataset_errors import (
     describe_validation_error,
     raise_collected,
 )
-from pytest_toolbench.benchmarks.packed import PackedRecord, iter_json_array
+from pytest_toolbench.benchmarks.packed import NotAJsonArray, PackedRecord, iter_json_array
 from pytest_toolbench.benchmarks.parsed_files import parsed_once
 
 #: Upstream ``data/ToolHop.json`` as published (Git LFS pointer, spec §0 S2).
@@ -231,8 +231,8 @@ def _parse_toolhop_file(path: Path) -> list[ToolHopEntry]:
             entries.append(ToolHopEntry.of(record, source))
     except json.JSONDecodeError as exc:
         raise DatasetError(path, f"invalid JSON: {exc.msg}", line=exc.lineno, column=exc.colno) from None
-    except TypeError as exc:  # valid JSON, but not an array
-        raise DatasetError(path, f"top level must be a JSON array of records, got {exc}") from None
+    except NotAJsonArray as exc:
+        raise DatasetError(path, f"top level must be a JSON array of records, got {exc.found}") from None
     raise_collected(errors)
     _warn_tolerated(path, flagged)
     check_upstream_integrity(path, entries)
