@@ -87,7 +87,7 @@ class ToolHopBenchmark:
             id=f"toolhop-{entry.id}-{scenario}",
             benchmark=self.name,
             scenario=scenario,
-            sample_id=str(entry.id),
+            sample_id=entry.sample_id,
             labels=entry.labels,
             stored_sample=entry.packed,
         )

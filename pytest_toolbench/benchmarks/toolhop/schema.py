@@ -181,9 +181,10 @@ def parse_record(raw: Any, path: Path, index: int) -> ToolHopRecord:
 class ToolHopEntry:
     """A validated record as a run keeps it: what collection needs, the rest packed
     (benchmarks/packed.py; a record unpacks when its case runs). The scenarios' cases of one
-    record share its labels."""
+    record share its sample id and labels."""
 
     id: int
+    sample_id: str  # str(id), made once for the record's cases
     labels: dict[str, str | int]
     packed: PackedRecord[ToolHopRecord]
 
@@ -197,7 +198,7 @@ class ToolHopEntry:
             PackedRecord.pack(ToolHopRecord, source) if source is not None
             else PackedRecord.of_value(ToolHopRecord, record.model_dump())
         )
-        return cls(record.id, labels, packed)
+        return cls(record.id, str(record.id), labels, packed)
 
     def unpack(self) -> ToolHopRecord:
         return self.packed.unpack()
