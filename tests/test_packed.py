@@ -137,3 +137,50 @@ def test_a_record_given_as_it_is_makes_the_same_case():
         case = TOOLHOP.load_cases(None, ("direct",))[0]
     again = TOOLHOP.make_case(case.sample, "direct")
     assert (again.id, again.labels, again.sample) == (case.id, case.labels, case.sample)
+
+
+def test_the_runtime_unpacks_on_the_submitting_thread_once_per_case(monkeypatch):
+    """zlib releases the GIL, so unpacking in the event loop's thread would wait on pytest's
+    thread to get it back: the runtime unpacks when it queues a case, once, on the caller."""
+    import threading
+
+    from pytest_toolbench.config import RunSettings
+    from pytest_toolbench.results.case_result import CaseResult, Outcome
+    from pytest_toolbench.runtime.case_runtime import CaseRuntime
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DatasetWarning)
+        case = TOOLHOP.load_cases(None, ("direct",))[0]
+    unpacked_on: list[str] = []
+    real_unpack = PackedRecord.unpack
+
+    def tracking_unpack(self):
+        unpacked_on.append(threading.current_thread().name)
+        return real_unpack(self)
+
+    monkeypatch.setattr(PackedRecord, "unpack", tracking_unpack)
+    seen: list[object] = []
+
+    class Runner:
+        async def run(self, c, model):
+            seen.append(c.stored_sample)
+            return CaseResult(case_id=c.id, benchmark=c.benchmark, scenario=c.scenario,
+                              outcome=Outcome.PASSED)
+
+    class Model:
+        name = "m"
+
+        async def aclose(self):
+            pass
+
+    runtime = CaseRuntime(RunSettings(model="m", backend="openai", concurrency=2), Model())
+    runtime.register_runner("toolhop", Runner())
+    try:
+        first = runtime.submit(case)
+        assert runtime.submit(case) is first  # resubmitted by the run-ahead window: no new work
+        first.result(timeout=10)
+    finally:
+        runtime.close()
+    assert unpacked_on == [threading.current_thread().name]
+    assert len(seen) == 1 and isinstance(seen[0], ToolHopRecord) and seen[0] == case.sample
+    assert isinstance(case.stored_sample, PackedRecord)  # the collected case stays packed

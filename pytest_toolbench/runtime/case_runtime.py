@@ -47,8 +47,12 @@ class CaseRuntime:
         return case.benchmark in self.runners
 
     def submit(self, case: Case) -> concurrent.futures.Future[CaseResult]:
+        queued = self.scheduler.future_of(case.id)
+        if queued is not None:  # submitting is idempotent; the run-ahead window resubmits
+            return queued
         runner = self.runners[case.benchmark]
         model = self.model
+        case = case.with_sample_unpacked()  # here, not in the loop's thread (Case docstring)
 
         timeout = self.settings.case_timeout_s
 

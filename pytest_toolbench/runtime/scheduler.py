@@ -36,6 +36,11 @@ class CaseScheduler:
         self._semaphore: asyncio.Semaphore | None = None
 
     # -- submitting and waiting
+    def future_of(self, case_id: str) -> concurrent.futures.Future[CaseResult] | None:
+        """The future of a case already queued, else None."""
+        with self._lock:
+            return self._futures.get(case_id)
+
     def submit(self, case: Case, job: CaseJob) -> concurrent.futures.Future[CaseResult]:
         """Queue ``case`` unless it is already queued; returns its future."""
         with self._lock:
