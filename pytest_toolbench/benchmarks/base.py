@@ -16,7 +16,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from pydantic import BaseModel
 
 from pytest_toolbench.benchmarks.data_source import DataSource
-from pytest_toolbench.benchmarks.packed import PackedRecord, unpacked
+from pytest_toolbench.benchmarks.packed import unpacked
 from pytest_toolbench.models.base import ChatModel
 from pytest_toolbench.results.aggregate import ReportTable
 from pytest_toolbench.results.case_result import CaseResult
@@ -61,9 +61,8 @@ class Case:
         would release the GIL in ``zlib.decompress`` and then wait for pytest's thread to give
         it back (measured in isolation: 34 us alone, ~650 us beside a busy thread; whole runs at
         256 in flight show no difference beyond their noise, 7 pairs)."""
-        if not isinstance(self.stored_sample, PackedRecord):
-            return self
-        return replace(self, stored_sample=self.stored_sample.unpack())
+        sample = self.sample
+        return self if sample is self.stored_sample else replace(self, stored_sample=sample)
 
     def __repr__(self) -> str:  # shown by pytest and Allure as the parameter value: keep it short
         return f"Case({self.id})"
