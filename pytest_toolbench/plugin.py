@@ -36,7 +36,13 @@ from typing import Any, Iterable
 
 import pytest
 
-from pytest_toolbench import __version__
+from pytest_toolbench.models.sdk_process import launcher as sdk_launcher
+
+# First, before the imports below (pydantic, the SDK's models, ~0.2 s): the first request waits
+# for the SDK process's own imports, so it starts as soon as a command looks like it wants one.
+sdk_launcher.start_at_import()
+
+from pytest_toolbench import __version__  # noqa: E402  (the SDK process starts first)
 from pytest_toolbench.benchmarks import registry
 from pytest_toolbench.benchmarks.base import Benchmark, Case, HasDataSources, HasReportTables
 from pytest_toolbench.benchmarks.data_source import DataSource, file_sha256
@@ -69,7 +75,7 @@ RESULT_PROPERTY = "toolbench_result"
 RESULT_KEY = pytest.StashKey[CaseResult]()
 SENT_KEY = pytest.StashKey[bool]()
 STATE_KEY = pytest.StashKey["ToolbenchState"]()
-#: The SDK process started by pytest_load_initial_conftests, before configure decides.
+#: The SDK process started before configure decides (at import or pytest_load_initial_conftests).
 EARLY_SDK_KEY = pytest.StashKey[Any]()
 
 
@@ -148,9 +154,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[STATE_KEY] = ToolbenchState(settings=settings, run_id=run_id, baseline=baseline)
     early_sdk = config.stash.get(EARLY_SDK_KEY, None)
     if not is_worker(config) and _wants_sdk_process(config, settings):
-        from pytest_toolbench.models.sdk_process.client import SdkProcess
-
-        state(config).sdk = early_sdk or SdkProcess()  # its SDK import overlaps collection
+        state(config).sdk = early_sdk or sdk_launcher.SdkProcess()  # its SDK import overlaps collection
     elif early_sdk is not None:  # the early guess was wrong (e.g. the model came from the ini)
         early_sdk.stop()
     from pytest_toolbench.report.session_outputs import configure_allure
@@ -164,25 +168,29 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_load_initial_conftests(early_config: pytest.Config, args: list[str]) -> None:
-    """Start the shared SDK process as early as pytest lets a plugin act: its ~0.8 s start then
-    runs beside conftest loading, configuration and collection instead of after them (issue 11).
-    A cheap guess from the command line; ``pytest_configure`` decides for good."""
-    if _is_xdist_worker_process():
+    """Keep (or start) the shared SDK process if the options known so far, the ini file included,
+    say the run may send requests, and stop one the plugin's import started on a wrong guess
+    (``sdk_process/launcher.py``). ``pytest_configure`` decides for good (issue 11)."""
+    started = sdk_launcher.claim_started_at_import()
+    if _is_xdist_worker_process() or not _early_guess_wants_sdk(early_config):
+        if started is not None:
+            started.stop()
         return
+    process = started or sdk_launcher.SdkProcess()
+    early_config.stash[EARLY_SDK_KEY] = process
+    early_config.add_cleanup(process.stop)
+
+
+def _early_guess_wants_sdk(early_config: pytest.Config) -> bool:
     ns = early_config.known_args_namespace
     model = str(early_value(early_config, "--model") or "")
-    if (
+    return not (
         early_value(early_config, "--sdk-process") != "shared"
         or getattr(ns, "collectonly", False) or getattr(ns, "help", False)
         or getattr(ns, "version", False) or early_value(early_config, "--cache-only")
         or model == "oracle" or model.startswith("replay:")
-        or not any(_names_suites(str(a)) for a in getattr(ns, "file_or_dir", None) or [])
-    ):
-        return
-    from pytest_toolbench.models.sdk_process.client import SdkProcess
-
-    early_config.stash[EARLY_SDK_KEY] = SdkProcess()
-    early_config.add_cleanup(lambda: early_config.stash[EARLY_SDK_KEY].stop())
+        or not any(sdk_launcher.names_suites(str(a)) for a in getattr(ns, "file_or_dir", None) or [])
+    )
 
 
 def _is_xdist_worker_process() -> bool:
@@ -191,11 +199,6 @@ def _is_xdist_worker_process() -> bool:
     pytest that a test starts in a subprocess inherits the variable but is a run of its own. (A
     wrong answer only costs a wasted start: ``pytest_configure`` stops it in a worker.)"""
     return bool(os.environ.get("PYTEST_XDIST_WORKER")) and sys.argv[:1] == ["-c"]
-
-
-def _names_suites(arg: str) -> bool:
-    path = Path(arg.split("::")[0]).resolve()
-    return "suites" in path.parts or (path / "suites").is_dir()
 
 
 def _wants_sdk_process(config: pytest.Config, settings: RunSettings) -> bool:
@@ -371,7 +374,7 @@ def _has_toolbench_tests(config: pytest.Config) -> bool:
         from_command_line(config, "--backend") and config.getoption("--backend") == "vllm"
     ):
         return True
-    return any(_names_suites(str(arg)) for arg in config.args)
+    return any(sdk_launcher.names_suites(str(arg)) for arg in config.args)
 
 
 @pytest.hookimpl(optionalhook=True)

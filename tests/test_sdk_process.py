@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -275,36 +277,84 @@ def test_call_logs_merge_into_the_cases_own() -> None:
 
 # ----------------------------------------------------------------------------- when it starts
 PROBE = '''
-import json, os, pytest
+import json, os, pathlib, pytest
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config):
     from pytest_toolbench.plugin import EARLY_SDK_KEY, STATE_KEY
     st = config.stash.get(STATE_KEY, None)
+    # every SDK process has a folder of its own under TMPDIR while it lives (launcher.SdkProcess)
+    alive = len(list(pathlib.Path(os.environ["TMPDIR"]).glob("toolbench-sdk-*")))
     with open(os.environ["PROBE_OUT"], "w") as f:
-        json.dump({"early": EARLY_SDK_KEY in config.stash, "sdk": bool(st and st.sdk)}, f)
+        json.dump({"early": EARLY_SDK_KEY in config.stash, "sdk": bool(st and st.sdk), "alive": alive}, f)
 '''
 
 
 @pytest.mark.parametrize("extra,ini,started", [
-    ([], "", True),  # started by pytest_load_initial_conftests, kept by configure
+    ([], "", True),  # started at the plugin's import, kept by both later decisions
     (["--collect-only"], "", False),
     (["--sdk-process", "inline"], "", False),
-    ([], "toolbench_sdk_process = inline\n", False),  # the ini counts at the early guess too
+    ([], "toolbench_sdk_process = inline\n", False),  # started at import, stopped at the early guess
+    ([], "addopts = --collect-only\n", False),  # likewise: the import-time guess sees argv only
     (["--model", "oracle"], "", False),
     (["--cache-only"], "", False),
 ])
 def test_the_sdk_process_starts_early_only_for_runs_that_may_send_requests(
         tmp_path: Path, extra: list[str], ini: str, started: bool) -> None:
+    """One SDK process at most, whichever decision started it: a process the plugin's import
+    started on a guess is the run's, or stopped (its folder gone) by the time pytest configures."""
     import json
 
     (tmp_path / "early_probe.py").write_text(PROBE)
     inifile = tmp_path / "pytest.ini"
     inifile.write_text("[pytest]\n" + ini)
     out = tmp_path / "out.json"
-    env = {**os.environ, "PROBE_OUT": str(out), "PYTHONPATH": str(tmp_path)}
-    subprocess.run([sys.executable, "-m", "pytest", str(REPO / "suites" / "toolhop"), "-c", str(inifile),
-                    "--rootdir", str(REPO), "-p", "early_probe", "-q", "-p", "no:cacheprovider",
-                    "--backend", "openai", "--base-url", "http://127.0.0.1:9/v1", "--api-key", "k",
-                    "--model", "m", "-k", "matches_no_case", *extra],
-                   cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
-    assert json.loads(out.read_text()) == {"early": started, "sdk": started}
+    short_tmp = Path(tempfile.mkdtemp(prefix="tb-", dir="/tmp"))  # a Unix socket path is short
+    env = {**os.environ, "PROBE_OUT": str(out), "PYTHONPATH": str(tmp_path), "TMPDIR": str(short_tmp)}
+    try:
+        subprocess.run([sys.executable, "-m", "pytest", str(REPO / "suites" / "toolhop"), "-c", str(inifile),
+                        "--rootdir", str(REPO), "-p", "early_probe", "-q", "-p", "no:cacheprovider",
+                        "--backend", "openai", "--base-url", "http://127.0.0.1:9/v1", "--api-key", "k",
+                        "--model", "m", "-k", "matches_no_case", *extra],
+                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+        assert json.loads(out.read_text()) == {"early": started, "sdk": started, "alive": int(started)}
+        assert not list(short_tmp.glob("toolbench-sdk-*"))  # and it is gone after the run
+    finally:
+        shutil.rmtree(short_tmp, ignore_errors=True)
+
+
+@pytest.mark.parametrize("args,wants", [
+    (["suites/toolhop", "-n", "8", "--model", "gpt-4o"], True),
+    (["suites/toolhop::test_case", "--model=gpt-4o"], True),
+    (["tests"], False),  # no suite named
+    ([], False),  # the ini's testpaths: the later guesses decide
+    (["suites/toolhop", "--co"], False),
+    (["suites/toolhop", "--collect-only"], False),
+    (["suites/toolhop", "--help"], False),
+    (["suites/toolhop", "--cache-only"], False),
+    (["suites/toolhop", "--model", "oracle"], False),
+    (["suites/toolhop", "--model=replay:run.jsonl"], False),
+    (["suites/toolhop", "--sdk-process", "inline"], False),
+    (["suites/toolhop", "--sdk-process=shared"], True),
+])
+def test_the_import_time_guess_reads_the_raw_command_line(args: list[str], wants: bool) -> None:
+    from pytest_toolbench.models.sdk_process.launcher import command_line_wants_sdk
+
+    old = os.getcwd()
+    os.chdir(REPO)  # the suites' paths are relative to the repository
+    try:
+        assert command_line_wants_sdk(args) is wants
+    finally:
+        os.chdir(old)
+
+
+@pytest.mark.parametrize("argv,is_pytest", [
+    (["/venv/bin/pytest", "suites"], True),
+    (["/venv/lib/python3.11/site-packages/pytest/__main__.py", "suites"], True),  # python -m pytest
+    (["-c"], False),  # an xdist worker (execnet runs python -c)
+    (["/venv/bin/toolbench", "runs"], False),
+    ([], False),
+])
+def test_only_a_pytest_command_starts_the_sdk_process_at_import(argv: list[str], is_pytest: bool) -> None:
+    from pytest_toolbench.models.sdk_process.launcher import is_pytest_command
+
+    assert is_pytest_command(argv) is is_pytest

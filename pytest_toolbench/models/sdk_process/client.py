@@ -1,7 +1,8 @@
 """The pytest side of the shared SDK process (server.py says why it exists).
 
-:class:`SdkProcess` is the process itself: started by the controller in ``pytest_configure`` (so its
-~0.7 s SDK import overlaps collection) and handed to xdist workers by socket path.
+:class:`~pytest_toolbench.models.sdk_process.launcher.SdkProcess` is the process itself (re-exported
+here): started by the controller as early as it can guess a run wants one, and handed to xdist
+workers by socket path.
 :class:`RemoteBackend` is the :class:`~pytest_toolbench.models.base.ChatModel` a pytest process
 uses instead of calling the SDK itself: it wraps the in-process backend it replaces, for identity
 (name, ``describe()``, hence cache keys) and for its spec, and sends each call to the process.
@@ -11,10 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import os
-import subprocess
-import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -23,8 +20,8 @@ from pytest_toolbench.models.base import CallContext, ChatRequest, ChatResponse,
 from pytest_toolbench.models.call_log import current_call_log
 from pytest_toolbench.models.meter import REQUEST_METER
 from pytest_toolbench.models.openai_backend import OpenAIBackend
+from pytest_toolbench.models.sdk_process.launcher import SdkProcess as SdkProcess  # re-exported
 from pytest_toolbench.models.sdk_process.protocol import (
-    LOG_NAME,
     decode_error,
     frame,
     read_frame,
@@ -33,43 +30,6 @@ from pytest_toolbench.runtime.liveness import process_alive
 
 #: How long a pytest process waits for the SDK process to listen (its start is ~1 s).
 START_TIMEOUT_S = 60.0
-
-
-class SdkProcess:
-    """The run's SDK process (controller side): start, address, stop."""
-
-    def __init__(self) -> None:
-        self.folder = Path(tempfile.mkdtemp(prefix="toolbench-sdk-"))
-        if len(str(self.folder)) > 80:  # a Unix socket path is limited to ~107 bytes
-            self.folder.rmdir()
-            self.folder = Path(tempfile.mkdtemp(prefix="toolbench-sdk-", dir="/tmp"))
-        self.socket_path = str(self.folder / "sdk.sock")
-        self.log_path = self.folder / LOG_NAME
-        with open(self.log_path, "wb") as log:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "pytest_toolbench.models.sdk_process.server", self.socket_path],
-                stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT,
-                env={**os.environ, "PYTHONUNBUFFERED": "1"},
-            )
-
-    def address(self) -> dict[str, Any]:
-        """What a pytest process needs to reach it (JSON, for xdist's workerinput)."""
-        return {"socket": self.socket_path, "pid": self.proc.pid, "log": str(self.log_path)}
-
-    def stop(self) -> None:
-        if self.proc.stdin is not None and not self.proc.stdin.closed:
-            self.proc.stdin.close()  # its signal to finish
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        for path in (Path(self.socket_path), self.log_path):
-            path.unlink(missing_ok=True)
-        try:
-            self.folder.rmdir()
-        except OSError:
-            pass
 
 
 class RemoteBackend:

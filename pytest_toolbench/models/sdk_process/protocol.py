@@ -18,10 +18,9 @@ import struct
 from typing import Any
 
 from pytest_toolbench.models.base import ContextLengthExceeded, LostTurn, ModelCallError
+from pytest_toolbench.models.sdk_process.launcher import LOG_NAME
 
 _HEADER = struct.Struct(">I")
-#: The SDK process's log, beside its socket in its temporary folder.
-LOG_NAME = "sdk.log"
 #: A frame larger than this is a broken peer, not a reply (a chat reply is kilobytes).
 MAX_FRAME = 256 * 1024 * 1024
 

@@ -1,0 +1,137 @@
+"""Starting the shared SDK process (server.py), with nothing but the standard library.
+
+Why a module of its own: the first request of a run cannot leave before the SDK process has
+imported openai (~0.6 s). The earlier the process starts, the less of that the run waits for. With
+only the standard library imported here, the plugin can start it at the top of its own import,
+~0.15 s into ``pytest``, instead of at ``pytest_load_initial_conftests`` once pydantic, the SDK
+models and the other plugins are loaded (~0.3 s later; issue 11).
+
+At import time pytest has parsed nothing, so :func:`command_line_wants_sdk` guesses from the raw
+command line. A guess costs nothing when it is wrong in either direction:
+``pytest_load_initial_conftests`` makes a better guess (the ini file included) and stops an
+unwanted process, ``pytest_configure`` decides for good and starts a missing one.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, Sequence
+
+#: The SDK process's log, beside its socket in its temporary folder (protocol.py re-exports it).
+LOG_NAME = "sdk.log"
+
+#: Flags after which a pytest command sends no request, so it needs no SDK process.
+_NO_REQUEST_FLAGS = frozenset({
+    "--collect-only", "--co", "-h", "--help", "--version", "-V", "--cache-only",
+    "--fixtures", "--funcargs", "--fixtures-per-test", "--markers",
+})
+
+
+class SdkProcess:
+    """The run's SDK process (controller side): start, address, stop."""
+
+    def __init__(self) -> None:
+        self.folder = Path(tempfile.mkdtemp(prefix="toolbench-sdk-"))
+        if len(str(self.folder)) > 80:  # a Unix socket path is limited to ~107 bytes
+            self.folder.rmdir()
+            self.folder = Path(tempfile.mkdtemp(prefix="toolbench-sdk-", dir="/tmp"))
+        self.socket_path = str(self.folder / "sdk.sock")
+        self.log_path = self.folder / LOG_NAME
+        with open(self.log_path, "wb") as log:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "pytest_toolbench.models.sdk_process.server", self.socket_path],
+                stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT,
+                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            )
+
+    def address(self) -> dict[str, Any]:
+        """What a pytest process needs to reach it (JSON, for xdist's workerinput)."""
+        return {"socket": self.socket_path, "pid": self.proc.pid, "log": str(self.log_path)}
+
+    def stop(self) -> None:
+        if self.proc.stdin is not None and not self.proc.stdin.closed:
+            self.proc.stdin.close()  # its signal to finish
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        for path in (Path(self.socket_path), self.log_path):
+            path.unlink(missing_ok=True)
+        try:
+            self.folder.rmdir()
+        except OSError:
+            pass
+
+
+def names_suites(arg: str) -> bool:
+    """Whether a pytest path argument targets benchmark suites (``suites/...``, or a folder that
+    holds ``suites/``)."""
+    path = Path(arg.split("::")[0]).resolve()
+    return "suites" in path.parts or (path / "suites").is_dir()
+
+
+def is_pytest_command(argv: Sequence[str]) -> bool:
+    """``pytest ...`` or ``python -m pytest ...`` (an xdist worker's argv[0] is ``-c``; code that
+    calls ``pytest.main()`` has its own argv, which says nothing about the run)."""
+    if not argv:
+        return False
+    program = Path(argv[0])
+    return program.name in ("pytest", "py.test") or (
+        program.name == "__main__.py" and program.parent.name == "pytest")
+
+
+def command_line_wants_sdk(args: Sequence[str]) -> bool:
+    """A cheap guess from raw pytest arguments: a run of some suite that may send requests.
+
+    No option is parsed: a flag's value may be taken for a path, which can only make a wrong
+    guess, and a wrong guess is undone (module docstring)."""
+    args = list(args)
+    for i, arg in enumerate(args):
+        flag, _, inline = arg.partition("=")
+        if flag in _NO_REQUEST_FLAGS:
+            return False
+        value = inline if inline else (args[i + 1] if i + 1 < len(args) else "")
+        if flag == "--sdk-process" and value != "shared":
+            return False
+        if flag == "--model" and (value == "oracle" or value.startswith("replay:")):
+            return False
+    return any(not arg.startswith("-") and names_suites(arg) for arg in args)
+
+
+_started_at_import: SdkProcess | None = None
+
+
+def start_at_import() -> None:
+    """Start the SDK process if this process is a pytest command that looks like it will want one
+    (called once, from the top of plugin.py)."""
+    global _started_at_import
+    if _started_at_import is not None or not is_pytest_command(sys.argv):
+        return
+    args = [*sys.argv[1:], *shlex.split(os.environ.get("PYTEST_ADDOPTS", ""))]
+    try:
+        if not command_line_wants_sdk(args):
+            return
+        _started_at_import = SdkProcess()
+    except (OSError, ValueError):  # a guess must never break a command; configure starts it
+        return
+    atexit.register(_stop_unclaimed)
+
+
+def claim_started_at_import() -> SdkProcess | None:
+    """The process started at import, handed once to the first pytest session that asks."""
+    global _started_at_import
+    process, _started_at_import = _started_at_import, None
+    return process
+
+
+def _stop_unclaimed() -> None:
+    process = claim_started_at_import()
+    if process is not None:
+        process.stop()
