@@ -214,6 +214,25 @@ def pytest_floor(tmp: Path, n: int, first_wall: float) -> dict[str, Any]:
             "max_speedup": round(first_wall / wall, 2) if rc == 0 else None, "tail": tail[-300:] if rc else ""}
 
 
+def efficiency_ceiling(run: dict[str, Any], latency: float) -> dict[str, Any]:
+    """The most any harness using the openai SDK could reach in ``run`` on this machine.
+
+    No request can leave before pytest has imported itself (the earliest a plugin can act) and a
+    fresh process has then imported openai; and ``calls`` independent calls at ``in_flight`` take
+    at least ``ceil(calls / in_flight)`` rounds of ``latency``. Each import is timed in a fresh
+    interpreter, fastest of three (a lower bound: plugin loading, collection, the first call's
+    HTTP set-up and the exit are left out)."""
+    def fastest(code: str) -> float:
+        return min(timed([PY, "-c", code])[0] for _ in range(3))
+
+    import_pytest, import_openai = fastest("import pytest"), fastest("import openai")
+    rounds = -(-run["calls"] // run["in_flight"])
+    least = rounds * latency + import_pytest + import_openai
+    return {"import_pytest_s": round(import_pytest, 3), "import_openai_s": round(import_openai, 3),
+            "rounds": rounds, "least_wall_s": round(least, 3),
+            "ceiling": round(run["ideal_s"] / least, 3) if run.get("ideal_s") else None}
+
+
 # ----------------------------------------------------------------------------- measurements
 def measure_efficiency(ns: argparse.Namespace, tmp: Path, figures: dict[str, Any]) -> list[Goal]:
     goals: list[Goal] = []
@@ -246,6 +265,7 @@ def measure_efficiency(ns: argparse.Namespace, tmp: Path, figures: dict[str, Any
         figures["efficiency_runs"] = runs
         first = runs["c64_n0"]["wall_s"]
         figures["pytest_floor"] = pytest_floor(tmp, ns.cases, first)
+        figures["ceiling_64"] = ceiling = efficiency_ceiling(runs["c64_n0"], ns.latency)
         figures["cached_rerun"] = {"wall_s": round(cached_wall, 3), "rc": cached_rc,
                                    "calls_sent": cached_calls,
                                    "speedup": rerun_speedup(runs["c64_n0"], cached_wall, cached_rc, cached_calls),
@@ -272,6 +292,10 @@ def measure_efficiency(ns: argparse.Namespace, tmp: Path, figures: dict[str, Any
                         f"CPU: harness {runs[k]['harness_cpu_s']}s + endpoint {runs[k]['endpoint_cpu_s']}s "
                         f"= {runs[k]['machine_busy']:.0%} of {runs[k]['cores']} cores")
               for k in ("c64_n0", "c128_n0", "c256_n0", "c64_n2")],
+            Goal("reference: ceiling at 64 in flight, -n 0, on this machine", ceiling["ceiling"], None,
+                 note=f"ideal / ({ceiling['rounds']} rounds x {ns.latency}s + importing pytest "
+                      f"{ceiling['import_pytest_s']}s + openai {ceiling['import_openai_s']}s in a fresh "
+                      "process): the first request can leave no sooner, with zero harness cost"),
             Goal("reference: efficiency, 64 in flight, -n 0, --sdk-process inline",
                  runs["c64_n0_inline"]["efficiency"], None,
                  note=f"{runs['c64_n0_inline']['wall_s']}s; first request at "
