@@ -281,3 +281,34 @@ def test_close_leaves_no_process_and_no_temp_dir():
     assert not any(os.path.exists(o.value["value"]) for o in out)
     with pytest.raises(RuntimeError):
         sb.run(RUN, {"source": "", "entry": None}, 1.0)
+
+
+@pytest.mark.parametrize("interrupt_at", ["config", "hello"])
+def test_ctrl_c_while_a_worker_starts_leaves_no_process_and_no_temp_dir(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, interrupt_at: str) -> None:
+    """Ctrl-C reaches the thread that starts a zygote (a run's first tool call, or describe()):
+    before the zygote exists, or while the harness waits for its hello."""
+    import tempfile
+
+    from pytest_toolbench.sandbox import pool
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the worker's folder lands here
+    if interrupt_at == "config":
+        def interrupted(*args: object, **kwargs: object) -> list[str]:
+            raise KeyboardInterrupt
+        monkeypatch.setattr(pool, "protected_paths", interrupted)
+    else:
+        real_recv = pool.protocol.recv
+
+        def interrupted(fd: int, deadline: float | None = None) -> dict:
+            if threading.current_thread() is threading.main_thread():
+                raise KeyboardInterrupt
+            return real_recv(fd, deadline)
+        monkeypatch.setattr(pool.protocol, "recv", interrupted)
+    before = children_of(os.getpid())
+    open_fds = set(os.listdir("/proc/self/fd"))
+    with pytest.raises(KeyboardInterrupt):
+        ToolSandbox(SandboxLimits(workers=1)).describe()
+    assert children_of(os.getpid()) == before
+    assert not list(tmp_path.glob("toolbench-sandbox-*"))
+    assert set(os.listdir("/proc/self/fd")) <= open_fds  # its pipes closed

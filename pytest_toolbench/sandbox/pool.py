@@ -111,20 +111,22 @@ class _Worker:
     ) -> None:
         self._kill_lock = threading.Lock()
         self._tail: str | None = None
+        self._req_w = self._rep_r = -1
         self.tmpdir = tempfile.mkdtemp(prefix="toolbench-sandbox-")
-        req_r, self._req_w = os.pipe()
-        self._rep_r, rep_w = os.pipe()
-        config = {
-            "fd_in": req_r,
-            "fd_out": rep_w,
-            "tmpdir": self.tmpdir,
-            "limits": limits.model_dump(),
-            "network_isolation": network_isolation,
-            "preload": list(preload),
-            "package_dir": os.path.join(_PACKAGE_ROOT, "pytest_toolbench"),
-            "protected": protected_paths(),
-            "disable_layers": list(disable_layers),
-        }
+        self._stderr_path = os.path.join(self.tmpdir, ".worker-stderr")
+        try:
+            hello = self._start(limits, network_isolation, preload, disable_layers, use_bubblewrap)
+        except BaseException:
+            # A failed start, or Ctrl-C / SIGTERM while it starts: no process, pipe or temp folder
+            # is left behind (kill() is idempotent; a failure below may have called it already).
+            self.kill()
+            raise
+        self.pid: int = hello["pid"]
+        self.info: dict[str, Any] = {"python": hello["python"], **hello["isolation"]}
+
+    def _start(self, limits: SandboxLimits, network_isolation: bool, preload: Sequence[str],
+               disable_layers: Sequence[str], use_bubblewrap: bool) -> dict[str, Any]:
+        """Start the zygote and return its hello (``SandboxStartError`` if it will not run)."""
         env = {k: os.environ[k] for k in _ENV_KEEP if k in os.environ}
         env.update(
             HOME=self.tmpdir,
@@ -136,13 +138,23 @@ class _Worker:
         )
         env.setdefault("PATH", os.defpath)
         env.setdefault("LANG", "C.UTF-8")
-        self._stderr_path = os.path.join(self.tmpdir, ".worker-stderr")
         argv = [sys.executable, "-m", "pytest_toolbench.sandbox.worker"]
-        if use_bubblewrap:
-            wrap = bubblewrap_argv(self.tmpdir, _bwrap_read_paths())
-            if wrap is not None:
-                argv = wrap + argv
-                config["bubblewrap"] = True
+        wrap = bubblewrap_argv(self.tmpdir, _bwrap_read_paths()) if use_bubblewrap else None
+        config: dict[str, Any] = {
+            "tmpdir": self.tmpdir,
+            "limits": limits.model_dump(),
+            "network_isolation": network_isolation,
+            "preload": list(preload),
+            "package_dir": os.path.join(_PACKAGE_ROOT, "pytest_toolbench"),
+            "protected": protected_paths(),
+            "disable_layers": list(disable_layers),
+        }
+        if wrap is not None:
+            argv = wrap + argv
+            config["bubblewrap"] = True
+        req_r, self._req_w = os.pipe()
+        self._rep_r, rep_w = os.pipe()
+        config.update(fd_in=req_r, fd_out=rep_w)
         try:
             with open(self._stderr_path, "wb") as stderr:
                 self.proc = subprocess.Popen(
@@ -156,27 +168,20 @@ class _Worker:
                     start_new_session=True,  # own process group: a timeout kills all of it
                 )
         except OSError as exc:
-            for fd in (req_r, rep_w, self._req_w, self._rep_r):
-                os.close(fd)
-            shutil.rmtree(self.tmpdir, ignore_errors=True)
             raise SandboxStartError(f"cannot start sandbox worker: {exc}") from exc
-        finally:
-            if hasattr(self, "proc"):
-                os.close(req_r)
-                os.close(rep_w)
+        finally:  # the worker's ends of the pipes: it holds its own copies (or never started)
+            os.close(req_r)
+            os.close(rep_w)
         try:
             hello = protocol.recv(self._rep_r, time.monotonic() + _STARTUP_TIMEOUT_S)
         except (TimeoutError, EOFError, protocol.ProtocolError) as exc:
             detail = self.kill()
             raise SandboxStartError(f"sandbox worker failed to start ({type(exc).__name__}): {detail}") from exc
         if hello.get("type") == "refused":
-            self.kill()
             raise SandboxStartError(f"sandbox: {hello.get('detail')}")
         if hello.get("type") != "ready":
-            self.kill()
             raise SandboxStartError(f"sandbox worker failed to start:\n{hello.get('detail', hello)}")
-        self.pid: int = hello["pid"]
-        self.info: dict[str, Any] = {"python": hello["python"], **hello["isolation"]}
+        return hello
 
     @property
     def alive(self) -> bool:
