@@ -141,6 +141,8 @@ class FakeOpenAIServer:
         self.handler = handler
         self.model_id = model_id
         self.requests: list[dict[str, Any]] = []
+        #: Each chat request's HTTP headers, names lower-cased (in arrival order, as ``requests``).
+        self.headers: list[dict[str, str]] = []
         self.arrivals: list[float] = []
         self.max_in_flight = 0
         self._in_flight = 0
@@ -223,6 +225,8 @@ class FakeOpenAIServer:
                 except json.JSONDecodeError:
                     self._send(400, {}, error_body(400, "request body is not JSON"))
                     return
+                with server._lock:
+                    server.headers.append({k.lower(): v for k, v in self.headers.items()})
                 status, headers, payload = server._handle_chat(body)
                 self._send(status, headers, payload)
 

@@ -134,6 +134,25 @@ def test_the_sdk_process_answers_as_the_backend_in_process(sdk: SdkProcess, name
         assert seen[1]["result"]["class"] == LostTurn.__name__ and seen[1]["log"]["lost_turns"]
 
 
+def test_the_sdk_process_calls_with_the_environment_the_pytest_process_has_when_it_calls(
+        sdk: SdkProcess, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The SDK process starts before pytest reads the ini file or any conftest; a variable set
+    since (``load_dotenv()`` in a conftest, pytest-env) reaches it with the first call, as it
+    would reach an SDK in process, and a variable removed since is gone there too."""
+    request = ChatRequest(messages=[{"role": "user", "content": "hi"}])
+    seen = []
+    for org in ("org-from-a-conftest", None):
+        if org is None:
+            monkeypatch.delenv("OPENAI_ORG_ID")
+        else:
+            monkeypatch.setenv("OPENAI_ORG_ID", org)
+        with FakeOpenAIServer(lambda body, i: reply("ok")) as server:
+            call(RemoteBackend(local_backend([server.base_url]), sdk.address()), request)
+            headers = server.headers
+        seen.append(headers[0].get("openai-organization"))
+    assert seen == ["org-from-a-conftest", None]
+
+
 def test_several_endpoints_route_in_the_sdk_process_and_count_per_case(sdk: SdkProcess) -> None:
     with FakeOpenAIServer(reply("a")) as one, FakeOpenAIServer(reply("b")) as two:
         local = local_backend([one.base_url, two.base_url], concurrency=4)
@@ -358,3 +377,17 @@ def test_only_a_pytest_command_starts_the_sdk_process_at_import(argv: list[str],
     from pytest_toolbench.models.sdk_process.launcher import is_pytest_command
 
     assert is_pytest_command(argv) is is_pytest
+
+
+def test_only_the_variables_the_sdk_reads_travel_in_the_hello() -> None:
+    """Not the whole environment: xdist workers differ in theirs (``PYTEST_XDIST_WORKER``...), and
+    one backend per model must serve them all (its endpoint pool routes the whole run)."""
+    from pytest_toolbench.models.sdk_process.protocol import sdk_environment
+
+    environ = {"OPENAI_ORG_ID": "o", "OPENAI_PROJECT_ID": "p", "https_proxy": "http://proxy:3128",
+               "NO_PROXY": "localhost", "SSL_CERT_FILE": "/ca.pem", "REQUESTS_CA_BUNDLE": "/ca.pem",
+               "PATH": "/bin", "PYTEST_XDIST_WORKER": "gw0", "PYTEST_CURRENT_TEST": "t", "HOME": "/root",
+               "MY_OPENAI_KEY": "not the SDK's"}
+    assert sdk_environment(environ) == {
+        "OPENAI_ORG_ID": "o", "OPENAI_PROJECT_ID": "p", "https_proxy": "http://proxy:3128",
+        "NO_PROXY": "localhost", "SSL_CERT_FILE": "/ca.pem", "REQUESTS_CA_BUNDLE": "/ca.pem"}

@@ -25,6 +25,7 @@ from pytest_toolbench.models.sdk_process.protocol import (
     decode_error,
     frame,
     read_frame,
+    sdk_environment,
 )
 from pytest_toolbench.runtime.liveness import process_alive
 
@@ -113,7 +114,7 @@ class RemoteBackend:
                 await asyncio.sleep(0.01)
         spec = self.local.spec
         writer.write(frame({"op": "hello", "backend": spec, "processes": self.processes,
-                            "server_pid": self.server_pid}))
+                            "server_pid": self.server_pid, "env": sdk_environment()}))
         ready = await read_frame(reader)
         if ready.get("op") != "ready":
             raise ModelCallError("sdk_process_gone", f"unexpected greeting {ready!r}")

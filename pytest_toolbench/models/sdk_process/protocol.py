@@ -3,8 +3,8 @@
 A frame is a 4-byte big-endian length and that many bytes of UTF-8 JSON. One connection per
 backend per pytest process, multiplexed by request ``id``. Messages:
 
-* client -> server: ``{"op": "hello", "backend": spec, "processes": N, "server_pid": pid|null}``
-  once, then ``{"op": "complete", "id", "request", "ctx"}`` and ``{"op": "cancel", "id"}``;
+* client -> server: ``{"op": "hello", "backend": spec, "processes": N, "server_pid": pid|null,
+  "env": sdk_environment()}`` once, then ``{"op": "complete", "id", "request", "ctx"}`` and ``{"op": "cancel", "id"}``;
 * server -> client: ``{"op": "ready"}`` after hello, then per call ``{"id", "response"}`` or
   ``{"id", "error"}``, both with ``"log"``: the call's ``CaseCallLog.wire_events()`` (retries,
   lost turns, endpoint attempts), which the client adds to the case's own call log.
@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import re
 import struct
 from typing import Any
 
@@ -23,6 +25,29 @@ from pytest_toolbench.models.sdk_process.launcher import LOG_NAME
 _HEADER = struct.Struct(">I")
 #: A frame larger than this is a broken peer, not a reply (a chat reply is kilobytes).
 MAX_FRAME = 256 * 1024 * 1024
+
+
+#: Environment variables the SDK and its HTTP stacks read when a client is built or a request is
+#: sent: the SDK's own (``OPENAI_ORG_ID``, ``OPENAI_PROJECT_ID``...), proxies, CA bundles, netrc.
+_SDK_ENVIRONMENT = re.compile(
+    r"OPENAI_\w*|\w*_PROXY|SSL_CERT_FILE|SSL_CERT_DIR|REQUESTS_CA_BUNDLE|CURL_CA_BUNDLE|NETRC", re.I)
+
+
+def sdk_environment(environ: Any = None) -> dict[str, str]:
+    """The variables of ``environ`` (default: this process's) that the SDK's behaviour depends on.
+
+    Why they travel in the hello: the SDK process starts before pytest has read the ini file or
+    the conftests, so a variable that a ``conftest.py`` (``load_dotenv()``) or pytest-env sets
+    would otherwise never reach it; an in-process SDK would see it."""
+    environ = os.environ if environ is None else environ
+    return {k: v for k, v in environ.items() if _SDK_ENVIRONMENT.fullmatch(k)}
+
+
+def adopt_sdk_environment(env: dict[str, str]) -> None:
+    """Make this process's SDK variables exactly ``env`` (the SDK process, at each hello)."""
+    for key in [k for k in os.environ if _SDK_ENVIRONMENT.fullmatch(k) and k not in env]:
+        del os.environ[key]
+    os.environ.update(env)
 
 
 def frame(message: dict[str, Any]) -> bytes:

@@ -8,7 +8,8 @@ and one :class:`~pytest_toolbench.models.openai_backend.OpenAIBackend` per model
 workers, so its endpoint pool routes the whole run's requests, least-loaded (issue 11).
 
 Nothing about a call changes: this process runs the very backend the pytest process would (same
-retries, error kinds, lost turns, endpoint health); the client (client.py) re-raises its errors
+retries, error kinds, lost turns, endpoint health, and the pytest process's SDK environment, which
+comes with its hello); the client (client.py) re-raises its errors
 and adds its per-call log to the case's. It stops when its parent closes stdin (or dies).
 
 Run by client.py: ``python -m pytest_toolbench.models.sdk_process.server SOCKET``.
@@ -29,6 +30,7 @@ from pytest_toolbench.models.call_log import CURRENT_CALL_LOG, CaseCallLog
 from pytest_toolbench.models.openai_backend import OpenAIBackend
 from pytest_toolbench.models.sdk_process.protocol import (
     LOG_NAME,
+    adopt_sdk_environment,
     encode_error,
     frame,
     read_frame,
@@ -46,7 +48,13 @@ class SdkServer:
         # Each pytest process keeps --concurrency cases in flight: the shared backend's request
         # limit is that times the number of processes it serves.
         spec["concurrency"] = max(1, int(spec.get("concurrency") or 1)) * max(1, int(hello.get("processes") or 1))
-        key = json.dumps([spec, hello.get("server_pid")], sort_keys=True)
+        # The SDK reads these when it builds a client and sends a request: the pytest process's,
+        # as an in-process SDK would (protocol.sdk_environment says why). The processes of one
+        # run share them; a backend is per environment all the same.
+        env = hello.get("env")
+        if env is not None:
+            adopt_sdk_environment(env)
+        key = json.dumps([spec, hello.get("server_pid"), env], sort_keys=True)
         backend = self.backends.get(key)
         if backend is None:
             pid = hello.get("server_pid")
