@@ -183,13 +183,12 @@ def pytest_load_initial_conftests(early_config: pytest.Config, args: list[str]) 
 
 def _early_guess_wants_sdk(early_config: pytest.Config) -> bool:
     ns = early_config.known_args_namespace
-    model = str(early_value(early_config, "--model") or "")
-    return not (
-        early_value(early_config, "--sdk-process") != "shared"
-        or getattr(ns, "collectonly", False) or getattr(ns, "help", False)
-        or getattr(ns, "version", False) or early_value(early_config, "--cache-only")
-        or model == "oracle" or model.startswith("replay:")
-        or not any(sdk_launcher.names_suites(str(a)) for a in getattr(ns, "file_or_dir", None) or [])
+    return sdk_launcher.may_send_requests(
+        sdk_process=str(early_value(early_config, "--sdk-process")),
+        model=str(early_value(early_config, "--model") or ""),
+        cache_only=bool(early_value(early_config, "--cache-only")),
+        info_only=any(getattr(ns, name, False) for name in ("collectonly", "help", "version")),
+        paths=[str(arg) for arg in getattr(ns, "file_or_dir", None) or []],
     )
 
 

@@ -26,9 +26,9 @@ from typing import Any, Sequence
 #: The SDK process's log, beside its socket in its temporary folder (protocol.py re-exports it).
 LOG_NAME = "sdk.log"
 
-#: Flags after which a pytest command sends no request, so it needs no SDK process.
-_NO_REQUEST_FLAGS = frozenset({
-    "--collect-only", "--co", "-h", "--help", "--version", "-V", "--cache-only",
+#: Flags after which a pytest command only shows information (collects, or prints help).
+_INFO_FLAGS = frozenset({
+    "--collect-only", "--co", "-h", "--help", "--version", "-V",
     "--fixtures", "--funcargs", "--fixtures-per-test", "--markers",
 })
 
@@ -87,22 +87,37 @@ def is_pytest_command(argv: Sequence[str]) -> bool:
         program.name == "__main__.py" and program.parent.name == "pytest")
 
 
+def may_send_requests(*, sdk_process: str, model: str, cache_only: bool, info_only: bool,
+                      paths: Sequence[str]) -> bool:
+    """What both early guesses decide on (the raw command line here, the options known at
+    ``pytest_load_initial_conftests`` in plugin.py): a run of some suite that may send requests
+    through the shared SDK process."""
+    return (
+        sdk_process == "shared" and not info_only and not cache_only
+        and model != "oracle" and not model.startswith("replay:")
+        and any(names_suites(path) for path in paths)
+    )
+
+
 def command_line_wants_sdk(args: Sequence[str]) -> bool:
-    """A cheap guess from raw pytest arguments: a run of some suite that may send requests.
+    """:func:`may_send_requests` from raw pytest arguments.
 
     No option is parsed: a flag's value may be taken for a path, which can only make a wrong
     guess, and a wrong guess is undone (module docstring)."""
     args = list(args)
+    values = {"--sdk-process": "shared", "--model": ""}  # the last one given wins, as in argparse
+    info_only = cache_only = False
     for i, arg in enumerate(args):
-        flag, _, inline = arg.partition("=")
-        if flag in _NO_REQUEST_FLAGS:
-            return False
-        value = inline if inline else (args[i + 1] if i + 1 < len(args) else "")
-        if flag == "--sdk-process" and value != "shared":
-            return False
-        if flag == "--model" and (value == "oracle" or value.startswith("replay:")):
-            return False
-    return any(not arg.startswith("-") and names_suites(arg) for arg in args)
+        flag, equals, inline = arg.partition("=")
+        if flag in _INFO_FLAGS:
+            info_only = True
+        elif flag == "--cache-only":
+            cache_only = True
+        elif flag in values:
+            values[flag] = inline if equals else (args[i + 1] if i + 1 < len(args) else "")
+    return may_send_requests(sdk_process=values["--sdk-process"], model=values["--model"],
+                             cache_only=cache_only, info_only=info_only,
+                             paths=[arg for arg in args if not arg.startswith("-")])
 
 
 _started_at_import: SdkProcess | None = None

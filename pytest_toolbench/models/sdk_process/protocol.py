@@ -4,7 +4,8 @@ A frame is a 4-byte big-endian length and that many bytes of UTF-8 JSON. One con
 backend per pytest process, multiplexed by request ``id``. Messages:
 
 * client -> server: ``{"op": "hello", "backend": spec, "processes": N, "server_pid": pid|null,
-  "env": sdk_environment()}`` once, then ``{"op": "complete", "id", "request", "ctx"}`` and ``{"op": "cancel", "id"}``;
+  "env": sdk_environment()}`` once, then ``{"op": "complete", "id", "request", "ctx"}`` and
+  ``{"op": "cancel", "id"}``;
 * server -> client: ``{"op": "ready"}`` after hello, then per call ``{"id", "response"}`` or
   ``{"id", "error"}``, both with ``"log"``: the call's ``CaseCallLog.wire_events()`` (retries,
   lost turns, endpoint attempts), which the client adds to the case's own call log.

@@ -12,7 +12,7 @@ retries, error kinds, lost turns, endpoint health, and the pytest process's SDK 
 comes with its hello); the client (client.py) re-raises its errors
 and adds its per-call log to the case's. It stops when its parent closes stdin (or dies).
 
-Run by client.py: ``python -m pytest_toolbench.models.sdk_process.server SOCKET``.
+Run by launcher.py (``SdkProcess``): ``python -m pytest_toolbench.models.sdk_process.server SOCKET``.
 """
 
 from __future__ import annotations
