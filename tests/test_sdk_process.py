@@ -354,6 +354,8 @@ def test_the_sdk_process_starts_early_only_for_runs_that_may_send_requests(
     (["suites/toolhop", "--model=replay:run.jsonl"], False),
     (["suites/toolhop", "--sdk-process", "inline"], False),
     (["suites/toolhop", "--sdk-process=shared"], True),
+    (["suites/toolhop", "--model", "oracle", "--model", "gpt-4o"], True),  # the last one wins
+    (["suites/toolhop", "--model=gpt-4o", "--model=oracle"], False),
 ])
 def test_the_import_time_guess_reads_the_raw_command_line(args: list[str], wants: bool) -> None:
     from pytest_toolbench.models.sdk_process.launcher import command_line_wants_sdk
