@@ -37,7 +37,10 @@ changes from run to run (and can repeat for parallel calls made in the same micr
 ``new_id`` supplies a deterministic id, so requests stay cacheable. The id only pairs tool
 messages with calls; neither upstream template shows it to the model.
 
-``json_repair`` is whatever version is installed (upstream pinned none).
+``json_repair`` is pinned to 0.30.2 in pyproject.toml, the version upstream's
+``requirements.txt`` pins (spec S1, commit ``61da069``). Later releases repair differently (Python
+``None``/``True`` literals, non-string ``arguments``, list-shaped ``parameters``), so another
+version changes which calls upstream would have run. Nothing else in the project imports it.
 """
 
 from __future__ import annotations
