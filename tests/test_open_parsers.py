@@ -8,6 +8,7 @@ here (upstream's clock-based ids are the one documented deviation), so whole mes
 from __future__ import annotations
 
 import json
+import sys
 
 import pytest
 
@@ -247,3 +248,64 @@ def test_unknown_series_is_rejected() -> None:
 def test_arguments_are_reserialised_as_upstream() -> None:
     out = parse_qwen25('<tool_call>{"name":"f","arguments":{"a":1,"b":[1,2]}}</tool_call>', ids())
     assert out["tool_calls"][0]["function"]["arguments"] == json.dumps({"a": 1, "b": [1, 2]})
+
+
+# ------------------------------------------------------------------- upstream's environment
+
+
+def test_json_repair_is_upstreams_pin() -> None:
+    from pytest_toolbench.models.open_parsers import UPSTREAM_JSON_REPAIR, installed_json_repair
+
+    assert UPSTREAM_JSON_REPAIR == "0.30.2"
+    assert installed_json_repair() == UPSTREAM_JSON_REPAIR, "pip install json-repair==0.30.2"
+
+
+@pytest.mark.parametrize(
+    ("raw", "upstream_exception"),
+    [
+        # no tag: upstream's bare except leaves `tool_calls` unbound, the next line reads it
+        ("[" * 5000, "UnboundLocalError"),
+        # tag: json_repair's own exception escapes the parser
+        ("<|python_tag|>" + "[" * 5000, "RecursionError"),
+    ],
+)
+def test_parse_error_names_the_exception_upstream_raised(raw: str, upstream_exception: str) -> None:
+    with pytest.raises(OpenParseError) as info:
+        parse_open_reply("llama31", raw, ids())
+    assert info.value.upstream_exception == upstream_exception
+
+
+def _call_deep(frames: int, fn, *args):
+    return fn(*args) if frames <= 0 else _call_deep(frames - 1, fn, *args)
+
+
+def test_parser_runs_at_upstreams_stack_depth(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Upstream's parser is frame 9 of its ThreadPoolExecutor worker thread (5 executor frames,
+    sample_process, sample_process_<scenario>, test_open): ours too, whatever the caller's depth."""
+    from pytest_toolbench.models import open_parsers
+
+    depths = []
+
+    def spy(text, new_id):
+        frame, depth = sys._getframe(), 0
+        while frame is not None:
+            depth, frame = depth + 1, frame.f_back
+        depths.append(depth)
+        return {}
+
+    monkeypatch.setitem(open_parsers.PARSERS, "qwen25", spy)
+    parse_open_reply("qwen25", "", ids())
+    _call_deep(300, parse_open_reply, "qwen25", "", ids())
+    assert depths == [9, 9]
+
+
+def test_deep_nesting_does_not_depend_on_the_callers_depth() -> None:
+    """Near the recursion limit a direct call from a deep stack fails where upstream's parser
+    (and parse_open_reply, at upstream's depth) still reads the call."""
+    k = sys.getrecursionlimit() - 30
+    raw = '{"name": "f", "parameters": ' + '{"a": ' * k + "1" + "}" * k + "}"
+    shallow = parse_open_reply("llama31", raw, ids())
+    assert shallow["tool_calls"] and shallow["tool_calls"][0]["function"]["name"] == "f"
+    assert _call_deep(300, parse_open_reply, "llama31", raw, ids()) == shallow
+    with pytest.raises(OpenParseError):
+        _call_deep(300, parse_llama31, raw, ids())

@@ -21,8 +21,9 @@ included, so that a reply upstream repairs and runs is repaired and run here too
 ``llama31`` (JSON ``{"name", "parameters"}``; ``<|python_tag|>`` is usually stripped by
 ``skip_special_tokens``)
     * without the tag the whole stripped text is tried with ``json_repair``. If that raises,
-      upstream reads an unbound variable and the model call fails (``test_open`` returns None).
-      Here that is :class:`OpenParseError`;
+      upstream reads an unbound variable (``UnboundLocalError``) and the model call fails
+      (``test_open`` returns None). Here that is :class:`OpenParseError`, naming the exception
+      upstream's parser raised in ``upstream_exception``;
     * with the tag, the text after it (char-set ``lstrip`` of the tag, then ``strip``) is parsed
       and the content is the stripped text before it;
     * a non-list result is wrapped in a list. **Only the first** element that has ``name`` and
@@ -41,19 +42,32 @@ messages with calls; neither upstream template shows it to the model.
 ``requirements.txt`` pins (spec S1, commit ``61da069``). Later releases repair differently (Python
 ``None``/``True`` literals, non-string ``arguments``, list-shaped ``parameters``), so another
 version changes which calls upstream would have run. Nothing else in the project imports it.
+
+Recursion depth: ``json_repair`` 0.30.2 recurses once per nesting level, so whether a deeply
+nested reply parses or raises ``RecursionError`` depends on how deep the parser already sits on
+the stack. :func:`parse_open_reply` therefore runs the parser in a fresh worker thread at the same
+frame depth as upstream's (``ThreadPoolExecutor`` worker -> ``sample_process`` ->
+``sample_process_<scenario>`` -> ``test_open`` -> parser), not at whatever depth the caller has.
+Both then meet the same limit as long as the recursion limit is Python's default (1000).
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import json
+import logging
+import threading
 from typing import Any, Callable, Literal
 
 import json_repair
 
 from pytest_toolbench.models.base import ModelCallError
 
+log = logging.getLogger(__name__)
+
 Series = Literal["qwen25", "llama31"]
+Parser = Callable[[str, Callable[[], str]], dict[str, Any]]
 
 QWEN_START = "<tool_call>"
 QWEN_END = "</tool_call>"
@@ -66,6 +80,28 @@ STOP_TOKEN_IDS: dict[str, tuple[int, ...]] = {
 }
 #: Upstream's ``max_new_tokens`` for both series.
 MAX_NEW_TOKENS = 1024
+#: The json_repair release upstream's requirements.txt pins (and pyproject.toml pins).
+UPSTREAM_JSON_REPAIR = "0.30.2"
+#: Upstream's parser is this frame of its worker thread: ``threading`` (3), ``ThreadPoolExecutor``
+#: (``_worker``, ``_WorkItem.run``), ``sample_process``, ``sample_process_<scenario>``,
+#: ``test_open``, then the parser.
+UPSTREAM_PARSER_FRAME = 9
+
+
+def installed_json_repair() -> str | None:
+    """The installed json_repair version (a mismatch with upstream's pin is logged at import)."""
+    try:
+        return importlib.metadata.version("json_repair")
+    except importlib.metadata.PackageNotFoundError:  # pragma: no cover - a dependency
+        return None
+
+
+if installed_json_repair() != UPSTREAM_JSON_REPAIR:
+    log.warning(
+        "json_repair %s is installed; upstream's open-model parsers pin %s, and other releases "
+        "repair some replies differently (pip install json-repair==%s)",
+        installed_json_repair(), UPSTREAM_JSON_REPAIR, UPSTREAM_JSON_REPAIR,
+    )
 
 
 class OpenParseError(ModelCallError):
@@ -73,13 +109,15 @@ class OpenParseError(ModelCallError):
 
     Not an infrastructure failure: the ToolHop runner scores it like upstream (no answer). A
     ModelCallError so that any other runner at least treats it as a failed call, never a crash.
+    ``upstream_exception`` is the type name of what upstream's parser raised on this text.
     """
 
-    def __init__(self, series: str, raw_text: str, reason: str):
+    def __init__(self, series: str, raw_text: str, reason: str, upstream_exception: str):
         super().__init__("unparsable_reply", f"upstream's {series} parser failed: {reason}")
         self.series = series
         self.raw_text = raw_text
         self.reason = reason
+        self.upstream_exception = upstream_exception
 
 
 def deterministic_ids(seed: str) -> Callable[[], str]:
@@ -99,21 +137,9 @@ def _message() -> dict[str, Any]:
     return {"role": "assistant", "content": None, "tool_calls": None}
 
 
-def _append_call(
-    out: dict[str, Any], call: Any, arguments: Any, new_id: Callable[[], str]
-) -> None:
-    """Upstream creates the list first, then builds the entry: a missing ``name`` leaves ``[]``."""
-    if not out["tool_calls"]:
-        out["tool_calls"] = []
-    entry = {
-        "id": new_id(),
-        "type": "function",
-        "function": {
-            "arguments": json.dumps(arguments, ensure_ascii=False),
-            "name": call["name"],
-        },
-    }
-    out["tool_calls"].append(entry)
+# The two parsers keep upstream's statement order and call json_repair.loads / json.dumps from
+# the parser's own frame, as upstream does: both recurse, so an extra frame would move the depth
+# at which a deeply nested reply starts to fail.
 
 
 def parse_qwen25(text: str, new_id: Callable[[], str]) -> dict[str, Any]:
@@ -132,10 +158,18 @@ def parse_qwen25(text: str, new_id: Callable[[], str]) -> dict[str, Any]:
             if block.strip().startswith(QWEN_START):
                 block = block.strip().lstrip(QWEN_START).strip()
             call = json_repair.loads(block)
-            arguments = call["arguments"]
-            if type(arguments) is not dict:  # noqa: E721 - upstream's exact-type test
-                arguments = json_repair.loads(arguments)
-            _append_call(out, call, arguments, new_id)
+            if type(call["arguments"]) is not dict:  # noqa: E721 - upstream's exact-type test
+                call["arguments"] = json_repair.loads(call["arguments"])
+            if not out["tool_calls"]:  # created before the entry: a missing name leaves []
+                out["tool_calls"] = []
+            out["tool_calls"].append({
+                "id": new_id(),
+                "type": "function",
+                "function": {
+                    "arguments": json.dumps(call["arguments"], ensure_ascii=False),
+                    "name": call["name"],
+                },
+            })  # fmt: skip
         except Exception:  # noqa: BLE001 - upstream drops a failed block and goes on
             continue
     return out
@@ -150,25 +184,37 @@ def parse_llama31(text: str, new_id: Callable[[], str]) -> dict[str, Any]:
         try:
             json_repair.loads(text.strip())
         except Exception as exc:  # upstream: bare except, then an unbound name -> call fails
-            raise OpenParseError("llama31", text, f"{type(exc).__name__}: {exc}") from exc
+            raise OpenParseError(
+                "llama31", text, f"{type(exc).__name__}: {exc}", "UnboundLocalError"
+            ) from exc
         payload = text.strip()
     else:
         payload = text[start:].lstrip(LLAMA_TAG).strip()
         out["content"] = text[:start].strip()
     try:
         calls = json_repair.loads(payload)
-    except Exception as exc:  # outside upstream's try: the call fails
-        raise OpenParseError("llama31", text, f"{type(exc).__name__}: {exc}") from exc
+    except Exception as exc:  # outside upstream's try: the call fails with this exception
+        raise OpenParseError(
+            "llama31", text, f"{type(exc).__name__}: {exc}", type(exc).__name__
+        ) from exc
     if type(calls) is not list:  # noqa: E721
         calls = [calls]
     for call in calls:
         try:
-            parameters = call["parameters"]
-            if type(parameters) is not dict:  # noqa: E721
-                arguments = json_repair.loads(parameters)
+            if type(call["parameters"]) is not dict:  # noqa: E721
+                call["arguments"] = json_repair.loads(call["parameters"])
             else:
-                arguments = parameters.copy()
-            _append_call(out, call, arguments, new_id)
+                call["arguments"] = call["parameters"].copy()
+            if not out["tool_calls"]:
+                out["tool_calls"] = []
+            out["tool_calls"].append({
+                "id": new_id(),
+                "type": "function",
+                "function": {
+                    "arguments": json.dumps(call["arguments"], ensure_ascii=False),
+                    "name": call["name"],
+                },
+            })  # fmt: skip
             break  # first call only
         except Exception:  # noqa: BLE001
             continue
@@ -177,16 +223,48 @@ def parse_llama31(text: str, new_id: Callable[[], str]) -> dict[str, Any]:
     return out
 
 
-PARSERS: dict[str, Callable[[str, Callable[[], str]], dict[str, Any]]] = {
+PARSERS: dict[str, Parser] = {
     "qwen25": parse_qwen25,
     "llama31": parse_llama31,
 }
 
 
+def _descend(frames: int, parser: Parser, text: str, new_id: Callable[[], str]) -> dict[str, Any]:
+    """Call ``parser`` ``frames`` frames further down the stack (one frame per level)."""
+    if frames <= 1:
+        return parser(text, new_id)
+    return _descend(frames - 1, parser, text, new_id)
+
+
+class _ParserThread(threading.Thread):
+    """One parse in a fresh thread (so forks inherit no idle worker); frames 1-3 are
+    ``threading``'s, as in upstream's ``ThreadPoolExecutor`` worker."""
+
+    def __init__(self, parser: Parser, text: str, new_id: Callable[[], str]):
+        super().__init__(name="toolbench-open-parser", daemon=True)
+        self.args_ = (parser, text, new_id)
+        self.result: dict[str, Any] | None = None
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            # frames 1-3: threading's _bootstrap, _bootstrap_inner, run; then _descend's own
+            self.result = _descend(UPSTREAM_PARSER_FRAME - 4, *self.args_)
+        except BaseException as exc:  # noqa: BLE001 - handed back to the calling thread
+            self.error = exc
+
+
 def parse_open_reply(series: str, text: str, new_id: Callable[[], str]) -> dict[str, Any]:
-    """Parse one raw reply with the parser of ``series`` ("qwen25" or "llama31")."""
+    """Parse one raw reply with the parser of ``series`` ("qwen25" or "llama31"), at upstream's
+    stack depth (see the module docstring)."""
     try:
         parser = PARSERS[series]
     except KeyError:
         raise ValueError(f"no upstream parser for series {series!r}; expected {sorted(PARSERS)}") from None
-    return parser(text, new_id)
+    worker = _ParserThread(parser, text, new_id)
+    worker.start()
+    worker.join()
+    if worker.error is not None:
+        raise worker.error
+    assert worker.result is not None
+    return worker.result
