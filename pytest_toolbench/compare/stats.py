@@ -84,7 +84,9 @@ def paired_bootstrap_mean_diff(
         return Estimate(None, None, None, 0)
     d = s - a
     estimate = float(d.mean())
-    if np.all(d == d[0]):  # every pair differs by the same amount: so does every resample
+    if np.isnan(estimate) or np.all(d == d[0]):
+        # every pair differs by the same amount: so does every resample; a nan value makes the
+        # difference and its interval nan (as bootstrap_mean)
         return Estimate(estimate, estimate, estimate, n)
     stats = d[resample_indices(n, n_boot=n_boot, seed=seed)].mean(axis=1)
     low, high = percentile_interval(stats, estimate, confidence)
@@ -108,6 +110,8 @@ def paired_bootstrap_ratio_diff(
     if n == 0 or ad.sum() == 0.0 or sd.sum() == 0.0:
         return Estimate(None, None, None, n)
     estimate = float(sn.sum() / sd.sum() - an.sum() / ad.sum())
+    if np.isnan(estimate):
+        return Estimate(estimate, estimate, estimate, n)
     idx = resample_indices(n, n_boot=n_boot, seed=seed)
     bad, bsd = ad[idx].sum(axis=1), sd[idx].sum(axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):

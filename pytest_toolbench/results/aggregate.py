@@ -211,6 +211,8 @@ def _infer_is_rate(spec: MetricSpec, cases: Sequence[CaseResult]) -> bool:
         return unit in ("rate", "proportion", "percent", "%")
     for r in cases:
         v = r.values[spec.value]
+        if v != v:  # nan says nothing about the unit
+            continue
         if spec.kind == "ratio":
             d = r.values[spec.denominator or ""]
             if not 0.0 <= v <= d:

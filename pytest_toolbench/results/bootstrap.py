@@ -63,7 +63,10 @@ def bootstrap_mean(
     if n == 0:
         return Estimate(None, None, None, 0)
     estimate = float(x.mean())
-    if np.all(x == x[0]):  # constant sample: every resample equals the estimate
+    if np.isnan(estimate) or np.all(x == x[0]):
+        # constant sample: every resample equals the estimate; a nan value (an upstream mean of
+        # no scores) makes the mean nan, and its interval is nan too, not one from the resamples
+        # that happened to miss that case
         return Estimate(estimate, estimate, estimate, n)
     stats = x[resample_indices(n, n_boot=n_boot, seed=seed)].mean(axis=1)
     low, high = percentile_interval(stats, estimate, confidence)
@@ -92,6 +95,8 @@ def bootstrap_ratio(
     if n == 0 or total_den == 0.0:
         return Estimate(None, None, None, n)
     estimate = float(num.sum()) / total_den
+    if np.isnan(estimate):  # a nan numerator: nan, as for the mean
+        return Estimate(estimate, estimate, estimate, n)
     idx = resample_indices(n, n_boot=n_boot, seed=seed)
     boot_den = den[idx].sum(axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):

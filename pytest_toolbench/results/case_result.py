@@ -10,7 +10,7 @@ from __future__ import annotations
 from enum import Enum
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from pytest_toolbench.models.base import Usage
 
@@ -27,6 +27,11 @@ class InfraError(BaseModel):
 
 
 class CaseResult(BaseModel):
+    #: A value may be nan where the benchmark's upstream gives nan (e.g. a mean of no scores):
+    #: JSON keeps it as ``NaN``, as json.dumps writes it, so the xdist transport and the journal
+    #: read it back (pydantic's default would write null, which ``values`` rejects).
+    model_config = ConfigDict(ser_json_inf_nan="constants")
+
     case_id: str
     benchmark: str
     scenario: str
