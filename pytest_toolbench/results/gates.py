@@ -250,6 +250,16 @@ def _fmt(x: float) -> str:
     return f"{x:.4g}"
 
 
+#: Why a gate on nan fails: nan compares false with everything, so no threshold could be met,
+#: and a gate must never pass on a number the run could not compute.
+NAN_REASON = ("nan (a case's value is nan, e.g. upstream's mean of no scores), so the gate "
+              "cannot pass")
+
+
+def _nan_verdict(gate: Gate, actual: float | None, reason: str) -> GateVerdict:
+    return GateVerdict(gate=str(gate), actual=actual, passed=False, reason=reason)
+
+
 @dataclass(frozen=True)
 class Baseline:
     """What baseline gates read: the baseline run's metrics (as it reported them) and the paired
@@ -293,6 +303,8 @@ def _evaluate_baseline_gate(gate: Gate, metrics: RunMetrics, baseline: Baseline 
             why = ("McNemar needs 0/1 per-case values in both runs" if gate.paired == "mcnemar_p"
                    else "no case was scored in both runs")
             return fail(f"{gate.path}.{gate.paired} is undefined ({why}; n paired {d.n_paired})")
+        if math.isnan(actual):
+            return _nan_verdict(gate, actual, f"{gate.path}.{gate.paired} is {NAN_REASON}")
         passed = _OPS[gate.op](actual, gate.threshold)
         relation = "satisfies" if passed else "violates"
         return GateVerdict(
@@ -309,6 +321,9 @@ def _evaluate_baseline_gate(gate: Gate, metrics: RunMetrics, baseline: Baseline 
     if not found_b or base is None:
         what = "not found in" if not found_b else "undefined in"
         return fail(f"metric {gate.path} {what} the baseline run ({baseline.label})")
+    if math.isnan(actual) or math.isnan(base):
+        where = "this run" if math.isnan(actual) else f"the baseline run ({baseline.label})"
+        return _nan_verdict(gate, actual, f"{gate.path} in {where} is {NAN_REASON}")
     bound = base + gate.threshold
     passed = _OPS[gate.op](actual, bound)
     relation = "satisfies" if passed else "violates"
@@ -338,6 +353,8 @@ def evaluate_gate(gate: Gate, metrics: RunMetrics, baseline: Baseline | None = N
             passed=False,
             reason=f"{gate.path} is undefined in this run (no case had a value for it)",
         )
+    if math.isnan(actual):
+        return _nan_verdict(gate, actual, f"{gate.path} is {NAN_REASON}")
     passed = _OPS[gate.op](actual, gate.threshold)
     relation = "satisfies" if passed else "violates"
     return GateVerdict(
