@@ -21,6 +21,8 @@ def fmt_value(v: RunValue | None, is_rate: bool) -> str:
         return "-"
     if v.value is None:
         return f"n/a n={v.n}"
+    if v.value != v.value:
+        return f"nan n={v.n}"
     num = (lambda x: f"{100 * x:.2f}") if is_rate else (lambda x: f"{x:.4g}")
     unit = "%" if is_rate else ""
     ci = "" if v.ci_low is None or v.ci_high is None else f" [{num(v.ci_low)}, {num(v.ci_high)}]"
@@ -30,6 +32,8 @@ def fmt_value(v: RunValue | None, is_rate: bool) -> str:
 def fmt_diff(d: PairedDiff, is_rate: bool) -> str:
     if d.diff is None:
         return "n/a"
+    if d.diff != d.diff:
+        return "nan"
     num = (lambda x: f"{100 * x:+.2f}") if is_rate else (lambda x: f"{x:+.4g}")
     unit = " pp" if is_rate else ""
     ci = "" if d.ci_low is None or d.ci_high is None else f" [{num(d.ci_low)}, {num(d.ci_high)}]"

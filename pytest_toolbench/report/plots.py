@@ -77,19 +77,23 @@ def render(spec: PlotSpec, path: Path) -> Path:
     FigureCanvasAgg(fig)
     ax = fig.add_subplot(1, 1, 1)
     xs = list(range(len(spec.groups)))
-    heights = [v if v is not None else 0.0 for v in spec.values]
-    lower = [0.0 if v is None or lo is None else max(0.0, v - lo)
+    def defined(x: float | None) -> bool:
+        return x is not None and x == x  # None: no value; nan: no bar either
+
+    heights = [v if defined(v) else 0.0 for v in spec.values]
+    lower = [max(0.0, v - lo) if defined(v) and defined(lo) else 0.0  # type: ignore[operator]
              for v, lo in zip(spec.values, spec.ci_low)]
-    upper = [0.0 if v is None or hi is None else max(0.0, hi - v)
+    upper = [max(0.0, hi - v) if defined(v) and defined(hi) else 0.0  # type: ignore[operator]
              for v, hi in zip(spec.values, spec.ci_high)]
     ax.bar(xs, heights, color="#4c72b0", yerr=[lower, upper], capsize=4, ecolor="#333333")
     ax.set_xticks(xs)
     ax.set_xticklabels(spec.groups, rotation=45 if len(spec.groups) > 8 else 0,
                        ha="right" if len(spec.groups) > 8 else "center", fontsize=8)
     for x, v, n in zip(xs, spec.values, spec.n):
-        ax.annotate("n/a" if v is None else f"n={n}", (x, 0), xytext=(0, 2),
-                    textcoords="offset points", ha="center", fontsize=7, color="white"
-                    if v else "#333333")
+        drawn = v is not None and v == v  # neither undefined nor nan: a bar is drawn
+        text = f"n={n}" if drawn else "n/a" if v is None else f"nan n={n}"
+        ax.annotate(text, (x, 0), xytext=(0, 2), textcoords="offset points", ha="center",
+                    fontsize=7, color="white" if drawn and v else "#333333")
     if spec.is_rate:
         ax.set_ylim(0, 105)
     ax.set_ylabel(f"{spec.metric} ({'%' if spec.is_rate else 'value'})")

@@ -20,6 +20,8 @@ from pytest_toolbench.results.gates import GateVerdict
 def format_number(x: float | None, *, is_rate: bool) -> str:
     if x is None:
         return "n/a"
+    if x != x:  # nan, printed as upstream prints it (not "nan%")
+        return "nan"
     return f"{100 * x:.2f}%" if is_rate else f"{x:.4g}"
 
 
