@@ -34,3 +34,12 @@ class ToolBeHonestOptions(BaseModel):
         DEFAULT_EMBEDDER,
         description="sentence-transformers model for the L3 matching score",
     )
+    #: Spec §3.6 "NaN hazard": an unsolvable gold plan with no UnsolvableQuery step has no MS
+    #: (upstream scores ``""``, and np.mean of no scores is nan, which the scenario MS and the
+    #: Overall then carry). "skip" is the fix: leave that record out of MS and the Overall.
+    empty_ms: Literal["nan", "skip"] = Field(
+        "nan",
+        description="L3 matching score of an unsolvable gold plan without an UnsolvableQuery "
+        "step: nan = upstream (the scenario's L3-MS and the Overall become nan); skip = leave "
+        "the record out of L3-MS and the Overall",
+    )

@@ -10,7 +10,10 @@
   scenario. Labels read "Level 2 / MNT" (upstream prints "LeveL 2 / MNT", a replace() quirk;
   the counts are the same).
 
-Numbers are shown x100 with two decimals, as the spec compares at +-0.05 on that scale.
+Numbers are shown x100 with two decimals, as the spec compares at +-0.05 on that scale. A
+record whose unsolvable gold plan has no UnsolvableQuery step has a nan MS, so its scenario's
+L3-MS and the Overall (and Table 3's unsolvable L3 and Overall) print ``nan`` as upstream's
+tables do; the leaderboard note names such records (spec §3.6, ``--toolbehonest-empty-ms``).
 ``python -m pytest_toolbench.benchmarks.toolbehonest.report FILE.json`` recomputes the
 leaderboard's Overall from per-scenario numbers (see :func:`main`): the paper's 150/100/100
 weights for a per-model file such as Table 2, a run's own record counts for its JSON report.
@@ -71,6 +74,33 @@ def _unsolvable(results: list[CaseResult]) -> list[CaseResult]:
     return [r for r in results if not r.is_error and not r.labels.get("solvable")]
 
 
+def _record_id(case_id: str) -> str:
+    """``toolbehonest-os-1-L3-unsolvable`` (``-r2`` with repeats) -> ``os-1``."""
+    return case_id.removeprefix(f"{BENCHMARK}-").split("-L", 1)[0]
+
+
+def nan_ms_note(unsolvable: list[CaseResult]) -> str:
+    """Why a cell reads nan (or which records a ``skip`` left out): a record whose unsolvable
+    gold plan has no UnsolvableQuery step has a nan MS, as upstream (np.mean of no scores), and
+    nan carries into L3-MS and the Overall; ``--toolbehonest-empty-ms skip`` leaves it out."""
+    empty = [r for r in unsolvable if "matching_score" in r.details]
+    nan_ids = sorted({_record_id(r.case_id) for r in empty if "l3_ms" in r.values})
+    skipped = sorted({_record_id(r.case_id) for r in empty if "l3_ms" not in r.values})
+    note = ""
+    if nan_ids:
+        note += (f"; nan as upstream: no UnsolvableQuery step in the unsolvable gold plan of "
+                 f"{_ids(nan_ids)} (its L3 MS is np.mean of no scores; --toolbehonest-empty-ms "
+                 "skip leaves such records out)")
+    if skipped:
+        note += (f"; left out of L3-MS and the Overall (--toolbehonest-empty-ms skip; upstream: "
+                 f"nan): {_ids(skipped)}")
+    return note
+
+
+def _ids(ids: list[str]) -> str:
+    return ", ".join(ids[:5]) + (f", ... ({len(ids)} in all)" if len(ids) > 5 else "")
+
+
 def leaderboard(results: list[CaseResult], model: str = "") -> ReportTable:
     """Paper Table 2 layout: one row, MNT/PT/LFT x (L1-EM, L2-PR, L3-PR, L3-MS), Overall."""
     unsolvable = _unsolvable(results)
@@ -94,6 +124,7 @@ def leaderboard(results: list[CaseResult], model: str = "") -> ReportTable:
     note = "x100; unsolvable variant only; Overall = pooled mean of all L1/L2/L3-PR/L3-MS numbers"
     if present != set(SCENARIOS):
         note += f" (only {sorted(present)} in this run)"
+    note += nan_ms_note(unsolvable)
     return ReportTable(
         benchmark=BENCHMARK, name="leaderboard", title="Leaderboard (paper Table 2)",
         columns=columns, rows=[row], note=note, values=values,

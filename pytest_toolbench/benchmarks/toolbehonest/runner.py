@@ -9,7 +9,9 @@ context-length overflow is scored like upstream's empty reply.
 Values a case reports (the unsolvable variant feeds the leaderboard, spec §3.6):
 ``l1_em`` / ``l2_pr`` / ``l3_pr`` / ``l3_ms`` on unsolvable cases, ``*_solvable`` on solvable
 ones, and ``overall_sum`` / ``overall_n`` (the case's share of upstream's pooled Overall: one
-number for L1 and L2, PR and MS for L3) so a ratio metric gives the pooled mean.
+number for L1 and L2, PR and MS for L3) so a ratio metric gives the pooled mean. An unsolvable
+gold plan without an UnsolvableQuery step gives ``l3_ms`` nan and so ``overall_sum`` nan, as
+upstream (see :func:`unsolvable_ms_values`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from pytest_toolbench.benchmarks.toolbehonest.oracle import toolbehonest_oracle
 from pytest_toolbench.benchmarks.toolbehonest.prompts import build_messages
 from pytest_toolbench.benchmarks.toolbehonest.schema import ToolBHRecord
 from pytest_toolbench.benchmarks.toolbehonest.scoring import (
+    PlanScore,
     ScoringError,
     ToolMatcher,
     exact_match,
@@ -45,6 +48,8 @@ from pytest_toolbench.models.base import (
 from pytest_toolbench.results.case_result import CaseResult, InfraError, Outcome
 
 BENCHMARK = "toolbehonest"
+#: details["matching_score"] of an unsolvable L3 case whose MS is nan upstream.
+EMPTY_MS_NOTE = "nan: the unsolvable gold plan has no UnsolvableQuery step (upstream: np.mean of no scores)"
 
 
 def upstream_sampling(backend: str, options: ToolBeHonestOptions, base: Sampling | None = None) -> Sampling:
@@ -77,6 +82,7 @@ def score_reply(
     reply: str,
     matcher: ToolMatcher | None,
     kind: str = "hard",
+    empty_ms: str = "nan",
 ) -> tuple[dict[str, float], dict[str, Any]]:
     """The case's values and scoring details for one reply (raises ScoringError where upstream
     itself would crash)."""
@@ -108,13 +114,26 @@ def score_reply(
         "scorers": score.scorers,
     }
     if not solvable:
-        ms = score.matching_score
-        if ms is None or math.isnan(ms):
-            details["matching_score"] = "nan (upstream: mean of no scores)"
-            values.update(overall_sum=score.progress_rate, overall_n=1.0)
-        else:
-            values.update(l3_ms=ms, overall_sum=score.progress_rate + ms, overall_n=2.0)
+        values.update(unsolvable_ms_values(score, empty_ms, details))
     return values, details
+
+
+def unsolvable_ms_values(score: PlanScore, empty_ms: str, details: dict[str, Any]) -> dict[str, float]:
+    """An unsolvable L3 case's MS and its share of the pooled Overall (spec §3.6).
+
+    Upstream's aggregation reads every unsolvable sample's ``scorers``; for a gold plan without
+    an UnsolvableQuery step that is ``""``, and np.mean of no scores is nan, so the case's MS and
+    ``overall_sum`` are nan and carry into the scenario MS and the Overall as they do upstream
+    (``empty_ms="nan"``, the default). ``empty_ms="skip"`` leaves the case out of both."""
+    ms = score.matching_score
+    if ms is None:  # upstream "": no UnsolvableQuery step in the gold plan
+        ms = math.nan
+    if math.isnan(ms):
+        details["matching_score"] = EMPTY_MS_NOTE
+        if empty_ms == "skip":
+            details["matching_score"] += " (left out: --toolbehonest-empty-ms skip)"
+            return {"overall_sum": score.progress_rate, "overall_n": 1.0}
+    return {"l3_ms": ms, "overall_sum": score.progress_rate + ms, "overall_n": 2.0}
 
 
 class ToolBeHonestRunner:
@@ -131,6 +150,10 @@ class ToolBeHonestRunner:
             out.append({"kind": "progress_rate", "value": "soft", "note": "not the paper's numbers"})
         if self.options.embedder != DEFAULT_EMBEDDER:
             out.append({"kind": "embedder", "value": self.options.embedder, "note": "not MiniLM"})
+        if self.options.empty_ms != "nan":
+            out.append({"kind": "empty_ms", "value": self.options.empty_ms,
+                        "note": "records without an UnsolvableQuery step left out of L3-MS and "
+                        "the Overall (upstream: nan)"})
         return out
 
     async def run(self, case: Case, model: ChatModel) -> CaseResult:
@@ -176,7 +199,8 @@ class ToolBeHonestRunner:
             transcript = list(messages)
         try:
             values, details = score_reply(
-                record, level, solvable, reply, self.matcher, self.options.progress_rate
+                record, level, solvable, reply, self.matcher, self.options.progress_rate,
+                self.options.empty_ms,
             )
         except ScoringError as exc:
             return CaseResult(
@@ -191,7 +215,8 @@ class ToolBeHonestRunner:
         if stop_reason:
             details["stop_reason"] = stop_reason
         scores = [v for k, v in values.items() if not k.startswith("overall")]
-        passed = all(v == 1.0 for v in scores)
+        # a nan MS is the data's (no UnsolvableQuery step to match), not the reply's
+        passed = all(v == 1.0 for v in scores if not math.isnan(v))
         failure = None
         if not passed:
             shown = " ".join(reply.split())[:200] or "<empty reply>"

@@ -107,7 +107,9 @@ class ToolBHRecord(BaseModel):
                 out.append(f"{name} is empty after dropping the final Finish (upstream divides "
                            "by zero scoring its L2/L3 progress rate)")
         if UNSOLVABLE not in gold_u:
-            out.append("planning_tools_unsolvable has no UnsolvableQuery (upstream MS is NaN)")
+            out.append("planning_tools_unsolvable has no UnsolvableQuery (its L3 MS is nan, and "
+                       "so are L3-MS and the Overall, as upstream; --toolbehonest-empty-ms skip "
+                       "leaves it out)")
         for i, tool in enumerate(gold_u):
             if tool != UNSOLVABLE:
                 continue
