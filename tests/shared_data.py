@@ -8,3 +8,4 @@ SHARED_DATASETS = Path(os.environ.get("TOOLBENCH_SHARED_DATASETS", REPO.parent /
 REAL_TOOLHOP = SHARED_DATASETS / "toolhop" / "ToolHop.sample80.json"
 REAL_FAMILYTOOL = SHARED_DATASETS / "familytool"
 FAMILYTOOL_SPECS = SHARED_DATASETS.parent / "specs" / "familytool"
+SHARED_FIDELITY = SHARED_DATASETS.parent / "fidelity"

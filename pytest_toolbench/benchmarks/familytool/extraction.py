@@ -1,10 +1,20 @@
 """Parsing ``KG.search(...)`` calls out of a model reply and executing them on the KG (spec §2.2-2.4).
 
-Every quirk is upstream's and kept on purpose: the non-greedy, single-line call regex; quotes,
-backticks and *all* spaces deleted (so ``Mr. Smith`` never matches as a start); ``<...>`` tags
-stripped (so ``<relationship>`` is optional); lowercase keyword-only ``start=``/``path=``; an
-unparsable ``path=`` contributes ``"<bad_extract>"`` alone; a call whose start is unknown
+Upstream: ``pipeline/KG_extraction_post_process_make_intermediate_json.py`` of
+``yxzwang/FamilyTool`` @ c3c5fc7 (``KG_search``, ``cleankgsearch``, ``examinekg_output``,
+``extractpath``, ``extractpath_relationretrieval``). Every quirk is upstream's and kept on purpose:
+the non-greedy, single-line call regex; quotes, backticks and ASCII spaces deleted (so
+``Mr. Smith`` never matches as a start); ``<...>`` tags stripped (so ``<relationship>`` is
+optional); lowercase keyword-only ``start=``/``path=``; the start and every path item then
+``.strip()``-ed (so a tab, NBSP or ideographic space around a name is dropped, one inside it is
+not); an unparsable ``path=`` contributes ``"<bad_extract>"`` alone; a call whose start is unknown
 contributes nothing; the whole reply, reasoning included, is parsed.
+
+Relation Retrieval's lookups go through upstream's ``startrelationdict``, a ``defaultdict``: every
+lookup of a missing ``"{head}-{relation}"`` key adds it (empty), and the table lives for one
+reply (``KG_search`` builds the graph per reply). Since RR tests each hop's key with the ORIGINAL
+start, a key added by one call can let a later call of the same reply take a hop it would skip
+alone (:class:`ReplyLookups`).
 """
 
 from __future__ import annotations
@@ -15,7 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from pytest_toolbench.benchmarks.familytool.kg import KnowledgeGraph, Triple
+from pytest_toolbench.benchmarks.familytool.kg import KnowledgeGraph, Triple, head_relation_key
 
 BAD = "<bad_extract>"
 CALL_RE = re.compile(r"KG.search\((.*?)\)")
@@ -65,12 +75,13 @@ def parse_calls(response: str) -> list[ParsedCall]:
         path = None
         if path_match is not None:
             path = []
-            for part in path_match.group(1).split(","):
+            for part in (item.strip() for item in path_match.group(1).split(",")):
                 if part == LEGACY_ALL and path:
                     path[-1] += part  # legacy "all" marker merged into the previous relation
                 else:
                     path.append(part)
-        calls.append(ParsedCall(raw, cleaned, start_match.group(1) if start_match else None, path))
+        start = start_match.group(1).strip() if start_match else None
+        calls.append(ParsedCall(raw, cleaned, start, path))
     return calls
 
 
@@ -110,13 +121,37 @@ def greedy_search(kg: KnowledgeGraph, start: str | None, relations: Sequence[str
     return filter_longest_lists(paths), sign
 
 
+class ReplyLookups:
+    """Upstream's ``startrelationdict`` for one reply: the KG's keys plus every key a lookup added.
+
+    ``get_by_start_relation(h, r)`` indexes a ``defaultdict(list)``, so asking for a missing key
+    creates it, empty; ``f"{start}-{relation}" in startrelationdict.keys()`` then says yes."""
+
+    def __init__(self, kg: KnowledgeGraph):
+        self.kg = kg
+        self.added: set[str] = set()
+
+    def has_key(self, head: str, relation: str) -> bool:
+        key = head_relation_key(head, relation)
+        return key in self.added or self.kg.has_key(key)
+
+    def get(self, head: str, relation: str) -> Triple | None:
+        key = head_relation_key(head, relation)
+        if not self.kg.has_key(key):
+            self.added.add(key)
+        return self.kg.first(head, relation)
+
+
 def relation_retrieval(
-    kg: KnowledgeGraph, start: str | None, relations: Sequence[str], top_k: TopK, k: int = 3
+    kg: KnowledgeGraph, start: str | None, relations: Sequence[str], top_k: TopK, k: int = 3,
+    lookups: ReplyLookups | None = None,
 ) -> tuple[list[list[Triple]], str]:
     """The paper's RR (§2.4): each fake relation -> its top-k KG relations, Cartesian product of
     candidates, walked from ``start``. The hop test looks up ``(start, relation)`` with the
-    ORIGINAL start (upstream bug, kept) as well as the current entity; a failing hop is skipped.
+    ORIGINAL start (upstream bug, kept) in the reply's lookup table (``lookups``: keys added by
+    earlier lookups count), then the current entity's first triple; a failing hop is skipped.
     The sign is always ``""``."""
+    lookups = lookups or ReplyLookups(kg)
     if start is None:
         return [], ""
     vocabulary = kg.relation_set
@@ -130,8 +165,10 @@ def relation_retrieval(
     for candidate in candidates:
         entity, path = start, []
         for relation in candidate:
-            triple = kg.first(entity, relation)
-            if kg.first(start, relation) is None or triple is None:
+            if not lookups.has_key(start, relation):
+                continue
+            triple = lookups.get(entity, relation)
+            if triple is None:
                 continue
             path.append(triple)
             entity = triple[2]
@@ -144,6 +181,7 @@ def relation_retrieval(
 def extract(response: str, kg: KnowledgeGraph, method: Method, top_k: TopK | None = None, k: int = 3) -> Extraction:
     """The extraction string of one reply, built exactly as upstream concatenates it (§2.2)."""
     calls = parse_calls(response)
+    lookups = ReplyLookups(kg)  # one table per reply, as upstream builds its graph per reply
     pieces: list[str] = []
     all_paths: list[list[list[str]]] = []
     for call in calls:
@@ -155,7 +193,7 @@ def extract(response: str, kg: KnowledgeGraph, method: Method, top_k: TopK | Non
         else:
             if top_k is None:
                 raise ValueError("relation retrieval needs a retriever")
-            paths, sign = relation_retrieval(kg, call.start, call.path, top_k, k)
+            paths, sign = relation_retrieval(kg, call.start, call.path, top_k, k, lookups)
         for path in paths:
             as_lists = [list(t) for t in path]
             all_paths.append(as_lists)

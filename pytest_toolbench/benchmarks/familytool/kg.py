@@ -23,6 +23,11 @@ if TYPE_CHECKING:
     import networkx as nx
 
 Triple = tuple[str, str, str]
+
+
+def head_relation_key(head: str, relation: str) -> str:
+    """Upstream's ``startrelationdict`` key."""
+    return f"{head}-{relation}"
 RelationOrder = Literal["sorted", "file", "shuffled"]
 
 
@@ -87,15 +92,23 @@ class KnowledgeGraph:
         return entity in self._out
 
     def first(self, head: str, relation: str) -> Triple | None:
-        """The first triple (file order) of ``(head, relation)``, or None: upstream's lookup."""
-        return self._first_index.get((head, relation))
+        """The first triple (file order) of ``(head, relation)``, or None: upstream's lookup.
+
+        Upstream indexes tails by the string ``f"{head}-{relation}"`` and answers with the asked
+        head and relation, so this does too (two pairs that spell the same key share its tails)."""
+        tail = self._first_tail.get(head_relation_key(head, relation))
+        return None if tail is None else (head, relation, tail)
 
     @cached_property
-    def _first_index(self) -> dict[tuple[str, str], Triple]:
-        index: dict[tuple[str, str], Triple] = {}
-        for triple in self.triples:
-            index.setdefault((triple[0], triple[1]), triple)
+    def _first_tail(self) -> dict[str, str]:
+        index: dict[str, str] = {}
+        for head, relation, tail in self.triples:
+            index.setdefault(head_relation_key(head, relation), tail)
         return index
+
+    def has_key(self, key: str) -> bool:
+        """Whether ``key`` (``head_relation_key``) has a triple."""
+        return key in self._first_tail
 
     # --- vocabulary -------------------------------------------------------------------------
     @cached_property
