@@ -129,7 +129,11 @@ def add_options(parser: pytest.Parser) -> None:
                      "--vllm-arg=--max-model-len=4096")
     g.addoption("--vllm-startup-timeout", type=float, default=600.0)
     g.addoption("--tool-call-parser", default=None, help="override vLLM's tool-call parser")
-    g.addoption("--chat-template", default=None, help="override vLLM's chat template (file)")
+    g.addoption("--chat-template", default=None,
+                help="override vLLM's chat template (file; 'model' = the checkpoint's own). "
+                     "Default: the checkpoint's own, except vLLM's Llama 3.x JSON example "
+                     "template beside its parser (decodings closed / open-server-parser) and "
+                     "our Hermes template for SmolLM2, whose own template ignores tools")
     # Benchmarks declare their own flags (benchmarks/options.py).
     for benchmark in registry().values():
         add_benchmark_options(parser, benchmark.name, benchmark.title, benchmark.options_model)

@@ -78,6 +78,36 @@ def test_table_values() -> None:
     assert Path(smol.chat_template).is_file()
 
 
+def test_open_protocol_uses_the_checkpoints_own_template(monkeypatch: pytest.MonkeyPatch) -> None:
+    """--decoding open renders like upstream's apply_chat_template: vLLM's Llama example template
+    (a companion of vLLM's parser) is left out; SmolLM2 keeps ours (its own drops the tools)."""
+    from pytest_toolbench.models import model_families
+
+    monkeypatch.setattr(model_families, "_vllm_example_template", lambda name: f"/vllm/examples/{name}")
+    for name in ("meta-llama/Llama-3.1-8B-Instruct", "meta-llama/Llama-3.2-3B-Instruct",
+                 "meta-llama/Llama-3.3-70B-Instruct"):
+        server_parser = resolve_tool_config(name)
+        assert server_parser.chat_template == "/vllm/examples/tool_chat_template_llama3.1_json.jinja"
+        own = resolve_tool_config(name, open_protocol=True)
+        assert (own.tool_call_parser, own.chat_template) == ("llama3_json", None)
+    smol = resolve_tool_config("smollm2-135m", family="smollm2", open_protocol=True)
+    assert smol.chat_template == str(TEMPLATES_DIR / "hermes_tools.jinja")
+    assert resolve_tool_config("Qwen/Qwen2.5-7B-Instruct", open_protocol=True).chat_template is None
+    # the user's template wins under every decoding; "model" asks for the checkpoint's own
+    assert resolve_tool_config(name, chat_template="/my.jinja", open_protocol=True).chat_template == "/my.jinja"
+    assert resolve_tool_config(name, chat_template="model").chat_template is None
+    assert resolve_tool_config("smollm2-135m", family="smollm2", chat_template="model").chat_template is None
+
+
+def test_every_table_template_has_a_purpose() -> None:
+    from pytest_toolbench.models.model_families import FAMILIES, TEMPLATE_PURPOSE, _table
+
+    table = _table()
+    with_template = {f for f in FAMILIES if table[f][1] is not None}
+    assert with_template <= set(TEMPLATE_PURPOSE) <= set(FAMILIES)
+    assert set(TEMPLATE_PURPOSE.values()) <= {"server_parser", "tools"}
+
+
 def test_settings_override_the_table() -> None:
     cfg = resolve_tool_config("Qwen/Qwen3-8B", tool_call_parser="qwen3_xml", chat_template="/my.jinja")
     assert (cfg.family, cfg.tool_call_parser, cfg.chat_template) == ("qwen3", "qwen3_xml", "/my.jinja")

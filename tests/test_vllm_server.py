@@ -8,6 +8,7 @@ more for the kill test.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import os
@@ -111,6 +112,56 @@ def test_describe_leaves_out_port_and_interpreter(tmp_path: Path) -> None:
     assert "1111" not in json.dumps(da["server_args"])
     assert da["chat_template_sha256"] and da["chat_template_sha256"] == db["chat_template_sha256"]
     assert da["base_url"] == "http://127.0.0.1:1111/v1"
+
+
+def test_open_protocol_serves_the_checkpoints_own_template(tmp_path: Path, monkeypatch) -> None:
+    """--decoding open: no --chat-template for a family whose table template only serves vLLM's
+    parser; describe() (run metadata and cache key) hashes the folder's own template."""
+    from pytest_toolbench.models import model_families
+
+    example = tmp_path / "tool_chat_template_llama3.1_json.jinja"
+    example.write_text("vLLM's example")
+    monkeypatch.setattr(model_families, "_vllm_example_template", lambda name: str(example))
+    folder = tmp_path / "Llama-3.1-8B-Instruct"
+    folder.mkdir()
+    (folder / "tokenizer_config.json").write_text(json.dumps({"chat_template": "own template"}))
+
+    def server(**kw):
+        return VLLMServer(str(folder), served_model_name="m", log_path=tmp_path / "l", cpu=True, **kw)
+
+    closed, opened = server(), server(open_protocol=True)
+    assert closed.build_command(1)[closed.build_command(1).index("--chat-template") + 1] == str(example)
+    assert "--chat-template" not in opened.build_command(1)
+    assert "--tool-call-parser" in opened.build_command(1)  # still there for server-protocol calls
+    own, ex = opened.describe(), closed.describe()
+    assert own["chat_template"] is None and ex["chat_template"] == str(example)
+    assert own["chat_template_sha256"] == hashlib.sha256(b"own template").hexdigest()
+    assert ex["chat_template_sha256"] == hashlib.sha256(b"vLLM's example").hexdigest()
+    user = server(open_protocol=True, chat_template=str(example))
+    assert user.describe()["chat_template"] == str(example)
+
+
+def test_managed_server_passes_the_decoding(tmp_path: Path, monkeypatch) -> None:
+    from pytest_toolbench.config import RunSettings
+    from pytest_toolbench.models import embedded, vllm_server
+    from pytest_toolbench.runtime.server import ManagedServer
+
+    seen: list[dict] = []
+
+    class FakeServer:
+        def __init__(self, path, **kw):
+            seen.append(kw)
+
+        def start(self):
+            return "http://127.0.0.1:1/v1"
+
+    monkeypatch.setattr(vllm_server, "VLLMServer", FakeServer)
+    monkeypatch.setattr(embedded, "resolve_model", lambda name, cache: embedded.ResolvedModel(
+        path=tmp_path, served_name="m", family="llama3.1"))
+    for decoding, expected in (("open", True), ("closed", False), ("open-server-parser", False)):
+        settings = RunSettings(model=str(tmp_path), backend="vllm", decoding=decoding)
+        ManagedServer.start(settings, tmp_path)
+        assert seen[-1]["open_protocol"] is expected, decoding
 
 
 def test_process_exit_during_startup_fails_fast_with_log_tail(tmp_path: Path) -> None:

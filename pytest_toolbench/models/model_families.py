@@ -5,6 +5,14 @@ format the model was trained to emit (and a chat template that shows the model i
 should not have to know this for common models, so we detect the family from the model folder's
 ``config.json`` (or the name) and look the pair up here; ``VLLMSettings.tool_call_parser`` /
 ``chat_template`` override it.
+
+Chat template: the checkpoint's own unless the table says otherwise, for one of two reasons
+(:data:`TEMPLATE_PURPOSE`). vLLM's example templates (Llama 3.x JSON) are vLLM's recommended
+companion of its tool parser: they are used only where that parser extracts the calls (decodings
+``closed`` and ``open-server-parser``). Under the open protocol (``--decoding open``) the harness
+parses the raw text as upstream's ``evaluation_open.py``, which renders the checkpoint's own
+template (``tokenizer.apply_chat_template``), so the server gets no ``--chat-template`` there. Our
+Hermes template for SmolLM2 is used in every decoding: SmolLM2's own template ignores ``tools``.
 """
 
 from __future__ import annotations
@@ -70,6 +78,24 @@ def _table() -> dict[str, tuple[str | None, str | None]]:
         "tiny-random-llama": ("hermes", None),
         UNKNOWN_FAMILY: ("hermes", None),
     }
+
+
+#: Why a family's table template replaces the checkpoint's own, which decides where it is used.
+#: ``server_parser``: vLLM's example template, recommended beside vLLM's ``llama3_json`` parser
+#: (vLLM's docs: the official Llama 3.1 template "tweaked so that it works better with vLLM": its
+#: own default system prompt, tool results wrapped as ``{"output": ...}``, content parts). The
+#: parser reads the official template's JSON format too, so the harness's own parsing (the open
+#: protocol) never needs it: only decodings where the server's parser extracts calls get it.
+#: ``tools``: the checkpoint's own template drops ``tools``; every decoding gets ours.
+TEMPLATE_PURPOSE: dict[str, str] = {
+    "llama3.1": "server_parser",
+    "llama3.2": "server_parser",
+    "llama3.3": "server_parser",
+    "smollm2": "tools",
+}
+
+#: ``--chat-template model``: the checkpoint's own template, whatever the table says.
+OWN_TEMPLATE = "model"
 
 
 FAMILIES: tuple[str, ...] = (
@@ -172,10 +198,14 @@ def resolve_tool_config(
     family: str | None = None,
     tool_call_parser: str | None = None,
     chat_template: str | None = None,
+    open_protocol: bool = False,
 ) -> ToolConfig:
     """Parser and template for ``model``; explicit arguments (user settings) win.
 
     ``tool_call_parser="none"`` turns tool parsing off (no ``--enable-auto-tool-choice``).
+    ``chat_template="model"`` keeps the checkpoint's own template. ``open_protocol``: the run
+    decodes with ``--decoding open`` (the harness parses raw text as upstream), so a table
+    template that only serves vLLM's parser is left out (:data:`TEMPLATE_PURPOSE`).
     """
     family = family or detect_family(model)
     if family == UNKNOWN_FAMILY and tool_call_parser is None:
@@ -185,8 +215,12 @@ def resolve_tool_config(
             model,
         )
     table_parser, table_template = _table().get(family, _table()[UNKNOWN_FAMILY])
+    if open_protocol and TEMPLATE_PURPOSE.get(family) == "server_parser":
+        table_template = None  # upstream renders the checkpoint's own template
     parser = tool_call_parser if tool_call_parser is not None else table_parser
     if parser is not None and parser.lower() == "none":
         parser = None
     template = chat_template if chat_template is not None else table_template
+    if template == OWN_TEMPLATE:
+        template = None
     return ToolConfig(family=family, tool_call_parser=parser, chat_template=template)

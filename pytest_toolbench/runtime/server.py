@@ -35,6 +35,8 @@ class ManagedServer:
                 extra_args=[*resolved.server_args, *settings.vllm.extra_args],
                 tool_call_parser=settings.vllm.tool_call_parser,
                 chat_template=settings.vllm.chat_template,
+                # --decoding open: the checkpoint's own template, as upstream's apply_chat_template
+                open_protocol=settings.open_protocol,
                 startup_timeout_s=settings.vllm.startup_timeout_s,
                 log_path=log_dir / "vllm.log",
                 python=settings.vllm.python,
