@@ -12,7 +12,13 @@ from pytest_toolbench.benchmarks.toolbehonest.options import ToolBeHonestOptions
 from pytest_toolbench.benchmarks.toolbehonest.prompts import DETECTING_ZH
 from pytest_toolbench.benchmarks.toolbehonest.runner import ToolBeHonestRunner, upstream_sampling
 from pytest_toolbench.config import RunSettings
-from pytest_toolbench.models.base import ChatResponse, ContextLengthExceeded, ModelCallError, Sampling
+from pytest_toolbench.models.base import (
+    ChatResponse,
+    ContextLengthExceeded,
+    LostTurn,
+    ModelCallError,
+    Sampling,
+)
 from pytest_toolbench.models.oracle import OracleModel
 from pytest_toolbench.results.case_result import Outcome
 
@@ -69,6 +75,16 @@ def test_model_error_is_an_infrastructure_error_and_context_overflow_scores_empt
     over = run(runner, case, Recorder(exc=ContextLengthExceeded("too long")))
     assert over.outcome is Outcome.FAILED
     assert over.values["l2_pr"] == 0.0 and over.details["condition"] == "non_existent_tools"
+
+
+def test_upstream_lost_turns_scores_a_failed_call_as_upstreams_empty_reply():
+    case = TOOLBEHONEST.load_cases(None, ("PT",))[3]  # os-0, L2 unsolvable
+    runner = ToolBeHonestRunner(ToolBeHonestOptions(), Sampling(), None)
+    lost = run(runner, case, Recorder(exc=LostTurn("http_500", "boom")))
+    assert lost.outcome is Outcome.FAILED and lost.error is None
+    assert lost.values == {"l2_pr": 0.0, "overall_sum": 0.0, "overall_n": 1.0}
+    assert lost.details["condition"] == "non_existent_tools"  # upstream's [""] plan
+    assert lost.details["stop_reason"].startswith("http_500")
 
 
 def test_lang_picks_the_prompts_and_the_data_file(tmp_path):

@@ -4,7 +4,8 @@ One user message, no system prompt, temperature 0 and upstream's max_tokens (102
 for open-weight models on vLLM, 2048 for OpenAI; spec §4). Upstream turns any failed call into
 an empty reply, scored as a wrong answer; here a :class:`ModelCallError` (after the backend's
 retries) is an infrastructure ERROR excluded from metrics, recorded as a deviation, while a
-context-length overflow is scored like upstream's empty reply.
+context-length overflow, and with ``--upstream-lost-turns`` any failed call (no retry there
+with ``--max-retries 0``), is scored like upstream's empty reply.
 
 Values a case reports (the unsolvable variant feeds the leaderboard, spec §3.6):
 ``l1_em`` / ``l2_pr`` / ``l3_pr`` / ``l3_ms`` on unsolvable cases, ``*_solvable`` on solvable
@@ -41,6 +42,7 @@ from pytest_toolbench.models.base import (
     ChatModel,
     ChatRequest,
     ContextLengthExceeded,
+    LostTurn,
     ModelCallError,
     Sampling,
     Usage,
@@ -176,8 +178,9 @@ class ToolBeHonestRunner:
         stop_reason = None
         try:
             response = await model.complete(request, ctx)
-        except ContextLengthExceeded as exc:
-            reply, stop_reason = "", f"{exc.kind}: {exc.message}"  # upstream: "" on any error
+        except (ContextLengthExceeded, LostTurn) as exc:
+            # upstream: "" on any error; a LostTurn (--upstream-lost-turns) is such an error
+            reply, stop_reason = "", f"{exc.kind}: {exc.message}"
             response = None
         except ModelCallError as exc:
             deviations.append(
