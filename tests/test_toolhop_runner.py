@@ -227,6 +227,44 @@ def test_turn_cap_is_nine_and_ends_on_tool_messages(records):
     assert "no answer (ran out of turns" in result.failure_message
 
 
+@pytest.mark.parametrize("scenario", ["mandatory", "direct"])
+@pytest.mark.parametrize(
+    "reply",
+    [
+        {"role": "assistant", "content": "", "tool_calls": None},
+        {"role": "assistant", "content": None, "tool_calls": []},  # parse_qwen25's corner case
+    ],
+)
+def test_reply_without_content_or_calls_is_no_answer_as_upstream(records, reply, scenario):
+    """Upstream: no calls end the loop; falsy content leaves answer_correct unset (/995: wrong)."""
+    result = run(make_runner(), case_for(records[9001], scenario), ScriptedModel([reply]))
+    assert result.model_calls == 1 and result.transcript[-1] == reply
+    assert result.details["answer_status"] == "no_answer" and result.values["answer_correct"] == 0.0
+    assert result.outcome is Outcome.FAILED and result.error is None
+    message = result.failure_message
+    assert "no answer (turn 0: the reply has neither content nor a tool call" in message
+    assert "upstream ends the loop on it and sets no answer_correct" in message
+    assert "counted wrong by its fixed /995 denominator" in message
+
+
+def test_stopped_case_says_why_not_ran_out_of_turns(records):
+    from pytest_toolbench.models.base import ContextLengthExceeded
+    from pytest_toolbench.models.open_parsers import OpenParseError
+
+    first = calls_msg(tool_call("x", "letter_counter", {"text": "Steven"}))
+    overflow = ContextLengthExceeded("maximum context length is 2048 tokens")
+    result = run(make_runner(), case_for(records[9001]), ScriptedModel([first, overflow]))
+    assert result.transcript[-1]["role"] == "tool"
+    assert result.failure_message.split("model: ", 1)[1].startswith(
+        "no answer (turn 1: context_length_exceeded")
+    assert "ran out of turns" not in result.failure_message
+    unparsable = OpenParseError("llama31", "[[", "RecursionError: too deep", "UnboundLocalError")
+    result = run(make_runner(), case_for(records[9001]), ScriptedModel([unparsable]))
+    assert result.details["stop_reason"].endswith("(upstream: UnboundLocalError)")
+    assert "no answer (turn 0: unparsable_reply" in result.failure_message
+    assert result.details["raw_outputs"] == [{"turn": 0, "text": "[["}]
+
+
 def test_custom_max_turns_is_a_recorded_deviation(records):
     model = ScriptedModel([calls_msg(tool_call("x", "letter_counter", {"text": "a"}))] * 5)
     result = run(make_runner(max_turns=3), case_for(records[9001]), model)

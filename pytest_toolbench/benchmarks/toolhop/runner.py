@@ -4,7 +4,10 @@ The loop is upstream's: one user message, up to ``max_turns`` (9) model calls, t
 message appended as returned, its tool calls executed *sequentially in order* with one
 ``{"role": "tool", "content", "tool_call_id"}`` message each (no ``name`` field), and a stop when
 a reply has no tool calls or at the last turn index (then the conversation ends on tool messages
-and there is no answer to score). Direct is a single call without tools.
+and there is no answer to score). A reply with neither content nor tool calls ends the loop too,
+and upstream's scorer skips it (falsy content): no ``answer_correct``, so its fixed /995
+denominator counts it wrong; here it is ``answer_status == "no_answer"``, scored 0. Direct is a
+single call without tools.
 
 Deliberate differences from upstream, each recorded in ``details["deviations"]``:
 
@@ -51,6 +54,7 @@ from pytest_toolbench.benchmarks.toolhop.prompts import build_messages, build_to
 from pytest_toolbench.benchmarks.toolhop.schema import ToolHopRecord
 from pytest_toolbench.benchmarks.toolhop.scoring import (
     final_assistant_content,
+    no_answer_reason,
     strict_answer_correct,
     upstream_answer_correct,
 )
@@ -198,7 +202,7 @@ class ToolHopRunner:
                 break
             except OpenParseError as exc:
                 # Upstream's parser raised: test_open returns None (see the module docstring).
-                state.stop_reason = f"{exc.kind}: {exc.message}"
+                state.stop_reason = f"{exc.kind}: {exc.message} (upstream: {exc.upstream_exception})"
                 state.raw_outputs.append({"turn": turn, "text": exc.raw_text})
                 break
             except ModelCallError as exc:
@@ -403,13 +407,7 @@ class ToolHopRunner:
         failure_message = None
         if not correct:
             if status == "no_answer":
-                last_role = messages[-1].get("role")
-                answer = (
-                    f"no answer (empty final {last_role} message at turn {state.turn})"
-                    if last_role == "assistant"
-                    else f"no answer (ran out of turns: ended on a {last_role} message "
-                    f"at turn {state.turn})"
-                )
+                answer = no_answer_reason(messages, state.turn, state.stop_reason)
             else:
                 answer = truncate(prediction)
             failure_message = (

@@ -83,3 +83,31 @@ def strict_answer_correct(messages: list[dict[str, Any]], gold: str) -> bool | N
     if tagged is None:
         return False
     return normalize_strict(tagged) == normalize_strict(gold)
+
+
+#: How upstream's accuracy treats a sample without ``answer_correct`` (spec §3.1).
+COUNTED_WRONG = "counted wrong by its fixed /995 denominator"
+
+
+def no_answer_reason(
+    messages: list[dict[str, Any]], turn: int, stop_reason: str | None = None
+) -> str:
+    """Why a case has no final answer, and what upstream does with it (for the failure message).
+
+    * The model call failed (context overflow, upstream's own parser raised): upstream's call
+      returns None and, its turns spent on the same failure, the sample is never written.
+    * The last reply has neither content nor a tool call (``""``/None content; no calls, or the
+      empty list ``parse_qwen25`` leaves when a block fails on ``name``): upstream's loop ends on
+      it like on any reply without calls, and its scorer skips it because the content is falsy.
+    * Otherwise the turns ran out: the conversation ends on tool messages (or on the prompt when
+      every turn was lost).
+    """
+    if stop_reason:
+        return f"no answer (turn {turn}: {stop_reason}; upstream's call yields nothing and the " \
+            f"sample is never written, {COUNTED_WRONG})"
+    last_role = messages[-1].get("role") if messages else None
+    if last_role == "assistant":
+        return f"no answer (turn {turn}: the reply has neither content nor a tool call; upstream " \
+            f"ends the loop on it and sets no answer_correct, {COUNTED_WRONG})"
+    return f"no answer (ran out of turns: the conversation ends on a {last_role} message at turn " \
+        f"{turn}; upstream sets no answer_correct, {COUNTED_WRONG})"
