@@ -20,7 +20,7 @@ def test_bundled_sample_covers_every_scenario_of_the_paper():
     present = {d.scenario for d in dialogues}
     assert present == set(SCENARIOS) and len(SCENARIOS) == 10  # the paper's "ten scenarios"
     cases = METABENCH.load_cases(None, SCENARIOS)
-    assert len({c.id for c in cases}) == len(cases) == 44
+    assert len({c.id for c in cases}) == len(cases) == 45
     fm = next(d for d in dialogues if d.id == "hard/open-world/function_missing/0001")
     assert [m.turn_kind for m in fm.messages if m.role == "assistant"] == ["meta_tool", "call", "chat", "meta_tool", "call", "chat"]
     assert fm.judged_turns == [1, 3, 7, 9]  # final prose replies are not judged outside chat
@@ -57,6 +57,26 @@ def test_sharegpt_record_is_normalised_and_axes_come_from_the_path(tmp_path):
     assert d.messages[1].content == "Need a tool."
     assert d.gold_tools(1) == ["get_traffic_report"]
     assert d.tools == []
+
+
+def test_gold_chat_answer_showing_json_stays_a_chat_turn(tmp_path):
+    """glaive's chat answers include code examples (paper A.2). Read from text, such a gold
+    answer is a chat turn: only a real invocation (bare call JSON, a python tag) makes a call
+    turn. The loose reading made it a call turn expecting a call to "John"."""
+    example = 'Here you go:\n```json\n{"name": "John", "age": 30}\n```'
+    record = {"id": "0001", "conversations": [
+        {"from": "human", "value": "Show me a JSON object for a person."},
+        {"from": "gpt", "value": example},
+        {"from": "human", "value": "And the weather in Lisbon?"},
+        {"from": "gpt", "value": '[{"name": "get_weather_forecast", "parameters": {"city": "Lisbon"}}]'}]}
+    folder = tmp_path / "metabench" / "simple" / "open-world"
+    folder.mkdir(parents=True)
+    (folder / "function_existing.json").write_text(json.dumps([record]))
+    [d] = load_dialogues(tmp_path / "metabench")
+    assert [(m.turn_kind, m.content) for m in d.messages if m.role == "assistant"] == [("chat", example), ("call", None)]
+    bundled = next(d for d in METABENCH.load_dialogues(None) if d.id == "simple/open-world/chat/0003")
+    assert [m.turn_kind for m in bundled.messages if m.role == "assistant"] == ["chat"]
+    assert '{"name": "John", "age": 30}' in bundled.messages[1].content
 
 
 def test_bad_jsonl_line_names_file_and_line(tmp_path):

@@ -62,9 +62,11 @@ class MetaBenchBenchmark:
         _ratio("p_acc", "p_hits", "gt_calls", CALL_SCENARIOS, "P-Acc: gold calls matched with all argument values"),
         MetricSpec(name="irr", value="irr_correct", scenarios=CHAT_SCENARIOS,
                    description="IRR: chat turns answered without invoking a tool"),
-        _ratio("fmd", "fmd_hits", "gt_missing", FM_SCENARIOS, "FMD: gold missing tools met by a retriever call"),
+        _ratio("fmd", "fmd_hits", "fmd_units", FM_SCENARIOS,
+               "FMD: meta_tool turns answered with a well-formed retriever call (per gold missing "
+               "tool with --metabench-fmd-unit gold_tool)"),
         *(_ratio(f"hr_{k}", f"hr_{k}_hits", "gt_missing", FM_SCENARIOS,
-                 f"HR@{k}: gold missing tools in the retriever's top {k}") for k in (1, 3, 5)),
+                 f"HR@{k}: gold missing tools within the turn's retrieved top-{k} set") for k in (1, 3, 5)),
     )
     breakdown_labels: tuple[str, ...] = ()
     label_markers: dict[str, str] = {"category": "name", "difficulty": "name", "world": "name"}

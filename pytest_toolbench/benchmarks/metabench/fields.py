@@ -25,7 +25,7 @@ import json
 import re
 from typing import Any
 
-from pytest_toolbench.benchmarks.metabench.parsing import as_call, calls_in_text, split_reasoning
+from pytest_toolbench.benchmarks.metabench.parsing import as_call, invocation_calls, split_reasoning
 from pytest_toolbench.benchmarks.metabench.prompts import RETRIEVER_TOOL_NAMES
 
 DIFFICULTIES = ("simple", "hard")
@@ -113,7 +113,9 @@ def tool_result_entry(name: str, function_id: int, results: Any) -> dict[str, An
 
 def _assistant_from_text(value: str) -> dict[str, Any]:
     reasoning, tail = split_reasoning(value)
-    calls = calls_in_text(tail)
+    # A gold chat answer that shows JSON (glaive's code examples) stays a chat turn: only a real
+    # invocation in the text makes it a call turn, whatever reading the run judges replies by.
+    calls = invocation_calls(tail)
     if calls:
         return {"role": "assistant", "content": reasoning or None, "tool_calls": calls}
     return {"role": "assistant", "content": value}

@@ -1,5 +1,8 @@
-"""Meta-Bench run options: each paper ambiguity the spec resolves is a named option whose default
-is the spec's reading (spec §4, §5). Every field is a ``--metabench-<field>`` flag."""
+"""Meta-Bench run options: each paper ambiguity is a named option (spec §4, §5). Where one of the
+paper's sentences fixes a definition (what an invocation is, P-Acc "in value", FMD as a success
+rate, HR "within the retrieved tool set") the default follows the sentence and the spec's other
+reading is the alternative; elsewhere the default is the spec's reading. Every field is a
+``--metabench-<field>`` flag; a non-default value is recorded in each case's ``deviations``."""
 
 from __future__ import annotations
 
@@ -66,10 +69,20 @@ class MetaBenchOptions(BaseModel):
         description="keyword baseline: how a pool tool's 'concatenated string of name and "
         "description' is formed (separator unstated; fields {name} and {description})",
     )
-    p_acc: Literal["strict", "lenient"] = Field(
-        "strict",
-        description="P-Acc: strict=argument dicts equal after JSON canonicalisation; lenient="
-        "type coercion, case/whitespace, defaults and extra optional params ignored",
+    p_acc: Literal["value", "strict", "lenient"] = Field(
+        "value",
+        description="P-Acc (paper: parameters \"precisely match ... in value\"): value=numbers "
+        "by value (72 == 72.0), booleans only to booleans, strings exactly, lists/objects "
+        "recursively; strict=argument dicts equal after JSON canonicalisation (types too: "
+        "72.0 != 72); lenient=type coercion, case/whitespace, defaults and extra optional "
+        "params ignored",
+    )
+    call_reading: Literal["invocation", "any_json"] = Field(
+        "invocation",
+        description="what in a reply is a tool call (IRR: \"the invocation of any tool\"; all "
+        "turns): invocation=structured tool_calls or a family's call syntax (bare call JSON as "
+        "the whole reply, after <|python_tag|> or [TOOL_CALLS], in <tool_call> blocks), never "
+        "JSON inside prose or code fences; any_json=any JSON object with a name anywhere",
     )
     extra_calls: Literal["ignore", "penalise"] = Field(
         "ignore",
@@ -80,15 +93,18 @@ class MetaBenchOptions(BaseModel):
     irr_meta_tool: Literal["invocation", "abstain"] = Field(
         "invocation", description="IRR: whether a meta_tool call in a chat turn is a tool invocation"
     )
-    fmd_credit: Literal["count", "turn"] = Field(
-        "count",
-        description="FMD per GT missing tool: count=min(#retriever calls, #GT) per turn; turn=all "
-        "GT tools of the turn credited if any retriever call is made",
+    fmd_unit: Literal["turn", "gold_tool"] = Field(
+        "turn",
+        description="FMD (paper: \"the success rate of this meta-tool function calling\"): "
+        "turn=per meta_tool turn, met by any well-formed retriever call; gold_tool=per gold "
+        "missing tool, min(#retriever calls, #gold) per turn",
     )
-    hr_matching: Literal["bipartite", "any"] = Field(
-        "bipartite",
-        description="HR@k in parallel turns: bipartite=each retriever call hits at most one GT "
-        "tool (maximum matching); any=a GT tool is hit if any call's top-k holds it",
+    hr_matching: Literal["retrieved_set", "bipartite"] = Field(
+        "retrieved_set",
+        description="HR@k per gold missing tool (paper: \"hit rate of the ground truth tool "
+        "within the retrieved tool set\"): retrieved_set=a hit if it is in the union of the "
+        "turn's retriever calls' top-k; bipartite=each retriever call hits at most one gold "
+        "tool (maximum matching)",
     )
     history_query: Literal["full", "last_user"] = Field(
         "full",

@@ -21,7 +21,7 @@ from pytest_toolbench.benchmarks.metabench import scoring
 from pytest_toolbench.benchmarks.metabench.conversation import build_messages, gold_calls, history_query
 from pytest_toolbench.benchmarks.metabench.options import MetaBenchOptions
 from pytest_toolbench.benchmarks.metabench.oracle import metabench_oracle
-from pytest_toolbench.benchmarks.metabench.parsing import calls_in_message
+from pytest_toolbench.benchmarks.metabench.parsing import calls_in_message, message_text, uncounted_json
 from pytest_toolbench.benchmarks.metabench.prompts import META_TOOL_NAME, TOOLSEARCHER_NAME
 from pytest_toolbench.benchmarks.metabench.retriever import MetaBenchRetriever, result_message
 from pytest_toolbench.benchmarks.metabench.schema import JudgedTurn
@@ -86,6 +86,7 @@ class MetaBenchRunner:
             "retriever": self.options.retriever,
             "embedder": self.options.embedder,
             "alpha": self.options.alpha,
+            "fmd_unit": self.options.fmd_unit,
             "deviations": self.option_deviations(),
         }
         usage_fields: dict[str, Any] = {}
@@ -106,7 +107,7 @@ class MetaBenchRunner:
                 )
             else:
                 reply.message = response.message
-                reply.calls = calls_in_message(response.message)
+                reply.calls = calls_in_message(response.message, self.options.call_reading)
                 usage_fields = {
                     "usage": response.usage, "latency_s": response.latency_s, "model_calls": 1,
                     "cached_calls": int(bool(response.cached)),
@@ -120,6 +121,10 @@ class MetaBenchRunner:
             transcript.append(reply.message)
         details["prediction"] = reply.message.get("content") if reply.message else None
         details["predicted_calls"] = reply.calls
+        if reply.message is not None and self.options.call_reading == "invocation":
+            uncounted = uncounted_json(message_text(reply.message))
+            if uncounted:
+                details["json_not_counted_as_calls"] = uncounted
         if reply.stop_reason:
             details["stop_reason"] = reply.stop_reason
         rankings = await self._answer_retriever_calls(judged, reply.calls, transcript, details)
@@ -170,7 +175,7 @@ class MetaBenchRunner:
             values = {k: float(m[k]) for k in ("t_hits", "p_hits", "gt_calls")}
             ok = m["p_hits"] == m["gt_calls"]
             return values, ok, f"gold: {truncate(gold)} | model: {shown}"
-        # meta_tool turn: FMD and HR@k per gold missing tool
+        # meta_tool turn: FMD per turn (or per gold tool), HR@k per gold missing tool
         gold_tools = judged.dialogue.gold_tools(judged.turn)
         n = len(gold_tools)
         matching = o.hr_matching
@@ -180,15 +185,15 @@ class MetaBenchRunner:
             )
             rankings = [[name for name, _ in ranked]]
             details["retrieved"] = [[{"name": nm, "score": round(s, 6)} for nm, s in ranked]]
-            fmd = n  # FMD = 100 by definition
-            matching = "any"  # one query serves every gold tool of the turn
+            fmd, fmd_units = (1, 1) if o.fmd_unit == "turn" else (n, n)  # FMD = 100 by definition
+            matching = "retrieved_set"  # one query serves every gold tool of the turn
         else:
             n_calls = sum(scoring.is_retriever_call(c, o.retriever) for c in pred)
-            fmd = scoring.detected(n_calls, n, o.fmd_credit)
-        values = {"gt_missing": float(n), "fmd_hits": float(fmd)}
+            fmd, fmd_units = scoring.fmd(n_calls, n, o.fmd_unit)
+        values = {"gt_missing": float(n), "fmd_hits": float(fmd), "fmd_units": float(fmd_units)}
         for k in HR_KS:
             values[f"hr_{k}_hits"] = float(scoring.hits_at_k(rankings, gold_tools, k, matching))
-        details.update({"gold_tools": gold_tools, "fmd_hits": fmd,
+        details.update({"gold_tools": gold_tools, "fmd_hits": fmd, "fmd_units": fmd_units,
                         **{f"hr_{k}_hits": int(values[f'hr_{k}_hits']) for k in HR_KS}})
         # The case judges the model (detection); HR@k measures the retriever and is reported apart.
-        return values, fmd == n, f"expected a {'ToolSearcher' if o.retriever == 'keyword' else 'meta_tool'} call for {gold_tools} | model: {shown}"
+        return values, fmd == fmd_units, f"expected a {'ToolSearcher' if o.retriever == 'keyword' else 'meta_tool'} call for {gold_tools} | model: {shown}"

@@ -1,13 +1,22 @@
-"""Meta-Bench metrics for one judged turn (paper §4.1; ambiguities resolved as spec §4 proposes).
+"""Meta-Bench metrics for one judged turn (paper §4.1; where a sentence of the paper fixes a
+definition the default follows it, the spec's other readings are named options).
 
 * T-Acc / P-Acc, unit = each ground-truth call: order-insensitive one-to-one matching by name
-  (T) and by name plus equal arguments (P, so P <= T); extra predicted calls are not penalised
-  (counted apart; ``extra_calls="penalise"`` makes a turn with any unmatched predicted call score
-  no hit); meta_tool, ToolSearcher or get_user_input instead of the real tool is a miss.
+  (T) and by name plus matching arguments (P, so P <= T); extra predicted calls are not
+  penalised (counted apart; ``extra_calls="penalise"`` makes a turn with any unmatched
+  predicted call score no hit); meta_tool, ToolSearcher or get_user_input instead of the real
+  tool is a miss. Arguments "match ... in value" (``p_acc="value"``): 72 == 72.0, but a string
+  is not a number and a boolean is not 1; ``strict`` compares JSON types too, ``lenient``
+  coerces.
 * IRR, unit = chat turn: correct iff the reply invokes no tool other than get_user_input
-  (meta_tool counts as an invocation unless ``irr_meta_tool="abstain"``); prose is abstention.
-* FMD and HR@k, unit = each ground-truth missing tool: detection is a well-formed retriever
-  call; HR@k counts gold tools in the top-k, each retriever call usable for one gold tool.
+  (meta_tool counts as an invocation unless ``irr_meta_tool="abstain"``); what is an
+  invocation is parsing.py's call reading, so prose and JSON shown in prose are abstention.
+* FMD, unit = meta_tool turn (``fmd_unit="turn"``): "the success rate of this meta-tool
+  function calling", a success being at least one well-formed retriever call;
+  ``fmd_unit="gold_tool"`` credits min(#calls, #gold) per gold missing tool.
+* HR@k, unit = each gold missing tool: hit iff it lies "within the retrieved tool set", the
+  union of the top-k of the turn's retriever calls (``hr_matching="retrieved_set"``);
+  ``bipartite`` lets each retriever call hit at most one gold tool.
 """
 
 from __future__ import annotations
@@ -25,6 +34,23 @@ from pytest_toolbench.benchmarks.metabench.prompts import (
 def canonical(value: Any) -> str:
     """JSON canonical form: same keys, values and JSON types (1 != 1.0 != "1" != true)."""
     return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def same_value(a: Any, b: Any) -> bool:
+    """Equal "in value": numbers by numeric value (72 == 72.0), booleans only to booleans
+    (JSON true is not 1), strings exactly (case and spaces count; "72" is text, not 72), null
+    only to null, lists element by element in order, objects by key set and value."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return a == b
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same_value(a[k], b[k]) for k in a)
+    if isinstance(a, str) and isinstance(b, str):
+        return a == b
+    return a is None and b is None
 
 
 def _lenient_value(value: Any) -> Any:
@@ -53,11 +79,13 @@ def _defaults_and_required(schema: dict[str, Any] | None) -> tuple[dict[str, Any
     return defaults, set(required if isinstance(required, list) else [])
 
 
-def params_equal(pred: Any, gold: Any, mode: str = "strict", schema: dict[str, Any] | None = None) -> bool:
-    """Strict: canonical JSON equality. Lenient: coerced values, casefolded and
-    whitespace-collapsed strings, parameters equal to their declared default dropped on both
-    sides, and predicted optional parameters absent from the gold and without a declared
-    default ignored."""
+def params_equal(pred: Any, gold: Any, mode: str = "value", schema: dict[str, Any] | None = None) -> bool:
+    """Value: :func:`same_value` (the paper's "match ... in value"). Strict: canonical JSON
+    equality, types included. Lenient: coerced values, casefolded and whitespace-collapsed
+    strings, parameters equal to their declared default dropped on both sides, and predicted
+    optional parameters absent from the gold and without a declared default ignored."""
+    if mode == "value":
+        return same_value(pred, gold)
     if mode == "strict":
         return canonical(pred) == canonical(gold)
     if not isinstance(pred, dict) or not isinstance(gold, dict):
@@ -80,7 +108,7 @@ def params_equal(pred: Any, gold: Any, mode: str = "strict", schema: dict[str, A
 def match_calls(
     gold: list[dict[str, Any]],
     pred: list[dict[str, Any]],
-    mode: str = "strict",
+    mode: str = "value",
     schemas: dict[str, dict[str, Any]] | None = None,
     extra: str = "ignore",
 ) -> dict[str, int]:
@@ -138,11 +166,13 @@ def is_retriever_call(call: dict[str, Any], retriever: str = "meta_tool") -> boo
     )
 
 
-def detected(n_retriever_calls: int, n_gold: int, credit: str = "count") -> int:
-    """FMD credit of one meta_tool turn, in gold missing tools."""
-    if credit == "turn":
-        return n_gold if n_retriever_calls else 0
-    return min(n_retriever_calls, n_gold)
+def fmd(n_retriever_calls: int, n_gold: int, unit: str = "turn") -> tuple[int, int]:
+    """(hits, units) of FMD at one meta_tool turn. ``turn``: one unit, met by any well-formed
+    retriever call (a success of "this meta-tool function calling"). ``gold_tool``: one unit
+    per gold missing tool, each retriever call meeting at most one."""
+    if unit == "turn":
+        return int(n_retriever_calls > 0), 1
+    return min(n_retriever_calls, n_gold), n_gold
 
 
 def max_matching(edges: list[set[int]], n_right: int) -> int:
@@ -162,9 +192,11 @@ def max_matching(edges: list[set[int]], n_right: int) -> int:
     return sum(augment(i, set()) for i in range(len(edges)))
 
 
-def hits_at_k(rankings: list[list[str]], gold: list[str], k: int, matching: str = "bipartite") -> int:
-    """Gold tools found in the top-k of the retriever calls' rankings."""
-    if matching == "any":
-        return sum(any(g in r[:k] for r in rankings) for g in gold)
+def hits_at_k(rankings: list[list[str]], gold: list[str], k: int, matching: str = "retrieved_set") -> int:
+    """Gold tools found in the top-k of the retriever calls' rankings: ``retrieved_set`` = in
+    the union of every call's top-k; ``bipartite`` = each call's top-k serves one gold tool."""
+    if matching == "retrieved_set":
+        retrieved = {name for r in rankings for name in r[:k]}
+        return sum(g in retrieved for g in gold)
     edges = [{j for j, g in enumerate(gold) if g in r[:k]} for r in rankings]
     return max_matching(edges, len(gold))

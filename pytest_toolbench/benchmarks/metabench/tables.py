@@ -1,6 +1,7 @@
 """Meta-Bench's report tables in the layout of the paper's Tables 2 and 3 (one row per difficulty
 for the model under test; percentages with two decimals, pooled over units as the paper's
-denominators imply: T/P-Acc per gold call, IRR per chat turn, FMD/HR per gold missing tool)."""
+denominators imply: T/P-Acc per gold call, IRR per chat turn, FMD per meta_tool turn (or per
+gold missing tool, ``fmd_unit``), HR@k per gold missing tool)."""
 
 from __future__ import annotations
 
@@ -80,12 +81,16 @@ def table3(results: list[CaseResult]) -> ReportTable:
     for difficulty in DIFFICULTIES:
         members = by.get((difficulty, "open", "function_missing"), [])
         for title, num in TABLE3_METRICS:
-            v = _pooled(members, num, "gt_missing")
+            v = _pooled(members, num, "fmd_units" if num == "fmd_hits" else "gt_missing")
             row.append(v)
             values[f"{difficulty}.{title.lower().replace('@', '_')}"] = v
-    note = "per gold missing tool; HR@k measures the retriever on this model's queries"
+    unit_names = {"turn": "meta_tool turn", "gold_tool": "gold missing tool"}
+    units = sorted({unit_names.get(str(u), str(u)) for r in results if (u := r.details.get("fmd_unit"))})
+    note = f"FMD per {' / '.join(units) or 'meta_tool turn'}, HR@k per gold missing tool; "
     if model == "oracle":
-        note = "oracle run: the queries are the gold meta_tool calls, so HR@k is the retriever's own hit rate"
+        note += "oracle run: the queries are the gold meta_tool calls, so HR@k is the retriever's own hit rate"
+    else:
+        note += "HR@k measures the retriever on this model's queries"
     embedders = sorted({str(r.details.get("embedder")) for r in results if r.details.get("embedder")})
     alphas = sorted({str(r.details.get("alpha")) for r in results if r.details.get("alpha") is not None})
     note += f" (embedder {', '.join(embedders) or '?'}, alpha {', '.join(alphas) or '?'})"
