@@ -1,4 +1,4 @@
-"""Meta-Bench metrics on the bundled dialogues, against values computed by hand (paper §4.1 and
+"""Meta-Bench metrics on the bundled dialogues, against values computed by hand (paper §3.3.2 and
 spec §4): each default that follows a sentence of the paper beside its named alternative."""
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Two readings of "the reply invokes a tool" (``--metabench-call-reading``):
 
-``invocation`` (default; the paper's "invocation of any tool", IRR §4.1)
+``invocation`` (default; the paper's "invocation of any tool", IRR, paper §3.3.2)
     Only a real invocation counts: structured ``tool_calls`` (a server-side parser), or text in
     a call syntax a model family emits. The text is cut into Llama messages at ``<|eom_id|>``,
     ``<|eot_id|>`` and ``<|start_header_id|>assistant<|end_header_id|>``; in each piece
