@@ -87,7 +87,10 @@ def test_familytool_scores_a_bad_block_as_hermes2pro(tmp_path, bad_block):
         assert isinstance(model, OpenProtocolModel)
         result = run(runner(tmp_path), case, model)
     sent = server.requests[0]
-    assert sent["tool_choice"] == "none" and sent["tools"]  # tools rendered, server parser off
+    # Upstream's raw tool documents reach the chat template (response included, no wrapper);
+    # no tools= field, so the server's tool parser never runs and the raw text comes back.
+    assert "tools" not in sent and "tool_choice" not in sent
+    assert sent["chat_template_kwargs"]["tools"] == case.sample.candidate_tools
     assert (sent["temperature"], sent["top_p"], sent["max_tokens"]) == (0.7, 0.8, 512)
     assert result.details["raw_output"] == text  # the runner saw the raw text
     assert result.details["open_protocol"] == "text" and result.details["text_parser"] == "hermes"

@@ -143,3 +143,59 @@ def test_failed_extraction_is_an_infrastructure_error_and_not_memoised(tmp_path)
     result = asyncio.run(runner.run(case("tooluse-gs"), Failing("")))
     assert result.is_error and result.error.kind == "http_500"
     assert not list((tmp_path / "memo").rglob("*.json"))
+
+
+class Recorder:
+    """Answers like the oracle and keeps every request (any format)."""
+
+    def __init__(self, name: str):
+        self.name, self.requests, self.oracle = name, [], OracleModel()
+
+    async def complete(self, request, ctx):
+        self.requests.append(request)
+        return await self.oracle.complete(request, ctx)
+
+    async def aclose(self):
+        return None
+
+    def describe(self):
+        return {"backend": "scripted", "base_url": None}
+
+
+def test_deepseek_reasoner_takes_upstreams_plain_text_path(tmp_path):
+    """APIRequester sends the model named deepseek-reasoner down DeepSeek_R1's prompt: no tools
+    field, the documents as JSON lines; the oracle's JSON reply scores 100."""
+    model = Recorder("deepseek-reasoner")
+    result = asyncio.run(make_runner(tmp_path).run(case("tooluse-golden"), model))
+    request = model.requests[0]
+    assert request.tools is None and request.extra_body is None
+    assert "You should give one or more tool calls after think" in request.messages[0]["content"]
+    assert (request.sampling.temperature, request.sampling.max_tokens) == (0.7, 1024)
+    assert result.details["tool_format"] == "deepseek_r1" and result.values["em"] == 1.0
+
+
+def test_vllm_format_sends_raw_documents_and_scores_the_oracle(tmp_path):
+    model = Recorder("Qwen2.5-7B-Instruct")
+    result = asyncio.run(make_runner(tmp_path, tool_format="vllm").run(case("tooluse-golden"), model))
+    request = model.requests[0]
+    record = case("tooluse-golden").sample
+    assert request.tools is None and request.extra_body == {"chat_template_kwargs": {"tools": record.candidate_tools}}
+    assert result.details["tools"] == record.candidate_tools and result.values["em"] == 1.0
+
+
+def test_qwen3_no_think_extraction(tmp_path):
+    """Upstream's --no_think renders Qwen3's template with enable_thinking=False (local models
+    only); the option or a model name containing no_think turns it on."""
+    def extraction_request(name: str, **options):
+        model = Recorder(name)
+        runner = make_runner(tmp_path / name / str(options), **options)
+        runner.backend = "vllm"
+        asyncio.run(runner.run(case("extract-gs"), model))
+        return model.requests[0]
+
+    off = {"chat_template_kwargs": {"enable_thinking": False}}
+    assert extraction_request("Qwen3-8B", no_think=True).extra_body == off
+    assert extraction_request("Qwen3-8B-no_think").extra_body == off
+    assert extraction_request("Qwen3-8B").extra_body is None  # thinking on: the template's default
+    assert extraction_request("Qwen2.5-7B-Instruct", no_think=True).extra_body is None
+    assert extraction_request("Qwen3-8B", no_think=True, kg_layout="system_user").extra_body is None

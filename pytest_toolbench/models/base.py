@@ -45,10 +45,16 @@ class ChatRequest(BaseModel):
     tools: list[dict[str, Any]] | None = None
     tool_choice: str | dict[str, Any] | None = None
     sampling: Sampling = Field(default_factory=Sampling)
+    #: Server-specific body fields of this request alone (e.g. vLLM's ``chat_template_kwargs``,
+    #: through which FamilyTool hands the chat template upstream's raw tool documents).
+    extra_body: dict[str, Any] | None = None
 
     def fingerprint(self) -> str:
         """Stable hash of everything in the request that changes the answer."""
-        payload = json.dumps(self.model_dump(mode="json"), sort_keys=True, ensure_ascii=False)
+        dumped = self.model_dump(mode="json")
+        if dumped["extra_body"] is None:  # requests without one keep the keys they always had
+            del dumped["extra_body"]
+        payload = json.dumps(dumped, sort_keys=True, ensure_ascii=False)
         return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 

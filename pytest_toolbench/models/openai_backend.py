@@ -342,6 +342,10 @@ class OpenAIBackend:
         kwargs.update(request.sampling.as_request_kwargs())
         if self.extra_body:  # server-specific fields go in the same JSON body (vLLM stop ids)
             kwargs.update(self.extra_body)
+        for key, value in (request.extra_body or {}).items():
+            # The request's own fields win; two dicts under one key (chat_template_kwargs) merge.
+            base = kwargs.get(key)
+            kwargs[key] = {**base, **value} if isinstance(base, dict) and isinstance(value, dict) else value
         return kwargs
 
     def _loop_state(self) -> tuple[openai.AsyncOpenAI, asyncio.Semaphore]:

@@ -87,6 +87,9 @@ class FamilyToolBenchmark:
                    description="golden entities used by the gold call all extracted"),
         MetricSpec(name="format_error", value="format_error", scenarios=EXTRACT, higher_is_better=False,
                    description="empty extraction string (no usable KG.search call)"),
+        MetricSpec(name="em_per_tool", value="em_per_tool", scenarios=TOOLUSE,
+                   description="ExactMatch-PerTool: share of gold calls fully correct (upstream logs it "
+                   "beside EM; equal to EM when the gold has one call)"),
         MetricSpec(name="tool_acc", value="tool_acc", scenarios=TOOLUSE, description="gold tool called"),
         MetricSpec(name="value_acc", value="value_acc", scenarios=TOOLUSE,
                    description="per-sample share of gold values matched (0 on a wrong tool), macro"),

@@ -44,9 +44,26 @@ class FamilyToolOptions(BaseModel):
         description="extraction messages: single_user (local vLLM models), system_user (API "
         "models); auto picks by backend",
     )
-    tool_format: Literal["auto", "openai", "vllm"] = Field(
-        "auto", description="tool-use formatting: openai (APIRequester) or vllm (chat template); "
-        "auto picks by backend",
+    tool_format: Literal["auto", "openai", "vllm", "deepseek_r1"] = Field(
+        "auto", description="tool-use formatting: openai (APIRequester), vllm (chat template "
+        "with the raw tool documents) or deepseek_r1 (tools as JSON lines in the prompt); auto: "
+        "deepseek_r1 for a model named deepseek-reasoner (as upstream), else by backend",
+    )
+    api_text_tool_calls: bool = Field(
+        False,
+        description="variant: also read <tool_call> text in an API reply's content when it has "
+        "no tool_calls (upstream reads tool_calls only)",
+    )
+    think_vocab: Literal["auto", "yes", "no"] = Field(
+        "auto",
+        description="whether the model's tokenizer has </think> (upstream then finds no call in a "
+        "reply starting with <tool_call>); auto: from a local model folder, else the name "
+        "(QwQ, Qwen3, DeepSeek-R1)",
+    )
+    no_think: bool = Field(
+        False,
+        description="Qwen3 extraction with thinking off (upstream --no_think: enable_thinking="
+        "False in the chat template; also on when the model name contains no_think)",
     )
     date: str = Field(
         "2025-05-26",

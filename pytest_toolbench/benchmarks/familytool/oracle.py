@@ -60,12 +60,21 @@ def golden_tool_message(record: FamilyToolRecord) -> dict[str, Any]:
     }
 
 
+def _is_deepseek_r1_prompt(request: ChatRequest) -> bool:
+    content = request.messages[-1].get("content") if request.messages else None
+    return isinstance(content, str) and content.startswith("You are a helpful Assistant.\n\nCurrent Date:")
+
+
 def familytool_oracle(record: FamilyToolRecord) -> Callable[[ChatRequest], dict[str, Any]]:
-    """Requests with tools get the golden call; the extraction request gets the KG.search calls."""
+    """Tool-use requests get the golden call in their format's reply (``tool_calls``; JSON text for
+    the deepseek-reasoner prompt); the extraction request gets the KG.search calls."""
 
     def policy(request: ChatRequest) -> dict[str, Any]:
-        if request.tools:
+        template_tools = ((request.extra_body or {}).get("chat_template_kwargs") or {}).get("tools")
+        if request.tools or template_tools:
             return golden_tool_message(record)
+        if _is_deepseek_r1_prompt(request):
+            return {"role": "assistant", "content": json.dumps(record.golden_calls, ensure_ascii=False)}
         return {"role": "assistant", "content": kg_search_text(record.golden_links)}
 
     return policy

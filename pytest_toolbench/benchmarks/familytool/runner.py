@@ -31,8 +31,11 @@ from pytest_toolbench.benchmarks.familytool.retriever import RelationRetriever
 from pytest_toolbench.benchmarks.familytool.schema import FamilyToolRecord
 from pytest_toolbench.benchmarks.familytool.scoring import extraction_values, tooluse_values
 from pytest_toolbench.benchmarks.familytool.tooluse import (
+    DEEPSEEK_REASONER,
     build_request_parts,
+    has_think_token,
     parse_reply,
+    rendered_tools,
     text_parser_for,
     tool_sampling,
 )
@@ -87,11 +90,30 @@ class FamilyToolRunner:
         self._described: dict[str, dict[str, Any]] = {}
 
     # --- settings per step -----------------------------------------------------------------
-    @property
-    def tool_format(self) -> str:
+    def tool_format(self, model_name: str) -> str:
+        """APIRequester sends the model named ``deepseek-reasoner`` down DeepSeek_R1's plain-text
+        path; the rest goes by backend (a served vLLM model is rendered by its chat template)."""
         if self.options.tool_format != "auto":
             return self.options.tool_format
+        if model_name == DEEPSEEK_REASONER:
+            return "deepseek_r1"
         return "vllm" if self.backend == "vllm" else "openai"
+
+    def think_vocab(self, model: ChatModel) -> bool:
+        if self.options.think_vocab != "auto":
+            return self.options.think_vocab == "yes"
+        info = self._info(model)
+        return has_think_token(*[str(n) for n in (info.get("model_path"), model.name, info.get("model")) if n])
+
+    def extraction_extra_body(self, kg_model: ChatModel, layout: str) -> dict[str, Any] | None:
+        """Upstream's ``--no_think`` for Qwen3: ``enable_thinking=False`` where it renders the chat
+        template itself (local models, the single-user layout); API models never get it."""
+        name = kg_model.name
+        if layout != "single_user" or self.family(kg_model) != "qwen3":
+            return None
+        if self.options.no_think or "no_think" in name.lower():
+            return {"chat_template_kwargs": {"enable_thinking": False}}
+        return None
 
     def extraction_layout(self, kg_backend: str) -> str:
         if self.options.kg_layout != "auto":
@@ -124,6 +146,7 @@ class FamilyToolRunner:
         request = ChatRequest(
             messages=extraction_messages(record.query, relations, layout),  # type: ignore[arg-type]
             sampling=self._sampling(EXTRACTION_TEMPERATURE, EXTRACTION_MAX_TOKENS),
+            extra_body=self.extraction_extra_body(kg_model, layout),
         )
         # --repeats: each repeat extracts afresh (its own memo entry, cache key and recording).
         key = memo_key(kg_model.name, kg_model.describe().get("base_url"), request.fingerprint(),
@@ -201,14 +224,18 @@ class FamilyToolRunner:
             else:
                 assert extraction is not None
                 content = substitute(record.user, extraction.text)
-            messages, tools = build_request_parts(
-                content, record.candidate_tools, self.tool_format, self.options.date, model.name  # type: ignore[arg-type]
+            fmt = self.tool_format(model.name)
+            messages, tools, extra_body = build_request_parts(
+                content, record.candidate_tools, fmt, self.options.date, model.name  # type: ignore[arg-type]
             )
             parser = text_parser_for(self.family(model))
-            temperature, max_tokens, top_p = tool_sampling(self.tool_format, parser)  # type: ignore[arg-type]
+            temperature, max_tokens, top_p = tool_sampling(fmt, parser)  # type: ignore[arg-type]
             sampling = self._sampling(temperature, max_tokens, top_p=top_p)
-            tool_choice = self.options.tool_choice if self.tool_format == "openai" else None
-            request = ChatRequest(messages=messages, tools=tools, tool_choice=tool_choice, sampling=sampling)
+            tool_choice = self.options.tool_choice if fmt == "openai" else None
+            # Fields left unset stay out of the body (an explicit tools=None is sent as null).
+            request = ChatRequest(messages=messages, sampling=sampling, **{
+                k: v for k, v in (("tools", tools), ("tool_choice", tool_choice), ("extra_body", extra_body))
+                if v is not None})
             transcript = list(messages)
             # Turn 0: the extraction reply lives under its own id (extraction_call_id).
             ctx = CallContext(case_id=case.id, turn=0, oracle=familytool_oracle(record))
@@ -221,12 +248,15 @@ class FamilyToolRunner:
                 message = {"role": "assistant", "content": ""}
                 details["stop_reason"] = exc.message
             transcript.append(message)
-            predicted = parse_reply(message, parser)
+            think_vocab = fmt == "vllm" and parser == "hermes" and self.think_vocab(model)
+            predicted = parse_reply(message, parser, fmt,  # type: ignore[arg-type]
+                                    api_text_tool_calls=self.options.api_text_tool_calls,
+                                    think_vocab=think_vocab)
             values = tooluse_values(record.golden_calls, predicted)
             details.update(
-                {"tool_format": self.tool_format, "text_parser": parser,
+                {"tool_format": fmt, "text_parser": parser, "think_vocab": think_vocab,
                  "open_protocol": self.open_protocol(model),
-                 "tools": tools, "golden_calls": record.golden_calls,
+                 "tools": rendered_tools(tools, extra_body), "golden_calls": record.golden_calls,
                  "predicted_calls": predicted, "raw_output": message.get("content"),
                  "tool_call_count": len(predicted)}
             )
@@ -260,8 +290,11 @@ class FamilyToolRunner:
             out.append({"kind": "embedder", "value": o.embedder, "note": "upstream: jina-embeddings-v3"})
         if o.kg_file is not None:
             out.append({"kind": "kg_file", "value": str(o.kg_file)})
-        if self.tool_format == "vllm":
+        if o.tool_format == "vllm" or (o.tool_format == "auto" and self.backend == "vllm"):
             out.append({"kind": "repetition_penalty", "note": "upstream 1.05 is not sent"})
+        if o.api_text_tool_calls:
+            out.append({"kind": "api_text_tool_calls", "value": True,
+                        "note": "upstream reads an API reply's tool_calls only"})
         return out
 
     def _result(

@@ -64,7 +64,13 @@ def _sort_key(value: Any) -> str:
 
 
 def tooluse_values(golden: list[dict[str, Any]], predicted: list[dict[str, Any]]) -> dict[str, float]:
+    """``metrics_for_single_round_tool_call`` (is_strict=True): EM = ExactMatch-AllTools,
+    ``em_per_tool`` = ExactMatch-PerTool (all_matched / number of gold calls), Tool Acc, Value Acc.
+    Where upstream would raise (a non-dict argument value) the call matches no value here."""
     gold, pred = _by_name(golden), _by_name(predicted)
+    if not gold:  # upstream: every metric is 1 iff the model called nothing either
+        empty = 1.0 if not pred else 0.0
+        return {"em": empty, "em_per_tool": empty, "tool_acc": empty, "value_acc": empty}
     tool_matches = all_matched = matched_params = total_params = 0
     for name, gold_args in gold.items():
         if name not in pred:
@@ -74,15 +80,17 @@ def tooluse_values(golden: list[dict[str, Any]], predicted: list[dict[str, Any]]
         for g, p in zip(sorted(gold_args, key=_sort_key), sorted(pred[name], key=_sort_key)):
             p = p if isinstance(p, dict) else {}  # upstream would crash on a non-dict
             matched = True
-            for key, value in g.items():
+            for key, value in (g.items() if isinstance(g, dict) else ()):
                 total_params += 1
                 if json.dumps(p.get(key)) == json.dumps(value):
                     matched_params += 1
                 else:
                     matched = False
         all_matched += matched
+    per_tool = all_matched / len(golden)
     return {
-        "em": 1.0 if golden and all_matched / len(golden) == 1 else 0.0,
-        "tool_acc": tool_matches / len(gold) if gold else 0.0,
+        "em": 1.0 if per_tool == 1 else 0.0,
+        "em_per_tool": float(per_tool),
+        "tool_acc": tool_matches / len(gold),
         "value_acc": matched_params / total_params if total_params else 0.0,
     }

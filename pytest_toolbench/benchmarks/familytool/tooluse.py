@@ -1,30 +1,40 @@
 """KG-augmented tool use as UnifiedToolHub's ``single_last`` mode (spec §4.1-4.2).
 
-The chat history is the one user message (golden, extracted or full KG in the ``(...)`` slot); the
-candidate tools go with it. Two formats:
+Upstream: ``resources/UnifiedToolHub`` of ``yxzwang/FamilyTool`` @ c3c5fc7 (``models/
+api_requester.py``, ``models/qwen_2_5.py``, ``models/llama_3_1.py``, ``models/deepseek_r1.py``,
+``models/base.py``, ``benchmark/metrics.py``). Where the spec's summary and that code differ, the
+code wins. The chat history is the one user message (golden, extracted or full KG in the ``(...)``
+slot); the candidate tools go with it. Three formats:
 
-* ``openai`` (APIRequester, OpenAI-compatible endpoints and the oracle): tools converted to the
-  OpenAI function schema (type map, list-style properties, ``response`` dropped, dots in names ->
-  ``_``), system message ``"You are a helpful assistant.\\nCurrent Date: YYYY-MM-DD"``,
-  ``tool_choice`` a setting (upstream default ``auto``), T=0.7, max_tokens=1024.
-* ``vllm`` (Qwen_2_5 family served by vLLM, whose chat template renders the tools): the raw tool
-  documents wrapped as functions; the date reaches the system block through a system message
-  built so that Qwen's template renders the same bytes as upstream's insertion of
-  ``"Current Date: ...\\n\\n"`` before ``"# Tools"`` (exact for Qwen2.5 and Qwen3; QwQ and
-  Llama-3.1 differ in whitespace/header lines: deviation). T=0.7, top_p=0.8, max_tokens=512;
-  repetition_penalty 1.05 cannot be sent through the OpenAI wire format (deviation).
+* ``openai`` (APIRequester: OpenAI-compatible endpoints and the oracle): the tool documents
+  converted as ``convert_to_openai_tools`` converts them (:func:`openai_tool`), system message
+  ``"You are a helpful assistant.\nCurrent Date: YYYY-MM-DD"``, ``tool_choice`` a setting
+  (upstream default ``auto``), T=0.7, max_tokens=1024. Only structured ``tool_calls`` count:
+  upstream never reads ``<tool_call>`` text in an API reply's content
+  (``--familytool-api-text-tool-calls`` turns that fallback on).
+* ``vllm`` (Qwen_2_5 / Llama_3_1 formatters, whose HF chat template renders the tools): upstream
+  hands ``apply_chat_template`` the **raw** tool documents (``response`` included, no
+  ``{"type": "function"}`` wrapper). Over HTTP they travel as ``chat_template_kwargs.tools``
+  (vLLM lets a request's template kwargs replace the ``tools`` it would derive from ``tools=``), so
+  the server's template renders upstream's bytes. The date reaches Qwen's system block through a
+  system message built so that the template renders what upstream's insertion of
+  ``"Current Date: ...\n\n"`` before ``"# Tools"`` gives (exact for Qwen2.5 and Qwen3; QwQ and
+  Llama-3.1 differ in whitespace/header lines: ledger). T=0.7, top_p=0.8, max_tokens=512;
+  repetition_penalty 1.05 cannot be sent through the OpenAI wire format (ledger).
+* ``deepseek_r1`` (APIRequester for the model named ``deepseek-reasoner``): no ``tools`` field;
+  one user message listing the raw tool documents as JSON lines (``DeepSeek_R1.get_messages``);
+  the reply's content is read as JSON (``json.loads``, then ``ast.literal_eval``, else ``{}``), a
+  single object wrapped in a list, items without ``name`` and ``parameters`` dropped.
 
-Parsing: structured ``tool_calls`` (arguments ``json.loads``, fallback ``ast.literal_eval``, else
-``{}``); with none (the raw text of ``--decoding open``, or a server that parsed nothing), the text
-is parsed as upstream's vLLM parser for the model's type would: Hermes2ProToolParser for
-``Qwen_2_5`` (Qwen2.5, QwQ, Qwen3; any bad block voids all calls) and Llama3JsonToolParser for
-``Llama_3_1`` (the vLLM 0.8 version current at the upstream commit: the text must start with
-``{`` or ``<|python_tag|>``; objects separated by ``"; "``; ``arguments`` or ``parameters``; any
-failure -> no calls).
-
-Sampling per type (UnifiedToolHub defaults, spec §4.2): APIRequester T=0.7, max_tokens=1024;
-Qwen_2_5 T=0.7, top_p=0.8, max_tokens=512; Llama_3_1 T=0.5, top_p=0.9, max_tokens=512 (the paper
-says 0.7 for all; the code's default wins). repetition_penalty 1.05 is not sent (deviation).
+Parsing of ``vllm`` replies: structured ``tool_calls`` when a server parser made them (decodings
+``closed`` / ``open-server-parser``); otherwise the text, as upstream's vLLM parser for the model's
+type reads it: Hermes2ProToolParser for ``Qwen_2_5`` (Qwen2.5, QwQ, Qwen3; any bad block voids all
+calls) and Llama3JsonToolParser for ``Llama_3_1`` (the vLLM 0.8 version current at the upstream
+commit: the text must start with ``{`` or ``<|python_tag|>``; objects separated by ``"; "``;
+``arguments`` or ``parameters``; any failure -> no calls). ``BaseFormatter.get_tool_call`` then
+tests ``"</think>" in result.content``: for a tokenizer with ``</think>`` (QwQ, Qwen3, R1 distills)
+a reply that *starts* with ``<tool_call>`` has ``content=None``, the test raises, and the bare
+``except`` returns no calls at all (:func:`hermes_calls` with ``think_vocab``).
 """
 
 from __future__ import annotations
@@ -33,51 +43,114 @@ import ast
 import copy
 import json
 import re
+from pathlib import Path
 from typing import Any, Literal
 
-ToolFormat = Literal["openai", "vllm"]
+ToolFormat = Literal["openai", "vllm", "deepseek_r1"]
 TextParser = Literal["hermes", "llama3_json"]
 LLAMA_BOT = "<|python_tag|>"
+TOOL_CALL_START = "<tool_call>"
 TYPE_MAP = {"str": "string", "int": "integer", "float": "number", "list": "array", "dict": "object"}
 API_SYSTEM = "You are a helpful assistant.\nCurrent Date: {date}"
 QWEN25_DEFAULT_SYSTEM = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant."
 HERMES_RE = re.compile(r"<tool_call>(.*?)</tool_call>|<tool_call>(.*)", re.DOTALL)
+#: The model name APIRequester sends down DeepSeek_R1's plain-text path.
+DEEPSEEK_REASONER = "deepseek-reasoner"
+_R1_FORMAT = '{"name":"tool_name", "parameters": {"key_1":value_1, "key_2": value_2} }'
+_R1_FORMAT_MORE = (
+    '[{"name":"tool_1", "parameters": {"key_1":value_1, "key_2": value_2} }, '
+    '{"name":"tool_2", "parameters": {"key_3":value_3, "key_3": value_3} }]'
+)
 
 
-def _convert_property(spec: Any) -> dict[str, Any]:
-    spec = dict(spec) if isinstance(spec, dict) else {}
-    kind = spec.get("type")
-    spec["type"] = TYPE_MAP.get(kind, kind) if kind else "string"
-    return spec
+# --- APIRequester.convert_to_openai_tools ---------------------------------------------------------
+def _map_type(value: Any) -> str:
+    """Lower-case, then map Python type names; a list takes its first item; anything else (or
+    nothing) is ``string``."""
+    if isinstance(value, list) and value:
+        value = value[0]
+    elif not isinstance(value, str):
+        return "string"
+    lowered = str(value).lower()
+    return TYPE_MAP.get(lowered, lowered)
+
+
+def _nested_properties(properties: Any) -> dict[str, Any]:
+    """``process_properties``: nested specs are kept whole (defaults, enums and all), only their
+    ``type``, nested ``properties`` and array ``items`` are mapped; non-dict values pass as is."""
+    result: dict[str, Any] = {}
+    if not isinstance(properties, dict):
+        return result
+    for key, value in properties.items():
+        if not isinstance(value, dict):
+            result[str(key).replace(".", "_")] = value
+            continue
+        spec = dict(value)
+        if "type" in spec:
+            spec["type"] = _map_type(spec["type"])
+        if "properties" in spec:
+            spec["properties"] = _nested_properties(spec["properties"])
+        if spec.get("type") == "array" and "items" in spec:
+            _map_items(spec["items"])
+        result[str(key).replace(".", "_")] = spec
+    return result
+
+
+def _map_items(items: Any) -> None:
+    """Upstream maps an ``items`` dict in place (the converted tool keeps the same object)."""
+    if isinstance(items, dict) and "type" in items:
+        items["type"] = _map_type(items["type"])
+    if isinstance(items, dict) and "properties" in items:
+        items["properties"] = _nested_properties(items["properties"])
+
+
+def _top_level_property(spec: dict[str, Any]) -> dict[str, Any]:
+    """A first-level parameter keeps only type, description and (by type) items or properties."""
+    info: dict[str, Any] = {"type": "string", "description": spec.get("description", "")}
+    if "type" in spec:
+        info["type"] = _map_type(spec["type"])
+        if info["type"] == "array":
+            info["items"] = {"type": "string"}
+            if "items" in spec:
+                info["items"] = spec["items"]
+                _map_items(info["items"])
+        elif info["type"] == "object":
+            info["properties"] = _nested_properties(spec["properties"]) if "properties" in spec else {}
+    return info
 
 
 def openai_tool(doc: dict[str, Any]) -> dict[str, Any]:
-    """APIRequester's conversion of one MTU-Bench tool document to an OpenAI function."""
-    params = doc.get("parameters") if isinstance(doc.get("parameters"), dict) else {}
-    props = params.get("properties", {})
-    if isinstance(props, list):  # list-style: [{"name", "description"}, ...]
-        props = {
-            p["name"]: {"description": p.get("description", "")}
-            for p in props
-            if isinstance(p, dict) and "name" in p
-        }
-    converted = {name: _convert_property(spec) for name, spec in (props or {}).items()}
-    schema: dict[str, Any] = {"type": "object", "properties": converted}
-    if params.get("required"):
-        schema["required"] = list(params["required"])
-    return {
-        "type": "function",
-        "function": {
-            "name": str(doc["name"]).replace(".", "_"),
-            "description": doc.get("description", ""),
-            "parameters": schema,
-        },
+    """APIRequester's conversion of one MTU-Bench tool document to an OpenAI function.
+
+    Reproduced field by field: the name stripped with dots -> ``_``; ``parameters`` always
+    ``{"type": "object", "properties": ..., "required": ...}`` with ``required`` copied as given or
+    ``[]``; each first-level parameter reduced to type/description(``""`` when missing)/items/
+    properties; ``default``, ``format``, ``pattern``, ``enum`` and ``response`` dropped there. The
+    document is deep-copied first, so the in-place ``items`` mapping never touches the record."""
+    doc = copy.deepcopy(doc)
+    params = doc.get("parameters")
+    function: dict[str, Any] = {
+        "name": str(doc.get("name", "")).strip().replace(".", "_"),
+        "description": doc.get("description"),
+        "parameters": {"type": "object", "properties": {}, "required": []},
     }
-
-
-def vllm_tool(doc: dict[str, Any]) -> dict[str, Any]:
-    """The raw document as the template will render it (``response`` is not an OpenAI field)."""
-    function = {k: copy.deepcopy(v) for k, v in doc.items() if k in ("name", "description", "parameters")}
+    schema = function["parameters"]
+    if isinstance(params, dict) and "required" in params:
+        schema["required"] = params["required"]
+    if isinstance(params, dict) and "properties" in params:
+        properties = params["properties"]
+        if isinstance(properties, list):  # list-style: [{"name", "description", ...}, ...]
+            for prop in properties:
+                if isinstance(prop, dict) and "name" in prop:
+                    schema["properties"][str(prop["name"]).replace(".", "_")] = _top_level_property(prop)
+        elif isinstance(properties, dict):
+            schema["properties"] = {
+                str(name).replace(".", "_"): (
+                    {"type": "string", "description": spec} if isinstance(spec, str)
+                    else _top_level_property(spec if isinstance(spec, dict) else {})
+                )
+                for name, spec in properties.items()
+            }
     return {"type": "function", "function": function}
 
 
@@ -89,20 +162,41 @@ def vllm_system(model_name: str, date: str) -> str:
     return line
 
 
+def deepseek_r1_prompt(user_content: str, tools: list[dict[str, Any]], date: str) -> str:
+    """``DeepSeek_R1.get_messages``: the raw documents as ``json.dumps`` lines, the query last."""
+    tool_lines = "\n".join(json.dumps(tool) for tool in tools)
+    return (
+        f"You are a helpful Assistant.\n\nCurrent Date: {date}\n\n"
+        f"You can use the following tools in json format like {_R1_FORMAT} or {_R1_FORMAT_MORE}.\n\n"
+        f"{tool_lines}\n\nYou should give one or more tool calls after think\n\n"
+        f"Query: {user_content}\n"
+    )
+
+
 def build_request_parts(
     user_content: str, tools: list[dict[str, Any]], fmt: ToolFormat, date: str, model_name: str
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None, dict[str, Any] | None]:
+    """``(messages, tools field, extra body)`` of the tool-use request in ``fmt``."""
     if fmt == "openai":
         messages = [
             {"role": "system", "content": API_SYSTEM.format(date=date)},
             {"role": "user", "content": user_content},
         ]
-        return messages, [openai_tool(t) for t in tools]
+        return messages, [openai_tool(t) for t in tools], None
+    if fmt == "deepseek_r1":
+        return [{"role": "user", "content": deepseek_r1_prompt(user_content, tools, date)}], None, None
     messages = [
         {"role": "system", "content": vllm_system(model_name, date)},
         {"role": "user", "content": user_content},
     ]
-    return messages, [vllm_tool(t) for t in tools]
+    return messages, None, {"chat_template_kwargs": {"tools": copy.deepcopy(tools)}}
+
+
+def rendered_tools(tools_field: list[dict[str, Any]] | None, extra_body: dict[str, Any] | None) -> list[Any]:
+    """The tool list the chat template (or the API) is given, for the case's details."""
+    if tools_field is not None:
+        return tools_field
+    return list(((extra_body or {}).get("chat_template_kwargs") or {}).get("tools") or [])
 
 
 def parse_arguments(arguments: Any) -> Any:
@@ -118,16 +212,26 @@ def parse_arguments(arguments: Any) -> Any:
         return {}
 
 
-def hermes_calls(text: str) -> list[dict[str, Any]]:
-    """vLLM Hermes2ProToolParser over the whole text: any failure -> no calls at all."""
-    if "<tool_call>" not in (text or ""):
+def hermes_calls(text: str, think_vocab: bool = False) -> list[dict[str, Any]]:
+    """vLLM Hermes2ProToolParser over the whole text: any failure -> no calls at all.
+
+    ``think_vocab``: the tokenizer has ``</think>`` (QwQ, Qwen3). The parser's content is then the
+    text before the first ``<tool_call>``, ``None`` when that is empty, and upstream's
+    ``"</think>" in None`` raises into a bare ``except``: a reply that starts with ``<tool_call>``
+    yields no calls (``BaseFormatter.get_tool_call``)."""
+    text = text or ""
+    if TOOL_CALL_START not in text:
         return []
     calls = []
     try:
         for closed, open_ in HERMES_RE.findall(text):
             call = json.loads(closed if closed else open_)
+            if not isinstance(call["name"], str):  # vLLM's FunctionCall(name=...) refuses it
+                return []
             calls.append({"name": call["name"], "parameters": call["arguments"]})
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, IndexError):
+        return []
+    if think_vocab and text.find(TOOL_CALL_START) == 0:
         return []
     return calls
 
@@ -150,6 +254,33 @@ def llama3_json_calls(text: str) -> list[dict[str, Any]]:
     return calls
 
 
+def deepseek_r1_calls(text: str | None) -> list[dict[str, Any]]:
+    """``DeepSeek_R1.get_tool_call``: the whole content read as arguments are read
+    (``safe_parse_arguments``), a single value wrapped in a list, items without both ``name`` and
+    ``parameters`` dropped (upstream's ``in`` test also passes a string holding both words; such an
+    item is dropped by the metric's own dict check, so here it is dropped at once)."""
+    parsed = parse_arguments(text or "")
+    items = parsed if isinstance(parsed, list) else [parsed]
+    return [item for item in items if isinstance(item, dict) and "name" in item and "parameters" in item]
+
+
+def has_think_token(*names: str) -> bool:
+    """Whether the tokenizer behind ``names`` (a served name, a local folder) has ``</think>``.
+
+    A local folder is read (its tokenizer files name the token); otherwise the name decides: QwQ,
+    Qwen3 and DeepSeek-R1 (distills included) have it, Qwen2.5 and Llama-3.1 do not."""
+    for name in names:
+        folder = Path(name) if name else None
+        if folder is not None and folder.is_dir():
+            for file in ("tokenizer.json", "tokenizer_config.json", "added_tokens.json"):
+                path = folder / file
+                if path.is_file() and '"</think>"' in path.read_text(encoding="utf-8", errors="replace"):
+                    return True
+            return False
+    lowered = " ".join(names).lower().replace("_", "-")
+    return any(key in lowered for key in ("qwq", "qwen3", "deepseek-r1", "r1-distill"))
+
+
 def text_parser_for(family: str) -> TextParser:
     """UnifiedToolHub's model type: ``llama3.1``/``llama-3.1`` paths are Llama_3_1, the rest of the
     vLLM-served models (Qwen2.5, QwQ, Qwen3 as configured) Qwen_2_5."""
@@ -157,16 +288,27 @@ def text_parser_for(family: str) -> TextParser:
 
 
 def tool_sampling(fmt: ToolFormat, parser: TextParser) -> tuple[float, int, float | None]:
-    """(temperature, max_tokens, top_p): UnifiedToolHub's per-type defaults."""
-    if fmt == "openai":
+    """(temperature, max_tokens, top_p): UnifiedToolHub's per-type defaults (deepseek-reasoner is
+    an APIRequester model, so it samples with APIRequester's)."""
+    if fmt in ("openai", "deepseek_r1"):
         return 0.7, 1024, None
     if parser == "llama3_json":
         return 0.5, 512, 0.9
     return 0.7, 512, 0.8
 
 
-def parse_reply(message: dict[str, Any], parser: TextParser = "hermes") -> list[dict[str, Any]]:
-    """All calls of one assistant message as ``{"name", "parameters"}``."""
+def parse_reply(
+    message: dict[str, Any],
+    parser: TextParser = "hermes",
+    fmt: ToolFormat = "vllm",
+    *,
+    api_text_tool_calls: bool = False,
+    think_vocab: bool = False,
+) -> list[dict[str, Any]]:
+    """All calls of one assistant message as ``{"name", "parameters"}``, read as upstream's
+    formatter for ``fmt`` reads them (module docstring)."""
+    if fmt == "deepseek_r1":
+        return deepseek_r1_calls(message.get("content"))
     structured = message.get("tool_calls") or []
     if structured:
         calls = []
@@ -174,5 +316,7 @@ def parse_reply(message: dict[str, Any], parser: TextParser = "hermes") -> list[
             function = call.get("function") or {}
             calls.append({"name": function.get("name") or "", "parameters": parse_arguments(function.get("arguments"))})
         return calls
+    if fmt == "openai" and not api_text_tool_calls:
+        return []  # APIRequester.get_tool_call reads message.tool_calls only
     text = message.get("content") or ""
-    return llama3_json_calls(text) if parser == "llama3_json" else hermes_calls(text)
+    return llama3_json_calls(text) if parser == "llama3_json" else hermes_calls(text, think_vocab)
