@@ -554,7 +554,10 @@ class ControllerHooks:
         """While the cases wait on the model, import what the end of the run needs (numpy for the
         bootstrap, rich for the summary): ~0.2 s that would otherwise follow the last reply."""
         config = session.config
-        if (session.items or is_xdist_controller(config)) and not config.option.collectonly:
+        # Only in a run of benchmark cases: a plain test session (-n 0) would race its own
+        # numpy users (pytest.approx reads sys.modules['numpy'] while it is half imported).
+        has_cases = any(self.st.cases.values())
+        if (has_cases or is_xdist_controller(config)) and not config.option.collectonly:
             threading.Thread(target=_import_modules, args=(FINISH_MODULES,),
                              name="toolbench-warm-imports", daemon=True).start()
 
