@@ -18,10 +18,14 @@ from typing import Any
 import pytest
 
 from pytest_toolbench.models.open_parsers import OpenParseError, deterministic_ids, parse_open_reply
-from shared_data import SHARED_DATASETS
+from shared_data import SHARED_FIDELITY
 
-SHARED_DIR = Path(os.environ.get("TOOLBENCH_SHARED_DIR") or SHARED_DATASETS.parent)
-FIDELITY_FILE = SHARED_DIR / "fidelity" / "toolhop-open-parsers.jsonl"
+#: ``../shared/fidelity`` (tests/shared_data.py); ``TOOLBENCH_SHARED_DIR`` names another shared/.
+FIDELITY_DIR = (
+    Path(os.environ["TOOLBENCH_SHARED_DIR"]) / "fidelity"
+    if os.environ.get("TOOLBENCH_SHARED_DIR") else SHARED_FIDELITY
+)
+FIDELITY_FILE = FIDELITY_DIR / "toolhop-open-parsers.jsonl"
 #: Upstream's ids are "call_" + sha256(clock); the file writes them as this placeholder.
 NORMALISED_ID = "ID"
 
