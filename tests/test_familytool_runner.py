@@ -179,13 +179,15 @@ def test_vllm_format_sends_raw_documents_and_scores_the_oracle(tmp_path):
     result = asyncio.run(make_runner(tmp_path, tool_format="vllm").run(case("tooluse-golden"), model))
     request = model.requests[0]
     record = case("tooluse-golden").sample
-    assert request.tools is None and request.extra_body == {"chat_template_kwargs": {"tools": record.candidate_tools}}
+    assert request.tools is None and request.extra_body == {"chat_template_kwargs": {"tools": record.candidate_tools},
+                                                            "repetition_penalty": 1.05}
     assert result.details["tools"] == record.candidate_tools and result.values["em"] == 1.0
 
 
 def test_qwen3_no_think_extraction(tmp_path):
     """Upstream's --no_think renders Qwen3's template with enable_thinking=False (local models
-    only); the option or a model name containing no_think turns it on."""
+    only); the option or a model name containing no_think turns it on. Local models also get
+    upstream's repetition_penalty 1.05 in the body (vLLM reads it)."""
     def extraction_request(name: str, **options):
         model = Recorder(name)
         runner = make_runner(tmp_path / name / str(options), **options)
@@ -193,9 +195,27 @@ def test_qwen3_no_think_extraction(tmp_path):
         asyncio.run(runner.run(case("extract-gs"), model))
         return model.requests[0]
 
-    off = {"chat_template_kwargs": {"enable_thinking": False}}
+    local = {"repetition_penalty": 1.05}  # upstream's SamplingParams for local models
+    off = {**local, "chat_template_kwargs": {"enable_thinking": False}}
     assert extraction_request("Qwen3-8B", no_think=True).extra_body == off
     assert extraction_request("Qwen3-8B-no_think").extra_body == off
-    assert extraction_request("Qwen3-8B").extra_body is None  # thinking on: the template's default
-    assert extraction_request("Qwen2.5-7B-Instruct", no_think=True).extra_body is None
-    assert extraction_request("Qwen3-8B", no_think=True, kg_layout="system_user").extra_body is None
+    assert extraction_request("Qwen3-8B").extra_body == local  # thinking on: the template's default
+    assert extraction_request("Qwen2.5-7B-Instruct", no_think=True).extra_body == local
+    assert extraction_request("Qwen3-8B", no_think=True, kg_layout="system_user").extra_body == local
+    assert extraction_request("Qwen3-8B", no_repetition_penalty=True).extra_body is None
+
+
+def test_api_extraction_gets_no_vllm_fields_and_a_lost_turn_is_a_format_error(tmp_path):
+    """An API endpoint never receives vLLM's fields. With --upstream-lost-turns a failed extraction
+    call is upstream's empty response: a format error, scored, not an infrastructure error."""
+    from pytest_toolbench.models.base import LostTurn
+
+    class Failing(Recorder):
+        async def complete(self, request, ctx):
+            self.requests.append(request)
+            raise LostTurn("http_500", "server error")
+
+    model = Failing("gpt-4o")
+    result = asyncio.run(make_runner(tmp_path).run(case("extract-gs"), model))
+    assert model.requests[0].extra_body is None
+    assert result.outcome.value == "failed" and result.values["format_error"] == 1.0

@@ -60,6 +60,11 @@ class FamilyToolOptions(BaseModel):
         "reply starting with <tool_call>); auto: from a local model folder, else the name "
         "(QwQ, Qwen3, DeepSeek-R1)",
     )
+    no_repetition_penalty: bool = Field(
+        False,
+        description="leave out upstream's repetition_penalty 1.05, otherwise sent to vLLM-served "
+        "models (extraction on a local model, vllm tool format), for a server that refuses it",
+    )
     no_think: bool = Field(
         False,
         description="Qwen3 extraction with thinking off (upstream --no_think: enable_thinking="

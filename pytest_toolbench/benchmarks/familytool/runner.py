@@ -44,6 +44,7 @@ from pytest_toolbench.models.base import (
     ChatModel,
     ChatRequest,
     ContextLengthExceeded,
+    LostTurn,
     ModelCallError,
     Sampling,
     Usage,
@@ -54,6 +55,9 @@ from pytest_toolbench.runtime.recording import RecordingModel
 from pytest_toolbench.runtime.repeat import repeat_suffix
 
 BENCHMARK = "familytool"
+#: ``SamplingParams(repetition_penalty=1.05)`` of upstream's local extraction and of UnifiedToolHub's
+#: Qwen_2_5 / Llama_3_1 formatters.
+LOCAL_REPETITION_PENALTY = 1.05
 
 
 def extraction_call_id(record: FamilyToolRecord, repeat: int | None) -> str:
@@ -105,15 +109,22 @@ class FamilyToolRunner:
         info = self._info(model)
         return has_think_token(*[str(n) for n in (info.get("model_path"), model.name, info.get("model")) if n])
 
-    def extraction_extra_body(self, kg_model: ChatModel, layout: str) -> dict[str, Any] | None:
-        """Upstream's ``--no_think`` for Qwen3: ``enable_thinking=False`` where it renders the chat
-        template itself (local models, the single-user layout); API models never get it."""
-        name = kg_model.name
-        if layout != "single_user" or self.family(kg_model) != "qwen3":
-            return None
-        if self.options.no_think or "no_think" in name.lower():
-            return {"chat_template_kwargs": {"enable_thinking": False}}
-        return None
+    def _repetition_penalty(self, to_vllm: bool) -> dict[str, Any]:
+        """Upstream's local models sample with ``repetition_penalty=1.05``; vLLM reads it from the
+        request body. Only sent where the endpoint is a vLLM server (an API would refuse it)."""
+        return {"repetition_penalty": LOCAL_REPETITION_PENALTY} if to_vllm and not self.options.no_repetition_penalty else {}
+
+    def extraction_extra_body(self, kg_model: ChatModel, layout: str, kg_backend: str) -> dict[str, Any] | None:
+        """Local models: upstream's repetition penalty, and ``--no_think`` for Qwen3
+        (``enable_thinking=False`` where upstream renders the chat template itself: the single-user
+        layout); API models get neither."""
+        to_vllm = kg_backend == "vllm" or (self.kg_model is None and self.options.tool_format == "vllm")
+        body = self._repetition_penalty(to_vllm)
+        if layout == "single_user" and self.family(kg_model) == "qwen3" and (
+            self.options.no_think or "no_think" in kg_model.name.lower()
+        ):
+            body["chat_template_kwargs"] = {"enable_thinking": False}
+        return body or None
 
     def extraction_layout(self, kg_backend: str) -> str:
         if self.options.kg_layout != "auto":
@@ -146,7 +157,7 @@ class FamilyToolRunner:
         request = ChatRequest(
             messages=extraction_messages(record.query, relations, layout),  # type: ignore[arg-type]
             sampling=self._sampling(EXTRACTION_TEMPERATURE, EXTRACTION_MAX_TOKENS),
-            extra_body=self.extraction_extra_body(kg_model, layout),
+            extra_body=self.extraction_extra_body(kg_model, layout, kg_backend),
         )
         # --repeats: each repeat extracts afresh (its own memo entry, cache key and recording).
         key = memo_key(kg_model.name, kg_model.describe().get("base_url"), request.fingerprint(),
@@ -157,7 +168,9 @@ class FamilyToolRunner:
             ctx = CallContext(case_id=call_id, turn=0, oracle=familytool_oracle(record))
             try:
                 response = await kg_model.complete(request, ctx)
-            except ContextLengthExceeded as exc:
+            except (ContextLengthExceeded, LostTurn) as exc:
+                # Upstream's extraction catches any failed call and keeps the empty response
+                # (a format error); a lost turn only reaches here with --upstream-lost-turns.
                 return {"text": "", "messages": request.messages, "stop_reason": exc.message,
                         "usage": Usage().model_dump(), "latency_s": 0.0, "cached": False}
             if isinstance(kg_model, RecordingModel):  # --record: its own line, under call_id
@@ -228,6 +241,8 @@ class FamilyToolRunner:
             messages, tools, extra_body = build_request_parts(
                 content, record.candidate_tools, fmt, self.options.date, model.name  # type: ignore[arg-type]
             )
+            if fmt == "vllm":
+                extra_body = {**(extra_body or {}), **self._repetition_penalty(True)}
             parser = text_parser_for(self.family(model))
             temperature, max_tokens, top_p = tool_sampling(fmt, parser)  # type: ignore[arg-type]
             sampling = self._sampling(temperature, max_tokens, top_p=top_p)
@@ -244,7 +259,8 @@ class FamilyToolRunner:
                 message = response.message
                 calls += 1
                 usage, latency, cached = usage + response.usage, latency + response.latency_s, cached + bool(response.cached)
-            except ContextLengthExceeded as exc:
+            except (ContextLengthExceeded, LostTurn) as exc:
+                # Scored as an empty reply: no calls (upstream's API path would crash on it).
                 message = {"role": "assistant", "content": ""}
                 details["stop_reason"] = exc.message
             transcript.append(message)
@@ -290,7 +306,7 @@ class FamilyToolRunner:
             out.append({"kind": "embedder", "value": o.embedder, "note": "upstream: jina-embeddings-v3"})
         if o.kg_file is not None:
             out.append({"kind": "kg_file", "value": str(o.kg_file)})
-        if o.tool_format == "vllm" or (o.tool_format == "auto" and self.backend == "vllm"):
+        if o.no_repetition_penalty and (o.tool_format == "vllm" or (o.tool_format == "auto" and self.backend == "vllm")):
             out.append({"kind": "repetition_penalty", "note": "upstream 1.05 is not sent"})
         if o.api_text_tool_calls:
             out.append({"kind": "api_text_tool_calls", "value": True,
