@@ -78,10 +78,7 @@ def test_deepseek_reasoner_bodies_equal_upstreams(upstream, split):
 
 # The system and tools blocks of Qwen2.5-Instruct's and Qwen3's chat templates (the rest of those
 # templates renders the single user turn and the generation prompt the same way for both calls).
-QWEN25_TEMPLATE = (
-    "{%- if tools %}{{- '<|im_start|>system\\n' }}"
-    "{%- if messages[0]['role'] == 'system' %}{{- messages[0]['content'] }}"
-    "{%- else %}{{- 'You are Qwen, created by Alibaba Cloud. You are a helpful assistant.' }}{%- endif %}"
+_TOOLS_AND_TURNS = (
     '{{- "\\n\\n# Tools\\n\\nYou may call one or more functions to assist with the user query.\\n\\n'
     'You are provided with function signatures within <tools></tools> XML tags:\\n<tools>" }}'
     '{%- for tool in tools %}{{- "\\n" }}{{- tool | tojson }}{%- endfor %}'
@@ -92,18 +89,19 @@ QWEN25_TEMPLATE = (
     "{{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>' + '\\n' }}{%- endif %}{%- endfor %}"
     "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}"
 )
+# Qwen2.5: the system text (or Qwen's default), then "\n\n# Tools". Qwen3: the system text and
+# "\n\n" only when there is one; its tools text starts at "# Tools" (the shared text's first
+# "\n\n" is then dropped below).
+QWEN25_TEMPLATE = (
+    "{%- if tools %}{{- '<|im_start|>system\\n' }}"
+    "{%- if messages[0]['role'] == 'system' %}{{- messages[0]['content'] }}"
+    "{%- else %}{{- 'You are Qwen, created by Alibaba Cloud. You are a helpful assistant.' }}{%- endif %}"
+    + _TOOLS_AND_TURNS
+)
 QWEN3_TEMPLATE = (
     "{%- if tools %}{{- '<|im_start|>system\\n' }}"
     "{%- if messages[0].role == 'system' %}{{- messages[0].content + '\\n\\n' }}{%- endif %}"
-    '{{- "# Tools\\n\\nYou may call one or more functions to assist with the user query.\\n\\n'
-    'You are provided with function signatures within <tools></tools> XML tags:\\n<tools>" }}'
-    '{%- for tool in tools %}{{- "\\n" }}{{- tool | tojson }}{%- endfor %}'
-    '{{- "\\n</tools>\\n\\nFor each function call, return a json object with function name and arguments '
-    'within <tool_call></tool_call> XML tags:\\n<tool_call>\\n{\\"name\\": <function-name>, \\"arguments\\": '
-    '<args-json-object>}\\n</tool_call><|im_end|>\\n" }}{%- endif %}'
-    "{%- for message in messages %}{%- if not (message.role == 'system' and loop.first) %}"
-    "{{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>' + '\\n' }}{%- endif %}{%- endfor %}"
-    "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}"
+    + _TOOLS_AND_TURNS.replace('{{- "\\n\\n# Tools', '{{- "# Tools', 1)
 )
 
 

@@ -142,6 +142,21 @@ def _message() -> dict[str, Any]:
 # at which a deeply nested reply starts to fail.
 
 
+def _append_call(out: dict[str, Any], call: Any, new_id: Callable[[], str]) -> None:
+    """Both upstream parsers' append: the list is created before the entry is built, so a call
+    without ``name`` leaves ``tool_calls == []`` (not None) behind it."""
+    if not out["tool_calls"]:
+        out["tool_calls"] = []
+    out["tool_calls"].append({
+        "id": new_id(),
+        "type": "function",
+        "function": {
+            "arguments": json.dumps(call["arguments"], ensure_ascii=False),
+            "name": call["name"],
+        },
+    })  # fmt: skip
+
+
 def parse_qwen25(text: str, new_id: Callable[[], str]) -> dict[str, Any]:
     """Upstream's ``parse_qwen25`` (see the module docstring). Never raises."""
     out = _message()
@@ -160,16 +175,7 @@ def parse_qwen25(text: str, new_id: Callable[[], str]) -> dict[str, Any]:
             call = json_repair.loads(block)
             if type(call["arguments"]) is not dict:  # noqa: E721 - upstream's exact-type test
                 call["arguments"] = json_repair.loads(call["arguments"])
-            if not out["tool_calls"]:  # created before the entry: a missing name leaves []
-                out["tool_calls"] = []
-            out["tool_calls"].append({
-                "id": new_id(),
-                "type": "function",
-                "function": {
-                    "arguments": json.dumps(call["arguments"], ensure_ascii=False),
-                    "name": call["name"],
-                },
-            })  # fmt: skip
+            _append_call(out, call, new_id)
         except Exception:  # noqa: BLE001 - upstream drops a failed block and goes on
             continue
     return out
@@ -205,16 +211,7 @@ def parse_llama31(text: str, new_id: Callable[[], str]) -> dict[str, Any]:
                 call["arguments"] = json_repair.loads(call["parameters"])
             else:
                 call["arguments"] = call["parameters"].copy()
-            if not out["tool_calls"]:
-                out["tool_calls"] = []
-            out["tool_calls"].append({
-                "id": new_id(),
-                "type": "function",
-                "function": {
-                    "arguments": json.dumps(call["arguments"], ensure_ascii=False),
-                    "name": call["name"],
-                },
-            })  # fmt: skip
+            _append_call(out, call, new_id)
             break  # first call only
         except Exception:  # noqa: BLE001
             continue
