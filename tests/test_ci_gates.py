@@ -161,6 +161,7 @@ def test_without_gates_wrong_answers_still_fail_as_before(tmp_path):
         (["--gate", "toolhop.direct[hop=3].accuracy>=0.5"], "no subgroup label 'hop'"),
         (["--gate", "nobench.direct.accuracy>=0.5"], "unknown benchmark 'nobench'"),
         (["--gate", "toolhop.direct.query_error_rate<=0.5"], "has no metric 'query_error_rate'"),
+        (["--gate", "toolhop.direct.accuracy>=45"], "write 'toolhop.direct.accuracy>=0.45' or"),
         (["--gate", "toolhop.direct[hops=99].accuracy>=0.5"], "no selected case has hops=99"),
         (["--scenario", "direct", "--gate", "toolhop.free.accuracy>=0.5"], "not among the selected"),
         (["--limit", "0"], "--limit 0: must be at least 1"),

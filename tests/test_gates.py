@@ -104,9 +104,9 @@ def test_malformed_gates_raise_helpful_value_error(text: str, needle: str) -> No
 
 
 def test_parse_gates_stops_on_first_bad_one() -> None:
-    assert [str(g) for g in parse_gates(["toolhop.a.b>=1", "toolhop.a.b<2"])] == [
+    assert [str(g) for g in parse_gates(["toolhop.a.b>=1", "toolhop.a.b<0.2"])] == [
         "toolhop.a.b>=1",
-        "toolhop.a.b<2",
+        "toolhop.a.b<0.2",
     ]
     with pytest.raises(ValueError, match="'bad'"):
         parse_gates(["toolhop.a.b>=1", "bad"])
@@ -187,3 +187,35 @@ def test_exit_status_puts_infrastructure_errors_before_metric_gates() -> None:
     assert exit_status([ok]) is ToolbenchExit.OK
     assert exit_status([bad, ok]) is ToolbenchExit.GATE_FAILED
     assert exit_status([bad, rate_bad]) is ToolbenchExit.INFRA_ERRORS
+
+
+@pytest.mark.parametrize(
+    ("text", "suggestions"),
+    [
+        ("toolhop.mandatory.accuracy>=45", ("'toolhop.mandatory.accuracy>=0.45'",
+                                            "'toolhop.mandatory.accuracy>=45%'")),
+        ("toolhop.mandatory[hops=3].accuracy.ci_low > 30", ("ci_low > 0.3'", "ci_low > 30%'")),
+        ("toolhop.mandatory.error_rate<=5", ("error_rate<=0.05'", "error_rate<=5%'")),
+        ("toolhop.mandatory.accuracy>=baseline-2", ("baseline-0.02'", "baseline-2%'")),
+        ("toolhop.mandatory.accuracy.diff_lower>=-5", ("diff_lower>=-0.05'", "diff_lower>=-5%'")),
+    ],
+)
+def test_a_rate_gate_above_1_is_rejected_with_the_fraction_and_percent_spelled_out(
+    text: str, suggestions: tuple[str, ...]
+) -> None:
+    """Rates are fractions; ``accuracy>=45`` could never pass and would fail only after the run."""
+    with pytest.raises(ValueError) as info:
+        parse_gate(text)
+    message = str(info.value)
+    assert "\n" not in message and "rates are fractions" in message
+    assert all(s in message for s in suggestions), message
+
+
+def test_percent_thresholds_read_as_fractions_and_counts_keep_plain_numbers() -> None:
+    assert parse_gate("toolhop.mandatory.accuracy>=45%").threshold == pytest.approx(0.45)
+    assert parse_gate("toolhop.mandatory.accuracy>=100%").threshold == pytest.approx(1.0)
+    assert parse_gate("toolhop.mandatory.accuracy.n>=45").threshold == 45  # a count: any number
+    with pytest.raises(ValueError, match="outside -100%..100%"):
+        parse_gate("toolhop.mandatory.accuracy>=450%")
+    with pytest.raises(ValueError, match="count of cases"):
+        parse_gate("toolhop.mandatory.accuracy.n>=45%")

@@ -174,8 +174,36 @@ def parse_gate(text: str) -> Gate:
                 "compare it with a number"
             )
     threshold = _threshold(m["threshold"], text) if offset is None else offset
+    _check_scale(text, m["threshold"], parsed, threshold, count=parsed.field == "n" and not paired)
     return Gate(path=str(parsed), op=m["op"], threshold=threshold,  # type: ignore[arg-type]
                 baseline=offset is not None, paired=paired)  # type: ignore[arg-type]
+
+
+_NUMBER_TAIL_RE = re.compile(r"^(?P<lead>.*?)(?P<num>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)$")
+
+
+def _check_scale(text: str, written: str, path: MetricPath, threshold: float, count: bool) -> None:
+    """Reject a rate gate whose threshold lies outside [-1, 1]: rates are fractions (the tables
+    print them as %), so ``accuracy>=45`` could never pass and would only fail after the whole
+    run. A count (``.n``) takes any number but no ``%``."""
+    gate, w = text.strip(), written.strip()
+    if count:
+        if w.endswith("%"):
+            raise ValueError(f"gate {gate!r}: {path} is a count of cases; its threshold is a "
+                             "plain number (no %)")
+        return
+    if abs(threshold) <= 1:
+        return
+    why = "rates are fractions from 0 to 1 (the tables print them as %)"
+    m = _NUMBER_TAIL_RE.match(w)
+    if w.endswith("%") or m is None:
+        raise ValueError(f"gate {gate!r}: threshold {w} is outside -100%..100%; {why}")
+    prefix = gate[: len(gate) - len(w)]
+    fraction = f"{prefix}{m['lead']}{float(m['num']) / 100:g}"
+    percent = f"{prefix}{m['lead']}{m['num']}%"
+    side = "above 1" if threshold > 0 else "below -1"
+    raise ValueError(f"gate {gate!r}: threshold {w} is {side}, but {why}; "
+                     f"write {fraction!r} or {percent!r}")
 
 
 def parse_gates(texts: Iterable[str]) -> list[Gate]:
