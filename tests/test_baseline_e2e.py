@@ -108,6 +108,30 @@ def test_baseline_gates_on_a_degraded_run_fail_with_exit_10_and_junit_failures(r
     assert "gates FAILED (exit status 10 GATE_FAILED)" in proc.stdout
 
 
+def test_the_terminal_and_markdown_list_the_cases_that_went_from_right_to_wrong(runs) -> None:
+    """Which cases regressed, by id: 9001 and 9003 in every scenario (9005 still scores right)."""
+    proc, report = runs["worse"]
+    markdown = (runs["tmp"] / "worse.md").read_text()
+    for scenario in SCENARIOS:
+        ids = [f"toolhop-{i}-{scenario}" for i in (9001, 9003)]
+        assert f"toolhop/{scenario} right in A, wrong in B (2): {', '.join(ids)}" in proc.stdout
+        assert f"toolhop/{scenario} right in A, wrong in B (2): `{ids[0]}`, `{ids[1]}`" in markdown
+        s = next(s for s in report["baseline"]["scenarios"] if s["scenario"] == scenario)
+        assert s["changes"] == [{"run": 1, "worse": ids, "better": []}]
+    assert "wrong in A, right in B" not in proc.stdout
+    same, _ = runs["same"]
+    assert "right in A, wrong in B" not in same.stdout
+
+
+def test_compare_cli_lists_the_cases_that_went_from_wrong_to_right(runs) -> None:
+    proc = subprocess.run([sys.executable, "-m", "pytest_toolbench.cli", "compare",
+                           str(runs["tmp"] / "worse.json"), runs["baseline"]],
+                          cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert ("toolhop/direct wrong in A, right in B (2): toolhop-9001-direct, toolhop-9003-direct"
+            in proc.stdout)
+
+
 def test_a_baseline_run_draws_the_model_comparison_chart_beside_its_json(runs) -> None:
     """--baseline makes toolbench compare's chart (baseline vs this run, CI bars) one of the
     run's plots: a real PNG in ``<json>.plots/``, attached to Allure with the others."""

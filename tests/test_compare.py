@@ -260,3 +260,42 @@ def test_rendered_table_shows_values_diff_mcnemar_and_coverage(pair) -> None:
     assert "accuracy [hops=4]" in text  # subgroup rows (not eaten as markup)
     assert "bench/s B vs A: 10 paired; only in A: 0, only in B: 0" in text
     assert "A = model-a [reference]" in text
+
+
+def test_changed_cases_by_id_right_to_wrong_and_back(pair) -> None:
+    """A_OK/B_OK: case 5 went right -> wrong, cases 6-9 wrong -> right; an error is not listed."""
+    a, b = pair
+    b.cases.append(case(10, None, model="model-b", error=True))
+    a.cases.append(case(10, 1, model="model-a"))
+    comp = compare_runs([a, b], SPECS, LABELS, n_boot=50)
+    changes = comp.scenario("bench", "s").changes
+    assert [c.model_dump() for c in changes] == [
+        {"run": 1, "worse": ["bench-5-s"], "better": [f"bench-{i}-s" for i in (6, 7, 8, 9)]}
+    ]
+    from pytest_toolbench.compare.render import comparison_text
+
+    text = comparison_text(comp)
+    assert "bench/s right in A, wrong in B (1): bench-5-s" in text
+    assert "bench/s wrong in A, right in B (4): bench-6-s, bench-7-s, bench-8-s, bench-9-s" in text
+
+
+def test_a_long_list_of_changed_cases_is_bounded_with_a_count() -> None:
+    from pytest_toolbench.compare.changed_cases import SHOWN_IDS, case_changes, changed_lines
+
+    a = [case(i, 1, model="a") for i in range(25)]
+    b = [case(i, 0, model="b") for i in range(25)]
+    ch = case_changes(a, b, 1)[("bench", "s")]
+    assert ch.worse[:3] == ["bench-0-s", "bench-1-s", "bench-2-s"]  # numeric order: 2 before 10
+    [line] = changed_lines("bench/s", ch, "B")
+    assert line.startswith("bench/s right in A, wrong in B (25): bench-0-s, ")
+    assert line.endswith(f"bench-{SHOWN_IDS - 1}-s ... and {25 - SHOWN_IDS} more")
+
+
+def test_a_repeated_case_is_worse_when_its_share_of_right_runs_went_down() -> None:
+    from pytest_toolbench.compare.changed_cases import case_changes
+
+    a = [case(0, 1, model="a"), case(1, 0, model="a")]
+    b = repeated([case(0, 1, model="b"), case(1, 1, model="b")], 1)
+    b += repeated([case(0, 0, model="b"), case(1, 0, model="b")], 2)
+    ch = case_changes(a, b, 1)[("bench", "s")]
+    assert (ch.worse, ch.better) == (["bench-0-s"], ["bench-1-s"])

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 
+from pytest_toolbench.compare.changed_cases import CaseChanges, case_changes
 from pytest_toolbench.compare.load import LoadedRun
 from pytest_toolbench.compare.models import (
     Comparison,
@@ -165,6 +166,7 @@ def compare_runs(
     if n_boot < 1:
         raise ValueError(f"n_boot must be >= 1, got {n_boot}")
     collapsed = [_collapse(r.cases) for r in runs]
+    moved = [case_changes(runs[0].cases, r.cases, i) for i, r in enumerate(runs) if i > 0]
     kw = {"n_boot": n_boot, "seed": seed, "confidence": confidence}
     unknown: list[str] = []
     scenarios: list[ScenarioComparison] = []
@@ -217,8 +219,9 @@ def compare_runs(
         for label in breakdown_labels.get(benchmark, ()):
             for group in _groups(runs, per_run, key, label):
                 rows += [row(name, label, group) for name in names]
+        changes = [m.get(key, CaseChanges(run=i + 1)) for i, m in enumerate(moved)]
         scenarios.append(ScenarioComparison(benchmark=benchmark, scenario=scenario,
-                                            coverage=coverage, metrics=rows))
+                                            coverage=coverage, metrics=rows, changes=changes))
     refs = [RunRef(label=r.label, model=r.model, path=r.path, run_id=r.run_id,
                    n_cases=len(r.cases), partial=r.partial) for r in runs]
     return Comparison(runs=refs, confidence=confidence, n_boot=n_boot, seed=seed,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from pytest_toolbench.compare.changed_cases import CaseChanges
 from pytest_toolbench.compare.stats import McNemar
 from pytest_toolbench.results.aggregate import MetricPath
 
@@ -85,6 +86,8 @@ class ScenarioComparison(BaseModel):
     scenario: str
     coverage: list[PairCoverage]
     metrics: list[MetricComparison]
+    #: Per run after the reference: the cases that went from right to wrong and back (by id).
+    changes: list[CaseChanges] = Field(default_factory=list)
 
 
 class Comparison(BaseModel):

@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from pytest_toolbench.compare.changed_cases import changed_lines
 from pytest_toolbench.compare.models import Comparison, MetricComparison, PairedDiff, RunValue
 
 
@@ -61,6 +62,17 @@ def coverage_lines(comp: Comparison, benchmark: str) -> list[str]:
             if cov.error_in_either:
                 text += f"; {cov.error_in_either} paired with an infrastructure error (not scored)"
             lines.append(text)
+    return lines
+
+
+def change_lines(comp: Comparison, benchmark: str, *, code: bool = False) -> list[str]:
+    """The cases that went from right to wrong (and back) per scenario and run, by id (bounded
+    per line; the JSON keeps every id under ``scenarios[].changes``)."""
+    lines = []
+    for s in comp.scenarios:
+        if s.benchmark == benchmark:
+            for ch in s.changes:
+                lines += changed_lines(f"{s.benchmark}/{s.scenario}", ch, letter(ch.run), code=code)
     return lines
 
 
@@ -116,7 +128,7 @@ def print_comparison(comp: Comparison, console: Console) -> None:
                   highlight=False, markup=False)
     for benchmark in comp.benchmarks():
         console.print(benchmark_table(comp, benchmark))
-        for line in coverage_lines(comp, benchmark):
+        for line in coverage_lines(comp, benchmark) + change_lines(comp, benchmark):
             console.print(line, highlight=False, markup=False)
         console.print()
     if comp.unknown_benchmarks:

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from pytest_toolbench.compare.models import Comparison
-from pytest_toolbench.compare.render import coverage_lines, fmt_diff, fmt_mcnemar, fmt_value
+from pytest_toolbench.compare.render import change_lines, coverage_lines, fmt_diff, fmt_mcnemar, fmt_value
 from pytest_toolbench.compare.render import legend as comparison_legend
 from pytest_toolbench.compare.render import letter
 from pytest_toolbench.fileio import atomic_write_text
@@ -107,7 +107,8 @@ def _comparison(comp: Comparison) -> list[str]:
                 rows.append(row)
         align = ["l", "l"] + ["r"] * (len(header) - 2)
         out += [f"#### {benchmark}", "", *table(header, rows, align), ""]
-        out += [f"- {line}" for line in coverage_lines(comp, benchmark)] + [""]
+        out += [f"- {line}" for line in coverage_lines(comp, benchmark)
+                + change_lines(comp, benchmark, code=True)] + [""]
     return out
 
 
