@@ -22,8 +22,11 @@ def configure_allure(config: pytest.Config) -> None:
             unregister_allure_hooks,
         )
 
+        from pytest_toolbench.report import allure_fixtures
+
         register_allure_hooks()
         config.add_cleanup(unregister_allure_hooks)
+        allure_fixtures.register(config)  # no "unknown" tear-down steps (pytest >= 9.1)
     html = config.getoption("--allure-html", None)
     if html and not alluredir:
         raise pytest.UsageError("pytest-toolbench: --allure-html DIR needs --alluredir RESULTS "
