@@ -5,10 +5,16 @@ Allure 3 is a Node program, so it is not a Python dependency: install it project
 (relative to the working directory and to the pytest rootdir), then at ``$TOOLBENCH_ALLURE``,
 then for an ``allure`` on PATH that reports version 3. Nothing is downloaded at run time: a
 missing node or allure is one clear line, not an error.
+
+The build runs ``allure_build.mjs`` beside this module (Allure's own ``generate`` plus its
+quality-gate validation, which ``allure generate`` skips, so the "Quality Gates" tab shows the
+gates); if that script cannot run against the installed Allure, plain ``allure generate``
+builds the report without the tab's results.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -18,6 +24,7 @@ from pathlib import Path
 from pytest_toolbench.report.allure_run import CONFIG_FILE
 
 LOCAL_BIN = Path(".toolbench/allure/node_modules/.bin/allure")
+BUILD_SCRIPT = Path(__file__).with_name("allure_build.mjs")
 INSTALL_HINT = "npm install --prefix .toolbench/allure allure@3"
 
 
@@ -52,7 +59,7 @@ def missing_reason(roots: Iterable[Path] = ()) -> str | None:
 
 def build_html(results_dir: str | Path, out_dir: str | Path, *, roots: Iterable[Path] = (),
                timeout: float = 300) -> tuple[bool, str]:
-    """``allure generate RESULTS -c RESULTS/allurerc.mjs -o OUT``; (ok, one-line message)."""
+    """Build OUT from RESULTS with its allurerc.mjs (gates validated); (ok, one-line message)."""
     roots = list(roots)
     reason = missing_reason(roots)
     if reason is not None:
@@ -60,17 +67,49 @@ def build_html(results_dir: str | Path, out_dir: str | Path, *, roots: Iterable[
     exe = find_allure(roots)
     assert exe is not None
     results, out = Path(results_dir).resolve(), Path(out_dir).resolve()
-    cmd = [exe, "generate", str(results), "-o", str(out)]
     config = results / CONFIG_FILE
+    package = allure_package_dir(exe)
+    note = ""
+    if config.is_file() and package is not None and BUILD_SCRIPT.is_file():
+        cmd = [shutil.which("node") or "node", str(BUILD_SCRIPT), str(package), str(config),
+               str(results), str(out)]
+        ok, detail = _run(cmd, out, results, timeout)
+        if ok:
+            return True, _built(out, exe)
+        note = f" (quality gates not shown: {detail})"
+    cmd = [exe, "generate", str(results), "-o", str(out)]
     if config.is_file():
         cmd[2:2] = ["-c", str(config)]
+    ok, detail = _run(cmd, out, results, timeout)
+    if not ok:
+        return False, f"Allure HTML report failed: {detail}"
+    return True, _built(out, exe) + note
+
+
+def allure_package_dir(exe: str) -> Path | None:
+    """The installed ``allure`` npm package behind an executable (``.bin/allure`` links to its
+    ``cli.js``), where the build script resolves Allure's core from."""
+    for parent in Path(exe).resolve().parents:
+        manifest = parent / "package.json"
+        if manifest.is_file():
+            try:
+                return parent if json.loads(manifest.read_text())["name"] == "allure" else None
+            except (OSError, ValueError, KeyError):
+                return None
+    return None
+
+
+def _run(cmd: list[str], out: Path, cwd: Path, timeout: float) -> tuple[bool, str]:
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
-                              cwd=str(results))
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=str(cwd))
     except (OSError, subprocess.SubprocessError) as exc:
-        return False, f"Allure HTML report failed: {exc}"
+        return False, str(exc)
     if proc.returncode != 0 or not (out / "index.html").is_file():
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
-        return False, f"Allure HTML report failed (exit {proc.returncode}): {tail[0]}"
-    return True, f"Allure HTML report: {out / 'index.html'} (serve it over http, e.g. " \
-                 f"`{exe} open {out}`)"
+        return False, f"exit {proc.returncode}: {tail[0]}"
+    return True, ""
+
+
+def _built(out: Path, exe: str) -> str:
+    return (f"Allure HTML report: {out / 'index.html'} (serve it over http, e.g. "
+            f"`{exe} open {out}`)")

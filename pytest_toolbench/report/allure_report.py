@@ -1,7 +1,8 @@
 """Allure results for a tool-use run: labels per case, transcripts and tool calls as attachments.
 
 Mapping (anchors §3.3): epic = benchmark, feature = scenario, story = "hops=N", tag = model, one
-label per case label (hops, domain, ...). The model is part of the test identity: a non-excluded
+label per case label (hops, domain, ...); the suite path is model / benchmark / scenario and the
+title starts with ``[model]``, so several runs in one results folder stay apart. The model is part of the test identity: a non-excluded
 ``model`` parameter (in ``historyId`` and Allure 3's retry key) and, through
 :class:`ModelIdentity`, in ``testCaseId``; two models in one results folder are two results, not
 retries of one. A label ``toolbench_outcome`` (wrong answer / parse failure / infrastructure
@@ -185,10 +186,28 @@ def unregister_allure_hooks() -> None:
         allure_commons.plugin_manager.unregister(_IDENTITY)
 
 
+def display_model(model: str) -> str:
+    """The model as titles and suite paths show it: a replay recording by its file name (its
+    temporary folder says nothing), every other model by its full name."""
+    if model.startswith("replay:"):
+        return "replay:" + Path(model[len("replay:"):]).name
+    return model
+
+
+def case_title(case_id: str, model: str, question: Any = None) -> str:
+    """``[model] case: question``: two models' runs in one results folder stay apart by title."""
+    head = f"[{display_model(model)}] {case_id}" if model else case_id
+    return head if question is None else f"{head}: {str(question)[:100]}"
+
+
 def attach_case(result: CaseResult, model: str) -> None:
     """Label and annotate the *currently running* test with one case's result."""
     if not allure_active():  # without --alluredir every label and step would be built for nothing
         return
+    if model:  # the suite path: model / benchmark / scenario (not allure-pytest's module path)
+        allure.dynamic.parent_suite(display_model(model))
+        allure.dynamic.suite(result.benchmark)
+        allure.dynamic.sub_suite(result.scenario)
     allure.dynamic.epic(result.benchmark)
     allure.dynamic.feature(result.scenario)
     if "hops" in result.labels:
@@ -203,9 +222,7 @@ def attach_case(result: CaseResult, model: str) -> None:
         allure.dynamic.label("model", model)
         allure.dynamic.parameter("model", model)  # not excluded: part of historyId
     _parameters(result)
-    question = _first(result.details, QUESTION_KEYS)
-    title = result.case_id if question is None else f"{result.case_id}: {str(question)[:100]}"
-    allure.dynamic.title(title)
+    allure.dynamic.title(case_title(result.case_id, model, _first(result.details, QUESTION_KEYS)))
     allure.dynamic.description(_description(result))
 
     if result.transcript:
@@ -238,9 +255,11 @@ def attach_run_metrics(
     alluredir: str | Path | None = None,
     metrics_html: str | None = None,
     images: Sequence[Path] = (),
+    prefix: str = "",
 ) -> bool:
     """Attach the run's metric table (text, HTML and JSON) and plots to the Allure run once;
-    True if attached.
+    True if attached. ``prefix`` (model and run) starts every name, so the global attachments
+    of several runs in one results folder stay apart.
 
     allure-python >= 2.16 has ``allure.global_attach`` (a run-level ``*-globals.json``, which
     Allure 3 shows on the report's overview). On older versions we fall back to writing the
@@ -253,11 +272,13 @@ def attach_run_metrics(
         if not allure_active():
             return False
         if metrics_html is not None:
-            allure.global_attach(metrics_html, "toolbench metrics (html)", AttachmentType.HTML)
-        allure.global_attach(summary_text, "toolbench metrics", AttachmentType.TEXT)
-        allure.global_attach(metrics_json, "toolbench metrics (json)", AttachmentType.JSON)
+            allure.global_attach(metrics_html, f"{prefix}toolbench metrics (html)",
+                                 AttachmentType.HTML)
+        allure.global_attach(summary_text, f"{prefix}toolbench metrics", AttachmentType.TEXT)
+        allure.global_attach(metrics_json, f"{prefix}toolbench metrics (json)",
+                             AttachmentType.JSON)
         for image in images:
-            allure.global_attach(Path(image).read_bytes(), f"plot {Path(image).stem}",
+            allure.global_attach(Path(image).read_bytes(), f"{prefix}plot {Path(image).stem}",
                                  AttachmentType.PNG)
         return True
     if alluredir is None:

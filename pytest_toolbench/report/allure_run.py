@@ -1,19 +1,20 @@
 """Run-level Allure files, so the benchmark (not a pass-rate donut) is on the report's first screen.
 
-Written once by the controller into ``--alluredir`` at session end:
+Written once by the controller into ``--alluredir`` at session end. Several runs (models) may
+share one results folder: every file is either per run or rebuilt from all runs' records
+(report/allure_folder.py), so no run hides another.
 
-* ``toolbench-perf.json``: every metric (value, CI bounds, subgroups) as Allure 3 *metrics*
-  (the ``*-perf.json`` format), which Allure 3 shows in the overview's metrics widget and which
-  its quality-gate rules ``metricMin``/``metricMax`` read;
-* one ``*-check.json`` per gate verdict: Allure 3 *checks*, listed with their status on the
-  report's summary;
-* ``environment.properties``: model, backend, data sources, headline metrics and gate verdicts;
-* ``executor.json`` (run id, tool name) and ``categories.json`` (wrong answers, tool-call parse
-  failures and infrastructure errors, for Allure 2 / the classic plugin);
-* ``allurerc.mjs``: the Allure 3 config for this folder (report name, the same categories matched
-  on our ``toolbench_outcome`` label, and quality-gate rules mirroring our plain absolute
-  ``>=``/``<=`` gates; baseline and paired-comparison gates are only in our checks),
-  used by ``--allure-html`` and by ``npx allure generate|quality-gate DIR -c DIR/allurerc.mjs``;
+* ``toolbench-<run>-perf.json``: every metric (value, CI bounds, subgroups) as Allure 3 *metrics*
+  (the ``*-perf.json`` format), keyed ``<model>/<metric path>``, shown in the metrics view;
+* one ``*-check.json`` per gate verdict: Allure 3 *checks*, named with the model;
+* ``toolbench-runs/<run>.json``: the run's record; from all records, ``environment.xml`` (the
+  first screen's Metadata: each run's gates and headline metrics);
+* ``categories.json`` (wrong answers, tool-call parse failures and infrastructure errors, for
+  Allure 2 / the classic plugin);
+* ``allurerc.mjs``: the Allure 3 config for this folder (report name, cases grouped by model /
+  benchmark / scenario, the same categories matched on our ``toolbench_outcome`` label, and every
+  run's gate verdicts as quality-gate rules, report/allure_gates.py), used by ``--allure-html``
+  and by ``npx allure generate|quality-gate DIR -c DIR/allurerc.mjs``;
 * a run-level HTML attachment with the metric tables and gate verdicts (``allure.global_attach``).
 """
 
@@ -27,12 +28,23 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_toolbench.report.allure_report import INFRA, OUTCOME_LABEL, PARSE, WRONG
+from pytest_toolbench.report import allure_folder
+from pytest_toolbench.report.allure_gates import RULE_JS, check_records, gate_rules
+from pytest_toolbench.report.allure_report import INFRA, OUTCOME_LABEL, PARSE, WRONG, display_model
 from pytest_toolbench.results.aggregate import MetricValue, RunMetrics, ScenarioMetrics
-from pytest_toolbench.results.gates import Gate, GateVerdict, parse_gate
+from pytest_toolbench.results.gates import GateVerdict
 
-PERF_FILE = "toolbench-perf.json"
 CONFIG_FILE = "allurerc.mjs"
+#: The report's tree: model / benchmark / scenario (the suite path attach_case sets).
+GROUP_BY = ["parentSuite", "suite", "subSuite"]
+
+__all__ = ["CONFIG_FILE", "allurerc", "categories_json", "check_records", "perf_file",
+           "perf_records", "render_metrics_html", "write_run_files"]
+
+
+def perf_file(run_id: str) -> str:
+    """One metrics file per run (``*-perf.json`` is what Allure 3 reads as metrics)."""
+    return f"toolbench-{run_id or 'run'}-perf.json"
 
 #: (category name, outcome label value, Allure statuses, message regex for Allure 2)
 CATEGORIES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
@@ -57,21 +69,26 @@ def fmt_metric(mv: MetricValue) -> str:
 
 
 # --------------------------------------------------------------------------- metrics (perf)
-def perf_records(metrics: RunMetrics, *, now_ms: int | None = None) -> list[dict[str, Any]]:
-    """Every metric, CI bound and subgroup value as Allure 3 metric samples (key = metric path)."""
+def perf_records(metrics: RunMetrics, *, now_ms: int | None = None,
+                 model: str = "") -> list[dict[str, Any]]:
+    """Every metric, CI bound and subgroup value as Allure 3 metric samples. The key is
+    ``<model>/<metric path>`` (the bare path without a model): Allure averages samples that share
+    a key, so two models' runs in one folder must not share one."""
     now = now_ms if now_ms is not None else int(time.time() * 1000)
     out: list[dict[str, Any]] = []
+    shown = display_model(model) if model else ""
+    key_prefix, title_prefix = (f"{shown}/", f"{shown} · ") if shown else ("", "")
 
     def add(s: ScenarioMetrics, path: str, title: str, mv: MetricValue) -> None:
         for field in ("value", "ci_low", "ci_high"):
             v = getattr(mv, field)
             if v is None:
                 continue
-            key = path if field == "value" else f"{path}.{field}"
+            key = key_prefix + (path if field == "value" else f"{path}.{field}")
             rate = mv.is_rate
             out.append({
                 "id": key, "key": key, "value": 100 * v if rate else v, "start": now, "stop": now,
-                "title": title if field == "value" else f"{title} ({field})",
+                "title": title_prefix + (title if field == "value" else f"{title} ({field})"),
                 **({"unit": "%"} if rate else {}),
                 "group": f"{s.benchmark}.{s.scenario}",
                 "better": "higher" if mv.higher_is_better else "lower",
@@ -87,56 +104,6 @@ def perf_records(metrics: RunMetrics, *, now_ms: int | None = None) -> list[dict
                     add(s, f"{base}[{label}={g.group}].{name}",
                         f"{base} {name} ({label}={g.group})", mv)
     return out
-
-
-# --------------------------------------------------------------------------- gates (checks)
-def check_records(verdicts: Iterable[GateVerdict]) -> list[dict[str, Any]]:
-    return [
-        {
-            "id": f"toolbench-gate-{i}",
-            "name": f"gate {v.gate}",
-            "status": "passed" if v.passed else "failed",
-            "tags": ["toolbench", v.kind],
-            "details": {
-                "command": f"--gate {v.gate}" if v.kind == "metric" else "--max-error-rate",
-                "message": f"{'PASSED' if v.passed else 'FAILED'}: {v.reason}",
-            },
-        }
-        for i, v in enumerate(verdicts, start=1)
-    ]
-
-
-def quality_gate_rules(gates: Sequence[str], metrics: RunMetrics) -> list[dict[str, Any]]:
-    """Our plain absolute ``>=``/``<=`` gates as Allure 3 ``metricMin``/``metricMax`` rules on the
-    same metric key (the ``*-perf.json`` samples). Every other gate stays with our own verdict
-    (the checks): see :func:`allure_expressible`."""
-    rules: list[dict[str, Any]] = []
-    samples = {r["key"]: r for r in perf_records(metrics, now_ms=0)}
-    for text in gates:
-        try:
-            gate = parse_gate(text)
-        except ValueError:
-            continue
-        if not allure_expressible(gate, samples.keys()):
-            continue
-        # Rates are stored in percent in the perf samples (see perf_records).
-        rule = "metricMin" if gate.op == ">=" else "metricMax"
-        value = 100 * gate.threshold if samples[gate.path].get("unit") == "%" else gate.threshold
-        rules.append({"id": str(gate), rule: {"key": gate.path, "value": value}})
-    return rules
-
-
-def allure_expressible(gate: Gate, sample_keys: Iterable[str]) -> bool:
-    """A rule ``metricMin|metricMax(key, value)`` means "this run's sample >= / <= a constant".
-    That is a gate only when it is absolute (a baseline gate's threshold is an offset from the
-    baseline's value, and ``.diff``/``.diff_lower``/``.diff_upper``/``.mcnemar_p`` read the paired
-    comparison, not this run's metric), its operator is ``>=``/``<=``, and its path is a sample
-    this run wrote (a value or CI bound; not ``.n`` or the error-rate limit)."""
-    if gate.needs_baseline or gate.op not in (">=", "<="):
-        return False
-    if gate.path.endswith(".n") or ".error_rate" in gate.path:
-        return False
-    return gate.path in set(sample_keys)
 
 
 # --------------------------------------------------------------------------- HTML table
@@ -198,51 +165,33 @@ def render_metrics_html(metrics: RunMetrics, verdicts: Sequence[GateVerdict] = (
     return "".join(parts)
 
 
-# --------------------------------------------------------------------------- environment etc.
-def _prop(text: str) -> str:
-    """Escape for a Java .properties value (one line)."""
-    return text.replace("\\", "\\\\").replace("\n", " ").replace("\r", " ")
-
-
-def environment_properties(metrics: RunMetrics, verdicts: Sequence[GateVerdict],
-                           info: dict[str, str]) -> str:
-    """Gate verdict first, then each scenario's headline metric, then model/backend/data: Allure
-    shows the first entries of the environment on the overview without "show more"."""
-    lines: list[str] = []
-    if verdicts:
-        failed = [v.gate for v in verdicts if not v.passed]
-        word = "PASSED" if not failed else "FAILED"
-        lines.append(f"gates={word} ({len(verdicts) - len(failed)}/{len(verdicts)} passed)"
-                     + (f"; failed: {_prop(', '.join(failed))}" if failed else ""))
-    for s in metrics.scenarios:
-        for name, mv in list(s.metrics.items())[:1]:  # the headline (first declared) metric
-            lines.append(f"{s.benchmark}.{s.scenario}={_prop(f'{name} {fmt_metric(mv)}')}")
-    lines += [f"{k}={_prop(v)}" for k, v in info.items()]
-    return "\n".join(lines) + "\n"
-
-
+# --------------------------------------------------------------------------- folder config
 def categories_json() -> list[dict[str, Any]]:
     return [{"name": name, "matchedStatuses": list(statuses), "messageRegex": regex}
             for name, _, statuses, regex in CATEGORIES]
 
 
-def allurerc(report_name: str, gates: Sequence[str], metrics: RunMetrics,
-             output: str = "allure-report") -> str:
-    config = {
-        "name": report_name,
+def allurerc(records: Sequence[allure_folder.RunRecord], output: str = "allure-report") -> str:
+    """The folder's Allure 3 config, for every run recorded in it."""
+    name = allure_folder.report_name(records)
+    config: dict[str, Any] = {
+        "name": name,
         "output": output,
-        "plugins": {"awesome": {"options": {"reportName": report_name, "singleFile": False,
-                                            "groupBy": ["epic", "feature", "story"]}}},
+        "plugins": {"awesome": {"options": {"reportName": name, "singleFile": False,
+                                            "groupBy": GROUP_BY}}},
         "categories": [
-            {"name": name, "matchers": {"labels": {OUTCOME_LABEL: value}}}
-            for name, value, _, _ in CATEGORIES
+            {"name": cat, "matchers": {"labels": {OUTCOME_LABEL: value}}}
+            for cat, value, _, _ in CATEGORIES
         ],
     }
-    rules = quality_gate_rules(gates, metrics)
-    if rules:
-        config["qualityGate"] = {"rules": rules}
+    labels = allure_folder.run_labels(records)
+    rules = gate_rules((label, r.verdicts) for label, r in zip(labels, records))
+    body = json.dumps(config, indent=2, ensure_ascii=False)
+    if rules:  # the rule type is code, so it goes in beside the JSON data
+        body = (body[:-2] + ',\n  "qualityGate": {"use": [toolbenchVerdict], "rules": '
+                + json.dumps(rules, indent=2, ensure_ascii=False) + "}\n}")
     return ("// Written by pytest-toolbench for this results folder (Allure 3 config).\n"
-            f"export default {json.dumps(config, indent=2)};\n")
+            + (RULE_JS if rules else "") + f"export default {body};\n")
 
 
 def write_run_files(
@@ -251,13 +200,14 @@ def write_run_files(
     verdicts: Sequence[GateVerdict],
     *,
     info: dict[str, str],
-    gates: Sequence[str] = (),
     run_id: str = "",
-    report_name: str = "pytest-toolbench",
+    model: str = "",
 ) -> list[Path]:
-    """Write the run-level files listed in the module docstring; return their paths."""
+    """Write this run's files and rebuild the folder-wide ones from every run recorded in the
+    folder (see the module docstring); return the paths written."""
     d = Path(alluredir)
     d.mkdir(parents=True, exist_ok=True)
+    model = model or info.get("model", "")
     written: list[Path] = []
 
     def put(name: str, text: str) -> None:
@@ -265,13 +215,14 @@ def write_run_files(
         p.write_text(text, encoding="utf-8")
         written.append(p)
 
-    put(PERF_FILE, json.dumps(perf_records(metrics), indent=2))
-    for rec in check_records(verdicts):
+    put(perf_file(run_id), json.dumps(perf_records(metrics, model=model), indent=2))
+    record = allure_folder.make_record(metrics, verdicts, run_id=run_id, model=model, info=info)
+    written.append(allure_folder.save_record(d, record))
+    records = allure_folder.load_records(d)
+    label = allure_folder.run_labels(records)[[r.run_id for r in records].index(record.run_id)]
+    for rec in check_records(verdicts, label=label, run_id=record.run_id):
         put(f"{uuid.uuid4()}-check.json", json.dumps(rec, indent=2))
-    put("environment.properties", environment_properties(metrics, verdicts, info))
-    put("executor.json", json.dumps({"name": "pytest-toolbench", "type": "pytest",
-                                     "buildName": run_id or "run", "reportName": report_name},
-                                    indent=2))
+    written += allure_folder.write_folder_files(d, records)
     put("categories.json", json.dumps(categories_json(), indent=2))
-    put(CONFIG_FILE, allurerc(report_name, gates, metrics))
+    put(CONFIG_FILE, allurerc(records))
     return written

@@ -79,7 +79,7 @@ def finish(
     alluredir = config.getoption("--alluredir", None)
     if not alluredir:
         return images
-    from pytest_toolbench.report.allure_report import attach_run_metrics
+    from pytest_toolbench.report.allure_report import attach_run_metrics, display_model
     from pytest_toolbench.report.allure_run import render_metrics_html, write_run_files
 
     info = {
@@ -90,12 +90,13 @@ def finish(
     }
     for i, d in enumerate(data_sources, start=1):
         info[f"data.{i}"] = d.describe()
-    write_run_files(alluredir, metrics, verdicts, info=info, gates=list(settings.gates),
-                    run_id=run_id, report_name=f"pytest-toolbench: {settings.model}")
+    write_run_files(alluredir, metrics, verdicts, info=info, run_id=run_id,
+                    model=str(settings.model))
     header = {"model": info["model"], "backend": info["backend"], "run": run_id}
+    prefix = f"{display_model(str(settings.model))} · run {run_id} · "  # runs share the folder
     attach_run_metrics(metrics, summary, alluredir=alluredir,
                        metrics_html=render_metrics_html(metrics, verdicts, header),
-                       images=images)
+                       images=images, prefix=prefix)
     return images
 
 
