@@ -182,7 +182,9 @@ def test_perfect_agent_walks_the_chain(records):
     assert result.model_calls == 6 and result.details["turn"] == 5
     assert [c.turn for c in model.contexts] == [0, 1, 2, 3, 4, 5]
     assert all(c.case_id == "toolhop-9004-mandatory" for c in model.contexts)
-    assert model.contexts[0].oracle(model.requests[0]) == answer("<answer>d</answer>")
+    first = model.contexts[0].oracle(model.requests[0])  # the oracle: the first gold tool ...
+    assert first["tool_calls"][0]["function"]["name"] == record.tool_names[0]
+    assert model.contexts[-1].oracle(model.requests[-1]) == answer("<answer>d</answer>")  # ... the answer
     t = result.transcript
     assert t[0] == {"role": "user", "content": MANDATORY_PROMPT.replace("{question}", record.question)}
     assert [m["role"] for m in t] == ["user"] + ["assistant", "tool"] * 5 + ["assistant"]

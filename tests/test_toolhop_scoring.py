@@ -115,10 +115,20 @@ def test_no_answer_cases(real):
 
 @pytest.mark.parametrize("scenario", SCENARIOS)
 def test_oracle_scores_every_real_record(real, scenario):
+    """With tools the oracle first calls one gold tool per hop (whatever they return), then
+    answers; in direct it answers at once. Either way the upstream scorer counts it right."""
     for record in real.values():
         messages = build_messages(scenario, record.question)
-        request = ChatRequest(messages=messages, tools=build_tools(record, scenario))
-        messages.append(toolhop_oracle(record)(request))
+        oracle = toolhop_oracle(record)
+        for _ in range(record.hops + 1):
+            reply = oracle(ChatRequest(messages=messages, tools=build_tools(record, scenario)))
+            messages.append(reply)
+            calls = reply.get("tool_calls") or []
+            if not calls:
+                break
+            messages += [{"role": "tool", "content": '"stub"', "tool_call_id": c["id"]} for c in calls]
+        called = [c["function"]["name"] for m in messages for c in m.get("tool_calls") or []]
+        assert called == ([] if scenario == "direct" else record.tool_names), record.id
         assert upstream_answer_correct(messages, record.answer) is True, record.id
         assert strict_answer_correct(messages, record.answer) is True, record.id
 

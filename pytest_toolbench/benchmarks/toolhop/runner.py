@@ -219,7 +219,10 @@ class ToolHopRunner:
                 state.messages.append(
                     {"role": "tool", "content": content, "tool_call_id": call.get("id")}
                 )
-        return self._scored_result(case, record, model, state)
+        result = self._scored_result(case, record, model, state)
+        if oracle.used and scenario != "direct":  # what the gold chain really returned
+            result.details["oracle_chain"] = oracle.chain_report(state.calls)
+        return result
 
     async def _execute(
         self, record: ToolHopRecord, call: dict[str, Any], turn: int, index: int, state: _CaseState
