@@ -4,20 +4,30 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from pytest_toolbench.report.allure_report import INFRA, PARSE, PASSED, WRONG, outcome_class
+from pytest_toolbench.report import allure_folder
+from pytest_toolbench.report.allure_fixtures import unwrap_internal_finalizers
+from pytest_toolbench.report.allure_gates import gate_rules
+from pytest_toolbench.report.allure_report import (
+    INFRA,
+    PARSE,
+    PASSED,
+    WRONG,
+    case_title,
+    display_model,
+    outcome_class,
+)
 from pytest_toolbench.report.allure_run import (
     allurerc,
     categories_json,
     check_records,
-    environment_properties,
     perf_records,
-    quality_gate_rules,
     render_metrics_html,
 )
 from pytest_toolbench.report.allure_steps import conversation_steps, readable
@@ -105,64 +115,133 @@ def test_perf_records_carry_every_value_ci_and_subgroup(metrics: RunMetrics) -> 
     s = metrics.scenarios[0]
     assert recs["toolhop.mandatory.accuracy.ci_low"]["value"] == pytest.approx(100 * s.metrics["accuracy"].ci_low)
     assert all(r["start"] == r["stop"] == 5 and r["group"] == "toolhop.mandatory" for r in recs.values())
+    # With a model, keys and titles name it: Allure averages samples that share a key.
+    named = {r["key"]: r for r in perf_records(metrics, now_ms=5, model="replay:/tmp/x/rec.jsonl")}
+    assert named["replay:rec.jsonl/toolhop.mandatory.accuracy"]["title"] == \
+        "replay:rec.jsonl · toolhop.mandatory accuracy"
 
 
-def test_run_files_show_gates_and_headline_metrics(metrics: RunMetrics) -> None:
-    verdicts = [GateVerdict(gate="toolhop.mandatory.accuracy>=0.4", actual=0.5, passed=True, reason="ok"),
-                GateVerdict(gate="toolhop.mandatory.error_rate<=0", actual=0.2, passed=False,
-                            reason="1/5 errors", kind="error_rate")]
-    env = environment_properties(metrics, verdicts, {"model": "m1", "backend": "openai"})
-    lines = env.splitlines()
-    assert lines[0] == "gates=FAILED (1/2 passed); failed: toolhop.mandatory.error_rate<=0"
-    assert lines[1].startswith("toolhop.mandatory=accuracy 50.0% [95% CI ")
-    assert lines[1].endswith("n=4")
-    assert "model=m1" in lines and "backend=openai" in lines
-    checks = check_records(verdicts)
-    assert [(c["name"], c["status"]) for c in checks] == [
-        ("gate toolhop.mandatory.accuracy>=0.4", "passed"),
-        ("gate toolhop.mandatory.error_rate<=0", "failed")]
-    page = render_metrics_html(metrics, verdicts, {"model": "m1"})
+VERDICTS = [
+    GateVerdict(gate="toolhop.mandatory.accuracy>=0.4", actual=0.5, passed=True, reason="ok"),
+    GateVerdict(gate="toolhop.mandatory.error_rate<=0", actual=0.2, passed=False,
+                reason="1/5 errors", kind="error_rate"),
+]
+
+
+def test_titles_and_labels_name_the_model() -> None:
+    assert display_model("replay:/tmp/pytest-1/wrong.jsonl") == "replay:wrong.jsonl"
+    assert display_model("Qwen/Qwen3-8B") == "Qwen/Qwen3-8B"
+    assert case_title("toolhop-1-direct", "oracle", "Who?") == "[oracle] toolhop-1-direct: Who?"
+    assert case_title("c1", "", None) == "c1"
+
+
+def test_folder_files_show_every_runs_gates_and_headline_metrics(metrics: RunMetrics,
+                                                                 tmp_path: Path) -> None:
+    """Two runs in one folder: the Metadata (environment.xml) lists both runs' gates first, then
+    each scenario's headline metric run beside run; neither run's record is overwritten."""
+    first = allure_folder.make_record(metrics, VERDICTS[:1], run_id="r1", model="oracle",
+                                      now_ms=1)
+    second = allure_folder.make_record(metrics, VERDICTS, run_id="r2",
+                                       model="replay:/tmp/a/rec.jsonl", now_ms=2)
+    for rec in (second, first):
+        allure_folder.save_record(tmp_path, rec)
+    (tmp_path / "environment.properties").write_text("gates=PASSED\nrun_id=old\n")
+    records = allure_folder.load_records(tmp_path)
+    assert [r.run_id for r in records] == ["r1", "r2"]
+    entries = allure_folder.metadata_entries(records)
+    assert entries[:2] == [("oracle", "gates PASSED 1/1"),
+                           ("replay:rec.jsonl",
+                            "gates FAILED 1/2: toolhop.mandatory.error_rate<=0")]
+    assert entries[2][0] == "oracle" and entries[2][1].startswith("mandatory accuracy 50.0% n=4")
+    assert entries[3][0] == "replay:rec.jsonl"
+    allure_folder.write_folder_files(tmp_path, records)
+    xml = (tmp_path / "environment.xml").read_text()
+    assert "error_rate≤0" in xml and "<=" not in xml.replace("<environment>", "")
+    assert not (tmp_path / "environment.properties").exists()  # ours, from before
+    assert allure_folder.report_name(records) == "pytest-toolbench: oracle, replay:rec.jsonl"
+    # The same model twice: each run is named by its run id too.
+    twice = [first, first.model_copy(update={"run_id": "r3", "written_ms": 3})]
+    assert allure_folder.run_labels(twice) == ["oracle · run r1", "oracle · run r3"]
+
+
+def test_checks_html_and_categories(metrics: RunMetrics) -> None:
+    checks = check_records(VERDICTS, label="oracle", run_id="r1")
+    assert [(c["id"], c["name"], c["status"]) for c in checks] == [
+        ("toolbench-r1-gate-1", "oracle · gate toolhop.mandatory.accuracy>=0.4", "passed"),
+        ("toolbench-r1-gate-2", "oracle · gate toolhop.mandatory.error_rate<=0", "failed")]
+    page = render_metrics_html(metrics, VERDICTS, {"model": "m1"})
     assert "<table class='toolbench-metrics'>" in page and "by hops" in page
     assert "<td class='fail'>FAILED</td>" in page and "50.0%" in page
     names = [c["name"] for c in categories_json()]
     assert names == ["Infrastructure errors", "Tool-call parse failures", "Wrong answers"]
-    config = allurerc("r", ["toolhop.mandatory.accuracy>=0.4", "toolhop.mandatory.accuracy>0.1"], metrics)
-    body = json.loads(config.split("export default ", 1)[1].rstrip().rstrip(";"))
-    # Rates are percent in the perf samples, so the Allure rule's threshold is too; ">" has no rule.
-    assert body["qualityGate"]["rules"] == [
-        {"id": "toolhop.mandatory.accuracy>=0.4",
-         "metricMin": {"key": "toolhop.mandatory.accuracy", "value": 40.0}}]
+
+
+def _load_config(path: Path) -> dict:
+    """allurerc.mjs as Allure loads it (a JS module; its rule type is code)."""
+    script = ("import(process.argv[1]).then(async (m) => { const c = m.default; const r = [];"
+              " for (const rule of c.qualityGate?.rules ?? []) { const v = await c.qualityGate"
+              ".use[0].validate({ expected: rule.toolbench }); r.push({ id: rule.id, ...v,"
+              " message: (v.success ? c.qualityGate.use[0].successMessage : c.qualityGate.use[0]"
+              ".message)({ expected: rule.toolbench }) }); } console.log(JSON.stringify({ ...c,"
+              " qualityGate: r })); })")
+    out = subprocess.run(["node", "--input-type=module", "-e", script, path.as_uri()],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def test_allurerc_has_every_verdict_as_a_quality_gate_rule(metrics: RunMetrics,
+                                                          tmp_path: Path) -> None:
+    """Every verdict the harness computed (error-rate and baseline gates included) is one rule
+    whose check returns that verdict, for every run in the folder; Allure recomputes nothing."""
+    baseline = GateVerdict(gate="toolhop.mandatory.accuracy>=baseline-0.02", actual=0.5,
+                           passed=False, reason="below the baseline")
+    rules = gate_rules([("oracle", VERDICTS), ("m2", [baseline, baseline])])
+    assert [r["id"] for r in rules] == [
+        "oracle · toolhop.mandatory.accuracy>=0.4", "oracle · toolhop.mandatory.error_rate<=0",
+        "m2 · toolhop.mandatory.accuracy>=baseline-0.02",
+        "m2 · toolhop.mandatory.accuracy>=baseline-0.02 (2)"]
+    assert rules[1]["toolbench"]["passed"] is False
+    records = [allure_folder.make_record(metrics, VERDICTS, run_id="r1", model="oracle")]
+    config_text = allurerc(records)
+    assert "qualityGate" not in allurerc([allure_folder.make_record(metrics, [], run_id="r",
+                                                                    model="m")])
+    if shutil.which("node") is None:
+        pytest.skip("node is not installed: the config's JS is not evaluated here")
+    path = tmp_path / "allurerc.mjs"
+    path.write_text(config_text)
+    config = _load_config(path)
+    assert config["name"] == "pytest-toolbench: oracle"
+    assert config["plugins"]["awesome"]["options"]["groupBy"] == ["parentSuite", "suite", "subSuite"]
+    assert [(r["id"], r["success"]) for r in config["qualityGate"]] == [
+        ("oracle · toolhop.mandatory.accuracy>=0.4", True),
+        ("oracle · toolhop.mandatory.error_rate<=0", False)]
+    assert config["qualityGate"][1]["message"] == \
+        "oracle: toolhop.mandatory.error_rate<=0 FAILED: 1/5 errors"
     assert {"name": "Wrong answers", "matchers": {"labels": {"toolbench_outcome": "wrong answer"}}} \
-        in body["categories"]
+        in config["categories"]
 
 
-def test_quality_gate_rules_only_for_plain_absolute_thresholds(metrics: RunMetrics) -> None:
-    """An Allure rule compares this run's sample with a constant. Baseline gates (the threshold
-    is an offset from the baseline's value) and paired gates (.diff/.diff_lower/.diff_upper/
-    .mcnemar_p read the comparison, not this run's metric) must not become such rules: as rules
-    they would read e.g. accuracy >= -2% or accuracy <= 5%, a verdict unrelated to ours."""
-    plain = ["toolhop.mandatory.accuracy>=0.4", "toolhop.mandatory.accuracy.ci_low>=0.1",
-             "toolhop.mandatory[hops=3].accuracy<=0.9"]
-    not_expressible = [
-        "toolhop.mandatory.accuracy>=baseline-0.02", "toolhop.mandatory.accuracy<=baseline",
-        "toolhop.mandatory.accuracy.diff>=-0.1", "toolhop.mandatory.accuracy.diff_lower>=-0.05",
-        "toolhop.mandatory.accuracy.diff_upper>=0", "toolhop.mandatory.accuracy.mcnemar_p>=0.05",
-        "toolhop.mandatory[hops=3].accuracy.diff_upper>=0", "toolhop.mandatory.accuracy>0.1",
-        "toolhop.mandatory.accuracy.n>=3", "toolhop.mandatory.error_rate<=0.1",
-        "toolhop.mandatory[hops=9].accuracy>=0.5",  # no such sample in this run
-    ]
-    rules = quality_gate_rules(plain + not_expressible, metrics)
-    assert rules == [
-        {"id": "toolhop.mandatory.accuracy>=0.4",
-         "metricMin": {"key": "toolhop.mandatory.accuracy", "value": 40.0}},
-        {"id": "toolhop.mandatory.accuracy.ci_low>=0.1",
-         "metricMin": {"key": "toolhop.mandatory.accuracy.ci_low", "value": pytest.approx(10.0)}},
-        {"id": "toolhop.mandatory[hops=3].accuracy<=0.9",
-         "metricMax": {"key": "toolhop.mandatory[hops=3].accuracy", "value": 90.0}},
-    ]
-    keys = {r["key"] for r in perf_records(metrics, now_ms=0)}
-    assert all(r[k]["key"] in keys for r in rules for k in r if k != "id")
-    assert "qualityGate" not in allurerc("r", not_expressible, metrics)
+def test_pytest_internal_finalizers_are_unwrapped() -> None:
+    """allure-pytest's wrapper around pytest's own finalizer becomes an "unknown" step; it is
+    handed back unwrapped, a fixture author's finalizer keeps its wrapper (and its step)."""
+    import _pytest.fixtures
+
+    internal = eval("lambda: None", vars(_pytest.fixtures))  # defined "inside pytest"
+
+    def teardown() -> None:
+        pass
+
+    class Wrapped:
+        def __init__(self, f):
+            self._fixture_function = f
+
+    class FixtureDef:
+        _finalizers = [Wrapped(teardown), Wrapped(internal)]
+
+    fd = FixtureDef()
+    assert unwrap_internal_finalizers(fd) == 1
+    assert isinstance(fd._finalizers[0], Wrapped) and fd._finalizers[1] is internal
 
 
 def test_plots_draw_exactly_the_aggregate_values(metrics: RunMetrics, tmp_path: Path) -> None:
@@ -201,24 +280,34 @@ def test_suite_run_writes_plots_and_allure_run_files(tmp_path: Path) -> None:
     spec = next(s for s in plot_specs(metrics) if s.filename == "toolhop.mandatory.accuracy.by-hops.png")
     mand = next(s for s in data["metrics"]["scenarios"] if s["scenario"] == "mandatory")
     assert spec.values == [100 * g["metrics"]["accuracy"]["value"] for g in mand["breakdown"]["hops"]]
-    for name in ("environment.properties", "executor.json", "categories.json",
-                 "toolbench-perf.json", "allurerc.mjs"):
+    for name in ("environment.xml", "categories.json", "allurerc.mjs"):
         assert (alluredir / name).stat().st_size > 0, name
-    env = (alluredir / "environment.properties").read_text()
-    assert env.startswith("gates=PASSED (4/4 passed)") and "model=oracle" in env
+    (perf,) = alluredir.glob("toolbench-*-perf.json")
+    assert any(r["key"] == "oracle/toolhop.mandatory.accuracy" for r in json.loads(perf.read_text()))
+    env = (alluredir / "environment.xml").read_text()
+    assert "<key>oracle</key><value>gates PASSED 4/4</value>" in env
     checks = [json.loads(p.read_text()) for p in alluredir.glob("*-check.json")]
-    assert {c["name"] for c in checks} >= {"gate toolhop.mandatory.accuracy>=0.5"}
+    assert {c["name"] for c in checks} >= {"oracle · gate toolhop.mandatory.accuracy>=0.5"}
     globals_ = [a for p in alluredir.glob("*-globals.json") for a in json.loads(p.read_text())["attachments"]]
+    run_id = data["run"]["run_id"]
+    prefix = f"oracle · run {run_id} · "
     names = {a["name"] for a in globals_}
-    assert {"toolbench metrics (html)", "plot toolhop.mandatory.accuracy.by-hops"} <= names
-    html_att = next(a for a in globals_ if a["name"] == "toolbench metrics (html)")
+    assert {f"{prefix}toolbench metrics (html)", f"{prefix}plot toolhop.mandatory.accuracy.by-hops"} <= names
+    html_att = next(a for a in globals_ if a["name"] == f"{prefix}toolbench metrics (html)")
     assert "toolbench-gates" in (alluredir / html_att["source"]).read_text()
+    # No tear-down without a status (Allure's "unknown" steps): pytest's own finalizers.
+    afters = [a for p in alluredir.glob("*-container.json")
+              for a in json.loads(p.read_text()).get("afters", [])]
+    assert afters and all(a.get("status") for a in afters), afters
+    assert not any("<lambda>" in a["name"] for a in afters)
     results = [json.loads(p.read_text()) for p in alluredir.glob("*-result.json")]
     case = next(r for r in results if "mandatory" in r["name"])
     assert [s["name"] for s in case["steps"]][-1].startswith("score: ")
     assert case["steps"][0]["name"].startswith("turn 1 · user: ")
     labels = {(lab["name"], lab["value"]) for lab in case["labels"]}
     assert ("toolbench_outcome", "passed") in labels and ("model", "oracle") in labels
+    assert {("parentSuite", "oracle"), ("suite", "toolhop")} <= labels
+    assert case["name"].startswith("[oracle] toolhop-")
     params = {p["name"]: p for p in case["parameters"]}
     assert params["case"]["value"].startswith("'toolhop-") and not params["model"].get("excluded")
 
@@ -270,8 +359,15 @@ def test_parse_failures_and_infrastructure_errors_land_in_their_categories(tmp_p
         proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode == (0 if gated else 1), proc.stdout[-3000:]
     categories = json.loads((alluredir / "categories.json").read_text())
-    config = (alluredir / "allurerc.mjs").read_text()
-    allure3 = json.loads(config.split("export default ", 1)[1].rstrip().rstrip(";"))["categories"]
+    # Allure 3's categories, from allurerc.mjs as node loads it (without node: the JSON data of
+    # its categories, which hold no code).
+    if shutil.which("node"):
+        allure3 = _load_config(alluredir / "allurerc.mjs")["categories"]
+    else:
+        from pytest_toolbench.report.allure_run import CATEGORIES
+
+        allure3 = [{"name": n, "matchers": {"labels": {"toolbench_outcome": v}}}
+                   for n, v, _, _ in CATEGORIES]
     by_label = {c["matchers"]["labels"]["toolbench_outcome"]: c["name"] for c in allure3}
     results = {}
     for path in alluredir.glob("*-result.json"):
@@ -303,6 +399,12 @@ def test_two_models_in_one_results_folder_are_two_results_not_retries(tmp_path: 
     assert results[0]["fullName"] == results[1]["fullName"]
     assert len({r["historyId"] for r in results}) == 2
     assert len({r["testCaseId"] for r in results}) == 2
+    # ... told apart by title and suite path, and both runs stay in the folder's Metadata.
+    assert sorted(r["name"].split("]")[0] for r in results) == ["[oracle", "[replay:rec.jsonl"]
+    suites = {lab["value"] for r in results for lab in r["labels"] if lab["name"] == "parentSuite"}
+    assert suites == {"oracle", "replay:rec.jsonl"}
+    env = (alluredir / "environment.xml").read_text()
+    assert "<key>oracle</key>" in env and "<key>replay:rec.jsonl</key>" in env
 
 
 def test_allure_html_without_alluredir_is_a_usage_error(tmp_path: Path) -> None:
