@@ -647,7 +647,7 @@ class ControllerHooks:
         if not st.results:
             self._no_case_ran(session, exitstatus)
             return
-        from pytest_toolbench.report.terminal import cache_note, coverage_notes, render_summary
+        from pytest_toolbench.report.terminal import cache_note, coverage_notes
 
         results = list(st.results.values())
         benchmarks = {n: b for n, b in registry().items() if n in {r.benchmark for r in results}}
@@ -709,15 +709,7 @@ class ControllerHooks:
 
         endpoints = endpoint_totals([r.details for r in results])
         notes += endpoint_notes(endpoints)
-        st.summary = render_summary(st.metrics, st.verdicts, run_notes=notes, include_gates=False)
-        if repeats is not None:
-            from pytest_toolbench.results.repeats import render_repeats
-
-            st.summary += render_repeats(repeats)
-        if st.comparison is not None:
-            from pytest_toolbench.compare.render import baseline_summary
-
-            st.summary += baseline_summary(st.comparison)
+        st.summary, full_summary = self._summaries(notes, repeats)
         from pytest_toolbench.report.json_report import build_json_report
         from pytest_toolbench.runs.record import save_report
 
@@ -747,9 +739,42 @@ class ControllerHooks:
                                   model=st.settings.model, run_id=st.run_id, notes=notes)
         from pytest_toolbench.report.session_outputs import finish
 
-        finish(self.config, st.metrics, st.verdicts, st.summary, settings=st.settings,
+        finish(self.config, st.metrics, st.verdicts, full_summary, settings=st.settings,
                run_id=st.run_id, run_dir=_run_dir(st), data_sources=st.data_sources,
                comparison=st.comparison)
+
+    def _summaries(self, notes: list[str], repeats: Any) -> tuple[str, str]:
+        """(the terminal's text, the full text for Allure). The terminal ends on one screen
+        (report/terminal.py); ``-v`` puts every table above it. Sections between the two, in
+        this order: the repeats (pass@k), then the ``--baseline`` comparison (its table and the
+        cases that changed); the Allure text has everything at 120 columns."""
+        from pytest_toolbench.report.terminal import data_notes, render_details, render_overview
+
+        st = self.st
+        assert st.metrics is not None
+        verbose = self.config.get_verbosity() > 0
+        width = max(40, self.config.get_terminal_writer().fullwidth)
+        sections = ""
+        if repeats is not None:
+            from pytest_toolbench.results.repeats import render_repeats
+
+            sections += render_repeats(repeats)
+        if st.comparison is not None:  # --baseline: comparison table and the cases that changed
+            from pytest_toolbench.compare.render import baseline_summary
+
+            sections += baseline_summary(st.comparison)
+        first_data = next((i for i, n in enumerate(notes) if n.startswith("data: ")), len(notes))
+        other = [n for n in notes if not n.startswith("data: ")]
+        screen_notes = (other[:first_data] + data_notes(st.data_sources, verbose=verbose)
+                        + other[first_data:])
+        details = render_details(st.metrics, width=width) if verbose else ""
+        screen = render_overview(st.metrics, width=width, run_notes=screen_notes,
+                                 details_hint=not verbose)
+        full = (render_details(st.metrics, width=120) + sections
+                + render_overview(st.metrics, width=120, run_notes=notes, details_hint=False))
+        if verbose:
+            screen = "== overview ==\n" + screen
+        return details + sections + screen, full
 
     def _ensure_suite_sizes(self, covered: dict[str, int]) -> None:
         """Suite sizes of benchmarks the session start did not load (e.g. a run from a test file
@@ -798,10 +823,7 @@ class ControllerHooks:
         if not st.summary:
             return
         terminalreporter.write_sep("=", "pytest-toolbench")
-        terminalreporter.write_line(
-            f"model: {st.settings.model}   run: {st.run_id}   "
-            f"results journal: {_run_dir(st) / 'results.jsonl'}"
-        )
+        terminalreporter.write_line(f"model: {st.settings.model}   run: {st.run_id}")
         warning = sandbox_warning(st.sandbox_states)
         if warning:
             terminalreporter.write_line(warning, red=True, bold=True)
@@ -816,7 +838,10 @@ class ControllerHooks:
         if st.settings.md_path and st.metrics is not None:
             terminalreporter.write_line(f"Markdown summary: {st.settings.md_path}")
         if st.metrics is not None:
-            terminalreporter.write_line(f"run folder: {_run_dir(st)} (toolbench runs lists it)")
+            line = f"run folder: {_run_dir(st)}"
+            more = " (results.jsonl, report.json; toolbench runs lists it)"
+            fits = len(line + more) <= terminalreporter._tw.fullwidth
+            terminalreporter.write_line(line + more if fits else line)
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         """The gate table goes last, after pytest's own closing lines, so a CI log ends on it."""
@@ -829,7 +854,7 @@ class ControllerHooks:
         st.gates_printed = True
         status = exit_status(st.verdicts)
         reporter.write_sep("=", "pytest-toolbench gates")
-        reporter.write(render_gates(st.verdicts))
+        reporter.write(render_gates(st.verdicts, width=max(40, reporter._tw.fullwidth)))
         word = "PASSED" if status is ToolbenchExit.OK else "FAILED"
         reporter.write_line(
             f"gates {word} (exit status {int(status)} {status.name}): the exit status is decided "

@@ -1,20 +1,64 @@
 """The end-of-run summary as plain text, for pytest's terminal reporter and CI logs.
 
-Rendered with rich into a string (no colour codes, ASCII-safe Markdown-style tables) so the
-plugin can write it through ``terminalreporter`` and it stays readable in a 120-column log.
+A run ends with one screen: per benchmark, each scenario's headline metric (its first declared
+metric) with its confidence interval and n, the infrastructure errors and parse failures, and the
+gates (printed last, after pytest's own closing line). Everything else (each scenario's full
+metric table, its breakdowns by label, the benchmark's paper tables) is printed above that screen
+with ``-v``, and is always in the run's JSON report, the ``--toolbench-md`` Markdown and Allure.
+Tables never lose a column: at any width they are pipe tables, wrapped pipe tables or one block
+per row (report/text_table.py). Plain ASCII, no colour codes.
+
+How to read the end of a run (``pytest suites/toolhop --model M -n 2 --limit 4 --gate ...``)::
+
+    =============================== pytest-toolbench ===============================
+    model: M   run: 20260101-120000-ab12cd   results journal: .toolbench/runs/.../results.jsonl
+    data: toolhop: data/toolhop/ToolHop.json, 6 records, sha256 c73e2736335a - bundled sample (not the real benchmark)
+    toolhop subset: 4 of 6 cases (metrics cover only these; not comparable with a full run)
+    | toolhop   | metric   |  value |          95% CI |         n |
+    |-----------|----------|--------|-----------------|-----------|
+    | direct    | accuracy | 75.00% | [25.00, 100.00] |         4 |
+    | mandatory | accuracy | 66.67% | [0.00, 100.00]  | 3 (1 err) |
+    | free      | accuracy |    n/a |             n/a | 0 (4 err) |
+    infrastructure errors: toolhop / mandatory: 1 infrastructure error excluded from
+        metrics: timeout x1 (...)
+    tool-call parse failures: none
+    details: -v prints every metric, the breakdowns and the paper tables; all are in
+        the run's report.json (toolbench runs) and --toolbench-md
+    ============================ 12 passed in 41.20s ============================
+    ========================== pytest-toolbench gates ==========================
+    | verdict | gate                          | actual | reason |
+    ...
+
+- ``value``: the scenario's headline metric over its scored cases; a rate is in % (``75.00%``).
+- ``95% CI``: the bootstrap confidence interval of that value, in the same unit (percentage
+  points for a rate, without the % sign). A wide interval means few cases: do not read much into
+  a difference that lies inside it.
+- ``n``: how many cases (or, for a ratio metric, units such as tool calls) the value is computed
+  over. ``(1 err)`` after it: cases that ended in an infrastructure error (endpoint down, timeout,
+  ...). They are excluded from every metric, listed with their cause on the
+  ``infrastructure errors`` line, and counted by the error-rate gate, never scored as wrong.
+- ``n/a``: the metric has no value because nothing was there to measure (every case of the
+  scenario was an infrastructure error, or no case has the quantity, e.g. no tool call was made
+  for a per-call rate). ``nan`` is different: the benchmark's own scoring produced NaN, shown as
+  its paper's code shows it.
+- ``<benchmark> subset: 4 of 6 cases``: ``--limit``, ``--sample-ids``, ``--scenario``, ``-k`` or
+  ``-m`` left out part of the suite; the metrics cover only the cases that ran, so they are not
+  comparable with a full run (or with the paper).
 """
 
 from __future__ import annotations
 
-from io import StringIO
+import textwrap
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
-from rich import box
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
-
+from pytest_toolbench.report.text_table import TextTable, pipe_table, render_table
 from pytest_toolbench.results.aggregate import MetricValue, ReportTable, RunMetrics, ScenarioMetrics
 from pytest_toolbench.results.gates import GateVerdict
+
+DETAILS_HINT = ("details: -v prints every metric, the breakdowns and the paper tables; all are in "
+                "the run's report.json (toolbench runs) and --toolbench-md")
 
 
 def format_number(x: float | None, *, is_rate: bool) -> str:
@@ -35,96 +79,182 @@ def format_ci(mv: MetricValue, *, compact: bool = False) -> str:
     return f"[{lo}, {hi}]"
 
 
-def _table(title: str | None = None) -> Table:
-    return Table(title=title, title_justify="left", box=box.MARKDOWN, show_edge=True, pad_edge=True)
+def _cell(mv: MetricValue) -> str:
+    """``80.00% [51.00, 100.00] n=5``: a metric in one cell of a breakdown."""
+    value = format_number(mv.value, is_rate=mv.is_rate)
+    ci = "" if mv.value is None else f" {format_ci(mv, compact=True)}"
+    return f"{value}{ci} n={mv.n}"
 
 
-def _metric_table(s: ScenarioMetrics, confidence_label: str) -> Table:
-    t = _table()
-    t.add_column("metric", no_wrap=True)
-    t.add_column("value", justify="right", no_wrap=True)
-    t.add_column(confidence_label, justify="right", no_wrap=True)
-    t.add_column("n", justify="right", no_wrap=True)
-    t.add_column("", no_wrap=True)  # direction hint
-    for mv in s.metrics.values():
-        t.add_row(
-            mv.name,
-            format_number(mv.value, is_rate=mv.is_rate),
-            format_ci(mv),
-            str(mv.n),
-            "higher is better" if mv.higher_is_better else "lower is better",
-        )
-    return t
+def _with_errors(count: int | str, n_errors: int) -> str:
+    return f"{count} ({n_errors} err)" if n_errors else str(count)
 
 
-def _breakdown_table(s: ScenarioMetrics, label: str) -> Table:
-    t = _table()
-    t.add_column(label, justify="right", no_wrap=True)
-    t.add_column("cases", justify="right", no_wrap=True)
-    names = list(s.metrics)
-    for name in names:
-        t.add_column(f"{name} [95% CI] n", justify="right", no_wrap=True)
-    for g in s.breakdown.get(label, []):
-        cells = []
-        for name in names:
-            mv = g.metrics.get(name)
-            if mv is None:
-                cells.append("-")
-                continue
-            value = format_number(mv.value, is_rate=mv.is_rate)
-            ci = "" if mv.value is None else f" {format_ci(mv, compact=True)}"
-            cells.append(f"{value}{ci} n={mv.n}")
-        errors = f" ({g.n_errors} err)" if g.n_errors else ""
-        t.add_row(g.group, f"{g.n_cases}{errors}", *cells)
-    return t
+def _wrap_line(text: str, width: int) -> list[str]:
+    """A note wrapped to the width; paths and other long words stay whole."""
+    if len(text) <= width:
+        return [text]
+    return textwrap.wrap(text, width, subsequent_indent="    ", break_long_words=False,
+                         break_on_hyphens=False)
+
+
+# --------------------------------------------------------------------------- errors
+def infra_error_note(s: ScenarioMetrics) -> str | None:
+    """The one sentence about a scenario's infrastructure errors (None: it had none): what was
+    excluded, each kind's cause, attempts and the option that would help (results/infra_errors)."""
+    if not s.n_errors:
+        return None
+    kinds = ", ".join(f"{k} x{v}" for k, v in s.error_kinds.items())
+    plural = "error" if s.n_errors == 1 else "errors"
+    return f"{s.n_errors} infrastructure {plural} excluded from metrics: {kinds}"
+
+
+def _parse_failure_note(s: ScenarioMetrics) -> str | None:
+    if not s.n_parse_failures:
+        return None
+    return (f"{s.n_parse_failures} tool-call parse failure(s) in {s.n_cases_with_parse_failures} "
+            "case(s) (scored as the benchmark scores them; raw text in the JSON/Allure report)")
 
 
 def _scenario_notes(s: ScenarioMetrics) -> list[str]:
-    notes = []
-    if s.n_errors:
-        kinds = ", ".join(f"{k} x{v}" for k, v in s.error_kinds.items())
-        plural = "error" if s.n_errors == 1 else "errors"
-        notes.append(f"{s.n_errors} infrastructure {plural} excluded from metrics: {kinds}")
+    return [infra_error_note(s) or "0 infrastructure errors",
+            _parse_failure_note(s) or "0 tool-call parse failures"]
+
+
+def error_lines(metrics: RunMetrics, width: int) -> list[str]:
+    """The overview's error lines: every scenario with infrastructure errors (or ``none``), then
+    the tool-call parse failures."""
+    out: list[str] = []
+    errors = [(s, infra_error_note(s)) for s in metrics.scenarios if s.n_errors]
+    if not errors:
+        out.append("infrastructure errors: none")
+    for s, note in errors:
+        out += _wrap_line(f"infrastructure errors: {s.benchmark} / {s.scenario}: {note}", width)
+    failing = [s for s in metrics.scenarios if s.n_parse_failures]
+    if not failing:
+        out.append("tool-call parse failures: none")
     else:
-        notes.append("0 infrastructure errors")
-    if s.n_parse_failures:
-        notes.append(
-            f"{s.n_parse_failures} tool-call parse failure(s) in {s.n_cases_with_parse_failures} "
-            "case(s) (scored as the benchmark scores them; raw text in the JSON/Allure report)"
-        )
-    else:
-        notes.append("0 tool-call parse failures")
-    return notes
+        total = sum(s.n_parse_failures for s in failing)
+        where = ", ".join(f"{s.benchmark} / {s.scenario} {s.n_parse_failures}" for s in failing)
+        out += _wrap_line(f"tool-call parse failures: {total} ({where}); scored as the benchmark "
+                          "scores them, raw text in the JSON/Allure report", width)
+    return out
 
 
-def _gate_table(verdicts: list[GateVerdict]) -> Table:
-    t = _table()
-    t.add_column("verdict", no_wrap=True)
-    t.add_column("gate", overflow="fold")
-    t.add_column("actual", justify="right", no_wrap=True)
-    t.add_column("reason", overflow="fold")
-    for v in verdicts:
-        actual = "n/a" if v.actual is None else f"{v.actual:.4g}"
-        t.add_row("PASS" if v.passed else "FAIL", v.gate, actual, v.reason)
-    return t
+# --------------------------------------------------------------------------- the one screen
+def _benchmarks(metrics: RunMetrics) -> list[str]:
+    return list(dict.fromkeys(s.benchmark for s in metrics.scenarios))
 
 
-def _console(buf: StringIO, width: int) -> Console:
-    return Console(
-        file=buf, width=width, force_terminal=False, color_system=None, highlight=False,
-        emoji=False, markup=False, soft_wrap=False,
+def overview_table(metrics: RunMetrics, benchmark: str) -> TextTable:
+    """One row per scenario of ``benchmark``: its headline (first declared) metric."""
+    rows = []
+    for s in metrics.scenarios:
+        if s.benchmark != benchmark:
+            continue
+        mv = next(iter(s.metrics.values()), None)
+        if mv is None:
+            rows.append([s.scenario, "-", "n/a", "n/a", _with_errors(0, s.n_errors)])
+            continue
+        rows.append([s.scenario, mv.name, format_number(mv.value, is_rate=mv.is_rate),
+                     format_ci(mv, compact=True), _with_errors(mv.n, s.n_errors)])
+    return TextTable([benchmark, "metric", "value", "95% CI", "n"], rows,
+                     align=["l", "l", "r", "r", "r"], wrap={0})
+
+
+def render_overview(
+    metrics: RunMetrics,
+    *,
+    width: int = 80,
+    confidence: float = 0.95,
+    run_notes: Sequence[str] = (),
+    details_hint: bool = True,
+) -> str:
+    """The one screen that ends a run (see the module docstring for how to read it)."""
+    out: list[str] = []
+    for note in run_notes:
+        out += _wrap_line(note, width)
+    if not metrics.scenarios and not metrics.tables:
+        out.append("pytest-toolbench: no case results were collected")
+    for benchmark in _benchmarks(metrics):
+        table = overview_table(metrics, benchmark)
+        table.columns[3] = f"{round(100 * confidence)}% CI"
+        out += ["", *render_table(table, width)]
+    if metrics.scenarios:
+        out += ["", *error_lines(metrics, width)]
+    if details_hint and (metrics.scenarios or metrics.tables):
+        out += _wrap_line(DETAILS_HINT, width)
+    return "\n".join(out) + "\n"
+
+
+# --------------------------------------------------------------------------- details (-v)
+def _metric_table(s: ScenarioMetrics, confidence_label: str) -> TextTable:
+    rows = [[mv.name, format_number(mv.value, is_rate=mv.is_rate), format_ci(mv), str(mv.n),
+             "higher is better" if mv.higher_is_better else "lower is better"]
+            for mv in s.metrics.values()]
+    return TextTable(["metric", "value", confidence_label, "n", ""], rows,
+                     align=["l", "r", "r", "r", "l"])
+
+
+def breakdown_lines(s: ScenarioMetrics, label: str, width: int) -> list[str]:
+    """A breakdown by one label: one column per metric when that fits the width, else one row
+    per (group, metric), which fits 80 columns however many metrics the scenario has."""
+    names = list(s.metrics)
+    groups = s.breakdown.get(label, [])
+    wide = TextTable(
+        [label, "cases", *names],
+        [[g.group, _with_errors(g.n_cases, g.n_errors),
+          *(_cell(g.metrics[n]) if n in g.metrics else "-" for n in names)] for g in groups],
+        align=["r"] * (len(names) + 2),
     )
+    title = f"-- {s.benchmark} / {s.scenario} by {label} --"
+    lines = pipe_table(wide, width)
+    if lines is not None:
+        return [f"-- {s.benchmark} / {s.scenario} by {label} (value [95% CI] n) --", *lines]
+    rows = []
+    for g in groups:
+        for k, name in enumerate(names):
+            mv = g.metrics.get(name)
+            first = k == 0
+            rows.append([g.group if first else "", _with_errors(g.n_cases, g.n_errors) if first else "",
+                         name, "-" if mv is None else format_number(mv.value, is_rate=mv.is_rate),
+                         "" if mv is None or mv.value is None else format_ci(mv, compact=True),
+                         "-" if mv is None else str(mv.n)])
+    long = TextTable([label, "cases", "metric", "value", "95% CI", "n"], rows,
+                     align=["r", "r", "l", "r", "r", "r"])
+    return [title, *render_table(long, width)]
 
 
-def render_gates(verdicts: list[GateVerdict], *, width: int = 120) -> str:
-    """The gate table alone (printed last, after pytest's own lines, so CI logs end on it)."""
-    buf = StringIO()
-    console = _console(buf, width)
-    failed = sum(not v.passed for v in verdicts)
-    status = "all passed" if not failed else f"{failed} FAILED"
-    console.print(Text(f"== gates: {len(verdicts)} checked, {status} =="))
-    console.print(_gate_table(verdicts))
-    return _tidy(buf.getvalue())
+def _report_table(table: ReportTable) -> TextTable:
+    """A benchmark's own table (e.g. the paper's layout): headers wrap between words, the first
+    (label) column wraps when the terminal is narrow, numbers never do."""
+    cells = [["n/a" if cell is None else str(cell) for cell in row] for row in table.rows]
+    return TextTable([str(c) for c in table.columns], cells, wrap={0}, narrow_headers=True)
+
+
+def render_details(metrics: RunMetrics, *, width: int = 120, confidence: float = 0.95) -> str:
+    """Every scenario's metric table, breakdowns and notes, then the benchmarks' own tables."""
+    out: list[str] = []
+    ci_label = f"{round(100 * confidence)}% CI"
+    for s in metrics.scenarios:
+        scored = s.n_cases - s.n_errors
+        out.append(f"== {s.benchmark} / {s.scenario}: {s.n_cases} cases, {scored} scored ==")
+        if s.metrics:
+            out += render_table(_metric_table(s, ci_label), width)
+        else:
+            out.append("(no metrics declared for this scenario)")
+        for label in s.breakdown:
+            out += breakdown_lines(s, label, width)
+        for note in _scenario_notes(s):
+            out += _wrap_line(note, width)
+        out.append("")
+    for table in metrics.tables:
+        out.append(f"== {table.benchmark}: {table.title} ==")
+        out += render_table(_report_table(table), width)
+        if table.note:
+            out += _wrap_line(table.note, width)
+        out.append("")
+    return "\n".join(out) + ("\n" if out else "")
 
 
 def render_summary(
@@ -135,73 +265,41 @@ def render_summary(
     confidence: float = 0.95,
     run_notes: list[str] | None = None,
     include_gates: bool = True,
+    verbose: bool = True,
 ) -> str:
-    """The whole summary: run notes (data, subset, cache, partial), per-scenario metric and
-    breakdown tables, error notes, and (unless ``include_gates`` is False) the gate verdicts."""
-    buf = StringIO()
-    console = _console(buf, width)
-    ci_label = f"{round(100 * confidence)}% CI"
-    for note in run_notes or []:
-        console.print(Text(note), soft_wrap=True)  # a path must stay on one line
-    if not metrics.scenarios:
-        console.print("pytest-toolbench: no case results were collected")
-    for s in metrics.scenarios:
-        scored = s.n_cases - s.n_errors
-        console.print(
-            Text(f"== {s.benchmark} / {s.scenario}: {s.n_cases} cases, {scored} scored ==")
-        )
-        if s.metrics:
-            console.print(_metric_table(s, ci_label))
-        else:
-            console.print("(no metrics declared for this scenario)")
-        for label in s.breakdown:
-            console.print(Text(f"-- {s.benchmark} / {s.scenario} by {label} --"))
-            console.print(_breakdown_table(s, label))
-        for note in _scenario_notes(s):
-            console.print(Text(note))
-        console.print()
-    for table in metrics.tables:
-        console.print(Text(f"== {table.benchmark}: {table.title} =="))
-        console.print(_report_table(table))
-        if table.note:
-            console.print(Text(table.note))
-        console.print()
-    text = _tidy(buf.getvalue())
+    """The details (``verbose``), then the one screen, then (unless ``include_gates`` is False)
+    the gate verdicts. The pytest summary passes ``verbose`` from ``-v``; the Allure attachment
+    and the tests take everything."""
+    text = ""
+    if verbose:
+        text += render_details(metrics, width=width, confidence=confidence)
+        if text:
+            text += "== overview ==\n"
+    text += render_overview(metrics, width=width, confidence=confidence,
+                            run_notes=run_notes or [], details_hint=not verbose)
     if verdicts and include_gates:
         text += render_gates(verdicts, width=width)
     return text
 
 
-def _report_table(table: ReportTable) -> Table:
-    """A benchmark's own table (e.g. the paper's layout): each numeric column is as wide as its
-    widest cell or header word, so headers wrap between words and nothing is cut ("Overall" stays
-    whole); the first (label) column folds when the terminal is narrow."""
-    out = _table()
-    cells = [["n/a" if cell is None else str(cell) for cell in row] for row in table.rows]
-    for i, column in enumerate(table.columns):
-        if i == 0:
-            out.add_column(column, justify="left", overflow="fold")
-            continue
-        widest_word = max((len(w) for w in str(column).split()), default=0)
-        widest_cell = max((len(r[i]) for r in cells if i < len(r)), default=0)
-        out.add_column(column, justify="right", width=max(widest_word, widest_cell))
-    for row in cells:
-        out.add_row(*row)
-    return out
+# --------------------------------------------------------------------------- gates
+def _gate_table(verdicts: list[GateVerdict]) -> TextTable:
+    rows = [["PASS" if v.passed else "FAIL", v.gate,
+             "n/a" if v.actual is None else f"{v.actual:.4g}", v.reason] for v in verdicts]
+    return TextTable(["verdict", "gate", "actual", "reason"], rows,
+                     align=["l", "l", "r", "l"], wrap={1, 3})
 
 
-def _tidy(text: str) -> str:
-    """Strip rich's trailing padding and the blank rows the Markdown box draws as edges."""
-    out: list[str] = []
-    for line in (ln.rstrip() for ln in text.splitlines()):
-        if not line and (not out or not out[-1] or out[-1].startswith(("==", "--"))):
-            continue
-        out.append(line)
-    while out and not out[-1]:
-        out.pop()
-    return "\n".join(out) + "\n"
+def render_gates(verdicts: list[GateVerdict], *, width: int = 120) -> str:
+    """The gate table alone (printed last, after pytest's own lines, so CI logs end on it)."""
+    failed = sum(not v.passed for v in verdicts)
+    status = "all passed" if not failed else f"{failed} FAILED"
+    lines = [f"== gates: {len(verdicts)} checked, {status} =="]
+    lines += render_table(_gate_table(verdicts), width)
+    return "\n".join(lines) + "\n"
 
 
+# --------------------------------------------------------------------------- run notes
 def coverage_notes(covered: dict[str, int], suite: dict[str, int]) -> list[str]:
     """``subset: 40 of 240 cases`` per benchmark whose metrics do not cover its whole suite."""
     out = []
@@ -217,3 +315,39 @@ def cache_note(model_calls: int, cached_calls: int) -> str | None:
     if not cached_calls:
         return None
     return f"replies from the response cache: {cached_calls} of {model_calls} model calls"
+
+
+def data_notes(sources: Sequence[Any], *, verbose: bool) -> list[str]:
+    """``data:`` lines: one per file with ``-v``. Otherwise the bundled samples share one line
+    (only which benchmarks use them matters on the screen), and a real dataset keeps its own
+    line (path, records, sha256: what a result must be traced back to); several files of one
+    benchmark are summed up by folder."""
+    if verbose:
+        return [f"data: {d.describe()}" for d in sources]
+    by_benchmark: dict[str, list[Any]] = {}
+    for d in sources:
+        by_benchmark.setdefault(d.benchmark, []).append(d)
+    bundled = [name for name, group in by_benchmark.items() if all(d.bundled for d in group)]
+    out = []
+    if bundled:
+        out.append(f"data: bundled sample{'s' if len(bundled) > 1 else ''} (not the real "
+                   f"benchmark{'s' if len(bundled) > 1 else ''}) of {', '.join(bundled)}")
+    for name, group in by_benchmark.items():
+        if name in bundled:
+            continue
+        if len(group) == 1:
+            out.append(f"data: {group[0].describe()}")
+            continue
+        folders = sorted({_shown_path(d.path.parent) for d in group})
+        where = folders[0] if len(folders) == 1 else f"{len(folders)} folders"
+        out.append(f"data: {name}: {len(group)} files in {where}, "
+                   f"{sum(d.records for d in group)} records (-v lists them)")
+    return out
+
+
+def _shown_path(path: Path) -> str:
+    """Relative to the working directory when inside it (shorter), else as it is."""
+    try:
+        return str(Path(path).resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)

@@ -1,0 +1,143 @@
+"""The terminal summary at 80 columns: no column lost, one screen at the end (issue 22)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pytest_toolbench.report.terminal import (
+    breakdown_lines,
+    render_details,
+    render_gates,
+    render_overview,
+    render_summary,
+)
+from pytest_toolbench.report.text_table import TextTable, render_table
+from pytest_toolbench.results.aggregate import RunMetrics, aggregate
+from pytest_toolbench.results.case_result import CaseResult, InfraError, Outcome
+from pytest_toolbench.results.gates import GateVerdict
+from pytest_toolbench.results.metrics import MetricSpec
+
+#: FamilyTool's extraction scenarios: 5 metrics, breakdowns by split and hops.
+FIVE = ("em", "f1", "no_hallucination", "coverage", "format_error")
+SPECS = {"familytool": tuple(MetricSpec(name=n, value=n, higher_is_better=n != "format_error")
+                             for n in FIVE)}
+BREAKDOWN = {"familytool": ("split", "hops")}
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _case(i: int, *, scenario: str = "extract-gs", error: bool = False) -> CaseResult:
+    return CaseResult(
+        case_id=f"familytool-{i:03d}-{scenario}", benchmark="familytool", scenario=scenario,
+        model="some-org/Some-Very-Long-Model-Name-Instruct-2507",
+        outcome=Outcome.ERROR if error else Outcome.PASSED,
+        labels={"split": "be"[i % 2], "hops": 1 + i % 4},
+        values={} if error else {n: float(i % 3 != 0) for n in FIVE},
+        error=InfraError(kind="timeout", message="no reply in 120 s") if error else None,
+    )
+
+
+@pytest.fixture(scope="module")
+def metrics() -> RunMetrics:
+    results = [_case(i) for i in range(11)] + [_case(11, error=True)]
+    results += [_case(i, scenario="tooluse-golden-with-a-long-scenario-name") for i in range(5)]
+    return aggregate(results, SPECS, BREAKDOWN, n_boot=200, seed=1)
+
+
+def _cells(line: str) -> list[str]:
+    return [c.strip() for c in line.strip().strip("|").split("|")]
+
+
+@pytest.mark.parametrize("width", [80, 100, 120])
+def test_five_metric_breakdown_keeps_every_column(metrics: RunMetrics, width: int) -> None:
+    s = metrics.scenario("familytool", "extract-gs")
+    for label in ("split", "hops"):
+        lines = breakdown_lines(s, label, width)
+        assert all(len(ln) <= width for ln in lines), lines
+        assert "||" not in "\n".join(lines)  # a column squeezed to nothing (the old |||)
+        assert "…" not in "\n".join(lines)  # nor a cut cell
+        header = _cells(lines[1])
+        assert header[0] == label and all(h for h in header), header
+        rows = [_cells(ln) for ln in lines[3:]]
+        groups = [r[0] for r in rows if r[0]]
+        assert groups == [g.group for g in s.breakdown[label]]
+        # Every metric of every group is on the screen, with its CI and n.
+        text = "\n".join(lines)
+        for name in FIVE:
+            assert text.count(name) >= len(groups)
+        assert "(1 err)" in text  # the infrastructure error, by group
+
+
+def test_text_table_falls_back_to_wrapping_then_to_a_vertical_layout() -> None:
+    t = TextTable(["gate", "reason"], [["toolhop.mandatory.accuracy>=0.5",
+                                        "actual 0.42 is below 0.5 " * 5]], wrap={0, 1})
+    wrapped = render_table(t, 60)
+    assert all(len(ln) <= 60 for ln in wrapped) and len(wrapped) > 3
+    assert wrapped[0].startswith("| gate")
+    wide = TextTable(["model"] + [f"metric {i}" for i in range(12)],
+                     [["m"] + ["100.00%"] * 12])
+    vertical = render_table(wide, 80)
+    assert vertical[0] == "* model: m"
+    assert len(vertical) == 13 and all("100.00%" in ln for ln in vertical[1:])
+    assert all(len(ln) <= 80 for ln in vertical)
+
+
+def test_overview_is_one_short_screen_with_headline_ci_n_and_errors(metrics: RunMetrics) -> None:
+    text = render_overview(metrics, width=80, run_notes=["familytool subset: 17 of 66 cases "
+                                                         "(metrics cover only these)"])
+    lines = text.splitlines()
+    assert len(lines) <= 24 and all(len(ln) <= 80 for ln in lines), text
+    row = next(_cells(ln) for ln in lines if ln.startswith("| extract-gs "))
+    assert row[1] == "em" and row[2].endswith("%") and re.fullmatch(r"\[\d+\.\d\d, \d+\.\d\d\]", row[3])
+    assert row[4] == "11 (1 err)"
+    # A name too long for its column wraps after a hyphen; it is never cut.
+    first = next(i for i, ln in enumerate(lines) if ln.startswith("| tooluse-golden"))
+    name = _cells(lines[first])[0] + _cells(lines[first + 1])[0]
+    assert name == "tooluse-golden-with-a-long-scenario-name"
+    assert re.search(r"infrastructure errors: familytool / extract-gs: 1 infrastructure error", text)
+    assert "tool-call parse failures: none" in text
+    assert "-v" in text and "subset: 17 of 66" in text
+    assert "by split" not in text and "no_hallucination" not in text  # breakdowns are behind -v
+
+
+def test_details_hold_the_breakdowns_and_summary_ends_on_the_overview(metrics: RunMetrics) -> None:
+    details = render_details(metrics, width=80)
+    assert "familytool / extract-gs by split" in details and "no_hallucination" in details
+    full = render_summary(metrics, [], width=80)
+    assert full.index("by hops") < full.index("== overview ==") < full.index("| familytool")
+    short = render_summary(metrics, [], width=80, verbose=False)
+    assert "by hops" not in short and "| familytool" in short
+
+
+def test_gate_table_wraps_long_reasons_at_80_columns() -> None:
+    verdicts = [GateVerdict(gate="familytool.extract-gs[split=b].no_hallucination>=0.9", actual=0.5,
+                            passed=False, reason="actual 0.5 < 0.9; " + "timeout x3 after 7 attempts " * 4)]
+    text = render_gates(verdicts, width=80)
+    assert all(len(ln) <= 80 for ln in text.splitlines()), text
+    rows = [_cells(ln) for ln in text.splitlines()[3:]]
+    assert rows[0][0] == "FAIL"
+    assert "".join(r[1] for r in rows) == verdicts[0].gate  # wrapped, never cut
+    assert " ".join(r[3] for r in rows if r[3]) == verdicts[0].reason.strip()
+
+
+def test_a_real_oracle_run_ends_on_one_screen_at_80_columns(tmp_path: Path) -> None:
+    """The suites' summary through pytest itself: the metrics screen is short, fits 80 columns,
+    and ``-v`` adds the breakdowns."""
+    cmd = [sys.executable, "-m", "pytest", "suites/toolhop", "--model", "oracle", "-n", "0",
+           "-p", "no:cacheprovider", "-p", "no:randomly", "--cache-dir", str(tmp_path / "cache")]
+    env = {**os.environ, "COLUMNS": "80"}
+    quiet = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300, env=env)
+    assert quiet.returncode == 0, quiet.stdout[-3000:]
+    section = quiet.stdout.split("= pytest-toolbench =", 1)[1]
+    assert "| toolhop" in section and "| mandatory" in section, section
+    assert "by hops" not in section and len(section.splitlines()) <= 24, section
+    assert all(len(ln) <= 80 for ln in section.splitlines() if ln.startswith("|")), section
+    verbose = subprocess.run(cmd + ["-v"], cwd=REPO, capture_output=True, text=True, timeout=300,
+                             env=env)
+    assert "toolhop / mandatory by hops" in verbose.stdout, verbose.stdout[-3000:]
+    assert verbose.stdout.rstrip().splitlines()[-2].startswith("run folder:")
