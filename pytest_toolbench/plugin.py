@@ -71,6 +71,9 @@ from pytest_toolbench.runtime.server import ManagedServer, server_info_for_worke
 from pytest_toolbench.runtime.upcoming import set_current_item
 from pytest_toolbench.sandbox.pool import merge_isolation_states
 
+#: When this process imported the plugin (about when pytest started): the run's wall time counts
+#: from here, so model conversion and server start, which pytest's "in N s" leaves out, are in it.
+PROCESS_T0 = time.monotonic()
 RESULT_PROPERTY = "toolbench_result"
 RESULT_KEY = pytest.StashKey[CaseResult]()
 SENT_KEY = pytest.StashKey[bool]()
@@ -110,6 +113,8 @@ class ToolbenchState:
     # isolation each tool-sandbox pool of the run actually had (sandbox/pool.py isolation_state);
     # a worker's travel to the controller in workeroutput
     sandbox_states: list[dict[str, Any]] = field(default_factory=list)
+    #: Progress of model conversion and server start (runtime/startup_progress.py), controller only.
+    startup: Any = None
 
 
 def state(config: pytest.Config) -> ToolbenchState:
@@ -246,7 +251,12 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         return
     _validate_and_record(config)
     st = state(config)
-    st.server = ManagedServer.start(st.settings, log_dir=_run_dir(st))
+    from pytest_toolbench.runtime.startup_progress import StartupProgress
+
+    st.startup = StartupProgress()
+    config.add_cleanup(st.startup.close)
+    # Resolved (converted once per machine) and described now; started on the first cache miss.
+    st.server = ManagedServer.prepare(st.settings, log_dir=_run_dir(st), progress=st.startup)
     config.add_cleanup(st.server.stop)
 
 
@@ -556,6 +566,8 @@ class ControllerHooks:
         config = session.config
         # Only in a run of benchmark cases: a plain test session (-n 0) would race its own
         # numpy users (pytest.approx reads sys.modules['numpy'] while it is half imported).
+        if self.st.startup is not None:  # the live progress line owns the terminal line now
+            self.st.startup.line_busy = True
         has_cases = any(self.st.cases.values())
         if (has_cases or is_xdist_controller(config)) and not config.option.collectonly:
             threading.Thread(target=_import_modules, args=(FINISH_MODULES,),
@@ -709,6 +721,7 @@ class ControllerHooks:
 
         endpoints = endpoint_totals([r.details for r in results])
         notes += endpoint_notes(endpoints)
+        notes.append(wall_time_note(st))
         st.summary, full_summary = self._summaries(notes, repeats)
         from pytest_toolbench.report.json_report import build_json_report
         from pytest_toolbench.runs.record import save_report
@@ -721,6 +734,8 @@ class ControllerHooks:
         }
         if endpoints:
             info["endpoints"] = endpoints
+        info["wall_s"] = round(time.monotonic() - PROCESS_T0, 1)
+        info["startup_s"] = {k: round(v, 1) for k, v in (st.startup.durations if st.startup else {}).items()}
         info["cache"] = {"model_calls": sum(r.model_calls for r in results),
                          "replies_from_cache": sum(r.cached_calls for r in results)}
         extra = {"repeats": repeats.model_dump(mode="json")} if repeats is not None else None
@@ -861,6 +876,17 @@ class ControllerHooks:
             "by the gates, not by single cases"
             + (" [partial run]" if st.interrupted_by else "")
         )
+
+
+def wall_time_note(st: ToolbenchState) -> str:
+    """``wall time 3:41 (model conversion 2:31, vLLM start 0:58)``: the whole run as a user
+    waited for it, which pytest's own "in N s" (counted from its session start) does not show."""
+    from pytest_toolbench.runtime.startup_progress import clock
+
+    parts = [f"{k} {clock(v)}" for k, v in (st.startup.durations if st.startup else {}).items()]
+    if st.server is not None and not st.server.started:
+        parts.append("vLLM never started: no request missed the cache")
+    return f"wall time {clock(time.monotonic() - PROCESS_T0)}" + (f" ({', '.join(parts)})" if parts else "")
 
 
 def summary_properties(result: CaseResult) -> list[tuple[str, object]]:

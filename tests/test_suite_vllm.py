@@ -175,3 +175,43 @@ def test_base_url_attaches_to_a_running_server_without_starting_one(tiny_model_p
     report = json.loads((tmp_path / "report.json").read_text())
     assert len(report["cases"]) == 3 and report["run"]["server"] is None
     assert all(c["outcome"] != "error" for c in report["cases"]), proc.stdout[-3000:]
+
+
+def test_cached_rerun_makes_no_call_and_starts_no_server(tiny_model_path, tmp_path):  # noqa: F811
+    """Issue 22: the cache key holds no port of the harness's own server, so an identical re-run
+    is answered from the cache without starting vLLM; --cache-only never starts it either."""
+    marker = str(tiny_model_path)
+    args = ["-n", "2", "--backend", "vllm", "--model", marker, "--limit", "2", "--max-tokens", "32",
+            "--vllm-arg=--enforce-eager", "--vllm-arg=--max-model-len=2048"]
+
+    def run(out: Path, *extra: str) -> tuple[dict, ServerCounter, str]:
+        counter = ServerCounter(marker)
+        counter.start()
+        proc = subprocess.run(
+            suite_command(out, *args, *extra),  # a later --cache-dir wins
+            cwd=REPO, capture_output=True, text=True, timeout=900, env=clean_env())
+        counter.stop()
+        return json.loads((out / "report.json").read_text()), counter, proc.stdout + proc.stderr
+
+    first, counter, output = run(tmp_path)
+    assert counter.max_seen == 1, output[-3000:]
+    assert first["run"]["cache"]["model_calls"] > 0
+    assert first["run"]["server"]["started"] is True
+
+    again_dir = tmp_path / "again"
+    again_dir.mkdir()
+    t0 = time.monotonic()
+    again, counter, output = run(again_dir, "--cache-dir", str(tmp_path / "cache"))
+    assert counter.max_seen == 0, "a fully cached re-run started vLLM"
+    assert again["run"]["cache"]["model_calls"] == 0, output[-3000:]
+    assert again["run"]["cache"]["replies_from_cache"] == first["run"]["cache"]["model_calls"]
+    assert again["run"]["server"]["started"] is False and "vLLM never started" in output
+    assert [c["outcome"] for c in again["cases"]] == [c["outcome"] for c in first["cases"]]
+    assert time.monotonic() - t0 < 120
+
+    only_dir = tmp_path / "only"
+    only_dir.mkdir()
+    only, counter, output = run(only_dir, "--cache-only")  # its own, empty cache: every call misses
+    assert counter.max_seen == 0, "--cache-only started vLLM"
+    assert {c["error"]["kind"] for c in only["cases"]} == {"cache_miss"}, output[-3000:]
+    assert "try: run once without --cache-only" in output

@@ -111,7 +111,9 @@ def test_describe_leaves_out_port_and_interpreter(tmp_path: Path) -> None:
     assert da["server_args"] == db["server_args"]
     assert "1111" not in json.dumps(da["server_args"])
     assert da["chat_template_sha256"] and da["chat_template_sha256"] == db["chat_template_sha256"]
-    assert da["base_url"] == "http://127.0.0.1:1111/v1"
+    # describe() keys the response cache: a harness-started server's URL must not be in it
+    assert da == db and "base_url" not in da and "1111" not in json.dumps(da)
+    assert a.base_url == "http://127.0.0.1:1111/v1"
 
 
 def test_open_protocol_serves_the_checkpoints_own_template(tmp_path: Path, monkeypatch) -> None:
@@ -149,18 +151,26 @@ def test_managed_server_passes_the_decoding(tmp_path: Path, monkeypatch) -> None
     seen: list[dict] = []
 
     class FakeServer:
+        startup_timeout_s, pid, base_url = 1.0, 1, "http://127.0.0.1:1/v1"
+
         def __init__(self, path, **kw):
             seen.append(kw)
 
         def start(self):
-            return "http://127.0.0.1:1/v1"
+            return self.base_url
+
+        def describe(self):
+            return {}
+
+        def stop(self):
+            pass
 
     monkeypatch.setattr(vllm_server, "VLLMServer", FakeServer)
-    monkeypatch.setattr(embedded, "resolve_model", lambda name, cache: embedded.ResolvedModel(
+    monkeypatch.setattr(embedded, "resolve_model", lambda name, *a, **kw: embedded.ResolvedModel(
         path=tmp_path, served_name="m", family="llama3.1"))
     for decoding, expected in (("open", True), ("closed", False), ("open-server-parser", False)):
         settings = RunSettings(model=str(tmp_path), backend="vllm", decoding=decoding)
-        ManagedServer.start(settings, tmp_path)
+        ManagedServer.start(settings, tmp_path).stop()
         assert seen[-1]["open_protocol"] is expected, decoding
 
 

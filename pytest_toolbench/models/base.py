@@ -118,10 +118,15 @@ class ModelCallError(Exception):
     ``kind`` is a short machine-readable tag ("http_500", "timeout", "replay_exhausted", ...).
     """
 
-    def __init__(self, kind: str, message: str):
+    def __init__(self, kind: str, message: str, *, attempts: int | None = None,
+                 hint: str | None = None):
+        """``attempts``: requests sent for this call (None: not an endpoint call); ``hint``: the
+        option that would help (reports print it beside the error, results/infra_errors.py)."""
         super().__init__(f"{kind}: {message}")
         self.kind = kind
         self.message = message
+        self.attempts = attempts
+        self.hint = hint
 
 
 class LostTurn(ModelCallError):

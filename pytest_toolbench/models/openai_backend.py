@@ -11,6 +11,10 @@ is not a chat completion (not JSON, no choices, no message) is retried like a 5x
 survives the retries becomes a :class:`ModelCallError`, which the harness scores as an
 infrastructure error, apart from wrong answers.
 
+``retry_timeouts=False`` is for the harness's own local server (``--backend vllm`` without
+``--base-url``): it serves this run alone, so a timed-out greedy request would take as long again
+at the same settings; the call fails at once, saying which option would help (issue 22).
+
 ``upstream_lost_turns`` reproduces upstream's closed script instead (spec §4): an HTTP error or an
 unreadable reply is not retried (upstream only retries exceptions, and an error body just fails on
 ``['choices']``), and the call raises :class:`LostTurn` so the runner lets it consume its turn.
@@ -44,6 +48,7 @@ from pytest_toolbench.models.call_log import current_call_log
 from pytest_toolbench.models.endpoint_pool import EndpointPool
 from pytest_toolbench.models.meter import REQUEST_METER
 from pytest_toolbench.models.parse_check import detect_parse_failure
+from pytest_toolbench.results.infra_errors import encode_hint, kind_hint, timeout_hint
 
 if TYPE_CHECKING:
     import openai
@@ -200,7 +205,10 @@ class OpenAIBackend:
         extra_body: dict[str, Any] | None = None,
         base_urls: list[str] | None = None,
         http_transport: str = "aiohttp",
+        retry_timeouts: bool = True,
+        max_tokens: int | None = None,
     ):
+        """``max_tokens``: the run's generation cap, only quoted in a timeout's hint."""
         if concurrency < 1:
             raise ValueError(f"concurrency must be >= 1, got {concurrency}")
         if max_retries < 0:
@@ -218,6 +226,8 @@ class OpenAIBackend:
         self.backoff_max_s = backoff_max_s
         self.retry_after_max_s = retry_after_max_s
         self.upstream_lost_turns = upstream_lost_turns
+        self.retry_timeouts = retry_timeouts
+        self.max_tokens = max_tokens
         self.backend_label = backend_label
         #: Consulted before every attempt: a message means the endpoint is gone for good (e.g. the
         #: managed vLLM process died), so fail at once instead of retrying for minutes.
@@ -236,6 +246,7 @@ class OpenAIBackend:
             "retry_after_max_s": retry_after_max_s, "backend_label": backend_label,
             "upstream_lost_turns": upstream_lost_turns, "extra_body": dict(extra_body or {}),
             "base_urls": list(base_urls) if base_urls else None, "http_transport": http_transport,
+            "retry_timeouts": retry_timeouts, "max_tokens": max_tokens,
         }
         # Client and semaphore belong to one event loop; built lazily inside it (see _loop_state).
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -275,6 +286,9 @@ class OpenAIBackend:
     def _is_retryable(self, exc: BaseException) -> bool:
         if self.upstream_lost_turns and is_upstream_lost_call(exc):
             return False
+        if not self.retry_timeouts and isinstance(exc, openai.APITimeoutError) \
+                and error_kind(exc) == "timeout":
+            return False  # our own local server: the same greedy request would time out again
         return is_retryable(exc)
 
     def _call_error(self, exc: BaseException, attempts: int, ctx: CallContext) -> ModelCallError:
@@ -293,9 +307,14 @@ class OpenAIBackend:
                 kind, f"{where} rejected the request (case {ctx.case_id}, turn {ctx.turn}): "
                 f"{_short(exc)}",
             )
+        if kind == "timeout":
+            cause, option = timeout_hint(self.timeout_s, self.max_tokens, self.retry_timeouts)
+        else:
+            cause, option = kind_hint(kind)
         return ModelCallError(
             kind, f"{where} failed after {attempts} attempt(s) (case {ctx.case_id}, turn "
-            f"{ctx.turn}): {_short(exc)}",
+            f"{ctx.turn}): {_short(exc)}; {cause}; try: {option}",
+            attempts=attempts, hint=encode_hint(cause, option),
         )
 
     async def aclose(self) -> None:
@@ -317,6 +336,7 @@ class OpenAIBackend:
             "max_retries": self.max_retries,
             "retry_after_max_s": self.retry_after_max_s,
             "upstream_lost_turns": self.upstream_lost_turns,
+            "retry_timeouts": self.retry_timeouts,
             "concurrency": self.concurrency,
             # The URLs only (static: describe() may feed cache keys); live counts: pool.snapshot().
             **({"endpoints": [e.url for e in self.pool.endpoints]} if self.pool is not None else {}),

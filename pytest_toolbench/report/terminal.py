@@ -56,6 +56,7 @@ from typing import Any
 from pytest_toolbench.report.text_table import TextTable, pipe_table, render_table
 from pytest_toolbench.results.aggregate import MetricValue, ReportTable, RunMetrics, ScenarioMetrics
 from pytest_toolbench.results.gates import GateVerdict
+from pytest_toolbench.results.infra_errors import describe_errors
 
 DETAILS_HINT = ("details: -v prints every metric, the breakdowns and the paper tables; all are in "
                 "the run's report.json (toolbench runs) and --toolbench-md")
@@ -104,7 +105,7 @@ def infra_error_note(s: ScenarioMetrics) -> str | None:
     excluded, each kind's cause, attempts and the option that would help (results/infra_errors)."""
     if not s.n_errors:
         return None
-    kinds = ", ".join(f"{k} x{v}" for k, v in s.error_kinds.items())
+    kinds = describe_errors(s.error_kinds, s.error_details)  # cause, attempts, option
     plural = "error" if s.n_errors == 1 else "errors"
     return f"{s.n_errors} infrastructure {plural} excluded from metrics: {kinds}"
 

@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field
 from pytest_toolbench.results.bootstrap import Estimate, bootstrap_mean, bootstrap_ratio
 from pytest_toolbench.results.case_result import CaseResult
 from pytest_toolbench.results.metrics import MetricSpec
+from pytest_toolbench.results.infra_errors import ErrorSummary, summarize_errors
 
 #: The part of a metric path after the metric name.
 MetricField = Literal["value", "ci_low", "ci_high", "n"]
@@ -71,6 +72,8 @@ class ScenarioMetrics(BaseModel):
     #: label -> groups in natural order (hops 3, 4, 5, ..., 10).
     breakdown: dict[str, list[GroupMetrics]] = Field(default_factory=dict)
     n_cases_with_parse_failures: int = 0
+    #: kind -> cause, attempts and the option that would help (results/infra_errors.py).
+    error_details: dict[str, ErrorSummary] = Field(default_factory=dict)
 
     @property
     def error_rate(self) -> float:
@@ -340,6 +343,7 @@ def aggregate(
                 n_cases=len(cases),
                 n_errors=len(errors),
                 error_kinds=dict(sorted(kinds.items())),
+                error_details=summarize_errors(errors),
                 n_parse_failures=sum(len(r.parse_failures) for r in cases),
                 n_cases_with_parse_failures=sum(bool(r.parse_failures) for r in cases),
                 metrics=_metrics(specs, scored, **kw),

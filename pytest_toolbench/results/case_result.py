@@ -24,6 +24,16 @@ class Outcome(str, Enum):
 class InfraError(BaseModel):
     kind: str
     message: str
+    #: Requests sent before giving up (None: the error did not come from an endpoint call).
+    attempts: int | None = None
+    #: The option that would help (e.g. "--request-timeout"), when the source knew one.
+    hint: str | None = None
+
+    @classmethod
+    def of(cls, exc: Any) -> "InfraError":
+        """From a ModelCallError, keeping its attempts and hint."""
+        return cls(kind=exc.kind, message=exc.message, attempts=getattr(exc, "attempts", None),
+                   hint=getattr(exc, "hint", None))
 
 
 class CaseResult(BaseModel):

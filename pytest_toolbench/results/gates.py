@@ -24,6 +24,7 @@ from pydantic import BaseModel
 
 from pytest_toolbench.exitcodes import ToolbenchExit
 from pytest_toolbench.results.aggregate import ERROR_RATE, PATH_GRAMMAR, MetricPath, RunMetrics
+from pytest_toolbench.results.infra_errors import describe_errors
 
 if TYPE_CHECKING:
     from pytest_toolbench.benchmarks.base import Benchmark
@@ -405,7 +406,7 @@ def error_rate_verdicts(metrics: RunMetrics, max_error_rate: float) -> list[Gate
     for s in metrics.scenarios:
         rate = s.error_rate
         passed = rate <= max_error_rate
-        kinds = ", ".join(f"{k} x{v}" for k, v in s.error_kinds.items()) or "none"
+        kinds = describe_errors(s.error_kinds, s.error_details) or "none"  # cause, attempts, option
         verdicts.append(
             GateVerdict(
                 gate=f"{s.benchmark}.{s.scenario}.error_rate<={max_error_rate:g}",

@@ -1,9 +1,12 @@
-"""The run's one model server: started by the controller, shared by every xdist worker.
+"""The run's one model server: prepared by the controller, started lazily, shared by every worker.
 
-The controller starts vLLM in ``pytest_sessionstart`` (before xdist starts its workers) and hands
-its URL to workers through ``workerinput`` (anchors §3.2/§4). Workers also get the server's pid so
-that a server that dies mid-run turns the remaining cases into errors at once instead of into
-minutes of retries.
+The controller prepares vLLM in ``pytest_sessionstart`` (before xdist starts its workers): the
+model is resolved (the embedded one converted once per machine) and the server's identity, which
+keys the response cache, is computed without starting it. Workers get that identity, the
+rendezvous folder and, once started, the URL and pid through ``workerinput`` (anchors §3.2/§4).
+The server itself starts on the first cache miss of any process (runtime/lazy_server.py), so a
+fully cached re-run and ``--cache-only`` never start it (issue 22). The pid lets a server that
+dies mid-run turn the remaining cases into errors at once instead of into minutes of retries.
 """
 
 from __future__ import annotations
@@ -14,20 +17,26 @@ from typing import Any
 import pytest
 
 from pytest_toolbench.config import RunSettings
+from pytest_toolbench.runtime.lazy_server import ServerOwner
 
 
 class ManagedServer:
-    def __init__(self, server: Any, served_model: str):
+    def __init__(self, server: Any, served_model: str, owner: ServerOwner | None = None):
         self.server = server
         self.served_model = served_model
+        self.owner = owner
+        self.describe = server.describe()  # no process needed: command, template hash, version
 
     @classmethod
-    def start(cls, settings: RunSettings, log_dir: Path) -> "ManagedServer":
+    def prepare(cls, settings: RunSettings, log_dir: Path, progress: Any = None) -> "ManagedServer":
+        """Resolve the model and build the server, not started; its owner thread starts it on
+        the first request in ``log_dir`` (the run folder)."""
         from pytest_toolbench.models.embedded import resolve_model
         from pytest_toolbench.models.vllm_server import VLLMServer, VLLMStartupError
 
+        phase = (lambda label: progress.phase(label, key="model conversion")) if progress else None
         try:
-            resolved = resolve_model(settings.model, settings.cache_dir.parent)
+            resolved = resolve_model(settings.model, progress=phase)
             server = VLLMServer(
                 str(resolved.path),
                 served_model_name=resolved.served_name,
@@ -40,22 +49,49 @@ class ManagedServer:
                 startup_timeout_s=settings.vllm.startup_timeout_s,
                 log_path=log_dir / "vllm.log",
                 python=settings.vllm.python,
+                thread_outlives_server=True,  # started by the owner thread, which waits for stop
             )
-            server.start()
+            managed = cls(server, resolved.served_name)
         except (VLLMStartupError, RuntimeError, FileNotFoundError, ImportError) as exc:
+            raise pytest.UsageError(f"pytest-toolbench: could not prepare vLLM: {exc}") from exc
+        managed.owner = ServerOwner(server, log_dir, progress=progress,
+                                    label=f"starting vLLM for {resolved.served_name}")
+        managed.owner.watch()
+        return managed
+
+    @classmethod
+    def start(cls, settings: RunSettings, log_dir: Path, progress: Any = None) -> "ManagedServer":
+        """Prepare and start now (blocking): for callers that need the URL up front."""
+        managed = cls.prepare(settings, log_dir, progress)
+        try:
+            managed.owner.start_now()  # type: ignore[union-attr]
+        except RuntimeError as exc:
+            managed.stop()
             raise pytest.UsageError(f"pytest-toolbench: could not start vLLM: {exc}") from exc
-        return cls(server, resolved.served_name)
+        return managed
+
+    @property
+    def started(self) -> bool:
+        return self.owner.started if self.owner is not None else self.server.is_alive()
 
     def info(self) -> dict[str, Any]:
+        started = self.started
         return {
-            "base_url": self.server.base_url,
+            "base_url": self.server.base_url if started else None,
             "served_model": self.served_model,
-            "pid": self.server.pid,
-            "describe": self.server.describe(),
+            "pid": self.server.pid if started else None,
+            "describe": self.describe,
+            # where a process asks for the server and reads its URL (runtime/lazy_server.py)
+            "rendezvous": str(self.owner.rendezvous) if self.owner is not None else None,
+            "startup_timeout_s": self.server.startup_timeout_s,
+            **(self.owner.info() if self.owner is not None else {"started": started}),
         }
 
     def stop(self) -> None:
-        self.server.stop()
+        if self.owner is not None:
+            self.owner.stop()
+        else:
+            self.server.stop()
 
 
 def server_info_for_worker(server: ManagedServer | None) -> dict[str, Any] | None:

@@ -281,7 +281,7 @@ class FamilyToolRunner:
             return CaseResult(
                 case_id=case.id, benchmark=BENCHMARK, scenario=case.scenario,
                 model=getattr(model, "name", ""), labels=dict(case.labels), outcome=Outcome.ERROR,
-                error=InfraError(kind=exc.kind, message=exc.message), details=details,
+                error=InfraError.of(exc), details=details,
                 transcript=transcript, failure_message=f"model call failed: {exc.kind}: {exc.message[:200]}",
             )
 

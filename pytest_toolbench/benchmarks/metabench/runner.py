@@ -102,7 +102,7 @@ class MetaBenchRunner:
             except ModelCallError as exc:
                 return CaseResult(
                     **base, outcome=Outcome.ERROR, transcript=messages, details=details,
-                    error=InfraError(kind=exc.kind, message=exc.message),
+                    error=InfraError.of(exc),
                     failure_message=f"model call failed: {exc.kind}: {truncate(exc.message)}",
                 )
             else:

@@ -190,7 +190,7 @@ class ToolBeHonestRunner:
             return CaseResult(
                 **base,
                 outcome=Outcome.ERROR,
-                error=InfraError(kind=exc.kind, message=exc.message),
+                error=InfraError.of(exc),
                 details={"deviations": deviations},
                 transcript=messages,
                 failure_message=f"model call failed: {exc.kind}: {exc.message[:200]}",

@@ -350,7 +350,7 @@ class ToolHopRunner:
         return CaseResult(
             **self._base(case, record, model, state),
             outcome=Outcome.ERROR,
-            error=InfraError(kind=exc.kind, message=exc.message),
+            error=InfraError.of(exc),
             details=self._raw({
                 "question": record.question,
                 "gold": record.answer,

@@ -67,7 +67,8 @@ async def read_frame(reader: asyncio.StreamReader) -> dict[str, Any]:
 # ----------------------------------------------------------------------------- errors
 def encode_error(exc: BaseException) -> dict[str, Any]:
     if isinstance(exc, ModelCallError):
-        return {"type": _error_type(exc), "kind": exc.kind, "message": exc.message}
+        return {"type": _error_type(exc), "kind": exc.kind, "message": exc.message,
+                "attempts": exc.attempts, "hint": exc.hint}
     return {"type": "ModelCallError", "kind": "sdk_process_error",
             "message": f"{type(exc).__name__}: {exc}"}
 
@@ -86,4 +87,4 @@ def decode_error(error: dict[str, Any]) -> ModelCallError:
         return ContextLengthExceeded(message)
     if error.get("type") == "LostTurn":
         return LostTurn(kind, message)
-    return ModelCallError(kind, message)
+    return ModelCallError(kind, message, attempts=error.get("attempts"), hint=error.get("hint"))

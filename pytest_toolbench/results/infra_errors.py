@@ -1,0 +1,125 @@
+"""How infrastructure errors are explained wherever they are printed.
+
+A bare ``timeout x1`` leaves a user guessing: was it retried, why did it happen, what to change?
+Every place that prints infrastructure errors (terminal summary, Markdown report, the error-rate
+gate) goes through :func:`describe_errors`, which gives per kind its cause, the attempts made and
+the option that would help. The endpoint layer (models/openai_backend.py) records attempts and,
+where it knows the settings, a precise hint on the error; :data:`KIND_HINTS` covers the rest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from pydantic import BaseModel
+
+#: kind -> (cause, option that would help). "http_5xx" stands for every 5xx status.
+KIND_HINTS: dict[str, tuple[str, str]] = {
+    "timeout": ("no reply within the request timeout",
+                "raise --request-timeout, or lower --max-tokens / --concurrency"),
+    "connection": ("the endpoint could not be reached or dropped the connection",
+                   "check the endpoint (--base-url); --max-retries rides out short outages"),
+    "http_429": ("rate limited by the endpoint", "lower --concurrency, or raise --max-retries"),
+    "http_408": ("the endpoint timed out the request", "raise --max-retries or lower --concurrency"),
+    "http_5xx": ("the endpoint returned a server error", "raise --max-retries; check the server log"),
+    "http_4xx": ("the endpoint rejected the request", "check --model / --api-key / --base-url"),
+    "bad_response": ("the endpoint's reply was not a chat completion", "raise --max-retries"),
+    "server_died": ("the managed vLLM server exited during the run",
+                    "see vllm.log in the run folder (e.g. out of memory: --vllm-arg)"),
+    "server_start_failed": ("the managed vLLM server did not start",
+                            "see vllm.log in the run folder; --vllm-startup-timeout, --vllm-arg"),
+    "cache_miss": ("--cache-only and no cached reply", "run once without --cache-only"),
+    "case_timeout": ("the case ran past --case-timeout", "raise --case-timeout"),
+    "sdk_process_gone": ("the shared SDK process exited", "--sdk-process inline"),
+    "replay_exhausted": ("the replay file has no more replies for the case",
+                         "record again with --record"),
+    "internal_error": ("the harness raised an exception", "see the case's error message"),
+}
+
+
+class ErrorSummary(BaseModel):
+    """The infrastructure errors of one kind in one scenario."""
+
+    kind: str
+    count: int
+    cause: str
+    hint: str
+    #: Fewest and most requests sent per failed call (None: not endpoint calls).
+    attempts_min: int | None = None
+    attempts_max: int | None = None
+
+    def text(self) -> str:
+        """``timeout x1 (no reply within ...; 1 attempt; try: raise --request-timeout ...)``."""
+        parts = [self.cause]
+        if self.attempts_max is not None:
+            span = (str(self.attempts_max) if self.attempts_min == self.attempts_max
+                    else f"{self.attempts_min}-{self.attempts_max}")
+            parts.append(f"{span} attempt{'s' if self.attempts_max != 1 else ''} per call")
+        parts.append(f"try: {self.hint}")
+        return f"{self.kind} x{self.count} ({'; '.join(parts)})"
+
+
+def kind_hint(kind: str) -> tuple[str, str]:
+    """(cause, option) for an error kind; status codes fall back to their class."""
+    if kind in KIND_HINTS:
+        return KIND_HINTS[kind]
+    if kind.startswith("http_5"):
+        return KIND_HINTS["http_5xx"]
+    if kind.startswith("http_4"):
+        return KIND_HINTS["http_4xx"]
+    return (f"infrastructure error of kind {kind}", "see the case's error message")
+
+
+def timeout_hint(timeout_s: float, max_tokens: int | None, retried: bool) -> tuple[str, str]:
+    """The cause and option for a request timeout, with the run's own figures."""
+    cause = f"no reply within --request-timeout {timeout_s:g} s"
+    if not retried:
+        cause += (" (not resent: the harness's own local server would take as long again "
+                  "on the same greedy request)")
+    tokens = f" (now {max_tokens})" if max_tokens else ""
+    return cause, f"raise --request-timeout, or lower --max-tokens{tokens} / --concurrency"
+
+
+def summarize_errors(errors: Iterable[Any]) -> dict[str, ErrorSummary]:
+    """Kind -> summary over CaseResults whose outcome is ERROR (sorted by kind)."""
+    acc: dict[str, dict[str, Any]] = {}
+    for result in errors:
+        err = getattr(result, "error", None)
+        kind = err.kind if err is not None else "unknown"
+        entry = acc.setdefault(kind, {"count": 0, "attempts": [], "hint": None, "cause": None})
+        entry["count"] += 1
+        if err is not None and err.attempts is not None:
+            entry["attempts"].append(err.attempts)
+        if err is not None and err.hint and entry["hint"] is None:
+            entry["cause"], _, entry["hint"] = err.hint.partition(" | try: ")
+    out: dict[str, ErrorSummary] = {}
+    for kind in sorted(acc):
+        entry = acc[kind]
+        cause, hint = kind_hint(kind)
+        if entry["hint"]:  # the error's own (precise) cause and option win
+            cause, hint = entry["cause"] or cause, entry["hint"] or hint
+        attempts = entry["attempts"]
+        out[kind] = ErrorSummary(kind=kind, count=entry["count"], cause=cause, hint=hint,
+                                 attempts_min=min(attempts) if attempts else None,
+                                 attempts_max=max(attempts) if attempts else None)
+    return out
+
+
+def encode_hint(cause: str, option: str) -> str:
+    """One string for ``ModelCallError.hint`` (split again by :func:`summarize_errors`)."""
+    return f"{cause} | try: {option}"
+
+
+def describe_errors(error_kinds: Mapping[str, int],
+                    details: Mapping[str, ErrorSummary] | None = None) -> str:
+    """``timeout x2 (cause; N attempts per call; try: option), ...`` for a scenario's errors.
+    Kinds without a summary (e.g. a report from an older version) get the generic wording."""
+    texts = []
+    for kind, count in error_kinds.items():
+        summary = (details or {}).get(kind)
+        if summary is None:
+            cause, hint = kind_hint(kind)
+            summary = ErrorSummary(kind=kind, count=count, cause=cause, hint=hint)
+        texts.append(summary.text())
+    return ", ".join(texts)
