@@ -1,7 +1,9 @@
-"""The Allure 3 HTML report in headless Chromium: a real oracle run on the bundled ToolHop sample,
-built with ``--allure-html``, served over http on localhost, screenshotted (overview, the
-metrics table, one case) into ``.toolbench/test-artifacts/allure/``, and checked on the DOM for
-the metric table, the gate verdict and the conversation steps.
+"""The Allure 3 HTML report in headless Chromium: two real runs on the bundled ToolHop sample in
+one results folder (the oracle, then a replay of wrong answers), the HTML built with
+``--allure-html``, served over http on localhost, screenshotted (overview, quality gates, the
+metrics, one case) into ``.toolbench/test-artifacts/allure/``, and checked on the DOM: titles and
+suite paths name the model, the first screen has both runs' gates and headline metrics, the
+Quality Gates tab lists every verdict, and no step is "unknown".
 
 Skips with a reason when node/Allure 3 (``npm install --prefix .toolbench/allure allure@3``) or
 Debian's ``chromium`` is missing.
@@ -19,6 +21,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from html import unescape
 from pathlib import Path
 
 import pytest
@@ -32,7 +35,7 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic
                   "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 pytestmark = [
-    pytest.mark.slow,  # a real run, an npm Allure build and six Chromium page loads: ~30 s
+    pytest.mark.slow,  # two real runs, an Allure build and ten Chromium page loads: ~60 s
     pytest.mark.skipif(missing_reason([REPO]) is not None,
                        reason=f"Allure HTML cannot be built: {missing_reason([REPO])}"),
     pytest.mark.skipif(CHROMIUM is None,
@@ -40,19 +43,33 @@ pytestmark = [
 ]
 
 
+GATE = "toolhop.mandatory.accuracy>=0.5"
+
+
+def _run(tmp: Path, model: str, *extra: str) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "pytest", "suites/toolhop", "-p", "no:cacheprovider", "-q",
+           "-p", "no:randomly", "--cache-dir", str(tmp / "cache"), "--model", model,
+           "--limit", "2", "--alluredir", str(tmp / "results"), "--gate", GATE, *extra]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+    return subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300, env=env)
+
+
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
-    """(base URL, html dir) of a report built from a 2-sample oracle run, served on localhost."""
+    """(base URL, html dir) of a report built from two runs in one results folder: the oracle
+    (gates pass), then wrong answers replayed (its accuracy gate fails), served on localhost."""
     tmp = tmp_path_factory.mktemp("allure-browser")
     html = tmp / "html"
-    cmd = [sys.executable, "-m", "pytest", "suites/toolhop", "-p", "no:cacheprovider", "-q",
-           "-p", "no:randomly", "--cache-dir", str(tmp / "cache"), "--model", "oracle",
-           "--limit", "2", "--alluredir", str(tmp / "results"), "--allure-html", str(html),
-           "--toolbench-json", str(tmp / "run.json"), "--gate", "toolhop.mandatory.accuracy>=0.5"]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
-    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300, env=env)
+    proc = _run(tmp, "oracle", "--toolbench-json", str(tmp / "run.json"))
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
-    assert "Allure HTML report: " in proc.stdout, proc.stdout[-2000:]
+    ids = [c["case_id"] for c in json.loads((tmp / "run.json").read_text())["cases"]]
+    wrong = tmp / "wrong.jsonl"
+    wrong.write_text("".join(json.dumps({"case_id": i, "responses": [
+        {"role": "assistant", "content": "<answer>no idea</answer>"}]}) + "\n" for i in ids))
+    proc = _run(tmp, f"replay:{wrong}", "--allure-html", str(html))
+    assert proc.returncode == 10, proc.stdout[-3000:] + proc.stderr[-2000:]  # its gate failed
+    assert "Allure HTML report: " in proc.stdout and "quality gates not shown" not in proc.stdout, \
+        proc.stdout[-2000:]
     class Handler(http.server.SimpleHTTPRequestHandler):
         def log_message(self, *args: object) -> None:
             pass
@@ -83,7 +100,7 @@ def _chromium(tmp_path: Path, url: str, *extra: str) -> str:
 def _visible_text(dom: str) -> str:
     body = dom[dom.find("<body"):]
     body = re.sub(r"<script.*?</script>", "", body, flags=re.S)
-    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", body))
+    return unescape(re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", body)))
 
 
 def _page(tmp_path: Path, url: str, shot: str, size: str = "1400,1400", raw: bool = False) -> str:
@@ -96,33 +113,66 @@ def _page(tmp_path: Path, url: str, shot: str, size: str = "1400,1400", raw: boo
     return dom if raw else _visible_text(dom)
 
 
-def test_overview_shows_metrics_and_gate_verdict(report: tuple[str, Path], tmp_path: Path) -> None:
+def test_first_screen_shows_every_runs_gates_and_headline_metrics(report: tuple[str, Path],
+                                                                   tmp_path: Path) -> None:
     url, _ = report
     text = _page(tmp_path, url, "overview.png")
-    # First screen: the environment block leads with the gate verdict and headline metrics.
-    assert "gates PASSED (4/4 passed)" in text
-    assert re.search(r"toolhop\.mandatory accuracy 100\.0% \[95% CI 100\.0%, 100\.0%\] n=2", text), text[:2000]
-    assert "model oracle" in text
-    # The run-level metric table (HTML) and plots are global attachments of the run.
+    assert "pytest-toolbench: oracle, replay:wrong.jsonl" in text  # the report's name
+    # The Metadata block: both runs' gate verdicts, then each scenario's headline, run by run.
+    assert re.search(r"oracle\s+gates PASSED 4/4", text), text[:3000]
+    assert re.search(r"replay:wrong\.jsonl\s+gates FAILED 3/4: toolhop\.mandatory\.accuracy≥0\.5",
+                     text), text[:3000]
+    assert re.search(r"oracle\s+mandatory accuracy 100\.0% n=2", text)
+    assert re.search(r"replay:wrong\.jsonl\s+mandatory accuracy 0\.0% n=2", text)
+    # The tree starts with one node per model (model / benchmark / scenario).
+    assert text.index("replay:wrong.jsonl", text.index("Sort by")) > text.index("Sort by")
+    # Each run's metric table and plots are global attachments named by model and run.
     text = _page(tmp_path, url + "#/globalAttachments", "global-attachments.png")
-    assert "toolbench metrics (html)" in text and "plot toolhop.mandatory.accuracy.by-hops" in text
-    # Allure 3's metrics view lists every metric with its CI bounds and subgroups.
+    assert re.search(r"oracle · run [0-9a-f-]+ · toolbench metrics \(html\)", text)
+    assert re.search(r"replay:wrong\.jsonl · run [0-9a-f-]+ · plot toolhop\.mandatory", text)
+    # Allure 3's metrics view keeps the two models' samples apart.
     text = _page(tmp_path, url + "#/metrics", "metrics.png")
-    assert "toolhop.mandatory accuracy (hops=3)" in text
-    assert "toolhop.mandatory accuracy (ci_low)" in text
+    assert "oracle · toolhop.mandatory accuracy (hops=3)" in text
+    assert "replay:wrong.jsonl · toolhop.mandatory accuracy" in text
 
 
-def test_case_page_shows_conversation_steps_gold_and_metrics(report: tuple[str, Path],
+def test_quality_gates_tab_lists_every_runs_verdicts(report: tuple[str, Path],
+                                                     tmp_path: Path) -> None:
+    url, html = report
+    gates = json.loads((html / "widgets" / "quality-gate.json").read_text())
+    results = [r for env in gates.values() for r in env]
+    assert sorted((r["rule"].split(" · ")[0], r["success"]) for r in results) == \
+        [("oracle", True)] * 4 + [("replay:wrong.jsonl", False)] + [("replay:wrong.jsonl", True)] * 3
+    text = _page(tmp_path, url + "#/qualityGate", "quality-gates.png")
+    assert "No quality gate results" not in text
+    assert "oracle: toolhop.mandatory.accuracy>=0.5 passed: actual 1 satisfies" in text
+    assert "replay:wrong.jsonl: toolhop.mandatory.accuracy>=0.5 FAILED: actual 0 violates" in text
+
+
+def test_case_pages_name_the_model_and_have_no_unknown_steps(report: tuple[str, Path],
                                                              tmp_path: Path) -> None:
     url, html = report
     results = [json.loads(p.read_text()) for p in (html / "data" / "test-results").glob("*.json")]
-    case = next(r for r in results if "-mandatory" in r.get("name", ""))
-    dom = _page(tmp_path, f"{url}#/{case['id']}", "case.png", size="1400,1800", raw=True)
+    assert len(results) == 12
+    titles = {r["name"] for r in results}
+    assert len(titles) == 12  # the same case of two models: two titles
+    assert {t.split("]")[0] + "]" for t in titles} == {"[oracle]", "[replay:wrong.jsonl]"}
+    for r in results:  # suite path model / benchmark / scenario, no step without a status
+        suite = [lab["value"] for name in ("parentSuite", "suite", "subSuite")
+                 for lab in r["labels"] if lab["name"] == name]
+        assert suite[0] == r["name"][1:].split("]")[0] and suite[1] == "toolhop", suite
+        stages = r.get("setup", []) + r.get("teardown", [])
+        assert all(s.get("status") not in (None, "unknown") for s in stages), stages
+        assert not any("<lambda>" in s.get("name", "") for s in stages)
+    case = next(r for r in results if r["name"].startswith("[replay:wrong.jsonl] toolhop-9001-mandatory"))
+    dom = _page(tmp_path, f"{url}#/{case['id']}", "case.png", size="1400,2200", raw=True)
     text = _visible_text(dom)
+    assert "[replay:wrong.jsonl] toolhop-9001-mandatory" in text
     assert "turn 1 · user:" in text and "turn 2 · assistant:" in text
-    assert "score: passed" in text
+    assert "score: wrong answer" in text
+    assert "<lambda>" not in text  # pytest's own finalizers were "unknown" tear-down steps
     # The description (gold vs prediction, per-metric values) is rendered in a sandboxed frame
     # whose document is part of the DOM as markup.
     assert "Gold answer:" in dom and "Model answer:" in dom
     assert "answer_correct" in dom  # the per-metric values table
-    assert "model 'oracle'" in text and "hops '3'" in text  # readable parameters
+    assert "model 'replay:" in text and "hops '3'" in text  # readable parameters
