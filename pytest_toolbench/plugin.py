@@ -19,6 +19,7 @@ SIGTERM is handled as Ctrl-C: summary and JSON are written, marked partial.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import functools
 import gc
 import importlib
@@ -32,7 +33,7 @@ import uuid
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 import pytest
 
@@ -317,7 +318,8 @@ def validate_selection(config: pytest.Config) -> None:
     st.targeted = targeted_benchmarks(config)
     if not st.targeted:
         return
-    selected = {name: cases_for(config, name) for name in st.targeted}
+    with data_warnings_once(config):
+        selected = {name: cases_for(config, name) for name in st.targeted}
     for name in st.targeted:
         benchmark = registry()[name]
         if isinstance(benchmark, HasDataSources):
@@ -347,6 +349,33 @@ def validate_selection(config: pytest.Config) -> None:
             check_gate_selection(parsed, scenarios, groups)
     except ValueError as exc:
         raise pytest.UsageError(f"pytest-toolbench: {exc}") from None
+
+
+@contextlib.contextmanager
+def data_warnings_once(config: pytest.Config) -> Iterator[None]:
+    """The controller reports each DatasetWarning of the run's data once, in pytest's warnings
+    summary, not raw on stderr before the session header; the xdist workers, which load the same
+    files again to collect, keep quiet about them (``toolbench_data_warned``, set in
+    :func:`pytest_configure_node`). A ``-W error::...DatasetWarning`` filter still applies."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield
+    seen: set[str] = set()
+    for w in caught:
+        if not issubclass(w.category, DatasetWarning):
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        elif str(w.message) not in seen:
+            seen.add(str(w.message))
+            config.issue_config_time_warning(w.message, stacklevel=2)  # type: ignore[arg-type]
+
+
+@contextlib.contextmanager
+def _quiet_if_reported(config: pytest.Config) -> Iterator[None]:
+    """In an xdist worker whose controller reports the data's warnings: ignore them here."""
+    with warnings.catch_warnings():
+        if is_worker(config) and config.workerinput.get("toolbench_data_warned"):  # type: ignore[attr-defined]
+            warnings.simplefilter("ignore", DatasetWarning)
+        yield
 
 
 def _selection_text(settings: RunSettings) -> str:
@@ -392,6 +421,8 @@ def pytest_configure_node(node: Any) -> None:  # pytest-xdist hook (controller s
     node.workerinput["toolbench_run_id"] = st.run_id
     node.workerinput["toolbench_server"] = server_info_for_worker(st.server)
     node.workerinput["toolbench_sdk"] = sdk_address(node.config)
+    # The controller loads the suites' data before any case and reports its warnings once.
+    node.workerinput["toolbench_data_warned"] = bool(targeted_benchmarks(node.config))
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -478,7 +509,8 @@ def cases_for(config: pytest.Config, name: str) -> list[Case]:
     try:
         # Every scenario first (the suite's size, for "subset: 40 of 240"), then the selection;
         # load_cases is scenario-major in file order, so filtering keeps its order.
-        cases = benchmark.load_cases(settings.data_dir, benchmark.scenarios)
+        with _quiet_if_reported(config):
+            cases = benchmark.load_cases(settings.data_dir, benchmark.scenarios)
     except (DatasetError, OSError) as exc:
         raise _data_usage_error(name, exc) from None
     st.suite_sizes[name] = len(cases)

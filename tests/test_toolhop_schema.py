@@ -77,8 +77,19 @@ def test_bundled_sample_exercises_the_quirks(bundled_raw):
         assert not any(line.startswith(("import ", "from ")) for line in head.splitlines())
 
 
-def test_bundled_duplicate_tool_name_is_a_warning_not_an_error():
+def test_a_duplicate_tool_name_is_a_warning_not_an_error(tmp_path):
+    """The same bytes outside the bundled folder: a user's file with record 9006 warns."""
+    copy = tmp_path / "ToolHop.json"
+    copy.write_bytes(BUNDLED.read_bytes())
     with pytest.warns(DatasetWarning, match=r"id=9006: duplicate tool names \['element_property_lookup'\]"):
+        records = load_toolhop_file(copy)
+    assert records[-1].tool_names.count("element_property_lookup") == 2
+
+
+def test_the_bundled_sample_loads_without_warnings():
+    """Its duplicate tool name (9006) is there on purpose: no warning before every demo run."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
         records = load_toolhop_file(BUNDLED)
     assert records[-1].tool_names.count("element_property_lookup") == 2
 
