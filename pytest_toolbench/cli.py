@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -29,6 +30,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: Exit status when the reader of our output went away (``toolbench runs | head``): the
+#: Python docs' choice for EPIPE (library/signal.html, "Note on SIGPIPE").
+BROKEN_PIPE = 1
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -36,7 +42,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     if func is None:
         parser.print_help()
         return 2
-    return int(func(args) or 0)
+    try:
+        status = int(func(args) or 0)
+        sys.stdout.flush()  # a pipe closed early fails here, inside the handler, not at exit
+    except BrokenPipeError:
+        return _reader_gone()
+    return status
+
+
+def _reader_gone() -> int:
+    """The Python docs' recipe: point stdout at devnull so the interpreter's own flush at exit
+    cannot raise again (a second traceback), then exit quietly."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return BROKEN_PIPE
 
 
 if __name__ == "__main__":

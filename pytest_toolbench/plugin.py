@@ -759,6 +759,7 @@ class ControllerHooks:
         from pytest_toolbench.runs.record import save_report
 
         info = run_info(self.config, st)
+        info["exit_status"] = int(session.exitstatus)  # gates decided it above (toolbench runs)
         info["coverage"] = {
             n: {"cases": c, "suite_cases": st.suite_sizes.get(n),
                 "subset": st.suite_sizes.get(n) is not None and c < st.suite_sizes[n]}
@@ -848,10 +849,12 @@ class ControllerHooks:
             return
         from pytest_toolbench.runs.record import mark_ended
 
+        no_cases = exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED,
+                                  pytest.ExitCode.NO_TESTS_COLLECTED)
         mark_ended(_run_dir(st), partial=st.interrupted_by is not None,
-                   interrupted_by=st.interrupted_by)
-        if exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED,
-                          pytest.ExitCode.NO_TESTS_COLLECTED):
+                   interrupted_by=st.interrupted_by,
+                   exit_status=int(ToolbenchExit.NO_CASES if no_cases else exitstatus))
+        if no_cases:
             session.exitstatus = int(ToolbenchExit.NO_CASES)
             st.summary = ("pytest-toolbench: no case ran (the selection, -k/-m or --lf left none); "
                           f"exit status {int(ToolbenchExit.NO_CASES)}\n")

@@ -182,3 +182,67 @@ def test_plan_orders_by_age_and_combines_both_limits():
     assert [i.path.name for i in plan(items, older_than_s=60, max_size=None, now=120)] == ["a", "b"]
     assert [i.path.name for i in plan(items, older_than_s=100, max_size=10, now=120)] == ["a", "b"]
     assert plan(items, older_than_s=None, max_size=30, now=120) == []
+
+
+def _run_suite(tmp_path: Path, suite: str, *args: str) -> subprocess.CompletedProcess:
+    cmd = [a if a != "suites/toolhop" else suite for a in suite_cmd(tmp_path, "--model", "oracle", *args)]
+    return subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300, env=env())
+
+
+def _run_ids(tmp_path: Path) -> list[str]:
+    """Run ids as `toolbench runs` prints them, oldest first."""
+    out = cli("runs", "--cache-dir", str(tmp_path / "cache")).stdout.splitlines()[1:]
+    return [line.split()[0] for line in reversed(out)]
+
+
+def test_runs_shows_each_run_s_gate_verdict_and_exit_status(tmp_path):
+    """A run that failed its gates is not just "complete": the gates and exit columns say so."""
+    ok = _run_suite(tmp_path, "suites/toolhop", "--scenario", "direct",
+                    "--gate", "toolhop.direct.accuracy>=0.5")
+    failed = _run_suite(tmp_path, "suites/toolhop", "--scenario", "direct",
+                        "--gate", "toolhop.direct.accuracy>=0.5", "--gate", "toolhop.direct.accuracy>1")
+    plain = _run_suite(tmp_path, "suites/toolhop", "--scenario", "direct")
+    assert (ok.returncode, failed.returncode, plain.returncode) == (0, 10, 0), failed.stdout[-2000:]
+    header, *rows = cli("runs", "--cache-dir", str(tmp_path / "cache")).stdout.splitlines()
+    assert header.split()[-3:] == ["gates", "exit", "status"]
+    newest_first = [row.split("%", 1)[1].split() for row in rows]  # after the headline metric
+    assert newest_first == [["-", "0", "OK", "complete"],
+                            ["FAILED", "1/3", "10", "GATE_FAILED", "complete"],
+                            ["passed", "2/2", "0", "OK", "complete"]]
+    as_json = json.loads(cli("runs", "--cache-dir", str(tmp_path / "cache"), "--json").stdout)
+    assert [(r["exit_status"], r["gates_passed"], r["gates_failed"]) for r in as_json] == [
+        (0, 0, []), (10, 2, ["toolhop.direct.accuracy>1"]), (0, 2, [])]
+
+
+def test_compare_takes_run_ids_and_refuses_runs_of_different_benchmarks(tmp_path):
+    for _ in range(2):
+        assert _run_suite(tmp_path, "suites/toolhop", "--scenario", "direct").returncode == 0
+    assert _run_suite(tmp_path, "suites/familytool", "--limit", "1").returncode == 0
+    first, second, family = _run_ids(tmp_path)
+    cache = ("--cache-dir", str(tmp_path / "cache"))
+    same = cli("compare", first, second[:-2], *cache)  # a unique prefix is enough
+    assert same.returncode == 0, same.stderr
+    assert f"A = oracle ({first})" in same.stdout and "toolhop/direct B vs A: 6 paired" in same.stdout
+    mixed = cli("compare", first, family, *cache)
+    assert mixed.returncode == 2 and mixed.stdout == ""
+    assert mixed.stderr.strip() == (
+        f"toolbench compare: runs of different benchmarks cannot be compared: {first} (toolhop) "
+        f"vs {family} (familytool); no case can pair")
+    unknown = cli("compare", first, "no-such-run", *cache)
+    assert unknown.returncode == 2 and "no-such-run: no such report file, and no run with that id" \
+        in unknown.stderr and unknown.stderr.count("\n") == 1
+
+
+def test_no_command_ends_in_a_traceback_when_its_output_is_piped_into_head(tmp_path):
+    for i in range(2):
+        make_run(tmp_path, f"r{i}", time.time() - i * DAY)
+    commands = [["runs", "--cache-dir", str(tmp_path / "cache"), "--json"],
+                ["runs", "--cache-dir", str(tmp_path / "cache")]]
+    for args in commands:
+        # A reader that closes the pipe at once: every write of ours hits EPIPE.
+        proc = subprocess.Popen([sys.executable, "-m", "pytest_toolbench.cli", *args], cwd=REPO,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        proc.stdout.close()
+        err = proc.stderr.read().decode()
+        assert proc.wait(timeout=60) == 1, err
+        assert "Traceback" not in err and "BrokenPipeError" not in err and err == ""

@@ -1,4 +1,5 @@
-"""``toolbench compare A.json B.json [C.json ...]``: compare recorded runs with the first one."""
+"""``toolbench compare A B [C ...]``: compare recorded runs (report files or run ids) with the
+first one."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import json
 import sys
 from pathlib import Path
 from typing import Any
+
+from pytest_toolbench.runs.store import DEFAULT_CACHE_DIR
 
 #: Exit status for unreadable input (argparse itself uses 2 for a bad command line).
 INPUT_ERROR = 2
@@ -23,8 +26,12 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
             "Cases pair on benchmark + case id; cases in one run only are counted."
         ),
     )
-    p.add_argument("runs", nargs="+", metavar="RUN.json", help="two or more run reports; the "
-                   "first is the reference")
+    p.add_argument("runs", nargs="+", metavar="RUN", help="two or more runs, each a report file "
+                   "(--toolbench-json) or a run id as `toolbench runs` prints it (or a unique "
+                   "prefix of one); the first is the reference")
+    p.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE_DIR,
+                   help="where run ids are looked up: the plugin's --cache-dir, runs live beside "
+                        f"it in ../runs (default {DEFAULT_CACHE_DIR})")
     p.add_argument("--json", dest="json_out", metavar="OUT", default=None,
                    help="also write the comparison as JSON")
     p.add_argument("--plot", metavar="OUT.png", default=None,
@@ -44,9 +51,10 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from pytest_toolbench.compare.core import compare_with_registry
-    from pytest_toolbench.compare.load import RunLoadError, load_runs
+    from pytest_toolbench.compare.load import load_runs
     from pytest_toolbench.compare.plot import plot_comparison
     from pytest_toolbench.compare.render import print_comparison
+    from pytest_toolbench.compare.run_refs import check_same_benchmarks, resolve_run
 
     def fail(msg: str) -> int:
         print(f"toolbench compare: {msg}", file=sys.stderr)
@@ -59,8 +67,9 @@ def run(args: argparse.Namespace) -> int:
     if not 0.0 < args.confidence < 1.0:
         return fail(f"--confidence {args.confidence}: must be between 0 and 1")
     try:
-        runs = load_runs(args.runs)
-    except RunLoadError as exc:
+        runs = load_runs([resolve_run(ref, args.cache_dir) for ref in args.runs])
+        check_same_benchmarks(runs)
+    except ValueError as exc:  # RunLoadError included
         return fail(str(exc))
     comp = compare_with_registry(runs, n_boot=args.bootstrap_samples, seed=args.seed,
                                  confidence=args.confidence)

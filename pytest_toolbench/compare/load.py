@@ -104,6 +104,8 @@ def unique_labels(runs: Sequence[LoadedRun]) -> list[str]:
     for i, (label, run) in enumerate(zip(labels, runs)):
         if labels.count(label) > 1:
             stem = Path(run.path).stem if run.path else f"#{i + 1}"
+            if stem == "report" and run.run_id:  # a run folder's report.json: its run id says more
+                stem = run.run_id
             label = f"{label} ({stem})"
         if label in out:
             label = f"{label} #{i + 1}"

@@ -72,6 +72,13 @@ class RunIndex(BaseModel):
     toolbench_version: str = ""
     pid: int | None = None
     host: str | None = None
+    #: The run's exit status (exitcodes.py); None for a run still going, killed, or recorded by
+    #: a version that did not keep it.
+    exit_status: int | None = None
+    #: Gate verdicts (--gate and the per-scenario --max-error-rate limits): counts, and the
+    #: failed gates by name. Both 0: the run had no gates.
+    gates_passed: int = 0
+    gates_failed: list[str] = Field(default_factory=list)
 
 
 def _fingerprints(data_sources: Iterable[dict[str, Any]]) -> list[DataFingerprint]:
@@ -125,6 +132,8 @@ def index_from_report(report: dict[str, Any], run_dir: Path) -> RunIndex:
             ))
     suites = sorted({s["benchmark"] for s in scenarios} | set(run.get("coverage", {})))
     partial = bool(report.get("partial", run.get("partial", False)))
+    gates = [g for g in report.get("gates") or [] if isinstance(g, dict)]
+    exit_status = run.get("exit_status")
     return RunIndex(
         run_id=str(run.get("run_id", run_dir.name)), model=str(settings.get("model", "")),
         backend=str(settings.get("backend", "")), suites=suites, started=run.get("started"),
@@ -137,6 +146,9 @@ def index_from_report(report: dict[str, Any], run_dir: Path) -> RunIndex:
         data=_fingerprints(run.get("data_sources", [])), path=str(run_dir),
         report=str(run_dir / REPORT_NAME), json_path=settings.get("json_path"),
         toolbench_version=str(run.get("toolbench_version", "")),
+        exit_status=exit_status if isinstance(exit_status, int) else None,
+        gates_passed=sum(bool(g.get("passed")) for g in gates),
+        gates_failed=[str(g.get("gate", "?")) for g in gates if not g.get("passed")],
     )
 
 
@@ -155,7 +167,8 @@ def save_report(run_dir: Path, report: dict[str, Any], encoded: bytes | None = N
     return index
 
 
-def mark_ended(run_dir: Path, *, partial: bool, interrupted_by: str | None) -> None:
+def mark_ended(run_dir: Path, *, partial: bool, interrupted_by: str | None,
+               exit_status: int | None = None) -> None:
     """A run that ended without any result: close its index entry (0 cases)."""
     index = read_index(run_dir)
     if index is None:
@@ -163,6 +176,7 @@ def mark_ended(run_dir: Path, *, partial: bool, interrupted_by: str | None) -> N
     write_index(run_dir, index.model_copy(update={
         "finished": time.time(), "status": "interrupted" if partial else "finished",
         "partial": partial, "interrupted_by": interrupted_by, "pid": None,
+        "exit_status": exit_status,
     }))
 
 

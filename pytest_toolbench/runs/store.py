@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from pytest_toolbench.exitcodes import ToolbenchExit
 from pytest_toolbench.runs.record import Headline, RunIndex, read_index
 
 #: The plugin's default ``--cache-dir``; runs live beside it in ``runs/``.
@@ -49,11 +50,32 @@ def status_text(index: RunIndex) -> str:
     return index.status  # running / incomplete
 
 
+def gates_text(index: RunIndex) -> str:
+    """``passed 3/3``, ``FAILED 1/4``, or ``-`` for a run without gates."""
+    total = index.gates_passed + len(index.gates_failed)
+    if not total:
+        return "-"
+    if index.gates_failed:
+        return f"FAILED {len(index.gates_failed)}/{total}"
+    return f"passed {total}/{total}"
+
+
+def exit_text(index: RunIndex) -> str:
+    """``0 OK``, ``10 GATE_FAILED``...; ``?`` when the run did not record it."""
+    if index.exit_status is None:
+        return "?"
+    try:
+        return f"{index.exit_status} {ToolbenchExit(index.exit_status).name}"
+    except ValueError:
+        return str(index.exit_status)
+
+
 def render_table(runs: list[RunIndex]) -> str:
     """Plain-text table, one row per run."""
     if not runs:
         return "no runs found\n"
-    head = ["run id", "date", "model", "suites", "cases", "headline metrics", "status"]
+    head = ["run id", "date", "model", "suites", "cases", "headline metrics", "gates", "exit",
+            "status"]
     rows = []
     for r in runs:
         date = time.strftime("%Y-%m-%d %H:%M", time.localtime(r.started)) if r.started else "?"
@@ -62,7 +84,8 @@ def render_table(runs: list[RunIndex]) -> str:
         else:
             cases = str(r.n_cases) + (f" x{r.repeats}" if r.repeats > 1 else "")
         rows.append([r.run_id, date, r.model or "?", ",".join(r.suites) or "?", cases,
-                     format_headlines(r.headline) or "-", status_text(r)])
+                     format_headlines(r.headline) or "-", gates_text(r), exit_text(r),
+                     status_text(r)])
     widths = [max(len(x) for x in col) for col in zip(head, *rows)]
     widths[5] = min(widths[5], 100)
     lines = []

@@ -1,0 +1,63 @@
+"""What ``toolbench compare`` accepts for a run: a report path, or a run id as ``toolbench runs``
+prints it (its folder's ``report.json``), so nobody has to dig the path out of the runs folder.
+
+A unique prefix of a run id works too (``20260101-1200`` when only one run starts so). And before
+comparing, runs that share no benchmark are refused: pairing a ToolHop run with a FamilyTool run
+gives "0 paired" everywhere, which reads like a result but is a mistake.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from pytest_toolbench.compare.load import LoadedRun, RunLoadError
+from pytest_toolbench.runs.record import REPORT_NAME
+from pytest_toolbench.runs.store import runs_root
+
+
+def resolve_run(ref: str, cache_dir: Path) -> Path:
+    """The report file ``ref`` names: an existing path, else a run id (or a unique prefix of
+    one) under the runs folder beside ``cache_dir``. RunLoadError (one line) if neither."""
+    path = Path(ref)
+    if path.exists():
+        return path
+    root = runs_root(cache_dir)
+    folders = sorted(d for d in root.iterdir() if d.is_dir()) if root.is_dir() else []
+    exact = [d for d in folders if d.name == ref]
+    matches = exact or ([d for d in folders if d.name.startswith(ref)] if ref else [])
+    if len(matches) > 1:
+        names = ", ".join(d.name for d in matches[:5]) + (" ..." if len(matches) > 5 else "")
+        raise RunLoadError(f"{ref}: matches {len(matches)} runs ({names}); give more of the run id")
+    if not matches:
+        raise RunLoadError(f"{ref}: no such report file, and no run with that id in {root} "
+                           "(`toolbench runs` lists them; --cache-dir picks another runs folder)")
+    report = matches[0] / REPORT_NAME
+    if not report.exists():
+        raise RunLoadError(f"{ref}: run {matches[0].name} has no {REPORT_NAME} (it did not finish; "
+                           "`toolbench runs` shows its status)")
+    return report
+
+
+def benchmarks_of(run: LoadedRun) -> set[str]:
+    """The benchmarks a run has results or metrics for."""
+    return {c.benchmark for c in run.cases} | {s.benchmark for s in run.metrics.scenarios}
+
+
+def check_same_benchmarks(runs: Sequence[LoadedRun]) -> None:
+    """Refuse (ValueError, one line) a run that shares no benchmark with the first one."""
+    reference = benchmarks_of(runs[0])
+    for run in runs[1:]:
+        if not benchmarks_of(run) & reference:
+            raise ValueError(
+                f"runs of different benchmarks cannot be compared: {_describe(runs[0])} vs "
+                f"{_describe(run)}; no case can pair"
+            )
+
+
+def _describe(run: LoadedRun) -> str:
+    where = run.run_id or run.path or run.label
+    return f"{where} ({', '.join(sorted(benchmarks_of(run))) or 'no benchmark'})"
+
+
+__all__ = ["benchmarks_of", "check_same_benchmarks", "resolve_run"]
