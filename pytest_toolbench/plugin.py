@@ -329,6 +329,7 @@ def validate_selection(config: pytest.Config) -> None:
                     st.data_sources += benchmark.data_sources(st.settings.data_dir)
             except (DatasetError, OSError) as exc:
                 raise _data_usage_error(name, exc) from None
+    check_marker_selection(config, selected)
     if not any(selected.values()):
         pytest.exit(
             f"pytest-toolbench: the selection matches no case ({_selection_text(st.settings)}); "
@@ -376,6 +377,30 @@ def _quiet_if_reported(config: pytest.Config) -> Iterator[None]:
         if is_worker(config) and config.workerinput.get("toolbench_data_warned"):  # type: ignore[attr-defined]
             warnings.simplefilter("ignore", DatasetWarning)
         yield
+
+
+def check_marker_selection(config: pytest.Config, selected: dict[str, list[Case]]) -> None:
+    """A ``-m`` term that can match none of the selected cases (a value of the wrong type or
+    spelling, e.g. ``hops(n='3')`` for an int label) is a usage error naming the marker and the
+    values that exist when the expression selects nothing, else a warning (marker_check.py)."""
+    markexpr = getattr(config.option, "markexpr", "")
+    if not markexpr:
+        return
+    from pytest_toolbench.marker_check import check_markexpr
+
+    marks = [[d.mark for d in case_marks(registry()[name], c)] + [_mark("toolbench", "benchmark", name).mark]
+             for name, cases in selected.items() for c in cases]
+    if not marks:
+        return
+    registered = {line.split(":")[0].split("(")[0].strip() for line in config.getini("markers")}
+    dead, selects_some = check_markexpr(markexpr, marks, registered)
+    if not dead:
+        return
+    if not selects_some:
+        raise pytest.UsageError(f"pytest-toolbench: -m {markexpr!r} selects no case: "
+                                + "; ".join(dead))
+    config.issue_config_time_warning(
+        pytest.PytestWarning(f"pytest-toolbench: -m {markexpr!r}: " + "; ".join(dead)), stacklevel=2)
 
 
 def _selection_text(settings: RunSettings) -> str:
