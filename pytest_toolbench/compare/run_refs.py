@@ -17,10 +17,11 @@ from pytest_toolbench.runs.store import runs_root
 
 
 def resolve_run(ref: str, cache_dir: Path) -> Path:
-    """The report file ``ref`` names: an existing path, else a run id (or a unique prefix of
-    one) under the runs folder beside ``cache_dir``. RunLoadError (one line) if neither."""
+    """The report file ``ref`` names: a path (it exists, has a "/" or ends in .json), else a run
+    id (or a unique prefix of one) under the runs folder beside ``cache_dir``. RunLoadError (one
+    line) for an id that names no run."""
     path = Path(ref)
-    if path.exists():
+    if path.exists() or "/" in ref or ref.endswith(".json"):  # a path: load_run says what is wrong
         return path
     root = runs_root(cache_dir)
     folders = sorted(d for d in root.iterdir() if d.is_dir()) if root.is_dir() else []
