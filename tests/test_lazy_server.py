@@ -247,3 +247,23 @@ def test_startup_progress_never_fails_the_step() -> None:
             raise ValueError("boom")
     assert "x" in progress.durations
     assert threading.active_count() >= 1
+
+
+def test_server_starts_at_once_only_when_a_miss_is_certain(tmp_path: Path) -> None:
+    """A fresh cache (for this model served this way) or --no-cache: the first call will miss, so
+    the start overlaps pytest's own; once any reply is stored, a re-run waits for a real miss."""
+    from pytest_toolbench.models.cache import served_marker
+    from pytest_toolbench.runtime.server import first_call_will_miss
+
+    identity = {"server_args": ["--dtype", "float32"]}
+    settings = RunSettings(model="m", backend="vllm", cache_dir=tmp_path, decoding="closed")
+    assert first_call_will_miss(settings, identity)
+    assert not first_call_will_miss(settings.model_copy(update={"cache_only": True}), identity)
+    model = build_model(settings, served_model="m", cache_key_extra=identity,
+                        server_rendezvous=tmp_path / "run")
+    model.inner = Echo("http://127.0.0.1:1/v1")  # answer without a server
+    asyncio.run(model.complete(request(), CTX))
+    assert served_marker(tmp_path, "m", identity).exists()
+    assert not first_call_will_miss(settings, identity)
+    assert first_call_will_miss(settings, {"server_args": ["--dtype", "bfloat16"]})
+    assert first_call_will_miss(settings.model_copy(update={"use_cache": False}), identity)

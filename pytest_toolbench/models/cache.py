@@ -88,6 +88,15 @@ class ResponseStore:
         atomic_write_bytes(self._path_str(key), data, durable=False)  # a lost entry is only a miss
 
 
+def served_marker(cache_dir: Path, name: str, server_identity: dict[str, Any]) -> Path:
+    """A file that exists once the cache holds any reply of this model served this way.
+
+    Before it exists a run's first request is certain to miss, so the managed server may start
+    at once, beside pytest's own start-up, instead of on that first miss (runtime/server.py)."""
+    text = json.dumps({"model": name, "server": server_identity}, sort_keys=True, default=str)
+    return Path(cache_dir) / "served" / hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
 def cache_key(
     name: str, base_url: str | None, request: ChatRequest, key_extra: dict[str, Any] | None
 ) -> str:
@@ -117,7 +126,9 @@ class CachedModel:
         *,
         include_base_url: bool = True,
         cache_only: bool = False,
+        marker: Path | None = None,
     ):
+        """``marker``: touched after the first stored reply (:func:`served_marker`)."""
         self.inner = inner
         #: --cache-only: a miss is an error instead of a model call (replay a finished run exactly).
         self.cache_only = cache_only
@@ -126,6 +137,7 @@ class CachedModel:
         self.include_base_url = include_base_url
         self.store = ResponseStore(cache_dir)
         self.cache_stats = CacheStats()
+        self.marker = marker
         self._executor: concurrent.futures.ThreadPoolExecutor | None = None
 
     def key_for(self, request: ChatRequest) -> str:
@@ -156,6 +168,10 @@ class CachedModel:
             await asyncio.get_running_loop().run_in_executor(
                 self._writer(), self.store.save, key, response, meta)
             self.cache_stats.writes += 1
+            if self.marker is not None:
+                marker, self.marker = self.marker, None  # once per process is enough
+                marker.parent.mkdir(parents=True, exist_ok=True)
+                marker.touch()
         except OSError:  # a full or read-only disk must not cost us the answer
             self.cache_stats.write_errors += 1
         return response

@@ -9,7 +9,7 @@ from urllib.parse import urlparse
 
 from pytest_toolbench.config import RunSettings
 from pytest_toolbench.models.base import ChatModel
-from pytest_toolbench.models.cache import CachedModel
+from pytest_toolbench.models.cache import CachedModel, served_marker
 from pytest_toolbench.benchmarks.base import benchmark_of_case_id, open_protocol_of
 from pytest_toolbench.models.open_protocol import (
     LEGACY_PROTOCOL,
@@ -135,6 +135,8 @@ def build_model(
         model = CachedModel(
             model, settings.cache_dir, key_extra or None, include_base_url=include_base_url,
             cache_only=settings.cache_only,
+            marker=served_marker(settings.cache_dir, settings.model, cache_key_extra or {})
+            if backend == "vllm" else None,
         )
     if plan is not None:
         protocols = benchmark_open_protocols()

@@ -58,6 +58,10 @@ class ServerOwner:
         self._thread = threading.Thread(target=self._run, name="toolbench-vllm-owner", daemon=True)
         self._thread.start()
 
+    def ask(self) -> None:
+        """Start the server now, in the background (a miss is certain: runtime/server.py)."""
+        self._asked.set()
+
     def start_now(self, timeout_s: float | None = None) -> str:
         """Ask for the server and wait (the eager path); raises RuntimeError if it failed."""
         if self._thread is None:

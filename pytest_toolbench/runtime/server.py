@@ -57,6 +57,8 @@ class ManagedServer:
         managed.owner = ServerOwner(server, log_dir, progress=progress,
                                     label=f"starting vLLM for {resolved.served_name}")
         managed.owner.watch()
+        if first_call_will_miss(settings, managed.describe):
+            managed.owner.ask()  # its start overlaps pytest's own (collection, workers, sandbox)
         return managed
 
     @classmethod
@@ -92,6 +94,16 @@ class ManagedServer:
             self.owner.stop()
         else:
             self.server.stop()
+
+
+def first_call_will_miss(settings: RunSettings, identity: dict[str, Any]) -> bool:
+    """True when the server is certainly needed: the cache is off, or it holds no reply of this
+    model served this way (models/cache.served_marker). Never with --cache-only."""
+    from pytest_toolbench.models.cache import served_marker
+
+    if settings.cache_only:
+        return False
+    return not settings.use_cache or not served_marker(settings.cache_dir, settings.model, identity).exists()
 
 
 def server_info_for_worker(server: ManagedServer | None) -> dict[str, Any] | None:
