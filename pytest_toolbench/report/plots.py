@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -48,8 +49,8 @@ def plot_specs(metrics: RunMetrics) -> list[PlotSpec]:
             for name in s.metrics:
                 mvs = [g.metrics.get(name) for g in groups]
                 first = next((m for m in mvs if m is not None), None)
-                if first is None:
-                    continue
+                if first is None or not any(m is not None and _defined(m.value) for m in mvs):
+                    continue  # every group n/a (or nan): an empty chart says nothing
                 scale = 100.0 if first.is_rate else 1.0
 
                 def scaled(x: float | None) -> float | None:
@@ -67,44 +68,54 @@ def plot_specs(metrics: RunMetrics) -> list[PlotSpec]:
     return specs
 
 
+def _defined(x: float | None) -> bool:
+    return x is not None and x == x  # None: no value; nan: no bar either
+
+
 def render(spec: PlotSpec, path: Path) -> Path:
-    """Draw one spec as a bar chart with CI error bars and n under each bar."""
+    """Write :func:`draw`'s chart as a PNG."""
+    fig = draw(spec)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, format="png")
+    return path
+
+
+def draw(spec: PlotSpec) -> Any:
+    """One spec as a bar chart (a matplotlib Figure) with CI error bars and n under each bar;
+    rates on a 0-100 % axis (the tables print %). The title wraps and the x labels wrap or turn
+    until nothing is clipped or overlaps (report/plot_layout.py)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
+    from matplotlib.ticker import PercentFormatter
 
-    width = max(4.0, min(16.0, 1.0 + 0.55 * len(spec.groups)))
-    fig = Figure(figsize=(width, 3.4), dpi=100)
+    from pytest_toolbench.report.plot_layout import fit_xticklabels, settle, wrap_label
+
+    width = max(5.0, min(16.0, 1.5 + 0.6 * len(spec.groups)))
+    fig = Figure(figsize=(width, 3.6), dpi=100)
     FigureCanvasAgg(fig)
     ax = fig.add_subplot(1, 1, 1)
     xs = list(range(len(spec.groups)))
-    def defined(x: float | None) -> bool:
-        return x is not None and x == x  # None: no value; nan: no bar either
-
-    heights = [v if defined(v) else 0.0 for v in spec.values]
-    lower = [max(0.0, v - lo) if defined(v) and defined(lo) else 0.0  # type: ignore[operator]
+    heights = [v if _defined(v) else 0.0 for v in spec.values]
+    lower = [max(0.0, v - lo) if _defined(v) and _defined(lo) else 0.0  # type: ignore[operator]
              for v, lo in zip(spec.values, spec.ci_low)]
-    upper = [max(0.0, hi - v) if defined(v) and defined(hi) else 0.0  # type: ignore[operator]
+    upper = [max(0.0, hi - v) if _defined(v) and _defined(hi) else 0.0  # type: ignore[operator]
              for v, hi in zip(spec.values, spec.ci_high)]
     ax.bar(xs, heights, color="#4c72b0", yerr=[lower, upper], capsize=4, ecolor="#333333")
-    ax.set_xticks(xs)
-    ax.set_xticklabels(spec.groups, rotation=45 if len(spec.groups) > 8 else 0,
-                       ha="right" if len(spec.groups) > 8 else "center", fontsize=8)
     for x, v, n in zip(xs, spec.values, spec.n):
-        drawn = v is not None and v == v  # neither undefined nor nan: a bar is drawn
+        drawn = _defined(v)
         text = f"n={n}" if drawn else "n/a" if v is None else f"nan n={n}"
         ax.annotate(text, (x, 0), xytext=(0, 2), textcoords="offset points", ha="center",
                     fontsize=7, color="white" if drawn and v else "#333333")
     if spec.is_rate:
         ax.set_ylim(0, 105)
-    ax.set_ylabel(f"{spec.metric} ({'%' if spec.is_rate else 'value'})")
+        ax.yaxis.set_major_formatter(PercentFormatter(100))
+    ax.set_ylabel(wrap_label(spec.metric, 22), fontsize=9)
     ax.set_xlabel(spec.label)
     better = "higher" if spec.higher_is_better else "lower"
-    ax.set_title(f"{spec.benchmark} / {spec.scenario}: {spec.metric} by {spec.label} "
-                 f"(95% CI; {better} is better)", fontsize=9)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, format="png")
-    return path
+    fit_xticklabels(fig, ax, spec.groups)
+    settle(fig, ax, f"{spec.benchmark} / {spec.scenario}\n"
+                    f"{spec.metric} by {spec.label} (95% CI; {better} is better)")
+    return fig
 
 
 def write_plots(metrics: RunMetrics, out_dir: str | Path) -> list[Path]:

@@ -1,0 +1,109 @@
+"""Plots readable at a glance: nothing clipped or overlapping, rates in %, no empty chart (issue 22)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_toolbench.compare import LoadedRun, compare_runs
+from pytest_toolbench.compare.plot import draw_comparison, plot_comparison
+from pytest_toolbench.report.plot_layout import layout_problems
+from pytest_toolbench.report.plots import PlotSpec, draw, plot_specs, write_plots
+from pytest_toolbench.results.aggregate import aggregate
+from pytest_toolbench.results.case_result import CaseResult, Outcome
+from pytest_toolbench.results.metrics import MetricSpec
+
+#: ToolBeHonest-like subgroup names: long, with underscores, many of them.
+GROUPS = ["multi_step_w_rep", "multi_step_wo_rep", "single_step", "solvable_long_horizon",
+          "unsolvable_missing_tool", "unsolvable_potential_tool", "limited_functionality_tool",
+          "another_rather_long_subtask_name", "x", "short", "medium_length", "yet_another_one"]
+
+
+def spec(groups: list[str], values: list[float | None]) -> PlotSpec:
+    return PlotSpec(
+        benchmark="toolbehonest", scenario="MNT-with-a-rather-long-scenario-name",
+        label="subtask", metric="level_three_missing_tool_selection_rate", groups=groups,
+        values=values, ci_low=[None if v is None else max(0, v - 10) for v in values],
+        ci_high=[None if v is None else min(100, v + 10) for v in values],
+        n=[3] * len(groups), is_rate=True, higher_is_better=True,
+    )
+
+
+@pytest.mark.parametrize("count", [2, 3, 6, 12])
+def test_run_plot_has_no_clipped_title_nor_overlapping_labels(count: int) -> None:
+    groups = GROUPS[:count]
+    fig = draw(spec(groups, [50.0 + i for i in range(count)]))
+    assert layout_problems(fig) == []
+    ax = fig.axes[0]
+    assert ax.get_ylim() == (0, 105)  # a rate: 0-100 %
+    fig.canvas.draw()
+    assert all(t.get_text().endswith("%") for t in ax.get_yticklabels() if t.get_text())
+    # every group is labelled, whole (wrapped labels join back to the name)
+    shown = [t.get_text().replace("\n", "") for t in ax.get_xticklabels()]
+    assert shown == groups
+
+
+def test_the_layout_check_sees_what_was_wrong_before() -> None:
+    """The old drawing (one-line title, labels as they come) at the old size: the checker flags
+    it, so the test above is not vacuous."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(4.0, 3.4), dpi=100)
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot(1, 1, 1)
+    ax.bar(range(3), [1, 2, 3])
+    ax.set_xticks(range(3))
+    ax.set_xticklabels(GROUPS[:3], fontsize=8)
+    ax.set_ylabel("l1_em (%)")
+    ax.set_xlabel("subtask")
+    ax.set_title("toolbehonest / MNT: l1_em by subtask (95% CI; higher is better)", fontsize=9)
+    fig.tight_layout()
+    problems = layout_problems(fig)
+    assert any(p.startswith("clipped: 'toolbehonest") for p in problems)
+    assert any(p.startswith("overlapping x labels") for p in problems)
+
+
+def _result(i: int, calls: int) -> CaseResult:
+    return CaseResult(case_id=f"toolhop-{i}-mandatory", benchmark="toolhop", scenario="mandatory",
+                      model="m", outcome=Outcome.PASSED, labels={"hops": 3 + i % 2},
+                      values={"answer_correct": 1.0, "error_calls": 0.0, "calls": float(calls)})
+
+
+def test_no_plot_for_a_metric_that_is_n_a_in_every_group(tmp_path: Path) -> None:
+    specs = {"toolhop": (MetricSpec(name="accuracy", value="answer_correct"),
+                         MetricSpec(name="instance_error_rate", kind="ratio", value="error_calls",
+                                    denominator="calls", higher_is_better=False))}
+    no_calls = aggregate([_result(i, 0) for i in range(4)], specs, {"toolhop": ("hops",)})
+    assert no_calls.scenario("toolhop", "mandatory").metrics["instance_error_rate"].value is None
+    assert [s.metric for s in plot_specs(no_calls)] == ["accuracy"]
+    assert [p.name for p in write_plots(no_calls, tmp_path)] == [
+        "toolhop.mandatory.accuracy.by-hops.png"]
+    with_calls = aggregate([_result(i, 2) for i in range(4)], specs, {"toolhop": ("hops",)})
+    assert len(plot_specs(with_calls)) == 2
+
+
+def _cases(model: str, ok: list[int], scenario: str) -> list[CaseResult]:
+    return [CaseResult(case_id=f"bench-{i}-{scenario}", benchmark="bench", scenario=scenario,
+                       model=model, outcome=Outcome.PASSED if v else Outcome.FAILED,
+                       labels={"hops": 3}, values={"correct": float(v)}) for i, v in enumerate(ok)]
+
+
+def test_comparison_chart_uses_percent_and_fits_many_metrics(tmp_path: Path) -> None:
+    specs = {"bench": (MetricSpec(name="accuracy_with_a_long_metric_name", value="correct"),)}
+    labels = {"bench": ("hops",)}
+    scenarios = [f"scenario-{k}-with-a-long-descriptive-name" for k in range(14)]
+    runs = []
+    for model, ok in (("org/model-a-7B-Instruct", [1, 1, 0, 1]), ("org/model-b-72B", [1, 0, 0, 0])):
+        cases = [c for s in scenarios for c in _cases(model, ok, s)]
+        runs.append(LoadedRun.from_cases(model, cases, specs, labels, n_boot=200))
+    comp = compare_runs(runs, specs, labels, n_boot=200)
+    fig = draw_comparison(comp)
+    assert layout_problems(fig) == []
+    ax = fig.axes[0]
+    assert ax.get_xlim() == (0, 100)  # % like every table, not 0-1
+    bars = [p.get_width() for p in ax.patches]
+    assert sorted(set(round(b, 6) for b in bars)) == [25.0, 75.0]
+    assert len(ax.get_yticklabels()) == 14
+    assert plot_comparison(comp, tmp_path / "c.png").read_bytes()[:4] == b"\x89PNG"
