@@ -1,4 +1,4 @@
-"""The Meta-Bench suite README quotes the paper's sentence beside each metric choice, and ends with
+"""The Meta-Bench README quotes the paper's sentence beside each metric choice, and ends with
 its fidelity ledger, which names every Meta-Bench option (issue 21 items 6 and 7)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 from pytest_toolbench.benchmarks.metabench.options import MetaBenchOptions
 from pytest_toolbench.benchmarks.options import flag_name
 
-README = Path(__file__).resolve().parents[1] / "suites" / "metabench" / "README.md"
+README = Path(__file__).resolve().parents[1] / "pytest_toolbench" / "benchmarks" / "metabench" / "README.md"
 
 #: The paper's sentences (§3.3.2), verbatim, and the flag whose default follows each.
 SENTENCES = {
