@@ -778,7 +778,6 @@ class ControllerHooks:
 
         endpoints = endpoint_totals([r.details for r in results])
         notes += endpoint_notes(endpoints)
-        notes.append(wall_time_note(st))
         st.summary, full_summary = self._summaries(notes, repeats)
         from pytest_toolbench.report.json_report import build_json_report
         from pytest_toolbench.runs.record import save_report
@@ -809,7 +808,8 @@ class ControllerHooks:
             from pytest_toolbench.report.markdown_report import write_markdown_report
 
             write_markdown_report(st.settings.md_path, st.metrics, st.verdicts, st.comparison,
-                                  model=st.settings.model, run_id=st.run_id, notes=notes)
+                                  model=st.settings.model, run_id=st.run_id,
+                                  notes=[*notes, wall_time_note(st)])
         from pytest_toolbench.report.session_outputs import finish
 
         finish(self.config, st.metrics, st.verdicts, full_summary, settings=st.settings,
@@ -899,6 +899,7 @@ class ControllerHooks:
             return
         terminalreporter.write_sep("=", "pytest-toolbench")
         terminalreporter.write_line(f"model: {st.settings.model}   run: {st.run_id}")
+        terminalreporter.write_line(wall_time_note(st))  # now: the reports are written
         warning = sandbox_warning(st.sandbox_states)
         if warning:
             terminalreporter.write_line(warning, red=True, bold=True)
@@ -940,7 +941,8 @@ class ControllerHooks:
 
 def wall_time_note(st: ToolbenchState) -> str:
     """``wall time 3:41 (model conversion 2:31, vLLM start 0:58)``: the whole run as a user
-    waited for it, which pytest's own "in N s" (counted from its session start) does not show."""
+    waited for it, from the plugin's import, which pytest's own "in N s" (counted from its
+    session start, after a conversion) does not show."""
     from pytest_toolbench.runtime.startup_progress import clock
 
     parts = [f"{k} {clock(v)}" for k, v in (st.startup.durations if st.startup else {}).items()]

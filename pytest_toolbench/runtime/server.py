@@ -50,6 +50,7 @@ class ManagedServer:
                 log_path=log_dir / "vllm.log",
                 python=settings.vllm.python,
                 thread_outlives_server=True,  # started by the owner thread, which waits for stop
+                cpu_env=dict(resolved.cpu_env),
             )
             managed = cls(server, resolved.served_name)
         except (VLLMStartupError, RuntimeError, FileNotFoundError, ImportError) as exc:
