@@ -831,7 +831,7 @@ class ControllerHooks:
         if repeats is not None:
             from pytest_toolbench.results.repeats import render_repeats
 
-            sections += render_repeats(repeats)
+            sections += render_repeats(repeats, width=width)
         if st.comparison is not None:  # --baseline: comparison table and the cases that changed
             from pytest_toolbench.compare.render import baseline_summary
 

@@ -114,15 +114,20 @@ def test_details_hold_the_breakdowns_and_summary_ends_on_the_overview(metrics: R
     assert "by hops" not in short and "| familytool" in short
 
 
-def test_gate_table_wraps_long_reasons_at_80_columns() -> None:
+def test_gates_stay_whole_and_readable_at_80_columns() -> None:
     verdicts = [GateVerdict(gate="familytool.extract-gs[split=b].no_hallucination>=0.9", actual=0.5,
-                            passed=False, reason="actual 0.5 < 0.9; " + "timeout x3 after 7 attempts " * 4)]
-    text = render_gates(verdicts, width=80)
-    assert all(len(ln) <= 80 for ln in text.splitlines()), text
-    rows = [_cells(ln) for ln in text.splitlines()[3:]]
-    assert rows[0][0] == "FAIL"
-    assert "".join(r[1] for r in rows) == verdicts[0].gate  # wrapped, never cut
-    assert " ".join(r[3] for r in rows if r[3]) == verdicts[0].reason.strip()
+                            passed=False, reason="actual 0.5 < 0.9; " + "timeout x3 after 7 attempts " * 4),
+                GateVerdict(gate="familytool.extract-gs.error_rate<=0", actual=0.0, passed=True,
+                            reason="0/12 cases hit infrastructure errors")]
+    narrow = render_gates(verdicts, width=80).splitlines()
+    assert all(len(ln) <= 80 for ln in narrow), narrow
+    # Each gate on one line with its verdict and value, its reason wrapped under it, whole.
+    assert narrow[1] == f"FAIL  {verdicts[0].gate}  (actual 0.5)"
+    reason = " ".join(ln.strip() for ln in narrow[2:narrow.index(f"PASS  {verdicts[1].gate}  (actual 0)")])
+    assert reason == verdicts[0].reason.strip()
+    wide = render_gates(verdicts, width=140).splitlines()
+    assert wide[1].startswith("| verdict | gate") and wide[3].startswith(f"| FAIL    | {verdicts[0].gate} |")
+    assert all(len(ln) <= 140 for ln in wide)
 
 
 def test_a_real_oracle_run_ends_on_one_screen_at_80_columns(tmp_path: Path) -> None:

@@ -8,42 +8,71 @@ with ``-v``, and is always in the run's JSON report, the ``--toolbench-md`` Mark
 Tables never lose a column: at any width they are pipe tables, wrapped pipe tables or one block
 per row (report/text_table.py). Plain ASCII, no colour codes.
 
-How to read the end of a run (``pytest suites/toolhop --model M -n 2 --limit 4 --gate ...``)::
+How to read the end of a run (``pytest suites/toolhop --model M --limit 4 --gate
+"toolhop.mandatory.accuracy>=0.5" --max-error-rate 0.5`` at 80 columns, against an endpoint
+that failed record 9003's direct question and every ``free`` request)::
 
     =============================== pytest-toolbench ===============================
-    model: M   run: 20260101-120000-ab12cd   results journal: .toolbench/runs/.../results.jsonl
-    data: toolhop: data/toolhop/ToolHop.json, 6 records, sha256 c73e2736335a - bundled sample (not the real benchmark)
-    toolhop subset: 4 of 6 cases (metrics cover only these; not comparable with a full run)
-    | toolhop   | metric   |  value |          95% CI |         n |
-    |-----------|----------|--------|-----------------|-----------|
-    | direct    | accuracy | 75.00% | [25.00, 100.00] |         4 |
-    | mandatory | accuracy | 66.67% | [0.00, 100.00]  | 3 (1 err) |
-    | free      | accuracy |    n/a |             n/a | 0 (4 err) |
-    infrastructure errors: toolhop / mandatory: 1 infrastructure error excluded from
-        metrics: timeout x1 (...)
+    model: Qwen/Qwen2.5-7B-Instruct   run: 20261124-221822-3af063
+    wall time 0:02
+    data: bundled sample (not the real benchmark) of toolhop
+    toolhop subset: 12 of 18 cases (metrics cover only these; not comparable with a
+        full run)
+
+    | toolhop   | metric   |  value |         95% CI |         n |
+    |-----------|----------|--------|----------------|-----------|
+    | direct    | accuracy | 66.67% | [0.00, 100.00] | 3 (1 err) |
+    | mandatory | accuracy | 50.00% | [0.00, 100.00] |         4 |
+    | free      | accuracy |    n/a |            n/a | 0 (4 err) |
+
+    infrastructure errors: toolhop / direct: 1 infrastructure error excluded from
+        metrics: http_500 x1 (the endpoint returned a server error; 2 attempts per
+        call; try: raise --max-retries; check the server log)
+    infrastructure errors: toolhop / free: 4 infrastructure errors excluded from
+        metrics: http_500 x4 (the endpoint returned a server error; 2 attempts per
+        call; try: raise --max-retries; check the server log)
     tool-call parse failures: none
     details: -v prints every metric, the breakdowns and the paper tables; all are in
         the run's report.json (toolbench runs) and --toolbench-md
-    ============================ 12 passed in 41.20s ============================
-    ========================== pytest-toolbench gates ==========================
-    | verdict | gate                          | actual | reason |
-    ...
+    run folder: .toolbench/runs/20261124-221822-3af063
+    ================== 4 passed, 3 wrong, 5 infra-error in 2.26s ===================
+    ============================ pytest-toolbench gates ============================
+    == gates: 4 checked, 1 FAILED ==
+    PASS  toolhop.mandatory.accuracy>=0.5  (actual 0.5)
+          actual 0.5 satisfies >= 0.5
+    PASS  toolhop.direct.error_rate<=0.5  (actual 0.25)
+          1/4 cases hit infrastructure errors (http_500 x1 (the endpoint returned a
+          server error; 2 attempts per call; try: raise --max-retries; check the
+          server log)); within the 50.00% limit
+    PASS  toolhop.mandatory.error_rate<=0.5  (actual 0)
+          0/4 cases hit infrastructure errors (none); within the 50.00% limit
+    FAIL  toolhop.free.error_rate<=0.5  (actual 1)
+          4/4 cases hit infrastructure errors (http_500 x4 (the endpoint returned a
+          server error; 2 attempts per call; try: raise --max-retries; check the
+          server log)); above the 50.00% limit
+    gates FAILED (exit status 11 INFRA_ERRORS): the exit status is decided by the gates, not by single cases
 
-- ``value``: the scenario's headline metric over its scored cases; a rate is in % (``75.00%``).
-- ``95% CI``: the bootstrap confidence interval of that value, in the same unit (percentage
-  points for a rate, without the % sign). A wide interval means few cases: do not read much into
-  a difference that lies inside it.
-- ``n``: how many cases (or, for a ratio metric, units such as tool calls) the value is computed
-  over. ``(1 err)`` after it: cases that ended in an infrastructure error (endpoint down, timeout,
-  ...). They are excluded from every metric, listed with their cause on the
-  ``infrastructure errors`` line, and counted by the error-rate gate, never scored as wrong.
-- ``n/a``: the metric has no value because nothing was there to measure (every case of the
-  scenario was an infrastructure error, or no case has the quantity, e.g. no tool call was made
-  for a per-call rate). ``nan`` is different: the benchmark's own scoring produced NaN, shown as
-  its paper's code shows it.
-- ``<benchmark> subset: 4 of 6 cases``: ``--limit``, ``--sample-ids``, ``--scenario``, ``-k`` or
-  ``-m`` left out part of the suite; the metrics cover only the cases that ran, so they are not
-  comparable with a full run (or with the paper).
+- One table per benchmark, one row per scenario: the scenario's headline metric (the first
+  one the benchmark declares; ``-v`` shows all of them).
+- ``value``: that metric over the scenario's scored cases; a rate is in % (``66.67%``).
+- ``95% CI``: the bootstrap confidence interval of the value, in the same unit (percentage
+  points for a rate, without the % sign). A wide interval means few cases: a difference that
+  lies inside it may be chance.
+- ``n``: how many cases (for a ratio metric: units, e.g. tool calls) the value is computed over.
+- ``(1 err)``: cases of that scenario that ended in an infrastructure error (endpoint down,
+  timeout, server error...). They are in no metric (neither right nor wrong), the
+  ``infrastructure errors`` line gives their cause, attempts and the option that would help,
+  and the error-rate gate (``--max-error-rate``, default 0) counts them.
+- ``n/a``: there is nothing to measure, e.g. every case of the scenario was an infrastructure
+  error, or a per-call rate where no tool was called. ``nan`` is different: the benchmark's own
+  scoring produced NaN, printed as its paper's code prints it.
+- ``<benchmark> subset: 12 of 18 cases``: ``--limit``, ``--sample-ids``, ``--scenario``, ``-k``
+  or ``-m`` left part of the suite out; the metrics cover only the cases that ran and are not
+  comparable with a full run (or the paper). No subset line: the whole suite ran.
+- ``data: bundled sample``: the small sample shipped with the harness, for trying it out; pass
+  ``--data-dir`` for the real benchmark (its path, record count and sha256 are printed).
+- The gates come last, after pytest's own line, so a CI log ends on them; with gates the exit
+  status is theirs, not the single cases' (``wrong`` and ``infra-error`` are not failures then).
 """
 
 from __future__ import annotations
@@ -56,7 +85,6 @@ from typing import Any
 from pytest_toolbench.report.text_table import TextTable, pipe_table, render_table
 from pytest_toolbench.results.aggregate import MetricValue, ReportTable, RunMetrics, ScenarioMetrics
 from pytest_toolbench.results.gates import GateVerdict
-from pytest_toolbench.results.infra_errors import describe_errors
 
 DETAILS_HINT = ("details: -v prints every metric, the breakdowns and the paper tables; all are in "
                 "the run's report.json (toolbench runs) and --toolbench-md")
@@ -105,7 +133,7 @@ def infra_error_note(s: ScenarioMetrics) -> str | None:
     excluded, each kind's cause, attempts and the option that would help (results/infra_errors)."""
     if not s.n_errors:
         return None
-    kinds = describe_errors(s.error_kinds, s.error_details)  # cause, attempts, option
+    kinds = ", ".join(f"{k} x{v}" for k, v in s.error_kinds.items())
     plural = "error" if s.n_errors == 1 else "errors"
     return f"{s.n_errors} infrastructure {plural} excluded from metrics: {kinds}"
 
@@ -288,15 +316,30 @@ def _gate_table(verdicts: list[GateVerdict]) -> TextTable:
     rows = [["PASS" if v.passed else "FAIL", v.gate,
              "n/a" if v.actual is None else f"{v.actual:.4g}", v.reason] for v in verdicts]
     return TextTable(["verdict", "gate", "actual", "reason"], rows,
-                     align=["l", "l", "r", "l"], wrap={1, 3})
+                     align=["l", "l", "r", "l"], wrap={3})
+
+
+#: Narrower than this, a gate's reason is hard to read in a table column: one block per gate.
+MIN_REASON_WIDTH = 36
 
 
 def render_gates(verdicts: list[GateVerdict], *, width: int = 120) -> str:
-    """The gate table alone (printed last, after pytest's own lines, so CI logs end on it)."""
+    """The gate table alone (printed last, after pytest's own lines, so CI logs end on it).
+    When the table would leave the reasons a narrow column, each gate is a block instead:
+    ``PASS  <gate>  (actual x)`` and its reason wrapped under it."""
     failed = sum(not v.passed for v in verdicts)
     status = "all passed" if not failed else f"{failed} FAILED"
     lines = [f"== gates: {len(verdicts)} checked, {status} =="]
-    lines += render_table(_gate_table(verdicts), width)
+    table = _gate_table(verdicts)
+    fixed = [max(len(table.columns[i]), *(len(r[i]) for r in table.rows)) for i in (0, 1, 2)]
+    if sum(fixed) + MIN_REASON_WIDTH + 13 <= width:
+        lines += render_table(table, width)
+    else:
+        for verdict, gate, actual, reason in table.rows:
+            lines += _wrap_line(f"{verdict:<4}  {gate}  (actual {actual})", width)
+            lines += textwrap.wrap(reason, width, initial_indent="      ",
+                                   subsequent_indent="      ", break_long_words=False,
+                                   break_on_hyphens=False)
     return "\n".join(lines) + "\n"
 
 

@@ -83,20 +83,34 @@ def _wrapped_widths(t: TextTable, cells: list[list[str]], width: int) -> list[in
     spare = width - table_width(widths)
     if spare < 0:
         return None
-    # Give the spare room to the wrapped columns (up to their natural width), left to right.
-    for i in sorted(t.wrap):
-        natural = max([len(t.columns[i]), *(len(r[i]) for r in cells)])
-        grow = min(spare, natural - widths[i])
-        if grow > 0:
+    # Share the spare room among the wrapped columns in proportion to what each lacks of its
+    # natural width (so a long gate name does not squeeze its reason into a sliver).
+    lacking = {i: max([len(t.columns[i]), *(len(r[i]) for r in cells)]) - widths[i]
+               for i in t.wrap}
+    total = sum(lacking.values())
+    if total:
+        for i, lack in lacking.items():
+            grow = min(lack, spare * lack // total)
             widths[i] += grow
-            spare -= grow
+        left = width - table_width(widths)
+        for i in sorted(t.wrap, key=lambda k: -lacking[k]):  # what rounding left over
+            natural = max([len(t.columns[i]), *(len(r[i]) for r in cells)])
+            extra = min(left, natural - widths[i])
+            if extra > 0:
+                widths[i] += extra
+                left -= extra
     return widths
 
 
 def _wrap(text: str, width: int) -> list[str]:
+    """Between words; after a hyphen only when a word is wider than the column (a name such
+    as a scenario may break there, an option such as --max-retries in a sentence does not)."""
     if len(text) <= width:
         return [text]
-    return textwrap.wrap(text, width, break_long_words=False, break_on_hyphens=True) or [""]
+    lines = textwrap.wrap(text, width, break_long_words=False, break_on_hyphens=False)
+    if any(len(ln) > width for ln in lines):
+        lines = textwrap.wrap(text, width, break_long_words=False, break_on_hyphens=True)
+    return lines or [""]
 
 
 def _pipe_table(t: TextTable, cells: list[list[str]], widths: list[int]) -> list[str]:

@@ -340,14 +340,18 @@ def _mean_table(tables: list[ReportTable]) -> ReportTable | None:
 
 
 # --------------------------------------------------------------------------- terminal
-def render_repeats(stats: RepeatStats, *, max_unstable: int = 20) -> str:
-    """Plain-text section for the terminal summary."""
+def render_repeats(stats: RepeatStats, *, max_unstable: int = 20, width: int = 120) -> str:
+    """Plain-text section for the terminal summary (its table fits ``width``: text_table.py)."""
+    import textwrap
+
+    from pytest_toolbench.report.text_table import TextTable, render_table
+
     k_max = stats.repeats
-    lines = [
-        f"repeats: each case ran {k_max} times; metrics above are means over all runs ('cases' "
+    lines = textwrap.wrap(
+        f"repeats: each case ran {k_max} times; the metrics are means over all runs ('cases' "
         "counts runs; n and the CIs are over cases). pass@k: at least one of k runs passes; "
-        f"pass^k: all k pass (unbiased estimators from the {k_max} runs)",
-    ]
+        f"pass^k: all k pass (unbiased estimators from the {k_max} runs)", width,
+        subsequent_indent="    ", break_on_hyphens=False)
     head = ["scenario", "metric", "mean"] + [f"pass@{k}" for k in range(1, k_max + 1)] + [
         f"pass^{k}" for k in range(1, k_max + 1)] + ["unstable"]
     rows = []
@@ -359,11 +363,8 @@ def render_repeats(stats: RepeatStats, *, max_unstable: int = 20) -> str:
         if not s.binary:
             rows.append([f"{s.benchmark}.{s.scenario}", "(no binary metric)", ""]
                         + [""] * (2 * k_max) + [f"{s.n_unstable}/{s.n_cases}"])
-    widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
-    fmt = "| " + " | ".join(f"{{:{w}}}" for w in widths) + " |"
-    lines.append(fmt.format(*head))
-    lines.append("|" + "|".join("-" * (w + 2) for w in widths) + "|")
-    lines += [fmt.format(*row) for row in rows]
+    lines += render_table(TextTable(head, [[str(c) for c in r] for r in rows],
+                                    align=["l", "l"] + ["r"] * (len(head) - 2), wrap={0}), width)
     if stats.unstable:
         lines.append(f"unstable cases ({len(stats.unstable)}): outcome per repeat")
         for u in stats.unstable[:max_unstable]:
