@@ -85,6 +85,7 @@ from typing import Any
 from pytest_toolbench.report.text_table import TextTable, pipe_table, render_table
 from pytest_toolbench.results.aggregate import MetricValue, ReportTable, RunMetrics, ScenarioMetrics
 from pytest_toolbench.results.gates import GateVerdict
+from pytest_toolbench.results.infra_errors import describe_errors
 
 DETAILS_HINT = ("details: -v prints every metric, the breakdowns and the paper tables; all are in "
                 "the run's report.json (toolbench runs) and --toolbench-md")
@@ -133,7 +134,7 @@ def infra_error_note(s: ScenarioMetrics) -> str | None:
     excluded, each kind's cause, attempts and the option that would help (results/infra_errors)."""
     if not s.n_errors:
         return None
-    kinds = ", ".join(f"{k} x{v}" for k, v in s.error_kinds.items())
+    kinds = describe_errors(s.error_kinds, s.error_details)  # cause, attempts, option
     plural = "error" if s.n_errors == 1 else "errors"
     return f"{s.n_errors} infrastructure {plural} excluded from metrics: {kinds}"
 
@@ -201,8 +202,8 @@ def render_overview(
 ) -> str:
     """The one screen that ends a run (see the module docstring for how to read it)."""
     out: list[str] = []
-    for note in run_notes:
-        out += _wrap_line(note, width)
+    for note in run_notes:  # a data line stays whole: path and sha256 are copied from it
+        out += [note] if note.startswith("data: ") else _wrap_line(note, width)
     if not metrics.scenarios and not metrics.tables:
         out.append("pytest-toolbench: no case results were collected")
     for benchmark in _benchmarks(metrics):
@@ -332,7 +333,8 @@ def render_gates(verdicts: list[GateVerdict], *, width: int = 120) -> str:
     lines = [f"== gates: {len(verdicts)} checked, {status} =="]
     table = _gate_table(verdicts)
     fixed = [max(len(table.columns[i]), *(len(r[i]) for r in table.rows)) for i in (0, 1, 2)]
-    if sum(fixed) + MIN_REASON_WIDTH + 13 <= width:
+    reason = max(len(table.columns[3]), *(len(r[3]) for r in table.rows))
+    if sum(fixed) + min(reason, MIN_REASON_WIDTH) + 13 <= width:
         lines += render_table(table, width)
     else:
         for verdict, gate, actual, reason in table.rows:
