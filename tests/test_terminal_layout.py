@@ -146,3 +146,20 @@ def test_a_real_oracle_run_ends_on_one_screen_at_80_columns(tmp_path: Path) -> N
                              env=env)
     assert "toolhop / mandatory by hops" in verbose.stdout, verbose.stdout[-3000:]
     assert verbose.stdout.rstrip().splitlines()[-2].startswith("run folder:")
+
+
+def test_data_lines_short_by_default_and_whole_with_v(tmp_path: Path) -> None:
+    from pytest_toolbench.benchmarks.data_source import DataSource
+    from pytest_toolbench.report.terminal import data_notes
+
+    real = tmp_path / "ToolHop.json"
+    real.write_text("[]")
+    sources = [DataSource.for_file("familytool", REPO / "data" / "familytool" / name, 5, bundled=True)
+               for name in ("familytool-b.jsonl", "familykg-b.txt")]
+    sources.append(DataSource.for_file("toolhop", real, 995, bundled=False))
+    short = data_notes(sources, verbose=False)
+    assert short[0] == "data: bundled sample (not the real benchmark) of familytool"
+    assert short[1] == f"data: {sources[2].describe()}"  # a real dataset: path, records, sha256
+    assert len(data_notes(sources, verbose=True)) == 3
+    screen = render_overview(RunMetrics(scenarios=[]), width=60, run_notes=short)
+    assert f"data: {sources[2].describe()}" in screen.splitlines()  # whole, however long

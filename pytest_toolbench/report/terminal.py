@@ -202,8 +202,9 @@ def render_overview(
 ) -> str:
     """The one screen that ends a run (see the module docstring for how to read it)."""
     out: list[str] = []
-    for note in run_notes:  # a data line stays whole: path and sha256 are copied from it
-        out += [note] if note.startswith("data: ") else _wrap_line(note, width)
+    for note in run_notes:  # a data file's line stays whole: path and sha256 are copied from it
+        whole = note.startswith("data: ") and "sha256" in note
+        out += [note] if whole else _wrap_line(note, width)
     if not metrics.scenarios and not metrics.tables:
         out.append("pytest-toolbench: no case results were collected")
     for benchmark in _benchmarks(metrics):
