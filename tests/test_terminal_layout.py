@@ -163,3 +163,23 @@ def test_data_lines_short_by_default_and_whole_with_v(tmp_path: Path) -> None:
     assert len(data_notes(sources, verbose=True)) == 3
     screen = render_overview(RunMetrics(scenarios=[]), width=60, run_notes=short)
     assert f"data: {sources[2].describe()}" in screen.splitlines()  # whole, however long
+
+
+@pytest.mark.parametrize("width", [80, 120, 200])
+def test_a_long_model_name_in_a_paper_table_is_never_cut(width: int) -> None:
+    from pytest_toolbench.results.aggregate import ReportTable
+
+    model = "meta-llama/Llama-3.1-70B-Instruct"
+    cols = ["Model"] + [f"{s} {m}" for s in ("MNT", "PT", "LFT")
+                        for m in ("L1-EM", "L2-PR", "L3-PR", "L3-MS")] + ["Overall"]
+    table = ReportTable(benchmark="toolbehonest", name="lb", title="Leaderboard (paper Table 2)",
+                        columns=cols, rows=[[model] + [55.5] * 13], values={})
+    lines = render_details(RunMetrics(scenarios=[], tables=[table]), width=width).splitlines()
+    assert all(len(ln) <= width for ln in lines) and "…" not in "\n".join(lines)
+    if lines[1].startswith("* "):  # the vertical layout
+        assert lines[1] == f"* Model: {model}" and sum("55.5" in ln for ln in lines) == 13
+    else:
+        body = [_cells(ln) for ln in lines if ln.startswith("|") and not ln.startswith("|-")]
+        first = next(i for i, r in enumerate(body) if r[1] == "55.5")
+        assert "".join(r[0] for r in body[first:]).replace(" ", "") == model
+        assert body[first].count("55.5") == 13

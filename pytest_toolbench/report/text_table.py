@@ -21,8 +21,6 @@ from dataclasses import dataclass, field
 
 #: A wrapped text column never gets narrower than this (unless its longest word is shorter).
 MIN_WRAP = 12
-#: Where a cell may wrap: spaces, and after a hyphen between word characters (textwrap's rule).
-_WORDS = re.compile(r"\s+|(?<=\w-)(?=\w)")
 
 
 @dataclass
@@ -64,20 +62,39 @@ def pipe_table(t: TextTable, width: int) -> list[str] | None:
     return None if widths is None else _pipe_table(t, cells, widths)
 
 
+#: Inside a word too wide for its column (a model or scenario name), a line may end after these.
+_BREAK_AFTER = re.compile(r"(?<=[-/_])(?=\S)")
+
+
+def _units(text: str) -> list[tuple[str, bool]]:
+    """The pieces a cell can wrap between, each with whether a space comes before it."""
+    return [(part, i > 0 and j == 0)
+            for i, word in enumerate(text.split())
+            for j, part in enumerate(_BREAK_AFTER.split(word))]
+
+
 def _longest_word(text: str) -> int:
-    """The narrowest a wrapped cell can be: its longest word (a name may break after a '-')."""
-    return max((len(w) for w in _WORDS.split(text)), default=0)
+    """The narrowest a wrapped cell can be: its longest piece that :func:`_wrap` cannot break."""
+    return max((len(p) for p, _ in _units(text)), default=0)
 
 
 def _wrapped_widths(t: TextTable, cells: list[list[str]], width: int) -> list[int] | None:
     """Column widths with wrapped headers (and wrapped ``wrap`` columns), or None if even
-    that is wider than ``width``."""
+    that is wider than ``width``. A wrapped column keeps ``MIN_WRAP`` characters if it can."""
+    for floor in (MIN_WRAP, 0):
+        widths = _shares(t, cells, width, floor)
+        if widths is not None:
+            return widths
+    return None
+
+
+def _shares(t: TextTable, cells: list[list[str]], width: int, floor: int) -> list[int] | None:
     widths = []
     for i, header in enumerate(t.columns):
-        header_min = _longest_word(header)
+        header_min = max((len(w) for w in header.split()), default=0)  # headers keep words whole
         if i in t.wrap:
             longest = max([header_min, *(_longest_word(r[i]) for r in cells)])
-            widths.append(max(longest, min(MIN_WRAP, max([len(header), *(len(r[i]) for r in cells)]))))
+            widths.append(max(longest, min(floor, max([len(header), *(len(r[i]) for r in cells)]))))
         else:
             widths.append(max([header_min, *(len(r[i]) for r in cells)]))
     spare = width - table_width(widths)
@@ -103,14 +120,21 @@ def _wrapped_widths(t: TextTable, cells: list[list[str]], width: int) -> list[in
 
 
 def _wrap(text: str, width: int) -> list[str]:
-    """Between words; after a hyphen only when a word is wider than the column (a name such
-    as a scenario may break there, an option such as --max-retries in a sentence does not)."""
+    """Between words; inside a word (after ``-``, ``/`` or ``_``) only when some word is wider
+    than the column: a name may break there, a sentence's ``--max-retries`` does not."""
     if len(text) <= width:
         return [text]
-    lines = textwrap.wrap(text, width, break_long_words=False, break_on_hyphens=False)
-    if any(len(ln) > width for ln in lines):
-        lines = textwrap.wrap(text, width, break_long_words=False, break_on_hyphens=True)
-    return lines or [""]
+    if all(len(w) <= width for w in text.split()):
+        return textwrap.wrap(text, width, break_long_words=False, break_on_hyphens=False) or [""]
+    lines, line = [], ""
+    for piece, spaced in _units(text):
+        add = (" " if spaced and line else "") + piece
+        if line and len(line) + len(add) > width:
+            lines.append(line)
+            line = piece
+        else:
+            line += add
+    return lines + [line]
 
 
 def _pipe_table(t: TextTable, cells: list[list[str]], widths: list[int]) -> list[str]:
