@@ -240,6 +240,15 @@ def test_startup_progress_log_lines_and_terminal_line() -> None:
     assert term.getvalue().endswith("converting: done in 1.3 s\n")
 
 
+def test_redrawn_line_fits_the_terminal() -> None:
+    from pytest_toolbench.runtime.startup_progress import _fit
+
+    text = "pytest-toolbench: converting X.gguf once per machine into /a/very/long/path ... 0:42"
+    fitted = _fit(text, 40)
+    assert len(fitted) == 39 and fitted.startswith("pytest-toolbench") and fitted.endswith("0:42")
+    assert _fit("short", 40) == "short"
+
+
 def test_startup_progress_never_fails_the_step() -> None:
     progress = StartupProgress(io.StringIO(), tty=False)
     with pytest.raises(ValueError):

@@ -183,7 +183,7 @@ def ensure_converted(
         return dest
     models_dir.mkdir(parents=True, exist_ok=True)
     phase = progress or (lambda _label: nullcontext())
-    label = f"converting {gguf.name} into {dest} (once per machine, ~2-3 min)"
+    label = f"converting {gguf.name} once per machine (0.5-3 min) into {dest}"
     with phase(label), FileLock(str(models_dir / f"{spec.folder}.lock"), timeout=lock_timeout_s):
         if _is_complete(dest, identity):  # another process finished while we waited
             return dest

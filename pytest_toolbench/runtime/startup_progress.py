@@ -30,6 +30,16 @@ def clock(seconds: float) -> str:
     return f"{seconds // 60}:{seconds % 60:02d}"
 
 
+def _fit(text: str, columns: int) -> str:
+    """``text`` in ``columns - 1`` characters: its middle elided, so the label's start and the
+    elapsed time at its end stay visible."""
+    room = max(20, columns - 1)
+    if len(text) <= room:
+        return text
+    head = room // 2 - 2
+    return text[:head] + "..." + text[len(text) - (room - head - 3):]
+
+
 class StartupProgress:
     """Reports steps; thread-safe (a step may run on the server-owner thread)."""
 
@@ -83,8 +93,9 @@ class StartupProgress:
             last_log = started
             while not done.wait(1.0):
                 now = time.monotonic()
-                if in_place:
-                    self._write(f"\r\x1b[K{PREFIX}{label} ... {clock(now - started)}")
+                if in_place:  # cut to the width: a wrapped line cannot be redrawn with \r
+                    text = f"{PREFIX}{label} ... {clock(now - started)}"
+                    self._write("\r\x1b[K" + _fit(text, self._columns()))
                 elif now - last_log >= LOG_EVERY_S:
                     last_log = now
                     self.line(f"{label}: still running, {clock(now - started)} elapsed")
@@ -101,6 +112,12 @@ class StartupProgress:
             elapsed = time.monotonic() - started
             self.durations[key or label] = self.durations.get(key or label, 0.0) + elapsed
             self.line(f"{label}: {'done' if ok else 'FAILED'} in {elapsed:.1f} s")
+
+    def _columns(self) -> int:
+        try:
+            return os.get_terminal_size(self._fd if self._fd is not None else self._stream.fileno()).columns
+        except (AttributeError, OSError, ValueError):
+            return 80
 
     def close(self) -> None:
         if self._fd is not None:
