@@ -67,6 +67,7 @@ class RunSettings(BaseModel):
     max_tokens: int | None = None  # overrides the preset
     # --- cache, record, replay
     cache_dir: Path = Path(".toolbench/cache")
+    runs_dir: Path = Path(".toolbench/runs")  # one folder per run (report, journal, logs)
     use_cache: bool = True
     cache_only: bool = False  # a cache miss is an error, never a model call
     record_path: Path | None = None

@@ -16,6 +16,7 @@ from pytest_toolbench.config import (
 from pytest_toolbench.benchmarks import registry
 from pytest_toolbench.benchmarks.options import add_benchmark_options, benchmark_options_from
 from pytest_toolbench.option_sources import ToolbenchGroup, resolve_option_sources
+from pytest_toolbench.runs.store import RUNS_DIR_ENV, default_runs_dir
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -70,6 +71,9 @@ def add_options(parser: pytest.Parser) -> None:
     g.addoption("--max-tokens", type=int, default=None, help="override the preset max_tokens")
     # cache / record
     g.addoption("--cache-dir", default=".toolbench/cache", help="response cache directory")
+    g.addoption("--runs-dir", default=default_runs_dir(),
+                help=f"one folder per run (report, journal, logs) for `toolbench runs`; "
+                     f"${RUNS_DIR_ENV} sets the default (default: .toolbench/runs)")
     g.addoption("--no-cache", action="store_true", help="do not read or write the response cache")
     g.addoption("--cache-only", action="store_true",
                 help="answer only from the response cache; a miss is an infrastructure error "
@@ -192,6 +196,7 @@ def settings_from_config(config: pytest.Config) -> RunSettings:
         temperature=opt("--temperature"),
         max_tokens=opt("--max-tokens"),
         cache_dir=_absolute(config, opt("--cache-dir")),
+        runs_dir=_absolute(config, opt("--runs-dir")),
         use_cache=not opt("--no-cache"),
         cache_only=opt("--cache-only"),
         record_path=_absolute(config, opt("--record")) if opt("--record") else None,

@@ -1049,7 +1049,7 @@ _MADE_RUN_DIRS: set[Path] = set()
 
 
 def _run_dir(st: ToolbenchState) -> Path:
-    path = st.settings.cache_dir.parent / "runs" / st.run_id
+    path = st.settings.runs_dir / st.run_id
     if path not in _MADE_RUN_DIRS:  # once per process: it was a mkdir per result (issue 11)
         path.mkdir(parents=True, exist_ok=True)
         _MADE_RUN_DIRS.add(path)

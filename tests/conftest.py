@@ -1,7 +1,14 @@
 """Test-suite settings: real-server tests share one xdist worker so two vLLM servers never
 compete for the two CPU cores (run with --dist loadgroup, as `make test` does)."""
 
+import os
+import tempfile
+
 import pytest
+
+# Suite runs a test starts without --runs-dir write their run folders here, not into the
+# developer's own .toolbench/runs (the default is relative to where pytest runs).
+os.environ.setdefault("TOOLBENCH_RUNS_DIR", tempfile.mkdtemp(prefix="toolbench-test-runs-"))
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

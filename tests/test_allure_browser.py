@@ -48,7 +48,7 @@ GATE = "toolhop.mandatory.accuracy>=0.5"
 
 def _run(tmp: Path, model: str, *extra: str) -> subprocess.CompletedProcess:
     cmd = [sys.executable, "-m", "pytest", "suites/toolhop", "-p", "no:cacheprovider", "-q",
-           "-p", "no:randomly", "--cache-dir", str(tmp / "cache"), "--model", model,
+           "-p", "no:randomly", "--cache-dir", str(tmp / "cache"), "--runs-dir", str(tmp / "runs"), "--model", model,
            "--limit", "2", "--alluredir", str(tmp / "results"), "--gate", GATE, *extra]
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
     return subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300, env=env)

@@ -261,7 +261,7 @@ def test_plots_draw_exactly_the_aggregate_values(metrics: RunMetrics, tmp_path: 
 
 def _suite(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
     cmd = [sys.executable, "-m", "pytest", "suites/toolhop", "-p", "no:cacheprovider", "-q",
-           "-p", "no:randomly", "--cache-dir", str(tmp_path / "cache"), "--model", "oracle",
+           "-p", "no:randomly", "--cache-dir", str(tmp_path / "cache"), "--runs-dir", str(tmp_path / "runs"), "--model", "oracle",
            "--limit", "1", *args]
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
     return subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300, env=env)
@@ -351,7 +351,7 @@ def test_parse_failures_and_infrastructure_errors_land_in_their_categories(tmp_p
     gate = ["--gate", "toolhop.direct.accuracy>=0", "--max-error-rate", "1"] if gated else []
     with FakeOpenAIServer(_by_record) as server:
         cmd = [sys.executable, "-m", "pytest", "suites/toolhop", "-q", "-p", "no:randomly",
-               "-p", "no:cacheprovider", "--cache-dir", str(tmp_path / "cache"),
+               "-p", "no:cacheprovider", "--cache-dir", str(tmp_path / "cache"), "--runs-dir", str(tmp_path / "runs"),
                "--base-url", server.base_url, "--api-key", "t", "--model", "m",
                "--scenario", "direct", "--sample-ids", "9001,9002,9003", "--max-retries", "0",
                "--alluredir", str(alluredir), *gate]

@@ -36,7 +36,7 @@ def odd_ids_wrong(body: dict, index: int):
 def run_suite(tmp: Path, name: str, *args: str) -> tuple[subprocess.CompletedProcess, dict | None]:
     report = tmp / f"{name}.json"
     cmd = [sys.executable, "-m", "pytest", "suites/toolhop", "-q", "-p", "no:randomly",
-           "-o", f"cache_dir={tmp / 'pytest-cache'}", "--cache-dir", str(tmp / "cache"),
+           "-o", f"cache_dir={tmp / 'pytest-cache'}", "--cache-dir", str(tmp / "cache"), "--runs-dir", str(tmp / "runs"),
            "--toolbench-json", str(report), "--junitxml", str(tmp / f"{name}.xml"), *args]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "GITHUB_"))}
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300, env=env)

@@ -30,7 +30,7 @@ N = len(RECORDS)  # records in the bundled sample (one case per record and scena
 def suite_cmd(tmp_path: Path, *args: str) -> list[str]:
     return [
         sys.executable, "-m", "pytest", "suites/toolhop", "-q", "-p", "no:randomly",
-        "-o", f"cache_dir={tmp_path / 'pytest-cache'}", "--cache-dir", str(tmp_path / "cache"),
+        "-o", f"cache_dir={tmp_path / 'pytest-cache'}", "--cache-dir", str(tmp_path / "cache"), "--runs-dir", str(tmp_path / "runs"),
         "--toolbench-json", str(tmp_path / "report.json"), "--junitxml", str(tmp_path / "junit.xml"),
         *args,
     ]

@@ -14,7 +14,7 @@ BUNDLED = REPO / "data" / "toolhop" / "ToolHop.json"
 
 def _run(tmp_path: Path, *args: str) -> str:
     cmd = [sys.executable, "-m", "pytest", "suites/toolhop", "--model", "oracle", "--limit", "1",
-           "-p", "no:cacheprovider", "-p", "no:randomly", "--cache-dir", str(tmp_path / "cache"),
+           "-p", "no:cacheprovider", "-p", "no:randomly", "--cache-dir", str(tmp_path / "cache"), "--runs-dir", str(tmp_path / "runs"),
            *args]
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300, env=env)

@@ -62,7 +62,7 @@ def test_a_dead_term_beside_a_live_one_still_selects(marks: list[list]) -> None:
 
 def test_the_run_stops_with_a_usage_error_before_any_case(tmp_path: Path) -> None:
     cmd = [sys.executable, "-m", "pytest", "suites/toolhop", "--model", "oracle", "-n", "0",
-           "-m", "hops(n='3')", "-p", "no:cacheprovider", "--cache-dir", str(tmp_path / "cache")]
+           "-m", "hops(n='3')", "-p", "no:cacheprovider", "--cache-dir", str(tmp_path / "cache"), "--runs-dir", str(tmp_path / "runs")]
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300, env=env)
     out = proc.stdout + proc.stderr

@@ -29,7 +29,7 @@ def shared_cache(tmp_path_factory):
 def run_suite(tmp_path: Path, cache: Path, *args: str, env_extra: dict[str, str] | None = None):
     report = tmp_path / f"report-{len(list(tmp_path.glob('report-*.json')))}.json"
     cmd = [sys.executable, "-m", "pytest", "suites/metabench", "-p", "no:cacheprovider", "-q", "-n", "0",
-           "-p", "no:randomly", "--cache-dir", str(cache), "--toolbench-json", str(report), *args]
+           "-p", "no:randomly", "--cache-dir", str(cache), "--runs-dir", str(tmp_path / "runs"), "--toolbench-json", str(report), *args]
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_") and k != EMBEDDER_LOG_ENV}
     env.update(env_extra or {})
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600, env=env)
@@ -109,7 +109,9 @@ def test_a_second_run_makes_no_embedder_call(tmp_path):
             "--metabench-distractors", str(small), "--metabench-pool-size", "100")
     logs = [tmp_path / "first.log", tmp_path / "second.log"]
     for log in logs:
-        proc, report = run_suite(tmp_path, cache, *args, env_extra={EMBEDDER_LOG_ENV: str(log)})
+        # A user cache folder of its own: the vectors live once per machine (TOOLBENCH_HOME).
+        proc, report = run_suite(tmp_path, cache, *args, env_extra={EMBEDDER_LOG_ENV: str(log),
+                                                                    "TOOLBENCH_HOME": str(tmp_path / "home")})
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
         assert "26 passed" in proc.stdout
     first = logs[0].read_text().splitlines()

@@ -95,7 +95,7 @@ def test_line_on_a_terminal_with_counts_tokens_and_in_flight(tmp_path: Path, wor
     # Every reply is a wrong answer without tool calls: one request of 10 + 5 tokens per case.
     with FakeOpenAIServer(delayed(0.5, reply(content="<answer>x</answer>"))) as server:
         status, out = run_in_pty([
-            *SUITE, "-n", workers, "--cache-dir", str(tmp_path / "cache"), "--no-cache",
+            *SUITE, "-n", workers, "--cache-dir", str(tmp_path / "cache"), "--runs-dir", str(tmp_path / "runs"), "--no-cache",
             "--base-url", server.base_url, "--api-key", "t", "--model", "m", "--concurrency", "2",
         ])
         requests = len(server.requests)
@@ -121,7 +121,7 @@ def test_line_on_a_terminal_with_counts_tokens_and_in_flight(tmp_path: Path, wor
 @pytest.mark.parametrize("flags", [["-q"], ["-qq"], ["--no-progress"], ["-v"]])
 def test_no_line_when_quiet_verbose_or_switched_off(tmp_path: Path, flags: list[str]):
     status, out = run_in_pty([*SUITE, "-n", "0", "--model", "oracle",
-                              "--cache-dir", str(tmp_path / "cache"), *flags])
+                              "--cache-dir", str(tmp_path / "cache"), "--runs-dir", str(tmp_path / "runs"), *flags])
     assert status == 0, out[-3000:]
     assert drawn_lines(out) == []
     assert "| direct " in out  # the run happened (its row in the end-of-run overview)
@@ -130,7 +130,7 @@ def test_no_line_when_quiet_verbose_or_switched_off(tmp_path: Path, flags: list[
 def test_no_line_when_output_is_piped(tmp_path: Path):
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", *SUITE, "-n", "0", "--model", "oracle",
-         "--cache-dir", str(tmp_path / "cache")],
+         "--cache-dir", str(tmp_path / "cache"), "--runs-dir", str(tmp_path / "runs")],
         cwd=REPO, capture_output=True, text=True, timeout=300,
     )
     assert proc.returncode == 0, proc.stdout[-3000:]

@@ -234,7 +234,7 @@ def test_toolbehonest_tables_are_computed_per_repeat_not_over_all_runs():
 def run_suite(tmp_path: Path, *args: str, name: str = "report.json"):
     report = tmp_path / name
     cmd = [sys.executable, "-m", "pytest", "suites/toolhop", "-p", "no:cacheprovider", "-q",
-           "-p", "no:randomly", "--cache-dir", str(tmp_path / "cache"), "--toolbench-json",
+           "-p", "no:randomly", "--cache-dir", str(tmp_path / "cache"), "--runs-dir", str(tmp_path / "runs"), "--toolbench-json",
            str(report), *args]
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300, env=env)
@@ -261,7 +261,7 @@ def test_oracle_with_three_repeats_is_stable_under_xdist(tmp_path):
     # node ids carry the repeat
     assert "test_toolhop[toolhop-9001-direct-r2]" in subprocess.run(
         [sys.executable, "-m", "pytest", "suites/toolhop", "--collect-only", "-q", "-p", "no:randomly",
-         "--model", "oracle", "--repeats", "2", "--cache-dir", str(tmp_path / "cache")],
+         "--model", "oracle", "--repeats", "2", "--cache-dir", str(tmp_path / "cache"), "--runs-dir", str(tmp_path / "runs")],
         cwd=REPO, capture_output=True, text=True, timeout=120).stdout
 
 

@@ -310,7 +310,7 @@ def test_allure_results_carry_labels_parameter_and_attachments(
         ("tag", "gpt-4o"),
     } <= labels
     assert {"name": "model", "value": "'gpt-4o'"} in data["parameters"]
-    assert data["name"] == "toolhop-007-mandatory: q7?"
+    assert data["name"] == "[gpt-4o] toolhop-007-mandatory: q7?"  # runs of several models stay apart
     assert "**Gold answer:** Michael Mann" in data["description"]
     attachments = {a["name"]: alluredir / a["source"] for a in data["attachments"]}
     assert {"transcript", "tool calls", "details", "tool-call parse failures"} <= set(attachments)

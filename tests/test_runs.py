@@ -26,7 +26,7 @@ def cli(*args: str) -> subprocess.CompletedProcess:
 
 def suite_cmd(tmp_path: Path, *args: str) -> list[str]:
     return [sys.executable, "-m", "pytest", "suites/toolhop", "-p", "no:cacheprovider", "-q",
-            "-p", "no:randomly", "-n", "0", "--cache-dir", str(tmp_path / "cache"), *args]
+            "-p", "no:randomly", "-n", "0", "--cache-dir", str(tmp_path / "cache"), "--runs-dir", str(tmp_path / "runs"), *args]
 
 
 def env() -> dict[str, str]:
@@ -55,13 +55,13 @@ def test_a_run_folder_holds_its_report_and_index_and_runs_lists_it(tmp_path):
     assert index["data"][0]["sha256"] == report["run"]["data_sources"][0]["sha256"]
     assert f"run folder: {folder}" in proc.stdout
 
-    listed = cli("runs", "--cache-dir", str(tmp_path / "cache"))
+    listed = cli("runs", "--runs-dir", str(tmp_path / "runs"))
     assert listed.returncode == 0, listed.stderr
     header, row = listed.stdout.splitlines()
     assert header.split()[:3] == ["run", "id", "date"]
     assert folder.name in row and "oracle" in row and "toolhop accuracy direct=100.0%" in row
     assert row.rstrip().endswith("complete")
-    as_json = json.loads(cli("runs", "--cache-dir", str(tmp_path / "cache"), "--json").stdout)
+    as_json = json.loads(cli("runs", "--runs-dir", str(tmp_path / "runs"), "--json").stdout)
     assert as_json[0]["report"] == str(folder / "report.json")
 
 
@@ -83,7 +83,7 @@ def test_sigterm_leaves_a_partial_report_in_the_run_folder(tmp_path):
     index = json.loads((folder / "run.json").read_text())
     assert index["status"] == "interrupted" and index["interrupted_by"] == "SIGTERM"
     assert 1 <= index["n_cases"] < 6
-    row = cli("runs", "--cache-dir", str(tmp_path / "cache")).stdout.splitlines()[1]
+    row = cli("runs", "--runs-dir", str(tmp_path / "runs")).stdout.splitlines()[1]
     assert "partial (SIGTERM)" in row
 
 
@@ -119,11 +119,11 @@ def test_runs_lists_newest_first_including_a_killed_run(tmp_path):
     killed = tmp_path / "runs" / "killed"
     killed.mkdir()
     (killed / "results.jsonl").write_text('{"case_id": "a"}\n{"case_id": "b"}\n')
-    out = cli("runs", "--cache-dir", str(tmp_path / "cache")).stdout.splitlines()
+    out = cli("runs", "--runs-dir", str(tmp_path / "runs")).stdout.splitlines()
     assert [line.split()[0] for line in out[1:]] == ["killed", "new", "old"]
     assert out[1].rstrip().endswith("incomplete") and "2 so far" in out[1]
     assert "toolbench accuracy" not in out[2] and "toolhop accuracy direct=50.0%" in out[2]
-    assert [r["run_id"] for r in json.loads(cli("runs", "--cache-dir", str(tmp_path / "cache"),
+    assert [r["run_id"] for r in json.loads(cli("runs", "--runs-dir", str(tmp_path / "runs"),
                                                  "--json", "-n", "1").stdout)] == ["killed"]
 
 
@@ -136,13 +136,13 @@ def test_prune_by_age_removes_old_runs_and_cache_entries_and_dry_run_keeps_them(
     old_entry = make_entry(cache, "aabb" + "0" * 60, now - 31 * DAY)
     new_entry = make_entry(cache, "ccdd" + "0" * 60, now - 2 * DAY)
 
-    dry = cli("prune", "--cache-dir", str(cache), "--older-than", "30d", "--dry-run")
+    dry = cli("prune", "--cache-dir", str(cache), "--runs-dir", str(tmp_path / "runs"), "--older-than", "30d", "--dry-run")
     assert dry.returncode == 0, dry.stderr
     assert "would remove run old" in dry.stdout and "would remove 1 cache entries" in dry.stdout
     assert "run live" not in dry.stdout  # a running run is never pruned
     assert old_run.exists() and old_entry.exists()
 
-    done = cli("prune", "--cache-dir", str(cache), "--older-than", "30d")
+    done = cli("prune", "--cache-dir", str(cache), "--runs-dir", str(tmp_path / "runs"), "--older-than", "30d")
     assert "removed run old" in done.stdout
     assert not old_run.exists() and not old_entry.exists() and not (cache / "aa").exists()
     assert new_run.exists() and new_entry.exists() and live.exists()
@@ -156,10 +156,10 @@ def test_prune_by_size_removes_the_oldest_items_first(tmp_path):
     newer = make_run(tmp_path, "r2", now - 3 * DAY, size=1000)
     sizes = {p: sum(f.stat().st_size for f in p.rglob("*") if f.is_file()) for p in (oldest, newer)}
     limit = sizes[newer] + 500  # room for the newer run and the entry, not the oldest run
-    done = cli("prune", "--cache-dir", str(cache), "--max-size", f"{limit}B")
+    done = cli("prune", "--cache-dir", str(cache), "--runs-dir", str(tmp_path / "runs"), "--max-size", f"{limit}B")
     assert done.returncode == 0, done.stderr
     assert not oldest.exists() and entry.exists() and newer.exists()
-    cli("prune", "--cache-dir", str(cache), "--max-size", "0", "--only", "cache")
+    cli("prune", "--cache-dir", str(cache), "--runs-dir", str(tmp_path / "runs"), "--max-size", "0", "--only", "cache")
     assert not entry.exists() and newer.exists()
 
 
@@ -191,7 +191,7 @@ def _run_suite(tmp_path: Path, suite: str, *args: str) -> subprocess.CompletedPr
 
 def _run_ids(tmp_path: Path) -> list[str]:
     """Run ids as `toolbench runs` prints them, oldest first."""
-    out = cli("runs", "--cache-dir", str(tmp_path / "cache")).stdout.splitlines()[1:]
+    out = cli("runs", "--runs-dir", str(tmp_path / "runs")).stdout.splitlines()[1:]
     return [line.split()[0] for line in reversed(out)]
 
 
@@ -203,13 +203,13 @@ def test_runs_shows_each_run_s_gate_verdict_and_exit_status(tmp_path):
                         "--gate", "toolhop.direct.accuracy>=0.5", "--gate", "toolhop.direct.accuracy>1")
     plain = _run_suite(tmp_path, "suites/toolhop", "--scenario", "direct")
     assert (ok.returncode, failed.returncode, plain.returncode) == (0, 10, 0), failed.stdout[-2000:]
-    header, *rows = cli("runs", "--cache-dir", str(tmp_path / "cache")).stdout.splitlines()
+    header, *rows = cli("runs", "--runs-dir", str(tmp_path / "runs")).stdout.splitlines()
     assert header.split()[-3:] == ["gates", "exit", "status"]
     newest_first = [row.split("%", 1)[1].split() for row in rows]  # after the headline metric
     assert newest_first == [["-", "0", "OK", "complete"],
                             ["FAILED", "1/3", "10", "GATE_FAILED", "complete"],
                             ["passed", "2/2", "0", "OK", "complete"]]
-    as_json = json.loads(cli("runs", "--cache-dir", str(tmp_path / "cache"), "--json").stdout)
+    as_json = json.loads(cli("runs", "--runs-dir", str(tmp_path / "runs"), "--json").stdout)
     assert [(r["exit_status"], r["gates_passed"], r["gates_failed"]) for r in as_json] == [
         (0, 0, []), (10, 2, ["toolhop.direct.accuracy>1"]), (0, 2, [])]
 
@@ -219,7 +219,7 @@ def test_compare_takes_run_ids_and_refuses_runs_of_different_benchmarks(tmp_path
         assert _run_suite(tmp_path, "suites/toolhop", "--scenario", "direct").returncode == 0
     assert _run_suite(tmp_path, "suites/familytool", "--limit", "1").returncode == 0
     first, second, family = _run_ids(tmp_path)
-    cache = ("--cache-dir", str(tmp_path / "cache"))
+    cache = ("--runs-dir", str(tmp_path / "runs"))
     same = cli("compare", first, second[:-2], *cache)  # a unique prefix is enough
     assert same.returncode == 0, same.stderr
     assert f"A = oracle ({first})" in same.stdout and "toolhop/direct B vs A: 6 paired" in same.stdout
@@ -236,8 +236,8 @@ def test_compare_takes_run_ids_and_refuses_runs_of_different_benchmarks(tmp_path
 def test_no_command_ends_in_a_traceback_when_its_output_is_piped_into_head(tmp_path):
     for i in range(2):
         make_run(tmp_path, f"r{i}", time.time() - i * DAY)
-    commands = [["runs", "--cache-dir", str(tmp_path / "cache"), "--json"],
-                ["runs", "--cache-dir", str(tmp_path / "cache")]]
+    commands = [["runs", "--runs-dir", str(tmp_path / "runs"), "--json"],
+                ["runs", "--runs-dir", str(tmp_path / "runs")]]
     for args in commands:
         # A reader that closes the pipe at once: every write of ours hits EPIPE.
         proc = subprocess.Popen([sys.executable, "-m", "pytest_toolbench.cli", *args], cwd=REPO,
@@ -246,3 +246,20 @@ def test_no_command_ends_in_a_traceback_when_its_output_is_piped_into_head(tmp_p
         err = proc.stderr.read().decode()
         assert proc.wait(timeout=60) == 1, err
         assert "Traceback" not in err and "BrokenPipeError" not in err and err == ""
+
+
+def test_runs_dir_is_its_own_setting_and_found_from_a_subfolder(tmp_path):
+    """--cache-dir elsewhere leaves the run history where it was; `toolbench runs` finds the
+    project's .toolbench/runs from any subfolder (as git finds its repository)."""
+    project = tmp_path / "project"
+    (project / "sub" / "deeper").mkdir(parents=True)
+    make_run(project / ".toolbench", "r1", time.time() - DAY)
+    env = {k: v for k, v in os.environ.items() if k != "TOOLBENCH_RUNS_DIR"}
+    listed = subprocess.run([sys.executable, "-m", "pytest_toolbench.cli", "runs"], cwd=project / "sub" / "deeper",
+                            capture_output=True, text=True, timeout=60, env=env)
+    assert listed.returncode == 0, listed.stderr
+    assert "r1" in listed.stdout
+    from pytest_toolbench.runs.store import find_runs_dir, nearest, DEFAULT_RUNS_DIR
+
+    assert nearest(DEFAULT_RUNS_DIR, project / "sub") == project / ".toolbench" / "runs"
+    assert find_runs_dir(tmp_path / "x") == tmp_path / "x"

@@ -76,7 +76,8 @@ def test_hostile_tools_leak_no_secret_into_any_file_of_the_run(tmp_path):
             [sys.executable, "-m", "pytest", "suites/toolhop", "-q", "-p", "no:randomly", "-p", "no:cacheprovider",
              "--data-dir", str(data), "--base-url", server.base_url, "--model", "hostile-test",
              "--api-key", SECRET,  # on the command line too: reports must not copy it
-             "--scenario", "mandatory", "--cache-dir", str(cache), "--record", str(recording),
+             "--scenario", "mandatory", "--cache-dir", str(cache), "--runs-dir", str(cache.parent / "runs"),
+             "--record", str(recording),
              "--toolbench-json", str(report), "--junitxml", str(junit)],
             cwd=REPO, capture_output=True, text=True, timeout=300, env=env,
         )
@@ -103,7 +104,7 @@ def _oracle_run(tmp_path: Path, *extra: str, env: dict | None = None,
     report = tmp_path / "report.json"
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "suites/toolhop", "-q", "-p", "no:randomly", "-p", "no:cacheprovider",
-         "--model", "oracle", "--scenario", scenario, "--cache-dir", str(tmp_path / "cache"),
+         "--model", "oracle", "--scenario", scenario, "--cache-dir", str(tmp_path / "cache"), "--runs-dir", str(tmp_path / "runs"),
          "--toolbench-json", str(report), *extra],
         cwd=REPO, capture_output=True, text=True, timeout=300, env=env,
     )
@@ -143,7 +144,7 @@ def test_missing_kernel_layers_without_the_flag_stop_the_run(tmp_path):
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "suites/toolhop", "-q", "-p", "no:randomly", "-p", "no:cacheprovider",
          "-p", "sandbox_layers_off", "--model", "oracle", "--scenario", "mandatory", "--limit", "1",
-         "--cache-dir", str(tmp_path / "cache")],
+         "--cache-dir", str(tmp_path / "cache"), "--runs-dir", str(tmp_path / "runs")],
         cwd=REPO, capture_output=True, text=True, timeout=300, env=env,
     )
     assert proc.returncode == ToolbenchExit.USAGE_ERROR, proc.stdout[-2000:] + proc.stderr[-2000:]

@@ -14,7 +14,7 @@ REPO = Path(__file__).resolve().parents[1]
 def run_suite(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess, dict | None]:
     report = tmp_path / f"report-{len(list(tmp_path.glob('report-*.json')))}.json"
     cmd = [sys.executable, "-m", "pytest", "suites/familytool", "-p", "no:cacheprovider", "-q",
-           "-p", "no:randomly", "--cache-dir", str(tmp_path / "cache"), "--toolbench-json", str(report),
+           "-p", "no:randomly", "--cache-dir", str(tmp_path / "cache"), "--runs-dir", str(tmp_path / "runs"), "--toolbench-json", str(report),
            *args]
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600, env=env)

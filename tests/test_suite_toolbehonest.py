@@ -85,7 +85,7 @@ def run(tmp_path: Path, name: str, *args: str) -> dict:
     report = tmp_path / f"{name}.json"
     cmd = [
         sys.executable, "-m", "pytest", "suites/toolbehonest", "-q", "-p", "no:randomly",
-        "--cache-dir", str(tmp_path / "cache"), "--toolbench-json", str(report), *args,
+        "--cache-dir", str(tmp_path / "cache"), "--runs-dir", str(tmp_path / "runs"), "--toolbench-json", str(report), *args,
     ]
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=900, env=env)

@@ -37,7 +37,7 @@ def run_suite(tmp_path: Path, *args: str, timeout: float = 600) -> tuple[subproc
     report = tmp_path / f"report-{len(list(tmp_path.glob('report-*.json')))}.json"
     cmd = [
         sys.executable, "-m", "pytest", "suites/toolhop", "-p", "no:cacheprovider", "-q",
-        "-p", "no:randomly", "--cache-dir", str(tmp_path / "cache"), "--toolbench-json", str(report),
+        "-p", "no:randomly", "--cache-dir", str(tmp_path / "cache"), "--runs-dir", str(tmp_path / "runs"), "--toolbench-json", str(report),
         *args,
     ]
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
@@ -442,7 +442,9 @@ def test_allure_results_carry_benchmark_labels_model_and_transcript(tmp_path):
         names = {a["name"] for a in result["attachments"]}
         assert {"transcript", "tool calls"} <= names
     globals_ = [json.loads(p.read_text()) for p in alluredir.glob("*-globals.json")]
-    assert any(a["name"] == "toolbench metrics" for g in globals_ for a in g["attachments"])
+    # Named by model and run, so several runs in one results folder stay apart.
+    assert any(a["name"].startswith("gold-agent · run ") and a["name"].endswith(" · toolbench metrics")
+               for g in globals_ for a in g["attachments"])
 
 
 @pytest.mark.parametrize("workers", ["0", "2"])
@@ -469,7 +471,7 @@ def test_interrupted_run_keeps_its_results_and_a_rerun_resumes_from_the_cache(tm
     report = tmp_path / "interrupted.json"
     with FakeOpenAIServer(slow) as server:
         args = ["--base-url", server.base_url, "--api-key", "t", "--model", "m",
-                "--scenario", "direct", "--concurrency", "2", "--cache-dir", str(tmp_path / "cache")]
+                "--scenario", "direct", "--concurrency", "2", "--cache-dir", str(tmp_path / "cache"), "--runs-dir", str(tmp_path / "runs")]
         data = ["--data-dir", str(SHARED)] if SHARED_TOOLHOP.exists() else []
         proc = subprocess.Popen(
             [sys.executable, "-m", "pytest", "suites/toolhop", "-q", "-p", "no:cacheprovider",

@@ -63,7 +63,7 @@ class ServerCounter(threading.Thread):
 def suite_command(tmp_path: Path, *args: str) -> list[str]:
     return [
         sys.executable, "-m", "pytest", "suites/toolhop", "-p", "no:cacheprovider", "-q",
-        "--cache-dir", str(tmp_path / "cache"), "--toolbench-json", str(tmp_path / "report.json"),
+        "--cache-dir", str(tmp_path / "cache"), "--runs-dir", str(tmp_path / "runs"), "--toolbench-json", str(tmp_path / "report.json"),
         *args,
     ]
 
@@ -201,7 +201,7 @@ def test_cached_rerun_makes_no_call_and_starts_no_server(tiny_model_path, tmp_pa
     again_dir = tmp_path / "again"
     again_dir.mkdir()
     t0 = time.monotonic()
-    again, counter, output = run(again_dir, "--cache-dir", str(tmp_path / "cache"))
+    again, counter, output = run(again_dir, "--cache-dir", str(tmp_path / "cache"), "--runs-dir", str(tmp_path / "runs"))
     assert counter.max_seen == 0, "a fully cached re-run started vLLM"
     # model_calls counts every call a case made; the re-run's all came from the cache
     assert again["run"]["cache"]["replies_from_cache"] == again["run"]["cache"]["model_calls"]

@@ -134,7 +134,7 @@ def test_a_real_oracle_run_ends_on_one_screen_at_80_columns(tmp_path: Path) -> N
     """The suites' summary through pytest itself: the metrics screen is short, fits 80 columns,
     and ``-v`` adds the breakdowns."""
     cmd = [sys.executable, "-m", "pytest", "suites/toolhop", "--model", "oracle", "-n", "0",
-           "-p", "no:cacheprovider", "-p", "no:randomly", "--cache-dir", str(tmp_path / "cache")]
+           "-p", "no:cacheprovider", "-p", "no:randomly", "--cache-dir", str(tmp_path / "cache"), "--runs-dir", str(tmp_path / "runs")]
     env = {**os.environ, "COLUMNS": "80"}
     quiet = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300, env=env)
     assert quiet.returncode == 0, quiet.stdout[-3000:]

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pytest_toolbench.runs.store import DEFAULT_CACHE_DIR
+from pytest_toolbench.runs.store import DEFAULT_RUNS_DIR, RUNS_DIR_ENV, find_runs_dir
 
 #: Exit status for unreadable input (argparse itself uses 2 for a bad command line).
 INPUT_ERROR = 2
@@ -29,9 +29,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("runs", nargs="+", metavar="RUN", help="two or more runs, each a report file "
                    "(--toolbench-json) or a run id as `toolbench runs` prints it (or a unique "
                    "prefix of one); the first is the reference")
-    p.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE_DIR,
-                   help="where run ids are looked up: the plugin's --cache-dir, runs live beside "
-                        f"it in ../runs (default {DEFAULT_CACHE_DIR})")
+    p.add_argument("--runs-dir", type=Path, default=None,
+                   help="where run ids are looked up: the plugin's --runs-dir (default "
+                        f"${RUNS_DIR_ENV}, else the nearest {DEFAULT_RUNS_DIR} at or above the "
+                        "current folder)")
     p.add_argument("--json", dest="json_out", metavar="OUT", default=None,
                    help="also write the comparison as JSON")
     p.add_argument("--plot", metavar="OUT.png", default=None,
@@ -67,7 +68,8 @@ def run(args: argparse.Namespace) -> int:
     if not 0.0 < args.confidence < 1.0:
         return fail(f"--confidence {args.confidence}: must be between 0 and 1")
     try:
-        runs = load_runs([resolve_run(ref, args.cache_dir) for ref in args.runs])
+        runs_dir = find_runs_dir(args.runs_dir)
+        runs = load_runs([resolve_run(ref, runs_dir) for ref in args.runs])
         check_same_benchmarks(runs)
     except ValueError as exc:  # RunLoadError included
         return fail(str(exc))

@@ -13,17 +13,16 @@ from pathlib import Path
 
 from pytest_toolbench.compare.load import LoadedRun, RunLoadError
 from pytest_toolbench.runs.record import REPORT_NAME
-from pytest_toolbench.runs.store import runs_root
 
 
-def resolve_run(ref: str, cache_dir: Path) -> Path:
+def resolve_run(ref: str, runs_dir: Path) -> Path:
     """The report file ``ref`` names: a path (it exists, has a "/" or ends in .json), else a run
-    id (or a unique prefix of one) under the runs folder beside ``cache_dir``. RunLoadError (one
-    line) for an id that names no run."""
+    id (or a unique prefix of one) under ``runs_dir``. RunLoadError (one line) for an id that
+    names no run."""
     path = Path(ref)
     if path.exists() or "/" in ref or ref.endswith(".json"):  # a path: load_run says what is wrong
         return path
-    root = runs_root(cache_dir)
+    root = Path(runs_dir)
     folders = sorted(d for d in root.iterdir() if d.is_dir()) if root.is_dir() else []
     exact = [d for d in folders if d.name == ref]
     matches = exact or ([d for d in folders if d.name.startswith(ref)] if ref else [])
@@ -32,7 +31,7 @@ def resolve_run(ref: str, cache_dir: Path) -> Path:
         raise RunLoadError(f"{ref}: matches {len(matches)} runs ({names}); give more of the run id")
     if not matches:
         raise RunLoadError(f"{ref}: no such report file, and no run with that id in {root} "
-                           "(`toolbench runs` lists them; --cache-dir picks another runs folder)")
+                           "(`toolbench runs` lists them; --runs-dir picks another runs folder)")
     report = matches[0] / REPORT_NAME
     if not report.exists():
         raise RunLoadError(f"{ref}: run {matches[0].name} has no {REPORT_NAME} (it did not finish; "

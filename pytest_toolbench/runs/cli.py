@@ -8,20 +8,34 @@ import sys
 from pathlib import Path
 
 from pytest_toolbench.runs import prune as pruning
-from pytest_toolbench.runs.store import DEFAULT_CACHE_DIR, list_runs, render_table
+from pytest_toolbench.runs.store import (
+    DEFAULT_CACHE_DIR,
+    DEFAULT_RUNS_DIR,
+    RUNS_DIR_ENV,
+    find_cache_dir,
+    find_runs_dir,
+    list_runs,
+    render_table,
+)
+
+
+def _runs_dir_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--runs-dir", type=Path, default=None,
+                   help=f"the plugin's --runs-dir (default ${RUNS_DIR_ENV}, else the nearest "
+                        f"{DEFAULT_RUNS_DIR} at or above the current folder)")
 
 
 def _cache_dir_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE_DIR,
-                   help="the plugin's --cache-dir; runs live beside it in ../runs "
-                        f"(default {DEFAULT_CACHE_DIR})")
+    p.add_argument("--cache-dir", type=Path, default=None,
+                   help=f"the plugin's --cache-dir (default: the nearest {DEFAULT_CACHE_DIR} at "
+                        "or above the current folder)")
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     runs = subparsers.add_parser("runs", help="list past runs, newest first",
                                  description="List past runs (run id, date, model, suites, cases, "
                                              "headline metric per scenario, status), newest first.")
-    _cache_dir_arg(runs)
+    _runs_dir_arg(runs)
     runs.add_argument("--json", action="store_true", help="print the index entries as JSON")
     runs.add_argument("-n", "--limit", type=int, default=None, help="show only the newest N runs")
     runs.set_defaults(func=cmd_runs)
@@ -30,6 +44,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "prune", help="remove old run folders and response-cache entries",
         description="Remove run folders and response-cache entries older than --older-than, then "
                     "the oldest ones until the total is under --max-size. Running runs are kept.")
+    _runs_dir_arg(prune)
     _cache_dir_arg(prune)
     prune.add_argument("--older-than", default=None, metavar="AGE",
                        help="remove items last written longer ago than AGE (e.g. 30d, 12h, 2w)")
@@ -43,7 +58,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
-    runs = list_runs(args.cache_dir)
+    runs = list_runs(find_runs_dir(args.runs_dir))
     if args.limit is not None:
         runs = runs[: args.limit]
     if args.json:
@@ -64,9 +79,10 @@ def cmd_prune(args: argparse.Namespace) -> int:
         print(f"toolbench prune: {exc}", file=sys.stderr)
         return 2
     only = {"runs": "run", "cache": "cache"}.get(args.only or "")
-    items = pruning.collect(args.cache_dir, only=only)  # type: ignore[arg-type]
+    cache_dir = find_cache_dir(args.cache_dir)
+    items = pruning.collect(cache_dir, find_runs_dir(args.runs_dir), only=only)  # type: ignore[arg-type]
     removed = pruning.plan(items, older_than_s=older, max_size=size)
     if not args.dry_run:
-        pruning.apply(removed, args.cache_dir)
+        pruning.apply(removed, cache_dir)
     sys.stdout.write(pruning.describe(removed, items, dry_run=args.dry_run))
     return 0

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Literal
 
 from pytest_toolbench.runs.record import read_index
-from pytest_toolbench.runs.store import runs_root
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$", re.IGNORECASE)
 _SECONDS = {"": 86400, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
@@ -74,10 +73,10 @@ def _tree(path: Path) -> tuple[int, float]:
     return size, newest
 
 
-def collect(cache_dir: Path, *, only: Kind | None = None) -> list[Item]:
-    """Run folders and cache entries under ``cache_dir`` and its sibling ``runs/``."""
+def collect(cache_dir: Path, runs_dir: Path, *, only: Kind | None = None) -> list[Item]:
+    """Run folders under ``runs_dir`` and cache entries under ``cache_dir``."""
     items: list[Item] = []
-    root = runs_root(cache_dir)
+    root = Path(runs_dir)
     if only != "cache" and root.is_dir():
         for d in sorted(p for p in root.iterdir() if p.is_dir()):
             size, mtime = _tree(d)

@@ -1,26 +1,58 @@
-"""Where runs live and how to list them: ``<cache-dir>/../runs/<run_id>/`` (the plugin's layout)."""
+"""Where runs live and how to list them: ``<runs-dir>/<run_id>/`` (the plugin's layout).
+
+The runs folder is its own setting (``--runs-dir``, ``TOOLBENCH_RUNS_DIR``), not a sibling of
+``--cache-dir``: pointing the response cache elsewhere must not scatter the run history. The CLIs
+find the default from any subfolder of a project, as git finds its repository."""
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
 from pytest_toolbench.exitcodes import ToolbenchExit
 from pytest_toolbench.runs.record import Headline, RunIndex, read_index
 
-#: The plugin's default ``--cache-dir``; runs live beside it in ``runs/``.
+#: The plugin's default ``--cache-dir`` and ``--runs-dir`` (relative to where pytest runs).
 DEFAULT_CACHE_DIR = Path(".toolbench/cache")
+DEFAULT_RUNS_DIR = Path(".toolbench/runs")
+#: Overrides the default runs folder (the plugin's and the CLIs').
+RUNS_DIR_ENV = "TOOLBENCH_RUNS_DIR"
 
 
-def runs_root(cache_dir: Path) -> Path:
-    """The folder holding one subfolder per run (same rule as plugin.py ``_run_dir``)."""
-    return Path(cache_dir).parent / "runs"
+def default_runs_dir() -> str:
+    """The plugin's ``--runs-dir`` default: ``$TOOLBENCH_RUNS_DIR``, else ``.toolbench/runs``."""
+    return os.environ.get(RUNS_DIR_ENV) or str(DEFAULT_RUNS_DIR)
 
 
-def list_runs(cache_dir: Path) -> list[RunIndex]:
+def nearest(relative: Path, start: Path | None = None) -> Path:
+    """``relative`` under the nearest folder at or above ``start`` (cwd) that has it, else under
+    ``start``: ``toolbench runs`` works from any subfolder of the project."""
+    here = Path(start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / relative).is_dir():
+            return folder / relative
+    return here / relative
+
+
+def find_runs_dir(given: Path | None = None) -> Path:
+    """The CLIs' runs folder: ``--runs-dir``, else ``$TOOLBENCH_RUNS_DIR``, else the nearest
+    ``.toolbench/runs``."""
+    if given is not None:
+        return Path(given)
+    env = os.environ.get(RUNS_DIR_ENV)
+    return Path(env) if env else nearest(DEFAULT_RUNS_DIR)
+
+
+def find_cache_dir(given: Path | None = None) -> Path:
+    """The CLIs' response cache: ``--cache-dir``, else the nearest ``.toolbench/cache``."""
+    return Path(given) if given is not None else nearest(DEFAULT_CACHE_DIR)
+
+
+def list_runs(runs_dir: Path) -> list[RunIndex]:
     """Every run found under the runs folder, newest first (folders with nothing readable are
     skipped)."""
-    root = runs_root(cache_dir)
+    root = Path(runs_dir)
     if not root.is_dir():
         return []
     found = [index for d in root.iterdir() if d.is_dir() and (index := read_index(d)) is not None]
