@@ -169,6 +169,30 @@ def test_429_retry_after_honoured_then_500_then_success():
     assert model.stats.errors == {"http_429": 1, "http_500": 1}
 
 
+def test_latency_of_a_retried_call_includes_the_waits():
+    """Issue 23: a reply that came after a 429 and a 0.5 s wait took 0.5 s or more, not the last
+    request's few milliseconds; the waits are also in details.endpoint_retries.wait_s."""
+    from pytest_toolbench.models.call_log import CURRENT_CALL_LOG, CaseCallLog
+
+    log = CaseCallLog()
+    handler = fail_then(1, reply(content="ok"), headers={"retry-after-ms": "500"})
+    with FakeOpenAIServer(handler) as server:
+        model = backend(server)
+
+        async def go():
+            CURRENT_CALL_LOG.set(log)
+            try:
+                return await model.complete(request(), CTX)
+            finally:
+                await model.aclose()
+
+        started = time.perf_counter()
+        response = asyncio.run(go())
+        elapsed = time.perf_counter() - started
+    assert log.details()["endpoint_retries"]["wait_s"] == pytest.approx(0.5)
+    assert 0.5 <= response.latency_s <= elapsed, (response.latency_s, elapsed)
+
+
 def test_retry_after_ms_header_honoured():
     handler = fail_then(1, reply(content="ok"), headers={"retry-after-ms": "400"})
     with FakeOpenAIServer(handler) as server:

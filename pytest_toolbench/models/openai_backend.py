@@ -260,18 +260,27 @@ class OpenAIBackend:
         self.stats.calls += 1
         kwargs = self._request_kwargs(request)
         attempts = 0
+        # The call's latency is every attempt's time on the wire plus the waits between them:
+        # a reply that came after two 429s and 2 s of backoff took 2 s, not its last request's
+        # 13 ms (issue 23). Time queued for the concurrency semaphore is not counted.
+        spent = [0.0]
+
+        def before_sleep(state: RetryCallState) -> None:
+            spent[0] += state.upcoming_sleep
+            self._before_sleep(state, ctx)
+
         try:
             async for attempt in AsyncRetrying(
                 stop=stop_after_attempt(self.max_retries + 1),
                 wait=self._wait,
                 retry=retry_if_exception(self._is_retryable),
-                before_sleep=lambda state: self._before_sleep(state, ctx),
+                before_sleep=before_sleep,
                 reraise=True,
             ):
                 with attempt:
                     attempts += 1
                     self.raise_if_aborted()
-                    response = await self._attempt(kwargs)
+                    response = await self._attempt(kwargs, spent)
         except EndpointGone:
             self.stats.failures += 1
             raise
@@ -281,6 +290,7 @@ class OpenAIBackend:
                 raise ContextLengthExceeded(f"{self.name}: {_short(exc)}") from exc
             raise self._call_error(exc, attempts, ctx) from exc
         self.stats.successes += 1
+        response.latency_s = spent[0]
         return response
 
     def _is_retryable(self, exc: BaseException) -> bool:
@@ -395,7 +405,8 @@ class OpenAIBackend:
             http_client=http_client,
         )
 
-    async def _attempt(self, kwargs: dict[str, Any]) -> ChatResponse:
+    async def _attempt(self, kwargs: dict[str, Any], spent: list[float] | None = None) -> ChatResponse:
+        """One request; its time on the wire (failed or not) is added to ``spent[0]``."""
         client, semaphore = self._loop_state()
         async with semaphore:  # held only while a request is in flight, never while backing off
             endpoint = self.pool.acquire() if self.pool is not None else None
@@ -413,16 +424,22 @@ class OpenAIBackend:
                 usage = usage_of(completion)
                 REQUEST_METER.add_usage(usage)
             except openai.OpenAIError as exc:
+                if spent is not None:
+                    spent[0] += time.perf_counter() - started
                 self.stats.errors[error_kind(exc)] += 1
                 self._release(endpoint, exc)
                 raise
             except BaseException as exc:  # e.g. a 200 whose body is not JSON: the SDK lets it through
+                if spent is not None:
+                    spent[0] += time.perf_counter() - started
                 self._release(endpoint, exc)
                 if not isinstance(exc, Exception):  # cancelled: not the endpoint's fault
                     raise
                 self.stats.errors["bad_response"] += 1
                 raise InvalidReply(f"unreadable reply: {_short(exc)}") from exc
             latency = time.perf_counter() - started
+            if spent is not None:
+                spent[0] += latency
         try:
             response = self._to_response(completion, latency, usage)
         except InvalidReply as exc:
