@@ -292,3 +292,33 @@ def test_merged_isolation_is_off_when_any_pool_lacked_a_layer():
     assert merged["missing_notes"] == {"landlock": "disabled by caller"}
     assert merge_isolation_states([good, good])["kernel_isolation"] is True
     assert merge_isolation_states([]) is None
+
+
+def test_a_layer_listed_missing_is_never_reported_on():
+    """Issue 23: a worker whose seccomp filter loaded but whose probe was not refused reported
+    ``seccomp: true`` beside ``missing_layers: [seccomp]``; per pool and merged over xdist
+    workers' pools, a missing layer's flag is false."""
+    from pytest_toolbench.sandbox.pool import isolation_state, merge_isolation_states
+
+    described = {"kernel_isolation": False, "insecure": True, "isolation": {
+        "landlock_abi": 3, "seccomp": True, "missing_layers": ["landlock", "seccomp"],
+        "bubblewrap": False, "network_namespace": True}}
+    state = isolation_state(described)
+    assert state["missing_layers"] == ["landlock", "seccomp"]
+    assert state["seccomp"] is False and state["landlock"] is False
+    held = isolation_state({"kernel_isolation": True, "insecure": False, "isolation": {
+        "landlock_abi": 3, "seccomp": True, "missing_layers": []}})
+    assert held["seccomp"] is True and held["landlock"] is True
+    weak = {**held, "missing_layers": ["seccomp"]}  # a pool's state as an older worker sent it
+    merged = merge_isolation_states([held, weak])
+    assert merged["missing_layers"] == ["seccomp"] and merged["seccomp"] is False
+    assert merged["landlock"] is True
+
+
+def test_pool_without_seccomp_reports_it_off_everywhere():
+    with ToolSandbox(SandboxLimits(workers=1, insecure=True), disable_layers=("seccomp",)) as sb:
+        info = sb.describe()["isolation"]
+        state = sb.isolation_state()
+    assert "seccomp" in info["missing_layers"] and info["seccomp"] is False
+    for layer in ("landlock", "seccomp"):
+        assert state[layer] is (layer not in state["missing_layers"]), state

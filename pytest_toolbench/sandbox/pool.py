@@ -428,7 +428,10 @@ def isolation_state(described: dict[str, Any]) -> dict[str, Any]:
         "missing_layers": missing,
         "missing_notes": {k: info.get(f"{k}_note") or "not verified" for k in missing},
         "landlock_abi": int(info.get("landlock_abi") or 0),
-        "seccomp": bool(info.get("seccomp")),
+        # A layer is reported on only when it held: never "seccomp: true" beside a missing
+        # seccomp (issue 23), whatever a worker's own flags said.
+        "landlock": bool(info.get("landlock_abi")) and "landlock" not in missing,
+        "seccomp": bool(info.get("seccomp")) and "seccomp" not in missing,
         "bubblewrap": bool(info.get("bubblewrap")),
         "network_namespace": bool(info.get("network_namespace")),
     }
@@ -442,13 +445,16 @@ def merge_isolation_states(states: Sequence[dict[str, Any]]) -> dict[str, Any] |
     notes: dict[str, str] = {}
     for st in states:
         notes.update(st.get("missing_notes", {}))
+    missing = sorted({layer for st in states for layer in st["missing_layers"]})
     return {
         "kernel_isolation": all(st["kernel_isolation"] for st in states),
         "insecure": any(st["insecure"] for st in states),
-        "missing_layers": sorted({layer for st in states for layer in st["missing_layers"]}),
+        "missing_layers": missing,
         "missing_notes": dict(sorted(notes.items())),
         "landlock_abi": min(st["landlock_abi"] for st in states),
-        "seccomp": all(st["seccomp"] for st in states),
+        "landlock": all(st.get("landlock", st["landlock_abi"] > 0) for st in states)
+        and "landlock" not in missing,
+        "seccomp": all(st["seccomp"] for st in states) and "seccomp" not in missing,
         "bubblewrap": all(st["bubblewrap"] for st in states),
         "network_namespace": all(st["network_namespace"] for st in states),
         "pools": len(states),

@@ -286,6 +286,18 @@ class Zygote:
         if not info["seccomp"] or not (info.get("verified_socket_refused") and info.get("verified_sysv_ipc_refused")):
             missing.append("seccomp")
         info["missing_layers"] = missing
+        # The per-layer flags say what held, as missing_layers does (issue 23: "seccomp: true"
+        # beside a missing seccomp): a filter that loaded but whose probe calls were not refused
+        # is not in force; the note says why.
+        if "seccomp" in missing and info["seccomp"]:
+            info["seccomp"], info["seccomp_filter_loaded"] = False, True
+            info["seccomp_note"] = info["seccomp_note"] or (
+                "filter loaded, but the probe's socket() or SysV IPC call was not refused")
+        if "landlock" in missing and info["landlock_abi"] and not info["landlock_note"]:
+            failed = sorted(k for k, v in info.items() if k.startswith("verified_") and not v
+                            and k not in ("verified_socket_refused", "verified_sysv_ipc_refused"))
+            info["landlock_note"] = (f"Landlock ABI {info['landlock_abi']} loaded, but the probe "
+                                     f"found {', '.join(failed) or 'a check'} false")
         info["kernel_isolation"] = self.strict = not missing
         info["insecure"] = bool(missing) and bool(limits.get("insecure"))
         return info
