@@ -109,6 +109,7 @@ SCENARIOS: dict[str, tuple[Any, dict[str, Any], dict[str, Any]]] = {
     "unreadable 200 then a reply": (lambda: scripted((200, {}, "not json"), (200, {}, completion("ok"))), {}, {}),
     "upstream lost turn": (lambda: fail_then(99, reply("never"), status=500), {},
                            {"upstream_lost_turns": True}),
+    "reply cut by length": (lambda: reply("cut mid-", finish_reason="length"), {}, {}),
 }
 
 
@@ -132,6 +133,8 @@ def test_the_sdk_process_answers_as_the_backend_in_process(sdk: SdkProcess, name
         assert seen[1]["result"]["class"] == ContextLengthExceeded.__name__
     if name == "upstream lost turn":
         assert seen[1]["result"]["class"] == LostTurn.__name__ and seen[1]["log"]["lost_turns"]
+    if name == "reply cut by length":  # issue 23: the finish reason crosses the process boundary
+        assert seen[1]["result"]["finish_reason"] == "length"
 
 
 def test_the_sdk_process_calls_with_the_environment_the_pytest_process_has_when_it_calls(

@@ -14,6 +14,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
+#: Finish reasons of a reply the endpoint cut short (scored as any reply: only reported).
+CUT_SHORT = frozenset({"length", "content_filter"})
+
+
 @dataclass
 class CaseCallLog:
     #: One entry per failed attempt that was retried: {"turn", "kind", "wait_s"}.
@@ -28,6 +32,13 @@ class CaseCallLog:
     sandbox_worker_ms: list[float] = field(default_factory=list)
     #: Several endpoints (--base-url repeated): URL -> {"requests", "errors"} for this case.
     endpoints: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: Each reply's ``finish_reason`` as the endpoint gave it ("stop", "tool_calls", "length",
+    #: "content_filter"; None when it gave none), in call order: recorded by the runtime for
+    #: every runner (runtime/case_runtime.py), cached and replayed replies included.
+    finish_reasons: list[dict[str, Any]] = field(default_factory=list)
+
+    def reply(self, turn: int, finish_reason: str | None) -> None:
+        self.finish_reasons.append({"turn": turn, "finish_reason": finish_reason})
 
     def endpoint_attempt(self, url: str, error: str | None) -> None:
         self._count(url, 1, int(error is not None))
@@ -66,6 +77,13 @@ class CaseCallLog:
             out["lost_turns"] = self.lost_turns
         if self.endpoints:
             out["endpoints"] = self.endpoints
+        reasons = [r["finish_reason"] for r in self.finish_reasons if r["finish_reason"]]
+        if reasons:
+            out["finish_reasons"] = dict(Counter(reasons))
+            # Replies the endpoint cut short (max tokens reached, its content filter): which turns.
+            cut = [r for r in self.finish_reasons if r["finish_reason"] in CUT_SHORT]
+            if cut:
+                out["cut_replies"] = cut
         if self.sandbox_ms:
             out["sandbox_calls_ms"] = [round(v, 3) for v in self.sandbox_ms]
             out["sandbox_wall_ms"] = [round(v, 3) for v in self.sandbox_wait_ms]

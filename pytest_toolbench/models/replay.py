@@ -1,7 +1,8 @@
 """``--model replay:PATH`` and ``--record PATH``: rerun scoring on saved model replies.
 
 A recording is JSONL, one line per case: ``{"case_id": ..., "responses": [assistant messages in
-order]}``. Replaying needs no endpoint, so scoring changes can be checked on real replies quickly and
+order]}``, with ``"finish_reasons": [...]`` beside them (one per reply, null where the endpoint gave
+none) when any reply had one, so a replayed reply keeps its ``finish_reason``. Replaying needs no endpoint, so scoring changes can be checked on real replies quickly and
 deterministically. Running out of recorded replies is an infrastructure error (the recording does
 not match the run), never a wrong answer.
 """
@@ -27,16 +28,23 @@ class ReplayFormatError(ValueError):
 class ReplayRecord(BaseModel):
     case_id: str
     responses: list[dict[str, Any]]
+    #: Optional (older recordings have none): the replies' finish reasons, in the same order.
+    finish_reasons: list[str | None] = []
 
 
 def load_recording(path: Path) -> dict[str, list[dict[str, Any]]]:
     """case_id -> replies. A case recorded twice (appending runs) keeps its latest line."""
+    return {case_id: record.responses for case_id, record in load_records(path).items()}
+
+
+def load_records(path: Path) -> dict[str, ReplayRecord]:
+    """case_id -> its record (replies and their finish reasons); the latest line wins."""
     path = Path(path)
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as exc:
         raise ReplayFormatError(f"cannot read replay file {path}: {exc}") from exc
-    cases: dict[str, list[dict[str, Any]]] = {}
+    cases: dict[str, ReplayRecord] = {}
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -49,7 +57,7 @@ def load_recording(path: Path) -> dict[str, list[dict[str, Any]]]:
                 f"{path}:{number}: invalid replay record ({where}: {first['msg']}); expected "
                 '{"case_id": str, "responses": [assistant message objects]}'
             ) from exc
-        cases[record.case_id] = record.responses
+        cases[record.case_id] = record
     return cases
 
 
@@ -57,14 +65,15 @@ class ReplayModel:
     def __init__(self, path: Path | str):
         self.path = Path(path)
         self.name = f"replay:{self.path}"
-        self._cases = load_recording(self.path)
+        self._cases = load_records(self.path)
 
     async def complete(self, request: ChatRequest, ctx: CallContext) -> ChatResponse:
-        responses = self._cases.get(ctx.case_id)
-        if responses is None:
+        record = self._cases.get(ctx.case_id)
+        if record is None:
             raise ModelCallError(
                 "replay_missing_case", f"{self.path} has no recording for case {ctx.case_id}"
             )
+        responses, reasons = record.responses, record.finish_reasons
         if ctx.turn >= len(responses):
             raise ModelCallError(
                 "replay_exhausted",
@@ -73,7 +82,8 @@ class ReplayModel:
             )
         message = responses[ctx.turn]
         return ChatResponse(
-            message=message, model=self.name, parse_failure=detect_parse_failure(message)
+            message=message, model=self.name, parse_failure=detect_parse_failure(message),
+            finish_reason=reasons[ctx.turn] if ctx.turn < len(reasons) else None,
         )
 
     async def aclose(self) -> None:
@@ -84,11 +94,15 @@ class ReplayModel:
                 "replay_path": str(self.path), "replay_cases": len(self._cases)}
 
 
-def append_recording(path: Path | str, case_id: str, responses: list[dict[str, Any]]) -> None:
+def append_recording(path: Path | str, case_id: str, responses: list[dict[str, Any]],
+                     finish_reasons: list[str | None] | None = None) -> None:
     """Append one case's replies; a file lock keeps lines whole when many processes record."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    line = json.dumps({"case_id": case_id, "responses": responses}, ensure_ascii=False)
+    record: dict[str, Any] = {"case_id": case_id, "responses": responses}
+    if finish_reasons and any(finish_reasons):
+        record["finish_reasons"] = finish_reasons
+    line = json.dumps(record, ensure_ascii=False)
     with FileLock(str(path) + ".lock"):
         with open(path, "a", encoding="utf-8") as handle:
             handle.write(line + "\n")

@@ -168,6 +168,13 @@ def error_lines(metrics: RunMetrics, width: int) -> list[str]:
         where = ", ".join(f"{s.benchmark} / {s.scenario} {s.n_parse_failures}" for s in failing)
         out += _wrap_line(f"tool-call parse failures: {total} ({where}); scored as the benchmark "
                           "scores them, raw text in the JSON/Allure report", width)
+    cut = [s for s in metrics.scenarios if s.n_cases_cut_short]
+    if cut:  # finish_reason length/content_filter: a reply cut short (issue 23); none: no line
+        total = sum(s.n_cases_cut_short for s in cut)
+        where = ", ".join(f"{s.benchmark} / {s.scenario} {s.n_cases_cut_short}" for s in cut)
+        out += _wrap_line(f"replies cut short (finish_reason length or content_filter): {total} "
+                          f"case(s) ({where}); scored as given, turns in details.cut_replies of "
+                          "the JSON report; --max-tokens may help", width)
     return out
 
 

@@ -72,6 +72,9 @@ class ScenarioMetrics(BaseModel):
     #: label -> groups in natural order (hops 3, 4, 5, ..., 10).
     breakdown: dict[str, list[GroupMetrics]] = Field(default_factory=dict)
     n_cases_with_parse_failures: int = 0
+    #: Cases with a reply the endpoint cut short (finish_reason ``length`` or ``content_filter``,
+    #: ``details.cut_replies``): reported, scored as the benchmark scores the reply it got.
+    n_cases_cut_short: int = 0
     #: kind -> cause, attempts and the option that would help (results/infra_errors.py).
     error_details: dict[str, ErrorSummary] = Field(default_factory=dict)
 
@@ -346,6 +349,7 @@ def aggregate(
                 error_details=summarize_errors(errors),
                 n_parse_failures=sum(len(r.parse_failures) for r in cases),
                 n_cases_with_parse_failures=sum(bool(r.parse_failures) for r in cases),
+                n_cases_cut_short=sum(bool(r.details.get("cut_replies")) for r in cases),
                 metrics=_metrics(specs, scored, **kw),
                 breakdown=breakdown,
             )

@@ -18,8 +18,8 @@ from typing import Any
 
 from pytest_toolbench.benchmarks.base import Case, CaseRunner
 from pytest_toolbench.config import RunSettings
-from pytest_toolbench.models.base import ChatModel
-from pytest_toolbench.models.call_log import CURRENT_CALL_LOG, CaseCallLog
+from pytest_toolbench.models.base import CallContext, ChatModel, ChatRequest, ChatResponse
+from pytest_toolbench.models.call_log import CURRENT_CALL_LOG, CaseCallLog, current_call_log
 from pytest_toolbench.results.case_result import CaseResult, InfraError, Outcome
 from pytest_toolbench.results.journal import ResultJournal
 from pytest_toolbench.runtime.recording import RecordingModel
@@ -30,8 +30,9 @@ from pytest_toolbench.runtime.scheduler import CaseScheduler
 class CaseRuntime:
     def __init__(self, settings: RunSettings, model: ChatModel):
         self.settings = settings
+        logged = ReplyLogModel(model)  # every runner's replies: finish_reason in the case result
         self.model: ChatModel = (
-            RecordingModel(model, settings.record_path) if settings.record_path else model
+            RecordingModel(logged, settings.record_path) if settings.record_path else logged
         )
         self.scheduler = CaseScheduler(settings.concurrency)
         self.runners: dict[str, CaseRunner] = {}
@@ -91,6 +92,35 @@ class CaseRuntime:
             await self.model.aclose()
 
         self.scheduler.close(finalizer=finalize)
+
+
+class ReplyLogModel:
+    """The model as runners get it: each reply's ``finish_reason`` goes into the case's call log,
+    hence ``details.finish_reasons`` (and ``details.cut_replies`` for a reply cut by ``length`` or
+    ``content_filter``) of every benchmark's result, whichever backend, cache or replay answered.
+    Recording only: no runner's scoring sees it."""
+
+    def __init__(self, inner: ChatModel):
+        self.inner = inner
+        self.name = inner.name
+
+    async def complete(self, request: ChatRequest, ctx: CallContext) -> ChatResponse:
+        response = await self.inner.complete(request, ctx)
+        log = current_call_log()
+        if log is not None:
+            log.reply(ctx.turn, response.finish_reason)
+        return response
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+    def describe(self) -> dict[str, Any]:
+        return self.inner.describe()
+
+    def __getattr__(self, item: str) -> Any:  # stats, cache counters... of the wrapped model
+        if item == "inner":
+            raise AttributeError(item)
+        return getattr(self.inner, item)
 
 
 def _no_fixtures(name: str) -> Any:

@@ -20,14 +20,17 @@ class RecordingModel:
         self.name = inner.name
         self.path = path
         self._responses: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        self._finish_reasons: dict[str, list[str | None]] = defaultdict(list)
 
     async def complete(self, request: ChatRequest, ctx: CallContext) -> ChatResponse:
         response = await self.inner.complete(request, ctx)
         self._responses[ctx.case_id].append(response.message)
+        self._finish_reasons[ctx.case_id].append(response.finish_reason)
         return response
 
     def finish_case(self, case_id: str) -> None:
-        append_recording(self.path, case_id, self._responses.pop(case_id, []))
+        append_recording(self.path, case_id, self._responses.pop(case_id, []),
+                         self._finish_reasons.pop(case_id, []))
 
     async def aclose(self) -> None:
         await self.inner.aclose()
