@@ -45,7 +45,7 @@ sdk_launcher.start_at_import()
 
 from pytest_toolbench import __version__  # noqa: E402  (the SDK process starts first)
 from pytest_toolbench.benchmarks import registry
-from pytest_toolbench.benchmarks.base import Benchmark, Case, HasDataSources, HasReportTables
+from pytest_toolbench.benchmarks.base import Benchmark, Case, HasDataChecks, HasDataSources, HasReportTables
 from pytest_toolbench.benchmarks.data_source import DataSource, file_sha256
 from pytest_toolbench.benchmarks.dataset_errors import DatasetError, DatasetWarning, error_lines
 from pytest_toolbench.exitcodes import ToolbenchExit
@@ -327,6 +327,11 @@ def validate_selection(config: pytest.Config) -> None:
                 with warnings.catch_warnings():  # collection warns about the same records once
                     warnings.simplefilter("ignore", DatasetWarning)
                     st.data_sources += benchmark.data_sources(st.settings.data_dir)
+            except (DatasetError, OSError) as exc:
+                raise _data_usage_error(name, exc) from None
+        if isinstance(benchmark, HasDataChecks):  # files read later (a KG, a tool pool): now
+            try:
+                benchmark.check_data(st.settings)
             except (DatasetError, OSError) as exc:
                 raise _data_usage_error(name, exc) from None
     check_marker_selection(config, selected)

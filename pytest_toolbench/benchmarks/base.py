@@ -113,6 +113,18 @@ class HasDataSources(Protocol):
     def data_sources(self, data_dir: Path | None) -> list[DataSource]: ...
 
 
+@runtime_checkable
+class HasDataChecks(Protocol):
+    """Optional: the data files a run reads only later and chooses by its options (FamilyTool's
+    KG of each selected split or ``--familytool-kg-file``, Meta-Bench's distractor pool).
+    Called once on the controller at session start, before any model call; raises a one-line
+    :class:`~pytest_toolbench.benchmarks.dataset_errors.DatasetError` (or ``OSError``) for a
+    file that cannot be used. ``settings`` is the run's
+    :class:`~pytest_toolbench.config.RunSettings`."""
+
+    def check_data(self, settings: Any) -> None: ...
+
+
 #: How a benchmark's replies travel under ``--decoding open`` (the vLLM default), i.e. raw text
 #: through the chat template (models/open_protocol.py):
 #: ``parsed``: tools rendered with ``tool_choice="none"``; the raw text is parsed by the harness's

@@ -6,6 +6,7 @@ line/column), instead of surfacing later as a confusing KeyError deep inside a r
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -97,6 +98,19 @@ def raise_collected(errors: list[DatasetError]) -> None:
         raise errors[0]
     if errors:
         raise DatasetErrors(errors)
+
+
+def text_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """``(line number, text)`` of every line of a UTF-8 text file, split as text-mode reading
+    splits (``\\n``, ``\\r\\n``, ``\\r``); a line that is not UTF-8 raises a one-line
+    :class:`DatasetError` naming file and line, not a ``UnicodeDecodeError`` from the middle of
+    a run."""
+    for number, raw in enumerate(Path(path).read_bytes().splitlines(), start=1):
+        try:
+            yield number, raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise DatasetError(path, f"not UTF-8 text ({exc.reason} at byte {exc.start} of the line)",
+                               line=number) from None
 
 
 def describe_validation_error(exc: ValidationError, string_fields: tuple[str, ...] = ()) -> str:

@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 from pytest_toolbench.benchmarks.base import Case
 from pytest_toolbench.benchmarks.data_source import BUNDLED_DATA_DIR, DataSource, is_within
-from pytest_toolbench.benchmarks.familytool.kg import KnowledgeGraph
+from pytest_toolbench.benchmarks.familytool.kg import KnowledgeGraph, load_triples
 from pytest_toolbench.benchmarks.familytool.options import FamilyToolOptions
 from pytest_toolbench.benchmarks.familytool.oracle import familytool_oracle
 from pytest_toolbench.benchmarks.familytool.schema import SPLITS, FamilyToolRecord, load_records
@@ -111,6 +111,17 @@ class FamilyToolBenchmark:
             for split in SPLITS
             for record in records[split]
         ]
+
+    def check_data(self, settings: Any) -> None:
+        """HasDataChecks: the KG of every selected split (or ``--familytool-kg-file``) is read
+        before the first model call, so a bad line stops the run naming file and line instead
+        of failing every case that needs the graph (the fixture reads it lazily)."""
+        options = settings.options_for(self.name, FamilyToolOptions)
+        paths = [options.kg_file] if options.kg_file else [
+            kg_file(settings.data_dir, split) for split in (options.split or SPLITS)
+        ]
+        for path in dict.fromkeys(paths):
+            load_triples(path)
 
     def make_case(self, record: FamilyToolRecord, scenario: str) -> Case:
         return Case(

@@ -17,7 +17,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from pytest_toolbench.benchmarks.dataset_errors import DatasetError
+from pytest_toolbench.benchmarks.dataset_errors import DatasetError, text_lines
+from pytest_toolbench.benchmarks.parsed_files import parsed_once
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -41,16 +42,25 @@ def parse_triple_line(line: str, path: Path | str, line_no: int) -> Triple:
     return (value[0], value[1], value[2])
 
 
-def load_triples(path: Path | str) -> list[Triple]:
+def _parse_triples(path: Path) -> list[Triple]:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: FamilyTool KG file not found")
-    triples: list[Triple] = []
-    with path.open(encoding="utf-8") as handle:
-        for line_no, line in enumerate(handle, start=1):
-            if line.strip():
-                triples.append(parse_triple_line(line, path, line_no))
+    triples = [parse_triple_line(line, path, line_no) for line_no, line in text_lines(path) if line.strip()]
+    if not triples:
+        raise DatasetError(path, "no triples (the FamilyTool KG file is empty)")
     return triples
+
+
+#: Parsed once per process and file version (benchmarks/parsed_files.py): the run checks every
+#: selected KG before the first model call (FamilyToolBenchmark.check_data), the cases read it again.
+_load_triples = parsed_once(_parse_triples)
+
+
+def load_triples(path: Path | str) -> list[Triple]:
+    """Every triple of a KG file, in file order; a bad, non-UTF-8 or empty file raises a one-line
+    :class:`DatasetError` naming file (and line)."""
+    return _load_triples(path)
 
 
 class KnowledgeGraph:

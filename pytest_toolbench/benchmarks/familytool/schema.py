@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from pytest_toolbench.benchmarks.dataset_errors import DatasetError
+from pytest_toolbench.benchmarks.dataset_errors import DatasetError, raise_collected, text_lines
 
 SPLITS = ("b", "e")
 ROLES = ("id", "candidate_tools", "user", "tool_call")
@@ -107,18 +107,35 @@ def _validate(raw: Any, path: Path, line: int, index: int, split: str) -> Family
 
 
 def load_records(path: Path, split: str) -> list[FamilyToolRecord]:
-    """All records of one split file; blank lines are skipped (upstream ``json.loads`` per line)."""
+    """All records of one split file; blank lines are skipped (upstream ``json.loads`` per line).
+
+    A file with no record, a line that is not UTF-8 and two records with one id (the id names
+    the record's sub-KG and memo entries) are refused, each in one line naming file and line."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: FamilyTool data file not found")
     records: list[FamilyToolRecord] = []
-    with path.open(encoding="utf-8") as handle:
-        for line_no, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                raw = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DatasetError(path, f"invalid JSON: {exc.msg}", line=line_no, column=exc.colno) from None
-            records.append(_validate(raw, path, line_no, len(records), split))
+    first_line: dict[str, int] = {}
+    duplicates: list[DatasetError] = []
+    for line_no, line in text_lines(path):
+        if not line.strip():
+            continue
+        try:
+            raw = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DatasetError(path, f"invalid JSON: {exc.msg}", line=line_no, column=exc.colno) from None
+        except RecursionError:
+            raise DatasetError(path, "invalid JSON: nested too deeply", line=line_no) from None
+        record = _validate(raw, path, line_no, len(records), split)
+        if record.id in first_line:
+            duplicates.append(DatasetError(
+                path, f"duplicate id (also line {first_line[record.id]})",
+                index=record.index, record_id=record.id, line=line_no,
+            ))
+        else:
+            first_line[record.id] = line_no
+        records.append(record)
+    raise_collected(duplicates)
+    if not records:
+        raise DatasetError(path, "no records (the FamilyTool data file is empty)")
     return records

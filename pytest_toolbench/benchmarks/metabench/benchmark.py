@@ -119,6 +119,12 @@ class MetaBenchBenchmark:
                                        bundled=True))
         return out
 
+    def check_data(self, settings: RunSettings) -> None:
+        """HasDataChecks: the distractor pool the session's retriever reads
+        (``--metabench-distractors`` or the bundled one), before the first model call."""
+        options = settings.options_for(self.name, MetaBenchOptions)
+        load_distractors(options.distractors or BUNDLED_DIR / DISTRACTOR_FILE)
+
     # --- environment ----------------------------------------------------------------------------
 
     def make_retriever(self, settings: RunSettings, embedders: Embedders) -> MetaBenchRetriever:

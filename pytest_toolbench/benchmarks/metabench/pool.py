@@ -44,12 +44,26 @@ class ToolLibrary:
 
 
 def load_distractors(path: Path) -> list[dict[str, Any]]:
+    """The distractor tools of ``path``; anything that makes the file unusable (missing, not
+    UTF-8, empty, invalid or too deeply nested JSON, not a list of named tools) raises a
+    one-line :class:`DatasetError` naming the file."""
+    path = Path(path)
     try:
-        tools = json.loads(Path(path).read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise DatasetError(path, "distractor tool file does not exist") from None
+    except UnicodeDecodeError as exc:
+        raise DatasetError(path, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except OSError as exc:
+        raise DatasetError(path, f"cannot read the distractor tool file ({exc.strerror or exc})") from None
+    if not text.strip():
+        raise DatasetError(path, "the distractor tool file is empty")
+    try:
+        tools = json.loads(text)
     except json.JSONDecodeError as exc:
         raise DatasetError(path, f"invalid JSON: {exc.msg}", line=exc.lineno, column=exc.colno) from None
+    except RecursionError:
+        raise DatasetError(path, "invalid JSON: nested too deeply") from None
     if not isinstance(tools, list):
         raise DatasetError(path, "distractor file must be a JSON array of tools")
     for i, tool in enumerate(tools):

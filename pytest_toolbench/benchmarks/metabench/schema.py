@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from pytest_toolbench.benchmarks.dataset_errors import DatasetError, describe_validation_error
+from pytest_toolbench.benchmarks.dataset_errors import DatasetError, describe_validation_error, text_lines
 from pytest_toolbench.benchmarks.metabench.fields import (
     CATEGORIES_BY_OPENNESS,
     CLOSED_CALL_CATEGORY,
@@ -198,32 +198,44 @@ def parse_dialogue(raw: Any, path: Path, origin: str, index: int, line: int | No
 
 def _read_json(path: Path) -> Any:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
         raise DatasetError(path, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    if not text.strip():
+        raise DatasetError(path, "the file is empty (no dialogues)")
+    try:
+        return json.loads(text)
     except json.JSONDecodeError as exc:
         raise DatasetError(path, f"invalid JSON: {exc.msg}", line=exc.lineno, column=exc.colno) from None
+    except RecursionError:
+        raise DatasetError(path, "invalid JSON: nested too deeply") from None
 
 
 def _parse_located(path: Path, origin: str) -> list[tuple[Dialogue, dict[str, Any]]]:
     """The file's dialogues with where each came from (for errors found after parsing)."""
     if path.suffix == ".jsonl":
         out: list[tuple[Dialogue, dict[str, Any]]] = []
-        for n, text in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        for n, text in text_lines(path):
             if not text.strip():
                 continue
             try:
                 raw = json.loads(text)
             except json.JSONDecodeError as exc:
                 raise DatasetError(path, f"invalid JSON: {exc.msg}", line=n, column=exc.colno) from None
+            except RecursionError:
+                raise DatasetError(path, "invalid JSON: nested too deeply", line=n) from None
             d = parse_dialogue(raw, path, origin, len(out), line=n)
             out.append((d, {"line": n}))
+        if not out:
+            raise DatasetError(path, "the file is empty (no dialogues)")
         return out
     raw = _read_json(path)
     if isinstance(raw, dict):
         raw = [raw]
     if not isinstance(raw, list):
         raise DatasetError(path, f"top level must be a JSON array of dialogues, got {type(raw).__name__}")
+    if not raw:
+        raise DatasetError(path, "no dialogues (an empty array)")
     return [(parse_dialogue(item, path, origin, i), {"index": i}) for i, item in enumerate(raw)]
 
 

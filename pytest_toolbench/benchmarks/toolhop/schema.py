@@ -211,6 +211,8 @@ def _parse_toolhop_file(path: Path) -> list[ToolHopEntry]:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
         raise DatasetError(path, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    if not text.strip():
+        raise DatasetError(path, "the file is empty (no records)")
     entries: list[ToolHopEntry] = []
     flagged: list[tuple[int, str]] = []
     seen: dict[int, int] = {}
@@ -234,7 +236,11 @@ def _parse_toolhop_file(path: Path) -> list[ToolHopEntry]:
         raise DatasetError(path, f"invalid JSON: {exc.msg}", line=exc.lineno, column=exc.colno) from None
     except NotAJsonArray as exc:
         raise DatasetError(path, f"top level must be a JSON array of records, got {exc.found}") from None
+    except RecursionError:
+        raise DatasetError(path, "invalid JSON: nested too deeply") from None
     raise_collected(errors)
+    if not entries:
+        raise DatasetError(path, "no records (an empty array)")
     _warn_tolerated(path, flagged)
     check_upstream_integrity(path, entries)
     return entries
