@@ -155,6 +155,9 @@ def validate_options(config: pytest.Config) -> None:
         ("--limit", opt("--limit"), lambda v: v >= 1, "must be at least 1"),
         ("--repeats", opt("--repeats"), lambda v: v >= 1, "must be at least 1"),
         ("--sandbox-workers", opt("--sandbox-workers"), lambda v: v >= 1, "must be at least 1"),
+        ("--sandbox-output-cap", opt("--sandbox-output-cap"), lambda v: v >= 1,
+         "must be at least 1 (0 or less would turn the cap off)"),
+        ("--sandbox-memory-mb", opt("--sandbox-memory-mb"), lambda v: v >= 1, "must be at least 1"),
         ("--concurrency", opt("--concurrency"), lambda v: v >= 1, "must be at least 1"),
         ("--max-retries", opt("--max-retries"), lambda v: v >= 0, "must be 0 or more"),
         ("--request-timeout", opt("--request-timeout"), lambda v: v > 0, "must be positive"),
@@ -169,6 +172,24 @@ def validate_options(config: pytest.Config) -> None:
             raise ValueError(f"{flag} {value}: {rule}")
     if opt("--sample-ids") is not None and not _split([opt("--sample-ids")]):
         raise ValueError("--sample-ids: no sample id given")
+    for url in opt("--base-url") or []:
+        check_base_url(url, "--base-url")
+
+
+def check_base_url(url: str, source: str) -> None:
+    """An http(s) URL with a host (and a valid port, if any): one ValueError line otherwise, so a
+    typo is a usage error at configure, not an infrastructure error in every case."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url.strip())
+        parts.port  # noqa: B018 - raises ValueError on a port out of range or not a number
+        ok = parts.scheme in ("http", "https") and bool(parts.hostname) and " " not in url.strip()
+    except ValueError:
+        ok = False
+    if not ok:
+        raise ValueError(f"{source} {url!r}: not an http(s) URL with a host "
+                         "(e.g. http://localhost:8000/v1)")
 
 
 def settings_from_config(config: pytest.Config) -> RunSettings:

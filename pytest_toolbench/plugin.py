@@ -53,7 +53,7 @@ from pytest_toolbench.fileio import atomic_write_bytes, indented_json
 from pytest_toolbench.config import RunSettings
 from pytest_toolbench.models.factory import build_model
 from pytest_toolbench.option_sources import early_value, from_command_line
-from pytest_toolbench.options import add_options, settings_from_config
+from pytest_toolbench.options import add_options, check_base_url, settings_from_config
 from pytest_toolbench.report import progress
 from pytest_toolbench.results.aggregate import RunMetrics, aggregate
 from pytest_toolbench.results.case_result import CaseResult, Outcome
@@ -148,7 +148,13 @@ def pytest_configure(config: pytest.Config) -> None:
         baseline = None
         if not is_worker(config) and settings.baseline_path is not None:
             baseline = load_baseline(settings.baseline_path, settings.gates)
+        if not is_worker(config) and _has_toolbench_tests(config) and not config.option.collectonly:
+            from pytest_toolbench.output_paths import check_run_outputs
+
+            check_run_outputs(config, settings)  # every output writable before any model call
         if not is_worker(config) and settings.resolved_backend == "openai" and _has_toolbench_tests(config):
+            if not settings.base_url and os.environ.get("OPENAI_BASE_URL"):
+                check_base_url(os.environ["OPENAI_BASE_URL"], "$OPENAI_BASE_URL")
             build_model(settings)  # fails fast on a missing key; sends no request
     except ValueError as exc:
         raise pytest.UsageError(f"pytest-toolbench: {exc}") from exc
@@ -170,6 +176,23 @@ def pytest_configure(config: pytest.Config) -> None:
     if not is_worker(config):
         config.pluginmanager.register(ControllerHooks(config), "toolbench-controller")
         _install_sigterm(config)
+
+
+@pytest.hookimpl(tryfirst=True, specname="pytest_configure")
+def pytest_configure_alluredir(config: pytest.Config) -> None:
+    """``--alluredir`` is checked before allure-pytest's own configure creates it (which crashes,
+    exit 3, on a path it cannot make); the other outputs are checked in ``pytest_configure``."""
+    if not is_worker(config) and _has_toolbench_tests(config) and not config.option.collectonly:
+        from pytest_toolbench.output_paths import check_folder
+
+        alluredir = config.getoption("allure_report_dir", None)
+        if alluredir:
+            path = Path(os.path.expanduser(str(alluredir)))
+            try:
+                check_folder(path if path.is_absolute() else
+                             Path(config.invocation_params.dir) / path, "--alluredir")
+            except ValueError as exc:
+                raise pytest.UsageError(f"pytest-toolbench: {exc}") from None
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -620,6 +643,7 @@ class ControllerHooks:
         self.config = config
         self.st = state(config)
         self.gated_failures: set[str] = set()  # node ids --lf/--ff must still see as failed
+        self.session: pytest.Session | None = None  # its exitstatus is final at unconfigure
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> None:
@@ -708,6 +732,7 @@ class ControllerHooks:
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         st = self.st
+        self.session = session
         if st.journal is not None:  # the last group commit: every result is on disk from here
             st.journal.close()
             st.journal = None
@@ -933,13 +958,22 @@ class ControllerHooks:
         from pytest_toolbench.report.terminal import render_gates
 
         st.gates_printed = True
-        status = exit_status(st.verdicts)
+        gates_status = exit_status(st.verdicts)
+        # the status the run really exits with (e.g. 5 when no case ran), not only the gates'
+        status = int(self.session.exitstatus) if self.session is not None else int(gates_status)
         reporter.write_sep("=", "pytest-toolbench gates")
         reporter.write(render_gates(st.verdicts, width=max(40, reporter._tw.fullwidth)))
-        word = "PASSED" if status is ToolbenchExit.OK else "FAILED"
+        word = "PASSED" if gates_status is ToolbenchExit.OK else "FAILED"
+        name = ToolbenchExit(status).name if status in ToolbenchExit._value2member_map_ else "?"
+        if status == gates_status:
+            why = "the exit status is decided by the gates, not by single cases"
+        elif status == ToolbenchExit.NO_CASES:
+            why = "no case ran, so no gate could pass"
+        else:
+            why = (f"not the gates' {int(gates_status)} {gates_status.name}: the run did not "
+                   "finish normally")
         reporter.write_line(
-            f"gates {word} (exit status {int(status)} {status.name}): the exit status is decided "
-            "by the gates, not by single cases"
+            f"gates {word} (exit status {status} {name}): {why}"
             + (" [partial run]" if st.interrupted_by else "")
         )
 

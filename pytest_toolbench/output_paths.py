@@ -1,0 +1,102 @@
+"""Every path a run will write, checked at configure, before any model call (issue 23, item 8).
+
+A report that cannot be written used to fail only after every model call had been paid for, a
+read-only run folder crashed the run (exit 3), and a read-only response cache was silently not
+written. Each is now one line and exit 4 (``pytest.UsageError``) before the first request.
+
+What is checked, per path: the nearest folder that exists (the writers create the missing ones,
+``fileio.atomic_write_bytes``) must be a folder, pass ``os.access(W_OK | X_OK)``, and take a real
+write: a probe file is created there and removed at once. The probe is what catches a read-only
+mount, a full disk's quota or an ACL; ``os.access`` alone is not enough, and for root it says yes
+to any folder, because root bypasses permission bits: for root only a read-only file system (or a
+path under a regular file, or a missing device) fails, the same as the real write would.
+
+A read-only ``--cache-dir`` is an error, not a warning that the cache is off: a run that silently
+re-pays every model call next time is the surprise this check exists to remove; ``--no-cache``
+(or ``--cache-only``, which never writes the cache) is the way to run without writing it.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Iterable
+
+
+def _nearest_existing(path: Path) -> Path:
+    p = path
+    while not (p.exists() or p.is_symlink()):
+        if p.parent == p:
+            break
+        p = p.parent
+    return p
+
+
+def check_folder(path: Path, option: str, *, named: Path | None = None) -> None:
+    """``path`` is (or can be created as) a folder this process can write in; ValueError if not.
+    The message names ``named`` (the file to be written in it), else ``path``."""
+    given = path
+    path = named if named is not None else path
+    if given.exists() and not given.is_dir():
+        raise ValueError(f"{option} {path}: {given} is not a folder")
+    base = _nearest_existing(given)
+    if not base.is_dir():
+        raise ValueError(f"{option} {path}: cannot be created, {base} is not a folder")
+    if not os.access(base, os.W_OK | os.X_OK):
+        raise ValueError(f"{option} {path}: {base} is not writable")
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".toolbench-write-probe-", dir=base)
+    except OSError as exc:
+        raise ValueError(f"{option} {path}: cannot write in {base}: {exc.strerror or exc}") from None
+    os.close(fd)
+    try:
+        os.unlink(probe)
+    except OSError:
+        pass
+
+
+def check_file(path: Path, option: str) -> None:
+    """``path`` is a file this process can (re)write: not a folder, in a writable folder."""
+    if path.is_dir():
+        raise ValueError(f"{option} {path}: is a folder, not a file")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise ValueError(f"{option} {path}: the file is not writable")
+    check_folder(path.parent, option, named=path)
+
+
+def check_output_paths(files: Iterable[tuple[str, Path | None]],
+                       folders: Iterable[tuple[str, Path | None]]) -> None:
+    """Each given (option, path) pair, files then folders; the first problem is a ValueError."""
+    for option, path in files:
+        if path is not None:
+            check_file(Path(path), option)
+    for option, path in folders:
+        if path is not None:
+            check_folder(Path(path), option)
+
+
+def check_run_outputs(config: Any, settings: Any) -> None:
+    """The run's outputs: reports and recordings (files), runs, cache and Allure (folders).
+    ``--junitxml`` is pytest's own option, checked here too since it is written at the end."""
+    base = Path(config.invocation_params.dir)
+
+    def given(option: str, dest: str) -> Path | None:
+        value = config.getoption(dest, None)
+        if not value:
+            return None
+        p = Path(os.path.expanduser(str(value)))
+        return p if p.is_absolute() else base / p
+
+    writes_cache = settings.use_cache and not settings.cache_only
+    check_output_paths(
+        files=[("--toolbench-json", settings.json_path), ("--toolbench-md", settings.md_path),
+               ("--record", settings.record_path), ("--junitxml", given("--junitxml", "xmlpath"))],
+        folders=[("--runs-dir", settings.runs_dir),
+                 ("--cache-dir", settings.cache_dir if writes_cache else None),
+                 ("--alluredir", given("--alluredir", "allure_report_dir")),
+                 ("--allure-html", given("--allure-html", "--allure-html"))],
+    )
+
+
+__all__ = ["check_file", "check_folder", "check_output_paths", "check_run_outputs"]
