@@ -6,10 +6,11 @@ written. Each is now one line and exit 4 (``pytest.UsageError``) before the firs
 
 What is checked, per path: the nearest folder that exists (the writers create the missing ones,
 ``fileio.atomic_write_bytes``) must be a folder, pass ``os.access(W_OK | X_OK)``, and take a real
-write: a probe file is created there and removed at once. The probe is what catches a read-only
-mount, a full disk's quota or an ACL; ``os.access`` alone is not enough, and for root it says yes
-to any folder, because root bypasses permission bits: for root only a read-only file system (or a
-path under a regular file, or a missing device) fails, the same as the real write would.
+write: a probe file of 4 KiB is written there and removed at once, and the file system must have
+``MIN_FREE_BYTES`` free. The probe is what catches a read-only mount, a full disk or quota, or an
+ACL; ``os.access`` alone is not enough, and for root it says yes to any folder, because root
+bypasses permission bits: for root only a read-only file system (or a path under a regular file,
+or a missing device) fails, the same as the real write would.
 
 A read-only ``--cache-dir`` is an error, not a warning that the cache is off: a run that silently
 re-pays every model call next time is the surprise this check exists to remove; ``--no-cache``
@@ -19,9 +20,15 @@ re-pays every model call next time is the surprise this check exists to remove; 
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any, Iterable
+
+
+#: Less free space than this in an output's folder is refused: a report, a journal or a cache
+#: entry would fail part-way through the run (a run's own files are a few MiB at most).
+MIN_FREE_BYTES = 16 * 2**20
 
 
 def _nearest_existing(path: Path) -> Path:
@@ -49,11 +56,23 @@ def check_folder(path: Path, option: str, *, named: Path | None = None) -> None:
         fd, probe = tempfile.mkstemp(prefix=".toolbench-write-probe-", dir=base)
     except OSError as exc:
         raise ValueError(f"{option} {path}: cannot write in {base}: {exc.strerror or exc}") from None
-    os.close(fd)
     try:
-        os.unlink(probe)
+        os.write(fd, b"\0" * 4096)  # a full disk takes an empty file, not a block of data
+    except OSError as exc:
+        raise ValueError(f"{option} {path}: cannot write in {base}: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+        try:
+            os.unlink(probe)
+        except OSError:
+            pass
+    try:
+        free = shutil.disk_usage(base).free
     except OSError:
-        pass
+        return
+    if free < MIN_FREE_BYTES:
+        raise ValueError(f"{option} {path}: only {free // 1024} KiB free in {base} "
+                         f"(at least {MIN_FREE_BYTES // 2**20} MiB needed)")
 
 
 def check_file(path: Path, option: str) -> None:

@@ -139,3 +139,15 @@ def test_check_folder_rejects_a_read_only_folder(tmp_path):
             check_folder(ro / "runs", "--runs-dir")
     finally:
         ro.chmod(0o755)
+
+
+def test_check_folder_rejects_a_disk_without_space(tmp_path, monkeypatch):
+    import shutil
+
+    from pytest_toolbench import output_paths
+
+    monkeypatch.setattr(output_paths.shutil, "disk_usage",
+                        lambda p: shutil._ntuple_diskusage(10**9, 10**9 - 4096, 4096))
+    with pytest.raises(ValueError, match=r"--runs-dir .*: only 4 KiB free in .*MiB needed"):
+        check_folder(tmp_path / "runs", "--runs-dir")
+    assert list(tmp_path.iterdir()) == []  # the probe is gone
