@@ -27,6 +27,7 @@ from pytest_toolbench.benchmarks.metabench.benchmark import METABENCH
 from pytest_toolbench.benchmarks.metabench.options import MetaBenchOptions
 from pytest_toolbench.benchmarks.metabench.pool import load_distractors
 from pytest_toolbench.benchmarks.metabench.schema import load_dialogues
+from pytest_toolbench.benchmarks.toolbehonest.schema import load_toolbehonest_file
 from pytest_toolbench.benchmarks.toolhop.schema import load_toolhop_file
 
 REPO = Path(__file__).resolve().parents[1]
@@ -125,6 +126,18 @@ def test_toolhop_empty_file_names_the_file(tmp_path, content):
         load_toolhop_file(path)
     assert one_line(err.value).startswith(f"{path}: ")
     assert "no records" in str(err.value)
+
+
+# --- ToolBeHonest ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("content,message", [("", "no records"), ("[]", "no records"),
+                                             ("[" * 100_000 + "]" * 100_000, "nested too deeply")])
+def test_toolbehonest_empty_or_deep_file_is_one_line(tmp_path, content, message):
+    path = tmp_path / "test_en.json"
+    path.write_text(content)
+    with pytest.raises(DatasetError, match=message) as err:
+        load_toolbehonest_file(path)
+    assert one_line(err.value).startswith(f"{path}: ")
 
 
 # --- Meta-Bench -------------------------------------------------------------------------------

@@ -141,13 +141,21 @@ def parse_record(raw: Any, path: Path, index: int) -> ToolBHRecord:
 def _parse_toolbehonest_file(path: Path) -> list[ToolBHRecord]:
     """Load a ToolBeHonest JSON list (the real file or a sample in its schema), file order."""
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
         raise DatasetError(path, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    if not text.strip():
+        raise DatasetError(path, "the file is empty (no records)")
+    try:
+        raw = json.loads(text)
     except json.JSONDecodeError as exc:
         raise DatasetError(path, f"invalid JSON: {exc.msg}", line=exc.lineno, column=exc.colno) from None
+    except RecursionError:
+        raise DatasetError(path, "invalid JSON: nested too deeply") from None
     if not isinstance(raw, list):
         raise DatasetError(path, f"top level must be a JSON list of records, got {type(raw).__name__}")
+    if not raw:
+        raise DatasetError(path, "no records (an empty list)")
     records = [parse_record(item, path, i) for i, item in enumerate(raw)]
     flagged = duplicate_warnings(records)
     flagged += [(i, w) for i, r in enumerate(records) for w in r.validation_warnings()]
