@@ -6,8 +6,10 @@ line/column), instead of surfacing later as a confusing KeyError deep inside a r
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -111,6 +113,19 @@ def text_lines(path: Path) -> Iterator[tuple[int, str]]:
         except UnicodeDecodeError as exc:
             raise DatasetError(path, f"not UTF-8 text ({exc.reason} at byte {exc.start} of the line)",
                                line=number) from None
+
+
+def json_value(path: Path, text: str, line: int | None = None) -> Any:
+    """``json.loads(text)`` with a failure as one :class:`DatasetError` naming the place: JSON's
+    own line and column for a whole document, ``line`` (and the column) for one line of a JSONL
+    file; nesting too deep for the decoder (a ``RecursionError``) included."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DatasetError(path, f"invalid JSON: {exc.msg}", line=exc.lineno if line is None else line,
+                           column=exc.colno) from None
+    except RecursionError:
+        raise DatasetError(path, "invalid JSON: nested too deeply", line=line) from None
 
 
 def describe_validation_error(exc: ValidationError, string_fields: tuple[str, ...] = ()) -> str:

@@ -8,14 +8,13 @@ group, then every innermost ``[...]`` with quotes removed, split on ``,`` and st
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from pytest_toolbench.benchmarks.dataset_errors import DatasetError, raise_collected, text_lines
+from pytest_toolbench.benchmarks.dataset_errors import DatasetError, raise_collected, text_lines, json_value
 
 SPLITS = ("b", "e")
 ROLES = ("id", "candidate_tools", "user", "tool_call")
@@ -120,12 +119,7 @@ def load_records(path: Path, split: str) -> list[FamilyToolRecord]:
     for line_no, line in text_lines(path):
         if not line.strip():
             continue
-        try:
-            raw = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DatasetError(path, f"invalid JSON: {exc.msg}", line=line_no, column=exc.colno) from None
-        except RecursionError:
-            raise DatasetError(path, "invalid JSON: nested too deeply", line=line_no) from None
+        raw = json_value(path, line, line=line_no)
         record = _validate(raw, path, line_no, len(records), split)
         if record.id in first_line:
             duplicates.append(DatasetError(

@@ -7,13 +7,12 @@ retrieval targets. A bad file fails with ``<file> record #i (id=...)`` or ``<fil
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from pytest_toolbench.benchmarks.dataset_errors import DatasetError, describe_validation_error, text_lines
+from pytest_toolbench.benchmarks.dataset_errors import DatasetError, describe_validation_error, text_lines, json_value
 from pytest_toolbench.benchmarks.metabench.fields import (
     CATEGORIES_BY_OPENNESS,
     CLOSED_CALL_CATEGORY,
@@ -203,12 +202,7 @@ def _read_json(path: Path) -> Any:
         raise DatasetError(path, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     if not text.strip():
         raise DatasetError(path, "the file is empty (no dialogues)")
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise DatasetError(path, f"invalid JSON: {exc.msg}", line=exc.lineno, column=exc.colno) from None
-    except RecursionError:
-        raise DatasetError(path, "invalid JSON: nested too deeply") from None
+    return json_value(path, text)
 
 
 def _parse_located(path: Path, origin: str) -> list[tuple[Dialogue, dict[str, Any]]]:
@@ -218,12 +212,7 @@ def _parse_located(path: Path, origin: str) -> list[tuple[Dialogue, dict[str, An
         for n, text in text_lines(path):
             if not text.strip():
                 continue
-            try:
-                raw = json.loads(text)
-            except json.JSONDecodeError as exc:
-                raise DatasetError(path, f"invalid JSON: {exc.msg}", line=n, column=exc.colno) from None
-            except RecursionError:
-                raise DatasetError(path, "invalid JSON: nested too deeply", line=n) from None
+            raw = json_value(path, text, line=n)
             d = parse_dialogue(raw, path, origin, len(out), line=n)
             out.append((d, {"line": n}))
         if not out:

@@ -8,7 +8,6 @@ it, so a selection (``-m``, ``--limit``, ``-k``) still names and scores each cas
 
 from __future__ import annotations
 
-import json
 import re
 import warnings
 from pathlib import Path
@@ -17,7 +16,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from pytest_toolbench.benchmarks.data_source import file_sha256
-from pytest_toolbench.benchmarks.dataset_errors import DatasetError, DatasetWarning, describe_validation_error
+from pytest_toolbench.benchmarks.dataset_errors import DatasetError, DatasetWarning, describe_validation_error, json_value
 from pytest_toolbench.benchmarks.parsed_files import parsed_once
 
 #: Upstream ``calculate_metrics.subtask_groups`` (spec §1.3): subtask -> paper scenario.
@@ -146,12 +145,7 @@ def _parse_toolbehonest_file(path: Path) -> list[ToolBHRecord]:
         raise DatasetError(path, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     if not text.strip():
         raise DatasetError(path, "the file is empty (no records)")
-    try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise DatasetError(path, f"invalid JSON: {exc.msg}", line=exc.lineno, column=exc.colno) from None
-    except RecursionError:
-        raise DatasetError(path, "invalid JSON: nested too deeply") from None
+    raw = json_value(path, text)
     if not isinstance(raw, list):
         raise DatasetError(path, f"top level must be a JSON list of records, got {type(raw).__name__}")
     if not raw:
