@@ -26,8 +26,15 @@ from pytest_toolbench.benchmarks.familytool.runner import FamilyToolRunner
 from pytest_toolbench.benchmarks.familytool.tooluse import llama3_json_calls
 from pytest_toolbench.config import RunSettings
 from pytest_toolbench.models.base import CallContext, ChatRequest
-from pytest_toolbench.models.factory import build_model
+from pytest_toolbench.benchmarks import registry as _registry
+from pytest_toolbench.benchmarks.base import run_open_protocols
+from pytest_toolbench.models.factory import build_model as _build_model
 from pytest_toolbench.models.open_protocol import OpenProtocolModel
+
+
+def build_model(settings, **kw):
+    """The factory as the fixtures call it: with the registered benchmarks' open protocols."""
+    return _build_model(settings, open_protocols=run_open_protocols(_registry()), **kw)
 
 TOOLS = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {}}}}]
 

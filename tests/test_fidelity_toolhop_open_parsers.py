@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from pytest_toolbench.models.open_parsers import OpenParseError, deterministic_ids, parse_open_reply
+from pytest_toolbench.benchmarks.toolhop.open_parsers import OpenParseError, deterministic_ids, parse_open_reply
 from shared_data import SHARED_FIDELITY
 
 #: ``../shared/fidelity`` (tests/shared_data.py); ``TOOLBENCH_SHARED_DIR`` names another shared/.

@@ -18,7 +18,7 @@ from pytest_toolbench.report.terminal import error_lines
 from pytest_toolbench.results.aggregate import aggregate
 from pytest_toolbench.results.case_result import CaseResult, Outcome
 from pytest_toolbench.runtime.case_runtime import CaseRuntime
-from pytest_toolbench.runtime.recording import RecordingModel
+from pytest_toolbench.models.recording import RecordingModel
 
 REQUEST = ChatRequest(messages=[{"role": "user", "content": "hi"}])
 

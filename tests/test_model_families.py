@@ -11,9 +11,9 @@ from pytest_toolbench.models.model_families import (
     TEMPLATES_DIR,
     UNKNOWN_FAMILY,
     detect_family,
-    open_series,
     resolve_tool_config,
 )
+from pytest_toolbench.benchmarks.toolhop.open_parsers import open_series
 
 
 def _folder(tmp_path: Path, name: str, config: dict) -> Path:
@@ -163,7 +163,8 @@ def test_open_series_per_family(family: str, series: str | None) -> None:
 
 
 def test_every_family_has_an_open_series_entry() -> None:
-    from pytest_toolbench.models.model_families import FAMILIES, OPEN_SERIES
+    from pytest_toolbench.benchmarks.toolhop.open_parsers import OPEN_SERIES
+    from pytest_toolbench.models.model_families import FAMILIES
 
     assert set(OPEN_SERIES) == set(FAMILIES)
     # the families read with qwen25 are exactly those whose server parser is Hermes

@@ -19,6 +19,8 @@ from fake_openai_server import (
     scripted,
     tool_call,
 )
+from pytest_toolbench.benchmarks import registry
+from pytest_toolbench.benchmarks.base import run_open_protocols
 from pytest_toolbench.config import RunSettings
 from pytest_toolbench.models.base import CallContext, ChatRequest, ModelCallError, Sampling
 from pytest_toolbench.models.cache import CachedModel
@@ -250,13 +252,19 @@ def test_persistent_timeout_kind():
     assert len(server.requests) == 2
 
 
-def test_connection_refused_kind():
+@pytest.mark.parametrize("transport", ["aiohttp", "httpx"])
+def test_connection_refused_kind(transport):
+    """A closed port is "connection refused", in the kind and the words: the SDK's aiohttp
+    transport calls it "Request timed out.", which sent users after --request-timeout."""
     with FakeOpenAIServer(reply(content="x")) as server:
         url = server.base_url
-    model = OpenAIBackend("m", url, "k", timeout_s=2, max_retries=1, backoff_initial_s=0.01)
+    model = OpenAIBackend("m", url, "k", timeout_s=2, max_retries=1, backoff_initial_s=0.01,
+                          http_transport=transport)
     with pytest.raises(ModelCallError) as info:
         run(model, request())
-    assert info.value.kind == "connection"
+    assert info.value.kind == "connection_refused"
+    assert "timed out" not in info.value.message.lower() and url in info.value.message
+    assert "refused" in info.value.message
     assert model.stats.attempts == 2
 
 
@@ -423,7 +431,8 @@ def test_factory_backends(tmp_path, monkeypatch):
 
     vllm = build_model(RunSettings(model="smollm2-135m", backend="vllm", cache_dir=tmp_path),
                        base_url="http://127.0.0.1:41234/v1", served_model="HuggingFaceTB/x",
-                       cache_key_extra={"args": ["--tool-call-parser", "hermes"]})
+                       cache_key_extra={"args": ["--tool-call-parser", "hermes"]},
+                       open_protocols=run_open_protocols(registry()))
     # vLLM defaults to upstream's open protocol: raw text parsed outside the cache (ToolHop §4)
     assert isinstance(vllm, OpenProtocolModel) and vllm.plan.series == "qwen25"
     vllm = vllm.inner

@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from pytest_toolbench.models.open_parsers import (
+from pytest_toolbench.benchmarks.toolhop.open_parsers import (
     OpenParseError,
     deterministic_ids,
     parse_llama31,
@@ -254,7 +254,7 @@ def test_arguments_are_reserialised_as_upstream() -> None:
 
 
 def test_json_repair_is_upstreams_pin() -> None:
-    from pytest_toolbench.models.open_parsers import UPSTREAM_JSON_REPAIR, installed_json_repair
+    from pytest_toolbench.benchmarks.toolhop.open_parsers import UPSTREAM_JSON_REPAIR, installed_json_repair
 
     assert UPSTREAM_JSON_REPAIR == "0.30.2"
     assert installed_json_repair() == UPSTREAM_JSON_REPAIR, "pip install json-repair==0.30.2"
@@ -282,7 +282,7 @@ def _call_deep(frames: int, fn, *args):
 def test_parser_runs_at_upstreams_stack_depth(monkeypatch: pytest.MonkeyPatch) -> None:
     """Upstream's parser is frame 9 of its ThreadPoolExecutor worker thread (5 executor frames,
     sample_process, sample_process_<scenario>, test_open): ours too, whatever the caller's depth."""
-    from pytest_toolbench.models import open_parsers
+    from pytest_toolbench.benchmarks.toolhop import open_parsers
 
     depths = []
 

@@ -24,10 +24,18 @@ from pytest_toolbench.benchmarks.toolhop.schema import load_toolhop_file
 from pytest_toolbench.config import RunSettings
 from pytest_toolbench.models.base import CallContext, ChatRequest, ModelCallError
 from pytest_toolbench.models.cache import CachedModel
-from pytest_toolbench.models.factory import build_model
-from pytest_toolbench.models.open_parsers import deterministic_ids, parse_open_reply
+from pytest_toolbench.benchmarks import registry as _registry
+from pytest_toolbench.benchmarks.base import run_open_protocols
+from pytest_toolbench.models.factory import build_model as _build_model
+from pytest_toolbench.benchmarks.toolhop.open_parsers import deterministic_ids, parse_open_reply
 from pytest_toolbench.models.open_protocol import OpenProtocolModel, plan_open_protocol
+from pytest_toolbench.benchmarks.toolhop.open_parsers import TOOLHOP_OPEN_PARSER
 from pytest_toolbench.results.case_result import Outcome
+
+
+def build_model(settings, **kw):
+    """The factory as the fixtures call it: with the registered benchmarks' open protocols."""
+    return _build_model(settings, open_protocols=run_open_protocols(_registry()), **kw)
 
 BUNDLED = Path(__file__).resolve().parents[1] / "data" / "toolhop" / "ToolHop.json"
 
@@ -218,12 +226,12 @@ def test_vllm_default_is_the_open_protocol_with_the_series_stop_ids(tmp_path):
     ],
 )
 def test_plans(model, backend, family, series, stop):
-    plan = plan_open_protocol(model, backend)
+    plan = plan_open_protocol(model, backend, parser=TOOLHOP_OPEN_PARSER)
     assert (plan.family, plan.series, plan.extra_body.get("stop_token_ids")) == (family, series, stop)
 
 
 def test_no_upstream_parser_passes_through(tmp_path):
-    plan = plan_open_protocol("mistralai/Mistral-7B-Instruct-v0.3", "openai")
+    plan = plan_open_protocol("mistralai/Mistral-7B-Instruct-v0.3", "openai", parser=TOOLHOP_OPEN_PARSER)
     assert plan.describe()["protocol"] == "server-parser"
     request = ChatRequest(messages=[], tools=[{"type": "function", "function": {"name": "f"}}])
     inner = type("Inner", (), {"name": "m"})()

@@ -18,6 +18,7 @@ from pytest_toolbench.benchmarks.dataset_errors import DatasetWarning
 from pytest_toolbench.benchmarks.toolhop.benchmark import TOOLHOP
 from pytest_toolbench.benchmarks.toolhop.options import ToolHopOptions
 from pytest_toolbench.benchmarks.toolhop.prompts import MANDATORY_PROMPT, build_messages
+from pytest_toolbench.benchmarks.toolhop.oracle import toolhop_oracle
 from pytest_toolbench.benchmarks.toolhop.runner import EXECUTION_JOB, ToolHopRunner
 from pytest_toolbench.benchmarks.toolhop.schema import load_toolhop_file, upstream_def_name
 from pytest_toolbench.config import RunSettings
@@ -251,7 +252,7 @@ def test_reply_without_content_or_calls_is_no_answer_as_upstream(records, reply,
 
 def test_stopped_case_says_why_not_ran_out_of_turns(records):
     from pytest_toolbench.models.base import ContextLengthExceeded
-    from pytest_toolbench.models.open_parsers import OpenParseError
+    from pytest_toolbench.benchmarks.toolhop.open_parsers import OpenParseError
 
     first = calls_msg(tool_call("x", "letter_counter", {"text": "Steven"}))
     overflow = ContextLengthExceeded("maximum context length is 2048 tokens")
@@ -456,7 +457,7 @@ def test_make_runner_and_oracle_end_to_end():
             return ChatResponse(message=ctx.oracle(request))
 
     for case in TOOLHOP.load_cases(None, TOOLHOP.scenarios):
-        assert TOOLHOP.oracle_for(case)(ChatRequest(messages=[])) == answer(f"<answer>{case.sample.answer}</answer>")
+        assert toolhop_oracle(case.sample)(ChatRequest(messages=[])) == answer(f"<answer>{case.sample.answer}</answer>")
         result = asyncio.run(runner.run(case, OracleModel([])))
         assert result.outcome is Outcome.PASSED, case.id
 

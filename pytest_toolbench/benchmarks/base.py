@@ -18,6 +18,7 @@ from pydantic import BaseModel
 from pytest_toolbench.benchmarks.data_source import DataSource
 from pytest_toolbench.benchmarks.packed import unpacked
 from pytest_toolbench.models.base import ChatModel
+from pytest_toolbench.models.open_protocol import LEGACY_PROTOCOL, OpenProtocols
 from pytest_toolbench.results.aggregate import ReportTable
 from pytest_toolbench.results.case_result import CaseResult
 from pytest_toolbench.results.metrics import MetricSpec
@@ -29,12 +30,12 @@ class Case:
 
     A slotted dataclass, not a pydantic model: cases are built by the harness from records the
     loader validated, nothing outside sends them in, and every collected case lives for the whole
-    run in every xdist worker; a pydantic model cost ~1.4 KiB a case (its ``__dict__`` and
-    fields-set), this ~0.2 KiB (issue 11). Frozen, because one record's cases share its objects.
+    run in every xdist worker, so it is kept small (no per-instance ``__dict__`` or fields-set).
+    Frozen, because one record's cases share its objects.
     """
 
-    #: Stable, e.g. "toolhop-17-mandatory"; always starts with ``<benchmark>-`` (the model layer
-    #: finds the benchmark's open-model protocol from it, see :func:`open_protocol_of`).
+    #: Stable, e.g. "toolhop-17-mandatory"; always starts with ``<benchmark>-`` (the open
+    #: protocol finds the case's benchmark from it, see :func:`run_open_protocols`).
     id: str
     benchmark: str
     scenario: str
@@ -46,7 +47,7 @@ class Case:
     #: :attr:`sample`, which unpacks.
     stored_sample: Any = None
     #: ``--repeats K``: which run of the case this is (1..K; None without repeats). The id then
-    #: ends in ``-r<repeat>`` (runtime/repeat.py).
+    #: ends in :func:`repeat_suffix` (runtime/repeat.py makes the copies).
     repeat: int | None = None
 
     @property
@@ -59,8 +60,7 @@ class Case:
         """This case holding its record unpacked (itself if it was not packed). The case runtime
         calls it on the thread that submits the case: unpacking in the event loop's thread
         would release the GIL in ``zlib.decompress`` and then wait for pytest's thread to give
-        it back (measured in isolation: 34 us alone, ~650 us beside a busy thread; whole runs at
-        256 in flight show no difference beyond their noise, 7 pairs)."""
+        it back."""
         sample = self.sample
         return self if sample is self.stored_sample else replace(self, stored_sample=sample)
 
@@ -68,6 +68,12 @@ class Case:
         return f"Case({self.id})"
 
     __str__ = __repr__
+
+
+def repeat_suffix(repeat: int) -> str:
+    """What ``--repeats`` appends to the id of run ``repeat`` of a case (and of any pseudo case id
+    a runner derives from it)."""
+    return f"-r{repeat}"
 
 
 @runtime_checkable
@@ -127,8 +133,9 @@ class HasDataChecks(Protocol):
 
 #: How a benchmark's replies travel under ``--decoding open`` (the vLLM default), i.e. raw text
 #: through the chat template (models/open_protocol.py):
-#: ``parsed``: tools rendered with ``tool_choice="none"``; the raw text is parsed by the harness's
-#: open parsers (models/open_parsers.py: parse_qwen25 / parse_llama31, one benchmark's upstream).
+#: ``parsed``: tools rendered with ``tool_choice="none"``; the raw text is parsed by the parser the
+#: benchmark provides as ``open_parser`` (an ``OpenReplyParser``; ToolHop's upstream parse_qwen25 /
+#: parse_llama31 in benchmarks/toolhop/open_parsers.py).
 #: ``text``: the same request, but the raw text reaches the runner untouched (no tool_calls): the
 #: runner parses it with its own upstream parser, or reads plain text (requests without tools).
 #: ``server``: request and reply as the server makes them (its own tool parser).
@@ -136,13 +143,6 @@ OpenProtocolName = Literal["parsed", "text", "server"]
 OPEN_PROTOCOLS: tuple[str, ...] = ("parsed", "text", "server")
 #: A benchmark that declares nothing gets its model's raw text: never another benchmark's parser.
 DEFAULT_OPEN_PROTOCOL: OpenProtocolName = "text"
-
-
-@runtime_checkable
-class HasOpenProtocol(Protocol):
-    """Optional: the open-model protocol the benchmark's runner expects (its spec's upstream)."""
-
-    open_protocol: OpenProtocolName
 
 
 def open_protocol_of(benchmark: object) -> str:
@@ -158,3 +158,24 @@ def benchmark_of_case_id(case_id: str, names: "list[str] | tuple[str, ...]") -> 
     """The benchmark a case id belongs to (``<name>-...``; the longest matching name wins)."""
     found = [n for n in names if case_id.startswith(f"{n}-")]
     return max(found, key=len) if found else None
+
+
+def run_open_protocols(benchmarks: "dict[str, Any]") -> OpenProtocols:
+    """What ``benchmarks`` (name -> Benchmark, e.g. the registry) declare for the open protocol,
+    handed down to the model layer (``build_model(..., open_protocols=...)``): each case id gets
+    its benchmark's protocol (ids that name none keep the legacy ``parsed``), and ``parsed``
+    replies are read by the ``open_parser`` of the benchmark that declares ``parsed``."""
+    protocols = {name: open_protocol_of(bench) for name, bench in benchmarks.items()}
+    parsers = {id(p): p for name, bench in benchmarks.items()
+               if protocols[name] == "parsed" and (p := getattr(bench, "open_parser", None)) is not None}
+    if len(parsers) > 1:
+        raise ValueError("more than one benchmark provides an open_parser; the open protocol's "
+                         "plan (parser series, stop ids) is one per run")
+    names = tuple(protocols)
+
+    def resolve(case_id: str) -> str:
+        name = benchmark_of_case_id(case_id, names)
+        return protocols[name] if name else LEGACY_PROTOCOL
+
+    return OpenProtocols(resolve=resolve, by_benchmark=protocols,
+                         parser=next(iter(parsers.values()), None))

@@ -10,10 +10,9 @@ from urllib.parse import urlparse
 from pytest_toolbench.config import RunSettings
 from pytest_toolbench.models.base import ChatModel
 from pytest_toolbench.models.cache import CachedModel, served_marker
-from pytest_toolbench.benchmarks.base import benchmark_of_case_id, open_protocol_of
 from pytest_toolbench.models.open_protocol import (
-    LEGACY_PROTOCOL,
     OpenProtocolModel,
+    OpenProtocols,
     plan_open_protocol,
 )
 from pytest_toolbench.models.oracle import OracleModel
@@ -45,17 +44,22 @@ def build_model(
     server_pid: int | None = None,
     server_rendezvous: str | Path | None = None,
     server_wait_s: float = 900.0,
+    open_protocols: OpenProtocols | None = None,
 ) -> ChatModel:
     """``base_url``/``served_model``/``cache_key_extra`` come from a managed vLLM server.
     ``sdk_address`` (the run's shared SDK process, models/sdk_process) sends the endpoint's calls
     there; ``processes`` is how many pytest processes share it. ``server_rendezvous``: the managed
     server is not started yet; the first call that misses the cache asks for it there and waits
-    up to ``server_wait_s`` (runtime/lazy_server.py)."""
+    up to ``server_wait_s`` (runtime/lazy_server.py). ``open_protocols``: what the run's
+    benchmarks declared for ``--decoding open`` (benchmarks/base.py ``run_open_protocols``); None:
+    every call ``parsed``, with no parser (the server's)."""
     backend = settings.resolved_backend
     # Upstream's open protocol: raw text through the chat template; which parser reads it is each
-    # benchmark's declared choice (open_protocol.py, benchmarks/base.py).
+    # benchmark's declared choice, handed down in open_protocols (open_protocol.py).
+    protocols = open_protocols or OpenProtocols()
     plan = (
-        plan_open_protocol(served_model or settings.model, backend, cache_key_extra)
+        plan_open_protocol(served_model or settings.model, backend, cache_key_extra,
+                           protocols.parser)
         if settings.open_protocol else None
     )
     extra_body = plan.extra_body if plan else None
@@ -63,8 +67,8 @@ def build_model(
         return OracleModel()
     if backend == "replay":
         return ReplayModel(settings.model[len("replay:"):])
-    # The openai SDK takes ~0.7 s to import: only runs that send a request pay for it (oracle,
-    # replay, --collect-only, --help and a re-run answered from the cache do not; issue 11).
+    # The openai SDK is slow to import: only runs that send a request pay for it (oracle, replay,
+    # --collect-only, --help and a re-run answered from the cache do not).
     from pytest_toolbench.models.openai_backend import OpenAIBackend
 
     if backend == "openai":
@@ -94,7 +98,7 @@ def build_model(
             )
         user_urls = {settings.base_url, *settings.base_urls} - {None}
         # The harness's own server: a fresh port each run (never in the cache key), and nobody
-        # else's load behind a timeout, so a timed-out request is not resent (issue 22).
+        # else's load behind a timeout, so a timed-out request is not resent.
         managed = server_rendezvous is not None or (base_url is not None and base_url not in user_urls)
 
         def vllm_backend(url: str | None, check: Callable[[], str | None] | None) -> ChatModel:
@@ -113,7 +117,7 @@ def build_model(
         include_base_url = not managed
         if server_rendezvous is not None and not base_url:
             from pytest_toolbench.runtime.lazy_server import LazyServerModel
-            from pytest_toolbench.runtime.liveness import dead_server_check
+            from pytest_toolbench.models.liveness import dead_server_check
 
             def connect(answer: dict[str, Any]) -> ChatModel:
                 pid = answer.get("pid")
@@ -138,11 +142,8 @@ def build_model(
             marker=served_marker(settings.cache_dir, settings.model, cache_key_extra or {})
             if backend == "vllm" else None,
         )
-    if plan is not None:
-        protocols = benchmark_open_protocols()
-        model = OpenProtocolModel(  # outside the cache: the cache keeps raw replies
-            model, plan, resolve=open_protocol_resolver(protocols), protocols=protocols
-        )
+    if plan is not None:  # outside the cache: the cache keeps raw replies
+        model = OpenProtocolModel(model, plan, protocols)
     return model
 
 
@@ -154,21 +155,3 @@ def _in_sdk_process(model: ChatModel, sdk_address: dict[str, Any] | None, proces
     from pytest_toolbench.models.sdk_process.client import RemoteBackend
 
     return RemoteBackend(model, sdk_address, processes=processes, server_pid=server_pid)  # type: ignore[arg-type]
-
-
-def benchmark_open_protocols() -> dict[str, str]:
-    """Registered benchmark -> the open-model protocol its runner declared (benchmarks/base.py)."""
-    from pytest_toolbench.benchmarks import registry  # lazy: benchmarks import the model layer
-
-    return {name: open_protocol_of(bench) for name, bench in registry().items()}
-
-
-def open_protocol_resolver(protocols: dict[str, str]) -> Callable[[str], str]:
-    """case id -> its benchmark's protocol; ids that name no benchmark keep the legacy one."""
-    names = tuple(protocols)
-
-    def resolve(case_id: str) -> str:
-        name = benchmark_of_case_id(case_id, names)
-        return protocols[name] if name else LEGACY_PROTOCOL
-
-    return resolve

@@ -165,33 +165,6 @@ def detect_family(model: str | Path, config: dict[str, Any] | None = None) -> st
     return UNKNOWN_FAMILY
 
 
-#: Which of upstream ToolHop's two open-model parsers (``evaluation_open.py --series``) reads a
-#: family's raw replies under the upstream open protocol (``pytest_toolbench.models.open_parsers``).
-#: Upstream has only ``qwen25`` (Hermes ``<tool_call>`` blocks) and ``llama31`` (bare JSON with
-#: ``parameters``). Families that emit Hermes blocks get ``qwen25``: Qwen2/Qwen3 (same format as
-#: Qwen2.5), SmolLM2 and the test model (our templates show them Hermes tools), and unknown
-#: models (the table assumes Hermes for them too). Llama 3.2/3.3 emit 3.1's JSON format. Mistral's
-#: ``[TOOL_CALLS]`` format matches neither, so it has no upstream parser (None: vLLM's parser is
-#: used and the run metadata says so).
-OPEN_SERIES: dict[str, str | None] = {
-    "qwen2": "qwen25",
-    "qwen2.5": "qwen25",
-    "qwen3": "qwen25",
-    "llama3.1": "llama31",
-    "llama3.2": "llama31",
-    "llama3.3": "llama31",
-    "mistral": None,
-    "smollm2": "qwen25",
-    "tiny-random-llama": "qwen25",
-    UNKNOWN_FAMILY: "qwen25",
-}
-
-
-def open_series(family: str) -> str | None:
-    """Upstream parser series for ``family`` (see :data:`OPEN_SERIES`); unknown names: qwen25."""
-    return OPEN_SERIES.get(family, OPEN_SERIES[UNKNOWN_FAMILY])
-
-
 def resolve_tool_config(
     model: str | Path,
     *,

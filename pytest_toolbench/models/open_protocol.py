@@ -12,13 +12,14 @@ equivalent is a chat completion with the tools and ``tool_choice="none"``:
   ``tool_choice == "none"``; the Hermes and Llama-3 JSON parsers are not engine-based), with
   ``skip_special_tokens`` on by default, as upstream decodes.
 
-The raw text is then parsed by :mod:`pytest_toolbench.models.open_parsers`, so the conversation
-holds upstream's assistant message (``{"role", "content", "tool_calls": list | None}``). The
-cache sits *inside* this wrapper: it stores the raw reply, keyed by the shaped request.
+The raw text is then parsed by the parser the benchmark hands down (an :class:`OpenReplyParser`,
+ToolHop's ``benchmarks/toolhop/open_parsers.py``), so the conversation holds upstream's assistant
+message (``{"role", "content", "tool_calls": list | None}``). The cache sits *inside* this
+wrapper: it stores the raw reply, keyed by the shaped request.
 
-Stop ids: on a vLLM backend the series' ids go in the body as ``stop_token_ids``. vLLM also stops
-on the checkpoint's ``generation_config.json`` eos ids, which are the same lists for the
-official Qwen2.5 / Llama-3.1 Instruct checkpoints. Other endpoints get no extra field.
+Stop ids: on a vLLM backend the parser's ids for the series go in the body as ``stop_token_ids``.
+vLLM also stops on the checkpoint's ``generation_config.json`` eos ids, which are the same lists
+for the official Qwen2.5 / Llama-3.1 Instruct checkpoints. Other endpoints get no extra field.
 
 Known difference, in the README: vLLM turns the JSON-string ``arguments`` of earlier tool calls
 into objects before it renders the template. HF ``apply_chat_template`` (upstream) passes the
@@ -26,18 +27,19 @@ string, which Qwen2.5's template then ``tojson``-encodes a second time. Only the
 calls in later turns differs.
 
 Per benchmark: those parsers are ToolHop's upstream only. Each benchmark declares the protocol its
-runner expects (``open_protocol`` on the benchmark, benchmarks/base.py); the wrapper learns the
-benchmark of a call from its case id (``<benchmark>-...``) through the ``resolve`` function the
-factory builds from the registry. ``parsed`` is the behaviour above; ``text`` sends the same
-request but hands the raw text to the runner unparsed (its own upstream parser, or plain text
-for requests without tools); ``server`` passes request and reply through untouched.
+runner expects (``open_protocol`` on the benchmark, benchmarks/base.py); the benchmark layer hands
+the run's declarations down as :class:`OpenProtocols` (which protocol a call's case id gets, and
+the parser of ``parsed``), so this layer names no benchmark. ``parsed`` is the behaviour above;
+``text`` sends the same request but hands the raw text to the runner unparsed (its own upstream
+parser, or plain text for requests without tools); ``server`` passes request and reply through
+untouched.
 """
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 from pytest_toolbench.models.base import (
     CallContext,
@@ -46,12 +48,7 @@ from pytest_toolbench.models.base import (
     ChatResponse,
     ModelCallError,
 )
-from pytest_toolbench.models.model_families import detect_family, open_series
-from pytest_toolbench.models.open_parsers import (
-    STOP_TOKEN_IDS,
-    deterministic_ids,
-    parse_open_reply,
-)
+from pytest_toolbench.models.model_families import detect_family
 from pytest_toolbench.models.parse_check import detect_parse_failure
 
 log = logging.getLogger(__name__)
@@ -61,6 +58,40 @@ class OpenProtocolResponse(ChatResponse):
     """A parsed reply that also carries the raw text upstream's parser read."""
 
     raw_text: str = ""
+
+
+class OpenReplyParser(Protocol):
+    """The hook a benchmark provides for the ``parsed`` protocol: its upstream's own reply parsers."""
+
+    def series_for(self, family: str) -> str | None:
+        """The parser series for a model family; None: none fits (the server's parser is used)."""
+        ...
+
+    def stop_token_ids(self, family: str, series: str) -> tuple[int, ...] | None:
+        """The stop ids upstream generates with for ``series`` (None: send none)."""
+        ...
+
+    def parse(self, series: str, text: str, call_seed: str) -> dict[str, Any]:
+        """Upstream's assistant message for the raw ``text`` (call ids derived from ``call_seed``,
+        so requests stay cacheable); may raise a ModelCallError where upstream's parser fails."""
+        ...
+
+
+#: Calls whose case id names no benchmark (library use, direct tests) keep the original behaviour.
+LEGACY_PROTOCOL = "parsed"
+
+
+@dataclass(frozen=True)
+class OpenProtocols:
+    """What the run's benchmarks declared for the open protocol, handed down by the benchmark
+    layer (``benchmarks/base.py``, :func:`~pytest_toolbench.benchmarks.base.run_open_protocols`)."""
+
+    #: case id -> the protocol its benchmark declared (parsed / text / server).
+    resolve: Callable[[str], str] = lambda case_id: LEGACY_PROTOCOL
+    #: benchmark -> protocol, for the run metadata.
+    by_benchmark: dict[str, str] = field(default_factory=dict)
+    #: The parser of the ``parsed`` protocol (None: no benchmark provides one).
+    parser: OpenReplyParser | None = None
 
 
 @dataclass(frozen=True)
@@ -82,20 +113,23 @@ class OpenProtocolPlan:
 
 
 def plan_open_protocol(
-    model: str, backend: str, server_describe: dict[str, Any] | None = None
+    model: str, backend: str, server_describe: dict[str, Any] | None = None,
+    parser: OpenReplyParser | None = None,
 ) -> OpenProtocolPlan:
-    """The plan for ``model``: the managed server's family when there is one, else by name."""
+    """The plan for ``model``: the managed server's family when there is one, else by name;
+    ``parser`` is the ``parsed`` protocol's (:class:`OpenProtocols`)."""
     family = (server_describe or {}).get("family") or detect_family(model)
-    series = open_series(family)
+    series = parser.series_for(family) if parser is not None else None
     if series is None:
         log.warning(
             "no upstream open-model parser fits the %s family; its replies are parsed by the "
             "server's tool parser (recorded in the run metadata)", family,
         )
     extra_body: dict[str, Any] = {}
-    if series and backend == "vllm" and family in ("qwen2.5", "llama3.1"):
-        # Only where the tokenizer is known to be the one upstream's ids belong to.
-        extra_body["stop_token_ids"] = list(STOP_TOKEN_IDS[series])
+    if series and backend == "vllm" and parser is not None:
+        stop_ids = parser.stop_token_ids(family, series)
+        if stop_ids:
+            extra_body["stop_token_ids"] = list(stop_ids)
     return OpenProtocolPlan(family=family, series=series, extra_body=extra_body)
 
 
@@ -107,25 +141,20 @@ def _text(content: Any) -> str:
     return ""  # None: upstream would decode an empty generation to ""
 
 
-#: Calls whose case id names no benchmark (library use, direct tests) keep the original behaviour.
-LEGACY_PROTOCOL = "parsed"
-
-
 class OpenProtocolModel:
     """Wraps the (cached) endpoint model: shapes requests, parses raw replies as upstream.
 
-    ``resolve`` maps a case id to the protocol its benchmark declared (parsed / text / server);
-    without one every call is ``parsed``."""
+    ``protocols`` says which protocol a call's case id gets and which parser reads ``parsed``
+    replies; without it every call is ``parsed``."""
 
-    def __init__(
-        self, inner: ChatModel, plan: OpenProtocolPlan,
-        resolve: Callable[[str], str] | None = None, protocols: dict[str, str] | None = None,
-    ):
+    def __init__(self, inner: ChatModel, plan: OpenProtocolPlan, protocols: OpenProtocols | None = None):
+        protocols = protocols or OpenProtocols()
         self.inner = inner
         self.plan = plan
         self.name = inner.name
-        self.resolve = resolve or (lambda case_id: LEGACY_PROTOCOL)
-        self.protocols = dict(protocols or {})  # benchmark -> protocol, for describe()
+        self.resolve = protocols.resolve
+        self.parser = protocols.parser
+        self.protocols = dict(protocols.by_benchmark)  # benchmark -> protocol, for describe()
 
     def shape(self, request: ChatRequest, protocol: str = LEGACY_PROTOCOL) -> ChatRequest:
         """Tools stay in the prompt; ``tool_choice="none"`` keeps the server's parser off."""
@@ -159,9 +188,8 @@ class OpenProtocolModel:
             return OpenProtocolResponse(**dumped, raw_text=_text(response.message.get("content")))
         self._refuse_structured(response, ctx)
         raw = _text(response.message.get("content"))
-        message = parse_open_reply(
-            self.plan.series, raw, deterministic_ids(f"{ctx.case_id}|{ctx.turn}")
-        )
+        assert self.parser is not None  # a plan has a series only from a parser
+        message = self.parser.parse(self.plan.series, raw, f"{ctx.case_id}|{ctx.turn}")
         failure = detect_parse_failure(
             message if message.get("tool_calls") else {"role": "assistant", "content": raw}
         )
@@ -180,6 +208,6 @@ class OpenProtocolModel:
         return out
 
     def __getattr__(self, item: str) -> Any:  # stats, cache counters... of the wrapped model
-        if item in ("inner", "plan", "resolve", "protocols"):
+        if item in ("inner", "plan", "resolve", "parser", "protocols"):
             raise AttributeError(item)
         return getattr(self.inner, item)

@@ -1,29 +1,6 @@
-"""Is the run's model server still alive? (No pytest import: the SDK process uses it too.)"""
+"""Moved to :mod:`pytest_toolbench.models.liveness` (the model layer checks its own server); kept
+for the SDK process's imports until they name the new place."""
 
-from __future__ import annotations
+from pytest_toolbench.models.liveness import dead_server_check, process_alive
 
-from typing import Any, Callable
-
-import psutil
-
-
-def process_alive(pid: int) -> bool:
-    """True while the process runs (a zombie awaiting its parent's wait() counts as dead)."""
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
-
-
-def dead_server_check(info: dict[str, Any] | None) -> Callable[[], str | None] | None:
-    """A callable the backend consults before retrying: a message if the server is gone."""
-    if not info or not info.get("pid"):
-        return None
-    pid = int(info["pid"])
-
-    def check() -> str | None:
-        if process_alive(pid):
-            return None
-        return f"the vLLM server (pid {pid}) is no longer running; see its log in the run folder"
-
-    return check
+__all__ = ["dead_server_check", "process_alive"]

@@ -12,16 +12,12 @@ from __future__ import annotations
 import contextvars
 import dataclasses
 
-from pytest_toolbench.benchmarks.base import Case
+from pytest_toolbench.benchmarks.base import Case, repeat_suffix
 
 #: The repeat index (1-based) of the case this asyncio task runs; None outside ``--repeats``.
 CURRENT_REPEAT: contextvars.ContextVar[int | None] = contextvars.ContextVar(
     "toolbench_repeat", default=None
 )
-
-
-def repeat_suffix(repeat: int) -> str:
-    return f"-r{repeat}"
 
 
 def expand_repeats(cases: list[Case], repeats: int) -> list[Case]:

@@ -1,4 +1,4 @@
-"""FamilyTool as the harness sees it: cases, metrics, labels, report tables, runner and oracle.
+"""FamilyTool as the harness sees it: cases, metrics, labels, report tables and runner.
 
 One case per record x scenario. Scenarios: ``extract-gs``/``extract-rr`` (KG extraction with
 Greedy Search / Relation Retrieval, paper Tables 3 and 6) and ``tooluse-golden``/``tooluse-gs``/
@@ -11,15 +11,13 @@ from __future__ import annotations
 
 from collections import defaultdict
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from pytest_toolbench.benchmarks.base import Case
 from pytest_toolbench.benchmarks.data_source import BUNDLED_DATA_DIR, DataSource, is_within
 from pytest_toolbench.benchmarks.familytool.kg import KnowledgeGraph, load_triples
 from pytest_toolbench.benchmarks.familytool.options import FamilyToolOptions
-from pytest_toolbench.benchmarks.familytool.oracle import familytool_oracle
 from pytest_toolbench.benchmarks.familytool.schema import SPLITS, FamilyToolRecord, load_records
-from pytest_toolbench.models.base import ChatRequest
 from pytest_toolbench.results.aggregate import ReportTable
 from pytest_toolbench.results.case_result import CaseResult
 from pytest_toolbench.results.metrics import MetricSpec
@@ -133,8 +131,6 @@ class FamilyToolBenchmark:
             stored_sample=record,
         )
 
-    def oracle_for(self, case: Case) -> Callable[[ChatRequest], dict[str, Any]]:
-        return familytool_oracle(case.sample)
 
     def data_sources(self, data_dir: Path | None) -> list[DataSource]:
         """Provenance (HasDataSources): each split's records and KG (records = non-blank lines)."""
@@ -223,4 +219,3 @@ class FamilyToolBenchmark:
 
 
 FAMILYTOOL = FamilyToolBenchmark()
-oracle_for = FAMILYTOOL.oracle_for

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from pytest_toolbench.benchmarks.base import Case
+from pytest_toolbench.benchmarks.base import Case, repeat_suffix
 from pytest_toolbench.benchmarks.familytool.extraction import Extraction, extract, substitute
 from pytest_toolbench.benchmarks.familytool.kg import KnowledgeGraph
 from pytest_toolbench.benchmarks.familytool.memo import ExtractionMemo, memo_key
@@ -51,8 +51,7 @@ from pytest_toolbench.models.base import (
 )
 from pytest_toolbench.models.model_families import detect_family
 from pytest_toolbench.results.case_result import CaseResult, InfraError, Outcome
-from pytest_toolbench.runtime.recording import RecordingModel
-from pytest_toolbench.runtime.repeat import repeat_suffix
+from pytest_toolbench.models.recording import RecordingModel
 
 BENCHMARK = "familytool"
 #: ``SamplingParams(repetition_penalty=1.05)`` of upstream's local extraction and of UnifiedToolHub's

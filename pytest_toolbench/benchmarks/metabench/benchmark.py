@@ -1,15 +1,14 @@
-"""Meta-Bench as the harness sees it: cases, metrics, labels, runner, oracle and report tables."""
+"""Meta-Bench as the harness sees it: cases, metrics, labels, runner and report tables."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING
 
 from pytest_toolbench.benchmarks.base import Case
 from pytest_toolbench.benchmarks.data_source import BUNDLED_DATA_DIR, DataSource
 from pytest_toolbench.benchmarks.metabench.fields import CLOSED_CALL_CATEGORY
 from pytest_toolbench.benchmarks.metabench.options import MetaBenchOptions
-from pytest_toolbench.benchmarks.metabench.oracle import metabench_oracle
 from pytest_toolbench.benchmarks.metabench.pool import DISTRACTOR_FILE, build_library, load_distractors
 from pytest_toolbench.benchmarks.metabench.schema import (
     Dialogue,
@@ -20,7 +19,6 @@ from pytest_toolbench.benchmarks.metabench.schema import (
 )
 from pytest_toolbench.benchmarks.metabench import tables
 from pytest_toolbench.config import RunSettings
-from pytest_toolbench.models.base import ChatRequest
 from pytest_toolbench.results.aggregate import ReportTable
 from pytest_toolbench.results.case_result import CaseResult
 from pytest_toolbench.results.metrics import MetricSpec
@@ -143,9 +141,6 @@ class MetaBenchBenchmark:
 
         return MetaBenchRunner(retriever, settings.options_for(self.name, MetaBenchOptions), settings.sampling)
 
-    def oracle_for(self, case: Case) -> Callable[[ChatRequest], dict[str, Any]]:
-        judged: JudgedTurn = case.sample
-        return metabench_oracle(judged.dialogue, judged.turn)
 
     def report_tables(self, results: list[CaseResult]) -> list[ReportTable]:
         return tables.report_tables(results)
@@ -156,4 +151,3 @@ METABENCH = MetaBenchBenchmark()
 #: Module-level spellings used by fixtures (fixtures/metabench.py).
 make_runner = METABENCH.make_runner
 make_retriever = METABENCH.make_retriever
-oracle_for = METABENCH.oracle_for

@@ -1,4 +1,4 @@
-"""ToolBeHonest as the harness sees it: cases, metrics, labels, runner, oracle and tables.
+"""ToolBeHonest as the harness sees it: cases, metrics, labels, runner and tables.
 
 Cases: every record x level (L1 detecting, L2 planning, L3 diagnosing) x variant (solvable,
 unsolvable), in upstream's order (subtask by first appearance, file order, L1->L3, solvable
@@ -13,13 +13,11 @@ labels with their own markers: ``level(n=1)``, ``subtask(name='os')``, ``solvabl
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable
 
 from pytest_toolbench.benchmarks.base import Case
 from pytest_toolbench.benchmarks.data_source import BUNDLED_DATA_DIR, DataSource, is_within
 from pytest_toolbench.benchmarks.toolbehonest import report
 from pytest_toolbench.benchmarks.toolbehonest.options import ToolBeHonestOptions
-from pytest_toolbench.benchmarks.toolbehonest.oracle import toolbehonest_oracle
 from pytest_toolbench.benchmarks.toolbehonest.prompts import LEVELS
 from pytest_toolbench.benchmarks.toolbehonest.runner import ToolBeHonestRunner, upstream_sampling
 from pytest_toolbench.benchmarks.toolbehonest.schema import (
@@ -31,7 +29,6 @@ from pytest_toolbench.benchmarks.toolbehonest.schema import (
 )
 from pytest_toolbench.benchmarks.toolbehonest.scoring import ToolMatcher
 from pytest_toolbench.config import RunSettings
-from pytest_toolbench.models.base import ChatRequest
 from pytest_toolbench.results.aggregate import ReportTable
 from pytest_toolbench.results.case_result import CaseResult
 from pytest_toolbench.results.metrics import MetricSpec
@@ -123,10 +120,6 @@ class ToolBeHonestBenchmark:
         sampling = upstream_sampling(settings.resolved_backend, options, base)
         return ToolBeHonestRunner(options, sampling, matcher)
 
-    def oracle_for(self, case: Case) -> Callable[[ChatRequest], dict[str, Any]]:
-        return toolbehonest_oracle(
-            case.sample, int(case.labels["level"]), bool(case.labels["solvable"])
-        )
 
     def report_tables(self, results: list[CaseResult]) -> list[ReportTable]:
         return report.report_tables(results)
@@ -134,6 +127,5 @@ class ToolBeHonestBenchmark:
 
 TOOLBEHONEST = ToolBeHonestBenchmark()
 
-#: Module-level spellings used by fixtures (fixtures/toolbehonest.py) and the oracle backend.
+#: Module-level spelling used by fixtures (fixtures/toolbehonest.py).
 make_runner = TOOLBEHONEST.make_runner
-oracle_for = TOOLBEHONEST.oracle_for

@@ -1,14 +1,13 @@
-"""ToolHop as the harness sees it: cases, metrics, labels, runner and oracle (Benchmark protocol)."""
+"""ToolHop as the harness sees it: cases, metrics, labels and runner (Benchmark protocol)."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable
 
 from pytest_toolbench.benchmarks.base import Case
 from pytest_toolbench.benchmarks.data_source import BUNDLED_DATA_DIR, DataSource, is_within
+from pytest_toolbench.benchmarks.toolhop.open_parsers import TOOLHOP_OPEN_PARSER
 from pytest_toolbench.benchmarks.toolhop.options import ToolHopOptions
-from pytest_toolbench.benchmarks.toolhop.oracle import toolhop_oracle
 from pytest_toolbench.benchmarks.toolhop.prompts import SCENARIOS
 from pytest_toolbench.benchmarks.toolhop.runner import ToolHopRunner, ToolSandboxLike
 from pytest_toolbench.benchmarks.toolhop.schema import (
@@ -18,7 +17,6 @@ from pytest_toolbench.benchmarks.toolhop.schema import (
     load_toolhop_entries,
 )
 from pytest_toolbench.config import RunSettings
-from pytest_toolbench.models.base import ChatRequest
 from pytest_toolbench.results.metrics import MetricSpec
 
 #: The bundled sample lives at <repo>/data/toolhop (used when no --data-dir is given).
@@ -31,6 +29,7 @@ class ToolHopBenchmark:
     options_model = ToolHopOptions
     #: --decoding open: evaluation_open.py's parse_qwen25 / parse_llama31 read the raw text (spec §4).
     open_protocol = "parsed"
+    open_parser = TOOLHOP_OPEN_PARSER
     scenarios: tuple[str, ...] = SCENARIOS
     metrics: tuple[MetricSpec, ...] = (
         MetricSpec(
@@ -95,12 +94,9 @@ class ToolHopBenchmark:
     def make_runner(self, settings: RunSettings, sandbox: ToolSandboxLike) -> ToolHopRunner:
         return ToolHopRunner(sandbox, settings.options_for(self.name, ToolHopOptions), settings.sampling)
 
-    def oracle_for(self, case: Case) -> Callable[[ChatRequest], dict[str, Any]]:
-        return toolhop_oracle(case.sample)
 
 
 TOOLHOP = ToolHopBenchmark()
 
-#: Module-level spellings used by fixtures (fixtures/toolhop.py) and the oracle backend.
+#: Module-level spelling used by fixtures (fixtures/toolhop.py).
 make_runner = TOOLHOP.make_runner
-oracle_for = TOOLHOP.oracle_for

@@ -58,7 +58,7 @@ from pytest_toolbench.benchmarks.toolhop.scoring import (
     strict_answer_correct,
     upstream_answer_correct,
 )
-from pytest_toolbench.models.open_parsers import OpenParseError
+from pytest_toolbench.benchmarks.toolhop.open_parsers import OpenParseError
 from pytest_toolbench.models.base import (
     CallContext,
     ChatModel,

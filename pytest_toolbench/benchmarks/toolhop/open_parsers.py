@@ -1,5 +1,9 @@
 """Upstream's open-model reply parsers, ``parse_qwen25`` and ``parse_llama31`` (ToolHop spec §4).
 
+ToolHop's protocol choice, provided to the model layer's open protocol
+(``pytest_toolbench.models.open_protocol``) as :data:`TOOLHOP_OPEN_PARSER`, the hook a benchmark
+that declares ``open_protocol = "parsed"`` hands down.
+
 ToolHop's ``evaluation_open.py`` does not use a server-side tool parser. It renders the chat
 template with the tools, generates greedily, decodes with ``skip_special_tokens=True`` and hands
 the raw text to one of two hand-written parsers. These functions do the same thing, quirks
@@ -63,6 +67,7 @@ from typing import Any, Callable, Literal
 import json_repair
 
 from pytest_toolbench.models.base import ModelCallError
+from pytest_toolbench.models.model_families import UNKNOWN_FAMILY
 
 log = logging.getLogger(__name__)
 
@@ -265,3 +270,50 @@ def parse_open_reply(series: str, text: str, new_id: Callable[[], str]) -> dict[
         raise worker.error
     assert worker.result is not None
     return worker.result
+
+
+#: Which of upstream ToolHop's two open-model parsers (``evaluation_open.py --series``) reads a
+#: family's raw replies under the upstream open protocol (this module).
+#: Upstream has only ``qwen25`` (Hermes ``<tool_call>`` blocks) and ``llama31`` (bare JSON with
+#: ``parameters``). Families that emit Hermes blocks get ``qwen25``: Qwen2/Qwen3 (same format as
+#: Qwen2.5), SmolLM2 and the test model (our templates show them Hermes tools), and unknown
+#: models (the table assumes Hermes for them too). Llama 3.2/3.3 emit 3.1's JSON format. Mistral's
+#: ``[TOOL_CALLS]`` format matches neither, so it has no upstream parser (None: vLLM's parser is
+#: used and the run metadata says so).
+OPEN_SERIES: dict[str, str | None] = {
+    "qwen2": "qwen25",
+    "qwen2.5": "qwen25",
+    "qwen3": "qwen25",
+    "llama3.1": "llama31",
+    "llama3.2": "llama31",
+    "llama3.3": "llama31",
+    "mistral": None,
+    "smollm2": "qwen25",
+    "tiny-random-llama": "qwen25",
+    UNKNOWN_FAMILY: "qwen25",
+}
+
+
+def open_series(family: str) -> str | None:
+    """Upstream parser series for ``family`` (see :data:`OPEN_SERIES`); unknown names: qwen25."""
+    return OPEN_SERIES.get(family, OPEN_SERIES[UNKNOWN_FAMILY])
+
+
+class ToolHopOpenParser:
+    """ToolHop's upstream parsers as the model layer's ``OpenReplyParser`` hook: which series reads
+    a family's replies, the stop ids upstream generates with, and the parse itself."""
+
+    def series_for(self, family: str) -> str | None:
+        return open_series(family)
+
+    def stop_token_ids(self, family: str, series: str) -> tuple[int, ...] | None:
+        """``get_params(series)``'s eos ids, only where the tokenizer is known to be the one
+        upstream's ids belong to (the official Qwen2.5 / Llama-3.1 checkpoints)."""
+        return STOP_TOKEN_IDS[series] if family in ("qwen2.5", "llama3.1") else None
+
+    def parse(self, series: str, text: str, call_seed: str) -> dict[str, Any]:
+        """The assistant message upstream's parser makes of ``text``; call ids from ``call_seed``."""
+        return parse_open_reply(series, text, deterministic_ids(call_seed))
+
+
+TOOLHOP_OPEN_PARSER = ToolHopOpenParser()
