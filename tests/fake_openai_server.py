@@ -17,6 +17,9 @@ be a ``str``/``bytes`` to send raw (malformed replies). Builders:
 - :func:`fail_then`: fail N times (default: 429 with ``Retry-After``), then delegate;
 - :func:`delayed`: sleep before delegating (simulates a slow model or a timeout).
 
+``port`` (default: a free one) fixes the port, e.g. to start a server where one was refused;
+``ssl_context`` serves HTTPS (``base_url`` then starts with ``https://``).
+
 The server records ``requests`` (parsed bodies), ``arrivals`` (``time.monotonic()`` per request)
 and ``max_in_flight`` (most chat requests handled at the same time).
 """
@@ -28,7 +31,10 @@ import threading
 import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
+
+if TYPE_CHECKING:
+    import ssl
 
 HandlerResult = tuple[int, dict[str, str], Any]
 Handler = Callable[[dict[str, Any], int], HandlerResult]
@@ -137,8 +143,11 @@ class _Server(ThreadingHTTPServer):
 class FakeOpenAIServer:
     """Context manager running the server on 127.0.0.1 (free port) in a background thread."""
 
-    def __init__(self, handler: Handler, *, model_id: str = "fake-model"):
+    def __init__(self, handler: Handler, *, model_id: str = "fake-model", port: int = 0,
+                 ssl_context: "ssl.SSLContext | None" = None):
         self.handler = handler
+        self.port = port
+        self.ssl_context = ssl_context
         self.model_id = model_id
         self.requests: list[dict[str, Any]] = []
         #: Each chat request's HTTP headers, names lower-cased (in arrival order, as ``requests``).
@@ -154,10 +163,12 @@ class FakeOpenAIServer:
     def base_url(self) -> str:
         assert self._httpd is not None, "server not started"
         host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}/v1"
+        return f"{'https' if self.ssl_context else 'http'}://{host}:{port}/v1"
 
     def __enter__(self) -> "FakeOpenAIServer":
-        self._httpd = _Server(("127.0.0.1", 0), self._request_handler_class())
+        self._httpd = _Server(("127.0.0.1", self.port), self._request_handler_class())
+        if self.ssl_context is not None:
+            self._httpd.socket = self.ssl_context.wrap_socket(self._httpd.socket, server_side=True)
         self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.02,), daemon=True)
         self._thread.start()
         return self

@@ -11,6 +11,7 @@ import asyncio
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -39,6 +40,7 @@ from pytest_toolbench.models.base import (
 )
 from pytest_toolbench.models.call_log import CURRENT_CALL_LOG, CaseCallLog
 from pytest_toolbench.models.openai_backend import OpenAIBackend
+from pytest_toolbench.models.reachability import EndpointUnreachable
 from pytest_toolbench.models.sdk_process.client import RemoteBackend, SdkProcess
 from pytest_toolbench.models.sdk_process.protocol import decode_error, encode_error
 
@@ -179,6 +181,32 @@ def test_several_endpoints_route_in_the_sdk_process_and_count_per_case(sdk: SdkP
     assert model.describe() == local.describe()  # the cache key's input is unchanged
 
 
+def test_an_unreachable_endpoint_is_given_up_once_for_every_process_sharing_it(sdk: SdkProcess) -> None:
+    """Two pytest processes (xdist workers) on one SDK process and a port nothing listens on:
+    the verdict comes once, within the bound, and the other process's calls fail at once with
+    the same line, without a request."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{probe.getsockname()[1]}/v1"
+    options = dict(max_retries=6, backoff_initial_s=0.1, backoff_max_s=0.5, unreachable_after_s=1.0)
+    request = ChatRequest(messages=[{"role": "user", "content": "hi"}])
+    started = time.monotonic()
+    first, _ = call(RemoteBackend(local_backend([url], **options), sdk.address()), request)
+    given_up_after = time.monotonic() - started
+    started = time.monotonic()
+    other = RemoteBackend(local_backend([url], **options), sdk.address())
+    second, _ = call(other, request)
+    third, _ = call(other, request)  # known in this process now: no round trip at all
+    at_once = time.monotonic() - started
+    assert isinstance(first, EndpointUnreachable) and first.kind == "connection_refused", first
+    assert url in first.message and "timed out" not in first.message.lower()
+    assert 1.0 <= given_up_after < 3.0, given_up_after
+    for later in (second, third):
+        assert isinstance(later, EndpointUnreachable), later
+        assert (later.kind, later.message, later.attempts) == (first.kind, first.message, 0)
+    assert at_once < 1.0, at_once
+
+
 def test_a_cancelled_call_is_cancelled_in_the_sdk_process_too(sdk: SdkProcess) -> None:
     with FakeOpenAIServer(delayed(0.5, reply("slow"), only_first=1)) as server:
         model = RemoteBackend(local_backend([server.base_url]), sdk.address())
@@ -274,10 +302,12 @@ def test_stop_ends_the_process_and_removes_its_files() -> None:
 
 # ----------------------------------------------------------------------------- protocol
 @pytest.mark.parametrize("error", [
-    ModelCallError("http_500", "m"), LostTurn("http_429", "lost"), ContextLengthExceeded("too long")])
+    ModelCallError("http_500", "m"), LostTurn("http_429", "lost"), ContextLengthExceeded("too long"),
+    EndpointUnreachable("connection_refused", "endpoint u unreachable: x", attempts=3, hint="c | try: o")])
 def test_errors_keep_their_class_kind_and_message(error: ModelCallError) -> None:
     back = decode_error(encode_error(error))
     assert (type(back), back.kind, back.message) == (type(error), error.kind, error.message)
+    assert (back.attempts, back.hint) == (error.attempts, error.hint)
 
 
 def test_a_harness_bug_in_the_sdk_process_is_an_error_of_its_own_kind() -> None:

@@ -15,6 +15,11 @@ infrastructure error, apart from wrong answers.
 ``--base-url``): it serves this run alone, so a timed-out greedy request would take as long again
 at the same settings; the call fails at once, saying which option would help (issue 22).
 
+An endpoint that has not answered once since the run began and fails every attempt at the
+transport (refused, DNS, TLS, timeouts) is given up after ``unreachable_after_s``: that call and
+every later one fail at once with one line naming the URL and the cause (models/reachability.py).
+An endpoint that answered once keeps the retries above for every later fault.
+
 ``upstream_lost_turns`` reproduces upstream's closed script instead (spec §4): an HTTP error or an
 unreadable reply is not retried (upstream only retries exceptions, and an error body just fails on
 ``['choices']``), and the call raises :class:`LostTurn` so the runner lets it consume its turn.
@@ -48,6 +53,13 @@ from pytest_toolbench.models.call_log import current_call_log
 from pytest_toolbench.models.endpoint_pool import EndpointPool
 from pytest_toolbench.models.meter import REQUEST_METER
 from pytest_toolbench.models.parse_check import detect_parse_failure
+from pytest_toolbench.models.reachability import (
+    DEFAULT_UNREACHABLE_AFTER_S,
+    EndpointUnreachable,
+    Reachability,
+    transport_failure_detail,
+    transport_failure_kind,
+)
 from pytest_toolbench.results.infra_errors import encode_hint, kind_hint, timeout_hint
 
 if TYPE_CHECKING:
@@ -85,36 +97,28 @@ class BackendStats:
         }
 
 
+#: Kinds of a request that never got an HTTP reply (models/reachability.py): the error message
+#: quotes the cause found down the exception chain, not the SDK's generic words.
+TRANSPORT_KINDS = frozenset({"connection_refused", "dns_failure", "tls_failure", "connect_timeout",
+                             "connection", "timeout"})
+
+
 def error_kind(exc: BaseException) -> str:
-    """Short machine-readable tag for an SDK error ("http_429", "timeout", "connection", ...)."""
+    """Short machine-readable tag for an SDK error ("http_429", "timeout", "connection_refused",
+    "dns_failure", "tls_failure", "connect_timeout", "connection", ...)."""
     if isinstance(exc, openai.APIStatusError):
         return f"http_{exc.status_code}"
-    if isinstance(exc, openai.APITimeoutError):  # subclass of APIConnectionError: test first
-        # The SDK's aiohttp transport maps every aiohttp connection error (refused, reset, the
-        # server hanging up mid-reply) to a connect *timeout*; the original error says which.
-        return "connection" if _lost_connection(exc) else "timeout"
-    if isinstance(exc, openai.APIConnectionError):
-        return "connection"
+    if isinstance(exc, openai.APIConnectionError):  # APITimeoutError included
+        # The SDK's aiohttp transport maps every connection error (refused, DNS, TLS, the server
+        # hanging up mid-reply) to a connect *timeout*: the original error down the chain says
+        # which (models/reachability.py).
+        found = transport_failure_kind(exc)
+        if found is not None:
+            return found
+        return "timeout" if isinstance(exc, openai.APITimeoutError) else "connection"
     if isinstance(exc, ModelCallError):
         return exc.kind
     return "bad_response"
-
-
-def _lost_connection(exc: BaseException) -> bool:
-    """True when the cause chain holds an aiohttp connection error that is not a timeout (refused,
-    reset, server disconnected)."""
-    import aiohttp
-
-    seen: BaseException | None = exc.__cause__ or exc.__context__
-    for _ in range(8):
-        if seen is None:
-            return False
-        if isinstance(seen, aiohttp.ClientConnectionError) and not isinstance(
-            seen, (aiohttp.ServerTimeoutError, asyncio.TimeoutError)
-        ):
-            return True
-        seen = seen.__cause__ or seen.__context__
-    return False
 
 
 _CONTEXT_OVERFLOW = re.compile(
@@ -207,12 +211,18 @@ class OpenAIBackend:
         http_transport: str = "aiohttp",
         retry_timeouts: bool = True,
         max_tokens: int | None = None,
+        unreachable_after_s: float | None = DEFAULT_UNREACHABLE_AFTER_S,
     ):
-        """``max_tokens``: the run's generation cap, only quoted in a timeout's hint."""
+        """``max_tokens``: the run's generation cap, only quoted in a timeout's hint.
+        ``unreachable_after_s``: how long an endpoint that never answered may fail every attempt
+        at the transport, from the first request, before every call fails at once (None: never;
+        models/reachability.py)."""
         if concurrency < 1:
             raise ValueError(f"concurrency must be >= 1, got {concurrency}")
         if max_retries < 0:
             raise ValueError(f"max_retries must be >= 0, got {max_retries}")
+        if unreachable_after_s is not None and unreachable_after_s < 0:
+            raise ValueError(f"unreachable_after_s must be >= 0, got {unreachable_after_s}")
         self.model = model
         self.name = name or model
         #: Several endpoints for one model: least-loaded routing with health (endpoint_pool.py).
@@ -237,6 +247,13 @@ class OpenAIBackend:
         #: aiohttp (default) or httpx under the SDK: see :meth:`_new_client`.
         self.http_transport = http_transport
         self.stats = BackendStats()
+        self.unreachable_after_s = unreachable_after_s
+        #: Has the endpoint (any of the pool's) answered in this run, or been given up?
+        self.reachability = Reachability(
+            ", ".join(e.url for e in self.pool.endpoints) if self.pool is not None
+            else (self.base_url or "https://api.openai.com/v1"),
+            unreachable_after_s,
+        )
         #: The constructor's arguments as JSON (abort_check aside): what the shared SDK process
         #: needs to build the same backend (models/sdk_process).
         self.spec: dict[str, Any] = {
@@ -247,6 +264,7 @@ class OpenAIBackend:
             "upstream_lost_turns": upstream_lost_turns, "extra_body": dict(extra_body or {}),
             "base_urls": list(base_urls) if base_urls else None, "http_transport": http_transport,
             "retry_timeouts": retry_timeouts, "max_tokens": max_tokens,
+            "unreachable_after_s": unreachable_after_s,
         }
         # Client and semaphore belong to one event loop; built lazily inside it (see _loop_state).
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -264,6 +282,7 @@ class OpenAIBackend:
         # a reply that came after two 429s and 2 s of backoff took 2 s, not its last request's
         # 13 ms (issue 23). Time queued for the concurrency semaphore is not counted.
         spent = [0.0]
+        sent = [0]  # requests that left (a call queued behind the verdict sends none)
 
         def before_sleep(state: RetryCallState) -> None:
             spent[0] += state.upcoming_sleep
@@ -278,11 +297,19 @@ class OpenAIBackend:
                 reraise=True,
             ):
                 with attempt:
-                    attempts += 1
                     self.raise_if_aborted()
-                    response = await self._attempt(kwargs, spent)
+                    given_up = self.reachability.error(sent[0])
+                    if given_up is not None:  # no request: the verdict is the run's
+                        raise given_up
+                    attempts += 1
+                    response = await self._attempt(kwargs, spent, sent)
         except EndpointGone:
             self.stats.failures += 1
+            raise
+        except EndpointUnreachable as exc:
+            self.stats.failures += 1
+            if exc.attempts != sent[0]:  # given up during this call: count its own requests
+                raise self.reachability.error(sent[0]) from exc.__cause__
             raise
         except (openai.OpenAIError, ModelCallError) as exc:
             self.stats.failures += 1
@@ -321,9 +348,12 @@ class OpenAIBackend:
             cause, option = timeout_hint(self.timeout_s, self.max_tokens, self.retry_timeouts)
         else:
             cause, option = kind_hint(kind)
+        # The SDK says "Request timed out." for a refused connection (aiohttp) and "Connection
+        # error." for anything: quote the cause found down the chain instead.
+        said = transport_failure_detail(exc) if kind in TRANSPORT_KINDS else _short(exc)
         return ModelCallError(
             kind, f"{where} failed after {attempts} attempt(s) (case {ctx.case_id}, turn "
-            f"{ctx.turn}): {_short(exc)}; {cause}; try: {option}",
+            f"{ctx.turn}): {said}; {cause}; try: {option}",
             attempts=attempts, hint=encode_hint(cause, option),
         )
 
@@ -405,14 +435,22 @@ class OpenAIBackend:
             http_client=http_client,
         )
 
-    async def _attempt(self, kwargs: dict[str, Any], spent: list[float] | None = None) -> ChatResponse:
-        """One request; its time on the wire (failed or not) is added to ``spent[0]``."""
+    async def _attempt(self, kwargs: dict[str, Any], spent: list[float] | None = None,
+                       sent: list[int] | None = None) -> ChatResponse:
+        """One request; its time on the wire (failed or not) is added to ``spent[0]``, and 1 to
+        ``sent[0]`` once it leaves."""
         client, semaphore = self._loop_state()
         async with semaphore:  # held only while a request is in flight, never while backing off
+            given_up = self.reachability.error()
+            if given_up is not None:  # given up while this call waited for its turn
+                raise given_up
+            if sent is not None:
+                sent[0] += 1
             endpoint = self.pool.acquire() if self.pool is not None else None
             if endpoint is not None:
                 client = self._clients[endpoint.url]
             self.stats.attempts += 1
+            self.reachability.request_started()
             started = time.perf_counter()
             try:
                 with REQUEST_METER.request():  # the live progress line (models/meter.py)
@@ -426,8 +464,14 @@ class OpenAIBackend:
             except openai.OpenAIError as exc:
                 if spent is not None:
                     spent[0] += time.perf_counter() - started
-                self.stats.errors[error_kind(exc)] += 1
+                kind = error_kind(exc)
+                self.stats.errors[kind] += 1
                 self._release(endpoint, exc)
+                if isinstance(exc, openai.APIStatusError):
+                    self.reachability.reply_received()
+                elif isinstance(exc, openai.APIConnectionError) and self._counts_as_unreachable(kind):
+                    if self.reachability.transport_failed(kind, exc):
+                        raise self.reachability.error() from exc
                 raise
             except BaseException as exc:  # e.g. a 200 whose body is not JSON: the SDK lets it through
                 if spent is not None:
@@ -435,11 +479,13 @@ class OpenAIBackend:
                 self._release(endpoint, exc)
                 if not isinstance(exc, Exception):  # cancelled: not the endpoint's fault
                     raise
+                self.reachability.reply_received()
                 self.stats.errors["bad_response"] += 1
                 raise InvalidReply(f"unreadable reply: {_short(exc)}") from exc
             latency = time.perf_counter() - started
             if spent is not None:
                 spent[0] += latency
+        self.reachability.reply_received()
         try:
             response = self._to_response(completion, latency, usage)
         except InvalidReply as exc:
@@ -488,6 +534,11 @@ class OpenAIBackend:
             parse_failure=detect_parse_failure(message),
         )
 
+    def _counts_as_unreachable(self, kind: str) -> bool:
+        """A timed-out request to the harness's own server is a settings matter, not a dead
+        endpoint (it is not resent either, see _is_retryable)."""
+        return self.retry_timeouts or kind != "timeout"
+
     def _wait(self, state: RetryCallState) -> float:
         exc = state.outcome.exception() if state.outcome else None
         response = getattr(exc, "response", None)
@@ -496,7 +547,10 @@ class OpenAIBackend:
             return min(asked, self.retry_after_max_s)
         # Exponential backoff with full jitter on top, so parallel callers do not retry in step.
         base = min(self.backoff_max_s, self.backoff_initial_s * 2 ** (state.attempt_number - 1))
-        return min(self.backoff_max_s, base + random.uniform(0, base))
+        wait = min(self.backoff_max_s, base + random.uniform(0, base))
+        # An endpoint that never answered: wake up by the time it is due to be given up, so no
+        # call sleeps past the bound (the next failed attempt gives it up).
+        return max(0.0, min(wait, self.reachability.remaining_s() + 0.01))
 
     def _before_sleep(self, state: RetryCallState, ctx: CallContext) -> None:
         self.stats.retries += 1

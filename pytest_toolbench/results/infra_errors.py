@@ -14,12 +14,26 @@ from typing import Any
 
 from pydantic import BaseModel
 
+#: In the message of an endpoint given up as unreachable (models/reachability.py), right after its
+#: URL: ``endpoint http://host:port/v1 unreachable since the run began: connection refused ...``.
+UNREACHABLE_MARK = "unreachable:"
+
 #: kind -> (cause, option that would help). "http_5xx" stands for every 5xx status.
 KIND_HINTS: dict[str, tuple[str, str]] = {
     "timeout": ("no reply within the request timeout",
                 "raise --request-timeout, or lower --max-tokens / --concurrency"),
-    "connection": ("the endpoint could not be reached or dropped the connection",
+    "connection": ("the endpoint dropped the connection before replying",
                    "check the endpoint (--base-url); --max-retries rides out short outages"),
+    "connection_refused": ("connection refused: nothing listens at the endpoint's host and port",
+                           "start the server, or fix the host and port in --base-url"),
+    "dns_failure": ("the endpoint's host name does not resolve (DNS failure)",
+                    "fix the host name in --base-url"),
+    "tls_failure": ("the TLS handshake with the endpoint failed (certificate, or https:// to a "
+                    "plain-HTTP server)",
+                    "check http:// vs https:// in --base-url, or trust the server's certificate "
+                    "(SSL_CERT_FILE)"),
+    "connect_timeout": ("the endpoint did not accept the connection within --request-timeout",
+                        "check the host in --base-url and the network (firewall) in between"),
     "http_429": ("rate limited by the endpoint", "lower --concurrency, or raise --max-retries"),
     "http_408": ("the endpoint timed out the request", "raise --max-retries or lower --concurrency"),
     "http_5xx": ("the endpoint returned a server error", "raise --max-retries; check the server log"),
@@ -48,6 +62,9 @@ class ErrorSummary(BaseModel):
     #: Fewest and most requests sent per failed call (None: not endpoint calls).
     attempts_min: int | None = None
     attempts_max: int | None = None
+    #: The one-line verdict when these errors come from an endpoint given up as unreachable (its
+    #: URL and the cause, models/reachability.py); None otherwise.
+    unreachable: str | None = None
 
     def text(self) -> str:
         """``timeout x1 (no reply within ...; 1 attempt; try: raise --request-timeout ...)``."""
@@ -87,8 +104,13 @@ def summarize_errors(errors: Iterable[Any]) -> dict[str, ErrorSummary]:
     for result in errors:
         err = getattr(result, "error", None)
         kind = err.kind if err is not None else "unknown"
-        entry = acc.setdefault(kind, {"count": 0, "attempts": [], "hint": None, "cause": None})
+        entry = acc.setdefault(kind, {"count": 0, "attempts": [], "hint": None, "cause": None,
+                                      "unreachable": None})
         entry["count"] += 1
+        if err is not None and entry["unreachable"] is None and is_unreachable_message(err.message):
+            entry["unreachable"] = err.message
+            if err.hint:  # the verdict's cause (URL and cause) wins over a single call's
+                entry["cause"], _, entry["hint"] = err.hint.partition(" | try: ")
         if err is not None and err.attempts is not None:
             entry["attempts"].append(err.attempts)
         if err is not None and err.hint and entry["hint"] is None:
@@ -102,8 +124,29 @@ def summarize_errors(errors: Iterable[Any]) -> dict[str, ErrorSummary]:
         attempts = entry["attempts"]
         out[kind] = ErrorSummary(kind=kind, count=entry["count"], cause=cause, hint=hint,
                                  attempts_min=min(attempts) if attempts else None,
-                                 attempts_max=max(attempts) if attempts else None)
+                                 attempts_max=max(attempts) if attempts else None,
+                                 unreachable=entry["unreachable"])
     return out
+
+
+def is_unreachable_message(message: str | None) -> bool:
+    """Whether an error message is an endpoint's unreachable verdict (models/reachability.py)."""
+    return bool(message) and message.startswith("endpoint ") and (
+        f" {UNREACHABLE_MARK} " in message.split(". Last error:", 1)[0])
+
+
+def unreachable_lines(scenarios: Iterable[Any]) -> list[str]:
+    """One line per endpoint given up as unreachable in the run, whatever the number of scenarios
+    and cases it failed: ``endpoint URL unreachable: connection refused on every attempt ...``.
+    ``scenarios``: objects with ``error_details`` (kind -> :class:`ErrorSummary`)."""
+    lines: dict[str, str] = {}  # endpoint and cause -> the first verdict's line
+    for s in scenarios:
+        for summary in (getattr(s, "error_details", None) or {}).values():
+            if summary.unreachable:
+                # Processes that decided apart (no shared SDK process) counted their own attempts.
+                line = summary.unreachable.split(". Last error:", 1)[0]
+                lines.setdefault(line.split("; not one reply", 1)[0], line)
+    return list(lines.values())
 
 
 def encode_hint(cause: str, option: str) -> str:

@@ -20,6 +20,7 @@ from pytest_toolbench.models.base import CallContext, ChatRequest, ChatResponse,
 from pytest_toolbench.models.call_log import current_call_log
 from pytest_toolbench.models.meter import REQUEST_METER
 from pytest_toolbench.models.openai_backend import OpenAIBackend
+from pytest_toolbench.models.reachability import EndpointUnreachable
 from pytest_toolbench.models.sdk_process.launcher import SdkProcess as SdkProcess  # re-exported
 from pytest_toolbench.models.sdk_process.protocol import (
     decode_error,
@@ -50,10 +51,16 @@ class RemoteBackend:
         self._writer: asyncio.StreamWriter | None = None
         self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
         self._gone: str | None = None
+        #: The endpoint's unreachable verdict once the SDK process gave it (models/reachability.py):
+        #: later calls fail here at once, without a round trip.
+        self._unreachable: EndpointUnreachable | None = None
 
     # -- ChatModel -------------------------------------------------------------------------------
     async def complete(self, request: ChatRequest, ctx: CallContext) -> ChatResponse:
         self.local.raise_if_aborted()  # a dead managed server: fail now, as in process
+        if self._unreachable is not None:
+            verdict = self._unreachable
+            raise EndpointUnreachable(verdict.kind, verdict.message, attempts=0, hint=verdict.hint)
         await self._connected()
         call_id = next(self._ids)
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
@@ -76,7 +83,10 @@ class RemoteBackend:
         if log is not None:
             log.add_wire_events(reply.get("log"))
         if "error" in reply:
-            raise decode_error(reply["error"])
+            error = decode_error(reply["error"])
+            if isinstance(error, EndpointUnreachable):
+                self._unreachable = error
+            raise error
         response = ChatResponse.model_validate(reply["response"])
         REQUEST_METER.add_usage(response.usage)
         return response

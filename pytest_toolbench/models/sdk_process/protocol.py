@@ -21,6 +21,7 @@ import struct
 from typing import Any
 
 from pytest_toolbench.models.base import ContextLengthExceeded, LostTurn, ModelCallError
+from pytest_toolbench.models.reachability import EndpointUnreachable
 from pytest_toolbench.models.sdk_process.launcher import LOG_NAME
 
 _HEADER = struct.Struct(">I")
@@ -74,7 +75,7 @@ def encode_error(exc: BaseException) -> dict[str, Any]:
 
 
 def _error_type(exc: ModelCallError) -> str:
-    for cls in (ContextLengthExceeded, LostTurn):
+    for cls in (ContextLengthExceeded, LostTurn, EndpointUnreachable):
         if isinstance(exc, cls):
             return cls.__name__
     return "ModelCallError"
@@ -87,4 +88,7 @@ def decode_error(error: dict[str, Any]) -> ModelCallError:
         return ContextLengthExceeded(message)
     if error.get("type") == "LostTurn":
         return LostTurn(kind, message)
+    if error.get("type") == "EndpointUnreachable":
+        return EndpointUnreachable(kind, message, attempts=error.get("attempts"),
+                                   hint=error.get("hint"))
     return ModelCallError(kind, message, attempts=error.get("attempts"), hint=error.get("hint"))

@@ -1,0 +1,380 @@
+"""An endpoint that never answers: the cause named right, and the run given up within a bound.
+
+Real sockets on 127.0.0.1 throughout: a port nothing listens on (connection refused), a ``.invalid``
+host (DNS, no network needed), HTTPS to a plain-HTTP server and to a self-signed one (TLS), a
+listener whose backlog is full (connect timeout) and a server that accepts and never replies
+(timeout). Each must be its own error kind, quoted with the URL, never the SDK's "Request timed
+out." for a refused connection; a never-answering endpoint is given up once for the whole run
+(every later call fails at once, without a request), while one that answered before keeps its
+retries. The end-to-end test runs the ToolHop suite against a dead port.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import ssl
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fake_openai_server import FakeOpenAIServer, error_body, reply, scripted
+from pytest_toolbench.models.base import CallContext, ChatRequest, ModelCallError
+from pytest_toolbench.models.openai_backend import OpenAIBackend
+from pytest_toolbench.models.reachability import EndpointUnreachable, transport_failure_kind
+from pytest_toolbench.results.case_result import CaseResult, InfraError, Outcome
+from pytest_toolbench.results.infra_errors import summarize_errors, unreachable_lines
+
+REPO = Path(__file__).resolve().parents[1]
+TRANSPORTS = ["aiohttp", "httpx"]
+
+
+def request() -> ChatRequest:
+    return ChatRequest(messages=[{"role": "user", "content": "hi"}])
+
+
+def backend(url: str, **kwargs: Any) -> OpenAIBackend:
+    options: dict[str, Any] = dict(timeout_s=5.0, max_retries=6, concurrency=8,
+                                   backoff_initial_s=0.1, backoff_max_s=0.5,
+                                   unreachable_after_s=1.0)
+    options.update(kwargs)
+    return OpenAIBackend("m", url, "k", **options)
+
+
+def calls(model: OpenAIBackend, n: int) -> tuple[list[Any], float]:
+    """``n`` calls at once in a fresh loop: (each reply or ModelCallError, seconds taken)."""
+    async def one(i: int) -> Any:
+        try:
+            return await model.complete(request(), CallContext(case_id=f"c{i}"))
+        except ModelCallError as exc:
+            return exc
+
+    async def go() -> list[Any]:
+        try:
+            return await asyncio.gather(*(one(i) for i in range(n)))
+        finally:
+            await model.aclose()
+
+    started = time.monotonic()
+    results = asyncio.run(go())
+    return results, time.monotonic() - started
+
+
+def free_port() -> int:
+    """A port on 127.0.0.1 with nothing listening (bound, then released)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class SilentServer:
+    """Accepts every connection and never sends a byte."""
+
+    def __init__(self) -> None:
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}/v1"
+        self.held: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            self.held.append(conn)
+
+    def close(self) -> None:
+        self.listener.close()
+        for conn in self.held:
+            conn.close()
+
+
+class FullBacklog:
+    """A listener that never accepts, its backlog filled: a new connection gets no answer."""
+
+    def __init__(self) -> None:
+        self.listener = socket.socket()
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(0)
+        port = self.listener.getsockname()[1]
+        self.url = f"http://127.0.0.1:{port}/v1"
+        self.fillers = []
+        for _ in range(4):
+            filler = socket.socket()
+            filler.setblocking(False)
+            try:
+                filler.connect(("127.0.0.1", port))
+            except BlockingIOError:
+                pass
+            self.fillers.append(filler)
+        time.sleep(0.2)
+
+    def close(self) -> None:
+        for s in [*self.fillers, self.listener]:
+            s.close()
+
+
+def self_signed_context(tmp_path: Path) -> ssl.SSLContext:
+    """A server context with a fresh self-signed certificate for 127.0.0.1."""
+    import datetime
+    import ipaddress
+
+    x509 = pytest.importorskip("cryptography.x509")
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
+            .public_key(key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(days=1))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+                           critical=False)
+            .sign(key, hashes.SHA256()))
+    (tmp_path / "cert.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    (tmp_path / "key.pem").write_bytes(key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(tmp_path / "cert.pem", tmp_path / "key.pem")
+    return context
+
+
+def assert_given_up(results: list[Any], kind: str, url: str, words: str) -> EndpointUnreachable:
+    """Every call failed with the one verdict: the kind, the URL and the cause in one line."""
+    assert all(isinstance(r, EndpointUnreachable) for r in results), results
+    first = results[0]
+    assert {(r.kind, r.message, r.hint) for r in results} == {(first.kind, first.message, first.hint)}
+    assert first.kind == kind, first
+    assert "\n" not in first.message and url in first.message and words in first.message, first
+    assert url in (first.hint or "")
+    return first
+
+
+# ----------------------------------------------------------------------------- each cause
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_connection_refused_is_given_up_within_the_bound_and_says_so(transport):
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    model = backend(url, http_transport=transport)
+    results, elapsed = calls(model, 16)
+    verdict = assert_given_up(results, "connection_refused", url, "connection refused")
+    assert "timed out" not in verdict.message.lower() and "timeout" not in verdict.message.lower()
+    # The bound (1 s) counts from the run's first request, not per call: 16 calls, one wait.
+    assert 1.0 <= elapsed < 3.0, elapsed
+    sent = model.stats.attempts
+    # Once given up, a call fails at once, with the same line and without a request.
+    again, elapsed = calls(model, 4)
+    assert_given_up(again, "connection_refused", url, "connection refused")
+    assert again[0].message == verdict.message and again[0].attempts == 0
+    assert model.stats.attempts == sent and elapsed < 0.5, elapsed
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_a_host_name_that_does_not_resolve_is_a_dns_failure(transport):
+    url = "http://toolbench-no-such-host.invalid/v1"
+    results, elapsed = calls(backend(url, http_transport=transport), 4)
+    verdict = assert_given_up(results, "dns_failure", url, "DNS failure")
+    assert "timed out" not in verdict.message.lower()
+    assert elapsed < 4.0, elapsed
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_https_to_a_plain_http_server_is_a_tls_failure(transport):
+    with FakeOpenAIServer(reply("never read")) as server:
+        url = server.base_url.replace("http://", "https://")
+        results, elapsed = calls(backend(url, http_transport=transport), 4)
+    assert_given_up(results, "tls_failure", url, "TLS failure")
+    assert elapsed < 4.0, elapsed
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_a_self_signed_certificate_is_a_tls_failure(transport, tmp_path, monkeypatch):
+    for variable in ("SSL_CERT_FILE", "SSL_CERT_DIR"):
+        monkeypatch.delenv(variable, raising=False)
+    with FakeOpenAIServer(reply("never read"), ssl_context=self_signed_context(tmp_path)) as server:
+        results, _ = calls(backend(server.base_url, http_transport=transport), 2)
+        assert not server.requests
+    assert_given_up(results, "tls_failure", server.base_url, "TLS failure")
+    assert "certificate" in results[0].message.lower(), results[0]
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_a_server_that_accepts_and_never_replies_is_a_timeout(transport):
+    server = SilentServer()
+    try:
+        results, elapsed = calls(backend(server.url, http_transport=transport, timeout_s=0.3), 4)
+    finally:
+        server.close()
+    assert_given_up(results, "timeout", server.url, "timeout")
+    assert 1.0 <= elapsed < 3.5, elapsed
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a full backlog drops SYNs on Linux")
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_a_connection_nobody_answers_is_a_connect_timeout(transport):
+    server = FullBacklog()
+    try:
+        results, _ = calls(backend(server.url, http_transport=transport, timeout_s=0.3), 2)
+    finally:
+        server.close()
+    assert_given_up(results, "connect_timeout", server.url, "connect timeout")
+
+
+# ----------------------------------------------------------------------------- not given up
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_an_endpoint_that_answered_once_keeps_its_retries(transport):
+    """The server answers, then its port refuses: a fault after a reply is retried as before
+    (every attempt, then the call's own error), however long past the bound."""
+    with FakeOpenAIServer(reply("ok")) as server:
+        url = server.base_url
+        model = backend(url, http_transport=transport, max_retries=3, unreachable_after_s=0.0)
+        first, _ = calls(model, 1)
+    assert first[0].content == "ok"
+    results, _ = calls(model, 3)
+    assert all(isinstance(r, ModelCallError) and not isinstance(r, EndpointUnreachable)
+               for r in results), results
+    assert {r.kind for r in results} == {"connection_refused"}
+    assert {r.attempts for r in results} == {4} and model.stats.attempts == 1 + 3 * 4
+    assert "timed out" not in results[0].message.lower() and url in results[0].message
+
+
+def test_an_http_error_status_is_an_answer():
+    """A 500 means something listens: the endpoint is not given up when it then refuses."""
+    with FakeOpenAIServer(scripted((500, {}, error_body(500)), (200, {}, {}))) as server:
+        url = server.base_url
+        model = backend(url, max_retries=0, unreachable_after_s=0.0)
+        first, _ = calls(model, 1)
+    assert first[0].kind == "http_500"
+    results, _ = calls(model, 2)
+    assert {type(r) for r in results} == {ModelCallError}
+    assert {r.kind for r in results} == {"connection_refused"}
+
+
+def test_a_server_still_starting_within_the_bound_is_waited_for():
+    """Refused for 0.5 s, then up: a bound of 5 s lets the calls through."""
+    port = free_port()
+    model = backend(f"http://127.0.0.1:{port}/v1", unreachable_after_s=5.0)
+    server = FakeOpenAIServer(reply("up"), port=port)
+    starter = threading.Timer(0.5, server.__enter__)
+    starter.start()
+    try:
+        results, elapsed = calls(model, 4)
+    finally:
+        starter.join()
+        server.__exit__(None, None, None)
+    assert [r.content for r in results] == ["up"] * 4 and elapsed < 5.0, results
+
+
+def test_timeouts_on_the_harness_own_server_are_not_a_dead_endpoint():
+    """The managed vLLM server was up before the first request and a timed-out request to it is
+    not resent (a settings matter): its timeouts never give the endpoint up."""
+    server = SilentServer()
+    try:
+        model = backend(server.url, timeout_s=0.3, retry_timeouts=False, unreachable_after_s=0.0)
+        results, _ = calls(model, 2)
+    finally:
+        server.close()
+    assert {type(r) for r in results} == {ModelCallError}
+    assert {(r.kind, r.attempts) for r in results} == {("timeout", 1)}
+
+
+def test_calls_keep_their_own_retries_when_the_bound_is_off():
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    model = backend(url, max_retries=2, unreachable_after_s=None)
+    results, _ = calls(model, 2)
+    assert {type(r) for r in results} == {ModelCallError} and {r.attempts for r in results} == {3}
+    assert {r.kind for r in results} == {"connection_refused"}
+
+
+# ----------------------------------------------------------------------------- classification
+def _chain(*links: BaseException) -> BaseException:
+    for outer, inner in zip(links, links[1:]):
+        outer.__cause__ = inner
+    return links[0]
+
+
+def _named(name: str, base: type = Exception) -> type:
+    return type(name, (base,), {})
+
+
+@pytest.mark.parametrize("links, kind", [
+    # aiohttp under the SDK: every connection error arrives as a connect "timeout"
+    ([_named("APITimeoutError")("Request timed out."), _named("ConnectTimeout")("x"),
+      _named("ClientConnectorError", OSError)(111, "x"), ConnectionRefusedError(111, "refused")],
+     "connection_refused"),
+    ([_named("APIConnectionError")("Connection error."), _named("ConnectError")("x"),
+      socket.gaierror(-2, "Name or service not known")], "dns_failure"),
+    ([_named("APIConnectionError")("Connection error."), ssl.SSLCertVerificationError(1, "bad")],
+     "tls_failure"),
+    ([_named("APITimeoutError")("Request timed out."), _named("ConnectTimeout")("x"),
+      _named("ConnectionTimeoutError")("x"), TimeoutError()], "connect_timeout"),
+    ([_named("APITimeoutError")("Request timed out."), _named("ReadTimeout")(""), TimeoutError()],
+     "timeout"),
+    ([_named("APITimeoutError")("Request timed out."), _named("ConnectTimeout")("x"),
+      _named("ServerDisconnectedError", _named("ClientConnectionError"))("x")], "connection"),
+    ([ValueError("not a transport failure")], None),
+])
+def test_the_deepest_cause_names_the_kind(links, kind):
+    assert transport_failure_kind(_chain(*links)) == kind
+
+
+# ----------------------------------------------------------------------------- the report
+def _error_case(i: int, scenario: str, error: ModelCallError) -> CaseResult:
+    return CaseResult(case_id=f"c{i}", benchmark="toolhop", scenario=scenario,
+                      outcome=Outcome.ERROR, error=InfraError.of(error))
+
+
+def test_the_report_gets_one_line_per_unreachable_endpoint():
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    results, _ = calls(backend(url, unreachable_after_s=0.2), 3)
+    cases = {s: [_error_case(i, s, r) for i, r in enumerate(results)] for s in ("direct", "free")}
+
+    class Scenario:
+        def __init__(self, results: list[CaseResult]) -> None:
+            self.error_details = summarize_errors(results)
+
+    scenarios = [Scenario(c) for c in cases.values()]
+    summary = scenarios[0].error_details["connection_refused"]
+    assert summary.unreachable == results[0].message and url in summary.cause
+    assert "connection refused" in summary.text() and url in summary.text()
+    lines = unreachable_lines(scenarios)
+    assert len(lines) == 1 and lines[0].startswith(f"endpoint {url} unreachable: connection refused")
+    assert "Last error" not in lines[0]
+
+
+# ----------------------------------------------------------------------------- a whole run
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_a_suite_run_against_a_dead_port_ends_within_the_bound(tmp_path, workers):
+    """Eight cases against a port nobody listens on, at the default bound (10 s): the run ends in
+    seconds, not minutes, every case an infrastructure error of kind connection_refused, and the
+    output names the URL and the cause, never "timed out". With two workers the shared SDK
+    process gives the verdict once for both."""
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+    report = tmp_path / "report.json"
+    started = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "suites/toolhop", "-q", "-p", "no:randomly",
+         "-p", "no:cacheprovider", "-n", workers, "--limit", "8", "--no-cache",
+         "--runs-dir", str(tmp_path / "runs"), "--toolbench-json", str(report),
+         "--base-url", url, "--api-key", "t", "--model", "m"],
+        cwd=REPO, capture_output=True, text=True, timeout=90, env=env)
+    elapsed = time.monotonic() - started
+    out = proc.stdout + proc.stderr
+    assert elapsed < 40, (elapsed, out[-3000:])
+    cases = json.loads(report.read_text())["cases"]
+    assert cases and {c["outcome"] for c in cases} == {"error"}, out[-3000:]
+    assert {c["error"]["kind"] for c in cases} == {"connection_refused"}
+    assert all(url in c["error"]["message"] for c in cases)
+    assert "timed out" not in out.lower(), out[-3000:]
+    assert f"endpoint {url} unreachable: connection refused" in " ".join(out.split()), out[-3000:]
