@@ -3,8 +3,9 @@
 A benchmark runner builds a :class:`ChatRequest` (OpenAI-format messages and tools plus sampling),
 awaits ``model.complete(request, ctx)`` and gets back a :class:`ChatResponse` holding one
 OpenAI-format assistant message. Every backend (OpenAI-compatible HTTP, managed vLLM, oracle,
-replay) implements :class:`ChatModel`; retries, caching and recording wrap a backend rather than
-living in it, so each concern is written once.
+replay) implements :class:`ChatModel`. The backend retries its own failed requests; caching,
+recording, the open-model protocol and the shared SDK process wrap a backend (each a
+:class:`ChatModel` around another), so each concern is written once.
 """
 
 from __future__ import annotations
@@ -36,6 +37,16 @@ DECODING_PRESETS: dict[str, Sampling] = {
     "closed": Sampling(temperature=0.0, max_tokens=256),
     "open": Sampling(temperature=0.0, max_tokens=1024),
 }
+
+
+def content_text(content: Any) -> str:
+    """A message's content as text: a string as is, a list of parts (some servers send
+    ``[{"type": "text", "text": ...}]``) joined, anything else (None) empty."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return ""
 
 
 class ChatRequest(BaseModel):

@@ -47,6 +47,7 @@ from pytest_toolbench.models.base import (
     ChatRequest,
     ChatResponse,
     ModelCallError,
+    content_text,
 )
 from pytest_toolbench.models.model_families import detect_family
 from pytest_toolbench.models.parse_check import detect_parse_failure
@@ -133,14 +134,6 @@ def plan_open_protocol(
     return OpenProtocolPlan(family=family, series=series, extra_body=extra_body)
 
 
-def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):  # some servers send text parts
-        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
-    return ""  # None: upstream would decode an empty generation to ""
-
-
 class OpenProtocolModel:
     """Wraps the (cached) endpoint model: shapes requests, parses raw replies as upstream.
 
@@ -185,9 +178,9 @@ class OpenProtocolModel:
             if shaped.tools:  # the server's parser was off on purpose: nothing it missed
                 self._refuse_structured(response, ctx)
                 dumped["parse_failure"] = None
-            return OpenProtocolResponse(**dumped, raw_text=_text(response.message.get("content")))
+            return OpenProtocolResponse(**dumped, raw_text=content_text(response.message.get("content")))
         self._refuse_structured(response, ctx)
-        raw = _text(response.message.get("content"))
+        raw = content_text(response.message.get("content"))
         assert self.parser is not None  # a plan has a series only from a parser
         message = self.parser.parse(self.plan.series, raw, f"{ctx.case_id}|{ctx.turn}")
         failure = detect_parse_failure(

@@ -14,7 +14,7 @@ import json
 import re
 from typing import Any
 
-from pytest_toolbench.models.base import ParseFailure
+from pytest_toolbench.models.base import ParseFailure, content_text
 
 #: Text markers that various chat templates use to introduce a tool call.
 #: Hermes/Qwen: ``<tool_call>``; Llama 3.x: ``<|python_tag|>``; Mistral: ``[TOOL_CALLS]``;
@@ -32,7 +32,7 @@ def detect_parse_failure(message: dict[str, Any]) -> ParseFailure | None:
     tool_calls = message.get("tool_calls") or []
     if tool_calls:
         return _check_arguments(tool_calls)
-    content = _text_of(message.get("content"))
+    content = content_text(message.get("content"))
     if not content:
         return None
     for marker in TOOL_CALL_MARKERS:
@@ -89,17 +89,6 @@ def _check_arguments(tool_calls: list[Any]) -> ParseFailure | None:
                 detail=f"{where}: arguments are JSON {type(parsed).__name__}, not an object",
             )
     return None
-
-
-def _text_of(content: Any) -> str:
-    """Content is a string, None, or (rarely, from some servers) a list of text parts."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(
-            part.get("text", "") for part in content if isinstance(part, dict)
-        )
-    return ""
 
 
 def _find_json_tool_call(content: str) -> str | None:

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pytest_toolbench.benchmarks.base import Case, repeat_suffix
+from pytest_toolbench.benchmarks.case_results import CallTally, base_fields, error_result, scored_result
 from pytest_toolbench.benchmarks.familytool.extraction import Extraction, extract, substitute
 from pytest_toolbench.benchmarks.familytool.kg import KnowledgeGraph
 from pytest_toolbench.benchmarks.familytool.memo import ExtractionMemo, memo_key
@@ -50,7 +51,7 @@ from pytest_toolbench.models.base import (
     Usage,
 )
 from pytest_toolbench.models.model_families import detect_family
-from pytest_toolbench.results.case_result import CaseResult, InfraError, Outcome
+from pytest_toolbench.results.case_result import CaseResult
 from pytest_toolbench.models.recording import RecordingModel
 
 BENCHMARK = "familytool"
@@ -196,17 +197,14 @@ class FamilyToolRunner:
         step = case.labels["step"]
         transcript: list[dict[str, Any]] = []
         details: dict[str, Any] = {"deviations": self.option_deviations()}
-        usage, latency, calls, cached = Usage(), 0.0, 0, 0
+        tally = CallTally()
         method = case.labels.get("extraction")
         try:
             extraction: Extraction | None = None
             if step == "extract" or case.labels.get("kg") == "extracted":
                 entry, made = await self.extraction_reply(case, record, model, turn=0)
                 if made and self.kg_model is None:
-                    calls += 1
-                    usage = usage + Usage(**entry["usage"])
-                    latency += entry["latency_s"]
-                    cached += bool(entry["cached"])
+                    tally.add_usage(Usage(**entry["usage"]), entry["latency_s"], entry["cached"])
                 extraction = self._extract(record, entry["text"], str(method))
                 details["extraction"] = {
                     "prompt": entry["messages"],
@@ -226,7 +224,7 @@ class FamilyToolRunner:
                 assert extraction is not None
                 values = extraction_values(record.golden_links, extraction.text, record.golden_calls)
                 details["golden_links"] = [list(link) for link in record.golden_links]
-                return self._result(case, model, values, details, transcript, usage, latency, calls, cached)
+                return self._result(case, model, values, details, transcript, tally)
 
             mode = case.labels["kg"]
             if mode == "golden":
@@ -256,8 +254,10 @@ class FamilyToolRunner:
             try:
                 response = await model.complete(request, ctx)
                 message = response.message
-                calls += 1
-                usage, latency, cached = usage + response.usage, latency + response.latency_s, cached + bool(response.cached)
+                # The text formats are read by this runner's own parser: a call the server's
+                # parser left in the text is the reply format there, not a failure.
+                tally.add(response, turn=0, counts_as_parse_failure=lambda reason: fmt == "openai"
+                          or reason != "unextracted_tool_call")
             except (ContextLengthExceeded, LostTurn) as exc:
                 # Scored as an empty reply: no calls (upstream's API path would crash on it).
                 message = {"role": "assistant", "content": ""}
@@ -275,14 +275,10 @@ class FamilyToolRunner:
                  "predicted_calls": predicted, "raw_output": message.get("content"),
                  "tool_call_count": len(predicted)}
             )
-            return self._result(case, model, values, details, transcript, usage, latency, calls, cached)
+            return self._result(case, model, values, details, transcript, tally)
         except ModelCallError as exc:
-            return CaseResult(
-                case_id=case.id, benchmark=BENCHMARK, scenario=case.scenario,
-                model=getattr(model, "name", ""), labels=dict(case.labels), outcome=Outcome.ERROR,
-                error=InfraError.of(exc), details=details,
-                transcript=transcript, failure_message=f"model call failed: {exc.kind}: {exc.message[:200]}",
-            )
+            return error_result(base_fields(case, model, BENCHMARK), exc, details, transcript,
+                                f"model call failed: {exc.kind}: {exc.message[:200]}")
 
     def _info(self, model: ChatModel) -> dict[str, Any]:
         if model.name not in self._described:
@@ -314,7 +310,7 @@ class FamilyToolRunner:
 
     def _result(
         self, case: Case, model: ChatModel, values: dict[str, float], details: dict[str, Any],
-        transcript: list[dict[str, Any]], usage: Usage, latency: float, calls: int, cached: int,
+        transcript: list[dict[str, Any]], tally: CallTally,
     ) -> CaseResult:
         record: FamilyToolRecord = case.sample
         passed = values["em"] == 1.0
@@ -325,9 +321,5 @@ class FamilyToolRunner:
                            f"extracted: {details['extraction']['extraction_string'][:200] or '<format error>'}")
             else:
                 failure = (f"gold: {record.golden_calls} | predicted: {str(details['predicted_calls'])[:200]}")
-        return CaseResult(
-            case_id=case.id, benchmark=BENCHMARK, scenario=case.scenario, model=getattr(model, "name", ""),
-            outcome=Outcome.PASSED if passed else Outcome.FAILED, labels=dict(case.labels),
-            values=values, details=details, failure_message=failure, transcript=transcript,
-            usage=usage, latency_s=latency, model_calls=calls, cached_calls=cached,
-        )
+        return scored_result(base_fields(case, model, BENCHMARK), passed, values, details, failure,
+                             transcript, tally)

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_toolbench.benchmarks.base import Case
+from pytest_toolbench.benchmarks.case_results import CallTally, base_fields, error_result, scored_result
+from pytest_toolbench.benchmarks.case_results import truncate as shared_truncate
 from pytest_toolbench.benchmarks.metabench import scoring
 from pytest_toolbench.benchmarks.metabench.conversation import build_messages, gold_calls, history_query
 from pytest_toolbench.benchmarks.metabench.options import MetaBenchOptions
@@ -30,18 +32,18 @@ from pytest_toolbench.models.base import (
     ChatModel,
     ChatRequest,
     ContextLengthExceeded,
+    LostTurn,
     ModelCallError,
     Sampling,
 )
-from pytest_toolbench.results.case_result import CaseResult, InfraError, Outcome
+from pytest_toolbench.results.case_result import CaseResult
 
 BENCHMARK = "metabench"
 HR_KS = (1, 3, 5)
 
 
 def truncate(text: Any, limit: int = 160) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    return shared_truncate(text, limit, none=None)
 
 
 @dataclass
@@ -72,13 +74,7 @@ class MetaBenchRunner:
         judged: JudgedTurn = case.sample
         dialogue, turn = judged.dialogue, judged.turn
         messages = build_messages(dialogue, turn, self.options)
-        base = {
-            "case_id": case.id,
-            "benchmark": BENCHMARK,
-            "scenario": case.scenario,
-            "model": getattr(model, "name", ""),
-            "labels": dict(case.labels),
-        }
+        base = base_fields(case, model, BENCHMARK)
         details: dict[str, Any] = {
             "dialogue_id": dialogue.id,
             "turn": turn,
@@ -89,7 +85,7 @@ class MetaBenchRunner:
             "fmd_unit": self.options.fmd_unit,
             "deviations": self.option_deviations(),
         }
-        usage_fields: dict[str, Any] = {}
+        tally: CallTally | None = None
         history_baseline = judged.kind == "meta_tool" and self.options.retriever == "dialogue_history"
         reply = _Reply()
         if not history_baseline:
@@ -99,23 +95,17 @@ class MetaBenchRunner:
                 response = await model.complete(request, ctx)
             except ContextLengthExceeded as exc:
                 reply.stop_reason = f"{exc.kind}: {exc.message}"
-            except ModelCallError as exc:
-                return CaseResult(
-                    **base, outcome=Outcome.ERROR, transcript=messages, details=details,
-                    error=InfraError.of(exc),
-                    failure_message=f"model call failed: {exc.kind}: {truncate(exc.message)}",
-                )
+            except (LostTurn, ModelCallError) as exc:
+                # Meta-Bench has no upstream evaluation code, so no upstream way to lose a turn:
+                # under --upstream-lost-turns too, a failed call is an infrastructure error.
+                return error_result(base, exc, details, messages,
+                                    f"model call failed: {exc.kind}: {truncate(exc.message)}")
             else:
                 reply.message = response.message
                 reply.calls = calls_in_message(response.message, self.options.call_reading)
-                usage_fields = {
-                    "usage": response.usage, "latency_s": response.latency_s, "model_calls": 1,
-                    "cached_calls": int(bool(response.cached)),
-                    # Calls written in the text are this benchmark's answer format, not a failure.
-                    "parse_failures": [response.parse_failure.model_dump()]
-                    if response.parse_failure and response.parse_failure.reason != "unextracted_tool_call"
-                    else [],
-                }
+                tally = CallTally()
+                # Calls written in the text are this benchmark's answer format, not a failure.
+                tally.add(response, counts_as_parse_failure=lambda reason: reason != "unextracted_tool_call")
         transcript = list(messages)
         if reply.message is not None:
             transcript.append(reply.message)
@@ -129,12 +119,7 @@ class MetaBenchRunner:
             details["stop_reason"] = reply.stop_reason
         rankings = await self._answer_retriever_calls(judged, reply.calls, transcript, details)
         values, passed, why = self._score(judged, reply, rankings, details, history_baseline)
-        return CaseResult(
-            **base, **usage_fields,
-            outcome=Outcome.PASSED if passed else Outcome.FAILED,
-            values=values, details=details, transcript=transcript,
-            failure_message=None if passed else why,
-        )
+        return scored_result(base, passed, values, details, why, transcript, tally)
 
     async def _answer_retriever_calls(
         self, judged: JudgedTurn, calls: list[dict[str, Any]], transcript: list[dict[str, Any]],

@@ -21,6 +21,13 @@ import math
 from typing import Any
 
 from pytest_toolbench.benchmarks.base import Case
+from pytest_toolbench.benchmarks.case_results import (
+    CallTally,
+    base_fields,
+    error_result,
+    option_deviations,
+    scored_result,
+)
 from pytest_toolbench.benchmarks.toolbehonest.options import ToolBeHonestOptions
 from pytest_toolbench.benchmarks.toolbehonest.oracle import toolbehonest_oracle
 from pytest_toolbench.benchmarks.toolbehonest.prompts import build_messages
@@ -36,7 +43,6 @@ from pytest_toolbench.benchmarks.toolbehonest.scoring import (
     score_l2,
     score_l3,
 )
-from pytest_toolbench.environments import DEFAULT_EMBEDDER
 from pytest_toolbench.models.base import (
     CallContext,
     ChatModel,
@@ -45,11 +51,18 @@ from pytest_toolbench.models.base import (
     LostTurn,
     ModelCallError,
     Sampling,
-    Usage,
+    content_text,
 )
-from pytest_toolbench.results.case_result import CaseResult, InfraError, Outcome
+from pytest_toolbench.results.case_result import CaseResult, InfraError
 
 BENCHMARK = "toolbehonest"
+#: The options recorded as deviations when they differ from upstream (their defaults).
+OPTION_NOTES: dict[str, str | None] = {
+    "progress_rate": "not the paper's numbers",
+    "embedder": "not MiniLM",
+    "empty_ms": "records without an UnsolvableQuery step left out of L3-MS and the Overall "
+    "(upstream: nan)",
+}
 #: details["matching_score"] of an unsolvable L3 case whose MS is nan upstream.
 EMPTY_MS_NOTE = "nan: the unsolvable gold plan has no UnsolvableQuery step (upstream: np.mean of no scores)"
 
@@ -67,14 +80,6 @@ def upstream_sampling(backend: str, options: ToolBeHonestOptions, base: Sampling
     if options.max_tokens is not None:
         update["max_tokens"] = options.max_tokens
     return sampling.model_copy(update=update)
-
-
-def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
-    return ""
 
 
 def score_reply(
@@ -147,16 +152,7 @@ class ToolBeHonestRunner:
         self.matcher = matcher
 
     def option_deviations(self) -> list[dict[str, Any]]:
-        out: list[dict[str, Any]] = []
-        if self.options.progress_rate != "hard":
-            out.append({"kind": "progress_rate", "value": "soft", "note": "not the paper's numbers"})
-        if self.options.embedder != DEFAULT_EMBEDDER:
-            out.append({"kind": "embedder", "value": self.options.embedder, "note": "not MiniLM"})
-        if self.options.empty_ms != "nan":
-            out.append({"kind": "empty_ms", "value": self.options.empty_ms,
-                        "note": "records without an UnsolvableQuery step left out of L3-MS and "
-                        "the Overall (upstream: nan)"})
-        return out
+        return option_deviations(self.options, OPTION_NOTES)
 
     async def run(self, case: Case, model: ChatModel) -> CaseResult:
         record: ToolBHRecord = case.sample
@@ -167,13 +163,7 @@ class ToolBeHonestRunner:
         ctx = CallContext(
             case_id=case.id, turn=0, oracle=toolbehonest_oracle(record, level, solvable)
         )
-        base: dict[str, Any] = {
-            "case_id": case.id,
-            "benchmark": BENCHMARK,
-            "scenario": case.scenario,
-            "model": getattr(model, "name", ""),
-            "labels": dict(case.labels),
-        }
+        base = base_fields(case, model, BENCHMARK)
         deviations = self.option_deviations()
         stop_reason = None
         try:
@@ -187,17 +177,13 @@ class ToolBeHonestRunner:
                 {"kind": "model_call_error", "note": "upstream scores an empty reply; here the "
                  "case is an infrastructure error, excluded from metrics"}
             )
-            return CaseResult(
-                **base,
-                outcome=Outcome.ERROR,
-                error=InfraError.of(exc),
-                details={"deviations": deviations},
-                transcript=messages,
-                failure_message=f"model call failed: {exc.kind}: {exc.message[:200]}",
-            )
+            return error_result(base, exc, {"deviations": deviations}, messages,
+                                f"model call failed: {exc.kind}: {exc.message[:200]}")
+        tally = CallTally()
         if response is not None:
-            reply = _text(response.message.get("content"))
+            reply = content_text(response.message.get("content"))
             transcript = [*messages, response.message]
+            tally.add(response)
         else:
             transcript = list(messages)
         try:
@@ -206,14 +192,9 @@ class ToolBeHonestRunner:
                 self.options.empty_ms,
             )
         except ScoringError as exc:
-            return CaseResult(
-                **base,
-                outcome=Outcome.ERROR,
-                error=InfraError(kind="scoring_error", message=str(exc)),
-                details={"reply": reply, "deviations": deviations},
-                transcript=transcript,
-                failure_message=f"upstream would crash scoring this case: {exc}",
-            )
+            return error_result(base, InfraError(kind="scoring_error", message=str(exc)),
+                                {"reply": reply, "deviations": deviations}, transcript,
+                                f"upstream would crash scoring this case: {exc}")
         details.update(level=level, solvable=solvable, subtask=record.subtask, deviations=deviations)
         if stop_reason:
             details["stop_reason"] = stop_reason
@@ -229,19 +210,4 @@ class ToolBeHonestRunner:
                 + (f" ({details['condition']})" if details.get("condition") else "")
                 + f" | gold: {details['gold']} | model: {shown}"
             )
-        return CaseResult(
-            **base,
-            outcome=Outcome.PASSED if passed else Outcome.FAILED,
-            values=values,
-            details=details,
-            failure_message=failure,
-            transcript=transcript,
-            usage=response.usage if response is not None else Usage(),
-            latency_s=response.latency_s if response is not None else 0.0,
-            model_calls=1 if response is not None else 0,
-            cached_calls=int(bool(response.cached)) if response is not None else 0,
-            parse_failures=[response.parse_failure.model_dump()]
-            if response is not None and response.parse_failure is not None
-            else [],
-        )
-
+        return scored_result(base, passed, values, details, failure, transcript, tally)

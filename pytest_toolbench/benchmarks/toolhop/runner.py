@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from pytest_toolbench.benchmarks.base import Case
+from pytest_toolbench.benchmarks.case_results import option_deviations, truncate
 from pytest_toolbench.benchmarks.toolhop import invocation_errors
 from pytest_toolbench.benchmarks.toolhop.invocation_errors import ToolCallRecord
 from pytest_toolbench.benchmarks.toolhop.options import ToolHopOptions
@@ -75,8 +76,14 @@ from pytest_toolbench.results.case_result import CaseResult, InfraError, Outcome
 BENCHMARK = "toolhop"
 EXECUTION_JOB = "pytest_toolbench.benchmarks.toolhop.execution:call_tool"
 MINIMAL_FEEDBACK_TEXT = "Failed!"
-UPSTREAM_MAX_TURNS = 9
-UPSTREAM_TOOL_TIMEOUT_S = 10.0
+#: The options recorded as deviations when they differ from upstream (their defaults).
+OPTION_NOTES: dict[str, str | None] = {
+    "scorer": "not the upstream scorer",
+    "minimal_feedback": None,
+    "max_turns": None,
+    "tool_timeout_s": None,
+    "clean_namespace": None,
+}
 
 
 class ToolSandboxLike(Protocol):
@@ -123,13 +130,6 @@ class _CaseState:
         raw_text = getattr(response, "raw_text", None)  # open protocol: what the parser read
         if raw_text is not None:
             self.raw_outputs.append({"turn": turn, "text": raw_text})
-
-
-def truncate(text: str | None, limit: int = 200) -> str:
-    if text is None:
-        return "<none>"
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def is_error_payload(content: str) -> bool:
@@ -297,19 +297,7 @@ class ToolHopRunner:
 
     def option_deviations(self) -> list[dict[str, Any]]:
         """Run-wide departures from the upstream protocol chosen through options."""
-        o = self.options
-        out: list[dict[str, Any]] = []
-        if o.scorer != "upstream":
-            out.append({"kind": "scorer", "value": o.scorer, "note": "not the upstream scorer"})
-        if o.minimal_feedback != "off":
-            out.append({"kind": "minimal_feedback", "value": o.minimal_feedback})
-        if o.max_turns != UPSTREAM_MAX_TURNS:
-            out.append({"kind": "max_turns", "value": o.max_turns})
-        if o.tool_timeout_s != UPSTREAM_TOOL_TIMEOUT_S:
-            out.append({"kind": "tool_timeout_s", "value": o.tool_timeout_s})
-        if o.clean_namespace:
-            out.append({"kind": "clean_namespace", "value": True})
-        return out
+        return option_deviations(self.options, OPTION_NOTES)
 
     def _base(
         self, case: Case, record: ToolHopRecord, model: ChatModel, state: _CaseState
