@@ -1,7 +1,7 @@
 """The exit statuses of a pytest-toolbench run, one per thing a CI step wants to tell apart.
 
-pytest's own codes keep their meaning (0-5); the two that only gates can produce lie above pytest's
-range so they never collide with a future pytest code. The README's "Exit codes" table mirrors this.
+pytest's own codes keep their meaning (0-5); the ones only pytest-toolbench produces (gates, lost
+cases, unwritable outputs) lie above pytest's range so they never collide with a future pytest code. The README's "Exit codes" table mirrors this.
 """
 
 from __future__ import annotations
@@ -27,6 +27,15 @@ class ToolbenchExit(IntEnum):
     #: More infrastructure errors than --max-error-rate allows: the metrics cannot be trusted,
     #: whatever the metric gates say.
     INFRA_ERRORS = 11
+    #: A selected case never reported a result (a worker lost, an exception in the transport,
+    #: ``-x``/``--maxfail``): the run is partial, the missing cases are named in the summary and
+    #: the JSON (``missing_cases``). Checked before 11 and 10, gates or not.
+    INCOMPLETE = 12
+    #: An output could not be written during the run (the results journal, a response-cache
+    #: entry, a report): e.g. a full disk (ENOSPC/EFBIG/EDQUOT), EIO or a read-only file system.
+    #: The run stops at once with one line naming the file and the error; reports that could still
+    #: be written are marked partial. Wins over every other status.
+    OUTPUT_ERROR = 13
 
 
 __all__ = ["ToolbenchExit"]

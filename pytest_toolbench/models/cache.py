@@ -2,7 +2,10 @@
 
 One JSON file per key, in sharded folders, written atomically (temp file in the same folder, then
 ``os.replace``), so many pytest-xdist workers can share the folder without locks and an interrupted
-run never leaves a half-written entry; an entry that cannot be read is simply a miss. Only answers
+run never leaves a half-written entry; an entry that cannot be read is simply a miss. An entry
+that cannot be *written* (a full disk, EIO, a file system gone read-only) is not skipped quietly:
+the reply is still returned, and the failure is recorded for the controller
+(results/output_errors.py), which stops the run with exit status OUTPUT_ERROR. Only answers
 are cached, never errors. The key covers what changes the answer: model name, endpoint, the full
 request (messages, tools, tool_choice, sampling) and ``key_extra`` (vLLM server args, chat-template
 hash...), which inspect_ai's cache leaves out.
@@ -21,6 +24,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from pytest_toolbench.fileio import atomic_write_bytes
+from pytest_toolbench.results import output_errors
 from pytest_toolbench.runtime.repeat import cache_repeat_extra
 from pytest_toolbench.models.base import (
     CallContext,
@@ -172,8 +176,12 @@ class CachedModel:
                 marker, self.marker = self.marker, None  # once per process is enough
                 marker.parent.mkdir(parents=True, exist_ok=True)
                 marker.touch()
-        except OSError:  # a full or read-only disk must not cost us the answer
+        except OSError as exc:
+            # The answer is kept (the case is scored), but a cache that silently stops filling
+            # would make the next run pay again and hide a full disk: the run stops on it.
             self.cache_stats.write_errors += 1
+            output_errors.record(output_errors.OutputFailure.of(
+                "response cache entry", self.store.path_for(key), exc))
         return response
 
     def _writer(self) -> concurrent.futures.ThreadPoolExecutor:

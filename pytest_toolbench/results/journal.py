@@ -10,6 +10,12 @@ every line written since the previous one, so the main thread never waits on the
 per result cost ~5 ms each, issue 11). ``close()`` (and interpreter exit) waits for the last
 fsync. A crash mid-write leaves a truncated last line: the reader skips it, and the next writer
 cuts it off before appending so it cannot fuse with a new record.
+
+A write that fails (a full disk: ENOSPC, EFBIG past a file-size limit, EDQUOT; EIO) may have
+written part of its line first: ``append`` cuts the file back to its size before the write and
+raises :class:`JournalWriteError` (an ``OSError`` naming the file), so the journal never ends in a
+torn line a reader would take for an interruption. If even the cut fails, the next ``append`` of
+this journal (or the next writer to open the file) cuts the torn tail first.
 """
 
 from __future__ import annotations
@@ -31,6 +37,11 @@ from pytest_toolbench.results.case_result import CaseResult
 
 class JournalError(ValueError):
     """A journal line other than the last one is not a valid CaseResult."""
+
+
+class JournalWriteError(OSError):
+    """A line could not be appended (its partial write was rolled back); ``filename`` is the
+    journal, ``errno``/``strerror`` the write's error."""
 
 
 @contextmanager
@@ -76,6 +87,8 @@ class ResultJournal:
         self._synced = 0  # lines covered by an fsync
         self._closed = False
         self._syncer: threading.Thread | None = None
+        #: A failed write whose rollback failed too may have left part of a line behind.
+        self._maybe_torn = False
         atexit.register(self.close)
 
     def append(self, result: CaseResult) -> None:
@@ -84,9 +97,7 @@ class ResultJournal:
             if self._closed:
                 raise ValueError(f"{self.path}: journal is closed")
             with _locked(self._fd):
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(self._fd, view):]
+                self._write_line(data)
             self._written += 1
             if self._syncer is None:
                 self._syncer = threading.Thread(
@@ -94,6 +105,23 @@ class ResultJournal:
                 )
                 self._syncer.start()
             self._cond.notify_all()
+
+    def _write_line(self, data: bytes) -> None:
+        """One whole line or nothing: a write that fails part-way is cut back (lock held)."""
+        if self._maybe_torn:
+            _cut_partial_tail(self._fd)
+            self._maybe_torn = False
+        before = os.fstat(self._fd).st_size  # O_APPEND under the lock: where this line starts
+        view = memoryview(data)
+        try:
+            while view:
+                view = view[os.write(self._fd, view):]
+        except OSError as exc:
+            try:
+                os.ftruncate(self._fd, before)
+            except OSError:
+                self._maybe_torn = True
+            raise JournalWriteError(exc.errno, exc.strerror or str(exc), str(self.path)) from exc
 
     def _sync_loop(self) -> None:
         while True:
