@@ -66,7 +66,10 @@ from pytest_toolbench.results.gates import (
     exit_status,
     parse_gate,
 )
+from pytest_toolbench.results import output_errors
+from pytest_toolbench.results.completeness import CaseTracker
 from pytest_toolbench.results.journal import ResultJournal, recover_missing
+from pytest_toolbench.results.output_errors import OutputFailure
 from pytest_toolbench.runtime.repeat import expand_repeats
 from pytest_toolbench.runtime.server import ManagedServer, server_info_for_worker
 from pytest_toolbench.runtime.upcoming import set_current_item
@@ -76,6 +79,8 @@ from pytest_toolbench.sandbox.pool import merge_isolation_states
 #: from here, so model conversion and server start, which pytest's "in N s" leaves out, are in it.
 PROCESS_T0 = time.monotonic()
 RESULT_PROPERTY = "toolbench_result"
+#: A worker's output failure (e.g. a response-cache write on a full disk) on its next report.
+OUTPUT_ERROR_PROPERTY = "toolbench_output_error"
 RESULT_KEY = pytest.StashKey[CaseResult]()
 SENT_KEY = pytest.StashKey[bool]()
 STATE_KEY = pytest.StashKey["ToolbenchState"]()
@@ -116,6 +121,18 @@ class ToolbenchState:
     sandbox_states: list[dict[str, Any]] = field(default_factory=list)
     #: Progress of model conversion and server start (runtime/startup_progress.py), controller only.
     startup: Any = None
+    #: The selected nodes and which reported (results/completeness.py), controller only.
+    tracker: CaseTracker = field(default_factory=CaseTracker)
+    #: Selected cases without a result at session end (ids, selection order).
+    missing: list[str] = field(default_factory=list)
+    #: Outputs the run could not write (results/output_errors.py); any one stops the run.
+    output_failures: list[OutputFailure] = field(default_factory=list)
+
+    @property
+    def partial(self) -> bool:
+        """The reports cover less than the selection: interrupted, cases lost, or stopped on an
+        unwritable output."""
+        return self.interrupted_by is not None or bool(self.missing) or bool(self.output_failures)
 
 
 def state(config: pytest.Config) -> ToolbenchState:
@@ -521,6 +538,9 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     st = config.stash.get(STATE_KEY, None)
     if st is not None and is_worker(config):
         config.workeroutput["toolbench_sandbox"] = st.sandbox_states  # type: ignore[attr-defined]
+        # recorded after this worker's last report: the controller reads them at testnodedown
+        config.workeroutput["toolbench_output_errors"] = [  # type: ignore[attr-defined]
+            f.to_json() for f in output_errors.take()]
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -619,7 +639,26 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
     if result is not None and report.when == "teardown":
         # JUnit XML reads a test case's properties from its teardown report.
         report.user_properties.extend(summary_properties(result))
+    _record_journal_failure(call)
+    _attach_output_failures(report)
     return report
+
+
+def _record_journal_failure(call: pytest.CallInfo[None]) -> None:
+    """An xdist worker's own journal (its backstop copy, written by the case fixture) that could
+    not be written fails the case's setup; it is an output failure of the run, not of the case."""
+    from pytest_toolbench.results.journal import JournalWriteError
+
+    exc = call.excinfo.value if call.excinfo is not None else None
+    if isinstance(exc, JournalWriteError):
+        output_errors.record(OutputFailure.of("worker's results journal", exc.filename, exc))
+
+
+def _attach_output_failures(report: pytest.TestReport) -> None:
+    """Output failures this process recorded (a response-cache write on a full disk, in the model
+    layer) ride on its next report to the controller, which stops the run on them."""
+    for failure in output_errors.take():
+        report.user_properties.append((OUTPUT_ERROR_PROPERTY, failure.to_json()))
 
 
 #: Imported in the background during the test loop (ControllerHooks.pytest_runtestloop). Only
@@ -644,6 +683,9 @@ class ControllerHooks:
         self.st = state(config)
         self.gated_failures: set[str] = set()  # node ids --lf/--ff must still see as failed
         self.session: pytest.Session | None = None  # its exitstatus is final at unconfigure
+        self._cases_by_id: dict[str, Case] | None = None  # xdist: node parameter id -> case
+        self._crashed: dict[str, tuple[Case, str]] = {}  # case id -> (case, xdist's crash text)
+        self._stopping = False  # an output failure has stopped the run
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> None:
@@ -659,25 +701,111 @@ class ControllerHooks:
             threading.Thread(target=_import_modules, args=(FINISH_MODULES,),
                              name="toolbench-warm-imports", daemon=True).start()
 
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        """In-process: the selected nodes, after -k/-m/--lf deselection (results/completeness.py)."""
+        self.st.tracker.expect_items(session.items)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        """Under xdist the controller does not collect: each worker's node ids are the selection;
+        their cases are the ones the controller loaded itself (validate_selection)."""
+        if self._cases_by_id is None:
+            from pytest_toolbench.results.completeness import cases_by_id
+
+            self._cases_by_id = cases_by_id(self.st.cases, self.st.settings.repeats)
+        self.st.tracker.expect_node_ids(ids, self._cases_by_id)
+
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Collect the result and drop the bulky JSON from the report, so reporters running after
         us (JUnit XML) carry only the compact toolbench.* summary, not the transcript."""
         kept: list[tuple[str, object]] = []
+        failures: list[OutputFailure] = []
+        with_result = False
         for name, value in report.user_properties:
+            if name == OUTPUT_ERROR_PROPERTY:
+                failures.append(OutputFailure.from_json(str(value)))
+                continue
             if name != RESULT_PROPERTY:
                 kept.append((name, value))
                 continue
             result = (value if isinstance(value, CaseResult)
                       else CaseResult.model_validate_json(value))  # type: ignore[arg-type]
-            self.st.results[result.case_id] = result
-            progress.add_result(self.config, result)
-            if self.st.journal is None:
-                self.st.journal = ResultJournal(_run_dir(self.st) / "results.jsonl")
-            self.st.journal.append(result)
-            if self.st.settings.gates and report.failed:
-                self._let_gates_decide(report, result)
+            with_result = True
+            self._add_result(report, result)
         report.user_properties = kept
+        if not with_result:
+            with_result = self._crashed_case(report)
+        self.st.tracker.saw_report(report, with_result=with_result)
+        for failure in failures:
+            self._stop_on_output_failure(failure)
+
+    def _add_result(self, report: pytest.TestReport, result: CaseResult) -> None:
+        self.st.results[result.case_id] = result
+        progress.add_result(self.config, result)
+        self._journal(result)
+        if self.st.settings.gates and report.failed:
+            self._let_gates_decide(report, result)
+
+    def _crashed_case(self, report: pytest.TestReport) -> bool:
+        """A node whose xdist worker died under it: remembered, and at the session end its case
+        is the result its worker journalled before dying or else an infrastructure error that
+        says the worker crashed (:meth:`_crash_standins`), never a case without a result. With
+        gates its report becomes a skip like any infrastructure error's (--lf still reruns it)."""
+        from pytest_toolbench.results.completeness import crash_message
+
+        message = crash_message(report)
+        case = self.st.tracker.case_of(report.nodeid) if message is not None else None
+        if message is None or case is None or case.id in self.st.results:
+            return False
+        self._crashed[case.id] = (case, message)
+        if self.st.settings.gates:
+            path, line, _ = report.location
+            report.outcome = "skipped"
+            report.longrepr = (str(path), (line or 0) + 1, f"{message}; counted by the "
+                               "error-rate gate unless its worker journalled a result first")
+            report.toolbench_status = "infra-error"  # type: ignore[attr-defined]
+            self.gated_failures.add(report.nodeid)
+        return True
+
+    def _crash_standins(self) -> None:
+        """Crashed nodes whose result no journal held: infrastructure errors of kind
+        ``worker_crashed`` carrying xdist's message (results/completeness.py)."""
+        from pytest_toolbench.results.completeness import crashed_result
+
+        for case_id, (case, message) in self._crashed.items():
+            if case_id not in self.st.results:
+                result = crashed_result(case, message, model=self.st.settings.model)
+                self.st.results[case_id] = result
+                self._journal(result)
+
+    def _journal(self, result: CaseResult) -> None:
+        """Append to the run's journal; a failed write (full disk, EIO...) stops the run."""
+        st = self.st
+        if any(f.what == "results journal" for f in st.output_failures):
+            return  # stopping already: the journal is not written past its failure
+        path = _run_dir(st) / "results.jsonl"
+        try:
+            if st.journal is None:
+                st.journal = ResultJournal(path)
+            st.journal.append(result)
+        except OSError as exc:
+            self._stop_on_output_failure(OutputFailure.of("results journal", path, exc))
+
+    def _stop_on_output_failure(self, failure: OutputFailure) -> None:
+        """Stop the run at once with one line naming the file and the error (exit OUTPUT_ERROR):
+        results it can no longer keep must not be produced, and never end in a green run.
+        The session end still writes what it can, marked partial."""
+        if failure not in self.st.output_failures:
+            self.st.output_failures.append(failure)
+        if not self._stopping:
+            self._stopping = True
+            # pytest prints the terminal summary only for its own statuses, so the exit is
+            # pytest's INTERRUPTED; the session end turns it into OUTPUT_ERROR (_run_status).
+            pytest.exit(f"{failure.message()}; the run stopped (exit status "
+                        f"{int(ToolbenchExit.OUTPUT_ERROR)} OUTPUT_ERROR)",
+                        returncode=int(pytest.ExitCode.INTERRUPTED))
 
     def _let_gates_decide(self, report: pytest.TestReport, result: CaseResult) -> None:
         """With gates, a case's own failure is not the run's: a wrong answer's report becomes a
@@ -720,6 +848,10 @@ class ControllerHooks:
     def pytest_testnodedown(self, node: Any, error: Any) -> None:  # pytest-xdist, controller side
         output = getattr(node, "workeroutput", None) or {}
         self.st.sandbox_states.extend(output.get("toolbench_sandbox", []))
+        for text in output.get("toolbench_output_errors", []):
+            failure = OutputFailure.from_json(text)
+            if failure not in self.st.output_failures:  # the run stops at its session end
+                self.st.output_failures.append(failure)
 
     def pytest_report_teststatus(self, report: pytest.TestReport, config: pytest.Config):
         status = getattr(report, "toolbench_status", None)
@@ -733,16 +865,22 @@ class ControllerHooks:
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         st = self.st
         self.session = session
-        if st.journal is not None:  # the last group commit: every result is on disk from here
-            st.journal.close()
-            st.journal = None
         if is_xdist_controller(self.config):
             st.recovered = recover_missing(
                 list(run_dir(self.config).glob("worker-*.jsonl")), st.results
             )
+        try:
+            self._crash_standins()
+        except pytest.exit.Exception:  # the journal failed: noted in st.output_failures
+            pass
+        if st.journal is not None:  # the last group commit: every result is on disk from here
+            with contextlib.suppress(OSError):  # a failed write already stopped the run
+                st.journal.close()
+            st.journal = None
+        self._check_completeness()
         interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
-        if interrupted and st.interrupted_by is None:
-            st.interrupted_by = "SIGINT"
+        if interrupted and st.interrupted_by is None and not st.output_failures:
+            st.interrupted_by = "SIGINT"  # (an output failure stops the run as an interruption)
         if not st.results:
             self._no_case_ran(session, exitstatus)
             return
@@ -789,11 +927,8 @@ class ControllerHooks:
             st.verdicts = evaluate_gates([parse_gate(g) for g in st.settings.gates], st.metrics,
                                          gate_baseline(st.baseline, st.comparison))
             st.verdicts += error_rate_verdicts(st.metrics, st.settings.max_error_rate)
-            if exitstatus not in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR):
-                session.exitstatus = int(exit_status(st.verdicts))
-            from pytest_toolbench.report.junit_gates import write_gate_testcases
-
-            write_gate_testcases(self.config, st.verdicts)
+            st.verdicts += self._run_verdicts()
+        session.exitstatus = self._run_status(exitstatus)
         covered: dict[str, int] = {}
         for r in results:
             if (r.repeat or 1) == 1:  # distinct cases, not runs
@@ -813,7 +948,7 @@ class ControllerHooks:
         from pytest_toolbench.runs.record import save_report
 
         info = run_info(self.config, st)
-        info["exit_status"] = int(session.exitstatus)  # gates decided it above (toolbench runs)
+        info.update(self._run_info_status(int(session.exitstatus)))  # decided above
         info["coverage"] = {
             n: {"cases": c, "suite_cases": st.suite_sizes.get(n),
                 "subset": st.suite_sizes.get(n) is not None and c < st.suite_sizes[n]}
@@ -831,20 +966,95 @@ class ControllerHooks:
         # `toolbench runs`) keep the same document.
         report = build_json_report(st.metrics, results, info, st.verdicts, baseline, extra)
         encoded = indented_json(report)
+        failed_before = len(st.output_failures)
+        # The run's folder first: it shares its disk with the journal, and if it cannot be
+        # written the --toolbench-json below still says so (partial, exit status, the error).
+        self._write_output("run folder's report", _run_dir(st) / "report.json",
+                           lambda: save_report(_run_dir(st), report, encoded))
         if st.settings.json_path:
-            atomic_write_bytes(Path(st.settings.json_path), encoded)
-        save_report(_run_dir(st), report, encoded)
+            if len(st.output_failures) > failed_before:
+                session.exitstatus = self._run_status(exitstatus)
+                info.update(self._run_info_status(int(session.exitstatus)))
+                report = build_json_report(st.metrics, results, info, st.verdicts, baseline, extra)
+                encoded = indented_json(report)
+            self._write_output("JSON report", st.settings.json_path,
+                               lambda: atomic_write_bytes(Path(st.settings.json_path), encoded))
         if st.settings.md_path:
             from pytest_toolbench.report.markdown_report import write_markdown_report
 
-            write_markdown_report(st.settings.md_path, st.metrics, st.verdicts, st.comparison,
-                                  model=st.settings.model, run_id=st.run_id,
-                                  notes=[*notes, wall_time_note(st)])
+            self._write_output("Markdown summary", st.settings.md_path, lambda: write_markdown_report(
+                st.settings.md_path, st.metrics, st.verdicts, st.comparison,
+                model=st.settings.model, run_id=st.run_id, notes=[*notes, wall_time_note(st)]))
         from pytest_toolbench.report.session_outputs import finish
 
-        finish(self.config, st.metrics, st.verdicts, full_summary, settings=st.settings,
-               run_id=st.run_id, run_dir=_run_dir(st), data_sources=st.data_sources,
-               comparison=st.comparison)
+        self._write_output("plots or Allure files", _run_dir(st), lambda: finish(
+            self.config, st.metrics, st.verdicts, full_summary, settings=st.settings,
+            run_id=st.run_id, run_dir=_run_dir(st), data_sources=st.data_sources,
+            comparison=st.comparison))
+        if len(st.output_failures) > failed_before:  # a report could not be written
+            session.exitstatus = self._run_status(exitstatus)
+            st.summary += "".join(f"{f.message()}\n" for f in st.output_failures[failed_before:])
+        if st.verdicts:
+            from pytest_toolbench.report.junit_gates import write_gate_testcases
+
+            write_gate_testcases(self.config, st.verdicts)
+
+    def _check_completeness(self) -> None:
+        """Name the selected cases without a result, and take the output failures this process
+        recorded after its last report (results/completeness.py, results/output_errors.py)."""
+        st = self.st
+        st.missing = st.tracker.missing(st.results)
+        for failure in output_errors.take():
+            if failure not in st.output_failures:
+                st.output_failures.append(failure)
+
+    def _run_verdicts(self) -> list[GateVerdict]:
+        """The failed verdicts that no --gate asked for: lost cases (not after an interruption,
+        which loses them by design) and unwritten outputs."""
+        from pytest_toolbench.results.completeness import completeness_verdict, output_verdict
+
+        st = self.st
+        out = []
+        if st.missing and st.interrupted_by is None:
+            out.append(completeness_verdict(st.missing, len(st.tracker.expected)))
+        if st.output_failures:
+            out.append(output_verdict(st.output_failures))
+        return out
+
+    def _run_status(self, pytest_status: int) -> int:
+        """The exit status: an unwritten output (13) wins; an interruption or internal error
+        keeps pytest's; then lost cases (12); then the gates' status, or pytest's without gates."""
+        st = self.st
+        if st.output_failures:
+            return int(ToolbenchExit.OUTPUT_ERROR)
+        if pytest_status in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR):
+            return int(pytest_status)
+        if st.missing:
+            return int(ToolbenchExit.INCOMPLETE)
+        if st.settings.gates:
+            return int(exit_status(st.verdicts))
+        return int(pytest_status)
+
+    def _run_info_status(self, status: int) -> dict[str, Any]:
+        st = self.st
+        return {"exit_status": status, "partial": st.partial,
+                "missing_cases": list(st.missing),
+                "output_errors": [f.message() for f in st.output_failures]}
+
+    def _write_output(self, what: str, path: Any, write: Any) -> None:
+        """A report writer's I/O error (full disk, EIO...) is an output failure, never a traceback
+        that leaves the other reports unwritten."""
+        try:
+            write()
+        except OSError as exc:
+            failure = OutputFailure.of(what, path, exc)
+            if failure not in self.st.output_failures:
+                self.st.output_failures.append(failure)
+            if self.st.verdicts:  # the gate table and JUnit show it (one verdict for all)
+                from pytest_toolbench.results.completeness import output_verdict
+
+                self.st.verdicts = [v for v in self.st.verdicts if v.kind != "output"]
+                self.st.verdicts.append(output_verdict(self.st.output_failures))
 
     def _summaries(self, notes: list[str], repeats: Any) -> tuple[str, str]:
         """(the terminal's text, the full text for Allure). The terminal ends on one screen
@@ -891,10 +1101,17 @@ class ControllerHooks:
                     pass
 
     def partial_notes(self) -> list[str]:
-        if self.st.interrupted_by is None:
-            return []
-        return [f"PARTIAL RESULTS: the run was interrupted ({self.st.interrupted_by}); metrics "
-                "cover only the cases that finished"]
+        from pytest_toolbench.results.completeness import missing_note
+
+        st = self.st
+        notes = [f"PARTIAL RESULTS: {f.message().removeprefix('pytest-toolbench: ')}; the run "
+                 "stopped" for f in st.output_failures]
+        if st.interrupted_by is not None:
+            notes.append(f"PARTIAL RESULTS: the run was interrupted ({st.interrupted_by}); "
+                         "metrics cover only the cases that finished")
+        if st.missing:
+            notes.append(missing_note(st.missing, len(st.tracker.expected)))
+        return notes
 
     def _no_case_ran(self, session: pytest.Session, exitstatus: int) -> None:
         """A toolbench run in which no case ran fails with NO_CASES (gates or not): passing gates
@@ -906,6 +1123,19 @@ class ControllerHooks:
 
         no_cases = exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED,
                                   pytest.ExitCode.NO_TESTS_COLLECTED)
+        if st.output_failures or (st.missing and no_cases):  # cases were selected but all lost
+            session.exitstatus = self._run_status(exitstatus)
+            notes = self.partial_notes()
+            st.summary = "".join(f"{n}\n" for n in notes) + f"exit status {session.exitstatus}\n"
+            self._write_output("run index", _run_dir(st) / "run.json", lambda: mark_ended(
+                _run_dir(st), partial=True, interrupted_by=st.interrupted_by,
+                exit_status=int(session.exitstatus)))
+            if st.settings.gates:
+                st.verdicts = self._run_verdicts()
+                from pytest_toolbench.report.junit_gates import write_gate_testcases
+
+                write_gate_testcases(self.config, st.verdicts)
+            return
         mark_ended(_run_dir(st), partial=st.interrupted_by is not None,
                    interrupted_by=st.interrupted_by,
                    exit_status=int(ToolbenchExit.NO_CASES if no_cases else exitstatus))
@@ -963,9 +1193,17 @@ class ControllerHooks:
         status = int(self.session.exitstatus) if self.session is not None else int(gates_status)
         reporter.write_sep("=", "pytest-toolbench gates")
         reporter.write(render_gates(st.verdicts, width=max(40, reporter._tw.fullwidth)))
-        word = "PASSED" if gates_status is ToolbenchExit.OK else "FAILED"
+        # never PASSED on a run that exits non-zero (lost cases, an unwritten output, Ctrl-C)
+        word = "PASSED" if gates_status is ToolbenchExit.OK and status == 0 else "FAILED"
         name = ToolbenchExit(status).name if status in ToolbenchExit._value2member_map_ else "?"
-        if status == gates_status:
+        if status == ToolbenchExit.OUTPUT_ERROR:
+            why = "an output could not be written, so the run stopped: " + "; ".join(
+                f"{f.path}: {f.error}" for f in st.output_failures)
+        elif status == ToolbenchExit.INCOMPLETE:
+            from pytest_toolbench.results.completeness import missing_text
+
+            why = missing_text(st.missing, len(st.tracker.expected))
+        elif status == gates_status:
             why = "the exit status is decided by the gates, not by single cases"
         elif status == ToolbenchExit.NO_CASES:
             why = "no case ran, so no gate could pass"
@@ -974,7 +1212,7 @@ class ControllerHooks:
                    "finish normally")
         reporter.write_line(
             f"gates {word} (exit status {status} {name}): {why}"
-            + (" [partial run]" if st.interrupted_by else "")
+            + (" [partial run]" if st.partial else "")
         )
 
 
@@ -1016,8 +1254,10 @@ def run_info(config: pytest.Config, st: ToolbenchState) -> dict[str, Any]:
         "server": server_info_for_worker(st.server),
         "datasets": dataset_checksums(st.settings.data_dir, {r.benchmark for r in st.results.values()}),
         "data_sources": [d.model_dump(mode="json") for d in st.data_sources],
-        "partial": st.interrupted_by is not None,
+        "partial": st.partial,
         "interrupted_by": st.interrupted_by,
+        "missing_cases": list(st.missing),
+        "output_errors": [f.message() for f in st.output_failures],
         "n_results": len(st.results),
         "pytest_args": redact_secret_args(config.invocation_params.args),
         "sandbox": merge_isolation_states(st.sandbox_states),  # None: no tool sandbox started

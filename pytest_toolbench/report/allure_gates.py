@@ -68,7 +68,8 @@ def check_records(verdicts: Iterable[GateVerdict], *, label: str = "",
             "status": "passed" if v.passed else "failed",
             "tags": ["toolbench", v.kind],
             "details": {
-                "command": f"--gate {v.gate}" if v.kind == "metric" else "--max-error-rate",
+                "command": {"metric": f"--gate {v.gate}", "error_rate": "--max-error-rate"}.get(
+                    v.kind, "(the run's own check)"),
                 "message": f"{'PASSED' if v.passed else 'FAILED'}: {v.reason}",
             },
         }

@@ -31,8 +31,11 @@ def build_json_report(
     cases = sorted(results, key=lambda r: (r.case_id, r.scenario, r.benchmark))
     report = {
         "schema_version": SCHEMA_VERSION,
-        #: True when the run was interrupted (SIGINT/SIGTERM): metrics cover finished cases only.
+        #: True when the run was interrupted (SIGINT/SIGTERM), lost selected cases, or stopped on
+        #: an output it could not write: metrics cover the reported cases only.
         "partial": bool(run_info.get("partial", False)),
+        #: Selected cases that never reported a result (results/completeness.py).
+        "missing_cases": list(run_info.get("missing_cases") or []),
         "run": run_info,
         "metrics": metrics.model_dump(mode="json"),
         "gates": [v.model_dump(mode="json") for v in (gates or [])],

@@ -19,10 +19,13 @@ from pytest_toolbench.results.gates import GateVerdict
 
 GATE_CLASSNAME = "toolbench-gates"
 ERROR_RATE_CLASSNAME = "toolbench-error-rate"
+#: The run's own checks: every selected case reported, every output written.
+RUN_CHECK_CLASSNAME = "toolbench-run"
 
 
 def gate_nodeid(verdict: GateVerdict) -> str:
-    prefix = GATE_CLASSNAME if verdict.kind == "metric" else ERROR_RATE_CLASSNAME
+    prefix = {"metric": GATE_CLASSNAME, "error_rate": ERROR_RATE_CLASSNAME}.get(
+        verdict.kind, RUN_CHECK_CLASSNAME)
     return f"{prefix}::{verdict.gate}"
 
 

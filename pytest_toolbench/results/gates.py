@@ -87,8 +87,10 @@ class GateVerdict(BaseModel):
     actual: float | None
     passed: bool
     reason: str
-    #: "metric": a --gate; "error_rate": the per-scenario --max-error-rate limit.
-    kind: Literal["metric", "error_rate"] = "metric"
+    #: "metric": a --gate; "error_rate": the per-scenario --max-error-rate limit;
+    #: "completeness": selected cases without a result (results/completeness.py); "output": an
+    #: output the run could not write (results/output_errors.py). The last two appear only failed.
+    kind: Literal["metric", "error_rate", "completeness", "output"] = "metric"
 
 
 def _threshold(text: str, gate: str) -> float:
@@ -267,7 +269,12 @@ def _natural(text: str) -> tuple[int, float | str]:
 
 
 def exit_status(verdicts: list[GateVerdict]) -> ToolbenchExit:
-    """Too many infrastructure errors first (the metrics are then unreliable), then metric gates."""
+    """An unwritten output first, then lost cases, then too many infrastructure errors (the
+    metrics are then unreliable), then metric gates."""
+    if any(not v.passed for v in verdicts if v.kind == "output"):
+        return ToolbenchExit.OUTPUT_ERROR
+    if any(not v.passed for v in verdicts if v.kind == "completeness"):
+        return ToolbenchExit.INCOMPLETE
     if any(not v.passed for v in verdicts if v.kind == "error_rate"):
         return ToolbenchExit.INFRA_ERRORS
     if any(not v.passed for v in verdicts if v.kind == "metric"):

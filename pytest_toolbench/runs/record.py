@@ -137,7 +137,7 @@ def index_from_report(report: dict[str, Any], run_dir: Path) -> RunIndex:
     return RunIndex(
         run_id=str(run.get("run_id", run_dir.name)), model=str(settings.get("model", "")),
         backend=str(settings.get("backend", "")), suites=suites, started=run.get("started"),
-        finished=run.get("finished"), status="interrupted" if partial else "finished",
+        finished=run.get("finished"), status=_ended_status(partial, run),
         partial=partial, interrupted_by=run.get("interrupted_by"),
         n_cases=len({_base_id(c) for c in report.get("cases", [])}),
         n_runs=len(report.get("cases", [])),
@@ -150,6 +150,16 @@ def index_from_report(report: dict[str, Any], run_dir: Path) -> RunIndex:
         gates_passed=sum(bool(g.get("passed")) for g in gates),
         gates_failed=[str(g.get("gate", "?")) for g in gates if not g.get("passed")],
     )
+
+
+def _ended_status(partial: bool, run: dict[str, Any]) -> Status:
+    """``interrupted`` (Ctrl-C, SIGTERM), ``incomplete`` (cases lost or an output unwritten, the
+    run ended by itself) or ``finished``."""
+    if not partial:
+        return "finished"
+    if run.get("interrupted_by") is None and (run.get("missing_cases") or run.get("output_errors")):
+        return "incomplete"
+    return "interrupted"
 
 
 def _base_id(case: dict[str, Any]) -> str:
