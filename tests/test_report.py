@@ -154,8 +154,9 @@ def test_json_report_is_complete_sorted_and_atomic(tmp_path: Path, metrics: RunM
     assert path == out
     assert [p.name for p in out.parent.iterdir()] == ["toolbench.json"]  # no temp leftovers
     data = json.loads(out.read_text(encoding="utf-8"))
-    assert set(data) == {"schema_version", "partial", "run", "metrics", "gates", "cases"}
-    assert data["partial"] is False
+    assert set(data) == {"schema_version", "partial", "missing_cases", "run", "metrics", "gates",
+                         "cases"}
+    assert data["partial"] is False and data["missing_cases"] == []
     assert data["run"] == {"model": "m", "seed": 0}
     assert [c["case_id"] for c in data["cases"]] == sorted(c.case_id for c in cases)
     assert data["cases"][0]["transcript"] == TRANSCRIPT
