@@ -230,6 +230,14 @@ def test_a_connection_nobody_answers_is_a_connect_timeout(transport):
     assert_given_up(results, "connect_timeout", server.url, "connect timeout")
 
 
+def test_a_pool_is_given_up_when_none_of_its_endpoints_ever_answered():
+    urls = [f"http://127.0.0.1:{free_port()}/v1", f"http://127.0.0.1:{free_port()}/v1"]
+    model = backend(urls[0], base_urls=urls)
+    results, elapsed = calls(model, 4)
+    assert_given_up(results, "connection_refused", f"{urls[0]}, {urls[1]}", "connection refused")
+    assert elapsed < 3.0, elapsed
+
+
 # ----------------------------------------------------------------------------- not given up
 @pytest.mark.parametrize("transport", TRANSPORTS)
 def test_an_endpoint_that_answered_once_keeps_its_retries(transport):
