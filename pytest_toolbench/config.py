@@ -26,6 +26,8 @@ class SandboxLimits(BaseModel):
     cpu_seconds: float = 20.0  # CPU time per call (the wall-clock limit is the benchmark's)
     memory_mb: int = 1024  # address-space limit of a sandbox worker
     file_size_mb: int = 16  # largest file a tool may write (inside its temp dir)
+    disk_mb: int = 256  # all a call may write in its temp dir (a RAM-backed tmpfs where available)
+    disk_inodes: int = 10000  # files, directories, links... a call may create in its temp dir
     workers: int = 4  # warm worker processes per pytest process
     output_cap: int = 20000  # chars of a tool's result / error text kept (the cut is marked)
     insecure: bool = False  # run tools even where the kernel layers are unavailable (reported)
@@ -50,6 +52,8 @@ class RunSettings(BaseModel):
     request_timeout_s: float = 120.0  # one HTTP attempt
     max_retries: int = 6
     retry_after_max_s: float = 60.0  # the longest Retry-After wait honoured (larger ones are cut)
+    #: An endpoint that never answered since the run's first request is given up after this long.
+    unreachable_after_s: float = 10.0
     case_timeout_s: float | None = None  # a whole case (every call, retry and tool); None: no limit
     #: Upstream's closed script on an API error: no retry, the turn is lost (nothing appended).
     upstream_lost_turns: bool = False

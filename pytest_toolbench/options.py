@@ -44,6 +44,11 @@ def add_options(parser: pytest.Parser) -> None:
                      "honours Retry-After up to --retry-after-max)")
     g.addoption("--retry-after-max", type=float, default=60.0, metavar="SECONDS",
                 help="longest Retry-After wait honoured; a server asking for more waits this long")
+    g.addoption("--unreachable-after", type=float, default=10.0, metavar="SECONDS",
+                help="give up an endpoint that has not answered once since the run's first request "
+                     "and fails every attempt (connection refused, DNS, TLS, timeouts) after this "
+                     "long: every case then fails at once as an infrastructure error naming the URL "
+                     "and the cause")
     g.addoption("--case-timeout", type=float, default=None, metavar="SECONDS",
                 help="deadline for a whole case (all model calls, retries and tools); a case "
                      "past it is an infrastructure error of kind case_timeout (default: none)")
@@ -163,6 +168,7 @@ def validate_options(config: pytest.Config) -> None:
         ("--request-timeout", opt("--request-timeout"), lambda v: v > 0, "must be positive"),
         ("--case-timeout", opt("--case-timeout"), lambda v: v > 0, "must be positive"),
         ("--retry-after-max", opt("--retry-after-max"), lambda v: v >= 0, "must be 0 or more"),
+        ("--unreachable-after", opt("--unreachable-after"), lambda v: v >= 0, "must be 0 or more"),
         ("--max-error-rate", opt("--max-error-rate"), lambda v: 0 <= v <= 1,
          "must be between 0 and 1"),
         ("--bootstrap-samples", opt("--bootstrap-samples"), lambda v: v >= 0, "must be 0 or more"),
@@ -208,6 +214,7 @@ def settings_from_config(config: pytest.Config) -> RunSettings:
         request_timeout_s=opt("--request-timeout"),
         max_retries=opt("--max-retries"),
         retry_after_max_s=opt("--retry-after-max"),
+        unreachable_after_s=opt("--unreachable-after"),
         case_timeout_s=opt("--case-timeout"),
         upstream_lost_turns=opt("--upstream-lost-turns"),
         concurrency=opt("--concurrency"),

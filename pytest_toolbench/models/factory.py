@@ -84,6 +84,7 @@ def build_model(
         model: ChatModel = OpenAIBackend(
             settings.model, url, key, settings.request_timeout_s, settings.max_retries,
             settings.concurrency, retry_after_max_s=settings.retry_after_max_s,
+            unreachable_after_s=settings.unreachable_after_s,
             upstream_lost_turns=settings.upstream_lost_turns, extra_body=extra_body,
             base_urls=list(settings.base_urls)
             if len(settings.base_urls) > 1 and (url is None or url in settings.base_urls) else None,
@@ -107,6 +108,7 @@ def build_model(
                 settings.request_timeout_s, settings.max_retries, settings.concurrency,
                 name=settings.model, backend_label="vllm", abort_check=check,
                 retry_after_max_s=settings.retry_after_max_s,
+                unreachable_after_s=settings.unreachable_after_s,
                 upstream_lost_turns=settings.upstream_lost_turns, extra_body=extra_body,
                 # --backend vllm with --base-url repeated: a fleet of running vLLM replicas.
                 base_urls=list(settings.base_urls) if len(settings.base_urls) > 1 and url in settings.base_urls else None,

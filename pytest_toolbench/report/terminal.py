@@ -85,7 +85,7 @@ from typing import Any
 from pytest_toolbench.report.text_table import TextTable, pipe_table, render_table
 from pytest_toolbench.results.aggregate import MetricValue, ReportTable, RunMetrics, ScenarioMetrics
 from pytest_toolbench.results.gates import GateVerdict
-from pytest_toolbench.results.infra_errors import describe_errors
+from pytest_toolbench.results.infra_errors import describe_errors, unreachable_lines
 
 DETAILS_HINT = ("details: -v prints every metric, the breakdowns and the paper tables; all are in "
                 "the run's report.json (toolbench runs) and --toolbench-md")
@@ -155,6 +155,8 @@ def error_lines(metrics: RunMetrics, width: int) -> list[str]:
     """The overview's error lines: every scenario with infrastructure errors (or ``none``), then
     the tool-call parse failures."""
     out: list[str] = []
+    for line in unreachable_lines(metrics.scenarios):  # a dead endpoint: one line for the run
+        out += _wrap_line(line, width)
     errors = [(s, infra_error_note(s)) for s in metrics.scenarios if s.n_errors]
     if not errors:
         out.append("infrastructure errors: none")
