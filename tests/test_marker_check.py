@@ -11,7 +11,7 @@ import pytest
 
 from pytest_toolbench.benchmarks import registry
 from pytest_toolbench.marker_check import check_markexpr, parse_terms
-from pytest_toolbench.plugin import _mark, case_marks
+from pytest_toolbench.session.selection import _mark, case_marks
 
 REPO = Path(__file__).resolve().parents[1]
 REGISTERED = {"toolbench", "scenario", "hops", "domain", "toolhop", "skip", "slow"}

@@ -1,0 +1,78 @@
+"""One run's state in a pytest process: the settings, the results that arrived, and what the
+session end needs (selection, data sources, output failures, the run's servers)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from pytest_toolbench.benchmarks.base import Case
+from pytest_toolbench.benchmarks.data_source import DataSource
+from pytest_toolbench.config import RunSettings
+from pytest_toolbench.results.aggregate import RunMetrics
+from pytest_toolbench.results.case_result import CaseResult
+from pytest_toolbench.results.completeness import CaseTracker
+from pytest_toolbench.results.gates import GateVerdict
+from pytest_toolbench.results.journal import ResultJournal
+from pytest_toolbench.results.output_errors import OutputFailure
+from pytest_toolbench.runtime.server import ManagedServer
+
+STATE_KEY = pytest.StashKey["ToolbenchState"]()
+
+
+@dataclass
+class ToolbenchState:
+    """Controller-side state of one run."""
+
+    settings: RunSettings
+    run_id: str
+    started: float = field(default_factory=time.time)
+    results: dict[str, CaseResult] = field(default_factory=dict)
+    journal: ResultJournal | None = None
+    server: ManagedServer | None = None
+    cases: dict[str, list[Case]] = field(default_factory=dict)
+    metrics: RunMetrics | None = None
+    verdicts: list[GateVerdict] = field(default_factory=list)
+    summary: str = ""
+    recovered: int = 0
+    #: Benchmarks whose suites this run targets (known on the controller at session start).
+    targeted: list[str] = field(default_factory=list)
+    #: Benchmark -> number of cases in its whole suite (every scenario, no selection).
+    suite_sizes: dict[str, int] = field(default_factory=dict)
+    data_sources: list[DataSource] = field(default_factory=list)
+    #: "SIGTERM"/"SIGINT" when the run was interrupted (its reports are then partial).
+    interrupted_by: str | None = None
+    gates_printed: bool = False
+    #: --baseline: the loaded run (controller) and, at session end, this run's comparison with it.
+    baseline: Any = None
+    comparison: Any = None
+    #: The run's shared SDK process (models/sdk_process), started at configure.
+    sdk: Any = None
+    # isolation each tool-sandbox pool of the run actually had (sandbox/pool.py isolation_state);
+    # a worker's travel to the controller in workeroutput
+    sandbox_states: list[dict[str, Any]] = field(default_factory=list)
+    #: Progress of model conversion and server start (runtime/startup_progress.py), controller only.
+    startup: Any = None
+    #: The selected nodes and which reported (results/completeness.py), controller only.
+    tracker: CaseTracker = field(default_factory=CaseTracker)
+    #: Selected cases without a result at session end (ids, selection order).
+    missing: list[str] = field(default_factory=list)
+    #: Outputs the run could not write (results/output_errors.py); any one stops the run.
+    output_failures: list[OutputFailure] = field(default_factory=list)
+
+    @property
+    def partial(self) -> bool:
+        """The reports cover less than the selection: interrupted, cases lost, or stopped on an
+        unwritable output."""
+        return self.interrupted_by is not None or bool(self.missing) or bool(self.output_failures)
+
+
+def state(config: pytest.Config) -> ToolbenchState:
+    return config.stash[STATE_KEY]
+
+
+def is_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
