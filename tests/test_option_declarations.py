@@ -1,0 +1,90 @@
+"""The core run settings are declared once (``config.py``), and the flags, ini keys and ``--help``
+text derived from them are the ones users already rely on.
+
+The snapshots in ``tests/data/`` were taken from the hand-written flags before the declaration
+moved into ``RunSettings``: a flag renamed, a default or type changed, or a help text reworded by
+accident fails here. Regenerate them on purpose with ``python tests/test_option_declarations.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+HELP_SNAPSHOT = REPO / "tests" / "data" / "help_toolbench.txt"
+OPTIONS_SNAPSHOT = REPO / "tests" / "data" / "options_toolbench.json"
+
+
+def toolbench_help() -> str:
+    """The pytest-toolbench groups and ini keys of ``pytest --help``, at a fixed width."""
+    env = {k: v for k, v in os.environ.items() if k not in ("TOOLBENCH_RUNS_DIR",)}
+    env["COLUMNS"] = "120"
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest", "--help", "-p", "no:randomly", "-p", "no:cacheprovider"],
+        cwd=REPO, capture_output=True, text=True, timeout=120, env=env,
+    ).stdout
+    kept: list[str] = []
+    in_group = in_ini = in_key = False
+    for line in out.splitlines():
+        if not line.strip():
+            continue
+        if not line.startswith(" "):
+            in_group = line.startswith("pytest-toolbench")
+            in_ini = line.startswith("[pytest]")
+            if in_group:
+                kept.append(line)
+            continue
+        if in_group:
+            kept.append(line)
+        elif in_ini:
+            if re.match(r"  \S", line):  # a key, its text on the next line(s)
+                in_key = line.startswith("  toolbench_")
+            if in_key:
+                kept.append(line.rstrip())
+    return "\n".join(kept) + "\n"
+
+
+def option_table() -> dict[str, Any]:
+    """Every toolbench flag as argparse receives it, plus what the ini resolution knows of it."""
+    from _pytest.config.argparsing import Parser
+
+    from pytest_toolbench import option_sources
+    from pytest_toolbench.options import add_options
+
+    os.environ.pop("TOOLBENCH_RUNS_DIR", None)
+    parser = Parser()
+    add_options(parser)
+    table: dict[str, Any] = {}
+    for group in parser._groups:
+        for opt in group.options:
+            attrs = {k: v for k, v in opt.attrs().items() if k not in ("help", "container")}
+            attrs = {k: (v.__name__ if isinstance(v, type) else v) for k, v in attrs.items()}
+            table[opt.names()[-1]] = {"group": group.name, **json.loads(json.dumps(attrs, default=str))}
+    for source in option_sources._SOURCES.values():
+        if source.flag in table:
+            table[source.flag]["source"] = {
+                "ini": source.ini, "default": json.loads(json.dumps(source.default, default=str)),
+                "action": source.action,
+                "convert": source.convert.__name__ if source.convert else None,
+                "choices": list(source.choices) if source.choices else None,
+            }
+    return table
+
+
+def test_help_text_is_unchanged():
+    assert toolbench_help() == HELP_SNAPSHOT.read_text(encoding="utf-8")
+
+
+def test_flags_types_defaults_and_ini_keys_are_unchanged():
+    assert option_table() == json.loads(OPTIONS_SNAPSHOT.read_text(encoding="utf-8"))
+
+
+if __name__ == "__main__":
+    HELP_SNAPSHOT.write_text(toolbench_help(), encoding="utf-8")
+    OPTIONS_SNAPSHOT.write_text(json.dumps(option_table(), indent=1) + "\n", encoding="utf-8")
