@@ -22,7 +22,7 @@ OPTIONS_SNAPSHOT = REPO / "tests" / "data" / "options_toolbench.json"
 
 
 def toolbench_help() -> str:
-    """The pytest-toolbench groups and ini keys of ``pytest --help``, at a fixed width."""
+    """The core pytest-toolbench group and its ini keys in ``pytest --help``, at a fixed width."""
     env = {k: v for k, v in os.environ.items() if k not in ("TOOLBENCH_RUNS_DIR",)}
     env["COLUMNS"] = "120"
     out = subprocess.run(
@@ -30,12 +30,13 @@ def toolbench_help() -> str:
         cwd=REPO, capture_output=True, text=True, timeout=120, env=env,
     ).stdout
     kept: list[str] = []
-    in_group = in_ini = in_key = False
+    ini: list[list[str]] = []
+    in_group = in_ini = False
     for line in out.splitlines():
         if not line.strip():
             continue
         if not line.startswith(" "):
-            in_group = line.startswith("pytest-toolbench")
+            in_group = line.startswith("pytest-toolbench: LLM tool-use benchmarks")
             in_ini = line.startswith("[pytest]")
             if in_group:
                 kept.append(line)
@@ -43,15 +44,20 @@ def toolbench_help() -> str:
         if in_group:
             kept.append(line)
         elif in_ini:
-            if re.match(r"  \S", line):  # a key, its text on the next line(s)
-                in_key = line.startswith("  toolbench_")
-            if in_key:
-                kept.append(line.rstrip())
+            if re.match(r"  \S", line):  # a key, its text ("same as --flag") on the next line
+                ini.append([])
+            if ini:
+                ini[-1].append(line.rstrip())
+    flags = set(re.findall(r"^  (--[a-z0-9-]+)", "\n".join(kept), flags=re.MULTILINE))
+    for entry in ini:
+        said = re.search(r"same as (--[a-z0-9-]+)", " ".join(entry))
+        if said and said.group(1) in flags:
+            kept.extend(entry)
     return "\n".join(kept) + "\n"
 
 
 def option_table() -> dict[str, Any]:
-    """Every toolbench flag as argparse receives it, plus what the ini resolution knows of it."""
+    """Every core toolbench flag as argparse receives it, plus what the ini resolution knows of it."""
     from _pytest.config.argparsing import Parser
 
     from pytest_toolbench import option_sources
@@ -62,6 +68,8 @@ def option_table() -> dict[str, Any]:
     add_options(parser)
     table: dict[str, Any] = {}
     for group in parser._groups:
+        if group.name != "toolbench":  # the core group (benchmark groups derive from their own models)
+            continue
         for opt in group.options:
             attrs = {k: v for k, v in opt.attrs().items() if k not in ("help", "container")}
             attrs = {k: (v.__name__ if isinstance(v, type) else v) for k, v in attrs.items()}
