@@ -85,6 +85,49 @@ def enter_namespaces() -> tuple[bool, str]:
     return True, "fresh network namespace (no interfaces up)" + ("; private IPC/UTS namespaces" if ipc else "")
 
 
+_CLONE_NEWNS, _CLONE_NEWUSER = 0x00020000, 0x10000000
+_MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REC, _MS_PRIVATE = 2, 4, 8, 1 << 14, 1 << 18
+_MNT_DETACH = 2
+
+
+def enter_mount_namespace() -> tuple[bool, str]:
+    """A private mount namespace for the zygote, so that it can give every call a tmpfs of its
+    own (``mount_tmpfs``) that nobody outside sees. Root (or a bubblewrap user namespace) may
+    unshare it directly; otherwise a user namespace mapping our uid to root comes first."""
+    if _libc.unshare(_CLONE_NEWNS) != 0:
+        first = os.strerror(ctypes.get_errno())
+        uid, gid = os.geteuid(), os.getegid()
+        if _libc.unshare(_CLONE_NEWUSER | _CLONE_NEWNS) != 0:
+            return False, f"unshare(CLONE_NEWNS) failed: {first}; with a user namespace: {os.strerror(ctypes.get_errno())}"
+        try:
+            for name, text in (("setgroups", "deny"), ("uid_map", f"0 {uid} 1"), ("gid_map", f"0 {gid} 1")):
+                with open(f"/proc/self/{name}", "w", encoding="ascii") as f:
+                    f.write(text)
+        except OSError as exc:
+            return False, f"user namespace id maps: {exc}"
+    # Our mounts must not propagate back to the namespace we came from.
+    if _libc.mount(b"none", b"/", None, ctypes.c_ulong(_MS_REC | _MS_PRIVATE), None) != 0:
+        return False, f"making mounts private failed: {os.strerror(ctypes.get_errno())}"
+    return True, "private mount namespace"
+
+
+def mount_tmpfs(path: str, size_bytes: int, inodes: int) -> None:
+    """A fresh tmpfs on ``path`` holding at most ``size_bytes`` and ``inodes`` entries (the kernel
+    answers ENOSPC past either); no devices, set-id or executables on it."""
+    options = f"size={size_bytes},nr_inodes={inodes},mode=0700".encode()
+    flags = ctypes.c_ulong(_MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
+    if _libc.mount(b"tmpfs", os.fsencode(path), b"tmpfs", flags, options) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"mount tmpfs on {path}: {os.strerror(err)}")
+
+
+def detach(path: str) -> None:
+    """Lazy unmount: the tmpfs and everything in it is freed at once, whatever it holds."""
+    if _libc.umount2(os.fsencode(path), ctypes.c_int(_MNT_DETACH)) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"umount {path}: {os.strerror(err)}")
+
+
 # ------------------------------------------------------------------------------------ seccomp
 
 _AUDIT_ARCH_X86_64 = 0xC000003E
