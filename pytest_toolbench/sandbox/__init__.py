@@ -22,8 +22,10 @@ read ``/proc/1/environ``, the parent's command line, the project and home, to op
 write outside). Where they do not, the pool refuses to run tools (``SandboxStartError``, the run
 stops) unless ``SandboxLimits.insecure`` (``--sandbox-insecure``); then ``describe()["insecure"]``
 is true, and the run's report (``run.sandbox``, from ``ToolSandbox.isolation_state()``) and
-its terminal summary say so. Results and error texts are capped at
-``SandboxLimits.output_cap`` characters with a marked cut.
+its terminal summary say so. Each call's directory is a size- and inode-limited tmpfs
+(``SandboxLimits.disk_mb``/``disk_inodes``; a watchdog where no mount namespace is possible).
+The zygote forwards payloads and replies as opaque bytes; the pool parses each reply, checks
+its shape and caps the whole result and error text at ``SandboxLimits.output_cap`` characters.
 
 Exports are lazy so that the worker process, which imports this package, does not pay for
 pydantic and the harness config it never uses.

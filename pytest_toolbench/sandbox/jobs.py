@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from pytest_toolbench.sandbox.protocol import cap_text, cap_total
+
 
 def ping(payload: dict) -> dict:
     return {"pid": os.getpid(), "cwd": os.getcwd()}
@@ -25,3 +27,26 @@ def run_source(payload: dict) -> dict[str, Any]:
         return {"value": value, "error": None, "type": None}
     except Exception as exc:  # untrusted code failing is a result, not a sandbox failure
         return {"value": None, "error": str(exc), "type": type(exc).__name__}
+
+
+# Reply checks: run by the pool, in the harness, on what a call's child sent (``<job>_reply``).
+# A value of the wrong shape raises (the call fails); the returned value is capped in total.
+
+
+def ping_reply(value: Any, cap: int) -> dict[str, Any]:
+    if not (isinstance(value, dict) and isinstance(value.get("pid"), int) and isinstance(value.get("cwd"), str)):
+        raise ValueError("expected {'pid': int, 'cwd': str}")
+    return {"pid": value["pid"], "cwd": cap_text(value["cwd"], cap)}
+
+
+def run_source_reply(value: Any, cap: int) -> dict[str, Any]:
+    if not isinstance(value, dict) or set(value) != {"value", "error", "type"}:
+        raise ValueError("expected {'value', 'error', 'type'}")
+    error, kind = value["error"], value["type"]
+    if not (error is None or isinstance(error, str)) or not (kind is None or isinstance(kind, str)):
+        raise ValueError("'error' and 'type' must be text or null")
+    return {
+        "value": cap_total(value["value"], cap),
+        "error": None if error is None else cap_text(error, cap),
+        "type": None if kind is None else cap_text(kind, 200),
+    }

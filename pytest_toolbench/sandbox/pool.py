@@ -25,13 +25,15 @@ import sys
 import tempfile
 import threading
 import time
+import weakref
+from importlib import import_module
 from pathlib import Path
 from typing import Any, Literal, Sequence
 
 from pydantic import BaseModel
 
 from pytest_toolbench.config import SandboxLimits
-from pytest_toolbench.sandbox import protocol
+from pytest_toolbench.sandbox import cleanup, protocol
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +46,9 @@ _ENV_KEEP = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ")
 #: before it declares the zygote itself hung and kills it.
 _ZYGOTE_GRACE_S = 5.0
 #: Kernel layers a test may pretend are unavailable (``ToolSandbox(disable_layers=...)``).
-LAYERS = ("landlock", "seccomp", "namespaces")
+LAYERS = ("landlock", "seccomp", "namespaces", "tmpfs", "audit_hook")
+_CLOSED = object()  # in the slot queue once the pool is closed: wakes every caller waiting there
+_live_pools: weakref.WeakSet[ToolSandbox] = weakref.WeakSet()
 
 
 class SandboxOutcome(BaseModel):
@@ -96,6 +100,43 @@ def _bwrap_read_paths() -> list[str]:
     return [p for p in paths if not p.startswith("/dev/")] + [p for p in extra if p not in paths]
 
 
+_checkers: dict[str, Any] = {}
+
+
+def _reply_checker(job: str) -> Any:
+    """The job's own reply check, ``<function>_reply(value, cap)`` beside it in its module
+    (raises ValueError/TypeError on a value of the wrong shape, returns it capped), or the
+    generic total cap."""
+    if job not in _checkers:
+        module_name, _, func = job.partition(":")
+        try:
+            checker = getattr(import_module(module_name), f"{func}_reply", None)
+        except Exception:  # noqa: BLE001 - the zygote reports a job that cannot load
+            checker = None
+        _checkers[job] = checker if callable(checker) else protocol.cap_total
+    return _checkers[job]
+
+
+def check_reply(job: str, body: bytes, cap: int) -> tuple[Literal["ok", "crashed"], Any, str]:
+    """(status, value, detail) from the reply body a call's child sent: anything it may have
+    written (a forged frame, bytes that are not UTF-8 or JSON, nesting deeper than the decoder
+    takes, an envelope or value of the wrong shape, too much text) is a failed call with a
+    one-line reason, never an exception in the harness."""
+    try:
+        reply = protocol.parse_body(body)
+        if not isinstance(reply, dict) or not isinstance(reply.get("ok"), bool):
+            raise ValueError("not a {'ok': bool, ...} object")
+        if not reply["ok"]:
+            detail = reply.get("detail")
+            if not isinstance(detail, str):
+                raise ValueError("an error reply without a text detail")
+            return "crashed", None, f"job {job} raised {protocol.cap_text(detail, cap)}"
+        return "ok", _reply_checker(job)(reply.get("value"), cap), ""
+    except (protocol.ProtocolError, ValueError, TypeError, KeyError, RecursionError) as exc:
+        why = protocol.cap_text(str(exc), 200)
+        return "crashed", None, f"the call sent a malformed reply ({why})"
+
+
 class _Worker:
     """One worker process and its two pipes. Used by one thread at a time (owned via the pool)."""
 
@@ -108,13 +149,20 @@ class _Worker:
         preload: Sequence[str],
         disable_layers: Sequence[str] = (),
         use_bubblewrap: bool = True,
+        register: Any = None,
     ) -> None:
+        """``register(worker)``, if given, is called before the process starts, so that a
+        ``close()`` from another thread can kill a worker that is still starting."""
         self._kill_lock = threading.Lock()
         self._tail: str | None = None
         self._req_w = self._rep_r = -1
         self.tmpdir = tempfile.mkdtemp(prefix="toolbench-sandbox-")
         self._stderr_path = os.path.join(self.tmpdir, ".worker-stderr")
+        self.output_cap = limits.output_cap
+        self.reply_limit = protocol.reply_limit(limits.output_cap)
         try:
+            if register is not None:
+                register(self)
             hello = self._start(limits, network_isolation, preload, disable_layers, use_bubblewrap)
         except BaseException:
             # A failed start, or Ctrl-C / SIGTERM while it starts: no process, pipe or temp folder
@@ -156,7 +204,9 @@ class _Worker:
         self._rep_r, rep_w = os.pipe()
         config.update(fd_in=req_r, fd_out=rep_w)
         try:
-            with open(self._stderr_path, "wb") as stderr:
+            with open(self._stderr_path, "wb") as stderr, self._kill_lock:
+                if self._tail is not None:
+                    raise SandboxStartError("sandbox closed while a worker was starting")
                 self.proc = subprocess.Popen(
                     [*argv, json.dumps(config)],
                     stdin=subprocess.DEVNULL,
@@ -189,12 +239,17 @@ class _Worker:
 
     def call(self, job: str, payload: dict, timeout_s: float) -> tuple[SandboxOutcome, bool]:
         """Returns the outcome and whether this zygote may be reused. The zygote forks a child
-        per call and enforces ``timeout_s`` itself; the pool only guards against a hung zygote."""
+        per call and enforces ``timeout_s`` itself; the pool only guards against a hung zygote.
+        The child's reply crosses the zygote unread: it is parsed, checked against the job's
+        reply shape and capped here, in the harness, so nothing a tool writes on its pipe can
+        pass the cap, break the caller or kill the zygote."""
         request_id = next(self._ids)
         start = time.monotonic()
+        body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
         try:
-            protocol.send(self._req_w, {"id": request_id, "job": job, "payload": payload, "timeout_s": timeout_s})
-            reply = protocol.recv(self._rep_r, start + timeout_s + _ZYGOTE_GRACE_S)
+            protocol.send_split(self._req_w, {"id": request_id, "job": job, "timeout_s": timeout_s}, body)
+            del body
+            header, reply = protocol.recv_split(self._rep_r, start + timeout_s + _ZYGOTE_GRACE_S, self.reply_limit)
         except TimeoutError:
             self.kill()
             return SandboxOutcome(
@@ -202,8 +257,9 @@ class _Worker:
                 detail=f"no result after {timeout_s:g} s wall clock; worker killed and replaced",
                 duration_s=time.monotonic() - start,
             ), False
-        except (OSError, EOFError, protocol.ProtocolError) as exc:
-            # A dead zygote: BrokenPipe on send, EOF on receive. Reap it to learn why.
+        except (OSError, EOFError, ValueError, protocol.ProtocolError) as exc:
+            # A dead zygote: BrokenPipe on send, EOF on receive. Reap it to learn why; its
+            # stderr goes to the log, never into the detail a model is shown.
             try:
                 self.proc.wait(timeout=2)
             except subprocess.TimeoutExpired:
@@ -212,16 +268,19 @@ class _Worker:
             if isinstance(exc, protocol.ProtocolError):
                 detail = f"sandbox worker sent a malformed reply: {exc}"
             tail = self.kill()
-            return SandboxOutcome(
-                status="crashed", detail=detail + (f"\n{tail}" if tail else ""), duration_s=time.monotonic() - start
-            ), False
+            if tail:
+                log.warning("sandbox worker %s: %s; its stderr ends:\n%s", self.pid, detail, tail)
+            return SandboxOutcome(status="crashed", detail=detail, duration_s=time.monotonic() - start), False
         duration = time.monotonic() - start
-        if reply.get("id") != request_id or reply.get("status") not in ("ok", "timeout", "crashed"):
+        if header.get("id") != request_id or header.get("status") not in ("ok", "timeout", "crashed"):
             self.kill()
             return SandboxOutcome(status="crashed", detail="sandbox reply out of sequence", duration_s=duration), False
-        worker_ms = reply.get("worker_ms")
+        worker_ms = header.get("worker_ms")
+        status, value, detail = header["status"], None, str(header.get("detail") or "")
+        if status == "ok":
+            status, value, detail = check_reply(job, reply, self.output_cap)
         return SandboxOutcome(
-            status=reply["status"], value=reply.get("value"), detail=str(reply.get("detail") or ""), duration_s=duration,
+            status=status, value=value, detail=detail, duration_s=duration,
             worker_s=worker_ms / 1e3 if isinstance(worker_ms, (int, float)) else None,
         ), True
 
@@ -260,7 +319,9 @@ class _Worker:
             except OSError:
                 pass
         self._req_w = self._rep_r = -1
-        shutil.rmtree(self.tmpdir, ignore_errors=True)
+        problem = cleanup.remove_tree(self.tmpdir)
+        if problem:
+            log.warning("sandbox: could not remove %s: %s", self.tmpdir, problem)
         return tail
 
 
@@ -304,6 +365,7 @@ class ToolSandbox:
         self._closed = False
         self._info: dict[str, Any] | None = None
         self._warned = False
+        _live_pools.add(self)
 
     # ------------------------------------------------------------------ lifecycle
     def __enter__(self) -> ToolSandbox:
@@ -313,33 +375,42 @@ class ToolSandbox:
         self.close()
 
     def close(self) -> None:
-        """Kill every worker (busy ones too: their callers get "crashed"); idempotent."""
+        """Kill every worker (busy and starting ones too: their callers get "crashed" or an
+        error at once) and wake every caller waiting for a slot (``RuntimeError``); idempotent.
+        Safe from a signal handler's thread: whatever the tools are doing, no thread of the
+        caller stays blocked in the sandbox, so an interrupted run can exit."""
         with self._lock:
             self._closed = True
             workers = list(self._live)
             self._live.clear()
+        self._slots.put(_CLOSED)
         for worker in workers:
             worker.kill()
 
     def worker_pids(self) -> list[int]:
         with self._lock:
-            return sorted(w.proc.pid for w in self._live)
+            return sorted(w.proc.pid for w in self._live if hasattr(w, "info"))  # started ones
+
+    def _register(self, worker: _Worker) -> None:
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("ToolSandbox is closed")
+            self._live.add(worker)
 
     def _spawn(self) -> _Worker:
         args = (self.limits, self.network_isolation, self.preload, self.disable_layers)
         try:
-            worker = _Worker(*args, self.use_bubblewrap)
+            worker = _Worker(*args, self.use_bubblewrap, register=self._register)
         except SandboxStartError as exc:
             if not self.use_bubblewrap or shutil.which("bwrap") is None or "refusing" in str(exc):
                 raise
             log.warning("sandbox: bubblewrap failed (%s); continuing with the in-process layers", exc)
             self.use_bubblewrap = False
-            worker = _Worker(*args, False)
+            worker = _Worker(*args, False, register=self._register)
         with self._lock:
             if self._closed:
                 worker.kill()
                 raise RuntimeError("ToolSandbox is closed")
-            self._live.add(worker)
             if self._info is None:
                 self._info = worker.info
         if not self._warned and worker.info.get("insecure"):
@@ -363,6 +434,9 @@ class ToolSandbox:
         if self._closed:
             raise RuntimeError("ToolSandbox is closed")
         worker = self._slots.get()
+        if worker is _CLOSED or self._closed:
+            self._slots.put(worker)  # wakes the next waiter too
+            raise RuntimeError("ToolSandbox is closed")
         keep = False
         try:
             if worker is None or not worker.alive:
@@ -377,10 +451,14 @@ class ToolSandbox:
             outcome.detail = protocol.cap_text(outcome.detail, self.limits.output_cap)
             return outcome
         finally:
-            if worker is not None and not keep:
-                self._retire(worker)
-                worker.kill()
-            self._slots.put(worker if keep else None)
+            # Whatever went wrong above (a harness bug included), the slot goes back: the worker
+            # if it is sound, else None so that the next caller starts a fresh one.
+            try:
+                if worker is not None and not keep:
+                    self._retire(worker)
+                    worker.kill()
+            finally:
+                self._slots.put(worker if keep else None)
 
     async def arun(self, job: str, payload: dict, timeout_s: float) -> SandboxOutcome:
         from pytest_toolbench.models.call_log import current_call_log
@@ -409,12 +487,21 @@ class ToolSandbox:
             "python": sys.version.split()[0],
             "executable": sys.executable,
             "start": "zygote per slot (python -m pytest_toolbench.sandbox.worker), one fork per call",
-            "ipc": "length-prefixed JSON over dedicated pipe fds; worker stdout/stderr discarded",
+            "ipc": ("length-prefixed JSON over dedicated pipe fds; the zygote forwards payload and "
+                    "reply as opaque bytes; the reply is parsed, checked and capped in the harness; "
+                    "worker stdout/stderr discarded"),
         }
 
     def isolation_state(self) -> dict[str, Any]:
         """The isolation actually in force, compact and JSON-able, for the run's report."""
         return isolation_state(self.describe())
+
+
+def close_all() -> None:
+    """Close every open ToolSandbox of this process (for a SIGTERM/SIGINT handler: no thread
+    then stays blocked waiting for a sandbox slot or a tool's reply)."""
+    for pool in list(_live_pools):
+        pool.close()
 
 
 def isolation_state(described: dict[str, Any]) -> dict[str, Any]:

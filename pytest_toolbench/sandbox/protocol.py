@@ -98,7 +98,106 @@ def _parse(body: bytes) -> Any:
         raise ProtocolError(f"malformed message: {reason}") from exc
 
 
+# ------------------------------------------------------------------------- split messages
+# A call travels as a small header the zygote reads (id, job, timeout; or status, detail) and an
+# opaque body it never parses: the payload on the way in, the child's reply on the way out.
+_SPLIT = struct.Struct(">II")
+SPLIT_BYTES = _SPLIT.size
+#: Largest header either way (they hold ids, job names, statuses and exit texts only).
+MAX_HEADER_BYTES = 64 * 1024
+
+
+def split_prefix(header: bytes, body_len: int) -> bytes:
+    return _SPLIT.pack(len(header), body_len) + header
+
+
+def unpack_split(prefix: bytes | bytearray | memoryview) -> tuple[int, int]:
+    header_len, body_len = _SPLIT.unpack(prefix)
+    if header_len > MAX_HEADER_BYTES:
+        raise ProtocolError(f"header of {header_len} bytes exceeds {MAX_HEADER_BYTES}")
+    return header_len, body_len
+
+
+def send_split(fd: int, header: dict[str, Any], body: bytes) -> None:
+    head = _dumps(header).encode("utf-8")
+    write_all(fd, split_prefix(head, len(body)) + body)
+
+
+def recv_split(fd: int, deadline: float | None = None, max_body: int = MAX_MESSAGE_BYTES) -> tuple[dict[str, Any], bytes]:
+    """(header, opaque body) of one split message."""
+    header_len, body_len = unpack_split(_read_exact(fd, SPLIT_BYTES, deadline))
+    if body_len > max_body:
+        raise ProtocolError(f"announced body of {body_len} bytes exceeds {max_body}")
+    header = _parse(_read_exact(fd, header_len, deadline))
+    if not isinstance(header, dict):
+        raise ProtocolError("header is not an object")
+    return header, _read_exact(fd, body_len, deadline)
+
+
+def reply_limit(cap: int) -> int:
+    """Largest reply a call's child may send, in bytes: its text capped at ``cap`` characters is
+    at most 6 bytes a character once JSON-escaped, in a few fields; anything bigger is a flood."""
+    return 32 * cap + 64 * 1024 if cap > 0 else 8 * 1024 * 1024
+
+
 # ------------------------------------------------------------------------------------- caps
+_ITEMS_CUT = re.compile(r"…\[truncated \d+ (?:items|keys)\]")
+#: Nesting a reply value may have once parsed (the JSON decoder's own limit is the recursion limit).
+MAX_VALUE_DEPTH = 100
+
+
+def cap_total(value: Any, limit: int) -> Any:
+    """A JSON-able value whose text (strings, dict keys, numbers) adds up to at most ``limit``
+    characters in all, not per string: a list of a million short strings is cut as one long text
+    is. Cuts are marked (``…[truncated N chars]`` in a string, a ``…[truncated N items]`` string
+    ending a list, a ``"…": "…[truncated N keys]"`` entry ending a dict); idempotent. Raises
+    ValueError on nesting deeper than MAX_VALUE_DEPTH or a non-JSON type."""
+    if limit <= 0:
+        return value
+    budget = [limit]
+
+    def text(s: str) -> str:
+        kept = cap_text(s, budget[0]) if budget[0] > 0 else cap_text(s, 1)
+        budget[0] -= min(len(s), max(budget[0], 1))
+        return kept
+
+    def walk(v: Any, depth: int) -> Any:
+        if depth > MAX_VALUE_DEPTH:
+            raise ValueError(f"value nested more than {MAX_VALUE_DEPTH} levels deep")
+        if isinstance(v, str):
+            return v if _ITEMS_CUT.fullmatch(v) else text(v)
+        if v is None or isinstance(v, bool):
+            budget[0] -= 4
+            return v
+        if isinstance(v, (int, float)):
+            budget[0] -= 8
+            return v
+        if isinstance(v, list):
+            out = []
+            for i, item in enumerate(v):
+                if budget[0] <= 0 and not (isinstance(item, str) and _ITEMS_CUT.fullmatch(item)):
+                    out.append(f"…[truncated {len(v) - i} items]")
+                    break
+                out.append(walk(item, depth + 1))
+            return out
+        if isinstance(v, dict):
+            got: dict[str, Any] = {}
+            for i, (k, item) in enumerate(v.items()):
+                if budget[0] <= 0 and k != "…":
+                    got["…"] = f"…[truncated {len(v) - i} keys]"
+                    break
+                got[text(str(k)) if k != "…" else k] = walk(item, depth + 1)
+            return got
+        raise ValueError(f"not a JSON value: {type(v).__name__}")
+
+    return walk(value, 0)
+
+
+def parse_body(body: bytes) -> Any:
+    """An untrusted reply body: UTF-8 JSON, nesting bounded by the decoder (ProtocolError)."""
+    return _parse(body)
+
+
 
 
 def cap_text(text: str, limit: int) -> str:

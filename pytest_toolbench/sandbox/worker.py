@@ -7,10 +7,12 @@ holds (a probe child tries to read ``/proc/1/environ``, the project, the home di
 a socket and to write outside), reports that, then serves requests forever:
 
     a child forked ahead of time confines itself (Landlock, seccomp, audit hook, CPU limit) in a
-    fresh directory and waits -> request: the zygote hands it the job and payload; it runs the
-    trusted job on the untrusted payload, writes its reply to a private pipe and ``_exit``s ->
-    the zygote validates the reply, caps its strings, answers the pool with the request's id,
-    reaps the child and forks the next one (while the pool and the model are busy).
+    fresh directory (its own size- and inode-limited tmpfs) and waits -> request: the zygote
+    reads the header (id, job, timeout) and streams the payload bytes to the child unread; it
+    runs the trusted job on the untrusted payload, writes its reply to a private pipe and
+    ``_exit``s -> the zygote forwards the reply bytes unread with a header of its own (status,
+    exit text, timing), zeroes its buffers, reaps the child, unmounts its directory and forks the
+    next one (while the pool and the model are busy). The pool parses, checks and caps the reply.
 
 So no state (builtins, ``decimal`` contexts, patched modules, threads, files) outlives a call,
 the zygote itself never runs untrusted code, and a tool that breaks the child's machinery
@@ -28,14 +30,13 @@ import importlib
 import json
 import os
 import select
-import shutil
 import sys
 import tempfile
 import time
 import traceback
 from typing import Any, Callable
 
-from pytest_toolbench.sandbox import policy, protocol
+from pytest_toolbench.sandbox import cleanup, policy, protocol
 
 JOB_PREFIX = "pytest_toolbench."
 #: Layers without which tools are refused (unless the pool was started insecure).
@@ -53,13 +54,21 @@ def resolve_job(job: str) -> Callable[[dict], Any]:
     return func
 
 
+MB = 1024 * 1024
+#: How often the zygote measures a call's directory when no tmpfs caps it (the fallback).
+_WATCH_S = 0.05
+
+
 class Zygote:
     def __init__(self, config: dict[str, Any]) -> None:
         self.config = config
         self.fd_in, self.fd_out = config["fd_in"], config["fd_out"]
         self.tmpdir = config["tmpdir"]
-        self.cap = int(config["limits"].get("output_cap", 0))
-        self.cpu_seconds = float(config["limits"]["cpu_seconds"])
+        limits = config["limits"]
+        self.cap = int(limits.get("output_cap", 0))
+        self.cpu_seconds = float(limits["cpu_seconds"])
+        self.disk_bytes = int(limits.get("disk_mb", 256)) * MB
+        self.disk_inodes = int(limits.get("disk_inodes", 10000))
         self.disabled = set(config.get("disable_layers", ()))
         self.jobs: dict[str, Callable[[dict], Any]] = {}
         self.calls = 0
@@ -67,10 +76,21 @@ class Zygote:
         self._spare: tuple[int, int, int, str] | None = None
         self._last_status = 0
         self.strict = False  # set once the probe has verified every required layer
+        self.tmpfs = False  # each call's directory is its own size- and inode-limited tmpfs
         self.seccomp = policy.Seccomp()
         read_paths = policy.read_only_paths(config["package_dir"], config.get("protected", ()))
         self.landlock = policy.Landlock(read_paths)
         self.info: dict[str, Any] = {"read_only_paths": read_paths}
+        # Every byte of a call (payload in, reply out) passes through these buffers, allocated
+        # once and zero-filled after each call: the zygote never turns call data into Python
+        # objects, so no later child (a fork of the zygote) can find an earlier call's payload,
+        # tool source or result in the objects or the heap it inherits.
+        self.reply_limit = protocol.reply_limit(self.cap)
+        self._reply = bytearray(protocol.HEADER_BYTES + self.reply_limit)
+        self._chunk = bytearray(1 << 16)
+        self._zeros = memoryview(bytes(max(len(self._reply), len(self._chunk))))
+        self._small = bytearray(protocol.SPLIT_BYTES)
+        self._used = 0  # bytes of the reply buffer the last call filled
 
     # ------------------------------------------------------------------ per-call child
     def confine_child(self, workdir: str, audit: bool = True) -> policy.AuditPolicy | None:
@@ -96,6 +116,7 @@ class Zygote:
             os.dup2(null, fd)
         os.close(null)
         sys.stdout = sys.stderr = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115
+        audit = audit and "audit_hook" not in self.disabled
         return policy.install_audit_hook(workdir) if audit else None
 
     def _child(self, request_fd: int, reply_fd: int, workdir: str, audit: bool) -> None:
@@ -103,34 +124,56 @@ class Zygote:
 
         Confines itself first, then waits for its one request: children are forked ahead of
         time (one spare per zygote), so fork and confinement are off the call's critical path.
+        Its reply is only a proposal: the pool parses, checks and caps it.
         """
         status = 0
         try:
-            os.close(self.fd_in)
-            os.close(self.fd_out)
+            for fd in (self.fd_in, self.fd_out, *(self._spare[1:3] if self._spare else ())):
+                os.close(fd)  # the pool's pipes, and another call's, are no tool's business
+            self._spare = None
             self.confine_child(workdir, audit)
-            request = protocol.recv(request_fd)
+            header, body = protocol.recv_split(request_fd)
             os.close(request_fd)
-            job = request["job"]
+            job = header["job"]
             fn = self.jobs.get(job) or resolve_job(job)
+            payload = json.loads(body.decode("utf-8"))
+            del body
             pristine = dict(vars(builtins))
             try:
-                value = fn(request["payload"])
+                value = fn(payload)
                 vars(builtins).update(pristine)  # our own reply code needs a working len(), str()...
-                data = protocol.encode({"ok": True, "value": protocol.cap_strings(value, self.cap)})
+                # Capped here too only to keep the reply small; the pool checks and caps it again.
+                # (The start-up probe, the one call without the audit hook, reports every check uncut.)
+                data = protocol.encode({"ok": True, "value": self._precap(job, value) if audit else value})
             except BaseException as exc:  # the trusted job raised: report it as data
                 vars(builtins).update(pristine)
-                data = protocol.encode({"ok": False, "detail": f"{type(exc).__name__}: {exc}"})
+                detail = protocol.cap_text(f"{type(exc).__name__}: {exc}", self.cap)
+                data = protocol.encode({"ok": False, "detail": detail})
             protocol.write_all(reply_fd, data)
         except BaseException:  # noqa: BLE001 - the zygote reports "no reply" with our exit status
             status = 70
         os._exit(status)
+
+    def _precap(self, job: str, value: Any) -> Any:
+        """The job's own reply check (``<function>_reply``), as the pool will run it."""
+        module_name, _, func = job.partition(":")
+        check = getattr(sys.modules.get(module_name), f"{func}_reply", None)
+        try:
+            return check(value, self.cap) if callable(check) else protocol.cap_total(value, self.cap)
+        except (ValueError, TypeError):
+            return value  # the pool reports the wrong shape
 
     def _fork_child(self, audit: bool = True) -> tuple[int, int, int, str]:
         """A confined child waiting for a request: (pid, request fd, reply fd, its directory)."""
         self.calls += 1
         workdir = os.path.join(self.tmpdir, f"call-{self.calls}")
         os.mkdir(workdir, 0o700)
+        if self.tmpfs:
+            try:
+                policy.mount_tmpfs(workdir, self.disk_bytes, self.disk_inodes)
+            except OSError:
+                os.rmdir(workdir)
+                raise
         req_r, req_w = os.pipe()
         rep_r, rep_w = os.pipe()
         # Everything the zygote holds goes to the permanent generation: the child's collections
@@ -161,14 +204,19 @@ class Zygote:
             self.reap()  # it exits on EOF of its request pipe
 
     # --------------------------------------------------------------------------- zygote
-    def call(self, job: str, payload: Any, timeout_s: float, audit: bool = True) -> dict[str, Any]:
-        """Run one request in a fresh child; returns {"status", "value", "detail"}."""
+    def call(self, job: str, body_len: int, feed: Callable[[int | None], None], timeout_s: float,
+             audit: bool = True) -> tuple[str, str, int]:
+        """Run one request in a fresh child: (status, detail, reply size). ``feed(fd)`` writes
+        the request body to the child's pipe (``feed(None)``: there is no child, consume it
+        anyway). A whole reply frame (status "ok") lies in ``self._reply[:HEADER_BYTES + size]``
+        until ``wipe()``; its body is unparsed, the pool checks it."""
         self.reap()
         if job not in self.jobs:
             try:
                 self.jobs[job] = resolve_job(job)
             except Exception as exc:  # a harness bug: report it, stay alive
-                return {"status": "crashed", "detail": f"cannot load job {job}: {type(exc).__name__}: {exc}"}
+                feed(None)
+                return "crashed", f"cannot load job {job}: {type(exc).__name__}: {exc}", 0
             self._discard_spare()  # forked before the import: would import it again per call
         if audit and self._spare is not None:
             child, self._spare = self._spare, None
@@ -178,69 +226,123 @@ class Zygote:
         self._pending = (pid, workdir)
         start = time.monotonic()
         try:
-            protocol.send(req_w, {"job": job, "payload": payload})
-        except OSError:
-            pass  # the child died waiting; its exit status is reported below
+            head = json.dumps({"job": job}).encode()
+            try:
+                protocol.write_all(req_w, protocol.split_prefix(head, body_len))
+            except OSError:
+                feed(None)  # the child died waiting; its exit status is reported below
+            else:
+                feed(req_w)
         finally:
             os.close(req_w)
         try:
-            data, state = self._read_reply(read_fd, start + timeout_s)
+            size, state = self._read_reply(read_fd, start + timeout_s, workdir)
         finally:
             os.close(read_fd)
-        if state != "eof":  # a whole reply (the child is done) or a hang: end it now
+        if state != "eof":  # a whole reply (the child is done), a hang or a breach: end it now
             try:
                 os.kill(pid, 9)
             except ProcessLookupError:
                 pass
         if state == "timeout":
-            return {"status": "timeout", "detail": f"no result after {timeout_s:g} s wall clock; call killed"}
+            return "timeout", f"no result after {timeout_s:g} s wall clock; call killed", 0
+        if state == "flood":
+            return "crashed", f"the call's reply exceeds {self.reply_limit} bytes; call killed", 0
+        if state.startswith("disk:"):
+            return "crashed", f"the call used {state[5:]} (the sandbox's disk cap); call killed", 0
         if state == "eof":  # the child ended without a whole reply: say how it ended
             self.reap()
             end = protocol.exit_text(os.waitstatus_to_exitcode(self._last_status))
-            why = "sent no reply" if not data else "sent a truncated reply"
-            return {"status": "crashed", "detail": f"the call {why}; its process {end}"}
-        try:
-            reply = protocol.decode_frame(data)
-        except protocol.ProtocolError as exc:
-            return {"status": "crashed", "detail": f"the call sent a malformed reply ({exc})"}
-        if not isinstance(reply, dict) or not reply.get("ok"):
-            detail = reply.get("detail") if isinstance(reply, dict) else None
-            return {"status": "crashed", "detail": f"job {job} raised {protocol.cap_text(str(detail), self.cap)}"}
-        return {"status": "ok", "value": protocol.cap_strings(reply.get("value"), self.cap)}
+            why = "sent no reply" if not size else "sent a truncated reply"
+            return "crashed", f"the call {why}; its process {end}", 0
+        return "ok", "", size
+
+    def wipe(self) -> None:
+        """Zero what the last call left in the reply buffer."""
+        used, self._used = min(self._used, len(self._reply)), 0
+        memoryview(self._reply)[:used] = self._zeros[:used]
 
     def reap(self) -> None:
         """Wait for the last call's child and remove its directory (after the pool has its
-        answer, so the child's teardown is off the critical path)."""
+        answer, so the child's teardown is off the critical path). Never raises: the directory
+        holds whatever the tool built (a tmpfs is simply detached, whatever it holds)."""
         if self._pending is None:
             return
         pid, workdir = self._pending
         self._pending = None
         _, self._last_status = os.waitpid(pid, 0)
-        shutil.rmtree(workdir, ignore_errors=True)
+        problem = None
+        if self.tmpfs:
+            try:
+                policy.detach(workdir)
+            except OSError as exc:
+                problem = str(exc)
+        problem = cleanup.remove_tree(workdir) or problem
+        if problem:
+            print(f"sandbox: clean-up of {workdir}: {problem}", file=sys.stderr, flush=True)
 
-    @staticmethod
-    def _read_reply(fd: int, deadline: float) -> tuple[bytes, str]:
-        """The child's reply frame: (bytes, "frame") once whole, ("eof") if the child closed the
-        pipe first, ("timeout") at the deadline or on a flood."""
-        buf = bytearray()
-        need = protocol.HEADER_BYTES
+    def _read_reply(self, fd: int, deadline: float, workdir: str) -> tuple[int, str]:
+        """Read the child's reply frame into ``self._reply``: (body size, "frame") once whole,
+        (bytes read, "eof") if the child closed the pipe first, "timeout" at the deadline,
+        "flood" past the reply limit, "disk:<what>" when the directory (no tmpfs) outgrew the
+        disk cap."""
+        buf = memoryview(self._reply)
+        have, need = 0, protocol.HEADER_BYTES
+        watch = not self.tmpfs
         while True:
             wait = deadline - time.monotonic()
             if wait <= 0:
-                return b"", "timeout"
-            ready, _, _ = select.select([fd], [], [], wait)
+                return 0, "timeout"
+            ready, _, _ = select.select([fd], [], [], min(wait, _WATCH_S) if watch else wait)
             if not ready:
-                return b"", "timeout"
-            chunk = os.read(fd, 1 << 20)
-            if not chunk:
-                return bytes(buf), "eof"
-            buf += chunk
-            if need == protocol.HEADER_BYTES and len(buf) >= need:
-                need += int.from_bytes(buf[: protocol.HEADER_BYTES], "big")
-                if need > protocol.MAX_MESSAGE_BYTES + protocol.HEADER_BYTES:
-                    return b"", "timeout"  # a flood: treated like a hang (the child is killed)
-            if len(buf) >= need > protocol.HEADER_BYTES:
-                return bytes(buf[:need]), "frame"
+                if watch:
+                    over = cleanup.usage(workdir, self.disk_bytes, self.disk_inodes)
+                    if over:
+                        return 0, f"disk:{over}"
+                continue
+            if have >= len(buf):
+                return 0, "flood"
+            got = os.readv(fd, [buf[have:]])
+            if not got:
+                return have, "eof"
+            have += got
+            self._used = have
+            if need == protocol.HEADER_BYTES and have >= need:
+                size = int.from_bytes(buf[: protocol.HEADER_BYTES], "big")
+                if size > self.reply_limit:
+                    return 0, "flood"
+                need += size
+            if have >= need > protocol.HEADER_BYTES:
+                return need - protocol.HEADER_BYTES, "frame"
+
+    # ----------------------------------------------------------------- pool side of a call
+    def _read_into(self, view: memoryview) -> None:
+        while view:
+            got = os.readv(self.fd_in, [view])
+            if not got:
+                raise protocol.ChannelClosed("pipe closed")
+            view = view[got:]
+
+    def _stream_body(self, length: int) -> Callable[[int | None], None]:
+        """A feed that copies the request body from the pool's pipe to the child's, through the
+        reusable chunk buffer (zeroed afterwards); if the child is gone it is read and dropped,
+        so the pool's pipe stays in step."""
+        def feed(fd: int | None) -> None:
+            chunk = memoryview(self._chunk)
+            left = length
+            try:
+                while left:
+                    n = min(left, len(chunk))
+                    self._read_into(chunk[:n])
+                    left -= n
+                    if fd is not None:
+                        try:
+                            protocol.write_all(fd, chunk[:n])
+                        except OSError:
+                            fd = None
+            finally:
+                chunk[:] = self._zeros[: len(chunk)]
+        return feed
 
     def probe(self) -> None:
         """A child confined like every call checks what really holds; results go into info."""
@@ -258,15 +360,27 @@ class Zygote:
             source += f"    try:\n        {expr}\n        out[{key!r}] = False\n    except Exception:\n        out[{key!r}] = True\n"
         source += "    return out\n"
         # Without the audit hook: this checks the kernel layers alone.
-        got = self.call("pytest_toolbench.sandbox.jobs:run_source", {"source": source, "entry": "f"}, 30.0, audit=False)
+        body = json.dumps({"source": source, "entry": "f"}).encode()
+
+        def feed(fd: int | None) -> None:
+            if fd is not None:
+                protocol.write_all(fd, body)
+        status, detail, size = self.call("pytest_toolbench.sandbox.jobs:run_source", len(body), feed, 30.0, audit=False)
         self.reap()
-        if got["status"] != "ok" or got["value"]["error"]:
-            raise RuntimeError(f"sandbox self-check failed: {got.get('detail') or got['value']}")
-        self.info.update(got["value"]["value"])
+        got: Any = None
+        if status == "ok":  # the probe's own reply, no call data: parsed here
+            reply = protocol.decode_frame(bytes(self._reply[: protocol.HEADER_BYTES + size]))
+            self.wipe()
+            got = reply.get("value") if reply.get("ok") else reply.get("detail")
+        if not isinstance(got, dict) or got.get("error"):
+            raise RuntimeError(f"sandbox self-check failed: {detail or got}")
+        self.info.update(got["value"])
 
     def startup(self) -> dict[str, Any]:
         info = self.info
         limits = self.config["limits"]
+        # The mount namespace first: it may need a user namespace, which must come before the others.
+        self._setup_disk_cap()
         if self.config.get("network_isolation", True) and "namespaces" not in self.disabled:
             info["network_namespace"], info["network_namespace_note"] = policy.enter_namespaces()
         else:
@@ -302,18 +416,66 @@ class Zygote:
         info["insecure"] = bool(missing) and bool(limits.get("insecure"))
         return info
 
-    def serve(self) -> int:
-        while True:
+    def _setup_disk_cap(self) -> None:
+        """Per-call tmpfs (size and inode limits held by the kernel, freed by one lazy unmount)
+        where this process can own a mount namespace; else a watchdog that measures the call's
+        directory while it runs and kills a call over the cap, and a clean-up that walks it."""
+        cap = {"disk_mb": self.disk_bytes // MB, "disk_inodes": self.disk_inodes}
+        if "tmpfs" in self.disabled:
+            ok, note = False, "disabled by caller"
+        else:
+            ok, note = policy.enter_mount_namespace()
+        if ok:
+            trial = os.path.join(self.tmpdir, "tmpfs-check")
+            os.mkdir(trial, 0o700)
             try:
-                request = protocol.recv(self.fd_in)
-            except protocol.ChannelClosed:
-                return 0
-            started = time.monotonic()
-            result = self.call(request["job"], request["payload"], float(request["timeout_s"]))
-            # The call as the zygote saw it (child hand-off to reply), free of the harness's GIL.
-            result["worker_ms"] = (time.monotonic() - started) * 1e3
-            protocol.send(self.fd_out, {"id": request.get("id"), **result})
-            self.prepare()
+                policy.mount_tmpfs(trial, self.disk_bytes, self.disk_inodes)
+                policy.detach(trial)
+            except OSError as exc:
+                ok, note = False, str(exc)
+            finally:
+                cleanup.remove_tree(trial)
+        self.tmpfs = ok
+        if ok:
+            self.info["disk_cap"] = {"mechanism": "tmpfs", **cap, "note": (
+                "each call's directory is a private tmpfs (ENOSPC past the size or inode limit), "
+                "lazily unmounted after the call")}
+        else:
+            self.info["disk_cap"] = {"mechanism": "watchdog", **cap, "note": (
+                f"no per-call tmpfs ({note}); the zygote measures the call's directory every "
+                f"{_WATCH_S * 1e3:g} ms and kills a call over the cap")}
+
+    def _serve_one(self) -> bool:
+        """One request from the pool; False once the pool has gone. The zygote reads only the
+        request's header; the payload and the reply cross it as bytes in its zeroed buffers."""
+        small = memoryview(self._small)
+        try:
+            self._read_into(small)
+        except protocol.ChannelClosed:
+            return False
+        header_len, body_len = protocol.unpack_split(small)
+        head = bytearray(header_len)
+        self._read_into(memoryview(head))
+        header = json.loads(head.decode("utf-8"))  # id, job, timeout: no call data
+        started = time.monotonic()
+        status, detail, size = self.call(str(header["job"]), body_len, self._stream_body(body_len),
+                                         float(header["timeout_s"]))
+        # The call as the zygote saw it (child hand-off to reply), free of the harness's GIL.
+        out = {"id": header.get("id"), "status": status, "detail": detail,
+               "worker_ms": (time.monotonic() - started) * 1e3}
+        body = memoryview(self._reply)[protocol.HEADER_BYTES: protocol.HEADER_BYTES + size]
+        try:
+            protocol.write_all(self.fd_out, protocol.split_prefix(json.dumps(out).encode(), size))
+            protocol.write_all(self.fd_out, body)
+        finally:
+            body.release()
+            self.wipe()
+        return True
+
+    def serve(self) -> int:
+        while self._serve_one():
+            self.prepare()  # forks from a state that holds nothing of the call just served
+        return 0
 
 
 # Raises when shmget, msgget and semget are all refused; otherwise removes what it made (IPC_RMID).

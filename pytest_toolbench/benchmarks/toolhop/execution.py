@@ -44,6 +44,8 @@ from hashlib import sha256
 from time import sleep
 from typing import Any
 
+from pytest_toolbench.sandbox.protocol import cap_text
+
 ERROR_FORMAT = "an error occured when call {name}: {error}"  # sic: "occured", upstream typo
 
 _UNSET = object()
@@ -184,7 +186,7 @@ def call_tool(payload: dict[str, Any]) -> dict[str, Any]:
     """Sandbox job (``pytest_toolbench.benchmarks.toolhop.execution:call_tool``).
 
     payload: {"functions": [...], "name": str, "arguments": str, "clean_namespace": bool}.
-    Runs in a per-call sandbox child; the content is capped by the sandbox (``output_cap``).
+    Runs in a per-call sandbox child; the pool checks and caps its reply (``call_tool_reply``).
     """
     content, exc = tool_content(
         list(payload["functions"]),
@@ -196,4 +198,20 @@ def call_tool(payload: dict[str, Any]) -> dict[str, Any]:
         "content": content,
         "raised": exc is not None,
         "exception_type": type(exc).__name__ if exc is not None else None,
+    }
+
+
+def call_tool_reply(value: Any, cap: int) -> dict[str, Any]:
+    """Run by the sandbox pool, in the harness, on the reply a call's child sent: a tool may
+    have forged it, so its shape is checked (the runner reads ``content`` as the tool message)
+    and the whole tool message is capped at ``cap`` characters (``--sandbox-output-cap``)."""
+    if not isinstance(value, dict) or not isinstance(value.get("content"), str) or not isinstance(value.get("raised"), bool):
+        raise ValueError("expected {'content': str, 'raised': bool, 'exception_type': str | None}")
+    kind = value.get("exception_type")
+    if kind is not None and not isinstance(kind, str):
+        raise ValueError("'exception_type' must be text or null")
+    return {
+        "content": cap_text(value["content"], cap),
+        "raised": value["raised"],
+        "exception_type": None if kind is None else cap_text(kind, 200),
     }
