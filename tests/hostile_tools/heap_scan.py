@@ -1,0 +1,40 @@
+# Reads the memory it inherited from the zygote (heap and the regions around live objects) with
+# ctypes, through write() on a pipe (EFAULT instead of a crash where nothing is mapped), looking
+# for what an earlier call sent or returned ("TOOLBENCH-SECRET-" + "31337", never whole here).
+# Needs ctypes, which the audit hook refuses: run with that hook off.
+def heap_scan():
+    import ctypes, os
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.sbrk.restype = ctypes.c_void_p
+    libc.malloc.restype = ctypes.c_void_p
+    head, tail = b"TOOLBENCH-SECRET-", b"31337"
+    page = 1 << 16
+    r, w = os.pipe()
+
+    def read(addr):
+        n = libc.write(w, ctypes.c_void_p(addr), page)
+        return os.read(r, page) if n > 0 else None
+
+    seeds = [libc.sbrk(0), libc.malloc(1 << 20), libc.malloc(64), id(head), id(os), id(ctypes)]
+    seen, hits, scanned = set(), 0, 0
+    for seed in seeds:
+        if not seed:
+            continue
+        base = seed - seed % page
+        for step in (-page, page):
+            addr = base if step > 0 else base - page
+            for _ in range(4096):  # 256 MiB each way at most
+                if addr in seen or addr <= 0:
+                    break
+                seen.add(addr)
+                data = read(addr)
+                if data is None:
+                    break
+                scanned += len(data)
+                i = data.find(head)
+                while i >= 0:
+                    if data.startswith(tail, i + len(head)):
+                        hits += 1
+                    i = data.find(head, i + 1)
+                addr += step
+    return {"hits": hits, "scanned_mb": scanned >> 20}

@@ -1,0 +1,284 @@
+"""Hostile tools through the real sandbox (real kernel layers): the corpus in tests/hostile_tools/.
+
+Every tool there must end as a result or a tool error, within the output cap, with the zygote
+alive (or replaced), the next innocent call working and nothing left on the disk; the tests
+below check each attack's own effect (disk cap, clean-up, no state between calls, forged
+replies). Calls run in threads with a deadline, so a sandbox that strands its caller fails a
+test instead of hanging the suite.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import threading
+from pathlib import Path
+
+import pytest
+
+from pytest_toolbench.config import SandboxLimits
+from pytest_toolbench.sandbox import SandboxOutcome, ToolSandbox
+
+JOB = "pytest_toolbench.benchmarks.toolhop.execution:call_tool"
+PRELOAD = ("pytest_toolbench.benchmarks.toolhop.execution",)
+HOSTILE = Path(__file__).parent / "hostile_tools"
+CORPUS = sorted(p.stem for p in HOSTILE.glob("*.py"))
+CAP = 1000
+LIMITS = dict(workers=1, cpu_seconds=10, output_cap=CAP, disk_mb=32, disk_inodes=2000)
+ECHO = "def echo(text):\n    return {'echo': text}\n"
+MARKER = "TOOLBENCH-SECRET-31337"  # what the tools in the corpus look for, split in two
+
+
+def source(name: str) -> str:
+    return (HOSTILE / f"{name}.py").read_text(encoding="utf-8")
+
+
+def call(sb: ToolSandbox, src: str, name: str, arguments: str = "{}", timeout_s: float = 20.0,
+         deadline_s: float = 60.0) -> SandboxOutcome:
+    """One ToolHop tool call; fails the test if the caller is stranded past ``deadline_s``."""
+    box: dict = {}
+
+    def target() -> None:
+        try:
+            box["out"] = sb.run(JOB, {"functions": [src], "name": name, "arguments": arguments}, timeout_s)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            box["exc"] = exc
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(deadline_s)
+    assert not thread.is_alive(), f"sandbox call to {name} still blocked after {deadline_s} s"
+    if "exc" in box:
+        raise AssertionError(f"the harness raised on {name}: {box['exc']!r}") from box["exc"]
+    return box["out"]
+
+
+def innocent(sb: ToolSandbox, text: str = "hello") -> None:
+    out = call(sb, ECHO, "echo", f'{{"text": "{text}"}}')
+    assert out.status == "ok" and out.value["content"] == f'{{"echo": "{text}"}}', out
+
+
+def disk_use(path: str) -> int:
+    """Bytes allocated under ``path`` as the harness sees it (a tool's tmpfs is not visible)."""
+    total = 0
+    for root, dirs, files in os.walk(path):
+        for name in dirs + files:
+            try:
+                total += os.lstat(os.path.join(root, name)).st_blocks * 512
+            except OSError:
+                pass
+    return total
+
+
+def sandbox_dirs() -> set[str]:
+    import tempfile
+
+    base = tempfile.gettempdir()
+    return {os.path.join(base, n) for n in os.listdir(base) if n.startswith("toolbench-sandbox-")}
+
+
+@pytest.fixture(scope="module")
+def sb():
+    with ToolSandbox(SandboxLimits(**LIMITS), preload=PRELOAD) as box:
+        innocent(box)
+        yield box
+
+
+def assert_tool_outcome(out: SandboxOutcome) -> None:
+    """A result or a tool error a model may be shown: the runner's shape, within the cap, and
+    no harness traceback."""
+    assert out.status in ("ok", "crashed", "timeout"), out
+    assert "Traceback" not in out.detail and len(out.detail) <= CAP + 40, out.detail
+    if out.status == "ok":
+        assert set(out.value) == {"content", "raised", "exception_type"}, out.value
+        assert isinstance(out.value["content"], str) and isinstance(out.value["raised"], bool)
+        assert len(out.value["content"]) <= CAP + 40
+
+
+@pytest.mark.parametrize("name", CORPUS)
+def test_every_hostile_tool_is_one_contained_call(sb: ToolSandbox, name: str) -> None:
+    before = sandbox_dirs()
+    out = call(sb, source(name), name)
+    assert_tool_outcome(out)
+    innocent(sb)
+    innocent(sb, "again")  # a slot taken for good would hang here
+    for path in sandbox_dirs() & before:
+        assert disk_use(path) < 1024 * 1024, f"{name} left {disk_use(path)} bytes in {path}"
+
+
+# ------------------------------------------------------------------------ slot and clean-up
+
+
+def test_deep_trees_never_take_a_slot_or_leave_disk_behind() -> None:
+    """As many deep-tree tools as workers, then innocent calls: each gets a working slot."""
+    with ToolSandbox(SandboxLimits(**{**LIMITS, "workers": 2}), preload=PRELOAD) as box:
+        outs: list = []
+        threads = [threading.Thread(target=lambda: outs.append(call(box, source("deep_tree"), "deep_tree")))
+                   for _ in range(2)]  # at once: one in each slot
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        assert [o.status for o in outs] == ["ok", "ok"] and outs[0].value["content"] == "1500", outs
+        for i in range(4):
+            innocent(box, f"after-{i}")
+        dirs = {w.tmpdir for w in box._live}
+    assert not any(os.path.exists(d) for d in dirs)
+
+
+def test_close_wakes_callers_waiting_for_a_slot_or_a_reply() -> None:
+    """close() (what a SIGTERM/Ctrl-C handler calls) ends every blocked caller within seconds."""
+    box = ToolSandbox(SandboxLimits(**LIMITS), preload=PRELOAD)
+    innocent(box)
+    results: list = []
+
+    def busy() -> None:
+        try:
+            results.append(box.run(JOB, {"functions": ["def spin():\n    while True:\n        pass\n"],
+                                         "name": "spin", "arguments": "{}"}, 120.0))
+        except RuntimeError as exc:
+            results.append(exc)
+
+    threads = [threading.Thread(target=busy, daemon=True) for _ in range(4)]
+    for t in threads:
+        t.start()
+    threading.Event().wait(0.5)  # one call running, three waiting for the only slot
+    box.close()
+    for t in threads:
+        t.join(5)
+    assert not any(t.is_alive() for t in threads)
+    assert len(results) == 4
+
+
+def test_remove_tree_handles_anything_a_tool_can_build(tmp_path: Path) -> None:
+    from pytest_toolbench.sandbox import cleanup
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep").write_text("kept")
+    top = tmp_path / "tree"
+    top.mkdir()
+    deep = os.open(top, os.O_RDONLY)
+    try:
+        fd = deep
+        for _ in range(3000):  # deeper than PATH_MAX allows as one path, and than the recursion limit
+            os.mkdir("d", dir_fd=fd)
+            nxt = os.open("d", os.O_RDONLY, dir_fd=fd)
+            if fd != deep:
+                os.close(fd)
+            fd = nxt
+        os.mkdir(b"\xff\xfe", dir_fd=fd)
+        os.chmod(fd, 0)
+        os.close(fd)
+    finally:
+        os.close(deep)
+    os.mkdir(top / "many")
+    for i in range(2000):
+        (top / "many" / str(i)).touch()
+    os.mkfifo(top / "fifo")
+    (top / "file").write_text("x")
+    os.link(top / "file", top / "hard")
+    os.link(outside / "keep", top / "hard-outside")
+    os.symlink(outside, top / "link-dir")
+    os.symlink(outside / "keep", top / "link-file")
+    os.symlink("/nonexistent", top / "dangling")
+    (top / "locked").mkdir()
+    (top / "locked" / "f").write_text("x")
+    os.chmod(top / "locked" / "f", 0)
+    os.chmod(top / "locked", 0)
+    os.chmod(top, 0)
+    assert cleanup.remove_tree(str(top)) is None
+    assert not top.exists()
+    assert (outside / "keep").read_text() == "kept"  # links were removed, never followed
+    assert cleanup.remove_tree(str(top)) is None  # already gone: fine
+
+
+def test_without_a_tmpfs_the_watchdog_caps_disk_and_cleans_up() -> None:
+    """The fallback where no mount namespace is possible: a deep tree is still removed, and a
+    call over the disk cap is killed by the zygote."""
+    with ToolSandbox(SandboxLimits(**LIMITS), preload=PRELOAD, disable_layers=("tmpfs",)) as box:
+        assert box.describe()["isolation"]["disk_cap"]["mechanism"] == "watchdog"
+        out = call(box, source("deep_tree"), "deep_tree")  # past the watchdog's nesting limit
+        assert out.status == "crashed" and "nested more than" in out.detail, out
+        innocent(box)
+        tmpdir = next(iter(box._live)).tmpdir
+        assert disk_use(tmpdir) < 1024 * 1024
+        out = call(box, source("disk_flood"), "disk_flood")
+        assert out.status == "crashed" and "disk cap" in out.detail, out
+        out = call(box, source("inode_flood"), "inode_flood")
+        assert out.status == "crashed" and "disk cap" in out.detail, out
+        innocent(box)
+        assert disk_use(tmpdir) < 1024 * 1024
+
+
+# -------------------------------------------------------------------------------- disk cap
+
+
+def test_disk_cap_is_a_tool_error_inside_the_tool(sb: ToolSandbox) -> None:
+    assert sb.describe()["isolation"]["disk_cap"]["mechanism"] == "tmpfs"
+    out = call(sb, source("disk_flood"), "disk_flood")
+    assert out.status == "ok", out
+    got = __import__("json").loads(out.value["content"])
+    assert got["written_mb"] <= LIMITS["disk_mb"] and "No space left on device" in got["error"], got
+
+
+def test_inode_cap_is_a_tool_error_inside_the_tool(sb: ToolSandbox) -> None:
+    out = call(sb, source("inode_flood"), "inode_flood")
+    assert out.status == "ok", out
+    got = __import__("json").loads(out.value["content"])
+    assert got["files"] <= LIMITS["disk_inodes"] and "No space left on device" in got["error"], got
+
+
+# ------------------------------------------------------------------- no state between calls
+
+
+def test_a_call_finds_nothing_of_an_earlier_call_in_objects_or_frames(sb: ToolSandbox) -> None:
+    out = call(sb, ECHO, "echo", f'{{"text": "{MARKER}"}}')  # in the payload and in the result
+    assert MARKER in out.value["content"]
+    out = call(sb, source("secret_scan"), "secret_scan")
+    assert out.status == "ok" and out.value["content"] == "[]", out
+
+
+def test_a_call_finds_nothing_of_an_earlier_call_in_the_memory_it_inherits() -> None:
+    """With the audit hook off (as if bypassed), ctypes reads the zygote's heap as inherited."""
+    with ToolSandbox(SandboxLimits(**LIMITS), preload=PRELOAD, disable_layers=("audit_hook",)) as box:
+        innocent(box)
+        for _ in range(3):
+            out = call(box, ECHO, "echo", f'{{"text": "{MARKER * 4}"}}')
+            assert MARKER in out.value["content"]
+        out = call(box, source("heap_scan"), "heap_scan", timeout_s=30.0)
+        assert out.status == "ok", out
+        got = __import__("json").loads(out.value["content"])
+        assert got["scanned_mb"] > 0 and got["hits"] == 0, got
+
+
+# ------------------------------------------------------------------------- forged replies
+
+
+@pytest.mark.parametrize("name", ["forge_many_strings", "forge_huge", "forge_wrong_shape",
+                                  "forge_deep_value", "forge_garbage"])
+def test_a_forged_reply_is_a_tool_error_and_the_zygote_survives(sb: ToolSandbox, name: str) -> None:
+    zygote = sb.worker_pids()
+    out = call(sb, source(name), name)
+    assert out.status == "crashed", out
+    assert "malformed reply" in out.detail or "exceeds" in out.detail, out.detail
+    assert "Traceback" not in out.detail
+    assert sb.worker_pids() == zygote  # no restart: the zygote never read the forged bytes
+    innocent(sb)
+
+
+def test_forged_reply_reaches_the_model_as_an_upstream_tool_error(sb: ToolSandbox) -> None:
+    """Through the ToolHop runner: the model gets upstream's error message for the call."""
+    import asyncio
+
+    from pytest_toolbench.benchmarks.toolhop.runner import ToolHopRunner
+    from pytest_toolbench.benchmarks.toolhop.options import ToolHopOptions
+    from pytest_toolbench.models.base import Sampling
+
+    runner = ToolHopRunner(sb, ToolHopOptions(), Sampling())
+    record = type("R", (), {"functions": [source("forge_wrong_shape")]})()
+    call_ = {"id": "c1", "function": {"name": "forge_wrong_shape", "arguments": "{}"}}
+    state = type("S", (), {"deviations": [], "calls": [], "masked_feedback": 0})()
+    content = asyncio.run(runner._execute(record, call_, 1, 0, state))
+    assert content.startswith("an error occured when call forge_wrong_shape: tool execution crashed (")
+    assert "malformed reply" in content and len(content) < 400
