@@ -135,7 +135,7 @@ def pytest_configure(config: pytest.Config) -> None:
     from pytest_toolbench.report.session_outputs import configure_allure
 
     configure_allure(config)
-    progress.install(config, worker=is_worker(config))  # the live progress line
+    progress.install(config, worker=is_worker(config), selection=state(config))  # the live line
     if not is_worker(config):
         config.pluginmanager.register(ControllerHooks(config), "toolbench-controller")
         _install_sigterm(config)
@@ -447,7 +447,7 @@ class ControllerHooks:
         """Under xdist the controller does not collect: each worker's node ids are the selection;
         their cases are the ones the controller loaded itself (validate_selection)."""
         if self._cases_by_id is None:
-            from pytest_toolbench.results.completeness import cases_by_id
+            from pytest_toolbench.session.completeness import cases_by_id
 
             self._cases_by_id = cases_by_id(self.st.cases, self.st.settings.repeats)
         self.st.tracker.expect_node_ids(ids, self._cases_by_id)
@@ -489,7 +489,7 @@ class ControllerHooks:
         is the result its worker journalled before dying or else an infrastructure error that
         says the worker crashed (:meth:`_crash_standins`), never a case without a result. With
         gates its report becomes a skip like any infrastructure error's (--lf still reruns it)."""
-        from pytest_toolbench.results.completeness import crash_message
+        from pytest_toolbench.session.completeness import crash_message
 
         message = crash_message(report)
         case = self.st.tracker.case_of(report.nodeid) if message is not None else None
@@ -508,7 +508,7 @@ class ControllerHooks:
     def _crash_standins(self) -> None:
         """Crashed nodes whose result no journal held: infrastructure errors of kind
         ``worker_crashed`` carrying xdist's message (results/completeness.py)."""
-        from pytest_toolbench.results.completeness import crashed_result
+        from pytest_toolbench.session.completeness import crashed_result
 
         for case_id, (case, message) in self._crashed.items():
             if case_id not in self.st.results:
@@ -805,7 +805,7 @@ class ControllerHooks:
         width = max(40, self.config.get_terminal_writer().fullwidth)
         sections = ""
         if repeats is not None:
-            from pytest_toolbench.results.repeats import render_repeats
+            from pytest_toolbench.report.repeats_text import render_repeats
 
             sections += render_repeats(repeats, width=width)
         if st.comparison is not None:  # --baseline: comparison table and the cases that changed

@@ -219,7 +219,7 @@ def test_the_tracker_maps_xdist_node_ids_to_cases_and_names_what_never_reported(
     from types import SimpleNamespace
 
     from pytest_toolbench.benchmarks.base import Case
-    from pytest_toolbench.results.completeness import CaseTracker, cases_by_id, param_id
+    from pytest_toolbench.session.completeness import CaseTracker, cases_by_id, param_id
 
     cases = {"toolhop": [Case(id=f"toolhop-{i}-direct", benchmark="toolhop", scenario="direct",
                               sample_id=str(i)) for i in range(3)]}

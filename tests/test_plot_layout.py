@@ -8,7 +8,7 @@ import pytest
 
 from pytest_toolbench.compare import LoadedRun, compare_runs
 from pytest_toolbench.compare.plot import draw_comparison, plot_comparison
-from pytest_toolbench.report.plot_layout import layout_problems
+from pytest_toolbench.plot_layout import layout_problems
 from pytest_toolbench.report.plots import PlotSpec, draw, plot_specs, write_plots
 from pytest_toolbench.results.aggregate import aggregate
 from pytest_toolbench.results.case_result import CaseResult, Outcome

@@ -15,25 +15,14 @@ import re
 from collections import defaultdict
 from collections.abc import Sequence
 
-from pydantic import BaseModel, Field
-
 from pytest_toolbench.results.case_result import CaseResult, Outcome
+from pytest_toolbench.results.comparison import CaseChanges
 from pytest_toolbench.results.repeats import base_case_id
 
 ScenarioKey = tuple[str, str]
 
 #: How many ids a rendered line lists before "... and N more" (the JSON keeps them all).
 SHOWN_IDS = 10
-
-
-class CaseChanges(BaseModel):
-    """One scenario's cases that changed between the reference (A) and run ``run``."""
-
-    run: int
-    #: Right in the reference, wrong in this run (a regression when the reference is a baseline).
-    worse: list[str] = Field(default_factory=list)
-    #: Wrong in the reference, right in this run.
-    better: list[str] = Field(default_factory=list)
 
 
 def id_order(case_id: str) -> tuple[tuple[int, int | str], ...]:

@@ -3,7 +3,7 @@
 Rates are drawn on a 0-100 % axis, as every table prints them; metrics that are not rates (if a
 benchmark has any) get a second panel with their own axis, so one axis never mixes two scales.
 Metrics without a value in any run are left out. Title and labels are fitted so nothing is
-clipped or overlaps (report/plot_layout.py). Drawn on matplotlib's Agg canvas, without pyplot.
+clipped or overlaps (plot_layout.py). Drawn on matplotlib's Agg canvas, without pyplot.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ def draw_comparison(comp: Comparison, *, subgroups: bool = False) -> Any:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    from pytest_toolbench.report.plot_layout import settle
+    from pytest_toolbench.plot_layout import settle
 
     rows = _rows(comp, subgroups)
     if not rows:

@@ -7,12 +7,11 @@ every interval far too wide (the between-case variance dominates the between-mod
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
-
-from pydantic import BaseModel
+from typing import TYPE_CHECKING
 
 from pytest_toolbench.lazy_import import LazyModule
 from pytest_toolbench.results.bootstrap import Estimate, percentile_interval, resample_indices
+from pytest_toolbench.results.comparison import McNemar
 
 if TYPE_CHECKING:
     import numpy as np
@@ -23,19 +22,6 @@ else:
 #: Below this many discordant pairs McNemar uses the exact binomial test, at or above it the
 #: chi-square approximation with continuity correction (Edwards 1948).
 EXACT_BELOW = 25
-
-
-class McNemar(BaseModel):
-    """McNemar's test on paired binary outcomes.
-
-    ``b``: cases the first run got right and the second wrong; ``c``: the other way round.
-    Concordant pairs carry no information about the difference and do not enter the test.
-    """
-
-    b: int
-    c: int
-    p_value: float
-    method: Literal["exact", "chi2"]
 
 
 def mcnemar(b: int, c: int, *, exact_below: int = EXACT_BELOW) -> McNemar:

@@ -83,12 +83,12 @@ def render(spec: PlotSpec, path: Path) -> Path:
 def draw(spec: PlotSpec) -> Any:
     """One spec as a bar chart (a matplotlib Figure) with CI error bars and n under each bar;
     rates on a 0-100 % axis (the tables print %). The title wraps and the x labels wrap or turn
-    until nothing is clipped or overlaps (report/plot_layout.py)."""
+    until nothing is clipped or overlaps (plot_layout.py)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
     from matplotlib.ticker import PercentFormatter
 
-    from pytest_toolbench.report.plot_layout import fit_xticklabels, settle, wrap_label
+    from pytest_toolbench.plot_layout import fit_xticklabels, settle, wrap_label
 
     width = max(5.0, min(16.0, 1.5 + 0.6 * len(spec.groups)))
     fig = Figure(figsize=(width, 3.6), dpi=100)

@@ -22,7 +22,7 @@ descriptor, taken before the tests run, so pytest's output capturing never swall
 of the test loop the line is drawn a last time (final counts), then erased, before pytest's summary.
 
 Under pytest-xdist the controller draws it: cases, errors and the metric come from the results the
-workers report (plugin.py), so they are exact; requests in flight and tokens are each worker's
+workers report (session/transport.py), so they are exact; requests in flight and tokens are each worker's
 meter as of its latest report (every test report carries it, see :class:`WorkerMeter`), summed
 over the workers: in flight lags by at most one test per worker, tokens are exact at the end.
 """
@@ -35,7 +35,7 @@ import re
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import pytest
 
@@ -252,11 +252,20 @@ def progress_unwanted(config: pytest.Config) -> str | None:
     return None
 
 
+class RunSelection(Protocol):
+    """What the controller knows of the run's selection (session/state.py's run state): read
+    when the workers have collected, so it is filled in by then."""
+
+    cases: dict[str, list[Case]]
+    targeted: list[str]
+
+
 class ProgressHooks:
     """Controller side (or the only process, without xdist)."""
 
-    def __init__(self, config: pytest.Config):
+    def __init__(self, config: pytest.Config, selection: RunSelection | None = None):
         self.config = config
+        self.selection = selection
         self.counts = ProgressCounts()
         self.xdist = bool(getattr(config.option, "numprocesses", None))
         self.start_reading = REQUEST_METER.reading()
@@ -285,11 +294,9 @@ class ProgressHooks:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
-        if self.counts.total is not None:
+        if self.counts.total is not None or self.selection is None:
             return
-        from pytest_toolbench.plugin import state
-
-        suffixes = {f"[{c.id}]" for cases in state(self.config).cases.values() for c in cases}
+        suffixes = {f"[{c.id}]" for cases in self.selection.cases.values() for c in cases}
         total = sum(
             any(nodeid[i:] in suffixes for i, ch in enumerate(nodeid) if ch == "[") for nodeid in ids
         )
@@ -326,9 +333,7 @@ class ProgressHooks:
 
     def _toolbench_run(self) -> bool:
         if self.xdist:
-            from pytest_toolbench.plugin import state
-
-            return bool(state(self.config).targeted)
+            return self.selection is not None and bool(self.selection.targeted)
         return bool(self.counts.total)
 
     def _start(self) -> None:
@@ -382,12 +387,13 @@ class WorkerMeter:
         return report
 
 
-def install(config: pytest.Config, worker: bool) -> None:
-    """Register the progress hooks of this process (called from plugin.pytest_configure)."""
+def install(config: pytest.Config, worker: bool, selection: RunSelection | None = None) -> None:
+    """Register the progress hooks of this process (at configure); ``selection``: the run's
+    selection as the controller loads it (the line's total under xdist)."""
     if worker:
         config.pluginmanager.register(WorkerMeter(), PLUGIN_NAME)
     else:
-        config.pluginmanager.register(ProgressHooks(config), PLUGIN_NAME)
+        config.pluginmanager.register(ProgressHooks(config, selection), PLUGIN_NAME)
 
 
 def add_result(config: pytest.Config, result: CaseResult) -> None:

@@ -18,17 +18,28 @@ import operator
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal, Protocol
 
 from pydantic import BaseModel
 
 from pytest_toolbench.exitcodes import ToolbenchExit
 from pytest_toolbench.results.aggregate import ERROR_RATE, PATH_GRAMMAR, MetricPath, RunMetrics
+from pytest_toolbench.results.comparison import Comparison
 from pytest_toolbench.results.infra_errors import describe_errors
+from pytest_toolbench.results.metrics import MetricSpec
 
-if TYPE_CHECKING:
-    from pytest_toolbench.benchmarks.base import Benchmark
-    from pytest_toolbench.compare.models import Comparison
+
+class DeclaresMetrics(Protocol):
+    """What a gate's names are checked against: a benchmark's declarations."""
+
+    @property
+    def scenarios(self) -> tuple[str, ...]: ...
+
+    @property
+    def metrics(self) -> tuple[MetricSpec, ...]: ...
+
+    @property
+    def breakdown_labels(self) -> tuple[str, ...]: ...
 
 Op = Literal[">=", ">", "<=", "<", "=="]
 _OPS: dict[str, Callable[[float, float], bool]] = {
@@ -213,7 +224,7 @@ def parse_gates(texts: Iterable[str]) -> list[Gate]:
     return [parse_gate(t) for t in texts]
 
 
-def check_gate_names(gate: Gate, benchmarks: Mapping[str, Benchmark]) -> None:
+def check_gate_names(gate: Gate, benchmarks: Mapping[str, DeclaresMetrics]) -> None:
     """Reject a gate whose benchmark, scenario, metric or subgroup label no registered benchmark
     declares (a typo must fail before any model call). Raises ValueError with one line."""
     p = MetricPath.parse(gate.path)

@@ -14,7 +14,7 @@ from pytest_toolbench.benchmarks.data_source import DataSource
 from pytest_toolbench.config import RunSettings
 from pytest_toolbench.results.aggregate import RunMetrics
 from pytest_toolbench.results.case_result import CaseResult
-from pytest_toolbench.results.completeness import CaseTracker
+from pytest_toolbench.session.completeness import CaseTracker
 from pytest_toolbench.results.gates import GateVerdict
 from pytest_toolbench.results.journal import ResultJournal
 from pytest_toolbench.results.output_errors import OutputFailure
@@ -56,7 +56,7 @@ class ToolbenchState:
     sandbox_states: list[dict[str, Any]] = field(default_factory=list)
     #: Progress of model conversion and server start (runtime/startup_progress.py), controller only.
     startup: Any = None
-    #: The selected nodes and which reported (results/completeness.py), controller only.
+    #: The selected nodes and which reported (session/completeness.py), controller only.
     tracker: CaseTracker = field(default_factory=CaseTracker)
     #: Selected cases without a result at session end (ids, selection order).
     missing: list[str] = field(default_factory=list)

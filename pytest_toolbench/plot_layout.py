@@ -1,8 +1,7 @@
 """Make a matplotlib chart readable at a glance: no clipped title, no overlapping tick label.
 
 matplotlib's ``tight_layout`` makes room for labels but never shortens a title that is wider than
-the figure (it is cut at both edges) nor separates x tick labels that run into each other (issue
-22). These helpers measure the drawn text and change the layout until it fits:
+the figure (it is cut at both edges) nor separates x tick labels that run into each other. These helpers measure the drawn text and change the layout until it fits:
 
 * :func:`fit_title` wraps a title onto as many lines as it needs;
 * :func:`fit_xticklabels` tries the labels horizontal, then wrapped between words (``_`` and
