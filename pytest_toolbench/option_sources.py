@@ -21,10 +21,15 @@ from __future__ import annotations
 
 import copy
 import re
+import types
+import typing
 from dataclasses import dataclass
-from typing import Any, Callable
+from pathlib import Path
+from typing import Any, Callable, Literal
 
 import pytest
+from pydantic import BaseModel
+from pydantic.fields import FieldInfo
 
 #: Option names whose values must not be written into config files (see plugin.redact_secret_args).
 _SECRET_SUFFIXES = ("-key", "-token", "-secret", "-password")
@@ -186,3 +191,149 @@ def early_value(config: pytest.Config, flag: str) -> Any:
         except ValueError:
             pass
     return copy.copy(source.default)
+
+
+# --- flags declared by settings fields (config.option) --------------------------------------------
+
+
+@dataclass(frozen=True)
+class SettingFlag:
+    """One settings field that is a flag: where it sits (``("sandbox", "workers")``) and its
+    declaration (``config.option``)."""
+
+    flag: str
+    path: tuple[str, ...]
+    info: FieldInfo
+
+    @property
+    def extra(self) -> dict[str, Any]:
+        extra = self.info.json_schema_extra
+        return extra if isinstance(extra, dict) else {}
+
+    @property
+    def kind(self) -> Any:
+        """The field's type without ``| None``."""
+        annotation = self.info.annotation
+        if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+            rest = [a for a in typing.get_args(annotation) if a is not type(None)]
+            if len(rest) == 1:
+                return rest[0]
+        return annotation
+
+    def flag_default(self) -> Any:
+        """The flag's default: the declared ``flag_default``, else the field's own (a path as
+        text, a list for a repeatable flag, off for a ``--no-...`` switch)."""
+        if "flag_default" in self.extra:
+            return copy.copy(self.extra["flag_default"])
+        if self.extra.get("negate"):
+            return False
+        default = self.info.get_default(call_default_factory=True)
+        if isinstance(default, Path):
+            return str(default)
+        if isinstance(default, tuple):
+            return list(default)
+        return default
+
+    def argparse_attrs(self, default: Any) -> dict[str, Any]:
+        """What :meth:`ToolbenchGroup.addoption` is given for this flag."""
+        attrs: dict[str, Any] = {}
+        kind = self.kind
+        if kind is bool:
+            attrs["action"] = "store_true"
+        elif self.extra.get("repeatable"):
+            attrs["action"] = "append"
+        elif typing.get_origin(kind) is Literal:
+            attrs["choices"] = [str(c) for c in typing.get_args(kind)]
+        elif kind in (int, float):
+            attrs["type"] = kind
+        attrs["default"] = default
+        if self.extra.get("metavar"):
+            attrs["metavar"] = self.extra["metavar"]
+        if self.info.description:
+            attrs["help"] = self.info.description
+        return attrs
+
+    def check(self, value: Any) -> None:
+        """A value against the field's constraints: ValueError ``--limit 0: must be at least 1``."""
+        bounds = {type(m).__name__: getattr(m, type(m).__name__.lower(), None) for m in self.info.metadata}
+        ge, gt, le = bounds.get("Ge"), bounds.get("Gt"), bounds.get("Le")
+        if value is None or isinstance(value, (bool, str, list, tuple)):
+            return
+        if ge is not None and le is not None:
+            ok, rule = ge <= value <= le, f"must be between {ge:g} and {le:g}"
+        elif ge is not None:
+            ok, rule = value >= ge, "must be 0 or more" if ge == 0 else f"must be at least {ge:g}"
+        elif gt is not None:
+            ok, rule = value > gt, "must be positive" if gt == 0 else f"must be more than {gt:g}"
+        else:
+            return
+        if not ok:
+            why = self.extra.get("why")
+            raise ValueError(f"{self.flag} {value}: {rule}" + (f" {why}" if why else ""))
+
+    def setting(self, value: Any, path: Callable[[str], Path]) -> Any:
+        """The setting for the flag's resolved value (``_UNSET``: keep the field's default).
+        ``path`` turns a path given as text into the one the setting holds."""
+        extra = self.extra
+        if extra.get("negate"):
+            return not value
+        if value is None:
+            return _UNSET
+        if extra.get("split"):
+            items = value if isinstance(value, list) else [value]
+            value = [v.strip() for item in items for v in str(item).split(",") if v.strip()]
+            if not value:
+                return _UNSET
+        kind = self.kind
+        origin = typing.get_origin(kind)
+        if origin is tuple:
+            return tuple(value)
+        if origin is list:
+            return list(value)
+        if kind is Path:  # an optional path left empty is no path; a required one is resolved
+            return path(value) if value or kind is self.info.annotation else _UNSET
+        return value
+
+
+_UNSET: Any = object()
+
+
+def setting_flags(model: type[BaseModel], prefix: tuple[str, ...] = ()) -> list[SettingFlag]:
+    """Every flag a settings model declares, nested models' in place, in declaration order."""
+    flags: list[SettingFlag] = []
+    for name, info in model.model_fields.items():
+        extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
+        if extra.get("flag"):
+            flags.append(SettingFlag(str(extra["flag"]), (*prefix, name), info))
+        elif isinstance(info.annotation, type) and issubclass(info.annotation, BaseModel):
+            flags += setting_flags(info.annotation, (*prefix, name))
+    return flags
+
+
+def add_setting_flags(group: ToolbenchGroup, model: type[BaseModel],
+                      defaults: dict[str, Any] | None = None) -> None:
+    """Add the flags ``model`` declares; ``defaults`` (flag -> value) replaces a flag's default
+    where it is only known at run time (e.g. from the environment)."""
+    for setting in setting_flags(model):
+        default = (defaults or {}).get(setting.flag, _UNSET)
+        default = setting.flag_default() if default is _UNSET else default
+        group.addoption(setting.flag, **setting.argparse_attrs(default))
+
+
+def settings_values(model: type[BaseModel], getoption: Callable[[str], Any],
+                    path: Callable[[str], Path]) -> dict[str, Any]:
+    """The resolved flags of ``model`` as the nested values to build it from, each checked
+    against its constraints (ValueError: one line naming the flag). Flags left unset leave the
+    field's default."""
+    values: dict[str, Any] = {}
+    for setting in setting_flags(model):
+        raw = getoption(setting.flag)
+        setting.check(raw)
+        value = setting.setting(raw, path)
+        if value is _UNSET:
+            continue
+        target = values
+        for part in setting.path[:-1]:
+            target = target.setdefault(part, {})
+        target[setting.path[-1]] = value
+    return values

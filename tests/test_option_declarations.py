@@ -13,6 +13,7 @@ import os
 import re
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -64,7 +65,9 @@ def option_table() -> dict[str, Any]:
     from pytest_toolbench.options import add_options
 
     os.environ.pop("TOOLBENCH_RUNS_DIR", None)
-    parser = Parser()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # Parser is pytest's own; its shape is what is compared
+        parser = Parser()
     add_options(parser)
     table: dict[str, Any] = {}
     for group in parser._groups:
@@ -91,6 +94,40 @@ def test_help_text_is_unchanged():
 
 def test_flags_types_defaults_and_ini_keys_are_unchanged():
     assert option_table() == json.loads(OPTIONS_SNAPSHOT.read_text(encoding="utf-8"))
+
+
+def test_settings_come_from_the_declared_flags(tmp_path: Path):
+    from pytest_toolbench.config import RunSettings
+    from pytest_toolbench.option_sources import settings_values
+
+    given = {"--sandbox-disk-mb": 7, "--sandbox-disk-inodes": 9, "--no-cache": True,
+             "--scenario": ["a,b", " c"], "--gate": ["g1", "g2"], "--record": "r.jsonl",
+             "--vllm-arg": ["--x"], "--no-plots": False}
+    values = settings_values(RunSettings, given.get, lambda p: tmp_path / p)
+    settings = RunSettings(**values)
+    assert (settings.sandbox.disk_mb, settings.sandbox.disk_inodes) == (7, 9)
+    assert settings.use_cache is False and settings.plots is True
+    assert settings.scenarios == ("a", "b", "c") and settings.gates == ("g1", "g2")
+    assert settings.record_path == tmp_path / "r.jsonl" and settings.vllm.extra_args == ["--x"]
+    # Reading the pytest side's flags does not change the run record's settings.
+    assert "plots" not in settings.model_dump() and "base_urls_file" not in settings.model_dump()
+
+
+def test_a_value_outside_its_constraints_is_one_line():
+    import pytest
+
+    from pytest_toolbench.config import RunSettings
+    from pytest_toolbench.option_sources import settings_values
+
+    for flag, value, message in [
+        ("--sandbox-disk-mb", 0, "--sandbox-disk-mb 0: must be at least 1"),
+        ("--max-error-rate", 2.0, "--max-error-rate 2.0: must be between 0 and 1"),
+        ("--max-retries", -1, "--max-retries -1: must be 0 or more"),
+        ("--request-timeout", 0.0, "--request-timeout 0.0: must be positive"),
+    ]:
+        with pytest.raises(ValueError) as raised:
+            settings_values(RunSettings, {flag: value}.get, Path)
+        assert str(raised.value) == message
 
 
 if __name__ == "__main__":
