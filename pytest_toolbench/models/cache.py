@@ -25,7 +25,7 @@ from pydantic import ValidationError
 
 from pytest_toolbench.fileio import atomic_write_bytes
 from pytest_toolbench.results import output_errors
-from pytest_toolbench.runtime.repeat import cache_repeat_extra
+from pytest_toolbench.models.repeat import cache_repeat_extra
 from pytest_toolbench.models.base import (
     CallContext,
     ChatModel,
@@ -146,7 +146,7 @@ class CachedModel:
 
     def key_for(self, request: ChatRequest) -> str:
         base_url = self.inner.describe().get("base_url") if self.include_base_url else None
-        # --repeats: repeats 2..K get their own entries (runtime/repeat.py), repeat 1 the plain key.
+        # --repeats: repeats 2..K get their own entries (models/repeat.py), repeat 1 the plain key.
         extra = {**self.key_extra, **cache_repeat_extra()}
         return cache_key(self.inner.name, base_url, request, extra)
 

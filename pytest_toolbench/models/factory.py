@@ -50,7 +50,7 @@ def build_model(
     ``sdk_address`` (the run's shared SDK process, models/sdk_process) sends the endpoint's calls
     there; ``processes`` is how many pytest processes share it. ``server_rendezvous``: the managed
     server is not started yet; the first call that misses the cache asks for it there and waits
-    up to ``server_wait_s`` (runtime/lazy_server.py). ``open_protocols``: what the run's
+    up to ``server_wait_s`` (models/lazy_server.py). ``open_protocols``: what the run's
     benchmarks declared for ``--decoding open`` (benchmarks/base.py ``run_open_protocols``); None:
     every call ``parsed``, with no parser (the server's)."""
     backend = settings.resolved_backend
@@ -118,7 +118,7 @@ def build_model(
 
         include_base_url = not managed
         if server_rendezvous is not None and not base_url:
-            from pytest_toolbench.runtime.lazy_server import LazyServerModel
+            from pytest_toolbench.models.lazy_server import LazyServerModel
             from pytest_toolbench.models.liveness import dead_server_check
 
             def connect(answer: dict[str, Any]) -> ChatModel:

@@ -60,7 +60,7 @@ from pytest_toolbench.models.reachability import (
     transport_failure_detail,
     transport_failure_kind,
 )
-from pytest_toolbench.results.infra_errors import encode_hint, kind_hint, timeout_hint
+from pytest_toolbench.models.errors import encode_hint, kind_hint, timeout_hint
 
 if TYPE_CHECKING:
     import openai

@@ -32,7 +32,7 @@ from collections import Counter
 from typing import Callable
 
 from pytest_toolbench.models.base import ModelCallError
-from pytest_toolbench.results.infra_errors import UNREACHABLE_MARK, encode_hint
+from pytest_toolbench.models.errors import UNREACHABLE_MARK, encode_hint
 
 #: Default of ``unreachable_after_s``: how long an endpoint may fail every attempt at the
 #: transport, counted from the run's first request to it, before the run stops trying it.

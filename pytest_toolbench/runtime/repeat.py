@@ -2,22 +2,19 @@
 
 The repeat index is part of the case id, so node ids, journals, recordings and replay files tell
 the repeats apart and the ids are the same in every xdist worker. It is also part of the response
-cache key (through :data:`CURRENT_REPEAT`, set by the case runtime for the case's task): without
-it repeat 2 would replay repeat 1's cached reply and measure nothing. Repeat 1 keeps the plain key,
-so a ``--repeats 3`` run after an ordinary run reuses that run's replies for its first repeat.
+cache key (:data:`CURRENT_REPEAT`, which the case runtime sets for the case's task; it lives in
+``models/repeat.py`` with the cache that reads it).
 """
 
 from __future__ import annotations
 
-import contextvars
 import dataclasses
 
 from pytest_toolbench.benchmarks.base import Case, repeat_suffix
+# The contextvar lives with the cache that reads it; re-exported for the case runtime.
+from pytest_toolbench.models.repeat import CURRENT_REPEAT, cache_repeat_extra
 
-#: The repeat index (1-based) of the case this asyncio task runs; None outside ``--repeats``.
-CURRENT_REPEAT: contextvars.ContextVar[int | None] = contextvars.ContextVar(
-    "toolbench_repeat", default=None
-)
+__all__ = ["CURRENT_REPEAT", "cache_repeat_extra", "expand_repeats"]
 
 
 def expand_repeats(cases: list[Case], repeats: int) -> list[Case]:
@@ -32,10 +29,3 @@ def expand_repeats(cases: list[Case], repeats: int) -> list[Case]:
         for r in range(1, repeats + 1)
         for c in cases
     ]
-
-
-def cache_repeat_extra() -> dict[str, int]:
-    """What the response cache adds to its key for the running case: nothing for repeat 1 (or no
-    repeats), ``{"repeat": r}`` for r >= 2."""
-    r = CURRENT_REPEAT.get()
-    return {"repeat": r} if r is not None and r > 1 else {}

@@ -28,7 +28,7 @@ from pytest_toolbench.models.sdk_process.protocol import (
     read_frame,
     sdk_environment,
 )
-from pytest_toolbench.runtime.liveness import process_alive
+from pytest_toolbench.models.liveness import process_alive
 
 #: How long a pytest process waits for the SDK process to listen (its start is ~1 s).
 START_TIMEOUT_S = 60.0

@@ -35,7 +35,7 @@ from pytest_toolbench.models.sdk_process.protocol import (
     frame,
     read_frame,
 )
-from pytest_toolbench.runtime.liveness import dead_server_check
+from pytest_toolbench.models.liveness import dead_server_check
 
 
 class SdkServer:

@@ -1,0 +1,72 @@
+"""The cause of each kind of failed model call and the option that would help, with the calls.
+
+The endpoint layer (``openai_backend.py``, ``reachability.py``, ``lazy_server.py``) puts a precise
+hint on the :class:`~pytest_toolbench.models.base.ModelCallError` it raises, where it knows the
+run's own figures; :data:`KIND_HINTS` covers every other kind. The results layer
+(``results/infra_errors.py``) summarises and prints them.
+"""
+
+from __future__ import annotations
+
+#: In the message of an endpoint given up as unreachable (models/reachability.py), right after its
+#: URL: ``endpoint http://host:port/v1 unreachable since the run began: connection refused ...``.
+UNREACHABLE_MARK = "unreachable:"
+
+#: kind -> (cause, option that would help). "http_5xx" stands for every 5xx status.
+KIND_HINTS: dict[str, tuple[str, str]] = {
+    "timeout": ("no reply within the request timeout",
+                "raise --request-timeout, or lower --max-tokens / --concurrency"),
+    "connection": ("the endpoint dropped the connection before replying",
+                   "check the endpoint (--base-url); --max-retries rides out short outages"),
+    "connection_refused": ("connection refused: nothing listens at the endpoint's host and port",
+                           "start the server, or fix the host and port in --base-url"),
+    "dns_failure": ("the endpoint's host name does not resolve (DNS failure)",
+                    "fix the host name in --base-url"),
+    "tls_failure": ("the TLS handshake with the endpoint failed (certificate, or https:// to a "
+                    "plain-HTTP server)",
+                    "check http:// vs https:// in --base-url, or trust the server's certificate "
+                    "(SSL_CERT_FILE)"),
+    "connect_timeout": ("the endpoint did not accept the connection within --request-timeout",
+                        "check the host in --base-url and the network (firewall) in between"),
+    "http_429": ("rate limited by the endpoint", "lower --concurrency, or raise --max-retries"),
+    "http_408": ("the endpoint timed out the request", "raise --max-retries or lower --concurrency"),
+    "http_5xx": ("the endpoint returned a server error", "raise --max-retries; check the server log"),
+    "http_4xx": ("the endpoint rejected the request", "check --model / --api-key / --base-url"),
+    "bad_response": ("the endpoint's reply was not a chat completion", "raise --max-retries"),
+    "server_died": ("the managed vLLM server exited during the run",
+                    "see vllm.log in the run folder (e.g. out of memory: --vllm-arg)"),
+    "server_start_failed": ("the managed vLLM server did not start",
+                            "see vllm.log in the run folder; --vllm-startup-timeout, --vllm-arg"),
+    "cache_miss": ("--cache-only and no cached reply", "run once without --cache-only"),
+    "case_timeout": ("the case ran past --case-timeout", "raise --case-timeout"),
+    "sdk_process_gone": ("the shared SDK process exited", "--sdk-process inline"),
+    "replay_exhausted": ("the replay file has no more replies for the case",
+                         "record again with --record"),
+    "internal_error": ("the harness raised an exception", "see the case's error message"),
+}
+
+
+def kind_hint(kind: str) -> tuple[str, str]:
+    """(cause, option) for an error kind; status codes fall back to their class."""
+    if kind in KIND_HINTS:
+        return KIND_HINTS[kind]
+    if kind.startswith("http_5"):
+        return KIND_HINTS["http_5xx"]
+    if kind.startswith("http_4"):
+        return KIND_HINTS["http_4xx"]
+    return (f"infrastructure error of kind {kind}", "see the case's error message")
+
+
+def timeout_hint(timeout_s: float, max_tokens: int | None, retried: bool) -> tuple[str, str]:
+    """The cause and option for a request timeout, with the run's own figures."""
+    cause = f"no reply within --request-timeout {timeout_s:g} s"
+    if not retried:
+        cause += (" (not resent: the harness's own local server would take as long again "
+                  "on the same greedy request)")
+    tokens = f" (now {max_tokens})" if max_tokens else ""
+    return cause, f"raise --request-timeout, or lower --max-tokens{tokens} / --concurrency"
+
+
+def encode_hint(cause: str, option: str) -> str:
+    """One string for ``ModelCallError.hint`` (split again by :func:`summarize_errors`)."""
+    return f"{cause} | try: {option}"
