@@ -17,7 +17,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, Field, SerializeAsAny
 
-from pytest_toolbench.models.base import DECODING_PRESETS, Sampling
+from pytest_toolbench.models.base import DECODING_PRESETS, Sampling, preset_sampling
 
 OptionsT = TypeVar("OptionsT", bound=BaseModel)
 
@@ -314,12 +314,7 @@ class RunSettings(BaseModel):
 
     @property
     def sampling(self) -> Sampling:
-        preset_name = "closed" if self.resolved_decoding == "closed" else "open"
-        preset = DECODING_PRESETS[preset_name]
-        return preset.model_copy(
-            update={
-                k: v
-                for k, v in {"temperature": self.temperature, "max_tokens": self.max_tokens}.items()
-                if v is not None
-            }
-        )
+        """The run-wide default sampling (``models.base.DECODING_PRESETS``) for benchmarks that
+        build none of their own; ToolHop's is ``benchmarks/toolhop/decoding.py``."""
+        return preset_sampling(DECODING_PRESETS, self.resolved_decoding, self.temperature,
+                               self.max_tokens)

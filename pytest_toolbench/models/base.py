@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from typing import Any, Callable, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -31,8 +32,19 @@ class Sampling(BaseModel):
         return {k: v for k, v in self.model_dump().items() if v is not None}
 
 
-#: Upstream decoding presets (ToolHop spec §2.4): ``closed`` is evaluation_closed.py (T=0,
-#: max_tokens=256), ``open`` is evaluation_open.py (greedy, 1024 new tokens).
+def preset_sampling(presets: Mapping[str, Sampling], decoding: str, temperature: float | None,
+                    max_tokens: int | None) -> Sampling:
+    """A benchmark's preset for the run's decoding (``presets``: ``"closed"`` and ``"open"``;
+    ``open-server-parser`` decodes as ``open``, only the parser differs), with ``--temperature``
+    and ``--max-tokens`` over it where given."""
+    preset = presets["closed" if decoding == "closed" else "open"]
+    overrides = {"temperature": temperature, "max_tokens": max_tokens}
+    return preset.model_copy(update={k: v for k, v in overrides.items() if v is not None})
+
+
+#: The run-wide default that ``RunSettings.sampling`` still gives the benchmarks that have no
+#: preset of their own; the values are ToolHop's (``benchmarks/toolhop/decoding.py``, which each
+#: benchmark should replace with its own: then this table and ``RunSettings.sampling`` go).
 DECODING_PRESETS: dict[str, Sampling] = {
     "closed": Sampling(temperature=0.0, max_tokens=256),
     "open": Sampling(temperature=0.0, max_tokens=1024),
