@@ -2,7 +2,7 @@
 
 pytest compares a marker expression's keyword values with ``==``, so ``-m "hops(n='3')"`` never
 matches a case labelled ``hops(n=3)`` (an int), and ``scenario(name='mandatry')`` never matches
-anything: the run selected nothing and said only "no case ran" (issue 22). Before any model call
+anything: the run would select nothing and say only "no case ran". Before any model call
 the controller looks at each ``name(key=value)`` term (and each bare marker name) of ``-m`` against
 the marks the selected cases will carry:
 

@@ -1,8 +1,8 @@
-"""Every path a run will write, checked at configure, before any model call (issue 23, item 8).
+"""Every path a run will write, checked at configure, before any model call.
 
-A report that cannot be written used to fail only after every model call had been paid for, a
-read-only run folder crashed the run (exit 3), and a read-only response cache was silently not
-written. Each is now one line and exit 4 (``pytest.UsageError``) before the first request.
+Guards against a report that cannot be written failing only after every model call has been
+paid for, a read-only run folder crashing the run, and a read-only response cache silently not
+written: each is one line and exit 4 (``pytest.UsageError``) before the first request.
 
 What is checked, per path: the nearest folder that exists (the writers create the missing ones,
 ``fileio.atomic_write_bytes``) must be a folder, pass ``os.access(W_OK | X_OK)``, and take a real

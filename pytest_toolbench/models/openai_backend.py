@@ -13,7 +13,7 @@ infrastructure error, apart from wrong answers.
 
 ``retry_timeouts=False`` is for the harness's own local server (``--backend vllm`` without
 ``--base-url``): it serves this run alone, so a timed-out greedy request would take as long again
-at the same settings; the call fails at once, saying which option would help (issue 22).
+at the same settings; the call fails at once, saying which option would help.
 
 An endpoint that has not answered once since the run began and fails every attempt at the
 transport (refused, DNS, TLS, timeouts) is given up after ``unreachable_after_s``: that call and
@@ -65,8 +65,8 @@ from pytest_toolbench.models.errors import encode_hint, kind_hint, timeout_hint
 if TYPE_CHECKING:
     import openai
 else:
-    # ~0.7 s to import: a run whose replies all come from the response cache (or that only
-    # collects) never needs it (issue 11).
+    # Slow to import, and a run whose replies all come from the response cache (or that only
+    # collects) never needs it.
     openai = LazyModule("openai")
 
 #: Statuses worth another try: request timeout, rate limit, server errors.
@@ -279,8 +279,8 @@ class OpenAIBackend:
         kwargs = self._request_kwargs(request)
         attempts = 0
         # The call's latency is every attempt's time on the wire plus the waits between them:
-        # a reply that came after two 429s and 2 s of backoff took 2 s, not its last request's
-        # 13 ms (issue 23). Time queued for the concurrency semaphore is not counted.
+        # a reply that came after two 429s and their backoff took the whole wait, not only its
+        # last request's time. Time queued for the concurrency semaphore is not counted.
         spent = [0.0]
         sent = [0]  # requests that left (a call queued behind the verdict sends none)
 
@@ -422,10 +422,11 @@ class OpenAIBackend:
         return self._client, self._semaphore
 
     def _new_client(self, url: str | None) -> openai.AsyncOpenAI:
-        """The SDK's own client over real HTTP. With aiohttp underneath (the SDK's
-        ``DefaultAioHttpClient``) a request costs ~1.6 ms of CPU at 256 in flight against ~5 ms
-        with httpx, whose pool keeps only 100 idle connections and re-connects past that
-        (perf/run.py, issue 11); httpx stays selectable (``--http-transport httpx``)."""
+        """The SDK's own client over real HTTP. aiohttp underneath (the SDK's
+        ``DefaultAioHttpClient``) by default: it costs a fraction of httpx's CPU per request at
+        hundreds in flight, where httpx's pool keeps only 100 idle connections and re-connects
+        past that (perf/run.py measures both); httpx stays selectable (``--http-transport
+        httpx``, it honours HTTP(S)_PROXY)."""
         http_client = (
             openai.DefaultAioHttpClient(timeout=self.timeout_s)
             if self.http_transport == "aiohttp" else None
@@ -457,7 +458,7 @@ class OpenAIBackend:
                     # The SDK's documented request method with the body as built here (the same
                     # JSON ``chat.completions.create`` sends; auth, headers and status errors are
                     # the SDK's), read back as plain JSON: its typed-dict transform of the request
-                    # and model construction of the reply were 40% of its CPU per call (issue 11).
+                    # and model construction of the reply are a large share of its CPU per call.
                     completion = await client.post(CHAT_PATH, body=kwargs, cast_to=object)
                 usage = usage_of(completion)
                 REQUEST_METER.add_usage(usage)

@@ -263,7 +263,7 @@ class VLLMServer:
         """Everything about the server that can change answers: for run metadata and cache keys.
 
         ``server_args`` leaves out host and port, and there is no ``base_url``: they change per
-        run and change no answer, and a cache key holding them never hit again (issue 22). The
+        run and change no answer, and a cache key holding them would never hit again. The
         URL of a started server is :attr:`base_url`.
         """
         cmd = self._command or self.build_command(0)

@@ -30,7 +30,7 @@ from pytest_toolbench.models.sdk_process.protocol import (
 )
 from pytest_toolbench.models.liveness import process_alive
 
-#: How long a pytest process waits for the SDK process to listen (its start is ~1 s).
+#: How long a pytest process waits for the SDK process to listen (a busy machine starts it slowly).
 START_TIMEOUT_S = 60.0
 
 

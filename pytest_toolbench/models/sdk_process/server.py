@@ -1,11 +1,12 @@
 """The shared SDK process: the run's openai SDK clients, for every pytest process of the run.
 
-Why a process of its own: the SDK costs ~1.2 ms of CPU per request and ~0.7 s to import. In the
-pytest process both share one GIL with pytest's own per-test work, which made a run CPU-bound from
-~128 requests in flight on 2 cores, and the import sat on every process's start-up (each xdist
-worker paid it again). Here the import overlaps collection, the SDK's CPU runs on another core,
-and one :class:`~pytest_toolbench.models.openai_backend.OpenAIBackend` per model serves all
-workers, so its endpoint pool routes the whole run's requests, least-loaded (issue 11).
+Why a process of its own: the SDK costs CPU on every request and is slow to import. In the
+pytest process both share one GIL with pytest's own per-test work, which makes a run CPU-bound at
+a few hundred requests in flight on a small machine, and the import sits on every process's
+start-up (each xdist worker pays it again). Here the import overlaps collection, the SDK's CPU
+runs on another core, and one :class:`~pytest_toolbench.models.openai_backend.OpenAIBackend` per
+model serves all workers, so its endpoint pool routes the whole run's requests, least-loaded
+(perf/run.py measures both placements).
 
 Nothing about a call changes: this process runs the very backend the pytest process would (same
 retries, error kinds, lost turns, endpoint health, and the pytest process's SDK environment, which
