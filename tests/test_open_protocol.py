@@ -18,6 +18,7 @@ from fake_openai_server import FakeOpenAIServer, completion, scripted, tool_call
 from test_toolhop_runner import FakeSandbox
 from pytest_toolbench.benchmarks.dataset_errors import DatasetWarning
 from pytest_toolbench.benchmarks.toolhop.benchmark import TOOLHOP
+from pytest_toolbench.benchmarks.toolhop.decoding import toolhop_sampling
 from pytest_toolbench.benchmarks.toolhop.options import ToolHopOptions
 from pytest_toolbench.benchmarks.toolhop.runner import ToolHopRunner
 from pytest_toolbench.benchmarks.toolhop.schema import load_toolhop_file
@@ -57,7 +58,7 @@ def qwen_call(name: str, args: dict) -> str:
 
 def run_case(settings: RunSettings, record, scenario: str = "mandatory"):
     model = build_model(settings)
-    runner = ToolHopRunner(FakeSandbox(), ToolHopOptions(), settings.sampling)
+    runner = ToolHopRunner(FakeSandbox(), ToolHopOptions(), toolhop_sampling(settings))
 
     async def go():
         try:
@@ -164,7 +165,7 @@ def test_server_parser_option_keeps_the_servers_tool_calls(records, tmp_path):
     with FakeOpenAIServer(scripted((200, {}, reply), (200, {}, completion("<answer>6</answer>")))) as server:
         settings = RunSettings(model="Qwen/Qwen2.5-7B-Instruct", base_url=server.base_url,
                                decoding="open-server-parser", use_cache=False)
-        assert not settings.open_protocol and settings.sampling.max_tokens == 1024
+        assert not settings.open_protocol and toolhop_sampling(settings).max_tokens == 1024
         result, model = run_case(settings, records[9001])
     assert not isinstance(model, OpenProtocolModel)
     assert "tool_choice" not in server.requests[0]
