@@ -4,7 +4,7 @@ A write is one temporary file in the target's folder, then ``os.replace``. The r
 writes one entry per model call on the event loop, so the path is kept to bare syscalls: folders
 known to exist are remembered (``mkdir`` per write was the largest cost of a cache write), and the
 temporary name is this process's pid and a counter, opened with ``O_EXCL`` (``tempfile.mkstemp``
-draws random names and retries; issue 11).
+draws random names and retries).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, *, durable: bo
 
     ``durable=False`` skips the fsync: for caches, where a power cut may at worst leave an
     unreadable entry (read back as a miss), and an fsync per entry (milliseconds each, on the
-    event loop) was the largest single cost of a run (issue 11). Readers still never see half a
+    event loop) would dominate a run's cost. Readers still never see half a
     file: the rename is atomic either way."""
     target = os.fspath(path)
     folder = os.path.dirname(target) or "."
@@ -80,8 +80,8 @@ def file_version(path: str | os.PathLike[str]) -> tuple[str, int, int, int]:
 
 def indented_json(obj: Any) -> bytes:
     """``json.dumps(obj, indent=2, ensure_ascii=False) + "\\n"`` as UTF-8, by pydantic-core's
-    encoder: with ``indent`` the stdlib falls back to its pure-Python encoder, which took ~0.25 s
-    of a 4,000-case run's exit for each copy of the report (issue 11). The text is the same but
+    encoder: with ``indent`` the stdlib falls back to its pure-Python encoder, which is slow on a
+    large report, and each copy of the report pays it again. The text is the same but
     for the exponent of tiny floats (``1e-7``, not ``1e-07``); NaN/Infinity are kept as the stdlib
     writes them."""
     import pydantic_core

@@ -12,6 +12,7 @@ from pytest_toolbench.compare import compare_runs
 from pytest_toolbench.report.markdown_report import cell, render_markdown, table, write_markdown_report
 from pytest_toolbench.results.aggregate import ReportTable
 from pytest_toolbench.results.gates import Baseline, evaluate_gates, parse_gates
+from pytest_toolbench.results.run_record import RunInfo, RunRecord
 
 _SEPARATOR = re.compile(r"^\|( *:?-{3,}:? *\|)+$")
 
@@ -89,8 +90,8 @@ def test_written_to_github_step_summary_it_appends(tmp_path, monkeypatch, render
     path = tmp_path / "summary.md"
     path.write_text("earlier step\n")
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(path))
-    write_markdown_report(path, RunMetrics(scenarios=[]), model="m")
+    write_markdown_report(path, RunRecord(run=RunInfo(settings={"model": "m"}), cases=[]))
     assert path.read_text().startswith("earlier step\n## pytest-toolbench: m")
     monkeypatch.delenv("GITHUB_STEP_SUMMARY")
-    write_markdown_report(path, RunMetrics(scenarios=[]), model="m")
+    write_markdown_report(path, RunRecord(run=RunInfo(settings={"model": "m"}), cases=[]))
     assert path.read_text().startswith("## pytest-toolbench: m")

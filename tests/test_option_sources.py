@@ -16,7 +16,7 @@ pytest_plugins = ["pytester"]  # runs go in subprocesses: an in-process run re-i
 REPO = Path(__file__).resolve().parents[1]
 
 SHOW_SETTINGS = '''
-from pytest_toolbench.plugin import state
+from pytest_toolbench.session import state
 
 def test_show(pytestconfig):
     s = state(pytestconfig).settings

@@ -332,28 +332,28 @@ PROBE = '''
 import json, os, pathlib, pytest
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config):
-    from pytest_toolbench.plugin import EARLY_SDK_KEY, STATE_KEY
+    from pytest_toolbench.session.state import STATE_KEY
     st = config.stash.get(STATE_KEY, None)
     # every SDK process has a folder of its own under TMPDIR while it lives (launcher.SdkProcess)
     alive = len(list(pathlib.Path(os.environ["TMPDIR"]).glob("toolbench-sdk-*")))
     with open(os.environ["PROBE_OUT"], "w") as f:
-        json.dump({"early": EARLY_SDK_KEY in config.stash, "sdk": bool(st and st.sdk), "alive": alive}, f)
+        json.dump({"sdk": bool(st and st.sdk), "alive": alive}, f)
 '''
 
 
 @pytest.mark.parametrize("extra,ini,started", [
-    ([], "", True),  # started at the plugin's import, kept by both later decisions
+    ([], "", True),  # started at the plugin's import, kept by the decision at configure
     (["--collect-only"], "", False),
     (["--sdk-process", "inline"], "", False),
-    ([], "toolbench_sdk_process = inline\n", False),  # started at import, stopped at the early guess
+    ([], "toolbench_sdk_process = inline\n", False),  # started at import, stopped at configure
     ([], "addopts = --collect-only\n", False),  # likewise: the import-time guess sees argv only
     (["--model", "oracle"], "", False),
     (["--cache-only"], "", False),
 ])
 def test_the_sdk_process_starts_early_only_for_runs_that_may_send_requests(
         tmp_path: Path, extra: list[str], ini: str, started: bool) -> None:
-    """One SDK process at most, whichever decision started it: a process the plugin's import
-    started on a guess is the run's, or stopped (its folder gone) by the time pytest configures."""
+    """One SDK process at most, decided at configure: a process the plugin's import started on a
+    guess is the run's, or stopped (its folder gone) by the time pytest has configured."""
     import json
 
     (tmp_path / "early_probe.py").write_text(PROBE)
@@ -361,14 +361,15 @@ def test_the_sdk_process_starts_early_only_for_runs_that_may_send_requests(
     inifile.write_text("[pytest]\n" + ini)
     out = tmp_path / "out.json"
     short_tmp = Path(tempfile.mkdtemp(prefix="tb-", dir="/tmp"))  # a Unix socket path is short
-    env = {**os.environ, "PROBE_OUT": str(out), "PYTHONPATH": str(tmp_path), "TMPDIR": str(short_tmp)}
+    path = os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "PROBE_OUT": str(out), "PYTHONPATH": path, "TMPDIR": str(short_tmp)}
     try:
         subprocess.run([sys.executable, "-m", "pytest", str(REPO / "suites" / "toolhop"), "-c", str(inifile),
                         "--rootdir", str(REPO), "-p", "early_probe", "-q", "-p", "no:cacheprovider",
                         "--backend", "openai", "--base-url", "http://127.0.0.1:9/v1", "--api-key", "k",
                         "--model", "m", "-k", "matches_no_case", *extra],
                        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
-        assert json.loads(out.read_text()) == {"early": started, "sdk": started, "alive": int(started)}
+        assert json.loads(out.read_text()) == {"sdk": started, "alive": int(started)}
         assert not list(short_tmp.glob("toolbench-sdk-*"))  # and it is gone after the run
     finally:
         shutil.rmtree(short_tmp, ignore_errors=True)
@@ -378,7 +379,7 @@ def test_the_sdk_process_starts_early_only_for_runs_that_may_send_requests(
     (["suites/toolhop", "-n", "8", "--model", "gpt-4o"], True),
     (["suites/toolhop::test_case", "--model=gpt-4o"], True),
     (["tests"], False),  # no suite named
-    ([], False),  # the ini's testpaths: the later guesses decide
+    ([], False),  # the ini's testpaths: configure decides
     (["suites/toolhop", "--co"], False),
     (["suites/toolhop", "--collect-only"], False),
     (["suites/toolhop", "--help"], False),

@@ -17,6 +17,7 @@ from pytest_toolbench.compare.models import Comparison
 from pytest_toolbench.results.aggregate import RunMetrics
 from pytest_toolbench.results.case_result import CaseResult
 from pytest_toolbench.results.gates import Baseline, Gate, parse_gate
+from pytest_toolbench.results.run_record import RunInfo, RunRecord
 
 
 def baseline_gates(gates: Sequence[str]) -> list[Gate]:
@@ -48,8 +49,8 @@ def compare_with_baseline(
     baseline: LoadedRun, results: Sequence[CaseResult], metrics: RunMetrics, *, model: str,
     n_boot: int, seed: int,
 ) -> Comparison:
-    current = LoadedRun(label=f"this run {model}", model=model, cases=list(results),
-                        metrics=metrics)
+    current = LoadedRun(label=f"this run {model}", record=RunRecord(
+        run=RunInfo(settings={"model": model}), metrics=metrics, cases=list(results)))
     specs, labels = registry_specs()
     return compare_runs([baseline, current], specs, labels, n_boot=max(1, n_boot), seed=seed)
 

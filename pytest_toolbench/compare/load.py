@@ -1,4 +1,4 @@
-"""Read ``--toolbench-json`` reports back into typed runs for comparison.
+"""Read ``--toolbench-json`` reports back as run records (results/run_record.py) for comparison.
 
 A report that cannot be read is one line naming the file (and the case index where a case is
 malformed), never a traceback: ``toolbench compare`` and ``--baseline`` are CI steps.
@@ -10,11 +10,14 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
 
 from pytest_toolbench.results.aggregate import RunMetrics, aggregate
 from pytest_toolbench.results.case_result import CaseResult
 from pytest_toolbench.results.metrics import MetricSpec
+from pytest_toolbench.results.run_record import RunInfo, RunRecord
 
 
 class RunLoadError(ValueError):
@@ -22,18 +25,40 @@ class RunLoadError(ValueError):
 
 
 class LoadedRun(BaseModel):
-    """One run: its cases and the metrics it reported."""
-
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    """One run as a column of a comparison: its record (results/run_record.py, what the JSON
+    report holds) and the label and file it is shown by."""
 
     label: str
-    model: str
-    cases: list[CaseResult]
-    metrics: RunMetrics
+    record: RunRecord
     path: str | None = None
-    run_id: str | None = None
-    partial: bool = False
-    settings: dict = {}
+
+    @property
+    def model(self) -> str:
+        return self.record.model or self.label
+
+    @property
+    def cases(self) -> list[CaseResult]:
+        return self.record.cases
+
+    @property
+    def metrics(self) -> RunMetrics:
+        return self.record.metrics
+
+    @property
+    def run_id(self) -> str | None:
+        return self.record.run.run_id
+
+    @property
+    def partial(self) -> bool:
+        return self.record.partial
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        return self.record.run.settings
+
+    @classmethod
+    def from_record(cls, label: str, record: RunRecord, path: str | None = None) -> LoadedRun:
+        return cls(label=label, record=record, path=path)
 
     @classmethod
     def from_cases(
@@ -46,20 +71,32 @@ class LoadedRun(BaseModel):
         n_boot: int = 2000,
         seed: int = 0,
     ) -> LoadedRun:
-        """A run built in memory (the current pytest session, tests): metrics via ``aggregate``."""
+        """A run built in memory (tests): metrics via ``aggregate``."""
         metrics = aggregate(cases, specs, labels, n_boot=n_boot, seed=seed)
         model = next((c.model for c in cases if c.model), label)
-        return cls(label=label, model=model, cases=list(cases), metrics=metrics)
+        return cls(label=label, record=RunRecord(
+            run=RunInfo(settings={"model": model}), metrics=metrics, cases=list(cases)))
 
 
-def _short(exc: ValidationError) -> str:
-    err = exc.errors()[0]
+def _short(err: Any) -> str:
     where = ".".join(str(x) for x in err.get("loc", ())) or "record"
     return f"{where}: {err.get('msg', 'invalid')}"
 
 
-def load_run(path: str | Path) -> LoadedRun:
-    """Load one report; raise :class:`RunLoadError` with a one-line message on bad input."""
+def _where(exc: ValidationError) -> str:
+    """``cases[3]: outcome: ...`` / ``metrics: scenarios.0...: ...``: the first error, one line."""
+    err = dict(exc.errors()[0])
+    loc = tuple(err.get("loc", ()))
+    if len(loc) >= 2 and loc[0] == "cases" and isinstance(loc[1], int):
+        return f"cases[{loc[1]}]: {_short({**err, 'loc': loc[2:]})}"
+    if loc and loc[0] in ("metrics", "run", "gates", "repeats", "baseline"):
+        return f"{loc[0]}: {_short({**err, 'loc': loc[1:]})}"
+    return _short(err)
+
+
+def load_record(path: str | Path) -> RunRecord:
+    """Read one JSON report as its record; :class:`RunLoadError` with a one-line message on
+    bad input."""
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
@@ -71,29 +108,24 @@ def load_run(path: str | Path) -> LoadedRun:
         raise RunLoadError(f"{p}:{exc.lineno}: not JSON ({exc.msg})") from None
     if not isinstance(data, dict) or not isinstance(data.get("cases"), list):
         raise RunLoadError(f"{p}: not a pytest-toolbench JSON report (no 'cases' list)")
-    cases: list[CaseResult] = []
-    for i, raw in enumerate(data["cases"]):
-        try:
-            cases.append(CaseResult.model_validate(raw))
-        except ValidationError as exc:
-            raise RunLoadError(f"{p}: cases[{i}]: {_short(exc)}") from None
+    if not isinstance(data.get("run"), dict):
+        data["run"] = {}  # a hand-made report: the run's identity is unknown
+    if not isinstance(data["run"].get("settings"), dict):
+        data["run"]["settings"] = {}
+    if data.get("metrics") is None:
+        data["metrics"] = {"scenarios": []}
     try:
-        metrics = RunMetrics.model_validate(data.get("metrics") or {"scenarios": []})
+        return RunRecord.model_validate(data)
     except ValidationError as exc:
-        raise RunLoadError(f"{p}: metrics: {_short(exc)}") from None
-    run = data.get("run") if isinstance(data.get("run"), dict) else {}
-    settings = run.get("settings") if isinstance(run.get("settings"), dict) else {}
-    model = str(settings.get("model") or next((c.model for c in cases if c.model), "") or p.stem)
-    return LoadedRun(
-        label=model,
-        model=model,
-        cases=cases,
-        metrics=metrics,
-        path=str(p),
-        run_id=run.get("run_id"),
-        partial=bool(data.get("partial", False)),
-        settings=settings,
-    )
+        raise RunLoadError(f"{p}: {_where(exc)}") from None
+
+
+def load_run(path: str | Path) -> LoadedRun:
+    """Load one report; raise :class:`RunLoadError` with a one-line message on bad input."""
+    p = Path(path)
+    record = load_record(p)
+    model = record.model or p.stem
+    return LoadedRun(label=model, record=record, path=str(p))
 
 
 def unique_labels(runs: Sequence[LoadedRun]) -> list[str]:

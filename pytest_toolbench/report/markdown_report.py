@@ -11,7 +11,6 @@ import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from pytest_toolbench.compare.models import Comparison
 from pytest_toolbench.compare.render import change_lines, coverage_lines, fmt_diff, fmt_mcnemar, fmt_value
 from pytest_toolbench.compare.render import legend as comparison_legend
 from pytest_toolbench.compare.render import letter
@@ -19,7 +18,9 @@ from pytest_toolbench.fileio import atomic_write_text
 from pytest_toolbench.report.terminal import format_ci, format_number
 from pytest_toolbench.results.aggregate import ReportTable, RunMetrics, ScenarioMetrics
 from pytest_toolbench.results.gates import GateVerdict
+from pytest_toolbench.results.comparison import Comparison
 from pytest_toolbench.results.infra_errors import describe_errors
+from pytest_toolbench.results.run_record import RunRecord
 
 
 def cell(value: object) -> str:
@@ -149,17 +150,12 @@ def render_markdown(
     return "\n".join(out).rstrip() + "\n"
 
 
-def write_markdown_report(
-    path: str | Path,
-    metrics: RunMetrics,
-    verdicts: Sequence[GateVerdict] = (),
-    comparison: Comparison | None = None,
-    **kw: object,
-) -> Path:
-    """Write the summary; appended when ``path`` is ``$GITHUB_STEP_SUMMARY`` (other steps' output
-    in that file is kept, as GitHub asks), else written atomically."""
+def write_markdown_report(path: str | Path, record: RunRecord, *, notes: Sequence[str] = ()) -> Path:
+    """Write the run's summary; appended when ``path`` is ``$GITHUB_STEP_SUMMARY`` (other steps'
+    output in that file is kept, as GitHub asks), else written atomically."""
     p = Path(path)
-    text = render_markdown(metrics, verdicts, comparison, **kw)  # type: ignore[arg-type]
+    text = render_markdown(record.metrics, record.gates, record.baseline, model=record.run.model,
+                           run_id=record.run.run_id or "", notes=notes)
     step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if step_summary and Path(step_summary).resolve() == p.resolve():
         with p.open("a", encoding="utf-8") as handle:

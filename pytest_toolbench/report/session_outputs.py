@@ -1,6 +1,5 @@
 """End-of-session outputs beside the JSON report and in Allure: plots, run-level Allure files,
-and the Allure 3 HTML build. Called from plugin.py on the controller; kept here so the plugin
-stays pytest glue only."""
+and the Allure 3 HTML build, written from the run's record by the controller's session end."""
 
 from __future__ import annotations
 
@@ -9,8 +8,7 @@ from typing import Any
 
 import pytest
 
-from pytest_toolbench.results.aggregate import RunMetrics
-from pytest_toolbench.results.gates import GateVerdict
+from pytest_toolbench.results.run_record import RunRecord
 
 
 def configure_allure(config: pytest.Config) -> None:
@@ -50,30 +48,33 @@ def plots_dir(config: pytest.Config, json_path: Path | None, run_dir: Path) -> P
 
 def finish(
     config: pytest.Config,
-    metrics: RunMetrics,
-    verdicts: list[GateVerdict],
+    record: RunRecord,
     summary: str,
     *,
-    settings: Any,
-    run_id: str,
     run_dir: Path,
     data_sources: list[Any],
-    comparison: Any = None,
+    backend: str = "",
 ) -> list[Path]:
-    """Write plots and (with ``--alluredir``) the run-level Allure files; return the plots.
-    With ``--baseline`` the model-comparison chart (this run vs the baseline, CI bars) is one of
-    them, beside the JSON and attached to Allure like the others."""
+    """Write the run's plots and (with ``--alluredir``) its run-level Allure files; return the
+    plots. With ``--baseline`` the model-comparison chart (this run vs the baseline, CI bars) is
+    one of them, beside the JSON and attached to Allure like the others. ``backend``: the one
+    the run resolved (the settings may say ``auto``)."""
+    settings = record.run.settings
+    metrics = record.metrics
+    run_id = record.run.run_id or ""
+    model = str(settings.get("model", ""))
+    json_path = settings.get("json_path")
     images: list[Path] = []
-    out = plots_dir(config, settings.json_path, run_dir)
+    out = plots_dir(config, Path(json_path) if json_path else None, run_dir)
     if out is not None:
         from pytest_toolbench.report.plots import write_plots
 
         images = write_plots(metrics, out)
-        if comparison is not None:
+        if record.baseline is not None:
             from pytest_toolbench.compare.plot import plot_comparison
 
             try:
-                images.append(plot_comparison(comparison, out / "comparison-with-baseline.png"))
+                images.append(plot_comparison(record.baseline, out / "comparison-with-baseline.png"))
             except ValueError:  # no metric with a value in either run: nothing to draw
                 pass
     alluredir = config.getoption("--alluredir", None)
@@ -83,19 +84,18 @@ def finish(
     from pytest_toolbench.report.allure_run import render_metrics_html, write_run_files
 
     info = {
-        "model": str(settings.model),
-        "backend": str(settings.resolved_backend),
-        "decoding": str(getattr(settings, "decoding", None) or "preset default"),
+        "model": model,
+        "backend": str(backend or settings.get("backend", "")),
+        "decoding": str(settings.get("decoding") or "preset default"),
         "run_id": run_id,
     }
     for i, d in enumerate(data_sources, start=1):
         info[f"data.{i}"] = d.describe()
-    write_run_files(alluredir, metrics, verdicts, info=info, run_id=run_id,
-                    model=str(settings.model))
+    write_run_files(alluredir, metrics, record.gates, info=info, run_id=run_id, model=model)
     header = {"model": info["model"], "backend": info["backend"], "run": run_id}
-    prefix = f"{display_model(str(settings.model))} · run {run_id} · "  # runs share the folder
+    prefix = f"{display_model(model)} · run {run_id} · "  # runs share the folder
     attach_run_metrics(metrics, summary, alluredir=alluredir,
-                       metrics_html=render_metrics_html(metrics, verdicts, header),
+                       metrics_html=render_metrics_html(metrics, record.gates, header),
                        images=images, prefix=prefix)
     return images
 

@@ -86,6 +86,7 @@ from pytest_toolbench.report.text_table import TextTable, pipe_table, render_tab
 from pytest_toolbench.results.aggregate import MetricValue, ReportTable, RunMetrics, ScenarioMetrics
 from pytest_toolbench.results.gates import GateVerdict
 from pytest_toolbench.results.infra_errors import describe_errors, unreachable_lines
+from pytest_toolbench.results.run_record import RunRecord
 
 DETAILS_HINT = ("details: -v prints every metric, the breakdowns and the paper tables; all are in "
                 "the run's report.json (toolbench runs) and --toolbench-md")
@@ -171,7 +172,7 @@ def error_lines(metrics: RunMetrics, width: int) -> list[str]:
         out += _wrap_line(f"tool-call parse failures: {total} ({where}); scored as the benchmark "
                           "scores them, raw text in the JSON/Allure report", width)
     cut = [s for s in metrics.scenarios if s.n_cases_cut_short]
-    if cut:  # finish_reason length/content_filter: a reply cut short (issue 23); none: no line
+    if cut:  # finish_reason length/content_filter: a reply cut short; none: no line
         total = sum(s.n_cases_cut_short for s in cut)
         where = ", ".join(f"{s.benchmark} / {s.scenario} {s.n_cases_cut_short}" for s in cut)
         out += _wrap_line(f"replies cut short (finish_reason length or content_filter): {total} "
@@ -407,3 +408,34 @@ def _shown_path(path: Path) -> str:
         return str(Path(path).resolve().relative_to(Path.cwd()))
     except ValueError:
         return str(path)
+
+
+def render_run(record: RunRecord, *, notes: Sequence[str], data_sources: Sequence[Any] = (),
+                   verbose: bool = False, width: int = 120) -> tuple[str, str]:
+    """(the terminal's text, the full text for Allure) of a run's record. The terminal ends on
+    one screen; ``verbose`` puts every table above it. Sections between the two, in this order:
+    the repeats (pass@k), then the ``--baseline`` comparison (its table and the cases that
+    changed); the Allure text has everything at 120 columns. ``data: `` notes are shown on
+    screen as :func:`data_notes` groups them."""
+    sections = ""
+    if record.repeats is not None:
+        from pytest_toolbench.report.repeats_text import render_repeats
+
+        sections += render_repeats(record.repeats, width=width)
+    if record.baseline is not None:
+        from pytest_toolbench.compare.render import baseline_summary
+
+        sections += baseline_summary(record.baseline)
+    notes = list(notes)
+    first_data = next((i for i, n in enumerate(notes) if n.startswith("data: ")), len(notes))
+    other = [n for n in notes if not n.startswith("data: ")]
+    screen_notes = (other[:first_data] + data_notes(data_sources, verbose=verbose)
+                    + other[first_data:])
+    metrics = record.metrics
+    details = render_details(metrics, width=width) if verbose else ""
+    screen = render_overview(metrics, width=width, run_notes=screen_notes, details_hint=not verbose)
+    full = (render_details(metrics, width=120) + sections
+            + render_overview(metrics, width=120, run_notes=notes, details_hint=False))
+    if verbose:
+        screen = "== overview ==\n" + screen
+    return details + sections + screen, full

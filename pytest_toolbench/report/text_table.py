@@ -2,7 +2,7 @@
 
 rich shrinks a table that is wider than the console by cutting cells (``…``) and, past a point,
 by dropping whole columns to zero width (a 5-metric breakdown at 80 columns printed ``|||``
-where its label columns were, issue 22). :func:`render_table` instead tries, in order:
+where its label columns were). :func:`render_table` instead tries, in order:
 
 1. a Markdown-style pipe table on one header line (pasteable into GitHub as is);
 2. the same table with headers wrapped between words and the text columns marked ``wrap``

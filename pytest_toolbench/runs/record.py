@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import time
@@ -20,7 +19,9 @@ from typing import Any, Iterable, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
-from pytest_toolbench.fileio import atomic_write_bytes, atomic_write_text, indented_json
+from pytest_toolbench.fileio import atomic_write_bytes, atomic_write_text
+from pytest_toolbench.results.case_result import CaseResult
+from pytest_toolbench.results.run_record import RunInfo, RunRecord
 
 INDEX_NAME = "run.json"
 REPORT_NAME = "report.json"
@@ -115,64 +116,58 @@ def record_start(
     ))
 
 
-def index_from_report(report: dict[str, Any], run_dir: Path) -> RunIndex:
-    """The index entry of a finished (or interrupted) run, from its JSON report."""
-    run = report.get("run", {})
-    settings = run.get("settings", {})
-    scenarios = report.get("metrics", {}).get("scenarios", [])
+def index_from_report(record: RunRecord, run_dir: Path) -> RunIndex:
+    """The index entry of a finished (or interrupted) run, from its record (the JSON report)."""
+    run = record.run
+    settings = run.settings
+    scenarios = record.metrics.scenarios
     headline = []
     for s in scenarios:
-        metrics = s.get("metrics", {})
-        if metrics:
-            name, mv = next(iter(metrics.items()))
+        if s.metrics:
+            name, mv = next(iter(s.metrics.items()))
             headline.append(Headline(
-                benchmark=s["benchmark"], scenario=s["scenario"], metric=name, value=mv.get("value"),
-                ci_low=mv.get("ci_low"), ci_high=mv.get("ci_high"), n=mv.get("n", 0),
-                is_rate=mv.get("is_rate", True),
+                benchmark=s.benchmark, scenario=s.scenario, metric=name, value=mv.value,
+                ci_low=mv.ci_low, ci_high=mv.ci_high, n=mv.n, is_rate=mv.is_rate,
             ))
-    suites = sorted({s["benchmark"] for s in scenarios} | set(run.get("coverage", {})))
-    partial = bool(report.get("partial", run.get("partial", False)))
-    gates = [g for g in report.get("gates") or [] if isinstance(g, dict)]
-    exit_status = run.get("exit_status")
+    suites = sorted({s.benchmark for s in scenarios} | set(run.coverage))
     return RunIndex(
-        run_id=str(run.get("run_id", run_dir.name)), model=str(settings.get("model", "")),
-        backend=str(settings.get("backend", "")), suites=suites, started=run.get("started"),
-        finished=run.get("finished"), status=_ended_status(partial, run),
-        partial=partial, interrupted_by=run.get("interrupted_by"),
-        n_cases=len({_base_id(c) for c in report.get("cases", [])}),
-        n_runs=len(report.get("cases", [])),
-        n_errors=sum(s.get("n_errors", 0) for s in scenarios),
+        run_id=str(run.run_id or run_dir.name), model=str(settings.get("model", "")),
+        backend=str(settings.get("backend", "")), suites=suites, started=run.started,
+        finished=run.finished, status=_ended_status(record.partial, run),
+        partial=record.partial, interrupted_by=run.interrupted_by,
+        n_cases=len({_base_id(c) for c in record.cases}),
+        n_runs=len(record.cases),
+        n_errors=sum(s.n_errors for s in scenarios),
         repeats=int(settings.get("repeats", 1) or 1), headline=headline,
-        data=_fingerprints(run.get("data_sources", [])), path=str(run_dir),
+        data=_fingerprints(run.data_sources), path=str(run_dir),
         report=str(run_dir / REPORT_NAME), json_path=settings.get("json_path"),
-        toolbench_version=str(run.get("toolbench_version", "")),
-        exit_status=exit_status if isinstance(exit_status, int) else None,
-        gates_passed=sum(bool(g.get("passed")) for g in gates),
-        gates_failed=[str(g.get("gate", "?")) for g in gates if not g.get("passed")],
+        toolbench_version=run.toolbench_version,
+        exit_status=run.exit_status,
+        gates_passed=sum(g.passed for g in record.gates),
+        gates_failed=[g.gate for g in record.gates if not g.passed],
     )
 
 
-def _ended_status(partial: bool, run: dict[str, Any]) -> Status:
+def _ended_status(partial: bool, run: RunInfo) -> Status:
     """``interrupted`` (Ctrl-C, SIGTERM), ``incomplete`` (cases lost or an output unwritten, the
     run ended by itself) or ``finished``."""
     if not partial:
         return "finished"
-    if run.get("interrupted_by") is None and (run.get("missing_cases") or run.get("output_errors")):
+    if run.interrupted_by is None and (run.missing_cases or run.output_errors):
         return "incomplete"
     return "interrupted"
 
 
-def _base_id(case: dict[str, Any]) -> str:
-    case_id, repeat = str(case.get("case_id", "")), case.get("repeat")
-    suffix = f"-r{repeat}" if repeat is not None else ""
-    return case_id[: -len(suffix)] if suffix and case_id.endswith(suffix) else case_id
+def _base_id(case: CaseResult) -> str:
+    suffix = f"-r{case.repeat}" if case.repeat is not None else ""
+    return case.case_id[: -len(suffix)] if suffix and case.case_id.endswith(suffix) else case.case_id
 
 
-def save_report(run_dir: Path, report: dict[str, Any], encoded: bytes | None = None) -> RunIndex:
+def save_report(run_dir: Path, record: RunRecord, encoded: bytes | None = None) -> RunIndex:
     """Write ``report.json`` (the ``--toolbench-json`` document; ``encoded`` when the caller
     already has its text) and the final ``run.json``."""
-    atomic_write_bytes(run_dir / REPORT_NAME, encoded if encoded is not None else indented_json(report))
-    index = index_from_report(report, run_dir)
+    atomic_write_bytes(run_dir / REPORT_NAME, encoded if encoded is not None else record.to_json())
+    index = index_from_report(record, run_dir)
     write_index(run_dir, index)
     return index
 
@@ -203,7 +198,8 @@ def read_index(run_dir: Path) -> RunIndex | None:
     except (OSError, ValueError, ValidationError):
         pass
     try:
-        return index_from_report(json.loads((run_dir / REPORT_NAME).read_text(encoding="utf-8")), run_dir)
+        record = RunRecord.model_validate_json((run_dir / REPORT_NAME).read_bytes())
+        return index_from_report(record, run_dir)
     except (OSError, ValueError, KeyError, TypeError, ValidationError):
         pass
     journal = run_dir / JOURNAL_NAME

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,6 +19,7 @@ from pytest_toolbench.session.completeness import CaseTracker
 from pytest_toolbench.results.gates import GateVerdict
 from pytest_toolbench.results.journal import ResultJournal
 from pytest_toolbench.results.output_errors import OutputFailure
+from pytest_toolbench.results.run_record import RunRecord
 from pytest_toolbench.runtime.server import ManagedServer
 
 STATE_KEY = pytest.StashKey["ToolbenchState"]()
@@ -62,6 +64,8 @@ class ToolbenchState:
     missing: list[str] = field(default_factory=list)
     #: Outputs the run could not write (results/output_errors.py); any one stops the run.
     output_failures: list[OutputFailure] = field(default_factory=list)
+    #: The run's record, once the session end has built it (session/finish.py).
+    record: RunRecord | None = None
 
     @property
     def partial(self) -> bool:
@@ -76,3 +80,29 @@ def state(config: pytest.Config) -> ToolbenchState:
 
 def is_worker(config: pytest.Config) -> bool:
     return hasattr(config, "workerinput")
+
+
+def is_xdist_controller(config: pytest.Config) -> bool:
+    return not is_worker(config) and bool(getattr(config.option, "numprocesses", None))
+
+
+def record_sandbox_state(config: pytest.Config, isolation: dict[str, Any]) -> None:
+    """Called by the tool-sandbox fixture: the report states the isolation the tools really had,
+    not only whether ``--sandbox-insecure`` was passed."""
+    state(config).sandbox_states.append(isolation)
+
+
+def run_dir(config: pytest.Config) -> Path:
+    """This run's folder (journals, server log), the same path in controller and workers."""
+    return run_dir_of(state(config))
+
+
+_MADE_RUN_DIRS: set[Path] = set()
+
+
+def run_dir_of(st: ToolbenchState) -> Path:
+    path = st.settings.runs_dir / st.run_id
+    if path not in _MADE_RUN_DIRS:  # once per process, not once per result
+        path.mkdir(parents=True, exist_ok=True)
+        _MADE_RUN_DIRS.add(path)
+    return path

@@ -1,15 +1,13 @@
 """Starting the shared SDK process (server.py), with nothing but the standard library.
 
 Why a module of its own: the first request of a run cannot leave before the SDK process has
-imported openai (~0.6 s). The earlier the process starts, the less of that the run waits for. With
-only the standard library imported here, the plugin can start it at the top of its own import,
-~0.15 s into ``pytest``, instead of at ``pytest_load_initial_conftests`` once pydantic, the SDK
-models and the other plugins are loaded (~0.3 s later; issue 11).
+imported openai. The earlier the process starts, the less of that the run waits for. With only
+the standard library imported here, the plugin can start it at the top of its own import, before
+pydantic, the SDK models and the other plugins are loaded.
 
 At import time pytest has parsed nothing, so :func:`command_line_wants_sdk` guesses from the raw
-command line. A guess costs nothing when it is wrong in either direction:
-``pytest_load_initial_conftests`` makes a better guess (the ini file included) and stops an
-unwanted process, ``pytest_configure`` decides for good and starts a missing one.
+command line. The guess decides nothing: ``pytest_configure`` (session/sdk.py) decides once, from
+the run's settings, keeping the process, stopping it, or starting one the guess missed.
 """
 
 from __future__ import annotations
@@ -89,9 +87,8 @@ def is_pytest_command(argv: Sequence[str]) -> bool:
 
 def may_send_requests(*, sdk_process: str, model: str, cache_only: bool, info_only: bool,
                       paths: Sequence[str]) -> bool:
-    """What both early guesses decide on (the raw command line here, the options known at
-    ``pytest_load_initial_conftests`` in plugin.py): a run of some suite that may send requests
-    through the shared SDK process."""
+    """What the import-time guess decides on: a run of some suite that may send requests through
+    the shared SDK process."""
     return (
         sdk_process == "shared" and not info_only and not cache_only
         and model != "oracle" and not model.startswith("replay:")
@@ -125,7 +122,7 @@ _started_at_import: SdkProcess | None = None
 
 def start_at_import() -> None:
     """Start the SDK process if this process is a pytest command that looks like it will want one
-    (called once, from the top of plugin.py)."""
+    (called once, from the top of plugin.py; configure decides, session/sdk.py)."""
     global _started_at_import
     if _started_at_import is not None or not is_pytest_command(sys.argv):
         return

@@ -1,0 +1,138 @@
+"""One run, as one typed record: what every view of a run is written from and read back as.
+
+The session end builds a :class:`RunRecord` once (session/finish.py); the JSON report
+(``--toolbench-json`` and the run folder's ``report.json``) is that record serialised, and
+``toolbench compare``, ``--baseline`` and ``toolbench runs`` read a report back into the same type.
+The terminal, Markdown, Allure, JUnit gate and plot writers all take it.
+
+The document's layout is the schema below (``schema_version`` 1): top-level ``partial`` and
+``missing_cases`` (also in ``run``), ``run`` (identity, settings, data, status, coverage...),
+``metrics``, ``gates``, ``cases`` sorted by id, then ``repeats`` (only with ``--repeats``) and
+``baseline`` (only with ``--baseline``). Every field but ``cases`` has a default, so reports
+written by older versions, or by hand in tests, are read as they are; fields this version does
+not know are kept (``extra="allow"``) rather than dropped.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from pytest_toolbench.fileio import indented_json
+from pytest_toolbench.results.aggregate import RunMetrics
+from pytest_toolbench.results.case_result import CaseResult
+from pytest_toolbench.results.comparison import Comparison
+from pytest_toolbench.results.gates import GateVerdict
+from pytest_toolbench.results.repeats import RepeatStats
+
+SCHEMA_VERSION = 1
+
+
+class Coverage(BaseModel):
+    """How much of one benchmark's suite the run covered (distinct cases, not repeats)."""
+
+    cases: int
+    suite_cases: int | None = None
+    subset: bool = False
+
+
+class CacheCounts(BaseModel):
+    model_calls: int = 0
+    replies_from_cache: int = 0
+
+
+class RunInfo(BaseModel):
+    """Who ran what, where and how it ended: the report's ``run`` section."""
+
+    model_config = ConfigDict(extra="allow")
+
+    run_id: str | None = None
+    started: float | None = None
+    finished: float | None = None
+    toolbench_version: str = ""
+    python: str = ""
+    platform: str = ""
+    #: The run settings (config.RunSettings as JSON, without the API key).
+    settings: dict[str, Any] = Field(default_factory=dict)
+    server: dict[str, Any] | None = None
+    #: Data file -> sha256, for the benchmarks that reported results.
+    datasets: dict[str, str] = Field(default_factory=dict)
+    data_sources: list[dict[str, Any]] = Field(default_factory=list)
+    partial: bool = False
+    interrupted_by: str | None = None
+    missing_cases: list[str] = Field(default_factory=list)
+    output_errors: list[str] = Field(default_factory=list)
+    n_results: int = 0
+    pytest_args: list[str] = Field(default_factory=list)
+    #: The isolation the tool sandbox really had (None: no sandbox started).
+    sandbox: dict[str, Any] | None = None
+    exit_status: int | None = None
+    coverage: dict[str, Coverage] = Field(default_factory=dict)
+    #: Requests and errors per endpoint (only when the run called one: absent otherwise).
+    endpoints: dict[str, Any] | None = None
+    wall_s: float | None = None
+    startup_s: dict[str, float] = Field(default_factory=dict)
+    cache: CacheCounts | None = None
+
+    @property
+    def model(self) -> str:
+        return str(self.settings.get("model") or "")
+
+
+class RunRecord(BaseModel):
+    """One run: its identity and status, metrics, gate verdicts, every case, and (when asked
+    for) its repeat statistics and ``--baseline`` comparison."""
+
+    model_config = ConfigDict(extra="allow")
+
+    schema_version: int = SCHEMA_VERSION
+    #: True when the run was interrupted (SIGINT/SIGTERM), lost selected cases, or stopped on
+    #: an output it could not write: metrics cover the reported cases only.
+    partial: bool = False
+    #: Selected cases that never reported a result.
+    missing_cases: list[str] = Field(default_factory=list)
+    run: RunInfo = Field(default_factory=RunInfo)
+    metrics: RunMetrics = Field(default_factory=lambda: RunMetrics(scenarios=[]))
+    gates: list[GateVerdict] = Field(default_factory=list)
+    #: Sorted by (case id, scenario, benchmark), so two reports of one run diff cleanly.
+    cases: list[CaseResult]
+    repeats: RepeatStats | None = None
+    baseline: Comparison | None = None
+
+    @classmethod
+    def build(cls, *, run: RunInfo, metrics: RunMetrics, cases: list[CaseResult],
+              gates: list[GateVerdict] | None = None, repeats: RepeatStats | None = None,
+              baseline: Comparison | None = None) -> RunRecord:
+        """The record of a run, its cases in the report's order; ``partial`` and
+        ``missing_cases`` repeat the run's own."""
+        ordered = sorted(cases, key=lambda r: (r.case_id, r.scenario, r.benchmark))
+        return cls(partial=run.partial, missing_cases=list(run.missing_cases), run=run,
+                   metrics=metrics, gates=list(gates or []), cases=ordered, repeats=repeats,
+                   baseline=baseline)
+
+    @property
+    def model(self) -> str:
+        """The model the run evaluated (its settings, else its cases' model)."""
+        return self.run.model or next((c.model for c in self.cases if c.model), "")
+
+    def report_dict(self) -> dict[str, Any]:
+        """The JSON report's document: ``repeats``, ``baseline`` and ``run.endpoints`` only when
+        the run had them. NaN stays a float (the report writes it as the stdlib would)."""
+        exclude: dict[str, Any] = {k: True for k in ("repeats", "baseline") if getattr(self, k) is None}
+        if self.run.endpoints is None:
+            exclude["run"] = {"endpoints"}
+        return self.model_dump(mode="json", exclude=exclude)
+
+    def to_json(self) -> bytes:
+        """The JSON report: indented, UTF-8, NaN kept as the stdlib writes it (fileio.py)."""
+        return indented_json(self.report_dict())
+
+    def write(self, path: str | Path) -> Path:
+        """Write the JSON report atomically (a CI step never reads half a report)."""
+        from pytest_toolbench.fileio import atomic_write_bytes
+
+        p = Path(path)
+        atomic_write_bytes(p, self.to_json())
+        return p

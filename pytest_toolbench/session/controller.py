@@ -1,0 +1,448 @@
+"""The controller's hooks: the process that sees every report (the xdist controller, or the
+only process with ``-n 0``).
+
+It collects each result from its report (session/transport.py) and appends it to the run's
+journal as it arrives, so an interrupted run keeps what it had; with ``--gate`` single cases never
+fail the run: a wrong answer's report becomes a pass (its outcome stays in the
+``toolbench.outcome`` property, Allure and the terminal) and an infrastructure error's a skip.
+It records which nodes were selected, so a case without a result is named, never lost. At the
+session end it turns the results into the run's record (session/finish.py) and writes every
+report from it; an output it cannot write stops the run (exit ``OUTPUT_ERROR``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_toolbench.benchmarks import registry
+from pytest_toolbench.benchmarks.base import Case
+from pytest_toolbench.exitcodes import ToolbenchExit
+from pytest_toolbench.fileio import atomic_write_bytes
+from pytest_toolbench.report import progress
+from pytest_toolbench.results import output_errors
+from pytest_toolbench.results.case_result import CaseResult, Outcome
+from pytest_toolbench.results.gates import GateVerdict, exit_status, parse_gate
+from pytest_toolbench.results.journal import ResultJournal, recover_missing
+from pytest_toolbench.results.output_errors import OutputFailure
+from pytest_toolbench.results.run_record import RunRecord
+from pytest_toolbench.runs.record import mark_ended
+from pytest_toolbench.session import outputs
+from pytest_toolbench.session.finish import RunEnd, covered_cases, run_record, run_status, run_verdicts, score_run
+from pytest_toolbench.session.identity import run_identity, sandbox_warning, wall_time_note
+from pytest_toolbench.session.state import is_xdist_controller, run_dir_of, state
+from pytest_toolbench.session.transport import take_payloads, worker_output
+
+
+#: Imported in the background during the test loop (ControllerHooks.pytest_runtestloop). Only
+#: third-party modules: the harness's own go through pytest's assertion-rewriting import hook,
+#: which is not meant to run on two threads at once.
+FINISH_MODULES = ("numpy", "rich.console", "rich.table", "rich.box", "rich.text")
+
+
+def _import_modules(names: tuple[str, ...]) -> None:
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except Exception:  # the hook that needs it imports it again and reports the error there
+            return
+
+
+class ControllerHooks:
+    """Hooks that only make sense in the process that sees every report (controller or -n 0)."""
+
+    def __init__(self, config: pytest.Config):
+        self.config = config
+        self.st = state(config)
+        self.gated_failures: set[str] = set()  # node ids --lf/--ff must still see as failed
+        self.session: pytest.Session | None = None  # its exitstatus is final at unconfigure
+        self._cases_by_id: dict[str, Case] | None = None  # xdist: node parameter id -> case
+        self._crashed: dict[str, tuple[Case, str]] = {}  # case id -> (case, xdist's crash text)
+        self._stopping = False  # an output failure has stopped the run
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> None:
+        """While the cases wait on the model, import what the end of the run needs (numpy for the
+        bootstrap, rich for the summary): ~0.2 s that would otherwise follow the last reply."""
+        config = session.config
+        # Only in a run of benchmark cases: a plain test session (-n 0) would race its own
+        # numpy users (pytest.approx reads sys.modules['numpy'] while it is half imported).
+        if self.st.startup is not None:  # the live progress line owns the terminal line now
+            self.st.startup.line_busy = True
+        has_cases = any(self.st.cases.values())
+        if (has_cases or is_xdist_controller(config)) and not config.option.collectonly:
+            threading.Thread(target=_import_modules, args=(FINISH_MODULES,),
+                             name="toolbench-warm-imports", daemon=True).start()
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        """In-process: the selected nodes, after -k/-m/--lf deselection (results/completeness.py)."""
+        self.st.tracker.expect_items(session.items)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        """Under xdist the controller does not collect: each worker's node ids are the selection;
+        their cases are the ones the controller loaded itself (validate_selection)."""
+        if self._cases_by_id is None:
+            from pytest_toolbench.session.completeness import cases_by_id
+
+            self._cases_by_id = cases_by_id(self.st.cases, self.st.settings.repeats)
+        self.st.tracker.expect_node_ids(ids, self._cases_by_id)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Collect the result and drop the bulky JSON from the report, so reporters running after
+        us (JUnit XML) carry only the compact toolbench.* summary, not the transcript."""
+        results, failures = take_payloads(report)
+        for result in results:
+            self._add_result(report, result)
+        with_result = bool(results) or self._crashed_case(report)
+        self.st.tracker.saw_report(report, with_result=with_result)
+        for failure in failures:
+            self._stop_on_output_failure(failure)
+
+    def _add_result(self, report: pytest.TestReport, result: CaseResult) -> None:
+        self.st.results[result.case_id] = result
+        progress.add_result(self.config, result)
+        self._journal(result)
+        if self.st.settings.gates and report.failed:
+            self._let_gates_decide(report, result)
+
+    def _crashed_case(self, report: pytest.TestReport) -> bool:
+        """A node whose xdist worker died under it: remembered, and at the session end its case
+        is the result its worker journalled before dying or else an infrastructure error that
+        says the worker crashed (:meth:`_crash_standins`), never a case without a result. With
+        gates its report becomes a skip like any infrastructure error's (--lf still reruns it)."""
+        from pytest_toolbench.session.completeness import crash_message
+
+        message = crash_message(report)
+        case = self.st.tracker.case_of(report.nodeid) if message is not None else None
+        if message is None or case is None or case.id in self.st.results:
+            return False
+        self._crashed[case.id] = (case, message)
+        if self.st.settings.gates:
+            path, line, _ = report.location
+            report.outcome = "skipped"
+            report.longrepr = (str(path), (line or 0) + 1, f"{message}; counted by the "
+                               "error-rate gate unless its worker journalled a result first")
+            report.toolbench_status = "infra-error"  # type: ignore[attr-defined]
+            self.gated_failures.add(report.nodeid)
+        return True
+
+    def _crash_standins(self) -> None:
+        """Crashed nodes whose result no journal held: infrastructure errors of kind
+        ``worker_crashed`` carrying xdist's message (results/completeness.py)."""
+        from pytest_toolbench.session.completeness import crashed_result
+
+        for case_id, (case, message) in self._crashed.items():
+            if case_id not in self.st.results:
+                result = crashed_result(case, message, model=self.st.settings.model)
+                self.st.results[case_id] = result
+                self._journal(result)
+
+    def _journal(self, result: CaseResult) -> None:
+        """Append to the run's journal; a failed write (full disk, EIO...) stops the run."""
+        st = self.st
+        if any(f.what == "results journal" for f in st.output_failures):
+            return  # stopping already: the journal is not written past its failure
+        path = run_dir_of(st) / "results.jsonl"
+        try:
+            if st.journal is None:
+                st.journal = ResultJournal(path)
+            st.journal.append(result)
+        except OSError as exc:
+            self._stop_on_output_failure(OutputFailure.of("results journal", path, exc))
+
+    def _stop_on_output_failure(self, failure: OutputFailure) -> None:
+        """Stop the run at once with one line naming the file and the error (exit OUTPUT_ERROR):
+        results it can no longer keep must not be produced, and never end in a green run.
+        The session end still writes what it can, marked partial."""
+        if failure not in self.st.output_failures:
+            self.st.output_failures.append(failure)
+        if not self._stopping:
+            self._stopping = True
+            # pytest prints the terminal summary only for its own statuses, so the exit is
+            # pytest's INTERRUPTED; the session end turns it into OUTPUT_ERROR (session/finish.py run_status).
+            pytest.exit(f"{failure.message()}; the run stopped (exit status "
+                        f"{int(ToolbenchExit.OUTPUT_ERROR)} OUTPUT_ERROR)",
+                        returncode=int(pytest.ExitCode.INTERRUPTED))
+
+    def _let_gates_decide(self, report: pytest.TestReport, result: CaseResult) -> None:
+        """With gates, a case's own failure is not the run's: a wrong answer's report becomes a
+        pass, an infrastructure error's a skip (so the test body is not run in-process), both
+        before JUnit, the terminal and the failure counters see it. Allure already took the real
+        status in makereport; ``--lf`` still reruns the case (see the sessionfinish below)."""
+        if result.outcome is Outcome.FAILED and report.when == "call":
+            report.outcome = "passed"
+            report.longrepr = None
+            report.toolbench_status = "wrong"  # type: ignore[attr-defined]
+        elif result.outcome is Outcome.ERROR:
+            kind = result.error.kind if result.error else "error"
+            path, line, _ = report.location
+            report.outcome = "skipped"
+            report.longrepr = (str(path), (line or 0) + 1,
+                               f"infrastructure error ({kind}), not scored; counted by the "
+                               "error-rate gate")
+            report.toolbench_status = "infra-error"  # type: ignore[attr-defined]
+        else:
+            return
+        self.gated_failures.add(report.nodeid)
+
+    # pytest only looks at methods named pytest_*; specname makes this a second sessionfinish.
+    @pytest.hookimpl(trylast=True, specname="pytest_sessionfinish")
+    def pytest_sessionfinish_keep_gated_failures(self, session: pytest.Session) -> None:
+        """Put the cases the gates turned into passes/skips back into ``cache/lastfailed``.
+
+        pytest's cacheprovider drops a node id from its last-failed set when the (rewritten)
+        report passes or skips, and writes the set out in its own sessionfinish. Adding ours to
+        the written file afterwards (trylast) works whatever key type or hook order a pytest
+        version uses internally: the file has always been ``{nodeid: true}``."""
+        cache = getattr(self.config, "cache", None)
+        if not self.gated_failures or cache is None or self.config.getoption("cacheshow", False):
+            return
+        lastfailed = dict(cache.get("cache/lastfailed", {}))
+        lastfailed.update(dict.fromkeys(self.gated_failures, True))
+        cache.set("cache/lastfailed", lastfailed)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:  # pytest-xdist, controller side
+        sandbox_states, failures = worker_output(node)
+        self.st.sandbox_states.extend(sandbox_states)
+        for failure in failures:
+            if failure not in self.st.output_failures:  # the run stops at its session end
+                self.st.output_failures.append(failure)
+
+    def pytest_report_teststatus(self, report: pytest.TestReport, config: pytest.Config):
+        status = getattr(report, "toolbench_status", None)
+        if status == "wrong":
+            return "wrong", "w", ("WRONG", {"yellow": True})
+        if status == "infra-error":
+            return "infra-error", "e", ("INFRA-ERROR", {"red": True})
+        return None
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        st = self.st
+        self.session = session
+        if is_xdist_controller(self.config):
+            st.recovered = recover_missing(
+                list(run_dir_of(st).glob("worker-*.jsonl")), st.results
+            )
+        try:
+            self._crash_standins()
+        except pytest.exit.Exception:  # the journal failed: noted in st.output_failures
+            pass
+        if st.journal is not None:  # the last group commit: every result is on disk from here
+            with contextlib.suppress(OSError):  # a failed write already stopped the run
+                st.journal.close()
+            st.journal = None
+        self._check_completeness()
+        interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
+        if interrupted and st.interrupted_by is None and not st.output_failures:
+            st.interrupted_by = "SIGINT"  # (an output failure stops the run as an interruption)
+        if not st.results:
+            self._no_case_ran(session, exitstatus)
+            return
+        results = list(st.results.values())
+        benchmarks = {n: b for n, b in registry().items() if n in {r.benchmark for r in results}}
+        scores = score_run(results, benchmarks, st.settings, st.baseline)
+        self._ensure_suite_sizes(covered_cases(results))
+        identity = run_identity(self.config, st)
+        record = run_record(scores, self._end(exitstatus), results, identity)
+        self._keep(session, record)
+        notes = outputs.run_notes(st, record, self.partial_notes())
+        st.summary, full_summary = outputs.summaries(self.config, record, notes, st.data_sources)
+        failed_before = len(st.output_failures)
+        encoded = record.to_json()  # built and encoded once: --toolbench-json and the run folder
+        from pytest_toolbench.runs.record import save_report
+
+        # The run's folder first: it shares its disk with the journal, and if it cannot be
+        # written the --toolbench-json below still says so (partial, exit status, the error).
+        folder = run_dir_of(st)
+        self._write_output("run folder's report", folder / "report.json",
+                           lambda: save_report(folder, record, encoded))
+        if st.settings.json_path:
+            if len(st.output_failures) > failed_before:
+                record = run_record(scores, self._end(exitstatus), results, identity)
+                self._keep(session, record)
+                encoded = record.to_json()
+            self._write_output("JSON report", st.settings.json_path,
+                               lambda: atomic_write_bytes(Path(st.settings.json_path), encoded))
+        if st.settings.md_path:
+            from pytest_toolbench.report.markdown_report import write_markdown_report
+
+            self._write_output("Markdown summary", st.settings.md_path, lambda: write_markdown_report(
+                st.settings.md_path, record, notes=[*notes, wall_time_note(st)]))
+        from pytest_toolbench.report.session_outputs import finish
+
+        self._write_output("plots or Allure files", folder, lambda: finish(
+            self.config, record, full_summary, run_dir=folder, data_sources=st.data_sources,
+            backend=st.settings.resolved_backend))
+        if len(st.output_failures) > failed_before:  # a report could not be written
+            self._keep(session, run_record(scores, self._end(exitstatus), results, identity))
+            st.summary += "".join(f"{f.message()}\n" for f in st.output_failures[failed_before:])
+        self._write_gates()
+
+    def _end(self, pytest_status: int) -> RunEnd:
+        st = self.st
+        return RunEnd(pytest_status=int(pytest_status), interrupted_by=st.interrupted_by,
+                      missing=list(st.missing), selected=len(st.tracker.expected),
+                      output_failures=list(st.output_failures))
+
+    def _keep(self, session: pytest.Session, record: RunRecord) -> None:
+        """The record the terminal, the gate table and the exit status show from now on."""
+        st = self.st
+        st.record = record
+        st.metrics, st.verdicts, st.comparison = record.metrics, record.gates, record.baseline
+        session.exitstatus = int(record.run.exit_status or 0)
+
+    def _check_completeness(self) -> None:
+        """Name the selected cases without a result, and take the output failures this process
+        recorded after its last report (session/completeness.py, results/output_errors.py)."""
+        st = self.st
+        st.missing = st.tracker.missing(st.results)
+        for failure in output_errors.take():
+            if failure not in st.output_failures:
+                st.output_failures.append(failure)
+
+    def _write_output(self, what: str, path: Any, write: Any) -> None:
+        """A report writer's I/O error (full disk, EIO...) is an output failure, never a traceback
+        that leaves the other reports unwritten."""
+        try:
+            write()
+        except OSError as exc:
+            failure = OutputFailure.of(what, path, exc)
+            if failure not in self.st.output_failures:
+                self.st.output_failures.append(failure)
+
+    def _ensure_suite_sizes(self, covered: dict[str, int]) -> None:
+        """Suite sizes of benchmarks the session start did not load (e.g. a run from a test file
+        outside ``suites/``); a benchmark whose data cannot be read is left unknown."""
+        for name in covered:
+            if name not in self.st.suite_sizes and name in registry():
+                try:
+                    b = registry()[name]
+                    self.st.suite_sizes[name] = len(b.load_cases(self.st.settings.data_dir, b.scenarios))
+                except Exception:  # noqa: BLE001 - only a note depends on it
+                    pass
+
+    def partial_notes(self) -> list[str]:
+        from pytest_toolbench.results.completeness import missing_note
+
+        st = self.st
+        notes = [f"PARTIAL RESULTS: {f.message().removeprefix('pytest-toolbench: ')}; the run "
+                 "stopped" for f in st.output_failures]
+        if st.interrupted_by is not None:
+            notes.append(f"PARTIAL RESULTS: the run was interrupted ({st.interrupted_by}); "
+                         "metrics cover only the cases that finished")
+        if st.missing:
+            notes.append(missing_note(st.missing, len(st.tracker.expected)))
+        return notes
+
+    def _no_case_ran(self, session: pytest.Session, exitstatus: int) -> None:
+        """A toolbench run in which no case ran fails with NO_CASES (gates or not): passing gates
+        on nothing, or a green CI job that evaluated nothing, would be wrong."""
+        st = self.st
+        if not st.targeted or self.config.option.collectonly:
+            return
+        no_cases = exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED,
+                                  pytest.ExitCode.NO_TESTS_COLLECTED)
+        if st.output_failures or (st.missing and no_cases):  # cases were selected but all lost
+            end = self._end(exitstatus)
+            st.verdicts = run_verdicts(end) if st.settings.gates else []
+            session.exitstatus = run_status(end, st.verdicts, gated=bool(st.settings.gates))
+            notes = self.partial_notes()
+            st.summary = "".join(f"{n}\n" for n in notes) + f"exit status {session.exitstatus}\n"
+            self._write_output("run index", run_dir_of(st) / "run.json", lambda: mark_ended(
+                run_dir_of(st), partial=True, interrupted_by=st.interrupted_by,
+                exit_status=int(session.exitstatus)))
+            self._write_gates()
+            return
+        mark_ended(run_dir_of(st), partial=st.interrupted_by is not None,
+                   interrupted_by=st.interrupted_by,
+                   exit_status=int(ToolbenchExit.NO_CASES if no_cases else exitstatus))
+        if no_cases:
+            session.exitstatus = int(ToolbenchExit.NO_CASES)
+            st.summary = ("pytest-toolbench: no case ran (the selection, -k/-m or --lf left none); "
+                          f"exit status {int(ToolbenchExit.NO_CASES)}\n")
+            if st.settings.gates:
+                st.verdicts = [
+                    GateVerdict(gate=str(parse_gate(g)), actual=None, passed=False,
+                                reason="no case ran") for g in st.settings.gates
+                ]
+            self._write_gates()
+
+    def _write_gates(self) -> None:
+        """The gate verdicts as JUnit testcases (with --junitxml), from the run's record."""
+        if self.st.verdicts:
+            from pytest_toolbench.report.junit_gates import write_gate_testcases
+
+            write_gate_testcases(self.config, self.st.verdicts)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        st = self.st
+        if not st.summary:
+            return
+        terminalreporter.write_sep("=", "pytest-toolbench")
+        terminalreporter.write_line(f"model: {st.settings.model}   run: {st.run_id}")
+        terminalreporter.write_line(wall_time_note(st))  # now: the reports are written
+        warning = sandbox_warning(st.sandbox_states)
+        if warning:
+            terminalreporter.write_line(warning, red=True, bold=True)
+        terminalreporter.write(st.summary)
+        if st.recovered:
+            terminalreporter.write_line(
+                f"{st.recovered} result(s) whose reports never arrived were recovered from the "
+                "workers' journals"
+            )
+        if st.settings.json_path and st.metrics is not None:
+            terminalreporter.write_line(f"JSON report: {st.settings.json_path}")
+        if st.settings.md_path and st.metrics is not None:
+            terminalreporter.write_line(f"Markdown summary: {st.settings.md_path}")
+        if st.metrics is not None:
+            line = f"run folder: {run_dir_of(st)}"
+            more = " (results.jsonl, report.json; toolbench runs lists it)"
+            fits = len(line + more) <= terminalreporter._tw.fullwidth
+            terminalreporter.write_line(line + more if fits else line)
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        """The gate table goes last, after pytest's own closing lines, so a CI log ends on it."""
+        st = self.st
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
+        if not st.verdicts or reporter is None or st.gates_printed:
+            return
+        from pytest_toolbench.report.terminal import render_gates
+
+        st.gates_printed = True
+        gates_status = exit_status(st.verdicts)
+        # the status the run really exits with (e.g. 5 when no case ran), not only the gates'
+        status = int(self.session.exitstatus) if self.session is not None else int(gates_status)
+        reporter.write_sep("=", "pytest-toolbench gates")
+        reporter.write(render_gates(st.verdicts, width=max(40, reporter._tw.fullwidth)))
+        # never PASSED on a run that exits non-zero (lost cases, an unwritten output, Ctrl-C)
+        word = "PASSED" if gates_status is ToolbenchExit.OK and status == 0 else "FAILED"
+        name = ToolbenchExit(status).name if status in ToolbenchExit._value2member_map_ else "?"
+        if status == ToolbenchExit.OUTPUT_ERROR:
+            why = "an output could not be written, so the run stopped: " + "; ".join(
+                f"{f.path}: {f.error}" for f in st.output_failures)
+        elif status == ToolbenchExit.INCOMPLETE:
+            from pytest_toolbench.results.completeness import missing_text
+
+            why = missing_text(st.missing, len(st.tracker.expected))
+        elif status == gates_status:
+            why = "the exit status is decided by the gates, not by single cases"
+        elif status == ToolbenchExit.NO_CASES:
+            why = "no case ran, so no gate could pass"
+        else:
+            why = (f"not the gates' {int(gates_status)} {gates_status.name}: the run did not "
+                   "finish normally")
+        reporter.write_line(
+            f"gates {word} (exit status {status} {name}): {why}"
+            + (" [partial run]" if st.partial else "")
+        )

@@ -1,0 +1,195 @@
+"""The end of a run, without pytest: the results that arrived in, one :class:`RunRecord` out.
+
+:func:`score_run` aggregates the metrics (per repeat with ``--repeats``), the benchmarks' own
+tables, the ``--baseline`` comparison and the ``--gate`` / error-rate verdicts: the costly part,
+done once. :func:`run_record` adds how the run ended (interrupted, cases missing, outputs
+unwritten), the exit status that follows from it, and the run's identity; it is cheap, so an
+output that fails while the reports are written gives a new record rather than an edited one.
+"""
+
+from __future__ import annotations
+
+import platform
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pytest_toolbench import __version__
+from pytest_toolbench.benchmarks.base import Benchmark, HasReportTables
+from pytest_toolbench.config import RunSettings
+from pytest_toolbench.exitcodes import ToolbenchExit
+from pytest_toolbench.models.endpoint_pool import endpoint_totals
+from pytest_toolbench.results.aggregate import RunMetrics, aggregate
+from pytest_toolbench.results.case_result import CaseResult
+from pytest_toolbench.results.comparison import Comparison
+from pytest_toolbench.results.completeness import completeness_verdict, output_verdict
+from pytest_toolbench.results.gates import GateVerdict, error_rate_verdicts, evaluate_gates, exit_status, parse_gate
+from pytest_toolbench.results.output_errors import OutputFailure
+from pytest_toolbench.results.repeats import RepeatStats, aggregate_repeats, repeat_stats, tables_per_repeat
+from pytest_toolbench.results.run_record import CacheCounts, Coverage, RunInfo, RunRecord
+
+#: pytest's own statuses that keep their meaning whatever the gates say.
+_INTERRUPTED, _INTERNAL_ERROR = int(ToolbenchExit.INTERRUPTED), int(ToolbenchExit.INTERNAL_ERROR)
+
+
+@dataclass(frozen=True)
+class Scores:
+    """What the results score to: computed once per run."""
+
+    metrics: RunMetrics
+    repeats: RepeatStats | None
+    comparison: Comparison | None
+    #: The --gate verdicts and the per-scenario error-rate limits (empty without --gate).
+    verdicts: list[GateVerdict]
+
+
+@dataclass(frozen=True)
+class RunEnd:
+    """How the run ended, as the session saw it."""
+
+    pytest_status: int
+    interrupted_by: str | None = None
+    #: Selected cases without a result, and how many cases were selected.
+    missing: list[str] = field(default_factory=list)
+    selected: int = 0
+    output_failures: list[OutputFailure] = field(default_factory=list)
+
+    @property
+    def partial(self) -> bool:
+        return self.interrupted_by is not None or bool(self.missing) or bool(self.output_failures)
+
+
+@dataclass(frozen=True)
+class RunIdentity:
+    """Who ran what, where: the parts of the run's info the session knows before its end."""
+
+    run_id: str
+    started: float
+    finished: float
+    wall_s: float
+    settings: RunSettings
+    pytest_args: list[str]
+    server: dict[str, Any] | None = None
+    datasets: dict[str, str] = field(default_factory=dict)
+    data_sources: list[dict[str, Any]] = field(default_factory=list)
+    sandbox: dict[str, Any] | None = None
+    startup_s: dict[str, float] = field(default_factory=dict)
+    #: Benchmark -> cases in its whole suite (None: unknown).
+    suite_sizes: Mapping[str, int] = field(default_factory=dict)
+
+
+def score_run(results: Sequence[CaseResult], benchmarks: Mapping[str, Benchmark],
+              settings: RunSettings, baseline: Any = None) -> Scores:
+    """Metrics, repeat statistics, report tables, the baseline comparison and the gate verdicts
+    of ``results``; ``benchmarks``: those the results belong to; ``baseline``: the loaded
+    ``--baseline`` run (compare/load.py), if any."""
+    results = list(results)
+    specs = {n: b.metrics for n, b in benchmarks.items()}
+    order = {n: b.scenarios for n, b in benchmarks.items()}
+    repeated = settings.repeats > 1
+    metrics = (aggregate_repeats if repeated else aggregate)(
+        results, specs, {n: b.breakdown_labels for n, b in benchmarks.items()},
+        scenario_order=order, n_boot=settings.bootstrap_samples, seed=settings.seed,
+    )
+    repeats = (repeat_stats(results, specs, settings.repeats, n_boot=settings.bootstrap_samples,
+                            seed=settings.seed, scenario_order=order) if repeated else None)
+    for name, benchmark in benchmarks.items():
+        if isinstance(benchmark, HasReportTables):
+            own = sorted((r for r in results if r.benchmark == name), key=lambda r: r.case_id)
+            if repeats is None:
+                metrics.tables.extend(benchmark.report_tables(own))
+            else:  # each repeat scored alone, as a run without repeats would be
+                shown, per_repeat = tables_per_repeat(benchmark.report_tables, own)
+                metrics.tables.extend(shown)
+                repeats.per_repeat_tables.extend(per_repeat)
+    comparison = None
+    if baseline is not None:
+        from pytest_toolbench.compare.baseline import compare_with_baseline
+
+        comparison = compare_with_baseline(baseline, results, metrics, model=settings.model,
+                                           n_boot=settings.bootstrap_samples, seed=settings.seed)
+    verdicts: list[GateVerdict] = []
+    if settings.gates:
+        from pytest_toolbench.compare.baseline import gate_baseline
+
+        verdicts = evaluate_gates([parse_gate(g) for g in settings.gates], metrics,
+                                  gate_baseline(baseline, comparison))
+        verdicts += error_rate_verdicts(metrics, settings.max_error_rate)
+    return Scores(metrics=metrics, repeats=repeats, comparison=comparison, verdicts=verdicts)
+
+
+def run_verdicts(end: RunEnd) -> list[GateVerdict]:
+    """The failed verdicts that no --gate asked for: lost cases (not after an interruption,
+    which loses them by design) and unwritten outputs."""
+    out = []
+    if end.missing and end.interrupted_by is None:
+        out.append(completeness_verdict(end.missing, end.selected))
+    if end.output_failures:
+        out.append(output_verdict(end.output_failures))
+    return out
+
+
+def run_status(end: RunEnd, verdicts: list[GateVerdict], *, gated: bool) -> int:
+    """The exit status: an unwritten output (13) wins; an interruption or internal error keeps
+    pytest's; then lost cases (12); then the gates' status, or pytest's without gates."""
+    if end.output_failures:
+        return int(ToolbenchExit.OUTPUT_ERROR)
+    if end.pytest_status in (_INTERRUPTED, _INTERNAL_ERROR):
+        return int(end.pytest_status)
+    if end.missing:
+        return int(ToolbenchExit.INCOMPLETE)
+    if gated:
+        return int(exit_status(verdicts))
+    return int(end.pytest_status)
+
+
+def covered_cases(results: Sequence[CaseResult]) -> dict[str, int]:
+    """Benchmark -> distinct cases that reported (a case run K times counts once)."""
+    covered: dict[str, int] = {}
+    for r in results:
+        if (r.repeat or 1) == 1:
+            covered[r.benchmark] = covered.get(r.benchmark, 0) + 1
+    return covered
+
+
+def run_record(scores: Scores, end: RunEnd, results: Sequence[CaseResult],
+               identity: RunIdentity) -> RunRecord:
+    """The run's one record: its info, metrics, verdicts (with the run's own, under --gate)
+    and every case."""
+    settings = identity.settings
+    gated = bool(settings.gates)
+    verdicts = [*scores.verdicts, *run_verdicts(end)] if gated else []
+    status = run_status(end, verdicts, gated=gated)
+    covered = covered_cases(results)
+    sizes = identity.suite_sizes
+    endpoints = endpoint_totals([r.details for r in results])
+    info = RunInfo(
+        run_id=identity.run_id,
+        started=identity.started,
+        finished=identity.finished,
+        toolbench_version=__version__,
+        python=platform.python_version(),
+        platform=platform.platform(),
+        settings=settings.model_dump(mode="json", exclude={"api_key"}),
+        server=identity.server,
+        datasets=identity.datasets,
+        data_sources=identity.data_sources,
+        partial=end.partial,
+        interrupted_by=end.interrupted_by,
+        missing_cases=list(end.missing),
+        output_errors=[f.message() for f in end.output_failures],
+        n_results=len(results),
+        pytest_args=identity.pytest_args,
+        sandbox=identity.sandbox,
+        exit_status=status,
+        coverage={n: Coverage(cases=c, suite_cases=sizes.get(n),
+                              subset=sizes.get(n) is not None and c < sizes[n])
+                  for n, c in sorted(covered.items())},
+        endpoints=endpoints or None,
+        wall_s=round(identity.wall_s, 1),
+        startup_s={k: round(v, 1) for k, v in identity.startup_s.items()},
+        cache=CacheCounts(model_calls=sum(r.model_calls for r in results),
+                          replies_from_cache=sum(r.cached_calls for r in results)),
+    )
+    return RunRecord.build(run=info, metrics=scores.metrics, cases=list(results), gates=verdicts,
+                           repeats=scores.repeats, baseline=scores.comparison)

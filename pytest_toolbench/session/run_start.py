@@ -1,0 +1,131 @@
+"""A run's start on the controller: its settings checked and its state made at configure, the
+outputs checked before any model call, the data validated and the run's folder opened at session
+start, and the one vLLM server of the run prepared; what each xdist worker is told."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_toolbench import __version__
+from pytest_toolbench.benchmarks import registry
+from pytest_toolbench.config import RunSettings
+from pytest_toolbench.models.factory import build_model
+from pytest_toolbench.options import check_base_url, settings_from_config
+from pytest_toolbench.results.gates import check_gate_names, parse_gate
+from pytest_toolbench.runtime.server import ManagedServer, server_info_for_worker
+from pytest_toolbench.session import sdk
+from pytest_toolbench.session.identity import new_run_id
+from pytest_toolbench.session.selection import has_toolbench_tests, targeted_benchmarks, validate_selection
+from pytest_toolbench.session.state import STATE_KEY, ToolbenchState, is_worker, run_dir_of, state
+
+
+def register_markers(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "toolbench(benchmark): a pytest-toolbench suite test")
+    config.addinivalue_line("markers", "scenario(name): benchmark scenario of a case")
+    for benchmark in registry().values():
+        config.addinivalue_line("markers", f"{benchmark.name}: a {benchmark.name} case")
+        for label, keyword in benchmark.label_markers.items():
+            config.addinivalue_line("markers", f"{label}({keyword}): case label {label}")
+
+
+def configure_run(config: pytest.Config) -> ToolbenchState:
+    """The run's settings, checked before anything else happens (gate names, the baseline, every
+    output writable, an endpoint model's key), its state, and its SDK process decided."""
+    try:
+        settings = settings_from_config(config)
+        for gate in settings.gates:
+            check_gate_names(parse_gate(gate), registry())
+        from pytest_toolbench.compare.baseline import check_baseline_gates, load_baseline
+
+        check_baseline_gates(settings.gates, settings.baseline_path)
+        baseline = None
+        if not is_worker(config) and settings.baseline_path is not None:
+            baseline = load_baseline(settings.baseline_path, settings.gates)
+        if not is_worker(config) and has_toolbench_tests(config) and not config.option.collectonly:
+            from pytest_toolbench.output_paths import check_run_outputs
+
+            check_run_outputs(config, settings)  # every output writable before any model call
+        if not is_worker(config) and settings.resolved_backend == "openai" and has_toolbench_tests(config):
+            if not settings.base_url and os.environ.get("OPENAI_BASE_URL"):
+                check_base_url(os.environ["OPENAI_BASE_URL"], "$OPENAI_BASE_URL")
+            build_model(settings)  # fails fast on a missing key; sends no request
+    except ValueError as exc:
+        raise pytest.UsageError(f"pytest-toolbench: {exc}") from exc
+    run_id = config.workerinput["toolbench_run_id"] if is_worker(config) else new_run_id()  # type: ignore[attr-defined]
+    st = config.stash[STATE_KEY] = ToolbenchState(settings=settings, run_id=run_id, baseline=baseline)
+    st.sdk = sdk.decide(config, settings)
+    return st
+
+
+def check_alluredir(config: pytest.Config) -> None:
+    """``--alluredir`` is checked before allure-pytest's own configure creates it (which crashes,
+    exit 3, on a path it cannot make)."""
+    if not is_worker(config) and has_toolbench_tests(config) and not config.option.collectonly:
+        from pytest_toolbench.output_paths import check_folder
+
+        alluredir = config.getoption("allure_report_dir", None)
+        if alluredir:
+            path = Path(os.path.expanduser(str(alluredir)))
+            try:
+                check_folder(path if path.is_absolute() else
+                             Path(config.invocation_params.dir) / path, "--alluredir")
+            except ValueError as exc:
+                raise pytest.UsageError(f"pytest-toolbench: {exc}") from None
+
+
+def starts_run(config: pytest.Config) -> bool:
+    return not is_worker(config) and not config.option.collectonly and has_toolbench_tests(config)
+
+
+def needs_managed_server(settings: RunSettings) -> bool:
+    return settings.resolved_backend == "vllm" and not settings.base_url
+
+
+def prepare_server(config: pytest.Config) -> None:
+    """Validate the data, then prepare the run's vLLM server (resolved, converted once per
+    machine, described now; started on the first cache miss), so bad data never costs a start."""
+    validate_and_record(config)
+    st = state(config)
+    from pytest_toolbench.runtime.startup_progress import StartupProgress
+
+    st.startup = StartupProgress()
+    config.add_cleanup(st.startup.close)
+    st.server = ManagedServer.prepare(st.settings, log_dir=run_dir_of(st), progress=st.startup)
+    config.add_cleanup(st.server.stop)
+
+
+def validate_and_record(config: pytest.Config) -> None:
+    """Validate the selection and its data (session/selection.py); the run's folder then says
+    what is running, even if the run is later killed."""
+    st = state(config)
+    validate_selection(config)
+    if st.targeted:
+        from pytest_toolbench.runs.record import record_start
+
+        record_start(run_dir_of(st), run_id=st.run_id, suites=st.targeted, started=st.started,
+                     settings=st.settings.model_dump(mode="json", exclude={"api_key"}),
+                     data_sources=[d.model_dump(mode="json") for d in st.data_sources],
+                     version=__version__)
+
+
+def worker_input(node: Any) -> None:
+    """What an xdist worker is told at its start: the run's id, server, SDK process, and whether
+    the controller reports the data's warnings (it loads the suites' data before any case)."""
+    st = state(node.config)
+    node.workerinput["toolbench_run_id"] = st.run_id
+    node.workerinput["toolbench_server"] = server_info_for_worker(st.server)
+    node.workerinput["toolbench_sdk"] = sdk.sdk_address(node.config)
+    node.workerinput["toolbench_data_warned"] = bool(targeted_benchmarks(node.config))
+
+
+def stop_run_processes(config: pytest.Config) -> None:
+    """At unconfigure: the run's SDK process and vLLM server are stopped."""
+    sdk.stop(config)
+    st = config.stash.get(STATE_KEY, None)
+    if st is not None and st.server is not None:
+        st.server.stop()
+        st.server = None

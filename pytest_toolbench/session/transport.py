@@ -1,0 +1,122 @@
+"""Results travel the pytest way: a worker attaches each finished case's :class:`CaseResult` as
+JSON to its ``TestReport.user_properties``; pytest-xdist serialises reports to the controller,
+whose ``pytest_runtest_logreport`` collects them (session/controller.py). Without xdist the same
+hook runs in-process, so ``-n 0`` and ``-n 8`` share one code path and give identical metrics.
+An output this process could not write (a response-cache entry on a full disk) rides on its next
+report the same way, and a worker's sandbox states and late output failures go in its
+``workeroutput`` at its session end."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from pytest_toolbench.results import output_errors
+from pytest_toolbench.results.case_result import CaseResult
+from pytest_toolbench.results.output_errors import OutputFailure
+from pytest_toolbench.session.state import STATE_KEY, is_worker
+
+
+RESULT_PROPERTY = "toolbench_result"
+
+
+
+#: A worker's output failure (e.g. a response-cache write on a full disk) on its next report.
+OUTPUT_ERROR_PROPERTY = "toolbench_output_error"
+
+
+
+RESULT_KEY = pytest.StashKey[CaseResult]()
+
+
+
+SENT_KEY = pytest.StashKey[bool]()
+
+
+
+def _record_journal_failure(call: pytest.CallInfo[None]) -> None:
+    """An xdist worker's own journal (its backstop copy, written by the case fixture) that could
+    not be written fails the case's setup; it is an output failure of the run, not of the case."""
+    from pytest_toolbench.results.journal import JournalWriteError
+
+    exc = call.excinfo.value if call.excinfo is not None else None
+    if isinstance(exc, JournalWriteError):
+        output_errors.record(OutputFailure.of("worker's results journal", exc.filename, exc))
+
+
+
+def _attach_output_failures(report: pytest.TestReport) -> None:
+    """Output failures this process recorded (a response-cache write on a full disk, in the model
+    layer) ride on its next report to the controller, which stops the run on them."""
+    for failure in output_errors.take():
+        report.user_properties.append((OUTPUT_ERROR_PROPERTY, failure.to_json()))
+
+
+
+def summary_properties(result: CaseResult) -> list[tuple[str, object]]:
+    props: list[tuple[str, object]] = [("toolbench.outcome", result.outcome.value)]
+    props += [(f"toolbench.{k}", v) for k, v in sorted(result.values.items())]
+    if result.error is not None:
+        props.append(("toolbench.error_kind", result.error.kind))
+    if result.failure_message:
+        props.append(("toolbench.failure_message", result.failure_message[:500]))
+    retries = result.details.get("endpoint_retries")
+    if retries:
+        props.append(("toolbench.endpoint_retries", retries["count"]))
+    return props
+
+
+def attach_result(item: pytest.Item, call: pytest.CallInfo[None], report: pytest.TestReport) -> None:
+    """Attach the case's result to the first report that ends the test (call, or a failed setup),
+    its summary properties to the teardown report (JUnit XML reads them there), and this
+    process's output failures to whichever report goes next."""
+    result = item.stash.get(RESULT_KEY, None)
+    sent = item.stash.get(SENT_KEY, False)
+    if result is not None and not sent and (report.when == "call" or report.failed):
+        # On this report only (not item.user_properties, which pytest copies into every phase's
+        # report), so the controller receives each result exactly once.
+        # A worker sends JSON (xdist serialises reports); in-process the object itself travels,
+        # which saves a dump and a parse per case.
+        payload = result.model_dump_json() if is_worker(item.config) else result
+        report.user_properties.append((RESULT_PROPERTY, payload))
+        item.stash[SENT_KEY] = True
+    if result is not None and report.when == "teardown":
+        report.user_properties.extend(summary_properties(result))
+    _record_journal_failure(call)
+    _attach_output_failures(report)
+
+
+def take_payloads(report: pytest.TestReport) -> tuple[list[CaseResult], list[OutputFailure]]:
+    """The results and output failures a report carries, removed from it, so reporters running
+    after the controller (JUnit XML) carry only the compact toolbench.* summary."""
+    kept: list[tuple[str, object]] = []
+    results: list[CaseResult] = []
+    failures: list[OutputFailure] = []
+    for name, value in report.user_properties:
+        if name == OUTPUT_ERROR_PROPERTY:
+            failures.append(OutputFailure.from_json(str(value)))
+        elif name == RESULT_PROPERTY:
+            results.append(value if isinstance(value, CaseResult)
+                           else CaseResult.model_validate_json(value))  # type: ignore[arg-type]
+        else:
+            kept.append((name, value))
+    report.user_properties = kept
+    return results, failures
+
+
+def hand_over_worker_output(config: pytest.Config) -> None:
+    """An xdist worker hands its pools' isolation states and the output failures recorded after
+    its last report to the controller (read there at ``pytest_testnodedown``)."""
+    st = config.stash.get(STATE_KEY, None)
+    if st is not None and is_worker(config):
+        config.workeroutput["toolbench_sandbox"] = st.sandbox_states  # type: ignore[attr-defined]
+        config.workeroutput["toolbench_output_errors"] = [  # type: ignore[attr-defined]
+            f.to_json() for f in output_errors.take()]
+
+
+def worker_output(node: Any) -> tuple[list[dict[str, Any]], list[OutputFailure]]:
+    """Controller side: what :func:`hand_over_worker_output` put in a finished worker's output."""
+    output = getattr(node, "workeroutput", None) or {}
+    return (list(output.get("toolbench_sandbox", [])),
+            [OutputFailure.from_json(text) for text in output.get("toolbench_output_errors", [])])
