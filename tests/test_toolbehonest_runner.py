@@ -50,7 +50,7 @@ def test_upstream_sampling_per_backend():
     assert upstream_sampling("openai", opts) == Sampling(temperature=0.0, max_tokens=2048, top_p=None)
     assert upstream_sampling("openai", ToolBeHonestOptions(max_tokens=64)).max_tokens == 64
     settings = RunSettings(model="gpt-4o", backend="openai", api_key="x", max_tokens=300)
-    assert TOOLBEHONEST.make_runner(settings, None).sampling.max_tokens == 300
+    assert TOOLBEHONEST.runner(settings, None).sampling.max_tokens == 300
 
 
 def test_one_user_message_and_the_oracle_scores_full_marks():
@@ -92,11 +92,11 @@ def test_lang_picks_the_prompts_and_the_data_file(tmp_path):
     folder.mkdir()
     (folder / "test_zh.json").write_text(SAMPLE.read_text(encoding="utf-8"), encoding="utf-8")
     bench = ToolBeHonestBenchmark()
-    bench.lang = "zh"
-    case = bench.load_cases(tmp_path, ("MNT",))[0]
+    zh = ToolBeHonestOptions(lang="zh")
+    case = bench.load_cases(tmp_path, ("MNT",), zh)[0]
     model = Recorder(reply="<answer>solvable</answer>")
     runner = ToolBeHonestRunner(ToolBeHonestOptions(lang="zh"), Sampling(), None)
     result = run(runner, case, model)
     assert model.requests[0].messages[0]["content"].startswith(DETECTING_ZH + "\n\n<task>\n")
     assert result.values == {"l1_em_solvable": 1.0}
-    assert bench.data_sources(tmp_path)[0].bundled is False
+    assert bench.data_sources(tmp_path, zh)[0].bundled is False

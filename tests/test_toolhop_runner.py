@@ -447,9 +447,13 @@ def test_benchmark_protocol_and_cases():
 
 
 def test_make_runner_and_oracle_end_to_end():
+    from pytest_toolbench.runtime.environment import RunEnvironment
+
     settings = RunSettings(model="oracle", benchmark_options={"toolhop": ToolHopOptions(max_turns=9)})
-    runner = TOOLHOP.make_runner(settings, FakeSandbox())
-    assert isinstance(runner, CaseRunner)
+    sandbox = FakeSandbox()
+    runner = TOOLHOP.make_runner(RunEnvironment(settings, sandbox=sandbox))
+    assert isinstance(runner, CaseRunner) and runner.sandbox is sandbox
+    assert runner.options.max_turns == 9
     assert runner.sampling == settings.sampling
 
     class OracleModel(ScriptedModel):
@@ -460,6 +464,22 @@ def test_make_runner_and_oracle_end_to_end():
         assert toolhop_oracle(case.sample)(ChatRequest(messages=[])) == answer(f"<answer>{case.sample.answer}</answer>")
         result = asyncio.run(runner.run(case, OracleModel([])))
         assert result.outcome is Outcome.PASSED, case.id
+
+
+def test_a_direct_only_process_starts_no_sandbox():
+    """make_runner asks the environment for the sandbox only when a case of this process can
+    call a tool: the direct scenario runs no tool code and needs no isolation layers."""
+    from pytest_toolbench.benchmarks.toolhop.runner import NoToolSandbox
+    from pytest_toolbench.runtime.environment import RunEnvironment
+
+    class NoSandboxEnv(RunEnvironment):
+        @property
+        def sandbox(self):
+            raise AssertionError("the sandbox was started")
+
+    direct = [c for c in TOOLHOP.load_cases(None, ("direct",))]
+    env = NoSandboxEnv(RunSettings(model="oracle"), cases=lambda name: direct)
+    assert isinstance(TOOLHOP.make_runner(env).sandbox, NoToolSandbox)
 
 
 def test_context_overflow_is_scored_as_no_answer_not_an_infrastructure_error():

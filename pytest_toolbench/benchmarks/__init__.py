@@ -1,11 +1,25 @@
-"""Benchmark registry: name -> Benchmark. Register a new benchmark with one line here."""
+"""Benchmark registry: name -> Benchmark.
+
+The bundled benchmarks are listed in :func:`registry`. Any installed package adds its own with one
+entry point in the ``pytest_toolbench.benchmarks`` group, named as the benchmark, pointing at the
+benchmark object (base.py's docstring and README.md describe the protocol):
+
+.. code-block:: toml
+
+    [project.entry-points."pytest_toolbench.benchmarks"]
+    toy = "toy_benchmark.benchmark:TOY"
+"""
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # keep this package light: sandbox workers import benchmark jobs from it
     from pytest_toolbench.benchmarks.base import Benchmark
+
+#: The entry point group through which other packages register benchmarks.
+ENTRY_POINT_GROUP = "pytest_toolbench.benchmarks"
 
 
 def registry() -> "dict[str, Benchmark]":
@@ -14,4 +28,25 @@ def registry() -> "dict[str, Benchmark]":
     from pytest_toolbench.benchmarks.toolbehonest.benchmark import TOOLBEHONEST
     from pytest_toolbench.benchmarks.toolhop.benchmark import TOOLHOP
 
-    return {b.name: b for b in (TOOLHOP, FAMILYTOOL, TOOLBEHONEST, METABENCH)}
+    bundled = {b.name: b for b in (TOOLHOP, FAMILYTOOL, TOOLBEHONEST, METABENCH)}
+    return {**bundled, **_registered(tuple(bundled))}
+
+
+@functools.cache
+def _registered(bundled: tuple[str, ...]) -> "dict[str, Benchmark]":
+    """The benchmarks of the entry point group, read once per process (the registry is asked for
+    on every result). A name that clashes with another benchmark, or an object whose ``name``
+    is not its entry point's name, is refused: case ids and flags are keyed by that name."""
+    from importlib.metadata import entry_points
+
+    found: dict[str, Benchmark] = {}
+    for point in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda p: p.name):
+        if point.name in bundled or point.name in found:
+            raise ValueError(f"benchmark entry point {point.name!r} ({point.value}): a benchmark "
+                             "of that name is already registered")
+        benchmark = point.load()
+        if getattr(benchmark, "name", None) != point.name:
+            raise ValueError(f"benchmark entry point {point.name!r} ({point.value}): the object's "
+                             f"name is {getattr(benchmark, 'name', None)!r}, not {point.name!r}")
+        found[point.name] = benchmark
+    return found

@@ -1,17 +1,46 @@
 """What a benchmark is, to the rest of the harness.
 
-A benchmark turns dataset files into :class:`Case` objects (one per sample x scenario/level/mode),
-declares its metrics and subgroup labels, and provides a runner that turns a case into a
-:class:`~pytest_toolbench.results.case_result.CaseResult`. Adding a benchmark means one new folder
-under ``benchmarks/`` plus one line in ``benchmarks/__init__.py``; its environment fixtures live in
-``fixtures/<name>.py`` (found by name, so no other registration) and must provide ``<name>_runner``.
+A benchmark is an object with:
+
+- ``options_model``: a pydantic model of its own options; every field becomes a
+  ``--<name>-<field>`` flag (benchmarks/options.py) and the run's values reach the benchmark as one
+  instance of it, never through a module-level object;
+- ``load_cases(data_dir, scenarios, options)``: dataset files -> :class:`Case` objects (one per
+  sample x scenario/level/mode), in a stable order;
+- ``select(cases, options)`` (optional, :class:`HasSelection`): narrows the loaded cases by its
+  own options (FamilyTool's ``--familytool-split``); applied with ``--scenario``, so there is one
+  selection path;
+- ``make_runner(env)``: the :class:`CaseRunner` that turns a case into a
+  :class:`~pytest_toolbench.results.case_result.CaseResult`; ``env`` is ONE
+  :class:`BenchmarkEnv` (settings, options, and the shared resources built on first use, so a
+  benchmark pays only for what it uses);
+- ``report_tables(results)`` (optional, :class:`HasReportTables`), ``data_sources`` and
+  ``check_data`` (optional, provenance and early data checks);
+- ``metrics``, ``scenarios``, ``breakdown_labels``, ``label_markers``, ``name``, ``title``.
+
+The harness builds each runner itself the first time a case of that benchmark runs; a benchmark
+needs no fixtures. ``fixtures/<name>.py`` may still exist, for pytest-native users: session
+fixtures over the same environment (``toolbench_env``).
+
+Registering a benchmark: the four bundled ones are listed in ``benchmarks/__init__.py``; any
+other package registers its own through the ``pytest_toolbench.benchmarks`` entry point group,
+one line, ``<name> = "<module>:<object>"`` (the entry point's name is the benchmark's ``name``):
+
+.. code-block:: toml
+
+    [project.entry-points."pytest_toolbench.benchmarks"]
+    toy = "toy_benchmark.benchmark:TOY"
+
+Its suite is a folder ``suites/<name>/`` holding a test file whose tests carry
+``pytest.mark.toolbench("<name>")`` and take ``case`` and ``case_result`` (README.md in this
+folder, and ``tests/toy_benchmark/``, show a complete one).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, Sequence, runtime_checkable
 
 from pydantic import BaseModel
 
@@ -22,6 +51,9 @@ from pytest_toolbench.models.open_protocol import LEGACY_PROTOCOL, OpenProtocols
 from pytest_toolbench.results.aggregate import ReportTable
 from pytest_toolbench.results.case_result import CaseResult
 from pytest_toolbench.results.metrics import MetricSpec
+
+if TYPE_CHECKING:  # annotation only: sandbox workers import this module
+    from pytest_toolbench.config import RunSettings
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -83,6 +115,61 @@ class CaseRunner(Protocol):
     async def run(self, case: Case, model: ChatModel) -> CaseResult: ...
 
 
+class EnvironmentUnavailable(Exception):
+    """A resource a runner needs cannot be had here (an embedder that does not load, a sandbox
+    without its isolation layers). ``make_runner`` raises it with one line; the harness stops the
+    run with that line (exit 4) instead of failing every case of the benchmark."""
+
+
+@runtime_checkable
+class BenchmarkEnv(Protocol):
+    """What ``make_runner`` gets: one per pytest process (each xdist worker has its own).
+
+    Every resource is built on first use and then shared by every benchmark of the process, so a
+    run that needs no sandbox starts none and one that needs no embedder loads none.
+    """
+
+    #: The run's settings (:class:`~pytest_toolbench.config.RunSettings`).
+    settings: RunSettings
+
+    def options(self, benchmark: "Benchmark") -> Any:
+        """The benchmark's options: an instance of its ``options_model`` (defaults when unset)."""
+        ...
+
+    @property
+    def embedders(self) -> Any:
+        """The shared sentence-transformer embedders and their on-disk embedding cache
+        (:class:`~pytest_toolbench.environments.retrieval.Embedders`)."""
+        ...
+
+    @property
+    def sandbox(self) -> Any:
+        """The tool sandbox (:class:`~pytest_toolbench.sandbox.pool.ToolSandbox`), started on
+        first use; raises :class:`EnvironmentUnavailable` where it cannot start."""
+        ...
+
+    @property
+    def run_dir(self) -> Path:
+        """This run's folder, shared by every process of the run (scratch files, memos)."""
+        ...
+
+    def cases(self, benchmark: str) -> Sequence[Case]:
+        """The cases of ``benchmark`` this process may run (its collected ones under pytest), so
+        a runner can skip what none of them needs."""
+        ...
+
+
+def require_embedder(embedders: Any, name: str, purpose: str) -> None:
+    """Load embedder ``name`` now: one that cannot load here (no package, no local copy, no hub)
+    raises :class:`EnvironmentUnavailable` naming ``purpose``, before any model call."""
+    from pytest_toolbench.environments.retrieval import EmbedderUnavailable
+
+    try:
+        embedders.get(name).model
+    except EmbedderUnavailable as exc:
+        raise EnvironmentUnavailable(f"{purpose}: {exc}") from exc
+
+
 @runtime_checkable
 class Benchmark(Protocol):
     name: str
@@ -97,7 +184,28 @@ class Benchmark(Protocol):
     #: Marker name -> keyword used in the marker, e.g. {"hops": "n", "domain": "name"}.
     label_markers: dict[str, str]
 
-    def load_cases(self, data_dir: Path | None, scenarios: tuple[str, ...]) -> list[Case]: ...
+    def load_cases(
+        self, data_dir: Path | None, scenarios: tuple[str, ...], options: Any = None
+    ) -> list[Case]:
+        """Every case of ``scenarios`` in the data under ``data_dir`` (None: the bundled
+        sample), scenario-major in a stable order. ``options`` is an instance of
+        ``options_model`` (None: its defaults); only options that choose the data belong here
+        (ToolBeHonest's language picks its file)."""
+        ...
+
+    def make_runner(self, env: BenchmarkEnv) -> CaseRunner:
+        """The runner of this process, built once, the first time one of its cases runs."""
+        ...
+
+
+@runtime_checkable
+class HasSelection(Protocol):
+    """Optional: a benchmark whose own options narrow the selection (FamilyTool's
+    ``--familytool-split``, ``--familytool-kg-mode``, ``--familytool-extraction``). Applied where
+    ``--scenario`` is, before ``--sample-ids`` and ``--limit``, on the controller and in every
+    worker alike; keeps the cases' order."""
+
+    def select(self, cases: list[Case], options: Any) -> list[Case]: ...
 
 
 @runtime_checkable
@@ -114,9 +222,10 @@ class HasReportTables(Protocol):
 class HasDataSources(Protocol):
     """Optional: the files a benchmark reads from ``data_dir`` (None: its bundled sample), one
     :class:`DataSource` each, so the summary names the data (path, records, sha256, bundled).
-    Called once on the controller at session start; may raise what ``load_cases`` raises."""
+    ``options`` as for ``load_cases``. Called once on the controller at session start; may raise
+    what ``load_cases`` raises."""
 
-    def data_sources(self, data_dir: Path | None) -> list[DataSource]: ...
+    def data_sources(self, data_dir: Path | None, options: Any = None) -> list[DataSource]: ...
 
 
 @runtime_checkable

@@ -4,8 +4,9 @@ Each case runs under ``--case-timeout`` (a timed-out case is an infrastructure e
 ``case_timeout``) with its own call log, whose retries and lost turns land in ``details``.
 
 Fixtures build one of these per pytest process (controller with ``-n 0``, else each xdist worker).
-Runners are registered the first time a test of their benchmark asks for one, because they are
-built by fixtures (the sandbox, the knowledge graph...) and only a test can request fixtures.
+A benchmark's runner is built the first time one of its cases runs (``runner_factory``, the
+process's environment: benchmarks/base.py ``make_runner(env)``), so a run pays only for the
+environments of the benchmarks it runs.
 """
 
 from __future__ import annotations
@@ -38,11 +39,16 @@ class CaseRuntime:
         self.runners: dict[str, CaseRunner] = {}
         #: Under xdist, each worker also journals its results (the controller's backstop).
         self.worker_journal: ResultJournal | None = None
-        #: Fixture name -> value (the session's ``request.getfixturevalue``): builds runners.
-        self.fixture_lookup: Callable[[str], Any] = _no_fixtures
+        #: Benchmark name -> its runner (the process's ``RunEnvironment.runner``).
+        self.runner_factory: Callable[[str], CaseRunner] = _no_factory
 
     def register_runner(self, benchmark: str, runner: CaseRunner) -> None:
         self.runners.setdefault(benchmark, runner)
+
+    def ensure_runner(self, benchmark: str) -> None:
+        """Build and register the benchmark's runner unless it has one."""
+        if benchmark not in self.runners:
+            self.register_runner(benchmark, self.runner_factory(benchmark))
 
     def can_run(self, case: Case) -> bool:
         return case.benchmark in self.runners
@@ -123,8 +129,8 @@ class ReplyLogModel:
         return getattr(self.inner, item)
 
 
-def _no_fixtures(name: str) -> Any:
-    raise LookupError(f"fixture {name!r}: this runtime was built outside pytest")
+def _no_factory(benchmark: str) -> CaseRunner:
+    raise LookupError(f"no runner registered for {benchmark!r} and no runner_factory to build one")
 
 
 def case_timeout_result(case: Case, timeout_s: float) -> CaseResult:

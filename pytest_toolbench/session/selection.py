@@ -13,7 +13,7 @@ from typing import Any, Iterator
 import pytest
 
 from pytest_toolbench.benchmarks import registry
-from pytest_toolbench.benchmarks.base import Benchmark, Case, HasDataChecks, HasDataSources
+from pytest_toolbench.benchmarks.base import Benchmark, Case, HasDataChecks, HasDataSources, HasSelection
 from pytest_toolbench.benchmarks.dataset_errors import DatasetError, DatasetWarning, error_lines
 from pytest_toolbench.config import RunSettings
 from pytest_toolbench.exitcodes import ToolbenchExit
@@ -59,7 +59,8 @@ def validate_selection(config: pytest.Config) -> None:
             try:
                 with warnings.catch_warnings():  # collection warns about the same records once
                     warnings.simplefilter("ignore", DatasetWarning)
-                    st.data_sources += benchmark.data_sources(st.settings.data_dir)
+                    st.data_sources += benchmark.data_sources(
+                        st.settings.data_dir, st.settings.options_for(name, benchmark.options_model))
             except (DatasetError, OSError) as exc:
                 raise _data_usage_error(name, exc) from None
         if isinstance(benchmark, HasDataChecks):  # files read later (a KG, a tool pool): now
@@ -202,7 +203,10 @@ def parametrize_cases(metafunc: pytest.Metafunc) -> None:
 
 
 def cases_for(config: pytest.Config, name: str) -> list[Case]:
-    """The benchmark's cases after --scenario / --sample-ids / --limit, in a stable order."""
+    """The benchmark's cases after --scenario and the benchmark's own selection options
+    (``select``, benchmarks/base.py HasSelection), then --sample-ids / --limit, in a stable
+    order. The one selection path: the controller's checks and every worker's parametrisation
+    see the same cases."""
     st = state(config)
     if name in st.cases:
         return st.cases[name]
@@ -216,12 +220,14 @@ def cases_for(config: pytest.Config, name: str) -> list[Case]:
         # Every scenario first (the suite's size, for "subset: 40 of 240"), then the selection;
         # load_cases is scenario-major in file order, so filtering keeps its order.
         with _quiet_if_reported(config):
-            cases = benchmark.load_cases(settings.data_dir, benchmark.scenarios)
+            cases = load_all_cases(settings, name)
     except (DatasetError, OSError) as exc:
         raise _data_usage_error(name, exc) from None
     st.suite_sizes[name] = len(cases)
     if settings.scenarios:
         cases = [c for c in cases if c.scenario in settings.scenarios]
+    if isinstance(benchmark, HasSelection):
+        cases = benchmark.select(cases, settings.options_for(name, benchmark.options_model))
     if settings.sample_ids:
         wanted = set(settings.sample_ids)
         cases = [c for c in cases if c.sample_id in wanted]
@@ -232,6 +238,14 @@ def cases_for(config: pytest.Config, name: str) -> list[Case]:
     st.cases[name] = cases
     return cases
 
+
+
+def load_all_cases(settings: RunSettings, name: str) -> list[Case]:
+    """Every case of the benchmark's suite (every scenario, nothing deselected) as the run's
+    options load them (ToolBeHonest's language picks its file): the suite's size."""
+    benchmark = registry()[name]
+    return benchmark.load_cases(
+        settings.data_dir, benchmark.scenarios, settings.options_for(name, benchmark.options_model))
 
 
 def case_marks(benchmark: Benchmark, case: Case) -> list[pytest.MarkDecorator]:

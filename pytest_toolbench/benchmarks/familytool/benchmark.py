@@ -10,17 +10,25 @@ Greedy Search / Relation Retrieval, paper Tables 3 and 6) and ``tooluse-golden``
 from __future__ import annotations
 
 from collections import defaultdict
+from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pytest_toolbench.benchmarks.base import Case
+from pytest_toolbench.benchmarks.base import BenchmarkEnv, Case, require_embedder, run_open_protocols
 from pytest_toolbench.benchmarks.data_source import BUNDLED_DATA_DIR, DataSource, is_within
 from pytest_toolbench.benchmarks.familytool.kg import KnowledgeGraph, load_triples
+from pytest_toolbench.benchmarks.familytool.memo import ExtractionMemo
 from pytest_toolbench.benchmarks.familytool.options import FamilyToolOptions
 from pytest_toolbench.benchmarks.familytool.schema import SPLITS, FamilyToolRecord, load_records
 from pytest_toolbench.results.aggregate import ReportTable
 from pytest_toolbench.results.case_result import CaseResult
+from pytest_toolbench.models.recording import RecordingModel
 from pytest_toolbench.results.metrics import MetricSpec
+
+if TYPE_CHECKING:  # the runner's modules load when a runner is built, not on every import
+    from pytest_toolbench.benchmarks.familytool.runner import FamilyToolRunner
+    from pytest_toolbench.config import RunSettings
+    from pytest_toolbench.models.base import ChatModel
 
 #: The bundled sample lives at <repo>/data/familytool (used when no --data-dir is given).
 DEFAULT_DATA_DIR = BUNDLED_DATA_DIR
@@ -51,7 +59,8 @@ def load_kg(data_dir: Path | None, split: str, options: FamilyToolOptions, extra
 
 
 def selected(case: Case, options: FamilyToolOptions) -> bool:
-    """--familytool-split / --familytool-kg-mode / --familytool-extraction (empty = all)."""
+    """--familytool-split / --familytool-kg-mode / --familytool-extraction (empty = all): a
+    label the case does not carry (no ``kg`` on extraction cases) does not deselect it."""
     labels = case.labels
     if options.split and labels["split"] not in options.split:
         return False
@@ -60,6 +69,30 @@ def selected(case: Case, options: FamilyToolOptions) -> bool:
     if options.extraction and "extraction" in labels and labels["extraction"] not in options.extraction:
         return False
     return True
+
+
+def kg_model(settings: RunSettings, options: FamilyToolOptions) -> ChatModel | None:
+    """--familytool-kg-model: a second model for the extraction step (paper Table 10).
+
+    It follows the run's record/replay: ``--record`` writes its extraction replies to the same
+    file (under the extraction's own call id), and a run that sends no request for the model
+    under test (``--model replay:...`` or ``oracle``) sends none for it either: replay finds the
+    recorded extraction replies, the oracle answers extraction as it does for one model."""
+    if not options.kg_model:
+        return None
+    from pytest_toolbench.benchmarks import registry
+    from pytest_toolbench.models.factory import build_model
+
+    protocols = run_open_protocols(registry())
+    if settings.resolved_backend in ("replay", "oracle"):
+        return build_model(settings, open_protocols=protocols)
+    second = settings.model_copy(
+        update={"model": options.kg_model, "base_url": options.kg_base_url, "backend": "openai"}
+    )
+    model = build_model(second, open_protocols=protocols)
+    if settings.record_path:
+        model = RecordingModel(model, settings.record_path)
+    return model
 
 
 def _pct(total: float, n: int) -> float | None:
@@ -97,7 +130,9 @@ class FamilyToolBenchmark:
         "split": "name", "hops": "n", "step": "name", "kg": "mode", "extraction": "method",
     }
 
-    def load_cases(self, data_dir: Path | None, scenarios: tuple[str, ...]) -> list[Case]:
+    def load_cases(
+        self, data_dir: Path | None, scenarios: tuple[str, ...], options: FamilyToolOptions | None = None
+    ) -> list[Case]:
         """Scenario-major (extraction first), then split b, e, then file order."""
         unknown = [s for s in scenarios if s not in self.scenarios]
         if unknown:
@@ -109,6 +144,10 @@ class FamilyToolBenchmark:
             for split in SPLITS
             for record in records[split]
         ]
+
+    def select(self, cases: list[Case], options: FamilyToolOptions) -> list[Case]:
+        """HasSelection: the cases of the chosen splits, KG modes and extraction methods."""
+        return [case for case in cases if selected(case, options)]
 
     def check_data(self, settings: Any) -> None:
         """HasDataChecks: the KG of every selected split (or ``--familytool-kg-file``) is read
@@ -132,7 +171,7 @@ class FamilyToolBenchmark:
         )
 
 
-    def data_sources(self, data_dir: Path | None) -> list[DataSource]:
+    def data_sources(self, data_dir: Path | None, options: object = None) -> list[DataSource]:
         """Provenance (HasDataSources): each split's records and KG (records = non-blank lines)."""
         out = []
         for split in SPLITS:
@@ -142,6 +181,32 @@ class FamilyToolBenchmark:
                     out.append(DataSource.for_file(self.name, path, lines,
                                                    bundled=is_within(path, DEFAULT_DATA_DIR)))
         return out
+
+    # --- running ----------------------------------------------------------------------------
+    def make_runner(self, env: BenchmarkEnv) -> FamilyToolRunner:
+        """Knowledge graphs load on first use, once per split; the relation retriever's embedder
+        loads up front (a one-line stop if it cannot) only when a case of this process uses
+        relation retrieval: golden-KG and GS runs never load it."""
+        from pytest_toolbench.benchmarks.familytool.retriever import RelationRetriever, get_embedder
+        from pytest_toolbench.benchmarks.familytool.runner import FamilyToolRunner
+
+        settings = env.settings
+        options: FamilyToolOptions = env.options(self)
+        kgs = cache(lambda split: load_kg(settings.data_dir, split, options))
+        if any(case.labels.get("extraction") == "rr" for case in env.cases(self.name)):
+            get_embedder(env.embedders, options.embedder)  # with trust_remote_code for jina
+            require_embedder(env.embedders, options.embedder, "FamilyTool relation retrieval")
+        retrievers = cache(lambda split: RelationRetriever(kgs(split), env.embedders, options.embedder))
+        return FamilyToolRunner(
+            options,
+            kgs,
+            retrievers,
+            ExtractionMemo(env.run_dir / "familytool-extractions"),
+            backend=settings.resolved_backend,
+            kg_model=kg_model(settings, options),
+            temperature=settings.temperature,
+            max_tokens=settings.max_tokens,
+        )
 
     # --- paper-layout tables (HasReportTables) -----------------------------------------------
     def report_tables(self, results: list[CaseResult]) -> list[ReportTable]:

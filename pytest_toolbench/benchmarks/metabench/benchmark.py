@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pytest_toolbench.benchmarks.base import Case
+from pytest_toolbench.benchmarks.base import BenchmarkEnv, Case, EnvironmentUnavailable
 from pytest_toolbench.benchmarks.data_source import BUNDLED_DATA_DIR, DataSource
 from pytest_toolbench.benchmarks.metabench.fields import CLOSED_CALL_CATEGORY
 from pytest_toolbench.benchmarks.metabench.options import MetaBenchOptions
@@ -78,7 +78,7 @@ class MetaBenchBenchmark:
     def load_dialogues(self, data_dir: Path | None) -> list[Dialogue]:
         return load_dialogues(self.data_folder(data_dir))
 
-    def load_cases(self, data_dir: Path | None, scenarios: tuple[str, ...]) -> list[Case]:
+    def load_cases(self, data_dir: Path | None, scenarios: tuple[str, ...], options: object = None) -> list[Case]:
         """One case per judged assistant turn: scenario-major (declared order), then file order."""
         unknown = [s for s in scenarios if s not in self.scenarios]
         if unknown:
@@ -103,7 +103,7 @@ class MetaBenchBenchmark:
             stored_sample=JudgedTurn(dialogue=dialogue, turn=turn),
         )
 
-    def data_sources(self, data_dir: Path | None) -> list[DataSource]:
+    def data_sources(self, data_dir: Path | None, options: object = None) -> list[DataSource]:
         """Provenance (HasDataSources): every dialogue file read, and the distractor library."""
         folder = self.data_folder(data_dir)
         bundled = folder.resolve() == BUNDLED_DIR.resolve()
@@ -136,18 +136,27 @@ class MetaBenchBenchmark:
         library = build_library(dialogues, options.pool_size, distractors)
         return MetaBenchRetriever(library, embedders, options)
 
-    def make_runner(self, settings: RunSettings, retriever: MetaBenchRetriever) -> MetaBenchRunner:
+    def make_runner(self, env: BenchmarkEnv) -> MetaBenchRunner:
+        """The retriever is built (or loaded from the embedding cache) once per process; an
+        embedder that cannot be loaded here (e.g. multilingual-e5-large with no hub: loaded from
+        the hub cache only, so it fails in seconds) stops the run with one line. A warm cache
+        loads no model at all."""
+        from pytest_toolbench.environments.retrieval import EmbedderUnavailable, one_line
+
+        try:
+            retriever = self.make_retriever(env.settings, env.embedders).build()
+        except EmbedderUnavailable as exc:
+            raise EnvironmentUnavailable(one_line(f"Meta-Bench retriever: {exc}")) from exc
+        return self.runner(env.settings, retriever)
+
+    def runner(self, settings: RunSettings, retriever: MetaBenchRetriever) -> MetaBenchRunner:
+        """The runner over a given retriever (tests and tools hand in their own)."""
         from pytest_toolbench.benchmarks.metabench.runner import MetaBenchRunner
 
         return MetaBenchRunner(retriever, settings.options_for(self.name, MetaBenchOptions), settings.sampling)
-
 
     def report_tables(self, results: list[CaseResult]) -> list[ReportTable]:
         return tables.report_tables(results)
 
 
 METABENCH = MetaBenchBenchmark()
-
-#: Module-level spellings used by fixtures (fixtures/metabench.py).
-make_runner = METABENCH.make_runner
-make_retriever = METABENCH.make_retriever

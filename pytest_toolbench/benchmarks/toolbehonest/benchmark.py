@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pytest_toolbench.benchmarks.base import Case
+from pytest_toolbench.benchmarks.base import BenchmarkEnv, Case, require_embedder
 from pytest_toolbench.benchmarks.data_source import BUNDLED_DATA_DIR, DataSource, is_within
 from pytest_toolbench.benchmarks.toolbehonest import report
 from pytest_toolbench.benchmarks.toolbehonest.options import ToolBeHonestOptions
@@ -62,33 +62,31 @@ class ToolBeHonestBenchmark:
     breakdown_labels: tuple[str, ...] = ("subtask",)
     label_markers: dict[str, str] = {"level": "n", "subtask": "name", "solvable": "value"}
 
-    def __init__(self) -> None:
-        #: Prompt/data language; set from ``--toolbehonest-lang`` by fixtures/toolbehonest.py
-        #: (``load_cases`` receives no options).
-        self.lang = "en"
-
     # --- data ---------------------------------------------------------------------------------
 
-    def data_path(self, data_dir: Path | None) -> Path:
-        return data_file(Path(data_dir or DEFAULT_DATA_DIR) / self.name, self.lang)
+    def data_path(self, data_dir: Path | None, lang: str = "en") -> Path:
+        """``test_<lang>.json``: ``--toolbehonest-lang`` picks both the prompts and this file."""
+        return data_file(Path(data_dir or DEFAULT_DATA_DIR) / self.name, lang)
 
-    def records(self, data_dir: Path | None) -> list[ToolBHRecord]:
+    def records(self, data_dir: Path | None, lang: str = "en") -> list[ToolBHRecord]:
         """Every record of the data file, file order (also the tool database's source)."""
-        path = self.data_path(data_dir)
-        return load_toolbehonest_file(path)
+        return load_toolbehonest_file(self.data_path(data_dir, lang))
 
-    def data_sources(self, data_dir: Path | None) -> list[DataSource]:
+    def data_sources(self, data_dir: Path | None, options: ToolBeHonestOptions | None = None) -> list[DataSource]:
         """Provenance (HasDataSources): the file the cases come from."""
-        path = self.data_path(data_dir)
-        return [DataSource.for_file(self.name, path, len(self.records(data_dir)),
+        lang = _lang(options)
+        path = self.data_path(data_dir, lang)
+        return [DataSource.for_file(self.name, path, len(self.records(data_dir, lang)),
                                     bundled=is_within(path, DEFAULT_DATA_DIR))]
 
-    def load_cases(self, data_dir: Path | None, scenarios: tuple[str, ...]) -> list[Case]:
+    def load_cases(
+        self, data_dir: Path | None, scenarios: tuple[str, ...], options: ToolBeHonestOptions | None = None
+    ) -> list[Case]:
         unknown = [s for s in scenarios if s not in self.scenarios]
         if unknown:
             raise ValueError(f"unknown ToolBeHonest scenario(s) {unknown}; expected {self.scenarios}")
         cases: list[Case] = []
-        for subtask, records in group_by_subtask(self.records(data_dir)).items():
+        for subtask, records in group_by_subtask(self.records(data_dir, _lang(options))).items():
             for k, record in enumerate(records):
                 if record.scenario not in scenarios:
                     continue
@@ -111,7 +109,19 @@ class ToolBeHonestBenchmark:
 
     # --- running ------------------------------------------------------------------------------
 
-    def make_runner(self, settings: RunSettings, matcher: ToolMatcher | None) -> ToolBeHonestRunner:
+    def make_runner(self, env: BenchmarkEnv) -> ToolBeHonestRunner:
+        """The L3 matcher's tool database is built from EVERY record of the data file (never only
+        the selected cases), so a selection scores each case as the full run would; its
+        embeddings are cached on disk (shared by xdist workers and later runs)."""
+        from pytest_toolbench.benchmarks.toolbehonest.tooldb import ToolMatcherIndex, build_tool_database
+
+        options: ToolBeHonestOptions = env.options(self)
+        database = build_tool_database(self.records(env.settings.data_dir, options.lang))
+        require_embedder(env.embedders, options.embedder, "ToolBeHonest L3 matching")
+        return self.runner(env.settings, ToolMatcherIndex(database, env.embedders, options.embedder))
+
+    def runner(self, settings: RunSettings, matcher: ToolMatcher | None) -> ToolBeHonestRunner:
+        """The runner over a given L3 matcher (tests hand in their own, or none)."""
         options = settings.options_for(self.name, ToolBeHonestOptions)
         overrides = {"temperature": settings.temperature, "max_tokens": settings.max_tokens}
         from pytest_toolbench.models.base import Sampling
@@ -120,12 +130,12 @@ class ToolBeHonestBenchmark:
         sampling = upstream_sampling(settings.resolved_backend, options, base)
         return ToolBeHonestRunner(options, sampling, matcher)
 
-
     def report_tables(self, results: list[CaseResult]) -> list[ReportTable]:
         return report.report_tables(results)
 
 
-TOOLBEHONEST = ToolBeHonestBenchmark()
+def _lang(options: ToolBeHonestOptions | None) -> str:
+    return options.lang if options is not None else ToolBeHonestOptions().lang
 
-#: Module-level spelling used by fixtures (fixtures/toolbehonest.py).
-make_runner = TOOLBEHONEST.make_runner
+
+TOOLBEHONEST = ToolBeHonestBenchmark()

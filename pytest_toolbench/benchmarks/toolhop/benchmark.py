@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pytest_toolbench.benchmarks.base import Case
+from pytest_toolbench.benchmarks.base import BenchmarkEnv, Case
 from pytest_toolbench.benchmarks.data_source import BUNDLED_DATA_DIR, DataSource, is_within
 from pytest_toolbench.benchmarks.toolhop.open_parsers import TOOLHOP_OPEN_PARSER
 from pytest_toolbench.benchmarks.toolhop.options import ToolHopOptions
 from pytest_toolbench.benchmarks.toolhop.prompts import SCENARIOS
-from pytest_toolbench.benchmarks.toolhop.runner import ToolHopRunner, ToolSandboxLike
+from pytest_toolbench.benchmarks.toolhop.runner import NoToolSandbox, ToolHopRunner, ToolSandboxLike
 from pytest_toolbench.benchmarks.toolhop.schema import (
     ToolHopEntry,
     ToolHopRecord,
@@ -59,7 +59,7 @@ class ToolHopBenchmark:
     breakdown_labels: tuple[str, ...] = ("hops",)
     label_markers: dict[str, str] = {"hops": "n", "domain": "name"}
 
-    def load_cases(self, data_dir: Path | None, scenarios: tuple[str, ...]) -> list[Case]:
+    def load_cases(self, data_dir: Path | None, scenarios: tuple[str, ...], options: object = None) -> list[Case]:
         """One case per (record, scenario): scenario-major, then file order."""
         unknown = [s for s in scenarios if s not in self.scenarios]
         if unknown:
@@ -67,7 +67,7 @@ class ToolHopBenchmark:
         entries = load_toolhop_dir_entries(Path(data_dir or DEFAULT_DATA_DIR) / "toolhop")
         return [self.make_case(entry, scenario) for scenario in scenarios for entry in entries]
 
-    def data_sources(self, data_dir: Path | None) -> list[DataSource]:
+    def data_sources(self, data_dir: Path | None, options: object = None) -> list[DataSource]:
         """Each ``toolhop/*.json`` file the cases come from (HasDataSources)."""
         folder = Path(data_dir or DEFAULT_DATA_DIR) / "toolhop"
         bundled_dir = DEFAULT_DATA_DIR / "toolhop"
@@ -91,12 +91,16 @@ class ToolHopBenchmark:
             stored_sample=entry.packed,
         )
 
-    def make_runner(self, settings: RunSettings, sandbox: ToolSandboxLike) -> ToolHopRunner:
+    def make_runner(self, env: BenchmarkEnv) -> ToolHopRunner:
+        """The sandbox starts only when a case of this process can call a tool. A direct-only run
+        runs no tool code: it neither pays for the pool's start nor needs the kernel's isolation
+        layers (it would stop without them), and its report says no sandbox was started."""
+        calls_tools = any(case.scenario != "direct" for case in env.cases(self.name))
+        return self.runner(env.settings, env.sandbox if calls_tools else NoToolSandbox())
+
+    def runner(self, settings: RunSettings, sandbox: ToolSandboxLike) -> ToolHopRunner:
+        """The runner over a given sandbox (tests and tools hand in their own)."""
         return ToolHopRunner(sandbox, settings.options_for(self.name, ToolHopOptions), settings.sampling)
 
 
-
 TOOLHOP = ToolHopBenchmark()
-
-#: Module-level spelling used by fixtures (fixtures/toolhop.py).
-make_runner = TOOLHOP.make_runner
