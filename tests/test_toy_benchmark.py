@@ -1,0 +1,111 @@
+"""A fifth benchmark from one folder (tests/toy_benchmark/: its module, a data file, a suite) plus
+its registry line (the ``pytest_toolbench.benchmarks`` entry point in that folder's
+pyproject.toml), run end to end in a pytest subprocess with the oracle model: collected, run,
+scored, its metric in the JSON report and the terminal, its report table, its own selection
+option, and a gate on its metric. No fixture file, no edit of the package.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+TOY = REPO / "tests" / "toy_benchmark"
+
+
+@pytest.fixture(scope="module")
+def toy_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """The environment of an interpreter where the toy package is installed: its entry point
+    line (read from its pyproject.toml) in a dist-info folder on the path, as installing the
+    folder would write it."""
+    site = tmp_path_factory.mktemp("site")
+    project = tomllib.loads((TOY / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    points = project["entry-points"]["pytest_toolbench.benchmarks"]
+    dist = site / f"{project['name'].replace('-', '_')}-{project['version']}.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: {project['name']}\nVersion: {project['version']}\n", encoding="utf-8")
+    (dist / "entry_points.txt").write_text(
+        "[pytest_toolbench.benchmarks]\n" + "".join(f"{k} = {v}\n" for k, v in points.items()),
+        encoding="utf-8")
+    path = os.pathsep.join([str(site), str(TOY), str(REPO), os.environ.get("PYTHONPATH", "")])
+    return {**os.environ, "PYTHONPATH": path}
+
+
+def run_toy(env: dict[str, str], tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess, dict]:
+    report = tmp_path / "report.json"
+    cmd = [sys.executable, "-m", "pytest", str(TOY / "suites" / "toy"), "--model", "oracle",
+           "--toolbench-json", str(report), "-p", "no:cacheprovider", "--runs-dir", str(tmp_path / "runs"),
+           "-n", "0", *args]
+    proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    data = json.loads(report.read_text(encoding="utf-8")) if report.exists() else {}
+    return proc, data
+
+
+def test_the_toy_benchmark_runs_end_to_end(toy_env: dict[str, str], tmp_path: Path) -> None:
+    proc, report = run_toy(toy_env, tmp_path, "-v")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    ids = [c["case_id"] for c in report["cases"]]
+    assert ids == sorted(f"toy-q{i}-{s}" for s in ("plain", "terse") for i in (1, 2, 3))  # report: by id
+    ran = [line.split("::")[1].split(" ")[0] for line in proc.stdout.splitlines() if "::test_toy[" in line]
+    assert ran == [f"test_toy[toy-q{i}-{s}]" for s in ("plain", "terse") for i in (1, 2, 3)]  # load order
+    assert {c["outcome"] for c in report["cases"]} == {"passed"}
+    assert all(c["model_calls"] == 1 and c["values"] == {"correct": 1.0} for c in report["cases"])
+    scenarios = report["metrics"]["scenarios"]
+    assert {(s["benchmark"], s["scenario"]) for s in scenarios} == {("toy", "plain"), ("toy", "terse")}
+    for s in scenarios:
+        assert s["metrics"]["accuracy"]["value"] == 1.0, s
+    (table,) = [t for t in report["metrics"]["tables"] if t["benchmark"] == "toy"]
+    assert table["values"] == {"arithmetic/correct": 4.0, "geography/correct": 2.0}
+    assert "6 passed" in out and "toy" in out and "accuracy" in out  # the terminal's metric table
+
+
+def test_the_toy_selection_option_and_gates(toy_env: dict[str, str], tmp_path: Path) -> None:
+    """--toy-topic (derived from its options model) narrows the selection through its ``select``;
+    a gate on its metric passes, an unmet one fails the run with the gates' exit code."""
+    proc, report = run_toy(toy_env, tmp_path, "--toy-topic", "arithmetic",
+                           "--gate", "toy.plain.accuracy>=1.0")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert [c["case_id"] for c in report["cases"]] == [
+        "toy-q1-plain", "toy-q1-terse", "toy-q3-plain", "toy-q3-terse"]
+    assert [g["passed"] for g in report["gates"] if g["kind"] == "metric"] == [True]
+
+    proc, report = run_toy(toy_env, tmp_path, "--scenario", "terse", "--gate", "toy.terse.accuracy<0.5")
+    assert proc.returncode == 10, proc.stdout + proc.stderr  # ToolbenchExit.GATES_FAILED
+    assert [g["passed"] for g in report["gates"] if g["kind"] == "metric"] == [False]
+    assert len(report["cases"]) == 3
+
+
+def test_an_unknown_benchmark_gate_names_the_registered_toy(toy_env: dict[str, str], tmp_path: Path) -> None:
+    proc, _ = run_toy(toy_env, tmp_path, "--gate", "toy.plain.nonsense>=1")
+    assert proc.returncode != 0
+    assert "nonsense" in proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("name, message", [("toolhop", "already registered"), ("other", "name is 'toy'")])
+def test_a_clashing_or_misnamed_entry_point_is_refused(monkeypatch: pytest.MonkeyPatch, name: str, message: str) -> None:
+    """Case ids, flags and gates are keyed by the benchmark's name: an entry point that would
+    shadow a registered benchmark, or whose object answers to another name, stops with one line."""
+    from importlib.metadata import EntryPoint
+
+    import pytest_toolbench.benchmarks as benchmarks
+
+    monkeypatch.syspath_prepend(str(TOY))
+    point = EntryPoint(name=name, value="toybench_toy:TOY", group=benchmarks.ENTRY_POINT_GROUP)
+    monkeypatch.setattr("importlib.metadata.entry_points", lambda group: [point])
+    benchmarks._registered.cache_clear()
+    try:
+        with pytest.raises(ValueError, match=message):
+            benchmarks.registry()
+    finally:
+        monkeypatch.undo()
+        benchmarks._registered.cache_clear()
+    assert "toy" not in benchmarks.registry()
