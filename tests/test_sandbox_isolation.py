@@ -101,7 +101,9 @@ def test_reads_with_the_audit_hook_bypassed_still_fail(sandbox):
         "            out[what] = type(exc).__name__\n"
         "    return out\n"
     ) % str(Path(_PACKAGE_ROOT) / "pyproject.toml")
-    assert run(sandbox, src)["value"] == {"env": "PermissionError", "project": "PermissionError"}
+    # In the jail those paths do not exist; on the host's tree Landlock refuses them.
+    refused = "FileNotFoundError" if sandbox.describe()["isolation"]["filesystem_view"] == "jail" else "PermissionError"
+    assert run(sandbox, src)["value"] == {"env": refused, "project": refused}
 
 
 SYSV_IPC = """
@@ -258,8 +260,12 @@ def test_insecure_mode_runs_and_says_so():
         assert set(info["isolation"]["missing_layers"]) == {"landlock", "seccomp"}
         # The audit hook, the second line, is still there.
         assert run(sb, "def f():\n    open('/etc/x', 'w')")["type"] == "PermissionError"
-        # Without Landlock the reads the secure tests refuse do succeed: those tests can fail.
+        # Without Landlock the project's files are still out of the jail's view...
         project = str(Path(_PACKAGE_ROOT) / "pyproject.toml")
+        assert run(sb, f"def f():\n    return open({project!r}).read()")["type"] == "FileNotFoundError"
+    with ToolSandbox(limits, disable_layers=("landlock", "seccomp", "jail")) as sb:
+        assert sb.describe()["isolation"]["filesystem_view"] == "host"
+        # ...and without the jail too the reads the secure tests refuse succeed: those tests can fail.
         assert "[project]" in run(sb, f"def f():\n    return open({project!r}).read()")["value"]
 
 

@@ -13,7 +13,10 @@ Layers, outermost first (each one reported by ``ToolSandbox.describe()``):
    package and system library/time-zone paths; read-write: the call's own directory; nothing
    else, so no ``/proc/<pid>/environ``/``cmdline``, no project, cache, ``../shared`` or home; no
    execve, no TCP, scoped signals), seccomp (no sockets, exec, fork, ptrace, process_vm_*,
-   setsid/setpgid, mount/namespace/keyring/bpf calls), a CPU-time rlimit, death with the zygote.
+   setsid/setpgid, mount/namespace/keyring/bpf calls), a CPU-time rlimit, death with the zygote;
+   and before those a ``chroot`` into the zygote's jail, where only what Landlock lets it read
+   exists (read-only binds at the same paths) beside its own directory, so no other path can
+   even be ``stat``ed (``describe()["isolation"]["filesystem_view"]``: ``jail`` or ``host``).
    The child exits after the call, so threads and any state it changed die with it.
 4. A Python audit hook (clear early errors; a second line only, bypassable in principle).
 
@@ -24,6 +27,8 @@ stops) unless ``SandboxLimits.insecure`` (``--sandbox-insecure``); then ``descri
 is true, and the run's report (``run.sandbox``, from ``ToolSandbox.isolation_state()``) and
 its terminal summary say so. Each call's directory is a size- and inode-limited tmpfs
 (``SandboxLimits.disk_mb``/``disk_inodes``; a watchdog where no mount namespace is possible).
+A zygote whose pool went away removes its own folder; a pool that starts removes the folders
+that no live pool or zygote holds locked (``pool.sweep_stale_folders``).
 The zygote forwards payloads and replies as opaque bytes; the pool parses each reply, checks
 its shape and caps the whole result and error text at ``SandboxLimits.output_cap`` characters.
 

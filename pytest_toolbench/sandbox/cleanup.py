@@ -9,12 +9,19 @@ itself the permissions it needs. It never raises: a clean-up that fails must not
 slot with it, so failures are returned as text.
 
 Stdlib only (imported by the zygote and by the pool).
+
+Ownership of a sandbox folder: its pool takes an exclusive ``flock`` on :data:`LOCK_NAME` inside
+it and shares that lock with its zygote, so the lock is held while either lives. A zygote whose
+pool went away removes its own folder; one that is killed too leaves it, and a later pool's
+:func:`sweep_stale` removes it, once it can take the lock (nobody holds it), never before.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import stat
+import time
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
@@ -170,3 +177,65 @@ def usage(path: str, max_bytes: int, max_inodes: int, max_depth: int = 256) -> s
             except OSError:
                 pass
     return None
+
+
+LOCK_NAME = ".owner.lock"
+#: A sandbox folder without a lock file was made by a version before the lock: removed by a
+#: sweep only once untouched this long (a live one of those changes at every call).
+UNLOCKED_STALE_S = 24 * 3600.0
+
+
+def lock_folder(path: str) -> int:
+    """Create the folder's lock file and hold an exclusive lock on it; returns the fd
+    (close-on-exec: pass it on to the zygote explicitly). The lock lasts until every process
+    holding that fd has closed it or died."""
+    flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(os.path.join(path, LOCK_NAME), flags, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def sweep_stale(base: str, prefix: str) -> list[str]:
+    """Remove the folders ``base/prefix*`` of this user that no live pool or zygote owns (their
+    harness and zygotes were killed); returns those removed. A folder whose lock is held (a
+    live run, this process's or another's) is never touched. Never raises."""
+    removed: list[str] = []
+    try:
+        names = [n for n in os.listdir(base) if n.startswith(prefix)]
+    except OSError:
+        return removed
+    for name in names:
+        path = os.path.join(base, name)
+        try:
+            st = os.lstat(path)
+        except OSError:
+            continue
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
+            continue
+        try:
+            fd = os.open(os.path.join(path, LOCK_NAME), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except FileNotFoundError:  # no lock file: an older version's folder, or one being made now
+            if time.time() - st.st_mtime > UNLOCKED_STALE_S and remove_tree(path) is None:
+                removed.append(path)
+            continue
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:  # held: the folder is alive
+            os.close(fd)
+            continue
+        try:
+            # Still the folder's own lock file, not one its owner unlinked while removing the
+            # folder itself (it holds the lock until the folder is gone).
+            if os.fstat(fd).st_ino == os.lstat(os.path.join(path, LOCK_NAME)).st_ino and remove_tree(path) is None:
+                removed.append(path)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+    return removed

@@ -16,6 +16,7 @@ import errno
 import math
 import os
 import resource
+import stat
 import sys
 from typing import Any, Callable, Sequence
 
@@ -111,14 +112,113 @@ def enter_mount_namespace() -> tuple[bool, str]:
     return True, "private mount namespace"
 
 
-def mount_tmpfs(path: str, size_bytes: int, inodes: int) -> None:
+def _mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
+    src = os.fsencode(source) if source is not None else None
+    kind = fstype.encode() if fstype is not None else None
+    if _libc.mount(src, os.fsencode(target), kind, ctypes.c_ulong(flags), data.encode() if data else None) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"mount {source or ''} on {target}: {os.strerror(err)}")
+
+
+def mount_tmpfs(path: str, size_bytes: int, inodes: int, mode: int = 0o700) -> None:
     """A fresh tmpfs on ``path`` holding at most ``size_bytes`` and ``inodes`` entries (the kernel
     answers ENOSPC past either); no devices, set-id or executables on it."""
-    options = f"size={size_bytes},nr_inodes={inodes},mode=0700".encode()
-    flags = ctypes.c_ulong(_MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
-    if _libc.mount(b"tmpfs", os.fsencode(path), b"tmpfs", flags, options) != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, f"mount tmpfs on {path}: {os.strerror(err)}")
+    _mount("tmpfs", path, "tmpfs", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC,
+           f"size={size_bytes},nr_inodes={inodes},mode={mode:04o}")
+
+
+_MS_RDONLY, _MS_REMOUNT, _MS_BIND = 1, 32, 4096
+# Flags a read-only remount must keep: in a user namespace the kernel refuses (EPERM) to clear
+# a flag the source mount has ("locked" flags), so they are carried over from statvfs.
+_KEPT_FLAGS = ((os.ST_NOSUID, _MS_NOSUID), (os.ST_NODEV, _MS_NODEV), (os.ST_NOEXEC, _MS_NOEXEC),
+               (os.ST_NOATIME, 1 << 10), (os.ST_NODIRATIME, 1 << 11), (os.ST_RELATIME, 1 << 21))
+
+
+def bind_read_only(source: str, target: str, device: bool = False) -> None:
+    """``source`` (a directory or a file) seen at ``target`` too, read-only and without set-id;
+    without device nodes unless ``device`` (``/dev/null`` itself is one). Not recursive: what
+    another file system mounts beneath ``source`` stays out of sight."""
+    _mount(source, target, None, _MS_BIND)
+    have = os.statvfs(target).f_flag
+    flags = _MS_BIND | _MS_REMOUNT | _MS_RDONLY | _MS_NOSUID | (0 if device else _MS_NODEV)
+    _mount(None, target, None, flags | sum(ms for st_flag, ms in _KEPT_FLAGS if have & st_flag))
+
+
+def _under(path: str, roots: Sequence[str]) -> bool:
+    return any(path == r or path.startswith(r.rstrip(os.sep) + os.sep) for r in roots)
+
+
+#: The jail's own tmpfs holds only directories, symlinks and mount points (per-call tmpfs
+#: mount points included): a few hundred entries, no data.
+JAIL_TMPFS_BYTES, JAIL_TMPFS_INODES = 1024 * 1024, 4096
+
+
+def build_jail(root: str, read_paths: Sequence[str], link_paths: Sequence[str] = (),
+               dirs: Sequence[str] = ()) -> list[str]:
+    """A file-system root for the calls, to ``chroot`` into: a small tmpfs on ``root`` holding,
+    at their own absolute paths, read-only bind mounts of ``read_paths`` (what Landlock lets a
+    call read, ``/dev/null`` too), the symlinks met on the way to ``link_paths``
+    (``/lib -> usr/lib``, ``/etc/localtime``: the loader and the time-zone code use those names)
+    and the empty directories ``dirs`` (where the calls' own tmpfs are mounted). Landlock does not
+    govern ``stat``, ``readlink`` or ``access`` and seccomp cannot filter by path: in the jail
+    every other path simply does not exist. Returns the paths bound; on failure nothing stays
+    mounted on ``root``."""
+    mount_tmpfs(root, JAIL_TMPFS_BYTES, JAIL_TMPFS_INODES, 0o755)
+    bound: list[str] = []
+    try:
+        for path in sorted(set(read_paths)):  # an ancestor sorts before what it holds
+            if _under(path, bound):
+                continue  # already seen through its ancestor's bind mount
+            target = root + path
+            st = os.stat(path)
+            if stat.S_ISDIR(st.st_mode):
+                os.makedirs(target, 0o755, exist_ok=True)
+            else:
+                os.makedirs(os.path.dirname(target), 0o755, exist_ok=True)
+                os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o444))
+            bind_read_only(path, target, device=stat.S_ISCHR(st.st_mode))
+            bound.append(path)
+        for path in link_paths:
+            _mirror_links(root, os.path.abspath(path), bound)
+        for path in dirs:
+            os.makedirs(root + path, 0o755, exist_ok=True)
+    except BaseException:
+        try:
+            detach(root)  # lazily: the bind mounts beneath go with it
+        except OSError:
+            pass
+        raise
+    return bound
+
+
+def _mirror_links(root: str, path: str, bound: Sequence[str], depth: int = 0) -> None:
+    """Recreate under ``root`` each symlink met on the way from ``/`` to ``path`` (and to their
+    targets), when ``path`` leads into something bound; links inside a bound tree are the
+    host's own and need nothing."""
+    if depth > 8 or not _under(os.path.realpath(path), bound):
+        return
+    cur = os.sep
+    for part in path.strip(os.sep).split(os.sep):
+        nxt = os.path.join(cur, part)
+        if _under(nxt, bound):
+            return
+        if not os.path.islink(nxt):
+            cur = nxt
+            continue
+        target = os.readlink(nxt)
+        os.makedirs(root + cur, 0o755, exist_ok=True)
+        if not os.path.lexists(root + nxt):
+            os.symlink(target, root + nxt)
+        _mirror_links(root, os.path.normpath(os.path.join(cur, target)), bound, depth + 1)
+        cur = os.path.realpath(nxt)
+
+
+def jail_link_paths(package_dir: str) -> list[str]:
+    """Paths whose symlinks the jail must show as the host does: the interpreter's prefixes and
+    executable, its import path, the package, and :data:`SYSTEM_READ_PATHS`."""
+    out = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, sys.executable, package_dir]
+    out += [p for p in sys.path if p and os.path.isabs(p)]
+    return [p for p in (*out, *SYSTEM_READ_PATHS) if p]
 
 
 def detach(path: str) -> None:

@@ -46,7 +46,9 @@ _ENV_KEEP = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ")
 #: before it declares the zygote itself hung and kills it.
 _ZYGOTE_GRACE_S = 5.0
 #: Kernel layers a test may pretend are unavailable (``ToolSandbox(disable_layers=...)``).
-LAYERS = ("landlock", "seccomp", "namespaces", "tmpfs", "audit_hook")
+LAYERS = ("landlock", "seccomp", "namespaces", "tmpfs", "jail", "audit_hook")
+#: Name of every pool folder (``<tempdir>/toolbench-sandbox-*``), which sweep_stale_folders knows.
+FOLDER_PREFIX = "toolbench-sandbox-"
 _CLOSED = object()  # in the slot queue once the pool is closed: wakes every caller waiting there
 _live_pools: weakref.WeakSet[ToolSandbox] = weakref.WeakSet()
 
@@ -155,12 +157,15 @@ class _Worker:
         ``close()`` from another thread can kill a worker that is still starting."""
         self._kill_lock = threading.Lock()
         self._tail: str | None = None
-        self._req_w = self._rep_r = -1
-        self.tmpdir = tempfile.mkdtemp(prefix="toolbench-sandbox-")
+        self._req_w = self._rep_r = self._lock_fd = -1
+        self.tmpdir = tempfile.mkdtemp(prefix=FOLDER_PREFIX)
         self._stderr_path = os.path.join(self.tmpdir, ".worker-stderr")
         self.output_cap = limits.output_cap
         self.reply_limit = protocol.reply_limit(limits.output_cap)
         try:
+            # Held by this pool and shared with the zygote: the folder is a live one while
+            # either of them lives, so no other run's sweep ever removes it.
+            self._lock_fd = cleanup.lock_folder(self.tmpdir)
             if register is not None:
                 register(self)
             hello = self._start(limits, network_isolation, preload, disable_layers, use_bubblewrap)
@@ -202,7 +207,7 @@ class _Worker:
             config["bubblewrap"] = True
         req_r, self._req_w = os.pipe()
         self._rep_r, rep_w = os.pipe()
-        config.update(fd_in=req_r, fd_out=rep_w)
+        config.update(fd_in=req_r, fd_out=rep_w, lock_fd=self._lock_fd)
         try:
             with open(self._stderr_path, "wb") as stderr, self._kill_lock:
                 if self._tail is not None:
@@ -214,7 +219,7 @@ class _Worker:
                     stderr=stderr,
                     cwd=self.tmpdir,
                     env=env,
-                    pass_fds=(req_r, rep_w),
+                    pass_fds=(req_r, rep_w, self._lock_fd),
                     start_new_session=True,  # own process group: a timeout kills all of it
                 )
         except OSError as exc:
@@ -322,6 +327,9 @@ class _Worker:
         problem = cleanup.remove_tree(self.tmpdir)
         if problem:
             log.warning("sandbox: could not remove %s: %s", self.tmpdir, problem)
+        if self._lock_fd >= 0:  # only now: a sweep must not start on a folder still being removed
+            os.close(self._lock_fd)
+            self._lock_fd = -1
         return tail
 
 
@@ -366,6 +374,7 @@ class ToolSandbox:
         self._info: dict[str, Any] | None = None
         self._warned = False
         _live_pools.add(self)
+        sweep_stale_folders()
 
     # ------------------------------------------------------------------ lifecycle
     def __enter__(self) -> ToolSandbox:
@@ -497,6 +506,16 @@ class ToolSandbox:
         return isolation_state(self.describe())
 
 
+def sweep_stale_folders() -> list[str]:
+    """Remove the sandbox folders that earlier harness processes left in the temp dir and that
+    nobody owns any more (harness and zygote both killed); a live pool's folder, in this
+    process or another run's, holds its lock and is never touched. Never raises."""
+    removed = cleanup.sweep_stale(tempfile.gettempdir(), FOLDER_PREFIX)
+    if removed:
+        log.info("sandbox: removed %d stale folder(s) of earlier runs: %s", len(removed), ", ".join(removed))
+    return removed
+
+
 def close_all() -> None:
     """Close every open ToolSandbox of this process (for a SIGTERM/SIGINT handler: no thread
     then stays blocked waiting for a sandbox slot or a tool's reply)."""
@@ -521,6 +540,9 @@ def isolation_state(described: dict[str, Any]) -> dict[str, Any]:
         "seccomp": bool(info.get("seccomp")) and "seccomp" not in missing,
         "bubblewrap": bool(info.get("bubblewrap")),
         "network_namespace": bool(info.get("network_namespace")),
+        # "jail": tools saw only what they may read (other paths did not exist for them);
+        # "host": the host's tree, whose contents Landlock refuses but whose paths stat answers.
+        "filesystem_view": "jail" if info.get("filesystem_view") == "jail" else "host",
     }
 
 
@@ -544,5 +566,6 @@ def merge_isolation_states(states: Sequence[dict[str, Any]]) -> dict[str, Any] |
         "seccomp": all(st["seccomp"] for st in states) and "seccomp" not in missing,
         "bubblewrap": all(st["bubblewrap"] for st in states),
         "network_namespace": all(st["network_namespace"] for st in states),
+        "filesystem_view": "jail" if all(st.get("filesystem_view") == "jail" for st in states) else "host",
         "pools": len(states),
     }

@@ -4,13 +4,13 @@ Started by :mod:`pytest_toolbench.sandbox.pool` as a fresh interpreter (never a 
 which has threads and holds the API key in memory) with a scrubbed environment. It imports the
 harness jobs once, enters its own network namespace, checks that every per-call layer really
 holds (a probe child tries to read ``/proc/1/environ``, the project, the home directory, to open
-a socket and to write outside), reports that, then serves requests forever:
+a socket and to write outside), reports that, then serves requests until its pool goes away (then it removes its own folder):
 
-    a child forked ahead of time confines itself (Landlock, seccomp, audit hook, CPU limit) in a
-    fresh directory (its own size- and inode-limited tmpfs) and waits -> request: the zygote
-    reads the header (id, job, timeout) and streams the payload bytes to the child unread; it
-    runs the trusted job on the untrusted payload, writes its reply to a private pipe and
-    ``_exit``s -> the zygote forwards the reply bytes unread with a header of its own (status,
+    a child forked ahead of time confines itself (chroot into the jail, Landlock, seccomp, audit
+    hook, CPU limit) in a fresh directory (its own size- and inode-limited tmpfs) and waits ->
+    request: the zygote reads the header (id, job, timeout) and streams the payload bytes to the
+    child unread; it runs the trusted job on the untrusted payload, writes its reply to a private
+    pipe and ``_exit``s -> the zygote forwards the reply bytes unread with a header of its own (status,
     exit text, timing), zeroes its buffers, reaps the child, unmounts its directory and forks the
     next one (while the pool and the model are busy). The pool parses, checks and caps the reply.
 
@@ -63,7 +63,11 @@ class Zygote:
     def __init__(self, config: dict[str, Any]) -> None:
         self.config = config
         self.fd_in, self.fd_out = config["fd_in"], config["fd_out"]
-        self.tmpdir = config["tmpdir"]
+        # Held (shared with the pool) while this zygote lives: a pool that starts later sweeps a
+        # sandbox folder only once nobody holds its lock (cleanup.sweep_stale).
+        self.lock_fd: int | None = config.get("lock_fd")
+        self.tmpdir = os.path.realpath(config["tmpdir"])
+        self.jail: str | None = None  # the calls' file-system root, once built (_setup_jail)
         limits = config["limits"]
         self.cap = int(limits.get("output_cap", 0))
         self.cpu_seconds = float(limits["cpu_seconds"])
@@ -79,6 +83,7 @@ class Zygote:
         self.tmpfs = False  # each call's directory is its own size- and inode-limited tmpfs
         self.seccomp = policy.Seccomp()
         read_paths = policy.read_only_paths(config["package_dir"], config.get("protected", ()))
+        self.read_paths = read_paths
         self.landlock = policy.Landlock(read_paths)
         self.info: dict[str, Any] = {"read_only_paths": read_paths}
         # Every byte of a call (payload in, reply out) passes through these buffers, allocated
@@ -98,6 +103,11 @@ class Zygote:
         although the start-up probe verified it (never silently runs a tool with less); in
         insecure mode the layers are applied best effort."""
         policy.die_with_parent()
+        if self.jail:
+            # From here on no path outside the jail exists for this process: stat, readlink,
+            # access and listdir, which Landlock does not govern, find nothing there to probe.
+            # Landlock's rules hold the same inodes, seen through the jail's bind mounts.
+            os.chroot(self.jail)
         os.chdir(workdir)
         os.environ.update(HOME=workdir, TMPDIR=workdir)
         tempfile.tempdir = None
@@ -128,8 +138,9 @@ class Zygote:
         """
         status = 0
         try:
-            for fd in (self.fd_in, self.fd_out, *(self._spare[1:3] if self._spare else ())):
-                os.close(fd)  # the pool's pipes, and another call's, are no tool's business
+            extra = (self.lock_fd,) if self.lock_fd is not None else ()
+            for fd in (self.fd_in, self.fd_out, *extra, *(self._spare[1:3] if self._spare else ())):
+                os.close(fd)  # the pool's pipes and folder lock, and another call's, are no tool's business
             self._spare = None
             self.confine_child(workdir, audit)
             header, body = protocol.recv_split(request_fd)
@@ -164,15 +175,18 @@ class Zygote:
             return value  # the pool reports the wrong shape
 
     def _fork_child(self, audit: bool = True) -> tuple[int, int, int, str]:
-        """A confined child waiting for a request: (pid, request fd, reply fd, its directory)."""
+        """A confined child waiting for a request: (pid, request fd, reply fd, its directory as
+        the zygote reaches it). The child sees its directory at ``<tmpdir>/call-N``; with a jail
+        that path lies in the jail, which the zygote reaches under its root."""
         self.calls += 1
         workdir = os.path.join(self.tmpdir, f"call-{self.calls}")
-        os.mkdir(workdir, 0o700)
+        hostdir = self.jail + workdir if self.jail else workdir
+        os.mkdir(hostdir, 0o700)
         if self.tmpfs:
             try:
-                policy.mount_tmpfs(workdir, self.disk_bytes, self.disk_inodes)
+                policy.mount_tmpfs(hostdir, self.disk_bytes, self.disk_inodes)
             except OSError:
-                os.rmdir(workdir)
+                os.rmdir(hostdir)
                 raise
         req_r, req_w = os.pipe()
         rep_r, rep_w = os.pipe()
@@ -186,7 +200,7 @@ class Zygote:
             self._child(req_r, rep_w, workdir, audit)
         os.close(req_r)
         os.close(rep_w)
-        return pid, req_w, rep_r, workdir
+        return pid, req_w, rep_r, hostdir
 
     def prepare(self) -> None:
         """Fork the next call's child now, while the pool and the model are busy elsewhere."""
@@ -285,7 +299,9 @@ class Zygote:
         """Read the child's reply frame into ``self._reply``: (body size, "frame") once whole,
         (bytes read, "eof") if the child closed the pipe first, "timeout" at the deadline,
         "flood" past the reply limit, "disk:<what>" when the directory (no tmpfs) outgrew the
-        disk cap."""
+        disk cap. Raises ``ChannelClosed`` as soon as the pool's request pipe closes: the pool
+        sends nothing while it waits for a reply, so that is its harness gone (SIGKILLed, say),
+        and the call is abandoned at once rather than at its timeout."""
         buf = memoryview(self._reply)
         have, need = 0, protocol.HEADER_BYTES
         watch = not self.tmpfs
@@ -293,7 +309,9 @@ class Zygote:
             wait = deadline - time.monotonic()
             if wait <= 0:
                 return 0, "timeout"
-            ready, _, _ = select.select([fd], [], [], min(wait, _WATCH_S) if watch else wait)
+            ready, _, _ = select.select([fd, self.fd_in], [], [], min(wait, _WATCH_S) if watch else wait)
+            if self.fd_in in ready:
+                raise protocol.ChannelClosed("the pool's request pipe closed during a call")
             if not ready:
                 if watch:
                     over = cleanup.usage(workdir, self.disk_bytes, self.disk_inodes)
@@ -355,7 +373,8 @@ class Zygote:
         }
         for i, path in enumerate(self.config.get("protected", ())):
             checks[f"verified_protected_{i}_refused"] = f"__import__('os').listdir({path!r})"
-        source = _SYSV_IPC_PROBE + "def f():\n    out = {}\n"
+        checks["verified_host_paths_hidden"] = f"_all_hidden({self._hidden_probe_paths()!r})"
+        source = _SYSV_IPC_PROBE + _HIDDEN_PROBE + "def f():\n    out = {}\n"
         for key, expr in checks.items():
             source += f"    try:\n        {expr}\n        out[{key!r}] = False\n    except Exception:\n        out[{key!r}] = True\n"
         source += "    return out\n"
@@ -381,6 +400,7 @@ class Zygote:
         limits = self.config["limits"]
         # The mount namespace first: it may need a user namespace, which must come before the others.
         self._setup_disk_cap()
+        self._setup_jail()
         if self.config.get("network_isolation", True) and "namespaces" not in self.disabled:
             info["network_namespace"], info["network_namespace_note"] = policy.enter_namespaces()
         else:
@@ -395,11 +415,16 @@ class Zygote:
         info["audit_hook"] = True
         info["per_call_process"] = "fork of a pre-imported zygote; exits after the call"
         missing = []
-        if not info["landlock_abi"] or not all(v for k, v in info.items() if k.startswith("verified_") and k != "verified_socket_refused"):
+        landlock_checks = [v for k, v in info.items() if k.startswith("verified_")
+                           and k not in ("verified_socket_refused", "verified_host_paths_hidden")]
+        if not info["landlock_abi"] or not all(landlock_checks):
             missing.append("landlock")
         if not info["seccomp"] or not (info.get("verified_socket_refused") and info.get("verified_sysv_ipc_refused")):
             missing.append("seccomp")
         info["missing_layers"] = missing
+        if self.jail and not info.get("verified_host_paths_hidden"):
+            info["filesystem_view"] = "host"
+            info["filesystem_view_note"] = "a jail was built, but the probe could stat host paths from it"
         # The per-layer flags say what held, as missing_layers does (issue 23: "seccomp: true"
         # beside a missing seccomp): a filter that loaded but whose probe calls were not refused
         # is not in force; the note says why.
@@ -409,7 +434,8 @@ class Zygote:
                 "filter loaded, but the probe's socket() or SysV IPC call was not refused")
         if "landlock" in missing and info["landlock_abi"] and not info["landlock_note"]:
             failed = sorted(k for k, v in info.items() if k.startswith("verified_") and not v
-                            and k not in ("verified_socket_refused", "verified_sysv_ipc_refused"))
+                            and k not in ("verified_socket_refused", "verified_sysv_ipc_refused",
+                                          "verified_host_paths_hidden"))
             info["landlock_note"] = (f"Landlock ABI {info['landlock_abi']} loaded, but the probe "
                                      f"found {', '.join(failed) or 'a check'} false")
         info["kernel_isolation"] = self.strict = not missing
@@ -445,6 +471,82 @@ class Zygote:
                 f"no per-call tmpfs ({note}); the zygote measures the call's directory every "
                 f"{_WATCH_S * 1e3:g} ms and kills a call over the cap")}
 
+    def _setup_jail(self) -> None:
+        """The calls' file-system root (``policy.build_jail``), built once in the zygote's own
+        mount namespace: read-only binds of exactly what Landlock lets a call read, at the same
+        paths, and the skeleton of this folder where each call's tmpfs is mounted. Where no
+        mount namespace can be had the calls see the host's tree (Landlock still refuses its
+        contents, but stat/readlink/access answer): ``filesystem_view`` says which."""
+        info = self.info
+        if "jail" in self.disabled:
+            note = "disabled by caller"
+        elif not self.tmpfs:
+            note = f"needs a private mount namespace ({self.info['disk_cap']['note']})"
+        else:
+            root = os.path.join(self.tmpdir, "jail")
+            os.mkdir(root, 0o700)
+            try:
+                bound = policy.build_jail(root, [*self.read_paths, os.devnull],
+                                          policy.jail_link_paths(self.config["package_dir"]), [self.tmpdir])
+            except OSError as exc:
+                note = f"building it failed: {exc}"
+                cleanup.remove_tree(root)
+            else:
+                self.jail, note = root, (
+                    f"each call is chrooted into a tmpfs holding read-only binds of {len(bound)} paths "
+                    "(the Python installation, the package, system libraries and time zones, "
+                    "/dev/null, /dev/urandom...) and its own directory; nothing else exists for it")
+                info["jail_binds"] = bound
+        info["filesystem_view"] = "jail" if self.jail else "host"
+        info["filesystem_view_note"] = note if self.jail else (
+            f"no jail ({note}): calls see the host's paths (Landlock refuses their contents, "
+            "not stat/readlink/access of them)")
+
+    def _hidden_probe_paths(self) -> list[str]:
+        """Host paths the jail must hide from the probe: this folder's own files, and each
+        protected folder (or, where the jail holds something beneath it, an entry of it that
+        it does not hold)."""
+        held = [*self.read_paths, os.devnull, self.tmpdir]
+        out = [os.path.join(self.tmpdir, n) for n in sorted(os.listdir(self.tmpdir))
+               if n not in ("jail",) and not n.startswith("call-")][:3]
+        for path in self.config.get("protected", ()):
+            if not any(h == path or h.startswith(path.rstrip(os.sep) + os.sep) for h in held):
+                out.append(path)
+                continue
+            try:
+                names = sorted(os.listdir(path))
+            except OSError:
+                continue
+            for name in names:
+                entry = os.path.join(path, name)
+                if not any(h == entry or h.startswith(entry + os.sep) for h in held):
+                    out.append(entry)
+                    break
+        return out
+
+    def abandon(self) -> None:
+        """The pool is gone (its harness was killed: EOF or EPIPE on the pool's pipes), so
+        nobody else will remove this zygote's folder: kill the call in flight and the spare
+        child, unmount what was mounted, remove the whole folder (lock file included, while it
+        is still held), and let the caller exit. Never raises."""
+        for child in (self._pending, self._spare):
+            if child is not None:
+                try:
+                    os.kill(child[0], 9)
+                except ProcessLookupError:
+                    pass
+        try:
+            self.reap()
+            self._discard_spare()
+        except Exception as exc:  # noqa: BLE001 - the folder goes regardless
+            print(f"sandbox: abandoning: {exc}", file=sys.stderr, flush=True)
+        if self.jail:
+            try:
+                policy.detach(self.jail)  # the binds and call tmpfs beneath go with it
+            except OSError:
+                pass
+        cleanup.remove_tree(self.tmpdir)
+
     def _serve_one(self) -> bool:
         """One request from the pool; False once the pool has gone. The zygote reads only the
         request's header; the payload and the reply cross it as bytes in its zeroed buffers."""
@@ -473,10 +575,28 @@ class Zygote:
         return True
 
     def serve(self) -> int:
-        while self._serve_one():
-            self.prepare()  # forks from a state that holds nothing of the call just served
+        """Until the pool goes away; then the zygote removes its own folder and exits."""
+        try:
+            while self._serve_one():
+                self.prepare()  # forks from a state that holds nothing of the call just served
+        except (protocol.ChannelClosed, BrokenPipeError):
+            pass  # the pool's pipes: its harness is gone
+        self.abandon()
         return 0
 
+
+# Raises when none of the paths exists (lstat: FileNotFoundError), returns if one does.
+_HIDDEN_PROBE = """
+def _all_hidden(paths):
+    import os
+    for path in paths:
+        try:
+            os.lstat(path)
+        except FileNotFoundError:
+            continue
+        return
+    raise FileNotFoundError(len(paths))
+"""
 
 # Raises when shmget, msgget and semget are all refused; otherwise removes what it made (IPC_RMID).
 _SYSV_IPC_PROBE = """
@@ -500,23 +620,41 @@ def main(argv: list[str]) -> int:
     fd_out = config["fd_out"]
     os.chdir(config["tmpdir"])
     sys.stdin = None  # type: ignore[assignment]
+    zygote: Zygote | None = None
     try:
         for module in config.get("preload", ()):
             importlib.import_module(module)
         zygote = Zygote(config)
         info = zygote.startup()
+    except protocol.ChannelClosed:  # the pool went away during the probe
+        assert zygote is not None
+        zygote.abandon()
+        return 0
     except BaseException as exc:  # report why, then die: the pool turns this into an error
-        protocol.send(fd_out, {"type": "fatal", "detail": "".join(traceback.format_exception(exc))})
+        try:
+            protocol.send(fd_out, {"type": "fatal", "detail": "".join(traceback.format_exception(exc))})
+        except BrokenPipeError:  # nobody to tell, nobody to clean up after us
+            if zygote is not None:
+                zygote.abandon()
+            else:
+                cleanup.remove_tree(config["tmpdir"])
         return 1
     if info["missing_layers"] and not config["limits"].get("insecure"):
         notes = "; ".join(f"{k}: {info.get(f'{k}_note') or 'not verified'}" for k in info["missing_layers"])
-        protocol.send(fd_out, {"type": "refused", "isolation": info, "detail": (
-            f"kernel isolation unavailable ({notes}); refusing to run untrusted tool code. "
-            "Pass --sandbox-insecure to run tools with the audit hook only (the report will say so)"
-        )})
+        try:
+            protocol.send(fd_out, {"type": "refused", "isolation": info, "detail": (
+                f"kernel isolation unavailable ({notes}); refusing to run untrusted tool code. "
+                "Pass --sandbox-insecure to run tools with the audit hook only (the report will say so)"
+            )})
+        except BrokenPipeError:
+            zygote.abandon()
         return 1
     zygote.prepare()
-    protocol.send(fd_out, {"type": "ready", "pid": os.getpid(), "python": sys.version, "isolation": info})
+    try:
+        protocol.send(fd_out, {"type": "ready", "pid": os.getpid(), "python": sys.version, "isolation": info})
+    except BrokenPipeError:  # the pool went away while this zygote started
+        zygote.abandon()
+        return 0
     return zygote.serve()
 
 
