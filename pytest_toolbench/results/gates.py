@@ -18,15 +18,17 @@ import operator
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from pydantic import BaseModel
 
 from pytest_toolbench.exitcodes import ToolbenchExit
 from pytest_toolbench.results.aggregate import ERROR_RATE, PATH_GRAMMAR, MetricPath, RunMetrics
-from pytest_toolbench.results.comparison import Comparison
 from pytest_toolbench.results.infra_errors import describe_errors
 from pytest_toolbench.results.metrics import MetricSpec
+
+if TYPE_CHECKING:  # the comparison's models are built only for a run with --baseline
+    from pytest_toolbench.results.comparison import Comparison
 
 
 class DeclaresMetrics(Protocol):

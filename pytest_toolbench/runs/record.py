@@ -15,13 +15,15 @@ import os
 import socket
 import time
 from pathlib import Path
-from typing import Any, Iterable, Literal
+from typing import TYPE_CHECKING, Any, Iterable, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
 from pytest_toolbench.fileio import atomic_write_bytes, atomic_write_text
-from pytest_toolbench.results.case_result import CaseResult
-from pytest_toolbench.results.run_record import RunInfo, RunRecord
+
+if TYPE_CHECKING:  # a run's start (record_start) needs none of the report's models
+    from pytest_toolbench.results.case_result import CaseResult
+    from pytest_toolbench.results.run_record import RunInfo, RunRecord
 
 INDEX_NAME = "run.json"
 REPORT_NAME = "report.json"
@@ -198,6 +200,8 @@ def read_index(run_dir: Path) -> RunIndex | None:
     except (OSError, ValueError, ValidationError):
         pass
     try:
+        from pytest_toolbench.results.run_record import RunRecord
+
         record = RunRecord.model_validate_json((run_dir / REPORT_NAME).read_bytes())
         return index_from_report(record, run_dir)
     except (OSError, ValueError, KeyError, TypeError, ValidationError):

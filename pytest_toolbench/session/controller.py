@@ -16,7 +16,7 @@ import contextlib
 import importlib
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -30,13 +30,13 @@ from pytest_toolbench.results.case_result import CaseResult, Outcome
 from pytest_toolbench.results.gates import GateVerdict, exit_status, parse_gate
 from pytest_toolbench.results.journal import ResultJournal, recover_missing
 from pytest_toolbench.results.output_errors import OutputFailure
-from pytest_toolbench.results.run_record import RunRecord
-from pytest_toolbench.runs.record import mark_ended
-from pytest_toolbench.session import outputs
-from pytest_toolbench.session.finish import RunEnd, covered_cases, run_record, run_status, run_verdicts, score_run
 from pytest_toolbench.session.identity import run_identity, sandbox_warning, wall_time_note
 from pytest_toolbench.session.state import is_xdist_controller, run_dir_of, state
 from pytest_toolbench.session.transport import take_payloads, worker_output
+
+if TYPE_CHECKING:
+    from pytest_toolbench.results.run_record import RunRecord
+    from pytest_toolbench.session.finish import RunEnd
 
 
 #: Imported in the background during the test loop (ControllerHooks.pytest_runtestloop). Only
@@ -248,6 +248,12 @@ class ControllerHooks:
         if not st.results:
             self._no_case_ran(session, exitstatus)
             return
+        # The end of the run's modules (the record's models, the summary's rendering) load here,
+        # off the path to the first request.
+        from pytest_toolbench.runs.record import save_report
+        from pytest_toolbench.session import outputs
+        from pytest_toolbench.session.finish import covered_cases, run_record, score_run
+
         results = list(st.results.values())
         benchmarks = {n: b for n, b in registry().items() if n in {r.benchmark for r in results}}
         scores = score_run(results, benchmarks, st.settings, st.baseline)
@@ -259,8 +265,6 @@ class ControllerHooks:
         st.summary, full_summary = outputs.summaries(self.config, record, notes, st.data_sources)
         failed_before = len(st.output_failures)
         encoded = record.to_json()  # built and encoded once: --toolbench-json and the run folder
-        from pytest_toolbench.runs.record import save_report
-
         # The run's folder first: it shares its disk with the journal, and if it cannot be
         # written the --toolbench-json below still says so (partial, exit status, the error).
         folder = run_dir_of(st)
@@ -289,6 +293,8 @@ class ControllerHooks:
         self._write_gates()
 
     def _end(self, pytest_status: int) -> RunEnd:
+        from pytest_toolbench.session.finish import RunEnd
+
         st = self.st
         return RunEnd(pytest_status=int(pytest_status), interrupted_by=st.interrupted_by,
                       missing=list(st.missing), selected=len(st.tracker.expected),
@@ -347,6 +353,9 @@ class ControllerHooks:
     def _no_case_ran(self, session: pytest.Session, exitstatus: int) -> None:
         """A toolbench run in which no case ran fails with NO_CASES (gates or not): passing gates
         on nothing, or a green CI job that evaluated nothing, would be wrong."""
+        from pytest_toolbench.runs.record import mark_ended
+        from pytest_toolbench.session.finish import run_status, run_verdicts
+
         st = self.st
         if not st.targeted or self.config.option.collectonly:
             return

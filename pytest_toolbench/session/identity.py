@@ -6,16 +6,18 @@ from __future__ import annotations
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from pytest_toolbench.benchmarks.data_source import file_sha256
 from pytest_toolbench.sandbox.pool import merge_isolation_states
-from pytest_toolbench.session.finish import RunIdentity
 from pytest_toolbench.session.state import ToolbenchState
 
 #: When this process imported the plugin (about when pytest started): the run's wall time counts
 #: from here, so model conversion and server start, which pytest's "in N s" leaves out, are in it.
 PROCESS_T0 = time.monotonic()
+
+if TYPE_CHECKING:
+    from pytest_toolbench.session.finish import RunIdentity
 
 
 def new_run_id() -> str:
@@ -93,6 +95,7 @@ def dataset_checksums(data_dir: Path | None, benchmarks: set[str]) -> dict[str, 
 def run_identity(config: Any, st: ToolbenchState) -> RunIdentity:
     """The run's identity for its record, as of now (its end)."""
     from pytest_toolbench.runtime.server import server_info_for_worker
+    from pytest_toolbench.session.finish import RunIdentity
 
     return RunIdentity(
         run_id=st.run_id, started=st.started, finished=time.time(),

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -19,8 +19,10 @@ from pytest_toolbench.session.completeness import CaseTracker
 from pytest_toolbench.results.gates import GateVerdict
 from pytest_toolbench.results.journal import ResultJournal
 from pytest_toolbench.results.output_errors import OutputFailure
-from pytest_toolbench.results.run_record import RunRecord
 from pytest_toolbench.runtime.server import ManagedServer
+
+if TYPE_CHECKING:  # built at the session end (session/finish.py), off the start-up path
+    from pytest_toolbench.results.run_record import RunRecord
 
 STATE_KEY = pytest.StashKey["ToolbenchState"]()
 
