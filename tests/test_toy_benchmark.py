@@ -2,13 +2,15 @@
 its registry line (the ``pytest_toolbench.benchmarks`` entry point in that folder's
 pyproject.toml), run end to end in a pytest subprocess with the oracle model: collected, run,
 scored, its metric in the JSON report and the terminal, its report table, its own selection
-option, and a gate on its metric. No fixture file, no edit of the package.
+option, and a gate on its metric. No fixture file, no edit of the package: the folder is copied
+out of this repository and run there, with the harness's fixtures from the package.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -21,7 +23,15 @@ TOY = REPO / "tests" / "toy_benchmark"
 
 
 @pytest.fixture(scope="module")
-def toy_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+def toy_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The toy folder outside this repository (no conftest.py, no fixtures/ above it)."""
+    folder = tmp_path_factory.mktemp("outside") / "toy_benchmark"
+    shutil.copytree(TOY, folder, ignore=shutil.ignore_patterns("__pycache__"))
+    return folder
+
+
+@pytest.fixture(scope="module")
+def toy_env(tmp_path_factory: pytest.TempPathFactory, toy_dir: Path) -> dict[str, str]:
     """The environment of an interpreter where the toy package is installed: its entry point
     line (read from its pyproject.toml) in a dist-info folder on the path, as installing the
     folder would write it."""
@@ -35,16 +45,19 @@ def toy_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     (dist / "entry_points.txt").write_text(
         "[pytest_toolbench.benchmarks]\n" + "".join(f"{k} = {v}\n" for k, v in points.items()),
         encoding="utf-8")
-    path = os.pathsep.join([str(site), str(TOY), str(REPO), os.environ.get("PYTHONPATH", "")])
-    return {**os.environ, "PYTHONPATH": path}
+    path = os.pathsep.join([str(site), str(toy_dir), os.environ.get("PYTHONPATH", "")])
+    return {**os.environ, "PYTHONPATH": path, "TOY_DIR": str(toy_dir)}
 
 
 def run_toy(env: dict[str, str], tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess, dict]:
     report = tmp_path / "report.json"
-    cmd = [sys.executable, "-m", "pytest", str(TOY / "suites" / "toy"), "--model", "oracle",
+    toy_dir = Path(env["TOY_DIR"])
+    # The plugin's fixture module named explicitly: the repository's conftest.py registers it for
+    # its own suites, and nothing above this folder does.
+    cmd = [sys.executable, "-m", "pytest", "suites/toy", "--model", "oracle", "-p", "pytest_toolbench.session.fixtures",
            "--toolbench-json", str(report), "-p", "no:cacheprovider", "--runs-dir", str(tmp_path / "runs"),
            "-n", "0", *args]
-    proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(cmd, cwd=toy_dir, env=env, capture_output=True, text=True, timeout=300)
     data = json.loads(report.read_text(encoding="utf-8")) if report.exists() else {}
     return proc, data
 

@@ -32,8 +32,9 @@ one line, ``<name> = "<module>:<object>"`` (the entry point's name is the benchm
     toy = "toy_benchmark.benchmark:TOY"
 
 Its suite is a folder ``suites/<name>/`` holding a test file whose tests carry
-``pytest.mark.toolbench("<name>")`` and take ``case`` and ``case_result`` (README.md in this
-folder, and ``tests/toy_benchmark/``, show a complete one).
+``pytest.mark.toolbench("<name>")`` and take ``case`` and ``case_result`` (the harness's fixtures,
+``pytest_toolbench.session.fixtures``); README.md in this folder, and ``tests/toy_benchmark/``,
+show a complete one.
 """
 
 from __future__ import annotations

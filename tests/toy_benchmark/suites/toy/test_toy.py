@@ -5,7 +5,7 @@ Select with markers: -m "topic(name='arithmetic')", -m "scenario(name='terse')".
 
 import pytest
 
-from fixtures.toolbench import assert_case_passed
+from pytest_toolbench.session.fixtures import assert_case_passed
 
 pytestmark = pytest.mark.toolbench("toy")
 

@@ -1,0 +1,178 @@
+"""The harness's fixtures: the model under test, the benchmarks' environment, the case runtime
+and each test's ``case_result``.
+
+Session scope: one model, one environment (sandbox pool, embedders) and one scheduler per pytest
+process (under xdist, per worker; the vLLM server behind the model is shared by all workers, see
+runtime/server.py). The runtime builds each benchmark's runner from ``toolbench_env``
+(``make_runner(env)``, benchmarks/base.py), so a benchmark needs no fixtures of its own. A suite
+gets these through the plugin, or by registering this module (``-p
+pytest_toolbench.session.fixtures``, or ``pytest_plugins`` in a conftest, as this repository's
+``fixtures/toolbench.py`` does).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from pytest_toolbench.benchmarks import registry
+from pytest_toolbench.benchmarks.base import Case, CaseRunner, EnvironmentUnavailable, run_open_protocols
+from pytest_toolbench.config import RunSettings
+from pytest_toolbench.environments.retrieval import Embedders
+from pytest_toolbench.exitcodes import ToolbenchExit
+from pytest_toolbench.models.base import ChatModel
+from pytest_toolbench.models.factory import build_model
+from pytest_toolbench.session.sdk import sdk_address
+from pytest_toolbench.session.state import record_sandbox_state, run_dir, state
+from pytest_toolbench.session.transport import RESULT_KEY
+from pytest_toolbench.report.allure_report import attach_case
+from pytest_toolbench.results.case_result import CaseResult, Outcome
+from pytest_toolbench.results.journal import ResultJournal
+from pytest_toolbench.runtime.case_runtime import CaseRuntime
+from pytest_toolbench.runtime.environment import RunEnvironment
+from pytest_toolbench.models.liveness import dead_server_check
+from pytest_toolbench.runtime.server import server_info_for_worker
+from pytest_toolbench.runtime.upcoming import case_of, cases_of, current_item, new_upcoming_items
+from pytest_toolbench.sandbox.pool import ToolSandbox
+
+
+@pytest.fixture(scope="session")
+def toolbench_settings(pytestconfig: pytest.Config) -> RunSettings:
+    return state(pytestconfig).settings
+
+
+@pytest.fixture(scope="session")
+def toolbench_server_info(pytestconfig: pytest.Config) -> dict | None:
+    """URL, served name and pid of the run's managed model server (None when not managed)."""
+    if hasattr(pytestconfig, "workerinput"):
+        return pytestconfig.workerinput.get("toolbench_server")
+    return server_info_for_worker(state(pytestconfig).server)
+
+
+@pytest.fixture(scope="session")
+def toolbench_model(
+    pytestconfig: pytest.Config, toolbench_settings: RunSettings, toolbench_server_info: dict | None
+) -> ChatModel:
+    """The model under test (closed by the runtime, in the loop that used it)."""
+    info = toolbench_server_info or {}
+    try:
+        return build_model(
+            toolbench_settings,
+            # --backend vllm --base-url URL attaches to a server that is already running.
+            base_url=info.get("base_url") or toolbench_settings.base_url,
+            served_model=info.get("served_model") or toolbench_settings.model,
+            cache_key_extra=info.get("describe"),
+            abort_check=dead_server_check(info),
+            sdk_address=sdk_address(pytestconfig),
+            processes=int(getattr(pytestconfig, "workerinput", {}).get("workercount", 1)),
+            server_pid=info.get("pid"),
+            # not started yet: the first cache miss starts it (runtime/lazy_server.py)
+            server_rendezvous=None if info.get("base_url") else info.get("rendezvous"),
+            server_wait_s=float(info.get("startup_timeout_s") or 600) + 60,
+            open_protocols=run_open_protocols(registry()),
+        )
+    except ValueError as exc:
+        pytest.exit(f"pytest-toolbench: {exc}", returncode=int(ToolbenchExit.USAGE_ERROR))
+
+
+@pytest.fixture(scope="session")
+def toolbench_env(request: pytest.FixtureRequest, toolbench_settings: RunSettings) -> Iterator[RunEnvironment]:
+    """The environment every benchmark's runner is built from (benchmarks/base.py,
+    ``make_runner(env)``): settings, options, and the embedders, sandbox and run folder, each made
+    on first use. The cases it offers a benchmark are the ones this process collected."""
+    config = request.config
+    session = request.session
+    env = RunEnvironment(
+        toolbench_settings,
+        run_dir=lambda: run_dir(config),
+        cases=lambda name: list(cases_of(session.items, name)),
+        on_sandbox_state=lambda isolation: record_sandbox_state(config, isolation),
+    )
+    yield env
+    env.close()
+
+
+def runner_or_stop(env: RunEnvironment, benchmark: str) -> CaseRunner:
+    """The benchmark's runner; a resource it needs that cannot be had here (an embedder that does
+    not load, a sandbox without its isolation layers) stops the run with one line before any
+    model call, instead of failing case after case."""
+    try:
+        return env.runner(benchmark)
+    except EnvironmentUnavailable as exc:
+        pytest.exit(f"pytest-toolbench: {exc}", returncode=int(ToolbenchExit.USAGE_ERROR))
+
+
+@pytest.fixture(scope="session")
+def tool_sandbox(toolbench_env: RunEnvironment) -> ToolSandbox:
+    """The run's tool sandbox (a warm pool of isolated processes for untrusted tool code),
+    started on first request; the isolation it got goes into the run's report."""
+    try:
+        return toolbench_env.sandbox
+    except EnvironmentUnavailable as exc:
+        pytest.exit(f"pytest-toolbench: {exc}", returncode=int(ToolbenchExit.USAGE_ERROR))
+
+
+@pytest.fixture(scope="session")
+def toolbench_embedders(toolbench_env: RunEnvironment) -> Embedders:
+    """Sentence-transformers embedders (one per name, loaded on first use) and the on-disk
+    embedding cache the benchmarks build their FAISS indexes from."""
+    return toolbench_env.embedders
+
+
+@pytest.fixture(scope="session")
+def toolbench_runtime(
+    pytestconfig: pytest.Config, toolbench_settings: RunSettings, toolbench_model: ChatModel,
+    toolbench_env: RunEnvironment,
+) -> Iterator[CaseRuntime]:
+    runtime = CaseRuntime(toolbench_settings, toolbench_model)
+    # Each benchmark's runner is built from the environment the first time one of its cases runs.
+    runtime.runner_factory = lambda benchmark: runner_or_stop(toolbench_env, benchmark)
+    if hasattr(pytestconfig, "workerinput"):
+        worker = pytestconfig.workerinput["workerid"]
+        runtime.worker_journal = ResultJournal(run_dir(pytestconfig) / f"worker-{worker}.jsonl")
+    yield runtime
+    runtime.close()
+    if runtime.worker_journal is not None:
+        runtime.worker_journal.close()
+
+
+@pytest.fixture
+def case_result(case: Case, toolbench_runtime: CaseRuntime) -> CaseResult:
+    """The finished result of this test's case.
+
+    Submits this case and the next ones this process will run (so up to --concurrency cases are
+    in flight), then waits for this one. An infrastructure failure fails the *setup*, so pytest
+    shows the case as an ERROR, apart from wrong answers. The test's item comes from
+    ``current_item()``, not from ``request`` (which pytest rebuilds for every test).
+    """
+    runtime = toolbench_runtime
+    node = current_item()
+    if node is None or case_of(node) is not case:
+        raise RuntimeError(f"pytest-toolbench: case {case.id} is not the test being set up ({node})")
+    runtime.ensure_runner(case.benchmark)  # built once per process and benchmark
+    runtime.submit(case)
+    lookahead = 2 * runtime.settings.concurrency
+    for item in new_upcoming_items(node.session, node, lookahead):
+        upcoming = case_of(item)
+        if isinstance(upcoming, Case) and runtime.can_run(upcoming):
+            runtime.submit(upcoming)
+    result = runtime.result(case)
+    node.stash[RESULT_KEY] = result
+    if runtime.worker_journal is not None:  # backstop for the report channel (plugin.py)
+        runtime.worker_journal.append(result)
+    if result.outcome is Outcome.ERROR and result.error is not None:
+        attach_case(result, result.model or runtime.model.name)  # shown with the failed setup
+        pytest.fail(
+            f"infrastructure error ({result.error.kind}), not scored: {result.error.message}",
+            pytrace=False,
+        )
+    return result
+
+
+def assert_case_passed(result: CaseResult) -> None:
+    """Report the case to Allure (inside the test body, so attachments land on the test), then
+    fail a wrong answer with the case's short message, not a traceback."""
+    attach_case(result, result.model)
+    if result.outcome is not Outcome.PASSED:
+        pytest.fail(result.failure_message or "wrong answer", pytrace=False)
