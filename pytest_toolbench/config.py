@@ -17,7 +17,6 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, Field, SerializeAsAny
 
-from pytest_toolbench.models.base import DECODING_PRESETS, Sampling, preset_sampling
 
 OptionsT = TypeVar("OptionsT", bound=BaseModel)
 
@@ -311,10 +310,3 @@ class RunSettings(BaseModel):
         each benchmark declares (``open_protocol`` in benchmarks/base.py;
         ``pytest_toolbench.models.open_protocol``). Real endpoints only."""
         return self.resolved_decoding == "open" and self.resolved_backend in ("openai", "vllm")
-
-    @property
-    def sampling(self) -> Sampling:
-        """The run-wide default sampling (``models.base.DECODING_PRESETS``) for benchmarks that
-        build none of their own; ToolHop's is ``benchmarks/toolhop/decoding.py``."""
-        return preset_sampling(DECODING_PRESETS, self.resolved_decoding, self.temperature,
-                               self.max_tokens)

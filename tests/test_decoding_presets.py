@@ -1,6 +1,5 @@
-"""ToolHop builds its sampling from its own presets (benchmarks/toolhop/decoding.py); the values
-sent must be the ones the run-wide ``RunSettings.sampling`` gave before, for every decoding,
-backend and override."""
+"""ToolHop builds its sampling from its own presets (benchmarks/toolhop/decoding.py): upstream's
+values for every decoding, backend and override; Meta-Bench keeps the values it always sent."""
 
 from __future__ import annotations
 
@@ -30,4 +29,9 @@ def test_toolhop_sampling_is_upstream_preset_with_overrides(decoding, backend, t
                                          {"temperature": temperature, "max_tokens": max_tokens}.items()
                                          if v is not None})
     assert toolhop_sampling(settings) == expected
-    assert settings.sampling == expected  # the run-wide default, until every benchmark has its own
+
+
+def test_metabench_sends_the_values_it_always_sent():
+    from pytest_toolbench.benchmarks.metabench.benchmark import METABENCH_DECODING
+
+    assert METABENCH_DECODING == EXPECTED

@@ -24,7 +24,7 @@ from pytest_toolbench.exitcodes import ToolbenchExit
 from pytest_toolbench.models.base import CallContext, ChatRequest, ChatResponse
 from pytest_toolbench.models.cache import CachedModel
 from pytest_toolbench.results import journal as journal_module
-from pytest_toolbench.results import output_errors
+from pytest_toolbench import output_errors
 from pytest_toolbench.results.case_result import CaseResult, Outcome
 from pytest_toolbench.results.completeness import missing_text
 from pytest_toolbench.results.journal import JournalWriteError, ResultJournal, read_journal

@@ -19,6 +19,7 @@ from test_toolhop_runner import tool_call as scripted_call
 from pytest_toolbench.benchmarks.dataset_errors import DatasetWarning
 from pytest_toolbench.benchmarks.toolhop import execution
 from pytest_toolbench.benchmarks.toolhop.benchmark import TOOLHOP
+from pytest_toolbench.benchmarks.toolhop.decoding import toolhop_sampling
 from pytest_toolbench.benchmarks.toolhop.options import ToolHopOptions
 from pytest_toolbench.benchmarks.toolhop.runner import ToolHopRunner, is_name_expression
 from pytest_toolbench.benchmarks.toolhop.schema import load_toolhop_file
@@ -53,7 +54,7 @@ def closed_run(server: FakeOpenAIServer, record, scenario: str, sandbox=None):
                            use_cache=False, max_retries=0)
     assert settings.resolved_decoding == "closed" and not settings.open_protocol
     model = build_model(settings)
-    runner = ToolHopRunner(sandbox or InProcessSandbox(), ToolHopOptions(), settings.sampling)
+    runner = ToolHopRunner(sandbox or InProcessSandbox(), ToolHopOptions(), toolhop_sampling(settings))
 
     async def go():
         try:
@@ -161,7 +162,7 @@ def test_expression_tool_names_are_recorded_deviations(records):
     second = calls_msg(scripted_call("c", "os.getcwd", {}))
     model = ScriptedModel([batch, second, {"role": "assistant", "content": "<answer>6</answer>"}])
     sandbox = InProcessSandbox()
-    runner = ToolHopRunner(sandbox, ToolHopOptions(), RunSettings().sampling)
+    runner = ToolHopRunner(sandbox, ToolHopOptions(), toolhop_sampling(RunSettings()))
     result = asyncio.run(runner.run(TOOLHOP.make_case(records[9001], "mandatory"), model))
     deviations = [d for d in result.details["deviations"] if d["kind"] == "tool_name_expression"]
     assert [(d["turn"], d["call_index"], d["name"]) for d in deviations] == [
@@ -179,7 +180,7 @@ def test_expression_tool_names_are_recorded_deviations(records):
 
 def test_a_case_without_expression_names_records_none(records):
     model = ScriptedModel([calls_msg(scripted_call("a", "nope", {})), {"role": "assistant", "content": "6"}])
-    runner = ToolHopRunner(InProcessSandbox(), ToolHopOptions(), RunSettings().sampling)
+    runner = ToolHopRunner(InProcessSandbox(), ToolHopOptions(), toolhop_sampling(RunSettings()))
     result = asyncio.run(runner.run(TOOLHOP.make_case(records[9001], "mandatory"), model))
     assert result.details["deviations"] == []
     assert copy.deepcopy(result.transcript)[2]["content"] == (
@@ -216,4 +217,5 @@ def test_resolved_decoding(kwargs, decoding, open_protocol, max_tokens, monkeypa
     settings = RunSettings(**kwargs)
     assert settings.resolved_decoding == decoding
     assert settings.open_protocol is open_protocol
-    assert settings.sampling.max_tokens == max_tokens and settings.sampling.temperature == 0.0
+    sampling = toolhop_sampling(settings)
+    assert sampling.max_tokens == max_tokens and sampling.temperature == 0.0

@@ -16,6 +16,7 @@ import pytest
 from pytest_toolbench.benchmarks.base import Benchmark, Case, CaseRunner
 from pytest_toolbench.benchmarks.dataset_errors import DatasetWarning
 from pytest_toolbench.benchmarks.toolhop.benchmark import TOOLHOP
+from pytest_toolbench.benchmarks.toolhop.decoding import toolhop_sampling
 from pytest_toolbench.benchmarks.toolhop.options import ToolHopOptions
 from pytest_toolbench.benchmarks.toolhop.prompts import MANDATORY_PROMPT, build_messages
 from pytest_toolbench.benchmarks.toolhop.oracle import toolhop_oracle
@@ -454,7 +455,7 @@ def test_make_runner_and_oracle_end_to_end():
     runner = TOOLHOP.make_runner(RunEnvironment(settings, sandbox=sandbox))
     assert isinstance(runner, CaseRunner) and runner.sandbox is sandbox
     assert runner.options.max_turns == 9
-    assert runner.sampling == settings.sampling
+    assert runner.sampling == toolhop_sampling(settings)
 
     class OracleModel(ScriptedModel):
         async def complete(self, request, ctx):

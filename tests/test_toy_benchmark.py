@@ -52,9 +52,8 @@ def toy_env(tmp_path_factory: pytest.TempPathFactory, toy_dir: Path) -> dict[str
 def run_toy(env: dict[str, str], tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess, dict]:
     report = tmp_path / "report.json"
     toy_dir = Path(env["TOY_DIR"])
-    # The plugin's fixture module named explicitly: the repository's conftest.py registers it for
-    # its own suites, and nothing above this folder does.
-    cmd = [sys.executable, "-m", "pytest", "suites/toy", "--model", "oracle", "-p", "pytest_toolbench.session.fixtures",
+    # No conftest above this folder: the harness's fixtures come with the plugin itself.
+    cmd = [sys.executable, "-m", "pytest", "suites/toy", "--model", "oracle",
            "--toolbench-json", str(report), "-p", "no:cacheprovider", "--runs-dir", str(tmp_path / "runs"),
            "-n", "0", *args]
     proc = subprocess.run(cmd, cwd=toy_dir, env=env, capture_output=True, text=True, timeout=300)

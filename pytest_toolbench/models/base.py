@@ -45,15 +45,6 @@ def preset_sampling(presets: Mapping[str, Sampling], decoding: str, temperature:
     return preset.model_copy(update={k: v for k, v in overrides.items() if v is not None})
 
 
-#: The run-wide default that ``RunSettings.sampling`` still gives the benchmarks that have no
-#: preset of their own; the values are ToolHop's (``benchmarks/toolhop/decoding.py``, which each
-#: benchmark should replace with its own: then this table and ``RunSettings.sampling`` go).
-DECODING_PRESETS: dict[str, Sampling] = {
-    "closed": Sampling(temperature=0.0, max_tokens=256),
-    "open": Sampling(temperature=0.0, max_tokens=1024),
-}
-
-
 def content_text(content: Any) -> str:
     """A message's content as text: a string as is, a list of parts (some servers send
     ``[{"type": "text", "text": ...}]``) joined, anything else (None) empty."""

@@ -24,7 +24,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from pytest_toolbench.fileio import atomic_write_bytes
-from pytest_toolbench.results import output_errors
+from pytest_toolbench import output_errors
 from pytest_toolbench.models.repeat import cache_repeat_extra
 from pytest_toolbench.models.base import (
     CallContext,

@@ -113,7 +113,7 @@ def build_model(
                 # --backend vllm with --base-url repeated: a fleet of running vLLM replicas.
                 base_urls=list(settings.base_urls) if len(settings.base_urls) > 1 and url in settings.base_urls else None,
                 http_transport=settings.http_transport, retry_timeouts=not managed,
-                max_tokens=settings.sampling.max_tokens,
+                max_tokens=settings.max_tokens,
             )
 
         include_base_url = not managed

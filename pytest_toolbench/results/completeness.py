@@ -9,7 +9,7 @@ too."""
 from __future__ import annotations
 
 from pytest_toolbench.results.gates import GateVerdict
-from pytest_toolbench.results.output_errors import OutputFailure
+from pytest_toolbench.output_errors import OutputFailure
 
 #: How many missing case ids the terminal names before "and K more" (the JSON lists all).
 SHOWN_MISSING = 10

@@ -102,7 +102,7 @@ class GateVerdict(BaseModel):
     reason: str
     #: "metric": a --gate; "error_rate": the per-scenario --max-error-rate limit;
     #: "completeness": selected cases without a result (results/completeness.py); "output": an
-    #: output the run could not write (results/output_errors.py). The last two appear only failed.
+    #: output the run could not write (output_errors.py). The last two appear only failed.
     kind: Literal["metric", "error_rate", "completeness", "output"] = "metric"
 
 

@@ -25,11 +25,12 @@ from pytest_toolbench.benchmarks.base import Case
 from pytest_toolbench.exitcodes import ToolbenchExit
 from pytest_toolbench.fileio import atomic_write_bytes
 from pytest_toolbench.report import progress
-from pytest_toolbench.results import output_errors
+from pytest_toolbench import output_errors
 from pytest_toolbench.results.case_result import CaseResult, Outcome
 from pytest_toolbench.results.gates import GateVerdict, exit_status, parse_gate
 from pytest_toolbench.results.journal import ResultJournal, recover_missing
-from pytest_toolbench.results.output_errors import OutputFailure
+from pytest_toolbench.output_errors import OutputFailure
+from pytest_toolbench.session.selection import load_all_cases
 from pytest_toolbench.session.identity import run_identity, sandbox_warning, wall_time_note
 from pytest_toolbench.session.state import is_xdist_controller, run_dir_of, state
 from pytest_toolbench.session.transport import take_payloads, worker_output
@@ -332,8 +333,7 @@ class ControllerHooks:
         for name in covered:
             if name not in self.st.suite_sizes and name in registry():
                 try:
-                    b = registry()[name]
-                    self.st.suite_sizes[name] = len(b.load_cases(self.st.settings.data_dir, b.scenarios))
+                    self.st.suite_sizes[name] = len(load_all_cases(self.st.settings, name))
                 except Exception:  # noqa: BLE001 - only a note depends on it
                     pass
 

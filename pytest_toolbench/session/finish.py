@@ -24,7 +24,7 @@ from pytest_toolbench.results.case_result import CaseResult
 from pytest_toolbench.results.comparison import Comparison
 from pytest_toolbench.results.completeness import completeness_verdict, output_verdict
 from pytest_toolbench.results.gates import GateVerdict, error_rate_verdicts, evaluate_gates, exit_status, parse_gate
-from pytest_toolbench.results.output_errors import OutputFailure
+from pytest_toolbench.output_errors import OutputFailure
 from pytest_toolbench.results.repeats import RepeatStats, aggregate_repeats, repeat_stats, tables_per_repeat
 from pytest_toolbench.results.run_record import CacheCounts, Coverage, RunInfo, RunRecord
 

@@ -18,7 +18,7 @@ from pytest_toolbench.results.case_result import CaseResult
 from pytest_toolbench.session.completeness import CaseTracker
 from pytest_toolbench.results.gates import GateVerdict
 from pytest_toolbench.results.journal import ResultJournal
-from pytest_toolbench.results.output_errors import OutputFailure
+from pytest_toolbench.output_errors import OutputFailure
 from pytest_toolbench.runtime.server import ManagedServer
 
 if TYPE_CHECKING:  # built at the session end (session/finish.py), off the start-up path

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from pytest_toolbench.results import output_errors
+from pytest_toolbench import output_errors
 from pytest_toolbench.results.case_result import CaseResult
-from pytest_toolbench.results.output_errors import OutputFailure
+from pytest_toolbench.output_errors import OutputFailure
 from pytest_toolbench.session.state import STATE_KEY, is_worker
 
 

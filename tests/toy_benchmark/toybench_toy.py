@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 
 from pytest_toolbench.benchmarks.base import BenchmarkEnv, Case
 from pytest_toolbench.benchmarks.case_results import CallTally, base_fields, error_result, scored_result
-from pytest_toolbench.models.base import CallContext, ChatModel, ChatRequest, ModelCallError, content_text
+from pytest_toolbench.models.base import CallContext, ChatModel, ChatRequest, ModelCallError, Sampling, content_text
 from pytest_toolbench.results.aggregate import ReportTable
 from pytest_toolbench.results.case_result import CaseResult
 from pytest_toolbench.results.metrics import MetricSpec
@@ -83,7 +83,7 @@ class ToyBenchmark:
         return [c for c in cases if not options.topic or c.labels["topic"] in options.topic]
 
     def make_runner(self, env: BenchmarkEnv) -> ToyRunner:
-        return ToyRunner(env.options(self), env.settings.sampling)
+        return ToyRunner(env.options(self), Sampling(temperature=0.0, max_tokens=64))
 
     def report_tables(self, results: list[CaseResult]) -> list[ReportTable]:
         scored = [r for r in results if not r.is_error]

@@ -19,6 +19,7 @@ from pytest_toolbench.benchmarks.metabench.schema import (
 )
 from pytest_toolbench.benchmarks.metabench import tables
 from pytest_toolbench.config import RunSettings
+from pytest_toolbench.models.base import Sampling, preset_sampling
 from pytest_toolbench.results.aggregate import ReportTable
 from pytest_toolbench.results.case_result import CaseResult
 from pytest_toolbench.results.metrics import MetricSpec
@@ -40,6 +41,13 @@ SCENARIOS: tuple[str, ...] = tuple(
     for s in ("open-function_missing", "open-function_existing", "open-chat",
               f"closed-{CLOSED_CALL_CATEGORY[d]}", "closed-chat")
 )
+#: The sampling Meta-Bench requests send for each --decoding (--temperature/--max-tokens override
+#: it). Meta-Bench has no upstream evaluation code to copy; these are the values the harness has
+#: always sent it (ToolHop's presets, which it used to inherit).
+METABENCH_DECODING: dict[str, Sampling] = {
+    "closed": Sampling(temperature=0.0, max_tokens=256),
+    "open": Sampling(temperature=0.0, max_tokens=1024),
+}
 CALL_SCENARIOS = tuple(s for s in SCENARIOS if not s.endswith("chat"))
 CHAT_SCENARIOS = tuple(s for s in SCENARIOS if s.endswith("chat"))
 FM_SCENARIOS = tuple(s for s in SCENARIOS if s.endswith("function_missing"))
@@ -153,7 +161,9 @@ class MetaBenchBenchmark:
         """The runner over a given retriever (tests and tools hand in their own)."""
         from pytest_toolbench.benchmarks.metabench.runner import MetaBenchRunner
 
-        return MetaBenchRunner(retriever, settings.options_for(self.name, MetaBenchOptions), settings.sampling)
+        sampling = preset_sampling(METABENCH_DECODING, settings.resolved_decoding, settings.temperature,
+                                   settings.max_tokens)
+        return MetaBenchRunner(retriever, settings.options_for(self.name, MetaBenchOptions), sampling)
 
     def report_tables(self, results: list[CaseResult]) -> list[ReportTable]:
         return tables.report_tables(results)

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from pytest_toolbench.benchmarks.base import BenchmarkEnv, Case
 from pytest_toolbench.benchmarks.data_source import BUNDLED_DATA_DIR, DataSource, is_within
+from pytest_toolbench.benchmarks.toolhop.decoding import toolhop_sampling
 from pytest_toolbench.benchmarks.toolhop.open_parsers import TOOLHOP_OPEN_PARSER
 from pytest_toolbench.benchmarks.toolhop.options import ToolHopOptions
 from pytest_toolbench.benchmarks.toolhop.prompts import SCENARIOS
@@ -100,7 +101,8 @@ class ToolHopBenchmark:
 
     def runner(self, settings: RunSettings, sandbox: ToolSandboxLike) -> ToolHopRunner:
         """The runner over a given sandbox (tests and tools hand in their own)."""
-        return ToolHopRunner(sandbox, settings.options_for(self.name, ToolHopOptions), settings.sampling)
+        return ToolHopRunner(sandbox, settings.options_for(self.name, ToolHopOptions),
+                             toolhop_sampling(settings))
 
 
 TOOLHOP = ToolHopBenchmark()

@@ -9,7 +9,7 @@ can still write partial.
 
 A response-cache write fails inside the model layer of an xdist worker, far from pytest: it is
 :func:`record`-ed here, and the worker's next test report (or, at its end, its ``workeroutput``)
-carries it to the controller (plugin.py), so the run stops however the failure arose.
+carries it to the controller (session/transport.py), so the run stops however the failure arose.
 """
 
 from __future__ import annotations
