@@ -1,4 +1,4 @@
-"""``make run`` beside four CPU-bound processes: does the demo finish fast, with margin? (issue 22)
+"""``make run`` beside four CPU-bound processes: does the demo finish fast, with margin?
 
 Measures, in one run of this script:
 

@@ -1,4 +1,4 @@
-"""One performance run of the harness against a fixed-latency local endpoint (issue 11).
+"""One performance run of the harness against a fixed-latency local endpoint.
 
 Run: python perf/run.py [--latency 0.5] [--cases 1000] [--json PATH] [--skip NAME ...]
 

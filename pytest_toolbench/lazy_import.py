@@ -1,9 +1,8 @@
 """A module imported on first use, for heavy dependencies that many processes never touch.
 
 Every pytest process imports the plugin, its fixtures and every benchmark (options, markers):
-the xdist workers, ``--collect-only``, ``--help``. numpy (~70 ms) is needed only when retrieval
-indexes or metrics are built, and the openai SDK (~0.7 s) only when a request is actually sent
-(issue 11). ``np = LazyModule("numpy")`` reads like the import it replaces; type checkers are
+the xdist workers, ``--collect-only``, ``--help``. numpy is needed only when retrieval indexes or
+metrics are built, and the openai SDK (a slow import) only when a request is actually sent. ``np = LazyModule("numpy")`` reads like the import it replaces; type checkers are
 given the real import under ``TYPE_CHECKING``.
 """
 

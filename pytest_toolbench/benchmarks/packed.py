@@ -1,21 +1,20 @@
 """Records kept packed until a case runs, and JSON arrays read one record at a time.
 
-Why (issue 11, memory per case): a parsed record costs 3-4x its JSON text in Python objects, a
+Why (memory per case): a parsed record costs 3-4x its JSON text in Python objects, a
 case holds its record from collection to the end of the run, and every xdist worker collects
-every case. A 100,000-case ToolHop run held ~10 KiB per case in each process, half of it the
-records. :class:`PackedRecord` keeps instead the record's own JSON, zlib-compressed (~1.5 KB for a
-bundled-sample ToolHop record, 4-5 KB for a real upstream one, ~4x less than its text), and
-rebuilds the record when a case asks for it (20-100 us).
+every case: on a large run the records are most of each process's memory per case.
+:class:`PackedRecord` keeps instead the record's own JSON, zlib-compressed (several times smaller
+than its text), and rebuilds the record when a case asks for it (perf/run.py measures both).
 
 Exactness: the blob is the record's own text from the file (``json.loads`` of it gives back
 exactly what parsing the file gave: key order, big integers, ``NaN``, ``-0.0`` and escapes
-included), so nothing is re-encoded at load time, which halves the cost of packing. The
+included), so nothing is re-encoded at load time. The
 loader validated the record before packing it, so :meth:`PackedRecord.unpack` does not validate
 again: it uses ``model_construct``, which is only right for records whose fields are plain JSON
 values (no nested models); :meth:`PackedRecord.pack` refuses any other model.
 
 :func:`iter_json_array` keeps a whole file's records from existing at once: parsing a 100,000-case
-file with one ``json.loads`` made ~10 KiB of objects per record before the first was packed.
+file with one ``json.loads`` would build every record's objects before the first was packed.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 The controller reads a benchmark's files for the data fingerprint (``data_sources``), again for
 the cases, and a session fixture may read them a third time (Meta-Bench's tool library). Parsing
-and validating is most of collection time on a large file (issue 11), so every loader wraps its
+and validating is most of collection time on a large file, so every loader wraps its
 file parser in :func:`parsed_once`:
 
 * the key is the resolved path, the file's version (mtime, size, inode) and the parser's other

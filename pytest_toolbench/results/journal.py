@@ -2,12 +2,12 @@
 
 Each result is one line, written with one ``write()`` to an ``O_APPEND`` descriptor under an
 ``flock`` on that descriptor (several processes may share the file; a lock on the open file costs
-two system calls, where a lock *file* per result cost a third of the main thread's time per case,
-issue 11) before ``append`` returns: from then on it is in the
+two system calls, where a lock *file* per result cost far more of the main thread's time per
+case) before ``append`` returns: from then on it is in the
 kernel and survives Ctrl-C, SIGTERM and the harness process being killed. ``fsync`` (which only
 matters if the *machine* goes down) is a group commit on a background thread: one fsync covers
-every line written since the previous one, so the main thread never waits on the disk (one fsync
-per result cost ~5 ms each, issue 11). ``close()`` (and interpreter exit) waits for the last
+every line written since the previous one, so the main thread never waits on the disk (an fsync
+per result would). ``close()`` (and interpreter exit) waits for the last
 fsync. A crash mid-write leaves a truncated last line: the reader skips it, and the next writer
 cuts it off before appending so it cannot fuse with a new record.
 

@@ -5,7 +5,7 @@ model is resolved (the embedded one converted once per machine) and the server's
 keys the response cache, is computed without starting it. Workers get that identity, the
 rendezvous folder and, once started, the URL and pid through ``workerinput`` (anchors §3.2/§4).
 The server itself starts on the first cache miss of any process (runtime/lazy_server.py), so a
-fully cached re-run and ``--cache-only`` never start it (issue 22). The pid lets a server that
+fully cached re-run and ``--cache-only`` never start it. The pid lets a server that
 dies mid-run turn the remaining cases into errors at once instead of into minutes of retries.
 """
 

@@ -5,7 +5,7 @@ A worker can only start cases it has been handed (runtime/upcoming.py reads its 
 below a quarter of the remaining items per worker; it also holds back a worker whose last test
 took 0.1 s or more, taking it for a slow test. A toolbench test takes that long whenever it waits
 for its model call, so workers ran with a few items queued and most of ``--concurrency`` unused
-(half the in-flight window at ``-n 2``, issue 11). This scheduler is ``--dist load`` with one
+(about half the in-flight window at ``-n 2``). This scheduler is ``--dist load`` with one
 change: a worker's queue never drops below ``window`` items while items remain, and a test's
 duration is ignored (it measures the endpoint, not the test). Other ``--dist`` modes are left alone.
 """

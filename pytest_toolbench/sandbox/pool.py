@@ -535,7 +535,7 @@ def isolation_state(described: dict[str, Any]) -> dict[str, Any]:
         "missing_notes": {k: info.get(f"{k}_note") or "not verified" for k in missing},
         "landlock_abi": int(info.get("landlock_abi") or 0),
         # A layer is reported on only when it held: never "seccomp: true" beside a missing
-        # seccomp (issue 23), whatever a worker's own flags said.
+        # seccomp, whatever a worker's own flags said.
         "landlock": bool(info.get("landlock_abi")) and "landlock" not in missing,
         "seccomp": bool(info.get("seccomp")) and "seccomp" not in missing,
         "bubblewrap": bool(info.get("bubblewrap")),

@@ -191,7 +191,7 @@ class Zygote:
         req_r, req_w = os.pipe()
         rep_r, rep_w = os.pipe()
         # Everything the zygote holds goes to the permanent generation: the child's collections
-        # then never touch (and copy-on-write) those pages; a fork stays ~1 ms instead of ~20.
+        # then never touch (and copy-on-write) those pages, which keeps a fork cheap.
         gc.freeze()
         pid = os.fork()
         if pid == 0:
@@ -425,7 +425,7 @@ class Zygote:
         if self.jail and not info.get("verified_host_paths_hidden"):
             info["filesystem_view"] = "host"
             info["filesystem_view_note"] = "a jail was built, but the probe could stat host paths from it"
-        # The per-layer flags say what held, as missing_layers does (issue 23: "seccomp: true"
+        # The per-layer flags say what held, as missing_layers does (never "seccomp: true"
         # beside a missing seccomp): a filter that loaded but whose probe calls were not refused
         # is not in force; the note says why.
         if "seccomp" in missing and info["seccomp"]:

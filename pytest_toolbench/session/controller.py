@@ -69,7 +69,7 @@ class ControllerHooks:
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> None:
         """While the cases wait on the model, import what the end of the run needs (numpy for the
-        bootstrap, rich for the summary): ~0.2 s that would otherwise follow the last reply."""
+        bootstrap, rich for the summary), which would otherwise follow the last reply."""
         config = session.config
         # Only in a run of benchmark cases: a plain test session (-n 0) would race its own
         # numpy users (pytest.approx reads sys.modules['numpy'] while it is half imported).

@@ -148,7 +148,7 @@ _DEF_NAME = re.compile(r"(?m)^\s*def\s+([^\s(]+)\s*\(")
 
 def _defined_names(sources: list[str]) -> set[str]:
     """Every name ``_defines`` would find, in one pass over the sources (a pattern per tool and
-    source was half of a large file's load time, issue 11). A name it misses (one with spaces)
+    source was a large share of a large file's load time). A name it misses (one with spaces)
     still gets ``_defines``'s exact check, so the result is the same."""
     return {m.group(1) for src in sources for m in _DEF_NAME.finditer(src)}
 
