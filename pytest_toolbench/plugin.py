@@ -41,7 +41,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     # The harness's fixtures (model, runner, case_result...) come with the plugin, so a suite
     # outside this repository needs no conftest of ours.
-    config.pluginmanager.import_plugin("pytest_toolbench.session.fixtures")
+    from pytest_toolbench.session import fixtures
+
+    if not config.pluginmanager.is_registered(fixtures):  # e.g. -p pytest_toolbench.session.fixtures
+        config.pluginmanager.register(fixtures, "pytest_toolbench.session.fixtures")
     run_start.register_markers(config)
     st = run_start.configure_run(config)
     from pytest_toolbench.report.session_outputs import configure_allure
