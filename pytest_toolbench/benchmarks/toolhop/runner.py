@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from pytest_toolbench.benchmarks.base import Case
-from pytest_toolbench.benchmarks.case_results import option_deviations, truncate
+from pytest_toolbench.benchmarks.case_results import base_fields, option_deviations, truncate
 from pytest_toolbench.benchmarks.toolhop import invocation_errors
 from pytest_toolbench.benchmarks.toolhop.invocation_errors import ToolCallRecord
 from pytest_toolbench.benchmarks.toolhop.options import ToolHopOptions
@@ -302,16 +302,9 @@ class ToolHopRunner:
     def _base(
         self, case: Case, record: ToolHopRecord, model: ChatModel, state: _CaseState
     ) -> dict[str, Any]:
+        labels = {"hops": record.hops, "domain": record.domain, "answer_type": record.answer_type}
         return {
-            "case_id": case.id,
-            "benchmark": BENCHMARK,
-            "scenario": case.scenario,
-            "model": getattr(model, "name", ""),
-            "labels": {
-                "hops": record.hops,
-                "domain": record.domain,
-                "answer_type": record.answer_type,
-            },
+            **base_fields(case, model, BENCHMARK, labels),
             "transcript": state.messages,
             "usage": state.usage,
             "latency_s": state.latency_s,
