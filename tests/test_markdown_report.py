@@ -95,3 +95,13 @@ def test_written_to_github_step_summary_it_appends(tmp_path, monkeypatch, render
     monkeypatch.delenv("GITHUB_STEP_SUMMARY")
     write_markdown_report(path, RunRecord(run=RunInfo(settings={"model": "m"}), cases=[]))
     assert path.read_text().startswith("## pytest-toolbench: m")
+
+
+def test_replies_cut_short_are_counted_per_scenario() -> None:
+    """A reply cut off by max_tokens or a content filter is scored as it came back; the summary
+    says how many cases had one, and says nothing when none had."""
+    cur = run("model-b", [case(i, v, model="model-b") for i, v in enumerate(B_OK)])
+    assert "cut short" not in render_markdown(cur.metrics, model="model-b")
+    cur.metrics.scenarios[0].n_cases_cut_short = 2
+    assert "2 with a reply cut short (finish_reason length or content_filter)" in render_markdown(
+        cur.metrics, model="model-b")

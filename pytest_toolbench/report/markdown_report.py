@@ -56,7 +56,9 @@ def _gates(verdicts: Sequence[GateVerdict]) -> list[str]:
 def _scenario(s: ScenarioMetrics) -> list[str]:
     out = [f"#### {s.benchmark} / {s.scenario}", "",
            f"{s.n_cases} cases, {s.n_cases - s.n_errors} scored, {s.n_errors} infrastructure "
-           f"errors, {s.n_parse_failures} tool-call parse failures", ""]
+           f"errors, {s.n_parse_failures} tool-call parse failures"
+           + (f", {s.n_cases_cut_short} with a reply cut short (finish_reason length or "
+              "content_filter)" if s.n_cases_cut_short else ""), ""]
     if s.n_errors:  # cause, attempts and the option that would help, per kind
         out[-1:-1] = ["", f"Infrastructure errors: {describe_errors(s.error_kinds, s.error_details)}"]
     rows = [(mv.name, format_number(mv.value, is_rate=mv.is_rate), format_ci(mv), mv.n,
