@@ -282,3 +282,55 @@ def test_forged_reply_reaches_the_model_as_an_upstream_tool_error(sb: ToolSandbo
     content = asyncio.run(runner._execute(record, call_, 1, 0, state))
     assert content.startswith("an error occured when call forge_wrong_shape: tool execution crashed (")
     assert "malformed reply" in content and len(content) < 400
+
+
+def test_sigterm_ends_a_run_within_seconds_whatever_its_tools_do(tmp_path: Path) -> None:
+    """A real run whose every tool builds a deep tree, then sleeps: SIGTERM ends the process
+    within seconds (exit 2, INTERRUPTED), and no sandbox folder of the run is left behind."""
+    import json
+    import re
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    repo = Path(__file__).resolve().parents[1]
+    records = json.loads((repo / "data" / "toolhop" / "ToolHop.json").read_text(encoding="utf-8"))
+    hostile = ("    import os, time\n    path = '.'\n    for _ in range(1400):\n"
+               "        path = os.path.join(path, 'd')\n        try:\n            os.mkdir(path)\n"
+               "        except OSError:\n            break\n    time.sleep(5)\n    return 'done'\n")
+    # Every tool keeps its name, builds a deep tree and returns after a while: a sandbox whose
+    # clean-up failed on such a tree kept the slot, and callers waiting for one held the
+    # process after SIGTERM.
+    for record in records:
+        record["functions"] = [re.sub(r"def (\w+)\(.*", r"def \1(*args, **kwargs):", src.splitlines()[0])
+                               + "\n" + hostile for src in record["functions"]]
+    (tmp_path / "data" / "toolhop").mkdir(parents=True)
+    (tmp_path / "data" / "toolhop" / "ToolHop.json").write_text(json.dumps(records), encoding="utf-8")
+    sandbox_tmp = tmp_path / "tmp"
+    sandbox_tmp.mkdir()
+    env = {**os.environ, "TMPDIR": str(sandbox_tmp)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pytest", "suites/toolhop", "--model", "oracle", "--scenario", "mandatory",
+         "--data-dir", str(tmp_path / "data"), "--sandbox-workers", "2", "--no-cache", "-n", "0",
+         "-p", "no:cacheprovider", "-q"],
+        cwd=repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        # Wait until the pools have started (their folders exist); the oracle's first tool
+        # calls follow at once and hang.
+        while len(list(sandbox_tmp.glob("toolbench-sandbox-*"))) < 1 and time.monotonic() < deadline:
+            assert proc.poll() is None, proc.communicate()[0][-3000:]
+            time.sleep(0.2)
+        time.sleep(9.0)  # the first calls have ended (and their trees are gone), later ones run
+        proc.send_signal(signal.SIGTERM)
+        sent = time.monotonic()
+        output, _ = proc.communicate(timeout=30)
+        waited = time.monotonic() - sent
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 2, output[-3000:]
+    assert waited < 15, f"the run took {waited:.1f} s to end after SIGTERM"
+    time.sleep(1.0)  # the zygotes notice their pool went away and remove their folders
+    assert not list(sandbox_tmp.glob("toolbench-sandbox-*")), "a sandbox folder outlived the run"
