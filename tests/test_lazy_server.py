@@ -22,7 +22,7 @@ from pytest_toolbench.results.aggregate import aggregate
 from pytest_toolbench.results.case_result import CaseResult, InfraError, Outcome
 from pytest_toolbench.results.gates import error_rate_verdicts
 from pytest_toolbench.results.infra_errors import describe_errors, summarize_errors
-from pytest_toolbench.runtime.lazy_server import (
+from pytest_toolbench.models.lazy_server import (
     REQUEST_FILE,
     LazyServerModel,
     ServerOwner,

@@ -32,7 +32,8 @@ from pytest_toolbench.results.repeats import (
     repeat_stats,
     tables_per_repeat,
 )
-from pytest_toolbench.runtime.repeat import CURRENT_REPEAT, expand_repeats
+from pytest_toolbench.models.repeat import CURRENT_REPEAT
+from pytest_toolbench.runtime.repeat import expand_repeats
 
 REPO = Path(__file__).resolve().parents[1]
 BUNDLED = REPO / "data" / "toolhop" / "ToolHop.json"

@@ -5,7 +5,7 @@ Every place that prints infrastructure errors (terminal summary, Markdown report
 gate) goes through :func:`describe_errors`, which gives per kind its cause, the attempts made and
 the option that would help. The endpoint layer (models/openai_backend.py) records attempts and,
 where it knows the settings, a precise hint on the error; ``models/errors.py`` holds the hints
-for every kind (re-exported here).
+for every kind.
 """
 
 from __future__ import annotations
@@ -15,13 +15,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from pytest_toolbench.models.errors import (  # noqa: F401 - re-exported: the hints live with the calls
-    KIND_HINTS,
-    UNREACHABLE_MARK,
-    encode_hint,
-    kind_hint,
-    timeout_hint,
-)
+from pytest_toolbench.models.errors import UNREACHABLE_MARK, kind_hint
+
 
 class ErrorSummary(BaseModel):
     """The infrastructure errors of one kind in one scenario."""

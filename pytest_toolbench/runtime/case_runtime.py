@@ -24,7 +24,7 @@ from pytest_toolbench.models.call_log import CURRENT_CALL_LOG, CaseCallLog, curr
 from pytest_toolbench.results.case_result import CaseResult, InfraError, Outcome
 from pytest_toolbench.results.journal import ResultJournal
 from pytest_toolbench.models.recording import RecordingModel
-from pytest_toolbench.runtime.repeat import CURRENT_REPEAT
+from pytest_toolbench.models.repeat import CURRENT_REPEAT
 from pytest_toolbench.runtime.scheduler import CaseScheduler
 
 

@@ -2,7 +2,7 @@
 
 The repeat index is part of the case id, so node ids, journals, recordings and replay files tell
 the repeats apart and the ids are the same in every xdist worker. It is also part of the response
-cache key (:data:`CURRENT_REPEAT`, which the case runtime sets for the case's task; it lives in
+cache key (``models.repeat.CURRENT_REPEAT``, which the case runtime sets for the case's task; it lives in
 ``models/repeat.py`` with the cache that reads it).
 """
 
@@ -11,10 +11,8 @@ from __future__ import annotations
 import dataclasses
 
 from pytest_toolbench.benchmarks.base import Case, repeat_suffix
-# The contextvar lives with the cache that reads it; re-exported for the case runtime.
-from pytest_toolbench.models.repeat import CURRENT_REPEAT, cache_repeat_extra
 
-__all__ = ["CURRENT_REPEAT", "cache_repeat_extra", "expand_repeats"]
+__all__ = ["expand_repeats"]
 
 
 def expand_repeats(cases: list[Case], repeats: int) -> list[Case]:

@@ -4,7 +4,7 @@ The controller prepares vLLM in ``pytest_sessionstart`` (before xdist starts its
 model is resolved (the embedded one converted once per machine) and the server's identity, which
 keys the response cache, is computed without starting it. Workers get that identity, the
 rendezvous folder and, once started, the URL and pid through ``workerinput`` (anchors §3.2/§4).
-The server itself starts on the first cache miss of any process (runtime/lazy_server.py), so a
+The server itself starts on the first cache miss of any process (models/lazy_server.py), so a
 fully cached re-run and ``--cache-only`` never start it. The pid lets a server that
 dies mid-run turn the remaining cases into errors at once instead of into minutes of retries.
 """
@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from pytest_toolbench.config import RunSettings
-from pytest_toolbench.runtime.lazy_server import ServerOwner
+from pytest_toolbench.models.lazy_server import ServerOwner
 
 
 class ManagedServer:
@@ -84,7 +84,7 @@ class ManagedServer:
             "served_model": self.served_model,
             "pid": self.server.pid if started else None,
             "describe": self.describe,
-            # where a process asks for the server and reads its URL (runtime/lazy_server.py)
+            # where a process asks for the server and reads its URL (models/lazy_server.py)
             "rendezvous": str(self.owner.rendezvous) if self.owner is not None else None,
             "startup_timeout_s": self.server.startup_timeout_s,
             **(self.owner.info() if self.owner is not None else {"started": started}),

@@ -67,7 +67,7 @@ def toolbench_model(
             sdk_address=sdk_address(pytestconfig),
             processes=int(getattr(pytestconfig, "workerinput", {}).get("workercount", 1)),
             server_pid=info.get("pid"),
-            # not started yet: the first cache miss starts it (runtime/lazy_server.py)
+            # not started yet: the first cache miss starts it (models/lazy_server.py)
             server_rendezvous=None if info.get("base_url") else info.get("rendezvous"),
             server_wait_s=float(info.get("startup_timeout_s") or 600) + 60,
             open_protocols=run_open_protocols(registry()),
