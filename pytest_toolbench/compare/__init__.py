@@ -3,7 +3,7 @@ over the cases two runs share (see core.py)."""
 
 from pytest_toolbench.compare.core import compare_runs, compare_with_registry, registry_specs
 from pytest_toolbench.compare.load import LoadedRun, RunLoadError, load_run, load_runs
-from pytest_toolbench.compare.models import (
+from pytest_toolbench.results.comparison import (
     Comparison,
     MetricComparison,
     PairCoverage,

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from pytest_toolbench.compare.core import compare_runs, registry_specs
 from pytest_toolbench.compare.load import LoadedRun, load_run
-from pytest_toolbench.compare.models import Comparison
+from pytest_toolbench.results.comparison import Comparison
 from pytest_toolbench.results.aggregate import RunMetrics
 from pytest_toolbench.results.case_result import CaseResult
 from pytest_toolbench.results.gates import Baseline, Gate, parse_gate

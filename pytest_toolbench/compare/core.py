@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 from pytest_toolbench.compare.changed_cases import CaseChanges, case_changes
 from pytest_toolbench.compare.load import LoadedRun
-from pytest_toolbench.compare.models import (
+from pytest_toolbench.results.comparison import (
     Comparison,
     MetricComparison,
     PairCoverage,

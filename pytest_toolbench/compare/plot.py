@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pytest_toolbench.compare.models import Comparison, MetricComparison
+from pytest_toolbench.results.comparison import Comparison, MetricComparison
 
 
 def _rows(comp: Comparison, subgroups: bool) -> list[MetricComparison]:

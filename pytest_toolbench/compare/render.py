@@ -14,7 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from pytest_toolbench.compare.changed_cases import changed_lines
-from pytest_toolbench.compare.models import Comparison, MetricComparison, PairedDiff, RunValue
+from pytest_toolbench.results.comparison import Comparison, MetricComparison, PairedDiff, RunValue
 
 
 def fmt_value(v: RunValue | None, is_rate: bool) -> str:
