@@ -46,7 +46,8 @@ _ENV_KEEP = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ")
 #: before it declares the zygote itself hung and kills it.
 _ZYGOTE_GRACE_S = 5.0
 #: Kernel layers a test may pretend are unavailable (``ToolSandbox(disable_layers=...)``).
-LAYERS = ("landlock", "seccomp", "namespaces", "tmpfs", "jail", "audit_hook")
+LAYERS = ("landlock", "seccomp", "namespaces", "tmpfs", "jail", "audit_hook",
+          "caps", "pid_namespace", "cgroup", "user_namespace")
 #: Name of every pool folder (``<tempdir>/toolbench-sandbox-*``), which sweep_stale_folders knows.
 FOLDER_PREFIX = "toolbench-sandbox-"
 _CLOSED = object()  # in the slot queue once the pool is closed: wakes every caller waiting there
