@@ -24,6 +24,7 @@ from pydantic import BaseModel, ValidationError
 from pytest_toolbench.report.allure_report import display_model
 from pytest_toolbench.results.aggregate import MetricValue, RunMetrics
 from pytest_toolbench.results.gates import GateVerdict
+from pytest_toolbench.results.safe_text import safe_data, safe_text
 
 RUNS_DIR = "toolbench-runs"
 #: An older version's single-run files (see write_folder_files).
@@ -72,8 +73,12 @@ def headlines(metrics: RunMetrics) -> list[Headline]:
 
 def make_record(metrics: RunMetrics, verdicts: Sequence[GateVerdict], *, run_id: str, model: str,
                 info: dict[str, str] | None = None, now_ms: int | None = None) -> RunRecord:
-    return RunRecord(run_id=run_id or "run", model=model, verdicts=list(verdicts),
-                     headlines=headlines(metrics), info=dict(info or {}),
+    # what the first screen shows, escaped once here: a verdict's reason or a data note quotes
+    # data, and every folder-wide file is rebuilt from these records
+    shown = [v.model_copy(update={"gate": safe_text(v.gate), "reason": safe_text(v.reason)})
+             for v in verdicts]
+    return RunRecord(run_id=run_id or "run", model=safe_text(model), verdicts=shown,
+                     headlines=headlines(metrics), info=safe_data(dict(info or {})),
                      written_ms=now_ms if now_ms is not None else int(time.time() * 1000))
 
 
@@ -115,7 +120,7 @@ def gates_text(verdicts: Sequence[GateVerdict]) -> str:
 def _xml_text(text: str) -> str:
     """Allure 3's XML reader keeps entities undecoded, so ``&lt;`` would show as is: write the
     few characters XML forbids in text as look-alikes instead."""
-    text = text.replace("<=", "≤").replace(">=", "≥").replace("&", "+").replace("<", "‹")
+    text = safe_text(text).replace("<=", "≤").replace(">=", "≥").replace("&", "+").replace("<", "‹")
     return " ".join(text.split())
 
 

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from pytest_toolbench.results.gates import GateVerdict
+from pytest_toolbench.results.safe_text import safe_data
 
 RULE = "toolbench"
 
@@ -52,7 +53,7 @@ def gate_rules(runs: Iterable[tuple[str, Sequence[GateVerdict]]]) -> list[dict[s
                 rule_id, n = f"{label} · {v.gate} ({n})", n + 1
             seen.add(rule_id)
             rules.append({"id": rule_id, RULE: verdict_payload(v, label)})
-    return rules
+    return safe_data(rules)  # a reason quotes errors and case ids: no bidi control in the JS
 
 
 def check_records(verdicts: Iterable[GateVerdict], *, label: str = "",
@@ -61,7 +62,7 @@ def check_records(verdicts: Iterable[GateVerdict], *, label: str = "",
     one results folder do not overwrite each other's checks."""
     prefix = f"{label} · " if label else ""
     key = f"{run_id}-" if run_id else ""
-    return [
+    return safe_data([  # the Allure UI shows the reason decoded: escaped here
         {
             "id": f"toolbench-{key}gate-{i}",
             "name": f"{prefix}gate {v.gate}",
@@ -74,4 +75,4 @@ def check_records(verdicts: Iterable[GateVerdict], *, label: str = "",
             },
         }
         for i, v in enumerate(verdicts, start=1)
-    ]
+    ])

@@ -23,6 +23,7 @@ from typing import Any
 
 import allure
 import allure_commons
+import attr
 from allure_commons.types import AttachmentType
 
 from allure_commons.utils import md5
@@ -30,6 +31,7 @@ from allure_commons.utils import md5
 from pytest_toolbench.report.allure_steps import attach_conversation, readable
 from pytest_toolbench.results.aggregate import RunMetrics
 from pytest_toolbench.results.case_result import CaseResult, Outcome
+from pytest_toolbench.results.safe_text import safe_json, safe_text
 
 #: Keys looked up in CaseResult.details for the description, first hit wins. The benchmark
 #: record's own "answer" is ToolHop's *gold*, so plain "answer" is deliberately not a prediction.
@@ -53,7 +55,15 @@ def outcome_class(result: CaseResult) -> str:
 
 
 def _dumps(obj: Any) -> str:
-    return json.dumps(obj, indent=2, ensure_ascii=False, default=str)
+    """A JSON attachment: non-ASCII text kept readable, control and bidi characters as ``\\u``
+    escapes (the JSON still decodes to the same data)."""
+    return safe_json(json.dumps(obj, indent=2, ensure_ascii=False, default=str))
+
+
+def _text(text: str) -> str:
+    """A text attachment (a tool's result, the model's answer): control and bidi characters
+    escaped, newlines kept."""
+    return safe_text(text, multiline=True)
 
 
 def _first(details: dict[str, Any], keys: tuple[str, ...]) -> Any:
@@ -145,21 +155,44 @@ def _attach_scoring(result: CaseResult) -> None:
     gold, prediction = _first(d, GOLD_KEYS), _first(d, PREDICTION_KEYS)
     with allure.step(f"score: {outcome_class(result)}"):
         if gold is not None:
-            allure.attach(readable(gold), "gold", AttachmentType.TEXT)
+            allure.attach(_text(readable(gold)), "gold", AttachmentType.TEXT)
         if prediction is not None:
-            allure.attach(readable(prediction), "prediction", AttachmentType.TEXT)
+            allure.attach(_text(readable(prediction)), "prediction", AttachmentType.TEXT)
         rows = metric_rows(result)
         if rows:
             allure.attach("\n".join(f"{k}: {v}" for k, v in rows), "metric values",
                           AttachmentType.TEXT)
         if result.failure_message:
-            allure.attach(result.failure_message, "failure", AttachmentType.TEXT)
+            allure.attach(_text(result.failure_message), "failure", AttachmentType.TEXT)
+
+
+#: Fields of Allure's result models that hold a block of text (newlines kept when escaped).
+_BLOCK_FIELDS = frozenset({"description", "descriptionHtml", "message", "trace"})
+
+
+def escape_fields(item: Any) -> None:
+    """Escape control and bidi characters, in place, in every text of an Allure result or
+    container about to be written (its name, description, status message, parameters, labels
+    and nested steps): the title quotes the question, steps quote tool calls and replies, and the
+    status message the failure; the viewer would show them raw."""
+    if not attr.has(type(item)):
+        return
+    for field in attr.fields(type(item)):
+        value = getattr(item, field.name)
+        if isinstance(value, str):
+            setattr(item, field.name, safe_text(value, multiline=field.name in _BLOCK_FIELDS))
+        elif isinstance(value, list):
+            for child in value:
+                escape_fields(child)
+        else:
+            escape_fields(value)
 
 
 class ModelIdentity:
     """allure-commons hook: put the model into ``testCaseId`` (allure-pytest derives it from the
-    node id alone) and name parse failures in the status message, just before a result is
-    written. Registered by :func:`register_allure_hooks` in every process that writes results."""
+    node id alone), name parse failures in the status message and escape every text
+    (:func:`escape_fields`), just before a result is written. Registered by
+    :func:`register_allure_hooks` in every process that writes results."""
 
     @allure_commons.hookimpl(tryfirst=True)
     def report_result(self, result: Any) -> None:
@@ -171,6 +204,11 @@ class ModelIdentity:
         if labels.get(OUTCOME_LABEL) == PARSE and details is not None and details.message:
             if not details.message.startswith("tool-call parse failure"):
                 details.message = f"tool-call parse failure: {details.message}"
+        escape_fields(result)
+
+    @allure_commons.hookimpl(tryfirst=True)
+    def report_container(self, container: Any) -> None:
+        escape_fields(container)  # fixtures' set-up and tear-down: names, failure messages
 
 
 _IDENTITY = ModelIdentity()
@@ -240,7 +278,8 @@ def attach_case(result: CaseResult, model: str) -> None:
         for i, pf in enumerate(result.parse_failures, start=1):
             raw = pf.get("raw_text")
             if raw:
-                allure.attach(str(raw), f"parse failure {i}: raw model text", AttachmentType.TEXT)
+                allure.attach(_text(str(raw)), f"parse failure {i}: raw model text",
+                              AttachmentType.TEXT)
 
 
 def allure_active() -> bool:
@@ -267,7 +306,8 @@ def attach_run_metrics(
     are every test already in ``alluredir``: Allure then shows the metrics under each test's
     set-up (it has no run-level slot before 2.16).
     """
-    metrics_json = metrics.model_dump_json(indent=2)
+    metrics_json = safe_json(metrics.model_dump_json(indent=2))  # group names are data
+    summary_text = _text(summary_text)
     if hasattr(allure, "global_attach"):
         if not allure_active():
             return False

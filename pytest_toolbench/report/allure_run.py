@@ -33,6 +33,7 @@ from pytest_toolbench.report.allure_gates import RULE_JS, check_records, gate_ru
 from pytest_toolbench.report.allure_report import INFRA, OUTCOME_LABEL, PARSE, WRONG, display_model
 from pytest_toolbench.results.aggregate import MetricValue, RunMetrics, ScenarioMetrics
 from pytest_toolbench.results.gates import GateVerdict
+from pytest_toolbench.results.safe_text import safe_data, safe_json, safe_text
 
 CONFIG_FILE = "allurerc.mjs"
 #: The report's tree: model / benchmark / scenario (the suite path attach_case sets).
@@ -103,7 +104,7 @@ def perf_records(metrics: RunMetrics, *, now_ms: int | None = None,
                 for name, mv in g.metrics.items():
                     add(s, f"{base}[{label}={g.group}].{name}",
                         f"{base} {name} ({label}={g.group})", mv)
-    return out
+    return safe_data(out)  # keys and titles hold a dataset's group names
 
 
 # --------------------------------------------------------------------------- HTML table
@@ -111,7 +112,9 @@ def render_metrics_html(metrics: RunMetrics, verdicts: Sequence[GateVerdict] = (
                         header: dict[str, str] | None = None) -> str:
     """A self-contained HTML page: run header, gate verdicts, then per benchmark/scenario the
     metric table (value, 95% CI, n) and one table per breakdown label."""
-    e = html.escape
+    def e(text: str) -> str:  # labels, groups and gate reasons are data: escaped, then HTML-safe
+        return html.escape(safe_text(text))
+
     css = ("body{font-family:sans-serif;font-size:14px}table{border-collapse:collapse;margin:6px 0 14px}"
            "td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}th{background:#f3f3f3}"
            "td:first-child,th:first-child{text-align:left}.pass{color:#167a2b;font-weight:bold}"
@@ -191,7 +194,7 @@ def allurerc(records: Sequence[allure_folder.RunRecord], output: str = "allure-r
         body = (body[:-2] + ',\n  "qualityGate": {"use": [toolbenchVerdict], "rules": '
                 + json.dumps(rules, indent=2, ensure_ascii=False) + "}\n}")
     return ("// Written by pytest-toolbench for this results folder (Allure 3 config).\n"
-            + (RULE_JS if rules else "") + f"export default {body};\n")
+            + (RULE_JS if rules else "") + f"export default {safe_json(body)};\n")
 
 
 def write_run_files(

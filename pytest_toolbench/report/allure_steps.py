@@ -14,6 +14,8 @@ from typing import Any
 import allure
 from allure_commons.types import AttachmentType
 
+from pytest_toolbench.results.safe_text import safe_text
+
 #: Longest step title; the full text is always in the step's attachment.
 TITLE_CHARS = 120
 
@@ -106,16 +108,20 @@ def conversation_steps(transcript: list[dict[str, Any]]) -> list[dict[str, Any]]
 
 
 def attach_conversation(transcript: list[dict[str, Any]]) -> None:
-    """Emit the conversation as Allure steps under the running test (no-op without Allure)."""
+    """Emit the conversation as Allure steps under the running test (no-op without Allure).
+    Titles and bodies are the model's and the tools' text: escaped (results/safe_text.py)."""
     for step in conversation_steps(transcript):
-        with allure.step(step["title"]):
+        with allure.step(safe_text(step["title"])):
             if step["body"]:
-                allure.attach(step["body"], "message", AttachmentType.TEXT)
+                allure.attach(safe_text(step["body"], multiline=True), "message",
+                              AttachmentType.TEXT)
             for call in step["children"]:
-                with allure.step(call["title"]):
-                    allure.attach(call["arguments"], "arguments", AttachmentType.TEXT)
+                with allure.step(safe_text(call["title"])):
+                    allure.attach(safe_text(call["arguments"], multiline=True), "arguments",
+                                  AttachmentType.TEXT)
                     if call["result"] is not None:
-                        allure.attach(call["result"], "result", AttachmentType.TEXT)
+                        allure.attach(safe_text(call["result"], multiline=True), "result",
+                                      AttachmentType.TEXT)
                     else:
                         allure.attach("(no tool message answered this call)", "result",
                                       AttachmentType.TEXT)

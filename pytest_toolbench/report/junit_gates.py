@@ -16,6 +16,7 @@ from _pytest.junitxml import xml_key
 from _pytest.reports import TestReport
 
 from pytest_toolbench.results.gates import GateVerdict
+from pytest_toolbench.results.safe_text import safe_text
 
 GATE_CLASSNAME = "toolbench-gates"
 ERROR_RATE_CLASSNAME = "toolbench-error-rate"
@@ -36,6 +37,9 @@ def write_gate_testcases(config: pytest.Config, verdicts: Iterable[GateVerdict])
         return 0
     n = 0
     for verdict in verdicts:
+        # a reason quotes case ids and endpoint errors: escaped like every text a CI log shows
+        verdict = verdict.model_copy(update={"gate": safe_text(verdict.gate),
+                                             "reason": safe_text(verdict.reason)})
         nodeid = gate_nodeid(verdict)
         location = (nodeid.split("::")[0], None, verdict.gate)
         props = [

@@ -21,12 +21,14 @@ from pytest_toolbench.results.gates import GateVerdict
 from pytest_toolbench.results.comparison import Comparison
 from pytest_toolbench.results.infra_errors import describe_errors
 from pytest_toolbench.results.run_record import RunRecord
+from pytest_toolbench.results.safe_text import safe_text
 
 
 def cell(value: object) -> str:
-    """One table cell: no newlines, pipes escaped, never empty (an empty cell reads as missing)."""
+    """One table cell: no newlines, control and bidi characters escaped (results/safe_text.py),
+    pipes escaped, never empty (an empty cell reads as missing)."""
     text = "n/a" if value is None else str(value)
-    text = " ".join(text.split()).replace("\\", "\\\\").replace("|", "\\|")
+    text = safe_text(" ".join(text.split())).replace("\\", "\\\\").replace("|", "\\|")
     return text or " "
 
 
@@ -60,7 +62,8 @@ def _scenario(s: ScenarioMetrics) -> list[str]:
            + (f", {s.n_cases_cut_short} with a reply cut short (finish_reason length or "
               "content_filter)" if s.n_cases_cut_short else ""), ""]
     if s.n_errors:  # cause, attempts and the option that would help, per kind
-        out[-1:-1] = ["", f"Infrastructure errors: {describe_errors(s.error_kinds, s.error_details)}"]
+        errors = safe_text(describe_errors(s.error_kinds, s.error_details))  # quotes endpoints
+        out[-1:-1] = ["", f"Infrastructure errors: {errors}"]
     rows = [(mv.name, format_number(mv.value, is_rate=mv.is_rate), format_ci(mv), mv.n,
              "higher" if mv.higher_is_better else "lower") for mv in s.metrics.values()]
     out += table(["metric", "value", "95% CI", "n", "better"], rows, ["l", "r", "r", "r", "l"])
@@ -132,7 +135,7 @@ def render_markdown(
     if run_id:
         out += [f"run `{run_id}`", ""]
     if notes:
-        out += [f"- {n}" for n in notes] + [""]
+        out += [f"- {safe_text(n)}" for n in notes] + [""]
     if verdicts:
         out += _gates(verdicts)
     benchmarks: list[str] = []
@@ -149,7 +152,9 @@ def render_markdown(
                 out += _report_table(t)
     if comparison is not None:
         out += _comparison(comparison)
-    return "\n".join(out).rstrip() + "\n"
+    # Every part that quotes data is escaped where it is laid out; the whole once more, so no
+    # control or bidi character reaches a rendered job summary.
+    return safe_text("\n".join(out).rstrip() + "\n", multiline=True)
 
 
 def write_markdown_report(path: str | Path, record: RunRecord, *, notes: Sequence[str] = ()) -> Path:

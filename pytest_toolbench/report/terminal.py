@@ -87,6 +87,7 @@ from pytest_toolbench.results.aggregate import MetricValue, ReportTable, RunMetr
 from pytest_toolbench.results.gates import GateVerdict
 from pytest_toolbench.results.infra_errors import describe_errors, unreachable_lines
 from pytest_toolbench.results.run_record import RunRecord
+from pytest_toolbench.results.safe_text import safe_text
 
 DETAILS_HINT = ("details: -v prints every metric, the breakdowns and the paper tables; all are in "
                 "the run's report.json (toolbench runs) and --toolbench-md")
@@ -122,7 +123,9 @@ def _with_errors(count: int | str, n_errors: int) -> str:
 
 
 def _wrap_line(text: str, width: int) -> list[str]:
-    """A note wrapped to the width; paths and other long words stay whole."""
+    """A note wrapped to the width; paths and other long words stay whole. Notes quote data
+    (an endpoint's error, a path): escaped first, so none can move the cursor or start a line."""
+    text = safe_text(text)
     if len(text) <= width:
         return [text]
     return textwrap.wrap(text, width, subsequent_indent="    ", break_long_words=False,
@@ -214,7 +217,7 @@ def render_overview(
     out: list[str] = []
     for note in run_notes:  # a data file's line stays whole: path and sha256 are copied from it
         whole = note.startswith("data: ") and "sha256" in note
-        out += [note] if whole else _wrap_line(note, width)
+        out += [safe_text(note)] if whole else _wrap_line(note, width)
     if not metrics.scenarios and not metrics.tables:
         out.append("pytest-toolbench: no case results were collected")
     for benchmark in _benchmarks(metrics):
@@ -350,7 +353,7 @@ def render_gates(verdicts: list[GateVerdict], *, width: int = 120) -> str:
     else:
         for verdict, gate, actual, reason in table.rows:
             lines += _wrap_line(f"{verdict:<4}  {gate}  (actual {actual})", width)
-            lines += textwrap.wrap(reason, width, initial_indent="      ",
+            lines += textwrap.wrap(reason, width, initial_indent="      ",  # escaped: a cell
                                    subsequent_indent="      ", break_long_words=False,
                                    break_on_hyphens=False)
     return "\n".join(lines) + "\n"

@@ -19,6 +19,8 @@ import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from pytest_toolbench.results.safe_text import safe_text
+
 #: A wrapped text column never gets narrower than this (unless its longest word is shorter).
 MIN_WRAP = 12
 
@@ -40,6 +42,10 @@ class TextTable:
         for row in self.rows:
             if len(row) != len(self.columns):
                 raise ValueError(f"row has {len(row)} cells, header {len(self.columns)}: {row!r}")
+        # Cells hold data (labels, groups, gate reasons quoting an error): escaped before the
+        # widths are measured, so a control sequence can neither act nor shift a column.
+        self.columns = [safe_text(str(c)) for c in self.columns]
+        self.rows = [[safe_text(str(c)) for c in row] for row in self.rows]
 
 
 def table_width(widths: Sequence[int]) -> int:

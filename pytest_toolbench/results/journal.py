@@ -33,6 +33,7 @@ from types import TracebackType
 from pydantic import ValidationError
 
 from pytest_toolbench.results.case_result import CaseResult
+from pytest_toolbench.results.safe_text import safe_json_bytes
 
 
 class JournalError(ValueError):
@@ -92,7 +93,8 @@ class ResultJournal:
         atexit.register(self.close)
 
     def append(self, result: CaseResult) -> None:
-        data = (result.model_dump_json() + "\n").encode("utf-8")
+        # DEL, C1 and bidi controls as JSON escapes, as in the JSON report (results/safe_text.py)
+        data = safe_json_bytes((result.model_dump_json() + "\n").encode("utf-8"))
         with self._cond:
             if self._closed:
                 raise ValueError(f"{self.path}: journal is closed")

@@ -26,6 +26,7 @@ from pytest_toolbench.results.case_result import CaseResult
 from pytest_toolbench.results.comparison import Comparison
 from pytest_toolbench.results.gates import GateVerdict
 from pytest_toolbench.results.repeats import RepeatStats
+from pytest_toolbench.results.safe_text import safe_json_bytes
 
 SCHEMA_VERSION = 1
 
@@ -126,8 +127,10 @@ class RunRecord(BaseModel):
         return self.model_dump(mode="json", exclude=exclude)
 
     def to_json(self) -> bytes:
-        """The JSON report: indented, UTF-8, NaN kept as the stdlib writes it (fileio.py)."""
-        return indented_json(self.report_dict())
+        """The JSON report: indented, UTF-8, NaN kept as the stdlib writes it (fileio.py). The
+        encoder writes DEL, C1 and bidi controls raw; they are ``\\u`` escapes here, so ``cat``
+        or an editor shows a dataset's or model's text as stored, not reordered or acted on."""
+        return safe_json_bytes(indented_json(self.report_dict()))
 
     def write(self, path: str | Path) -> Path:
         """Write the JSON report atomically (a CI step never reads half a report)."""

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from pytest_toolbench.fileio import atomic_write_bytes, atomic_write_text
+from pytest_toolbench.results.safe_text import safe_json
 
 if TYPE_CHECKING:  # a run's start (record_start) needs none of the report's models
     from pytest_toolbench.results.case_result import CaseResult
@@ -94,7 +95,8 @@ def _fingerprints(data_sources: Iterable[dict[str, Any]]) -> list[DataFingerprin
 
 def write_index(run_dir: Path, index: RunIndex) -> Path:
     path = run_dir / INDEX_NAME
-    atomic_write_text(path, index.model_dump_json(indent=2) + "\n")
+    # bidi and C1 controls (a data path's) as JSON escapes, like the report (results/safe_text.py)
+    atomic_write_text(path, safe_json(index.model_dump_json(indent=2)) + "\n")
     return path
 
 

@@ -29,6 +29,7 @@ from pytest_toolbench import output_errors
 from pytest_toolbench.results.case_result import CaseResult, Outcome
 from pytest_toolbench.results.gates import GateVerdict, exit_status, parse_gate
 from pytest_toolbench.results.journal import ResultJournal, recover_missing
+from pytest_toolbench.results.safe_text import safe_text
 from pytest_toolbench.output_errors import OutputFailure
 from pytest_toolbench.session.selection import load_all_cases
 from pytest_toolbench.session.identity import run_identity, sandbox_warning, wall_time_note
@@ -404,7 +405,9 @@ class ControllerHooks:
         warning = sandbox_warning(st.sandbox_states)
         if warning:
             terminalreporter.write_line(warning, red=True, bold=True)
-        terminalreporter.write(st.summary)
+        # The summary quotes data (notes, labels, errors); its parts are escaped where they are
+        # laid out, and the whole once more here, where it reaches the terminal.
+        terminalreporter.write(safe_text(st.summary, multiline=True))
         if st.recovered:
             terminalreporter.write_line(
                 f"{st.recovered} result(s) whose reports never arrived were recovered from the "
@@ -433,7 +436,8 @@ class ControllerHooks:
         # the status the run really exits with (e.g. 5 when no case ran), not only the gates'
         status = int(self.session.exitstatus) if self.session is not None else int(gates_status)
         reporter.write_sep("=", "pytest-toolbench gates")
-        reporter.write(render_gates(st.verdicts, width=max(40, reporter._tw.fullwidth)))
+        reporter.write(safe_text(render_gates(st.verdicts, width=max(40, reporter._tw.fullwidth)),
+                                 multiline=True))
         # never PASSED on a run that exits non-zero (lost cases, an unwritten output, Ctrl-C)
         word = "PASSED" if gates_status is ToolbenchExit.OK and status == 0 else "FAILED"
         name = ToolbenchExit(status).name if status in ToolbenchExit._value2member_map_ else "?"
@@ -451,7 +455,7 @@ class ControllerHooks:
         else:
             why = (f"not the gates' {int(gates_status)} {gates_status.name}: the run did not "
                    "finish normally")
-        reporter.write_line(
+        reporter.write_line(safe_text(  # why: case ids and error texts from the run
             f"gates {word} (exit status {status} {name}): {why}"
             + (" [partial run]" if st.partial else "")
-        )
+        ))

@@ -29,6 +29,7 @@ from pytest_toolbench.session.transport import RESULT_KEY
 from pytest_toolbench.report.allure_report import attach_case
 from pytest_toolbench.results.case_result import CaseResult, Outcome
 from pytest_toolbench.results.journal import ResultJournal
+from pytest_toolbench.results.safe_text import safe_text
 from pytest_toolbench.runtime.case_runtime import CaseRuntime
 from pytest_toolbench.runtime.environment import RunEnvironment
 from pytest_toolbench.models.liveness import dead_server_check
@@ -163,10 +164,10 @@ def case_result(case: Case, toolbench_runtime: CaseRuntime) -> CaseResult:
         runtime.worker_journal.append(result)
     if result.outcome is Outcome.ERROR and result.error is not None:
         attach_case(result, result.model or runtime.model.name)  # shown with the failed setup
-        pytest.fail(
-            f"infrastructure error ({result.error.kind}), not scored: {result.error.message}",
-            pytrace=False,
-        )
+        # pytest prints the message raw (FAILED line, JUnit, Allure): an endpoint's or a tool's
+        # text is escaped so it cannot drive the terminal.
+        pytest.fail(safe_text(f"infrastructure error ({result.error.kind}), not scored: "
+                              f"{result.error.message}", multiline=True), pytrace=False)
     return result
 
 
@@ -175,4 +176,7 @@ def assert_case_passed(result: CaseResult) -> None:
     fail a wrong answer with the case's short message, not a traceback."""
     attach_case(result, result.model)
     if result.outcome is not Outcome.PASSED:
-        pytest.fail(result.failure_message or "wrong answer", pytrace=False)
+        # The message quotes the question, the gold and the model's answer (which may repeat a
+        # tool's error): escaped, since pytest prints it raw on its FAILED line.
+        pytest.fail(safe_text(result.failure_message or "wrong answer", multiline=True),
+                    pytrace=False)

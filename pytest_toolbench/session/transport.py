@@ -14,6 +14,7 @@ import pytest
 
 from pytest_toolbench import output_errors
 from pytest_toolbench.results.case_result import CaseResult
+from pytest_toolbench.results.safe_text import safe_text
 from pytest_toolbench.output_errors import OutputFailure
 from pytest_toolbench.session.state import STATE_KEY, is_worker
 
@@ -60,7 +61,7 @@ def summary_properties(result: CaseResult) -> list[tuple[str, object]]:
     if result.error is not None:
         props.append(("toolbench.error_kind", result.error.kind))
     if result.failure_message:
-        props.append(("toolbench.failure_message", result.failure_message[:500]))
+        props.append(("toolbench.failure_message", safe_text(result.failure_message[:500])))
     retries = result.details.get("endpoint_retries")
     if retries:
         props.append(("toolbench.endpoint_retries", retries["count"]))
