@@ -25,6 +25,10 @@ EMBEDDED_MODEL = "smollm2-135m"
 
 _UNSET: Any = object()
 
+#: The most repeats of a case: each repeat is a pytest item of every case, all built at
+#: collection (10 samples x 3 scenarios x 1000 = 30,000 items); a billion hung collection.
+MAX_REPEATS = 1000
+
 
 def option(
     default: Any = None,
@@ -100,7 +104,8 @@ class VLLMSettings(BaseModel):
         flag="--vllm-arg", default_factory=list, metavar="ARG", repeatable=True,
         help="extra argument passed to the vLLM server (repeatable), e.g. "
              "--vllm-arg=--max-model-len=4096")
-    startup_timeout_s: float = option(600.0, flag="--vllm-startup-timeout")
+    startup_timeout_s: float = option(600.0, flag="--vllm-startup-timeout", gt=0,
+                                      allow_inf_nan=False)
     #: Overrides the model-family table.
     tool_call_parser: str | None = option(None, flag="--tool-call-parser",
                                           help="override vLLM's tool-call parser")
@@ -116,7 +121,9 @@ class VLLMSettings(BaseModel):
 class RunSettings(BaseModel):
     # --- model under test
     model: str = option(
-        EMBEDDED_MODEL, flag="--model", flag_default=None,
+        EMBEDDED_MODEL, flag="--model", flag_default=None, min_length=1,
+        # An empty name would silently become the embedded model's, sent to the user's endpoint.
+        why=f"(leave --model out for the default, {EMBEDDED_MODEL})",
         help=f"model under test: an API model name, a local model path or name for "
              f"--backend vllm, 'oracle' (gold answers), 'replay:PATH' (recorded responses). "
              f"Default: {EMBEDDED_MODEL}, served by vLLM on the CPU.")
@@ -138,7 +145,7 @@ class RunSettings(BaseModel):
         help="endpoints of one model, one URL per line (# comments), added to --base-url")
     api_key: str | None = option(None, flag="--api-key", help="API key (default $OPENAI_API_KEY)")
     request_timeout_s: float = option(  # one HTTP attempt
-        120.0, flag="--request-timeout", gt=0,
+        120.0, flag="--request-timeout", gt=0, allow_inf_nan=False,
         help="seconds for one HTTP attempt (each retry gets its own)")
     max_retries: int = option(
         6, flag="--max-retries", ge=0,
@@ -146,18 +153,18 @@ class RunSettings(BaseModel):
              "honours Retry-After up to --retry-after-max)")
     #: The longest Retry-After wait honoured (larger ones are cut).
     retry_after_max_s: float = option(
-        60.0, flag="--retry-after-max", metavar="SECONDS", ge=0,
+        60.0, flag="--retry-after-max", metavar="SECONDS", ge=0, allow_inf_nan=False,
         help="longest Retry-After wait honoured; a server asking for more waits this long")
     #: An endpoint that never answered since the run's first request is given up after this long.
     unreachable_after_s: float = option(
-        10.0, flag="--unreachable-after", metavar="SECONDS", ge=0,
+        10.0, flag="--unreachable-after", metavar="SECONDS", ge=0, allow_inf_nan=False,
         help="give up an endpoint that has not answered once since the run's first request "
              "and fails every attempt (connection refused, DNS, TLS, timeouts) after this "
              "long: every case then fails at once as an infrastructure error naming the URL "
              "and the cause")
     #: A whole case (every call, retry and tool); None: no limit.
     case_timeout_s: float | None = option(
-        None, flag="--case-timeout", metavar="SECONDS", gt=0,
+        None, flag="--case-timeout", metavar="SECONDS", gt=0, allow_inf_nan=False,
         help="deadline for a whole case (all model calls, retries and tools); a case "
              "past it is an infrastructure error of kind case_timeout (default: none)")
     #: Upstream's closed script on an API error: no retry, the turn is lost (nothing appended).
@@ -192,9 +199,11 @@ class RunSettings(BaseModel):
              "upstream's qwen25/llama31 parsers (local-model scripts); open-server-parser "
              "= open decoding with the server's own tool parser (NOT upstream). "
              "Default: open for vLLM, closed otherwise")
-    temperature: float | None = option(None, flag="--temperature",
-                                       help="override the preset temperature")
-    max_tokens: int | None = option(None, flag="--max-tokens", help="override the preset max_tokens")
+    #: OpenAI's range; a value outside it is refused by the API (and meaningless elsewhere).
+    temperature: float | None = option(None, flag="--temperature", ge=0, le=2, allow_inf_nan=False,
+                                       help="override the preset temperature (0 to 2)")
+    max_tokens: int | None = option(None, flag="--max-tokens", ge=1,
+                                    help="override the preset max_tokens")
     # --- cache, record, replay
     cache_dir: Path = option(Path(".toolbench/cache"), flag="--cache-dir",
                              help="response cache directory")
@@ -222,7 +231,8 @@ class RunSettings(BaseModel):
              "default: the bundled samples in data/")
     #: None: all of each benchmark's scenarios.
     scenarios: tuple[str, ...] | None = option(
-        None, flag="--scenario", repeatable=True, split=True,
+        None, flag="--scenario", repeatable=True, split=True, min_length=1,
+        why="(leave --scenario out to run every scenario)",
         help="scenario(s) to run (repeatable or comma-separated); default: all")
     limit: int | None = option(None, flag="--limit", ge=1,
                                help="first N samples of each benchmark (file order)")
@@ -230,10 +240,11 @@ class RunSettings(BaseModel):
                                                 help="comma-separated sample ids to run")
     #: Every case runs K times (pass@k / pass^k, unstable cases; results/repeats.py).
     repeats: int = option(
-        1, flag="--repeats", metavar="K", ge=1,
-        help="run each case K times (node ids end in -r1..-rK; each repeat has its own "
-             "cache entries; use --temperature to sample). Reports the mean over all "
-             "repeats (CI over cases), pass@k and pass^k, and unstable cases (default 1)")
+        1, flag="--repeats", metavar="K", ge=1, le=MAX_REPEATS,
+        help=f"run each case K times (node ids end in -r1..-rK; each repeat has its own "
+             f"cache entries; use --temperature to sample). Reports the mean over all "
+             f"repeats (CI over cases), pass@k and pass^k, and unstable cases (default 1). "
+             f"At most {MAX_REPEATS}: every repeat is a test item, all made at collection")
     # --- reporting and gating
     json_path: Path | None = option(
         None, flag="--toolbench-json", metavar="PATH",
@@ -243,7 +254,7 @@ class RunSettings(BaseModel):
         help="metric gate, e.g. 'toolhop.mandatory.accuracy>=0.45' (repeatable). With "
              "gates, the exit status is decided by them, not by single wrong answers")
     max_error_rate: float = option(
-        0.0, flag="--max-error-rate", ge=0, le=1,
+        0.0, flag="--max-error-rate", ge=0, le=1, allow_inf_nan=False,
         help="with gates: the largest share of infrastructure errors per scenario "
              "that still passes (default 0)")
     bootstrap_samples: int = option(2000, flag="--bootstrap-samples", ge=0,

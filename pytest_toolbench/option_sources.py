@@ -20,6 +20,7 @@ else from its default: command line > ini > default. An unreadable ini value is 
 from __future__ import annotations
 
 import copy
+import math
 import re
 import types
 import typing
@@ -255,21 +256,7 @@ class SettingFlag:
 
     def check(self, value: Any) -> None:
         """A value against the field's constraints: ValueError ``--limit 0: must be at least 1``."""
-        bounds = {type(m).__name__: getattr(m, type(m).__name__.lower(), None) for m in self.info.metadata}
-        ge, gt, le = bounds.get("Ge"), bounds.get("Gt"), bounds.get("Le")
-        if value is None or isinstance(value, (bool, str, list, tuple)):
-            return
-        if ge is not None and le is not None:
-            ok, rule = ge <= value <= le, f"must be between {ge:g} and {le:g}"
-        elif ge is not None:
-            ok, rule = value >= ge, "must be 0 or more" if ge == 0 else f"must be at least {ge:g}"
-        elif gt is not None:
-            ok, rule = value > gt, "must be positive" if gt == 0 else f"must be more than {gt:g}"
-        else:
-            return
-        if not ok:
-            why = self.extra.get("why")
-            raise ValueError(f"{self.flag} {value}: {rule}" + (f" {why}" if why else ""))
+        check_value(self.flag, value, self.info)
 
     def setting(self, value: Any, path: Callable[[str], Path]) -> Any:
         """The setting for the flag's resolved value (``_UNSET``: keep the field's default).
@@ -296,6 +283,56 @@ class SettingFlag:
 
 
 _UNSET: Any = object()
+
+
+def _range(ge: Any, gt: Any, le: Any) -> str | None:
+    """The allowed range in words ("between 0 and 1", "at least 1", "positive"), if any."""
+    if ge is not None and le is not None:
+        return f"between {ge:g} and {le:g}"
+    if ge is not None:
+        low: str | None = "0 or more" if ge == 0 else f"at least {ge:g}"
+    elif gt is not None:
+        low = "positive" if gt == 0 else f"more than {gt:g}"
+    else:
+        low = None
+    if le is None:
+        return low
+    return f"{low} and at most {le:g}" if low else f"at most {le:g}"
+
+
+def check_value(flag: str, value: Any, info: FieldInfo) -> None:
+    """``value`` of ``flag`` against the constraints its field declares, as one ValueError line
+    naming the flag, the value and what is allowed (``--repeats 0: must be between 1 and 1000``).
+
+    Guards against values that parse but cannot work: a number outside its range, ``inf`` or
+    ``nan`` (a timeout that never fires or overflows, a temperature no API takes: every float
+    flag is refused them unless its field allows them), an empty text where one is needed
+    (``--model=``, ``--scenario=``)."""
+    extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
+    why = f" {extra['why']}" if extra.get("why") else ""
+    meta = {type(m).__name__: m for m in info.metadata}
+    if value is None or isinstance(value, bool):
+        return
+    if isinstance(value, (str, list, tuple)):
+        least = getattr(meta.get("MinLen"), "min_length", 0)
+        items = [value] if isinstance(value, str) else [str(v) for v in value]
+        if extra.get("split"):
+            items = [v for item in items for v in item.split(",")]
+        if least and len([v for v in items if v.strip()]) < least:
+            shown = ",".join(str(v) for v in ([value] if isinstance(value, str) else value))
+            raise ValueError(f"{flag} {shown!r}: must not be empty{why}")
+        return
+    ge, gt, le = (getattr(meta.get(k), k.lower(), None) for k in ("Ge", "Gt", "Le"))
+    allowed = _range(ge, gt, le)
+    if isinstance(value, float) and not math.isfinite(value):
+        if getattr(meta.get("AllowInfNan"), "allow_inf_nan", False):
+            return
+        rule = "must be a finite number" + (f", {allowed}" if allowed else "")
+        raise ValueError(f"{flag} {value}: {rule}{why}")
+    ok = ((ge is None or value >= ge) and (gt is None or value > gt)
+          and (le is None or value <= le))
+    if not ok:
+        raise ValueError(f"{flag} {value}: must be {allowed}{why}")
 
 
 def setting_flags(model: type[BaseModel], prefix: tuple[str, ...] = ()) -> list[SettingFlag]:

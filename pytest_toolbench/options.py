@@ -44,6 +44,14 @@ def _check_urls_and_ids(config: pytest.Config) -> None:
         check_base_url(url, "--base-url")
 
 
+def _check_contradictions(values: dict[str, object]) -> None:
+    """Flags that each work alone but not together: one ValueError line, not a silent winner
+    (--cache-only with --no-cache made every call to the model that --cache-only forbids)."""
+    if values.get("cache_only") and values.get("use_cache") is False:
+        raise ValueError("--cache-only with --no-cache: --cache-only answers only from the "
+                         "response cache that --no-cache turns off; give one of them")
+
+
 def check_base_url(url: str, source: str) -> None:
     """An http(s) URL with a host (and a valid port, if any): one ValueError line otherwise, so a
     typo is a usage error at configure, not an infrastructure error in every case."""
@@ -67,6 +75,7 @@ def settings_from_config(config: pytest.Config) -> RunSettings:
     resolve_option_sources(config)
     values = settings_values(RunSettings, config.getoption, lambda p: _absolute(config, p))
     _check_urls_and_ids(config)
+    _check_contradictions(values)
     values["model"] = values.get("model") or EMBEDDED_MODEL
     urls = _base_urls(values.get("base_urls", ()), values.get("base_urls_file"))
     values["base_urls"] = tuple(urls)

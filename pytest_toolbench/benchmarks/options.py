@@ -20,7 +20,7 @@ import typing
 from pathlib import Path
 from typing import Any, Callable, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 
 
@@ -77,15 +77,29 @@ def add_benchmark_options(parser: Any, benchmark: str, title: str, model: type[B
 def benchmark_options_from(
     getoption: Callable[[str], Any], benchmark: str, model: type[BaseModel]
 ) -> BaseModel:
-    """Build the options model from parsed flags; flags left unset keep the model's defaults."""
+    """Build the options model from parsed flags; flags left unset keep the model's defaults.
+    A value outside its field's constraints is one ValueError line naming the flag and the
+    allowed range (``--toolhop-max-turns 0: must be at least 1``), never pydantic's report."""
+    from pytest_toolbench.option_sources import check_value
+
     values: dict[str, Any] = {}
+    flags: dict[str, str] = {}
     for field, info in model.model_fields.items():
-        if flag_name(benchmark, field, info) is None:
+        flag = flag_name(benchmark, field, info)
+        if flag is None:
             continue
         value = getoption(f"toolbench_{benchmark}_{field}")
         if value is None or value is False:
             continue
+        check_value(flag, value, info)
         if isinstance(value, list):  # repeatable: also accept comma-separated values
             value = [v.strip() for item in value for v in str(item).split(",") if v.strip()]
         values[field] = value
-    return model.model_validate(values)
+        flags[field] = flag
+    try:
+        return model.model_validate(values)
+    except ValidationError as exc:  # a field validator's own rule: still one line
+        err = exc.errors()[0]
+        field = str(err["loc"][0]) if err["loc"] else ""
+        shown = f"{flags[field]} {values[field]}" if field in flags else benchmark
+        raise ValueError(f"{shown}: {err['msg']}") from None

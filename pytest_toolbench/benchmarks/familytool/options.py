@@ -81,7 +81,7 @@ class FamilyToolOptions(BaseModel):
         "random per process)",
     )
     relation_seed: int = Field(0, description="seed for --familytool-relation-order shuffled")
-    k: int = Field(3, description="top-k relations for Relation Retrieval (upstream hard-codes 3)")
+    k: int = Field(3, ge=1, description="top-k relations for Relation Retrieval (upstream hard-codes 3)")
     embedder: str = Field(
         DEFAULT_EMBEDDER,
         description="relation-retrieval embedder: a name or local folder (upstream: "

@@ -29,7 +29,7 @@ class MetaBenchOptions(BaseModel):
         description=f"sentence-transformers embedder; the paper used {PAPER_EMBEDDER} (give a "
         "local folder where the hub is unreachable)",
     )
-    alpha: float = Field(0.5, ge=0.0, le=1.0, description="Algorithm 1 weight of the tool-description similarity")
+    alpha: float = Field(0.5, ge=0.0, le=1.0, allow_inf_nan=False, description="Algorithm 1 weight of the tool-description similarity")
     top_k: int = Field(5, ge=1, description="tools returned per retriever call (paper: 5)")
     pool_size: int = Field(1000, ge=1, description="tools in each dialogue's retrieval pool (paper: 1000)")
     pool_seed: int = Field(0, description="seed of the per-dialogue pool sampling [inferred]")

@@ -25,7 +25,7 @@ class ToolBeHonestOptions(BaseModel):
     )
     #: Spec §4: upstream sends max_tokens 1024 (and top_p 0.95) to vLLM and 2048 to OpenAI.
     max_tokens: int | None = Field(
-        None,
+        None, ge=1,
         description="max_tokens per request (default: upstream's, 1024 for vLLM with "
         "top_p 0.95, 2048 for OpenAI)",
     )

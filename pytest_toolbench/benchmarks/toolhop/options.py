@@ -10,6 +10,9 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+#: The longest tool timeout accepted (an hour).
+MAX_TOOL_TIMEOUT_S = 3600.0
+
 
 class ToolHopOptions(BaseModel):
     #: "upstream": substring test over the whole final message with the rstrip('.0') quirk (§3.1).
@@ -28,11 +31,12 @@ class ToolHopOptions(BaseModel):
         "off", description="minimal-feedback ablation: failed calls answer 'Failed!'"
     )
     #: Upstream turn budget (§2.3).
-    max_turns: int = Field(9, description="model turns per case (upstream: 9)")
-    #: Tool wall-clock limit in seconds (upstream func_set_timeout(10)).
+    max_turns: int = Field(9, ge=1, description="model turns per case (upstream: 9)")
+    #: Tool wall-clock limit in seconds (upstream func_set_timeout(10)). 0 or less timed every
+    #: call out, inf overflowed the sandbox's clock; past an hour a hung tool only holds a worker.
     tool_timeout_s: float = Field(
-        10.0,
-        description="wall-clock seconds per tool call (upstream: 10)",
+        10.0, gt=0, le=MAX_TOOL_TIMEOUT_S, allow_inf_nan=False,
+        description="wall-clock seconds per tool call, at most 3600 (upstream: 10)",
         json_schema_extra={"flag": "--toolhop-tool-timeout"},
     )
     #: Deviation: exec tool sources in a clean namespace instead of emulating the upstream
