@@ -71,3 +71,88 @@ def test_table_cells_are_escaped_before_their_width_is_measured():
     assert not any(RAW.search(line) for line in lines)
     assert len({len(line) for line in lines}) == 1  # the escape did not shift a column
     assert cell("a" + HOSTILE + "|b") == "a" + ESCAPED.replace("\\", "\\\\") + "\\|b"
+
+
+# --------------------------------------------------------------------------- end to end
+def hostile_data(folder: Path) -> tuple[Path, str]:
+    """The first bundled record with escape sequences in its question and its domain, and a
+    first tool that raises with them; returns (the --data-dir, the tool's name)."""
+    record = json.loads(BUNDLED.read_text(encoding="utf-8"))[0]
+    record["question"] = "Q" + HOSTILE + " How many letters?"
+    record["domain"] = "Film" + HOSTILE
+    name = record["tools"][next(iter(record["tools"]))]["name"]
+    record["functions"][0] = (f"def {name}(film_title, release_year=None, "
+                              f"include_co_directors=False):\n"
+                              f"    raise ValueError({('boom' + HOSTILE)!r})\n")
+    data_dir = folder / ("data" + HOSTILE)  # the data's path is shown too (the data note)
+    (data_dir / "toolhop").mkdir(parents=True)
+    (data_dir / "toolhop" / "ToolHop.json").write_text(json.dumps([record], ensure_ascii=False),
+                                                       encoding="utf-8")
+    return data_dir, name
+
+
+def echoing_agent(tool: str):
+    """Calls the hostile tool once, then answers with what it got back (the tool's error text);
+    without tools it answers with escape sequences of its own."""
+
+    def handler(body: dict, index: int):
+        results = [m["content"] for m in body["messages"] if m["role"] == "tool"]
+        if body.get("tools") and not results:
+            return 200, {}, completion(None, [tool_call(tool, {"film_title": "Jaws"})])
+        text = results[-1] if results else "A" + HOSTILE
+        return 200, {}, completion(f"<answer>{text}</answer>")
+
+    return handler
+
+
+def raw_in(text: str) -> list[str]:
+    return sorted(set(RAW.findall(text)))
+
+
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_a_hostile_record_tool_and_reply_reach_every_output_escaped(tmp_path, workers):
+    data_dir, tool = hostile_data(tmp_path)
+    out = tmp_path / "out"
+    with FakeOpenAIServer(echoing_agent(tool)) as server:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+        proc = subprocess.run(
+            [sys.executable, "-m", "pytest", "suites/toolhop", "-p", "no:cacheprovider",
+             "-p", "no:randomly", "-n", workers, "--data-dir", str(data_dir),
+             "--base-url", server.base_url, "--api-key", "t", "--model", "m", "--no-cache",
+             "--runs-dir", str(out / "runs"), "--toolbench-json", str(out / "report.json"),
+             "--junitxml", str(out / "junit.xml"), "--toolbench-md", str(out / "summary.md"),
+             "--alluredir", str(out / "allure")],
+            cwd=REPO, capture_output=True, text=True, env=env, timeout=300)
+    shown = proc.stdout + proc.stderr
+    assert proc.returncode == 1, shown[-3000:]  # three wrong answers
+    assert not raw_in(shown), shown[-3000:]
+    # pytest's failure sections and its FAILED lines: the question and the tool's error
+    assert f"question: Q{ESCAPED} How many letters?" in proc.stdout
+    assert f"an error occured when call {tool}: boom{ESCAPED}" in proc.stdout
+    assert "FAILED suites/toolhop/test_toolhop.py::test_toolhop[toolhop-9001-direct]" in proc.stdout
+    assert f"data{ESCAPED}/toolhop/ToolHop.json" in proc.stdout  # the summary's data note
+
+    junit = (out / "junit.xml").read_text(encoding="utf-8")
+    assert not raw_in(junit)
+    assert f"boom{ESCAPED}" in junit and f"question: Q{ESCAPED}" in junit
+
+    markdown = (out / "summary.md").read_text(encoding="utf-8")
+    assert not raw_in(markdown) and f"data{ESCAPED}/toolhop" in markdown
+
+    allure_files = [p for p in (out / "allure").rglob("*") if p.is_file()]
+    allure_text = {p: p.read_text(encoding="utf-8") for p in allure_files if p.suffix != ".png"}
+    assert {p.name: raw_in(t) for p, t in allure_text.items() if raw_in(t)} == {}
+    results = [json.loads(t) for p, t in allure_text.items() if p.name.endswith("-result.json")]
+    assert len(results) == 3
+    for result in results:  # what the viewer shows, decoded: the title, message, steps
+        assert not raw_in(json.dumps(result, ensure_ascii=False))
+        assert f"Q{ESCAPED}" in result["name"]
+        assert ESCAPED in result["statusDetails"]["message"]
+    assert any(f"boom{ESCAPED}" in t for p, t in allure_text.items() if p.suffix == ".txt")
+
+    for path in (out / "report.json", *(out / "runs").rglob("*.json*")):
+        text = path.read_text(encoding="utf-8")
+        assert not raw_in(text), path
+    report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    questions = {c["details"]["question"] for c in report["cases"]}
+    assert questions == {"Q" + HOSTILE + " How many letters?"}  # the JSON escapes lose nothing

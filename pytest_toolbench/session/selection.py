@@ -20,6 +20,7 @@ from pytest_toolbench.exitcodes import ToolbenchExit
 from pytest_toolbench.models.sdk_process import launcher as sdk_launcher
 from pytest_toolbench.option_sources import from_command_line
 from pytest_toolbench.results.gates import check_gate_selection, parse_gate
+from pytest_toolbench.results.safe_text import safe_text
 from pytest_toolbench.runtime.repeat import expand_repeats
 from pytest_toolbench.session.state import is_worker, state
 
@@ -107,7 +108,9 @@ def data_warnings_once(config: pytest.Config) -> Iterator[None]:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         elif str(w.message) not in seen:
             seen.add(str(w.message))
-            config.issue_config_time_warning(w.message, stacklevel=2)  # type: ignore[arg-type]
+            # the message quotes the data (names, values): pytest's summary prints it raw
+            shown = w.category(safe_text(str(w.message), multiline=True))
+            config.issue_config_time_warning(shown, stacklevel=2)  # type: ignore[arg-type]
 
 
 
@@ -164,6 +167,7 @@ def _data_usage_error(name: str, exc: BaseException) -> pytest.UsageError:
         lines = error_lines(exc)
     else:
         lines = [str(exc)]
+    lines = [safe_text(line) for line in lines]  # they quote the bad records' values
     head = f"pytest-toolbench: cannot load {name} data: {lines[0]}"
     return pytest.UsageError("\n".join([head, *lines[1:]]))
 
