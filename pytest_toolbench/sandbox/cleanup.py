@@ -21,6 +21,7 @@ from __future__ import annotations
 import fcntl
 import os
 import stat
+import tempfile
 import time
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -183,20 +184,31 @@ LOCK_NAME = ".owner.lock"
 #: A sandbox folder without a lock file was made by a version before the lock: removed by a
 #: sweep only once untouched this long (a live one of those changes at every call).
 UNLOCKED_STALE_S = 24 * 3600.0
+#: A staging folder (made, locked, then renamed within milliseconds) older than this was cut short.
+STAGING_STALE_S = 600.0
 
 
-def lock_folder(path: str) -> int:
-    """Create the folder's lock file and hold an exclusive lock on it; returns the fd
-    (close-on-exec: pass it on to the zygote explicitly). The lock lasts until every process
+def make_locked_folder(base: str, prefix: str) -> tuple[str, int]:
+    """A new folder ``base/prefix*`` whose lock file is already held when it appears under that
+    name: it is made and locked under a name the sweep never looks at (``.``-prefixed), then
+    renamed (atomic), so another run's sweep never finds it unlocked. Returns (path, lock fd;
+    close-on-exec: pass it on to the zygote explicitly). The lock lasts until every process
     holding that fd has closed it or died."""
-    flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-    fd = os.open(os.path.join(path, LOCK_NAME), flags, 0o600)
+    staging = tempfile.mkdtemp(prefix=f".{prefix}", dir=base)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fd = os.open(os.path.join(staging, LOCK_NAME),
+                     os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            final = tempfile.mkdtemp(prefix=prefix, dir=base)  # a unique name, replaced below
+            os.rename(staging, final)  # an empty directory is replaced atomically
+        except BaseException:
+            os.close(fd)
+            raise
     except BaseException:
-        os.close(fd)
+        remove_tree(staging)
         raise
-    return fd
+    return final, fd
 
 
 def sweep_stale(base: str, prefix: str) -> list[str]:
@@ -205,9 +217,19 @@ def sweep_stale(base: str, prefix: str) -> list[str]:
     live run, this process's or another's) is never touched. Never raises."""
     removed: list[str] = []
     try:
-        names = [n for n in os.listdir(base) if n.startswith(prefix)]
+        entries = os.listdir(base)
     except OSError:
         return removed
+    names = [n for n in entries if n.startswith(prefix)]
+    for name in (n for n in entries if n.startswith(f".{prefix}")):  # a creation cut short
+        path = os.path.join(base, name)
+        try:
+            st = os.lstat(path)
+        except OSError:
+            continue
+        if (stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid()
+                and time.time() - st.st_mtime > STAGING_STALE_S and remove_tree(path) is None):
+            removed.append(path)
     for name in names:
         path = os.path.join(base, name)
         try:

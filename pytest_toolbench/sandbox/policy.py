@@ -1,10 +1,11 @@
 """Isolation layers applied before untrusted code runs (see the package docstring for the order).
 
-Why several layers: we run as root, so file permissions protect nothing, and a Python audit hook
-alone is bypassable by determined code. The kernel layers (network namespace, Landlock, seccomp,
-rlimits) are the hard boundary; the audit hook gives clear, early error messages and covers what
-the kernel layers do not express (e.g. ctypes). The zygote applies namespaces and rlimits once;
-each per-call child applies Landlock, seccomp and the audit hook (``worker.Zygote.confine_child``).
+Why several layers: a call runs under the harness's uid (root on a CI runner), so file
+permissions protect little, and a Python audit hook alone is bypassable by determined code. The
+kernel layers (namespaces, Landlock, the syscall allowlist in ``syscall_filter.py``, no
+capabilities in ``privileges.py``, rlimits, a memory cgroup in ``cgroup.py``) are the hard
+boundary; the audit hook gives clear, early error messages. The zygote applies namespaces and
+rlimits once; each per-call child applies the rest (``worker.Zygote.confine_child``).
 
 Stdlib only: this runs in the worker before anything else is imported.
 """
@@ -12,7 +13,6 @@ Stdlib only: this runs in the worker before anything else is imported.
 from __future__ import annotations
 
 import ctypes
-import errno
 import math
 import os
 import resource
@@ -24,23 +24,23 @@ from typing import Any, Callable, Sequence
 
 
 def apply_rlimits(memory_mb: int, file_size_mb: int) -> dict[str, Any]:
-    """Address space, file size, no core dumps, no new processes (NPROC is not enforced for root)."""
+    """Address space, file size, no core dumps. Not RLIMIT_NPROC: it counts every process of
+    the uid on the machine, so for an ordinary user 0 would stop the zygote's own forks (and
+    root ignores it); the syscall filter refuses a call's fork instead."""
     mb = 1024 * 1024
     resource.setrlimit(resource.RLIMIT_AS, (memory_mb * mb, memory_mb * mb))
     resource.setrlimit(resource.RLIMIT_FSIZE, (file_size_mb * mb, file_size_mb * mb))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    nproc_enforced = os.geteuid() != 0
-    try:
-        resource.setrlimit(resource.RLIMIT_NPROC, (0, 0))
-    except (ValueError, OSError):
-        nproc_enforced = False
-    return {
-        "memory_mb": memory_mb,
-        "file_size_mb": file_size_mb,
-        "core": 0,
-        "nproc": 0,
-        "nproc_enforced": nproc_enforced,
-    }
+    return {"memory_mb": memory_mb, "file_size_mb": file_size_mb, "core": 0,
+            "open_files": CALL_OPEN_FILES, "processes": "fork refused by the syscall filter"}
+
+
+#: File descriptors a call may hold (each one an inode, a pipe end or an epoll instance).
+CALL_OPEN_FILES = 256
+
+
+def limit_open_files() -> None:
+    resource.setrlimit(resource.RLIMIT_NOFILE, (CALL_OPEN_FILES, CALL_OPEN_FILES))
 
 
 def set_cpu_budget(seconds: float) -> None:
@@ -60,8 +60,6 @@ _libc = ctypes.CDLL(None, use_errno=True)
 _libc.syscall.restype = ctypes.c_long
 _PR_SET_PDEATHSIG = 1
 _PR_SET_NO_NEW_PRIVS = 38
-_PR_SET_SECCOMP = 22
-_SECCOMP_MODE_FILTER = 2
 _CLONE_NEWNET, _CLONE_NEWIPC, _CLONE_NEWUTS = 0x40000000, 0x08000000, 0x04000000
 
 
@@ -86,26 +84,17 @@ def enter_namespaces() -> tuple[bool, str]:
     return True, "fresh network namespace (no interfaces up)" + ("; private IPC/UTS namespaces" if ipc else "")
 
 
-_CLONE_NEWNS, _CLONE_NEWUSER = 0x00020000, 0x10000000
+_CLONE_NEWNS = 0x00020000
 _MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REC, _MS_PRIVATE = 2, 4, 8, 1 << 14, 1 << 18
 _MNT_DETACH = 2
 
 
 def enter_mount_namespace() -> tuple[bool, str]:
     """A private mount namespace for the zygote, so that it can give every call a tmpfs of its
-    own (``mount_tmpfs``) that nobody outside sees. Root (or a bubblewrap user namespace) may
-    unshare it directly; otherwise a user namespace mapping our uid to root comes first."""
+    own (``mount_tmpfs``) and a jail that nobody outside sees. Needs root, or root of a user
+    namespace entered first (``privileges.enter_user_namespace``)."""
     if _libc.unshare(_CLONE_NEWNS) != 0:
-        first = os.strerror(ctypes.get_errno())
-        uid, gid = os.geteuid(), os.getegid()
-        if _libc.unshare(_CLONE_NEWUSER | _CLONE_NEWNS) != 0:
-            return False, f"unshare(CLONE_NEWNS) failed: {first}; with a user namespace: {os.strerror(ctypes.get_errno())}"
-        try:
-            for name, text in (("setgroups", "deny"), ("uid_map", f"0 {uid} 1"), ("gid_map", f"0 {gid} 1")):
-                with open(f"/proc/self/{name}", "w", encoding="ascii") as f:
-                    f.write(text)
-        except OSError as exc:
-            return False, f"user namespace id maps: {exc}"
+        return False, f"unshare(CLONE_NEWNS) failed: {os.strerror(ctypes.get_errno())}"
     # Our mounts must not propagate back to the namespace we came from.
     if _libc.mount(b"none", b"/", None, ctypes.c_ulong(_MS_REC | _MS_PRIVATE), None) != 0:
         return False, f"making mounts private failed: {os.strerror(ctypes.get_errno())}"
@@ -226,106 +215,6 @@ def detach(path: str) -> None:
     if _libc.umount2(os.fsencode(path), ctypes.c_int(_MNT_DETACH)) != 0:
         err = ctypes.get_errno()
         raise OSError(err, f"umount {path}: {os.strerror(err)}")
-
-
-# ------------------------------------------------------------------------------------ seccomp
-
-_AUDIT_ARCH_X86_64 = 0xC000003E
-_CLONE_THREAD = 0x00010000
-# x86_64 syscall numbers refused with EPERM: process creation, sockets, leaving the process group,
-# namespace/mount games, reading or tracing other processes, kernel modules and root-only powers.
-_DENIED_X86_64 = {
-    41: "socket", 42: "connect", 43: "accept", 49: "bind", 50: "listen", 53: "socketpair",
-    57: "fork", 58: "vfork", 59: "execve", 322: "execveat", 101: "ptrace",
-    109: "setpgid", 112: "setsid",
-    310: "process_vm_readv", 311: "process_vm_writev", 312: "kcmp", 155: "pivot_root",
-    161: "chroot", 163: "acct", 165: "mount", 166: "umount2", 167: "swapon", 168: "swapoff",
-    169: "reboot", 170: "sethostname", 171: "setdomainname", 172: "iopl", 173: "ioperm",
-    175: "init_module", 176: "delete_module", 313: "finit_module", 246: "kexec_load",
-    320: "kexec_file_load", 248: "add_key", 249: "request_key", 250: "keyctl", 272: "unshare",
-    308: "setns", 298: "perf_event_open", 321: "bpf", 323: "userfaultfd", 304: "open_by_handle_at",
-    424: "pidfd_send_signal", 434: "pidfd_open", 438: "pidfd_getfd", 425: "io_uring_setup",
-    426: "io_uring_enter", 427: "io_uring_register", 428: "open_tree", 429: "move_mount",
-    430: "fsopen", 431: "fsconfig", 432: "fsmount", 433: "fspick", 442: "mount_setattr",
-    164: "settimeofday", 227: "clock_settime", 159: "adjtimex",
-    444: "landlock_create_ruleset", 445: "landlock_add_rule",
-    # SysV IPC: a channel between tool calls (or to anything sharing the IPC namespace) that
-    # survives the per-call child, outside Landlock's file rules
-    29: "shmget", 30: "shmat", 31: "shmctl", 67: "shmdt",
-    68: "msgget", 69: "msgsnd", 70: "msgrcv", 71: "msgctl",
-    64: "semget", 65: "semop", 66: "semctl", 220: "semtimedop",
-}
-_CLONE, _CLONE3 = 56, 435
-
-
-class _SockFilter(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8), ("k", ctypes.c_uint32)]
-
-
-class _SockFprog(ctypes.Structure):
-    _fields_ = [("len", ctypes.c_uint16), ("filter", ctypes.POINTER(_SockFilter))]
-
-
-def _seccomp_program() -> list[tuple[int, int, int, int]]:
-    """Classic BPF: deny listed syscalls, allow clone only for threads, make clone3 fall back."""
-    ld_abs, jeq, jge, jset, ret = 0x20, 0x15, 0x35, 0x45, 0x06
-    allow, deny, enosys = 0x7FFF0000, 0x00050000 | errno.EPERM, 0x00050000 | errno.ENOSYS
-    # (code, jt_label, jf_label, k); labels are resolved to forward offsets below.
-    prog: list[tuple[int, Any, Any, int]] = [
-        (ld_abs, None, None, 4),  # seccomp_data.arch
-        (jeq, None, "deny", _AUDIT_ARCH_X86_64),
-        (ld_abs, None, None, 0),  # seccomp_data.nr
-        (jge, "deny", None, 0x40000000),  # x32 ABI
-        (jeq, "enosys", None, _CLONE3),  # glibc falls back to clone(), filtered below
-        (jeq, "clone", None, _CLONE),
-    ]
-    prog += [(jeq, "deny", None, nr) for nr in sorted(_DENIED_X86_64)]
-    labels: dict[str, int] = {}
-    tail = [
-        (None, (ret, None, None, allow)),  # not denied: allow
-        ("clone", (ld_abs, None, None, 16)),  # low 32 bits of args[0] (clone flags)
-        (None, (jset, "allow", "deny", _CLONE_THREAD)),
-        ("allow", (ret, None, None, allow)),
-        ("deny", (ret, None, None, deny)),
-        ("enosys", (ret, None, None, enosys)),
-    ]
-    for label, insn in tail:
-        if label:
-            labels[label] = len(prog)
-        prog.append(insn)
-    out: list[tuple[int, int, int, int]] = []
-    for i, (code, jt, jf, k) in enumerate(prog):
-        jt_off = labels[jt] - i - 1 if jt else 0
-        jf_off = labels[jf] - i - 1 if jf else 0
-        if not (0 <= jt_off < 256 and 0 <= jf_off < 256):
-            raise ValueError("seccomp program too long for 8-bit jumps")
-        out.append((code, jt_off, jf_off, k))
-    return out
-
-
-class Seccomp:
-    """The filter, compiled once in the zygote; each per-call child installs it (cheap)."""
-
-    def __init__(self) -> None:
-        self.available = os.uname().machine == "x86_64"
-        self.note = "" if self.available else f"seccomp filter only written for x86_64, not {os.uname().machine}"
-        if self.available:
-            insns = _seccomp_program()
-            self._array = (_SockFilter * len(insns))(*[_SockFilter(*insn) for insn in insns])
-            self._prog = _SockFprog(len(insns), ctypes.cast(self._array, ctypes.POINTER(_SockFilter)))
-
-    def apply(self) -> tuple[bool, str]:
-        if not self.available:
-            return False, self.note
-        try:
-            _no_new_privs()
-        except OSError as exc:
-            return False, str(exc)
-        if _libc.prctl(_PR_SET_SECCOMP, ctypes.c_ulong(_SECCOMP_MODE_FILTER), ctypes.byref(self._prog), ctypes.c_ulong(0), ctypes.c_ulong(0)):
-            err = ctypes.get_errno()
-            return False, f"prctl(PR_SET_SECCOMP) failed: {os.strerror(err)}"
-        return True, ("no sockets, exec, fork (threads allowed), setsid, mount/namespace/ptrace/process_vm, "
-                      "SysV IPC syscalls")
 
 
 # ----------------------------------------------------------------------------------- Landlock

@@ -55,7 +55,10 @@ _live_pools: weakref.WeakSet[ToolSandbox] = weakref.WeakSet()
 
 
 class SandboxOutcome(BaseModel):
-    status: Literal["ok", "timeout", "crashed"]  # crashed: the worker died or the job itself raised
+    #: crashed: the call's own process died, or the job itself raised (the tool's doing);
+    #: unavailable: the sandbox failed on the harness's side (its zygote gone, stopped or hung,
+    #: or a new one that would not start): an infrastructure error, never the tool's.
+    status: Literal["ok", "timeout", "crashed", "unavailable"]
     value: Any = None  # the JSON-able return value of the job when status == "ok"
     detail: str = ""  # human-readable reason when not ok
     duration_s: float = 0.0  # round trip as the pool's thread saw it (includes waiting for the GIL)
@@ -158,15 +161,18 @@ class _Worker:
         ``close()`` from another thread can kill a worker that is still starting."""
         self._kill_lock = threading.Lock()
         self._tail: str | None = None
-        self._req_w = self._rep_r = self._lock_fd = -1
-        self.tmpdir = tempfile.mkdtemp(prefix=FOLDER_PREFIX)
+        self._req_w = self._rep_r = -1
+        # Locked before it carries the name another run's sweep looks for, and held by this
+        # pool and shared with the zygote: the folder is a live one while either of them
+        # lives, so no other run's sweep ever removes it.
+        try:
+            self.tmpdir, self._lock_fd = cleanup.make_locked_folder(tempfile.gettempdir(), FOLDER_PREFIX)
+        except OSError as exc:
+            raise SandboxStartError(f"cannot make the sandbox folder in {tempfile.gettempdir()}: {exc}") from exc
         self._stderr_path = os.path.join(self.tmpdir, ".worker-stderr")
         self.output_cap = limits.output_cap
         self.reply_limit = protocol.reply_limit(limits.output_cap)
         try:
-            # Held by this pool and shared with the zygote: the folder is a live one while
-            # either of them lives, so no other run's sweep ever removes it.
-            self._lock_fd = cleanup.lock_folder(self.tmpdir)
             if register is not None:
                 register(self)
             hello = self._start(limits, network_isolation, preload, disable_layers, use_bubblewrap)
@@ -231,12 +237,21 @@ class _Worker:
         try:
             hello = protocol.recv(self._rep_r, time.monotonic() + _STARTUP_TIMEOUT_S)
         except (TimeoutError, EOFError, protocol.ProtocolError) as exc:
-            detail = self.kill()
-            raise SandboxStartError(f"sandbox worker failed to start ({type(exc).__name__}): {detail}") from exc
+            tail = self.kill()
+            if tail:
+                log.warning("sandbox worker failed to start; its stderr ends:\n%s", tail)
+            last = next((line for line in reversed(tail.splitlines()) if line.strip()), "no output")
+            raise SandboxStartError(
+                f"sandbox worker failed to start ({type(exc).__name__}): {last.strip()}") from exc
         if hello.get("type") == "refused":
             raise SandboxStartError(f"sandbox: {hello.get('detail')}")
         if hello.get("type") != "ready":
-            raise SandboxStartError(f"sandbox worker failed to start:\n{hello.get('detail', hello)}")
+            if hello.get("traceback"):
+                log.warning("sandbox worker failed to start:\n%s", hello["traceback"])
+            raise SandboxStartError(
+                f"sandbox worker failed to start: {hello.get('detail', hello)} (its traceback is in the "
+                "log; a machine without the sandbox's kernel layers can run tools with "
+                "--sandbox-insecure)")
         return hello
 
     @property
@@ -257,10 +272,13 @@ class _Worker:
             del body
             header, reply = protocol.recv_split(self._rep_r, start + timeout_s + _ZYGOTE_GRACE_S, self.reply_limit)
         except TimeoutError:
+            # The zygote enforces the call's own limit; past it and the grace, the zygote
+            # itself is stopped (SIGSTOP from outside) or hung: not the tool's doing.
             self.kill()
             return SandboxOutcome(
-                status="timeout",
-                detail=f"no result after {timeout_s:g} s wall clock; worker killed and replaced",
+                status="unavailable",
+                detail=(f"the sandbox worker gave no answer {timeout_s + _ZYGOTE_GRACE_S:g} s after "
+                        "the call began (stopped or hung); killed and replaced"),
                 duration_s=time.monotonic() - start,
             ), False
         except (OSError, EOFError, ValueError, protocol.ProtocolError) as exc:
@@ -270,17 +288,19 @@ class _Worker:
                 self.proc.wait(timeout=2)
             except subprocess.TimeoutExpired:
                 pass
+            # The zygote never runs tool code and no call can reach it: its death is the
+            # harness's problem (killed from outside, out of memory), not the tool's.
             detail = f"sandbox worker died: {protocol.exit_text(self.proc.returncode)}"
             if isinstance(exc, protocol.ProtocolError):
                 detail = f"sandbox worker sent a malformed reply: {exc}"
             tail = self.kill()
             if tail:
                 log.warning("sandbox worker %s: %s; its stderr ends:\n%s", self.pid, detail, tail)
-            return SandboxOutcome(status="crashed", detail=detail, duration_s=time.monotonic() - start), False
+            return SandboxOutcome(status="unavailable", detail=detail, duration_s=time.monotonic() - start), False
         duration = time.monotonic() - start
         if header.get("id") != request_id or header.get("status") not in ("ok", "timeout", "crashed"):
             self.kill()
-            return SandboxOutcome(status="crashed", detail="sandbox reply out of sequence", duration_s=duration), False
+            return SandboxOutcome(status="unavailable", detail="sandbox reply out of sequence", duration_s=duration), False
         worker_ms = header.get("worker_ms")
         status, value, detail = header["status"], None, str(header.get("detail") or "")
         if status == "ok":
@@ -454,7 +474,12 @@ class ToolSandbox:
                     self._retire(worker)
                     worker.kill()
                 worker = None
-                worker = self._spawn()
+                try:
+                    worker = self._spawn()
+                except SandboxStartError as exc:
+                    if self._info is None:  # the first start: the run stops, one line
+                        raise
+                    return SandboxOutcome(status="unavailable", detail=f"a new sandbox worker would not start: {exc}")
             outcome, keep = worker.call(job, payload, timeout_s)
             if self._closed:
                 keep = False

@@ -36,7 +36,7 @@ import time
 import traceback
 from typing import Any, Callable
 
-from pytest_toolbench.sandbox import cleanup, policy, protocol
+from pytest_toolbench.sandbox import cgroup, cleanup, policy, privileges, protocol, syscall_filter
 
 JOB_PREFIX = "pytest_toolbench."
 #: Layers without which tools are refused (unless the pool was started insecure).
@@ -81,7 +81,11 @@ class Zygote:
         self._last_status = 0
         self.strict = False  # set once the probe has verified every required layer
         self.tmpfs = False  # each call's directory is its own size- and inode-limited tmpfs
-        self.seccomp = policy.Seccomp()
+        self.seccomp = syscall_filter.SyscallFilter()
+        self.last_cap = privileges.last_capability()  # /proc is gone once in the jail
+        self.pidns = privileges.PidNamespace()
+        self.cgroup: cgroup.CallCgroup | None = None
+        self.confined: dict[str, Any] = {}  # in a call's child: what its confinement holds
         read_paths = policy.read_only_paths(config["package_dir"], config.get("protected", ()))
         self.read_paths = read_paths
         self.landlock = policy.Landlock(read_paths)
@@ -101,8 +105,12 @@ class Zygote:
     def confine_child(self, workdir: str, audit: bool = True) -> policy.AuditPolicy | None:
         """Runs in the forked child, before any untrusted code. Raises if a required layer fails
         although the start-up probe verified it (never silently runs a tool with less); in
-        insecure mode the layers are applied best effort."""
+        insecure mode the layers are applied best effort. The order matters: the cgroup and
+        the jail need the zygote's privileges, Landlock needs no_new_privs, the capabilities go
+        before the syscall filter (which refuses capset), and the filter comes last."""
         policy.die_with_parent()
+        if self.cgroup is not None:
+            cgroup.enter(self.cgroup)  # before anything allocates: every page counts
         if self.jail:
             # From here on no path outside the jail exists for this process: stat, readlink,
             # access and listdir, which Landlock does not govern, find nothing there to probe.
@@ -112,11 +120,15 @@ class Zygote:
         os.environ.update(HOME=workdir, TMPDIR=workdir)
         tempfile.tempdir = None
         policy.set_cpu_budget(self.cpu_seconds)
+        policy.limit_open_files()
         if "landlock" not in self.disabled:
             abi, note = self.landlock.apply(workdir)
             if not abi and self.strict:
                 raise OSError(f"Landlock: {note}")
         self.landlock.close_fds()
+        if "caps" not in self.disabled:
+            self.confined["capabilities"] = privileges.drop_capabilities(self.last_cap)
+        self.confined["pid"] = os.getpid()  # as the call sees itself: small in its namespace
         if "seccomp" not in self.disabled:
             ok, note = self.seccomp.apply()
             if not ok and self.strict:
@@ -128,6 +140,19 @@ class Zygote:
         sys.stdout = sys.stderr = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115
         audit = audit and "audit_hook" not in self.disabled
         return policy.install_audit_hook(workdir) if audit else None
+
+    def confine_init(self) -> None:
+        """The PID namespace's idle init: it runs no tool code, but a call shares its namespace,
+        so it holds as little as a call (jail, no capabilities, no pipes of the pool)."""
+        policy.die_with_parent()
+        extra = (self.lock_fd,) if self.lock_fd is not None else ()
+        for fd in (self.fd_in, self.fd_out, *extra):
+            os.close(fd)
+        if self.jail:
+            os.chroot(self.jail)
+            os.chdir("/")
+        if "caps" not in self.disabled:
+            privileges.drop_capabilities(self.last_cap)
 
     def _child(self, request_fd: int, reply_fd: int, workdir: str, audit: bool) -> None:
         """Never returns: the child ends with ``os._exit`` so no thread or atexit survives.
@@ -155,7 +180,10 @@ class Zygote:
                 vars(builtins).update(pristine)  # our own reply code needs a working len(), str()...
                 # Capped here too only to keep the reply small; the pool checks and caps it again.
                 # (The start-up probe, the one call without the audit hook, reports every check uncut.)
-                data = protocol.encode({"ok": True, "value": self._precap(job, value) if audit else value})
+                if audit:
+                    data = protocol.encode({"ok": True, "value": self._precap(job, value)})
+                else:  # the start-up probe: what the confinement held, as the child saw it
+                    data = protocol.encode({"ok": True, "value": value, "confinement": self.confined})
             except BaseException as exc:  # the trusted job raised: report it as data
                 vars(builtins).update(pristine)
                 detail = protocol.cap_text(f"{type(exc).__name__}: {exc}", self.cap)
@@ -367,14 +395,23 @@ class Zygote:
         checks = {
             "verified_proc_environ_refused": "open('/proc/1/environ','rb').read()",
             "verified_parent_cmdline_refused": f"open('/proc/{os.getppid()}/cmdline','rb').read()",
-            "verified_socket_refused": "__import__('_socket').socket(2, 1).close()",
-            "verified_sysv_ipc_refused": "_sysv_ipc()",
             "verified_write_outside_refused": f"open({os.path.join(self.tmpdir, 'probe')!r},'w').close()",
         }
         for i, path in enumerate(self.config.get("protected", ())):
             checks[f"verified_protected_{i}_refused"] = f"__import__('os').listdir({path!r})"
         checks["verified_host_paths_hidden"] = f"_all_hidden({self._hidden_probe_paths()!r})"
-        source = _SYSV_IPC_PROBE + _HIDDEN_PROBE + "def f():\n    out = {}\n"
+        checks.update({
+            "verified_socket_refused": "__import__('_socket').socket(2, 1).close()",
+            "verified_sysv_ipc_refused": "_sysv_ipc()",
+            "verified_pipe_refused": "[__import__('os').close(fd) for fd in __import__('os').pipe()]",
+            "verified_memfd_refused": "__import__('os').close(__import__('os').memfd_create('probe'))",
+            "verified_kernel_log_refused": "_kernel_log()",
+            "verified_fanotify_refused": "_fanotify()",
+            # the zygote and the harness (outside a PID namespace, or named by a filter that
+            # refuses other pids) and pid 1 (the namespace's init, or the host's)
+            "verified_other_pids_refused": f"_other_pids({[os.getpid(), os.getppid(), 1]!r})",
+        })
+        source = _SYSV_IPC_PROBE + _HIDDEN_PROBE + _KERNEL_PROBES + "def f():\n    out = {}\n"
         for key, expr in checks.items():
             source += f"    try:\n        {expr}\n        out[{key!r}] = False\n    except Exception:\n        out[{key!r}] = True\n"
         source += "    return out\n"
@@ -384,27 +421,48 @@ class Zygote:
         def feed(fd: int | None) -> None:
             if fd is not None:
                 protocol.write_all(fd, body)
+        host_pid = self._spare[0] if self._spare else None
         status, detail, size = self.call("pytest_toolbench.sandbox.jobs:run_source", len(body), feed, 30.0, audit=False)
+        host_pid = self._pending[0] if self._pending else host_pid
         self.reap()
         got: Any = None
+        confinement: Any = {}
         if status == "ok":  # the probe's own reply, no call data: parsed here
             reply = protocol.decode_frame(bytes(self._reply[: protocol.HEADER_BYTES + size]))
             self.wipe()
             got = reply.get("value") if reply.get("ok") else reply.get("detail")
+            confinement = reply.get("confinement") or {}
         if not isinstance(got, dict) or got.get("error"):
             raise RuntimeError(f"sandbox self-check failed: {detail or got}")
         self.info.update(got["value"])
+        caps = confinement.get("capabilities")
+        self.info["verified_no_capabilities"] = bool(caps) and not caps["effective"] and not caps["permitted"]
+        self.info["capabilities"] = caps or {"note": "disabled by caller"}
+        seen = confinement.get("pid")
+        self.info["verified_pid_namespace"] = self.pidns.init_pid is not None and seen not in (None, host_pid)
+
+    # Which probe results each required layer answers for.
+    _SECCOMP_CHECKS = ("verified_socket_refused", "verified_sysv_ipc_refused", "verified_pipe_refused",
+                       "verified_memfd_refused", "verified_kernel_log_refused", "verified_fanotify_refused",
+                       "verified_other_pids_refused")
+    _NOT_LANDLOCK = (*_SECCOMP_CHECKS, "verified_host_paths_hidden", "verified_no_capabilities",
+                     "verified_pid_namespace")
 
     def startup(self) -> dict[str, Any]:
         info = self.info
         limits = self.config["limits"]
-        # The mount namespace first: it may need a user namespace, which must come before the others.
-        self._setup_disk_cap()
+        info["privileged_start"] = os.geteuid() == 0
+        # The cgroup first (the host's cgroup file system, with the harness's own privileges),
+        # then a user namespace where this account needs one (it must come before the others),
+        # then the mounts, the network and the PID namespace.
+        self._setup_cgroup()
+        self._setup_mounts()
         self._setup_jail()
         if self.config.get("network_isolation", True) and "namespaces" not in self.disabled:
             info["network_namespace"], info["network_namespace_note"] = policy.enter_namespaces()
         else:
             info["network_namespace"], info["network_namespace_note"] = False, "disabled by caller"
+        self._setup_pid_namespace()
         info["rlimits"] = policy.apply_rlimits(limits["memory_mb"], limits["file_size_mb"])
         info["landlock_abi"] = 0 if "landlock" in self.disabled else self.landlock.abi
         info["seccomp"] = "seccomp" not in self.disabled and self.seccomp.available
@@ -415,42 +473,118 @@ class Zygote:
         info["audit_hook"] = True
         info["per_call_process"] = "fork of a pre-imported zygote; exits after the call"
         missing = []
-        landlock_checks = [v for k, v in info.items() if k.startswith("verified_")
-                           and k not in ("verified_socket_refused", "verified_host_paths_hidden")]
+        landlock_checks = [v for k, v in info.items() if k.startswith("verified_") and k not in self._NOT_LANDLOCK]
         if not info["landlock_abi"] or not all(landlock_checks):
             missing.append("landlock")
-        if not info["seccomp"] or not (info.get("verified_socket_refused") and info.get("verified_sysv_ipc_refused")):
+        if not info["seccomp"] or not all(info.get(k) for k in self._SECCOMP_CHECKS):
             missing.append("seccomp")
+        if "caps" not in self.disabled and not info.get("verified_no_capabilities"):
+            missing.append("caps")
         info["missing_layers"] = missing
         if self.jail and not info.get("verified_host_paths_hidden"):
             info["filesystem_view"] = "host"
             info["filesystem_view_note"] = "a jail was built, but the probe could stat host paths from it"
+        if self.pidns.init_pid is not None and not info["verified_pid_namespace"]:
+            info["pid_namespace"], info["pid_namespace_note"] = False, "entered, but the probe saw its host pid"
         # The per-layer flags say what held, as missing_layers does (never "seccomp: true"
         # beside a missing seccomp): a filter that loaded but whose probe calls were not refused
         # is not in force; the note says why.
         if "seccomp" in missing and info["seccomp"]:
+            failed = [k for k in self._SECCOMP_CHECKS if not info.get(k)]
             info["seccomp"], info["seccomp_filter_loaded"] = False, True
             info["seccomp_note"] = info["seccomp_note"] or (
-                "filter loaded, but the probe's socket() or SysV IPC call was not refused")
+                f"filter loaded, but the probe found {', '.join(failed)} false")
         if "landlock" in missing and info["landlock_abi"] and not info["landlock_note"]:
             failed = sorted(k for k, v in info.items() if k.startswith("verified_") and not v
-                            and k not in ("verified_socket_refused", "verified_sysv_ipc_refused",
-                                          "verified_host_paths_hidden"))
+                            and k not in self._NOT_LANDLOCK)
             info["landlock_note"] = (f"Landlock ABI {info['landlock_abi']} loaded, but the probe "
                                      f"found {', '.join(failed) or 'a check'} false")
+        if "caps" in missing:
+            info["caps_note"] = f"capabilities left in the call: {info.get('capabilities')}"
+        info["absent_layers"] = self._absent_layers()
         info["kernel_isolation"] = self.strict = not missing
         info["insecure"] = bool(missing) and bool(limits.get("insecure"))
         return info
 
-    def _setup_disk_cap(self) -> None:
-        """Per-call tmpfs (size and inode limits held by the kernel, freed by one lazy unmount)
-        where this process can own a mount namespace; else a watchdog that measures the call's
-        directory while it runs and kills a call over the cap, and a clean-up that walks it."""
+    def _absent_layers(self) -> dict[str, str]:
+        """Optional layers this machine did not give, each with why (the required ones are
+        ``missing_layers``); the README says what each one costs."""
+        info, out = self.info, {}
+        if not info.get("pid_namespace"):
+            out["pid_namespace"] = info.get("pid_namespace_note", "")
+        if not info.get("network_namespace"):
+            out["network_namespace"] = info.get("network_namespace_note", "")
+        if info.get("filesystem_view") != "jail":
+            out["jail"] = info.get("filesystem_view_note", "")
+        if info.get("disk_cap", {}).get("mechanism") != "tmpfs":
+            out["tmpfs"] = info.get("disk_cap", {}).get("note", "")
+        if info.get("memory_cap", {}).get("mechanism") != "cgroup":
+            out["cgroup"] = info.get("memory_cap", {}).get("note", "")
+        return out
+
+    def _setup_cgroup(self) -> None:
+        """A memory cgroup for the calls (``cgroup.create``), checked by a throw-away child
+        that moves itself in; else the address-space limit, the tmpfs size and a filter that
+        refuses pipes and memfds hold a call's memory."""
+        limits = self.config["limits"]
+        limit = (int(limits["memory_mb"]) + int(limits.get("disk_mb", 256)) + 64) * MB
+        note = "disabled by caller"
+        if "cgroup" not in self.disabled:
+            cgroup.sweep()
+            group, note = cgroup.create(cgroup.zygote_name(), limit)
+            if group is not None:
+                pid = os.fork()
+                if pid == 0:  # a throw-away child: can a process of ours move in?
+                    code = 1
+                    try:
+                        cgroup.enter(group)
+                        code = 0
+                    finally:
+                        os._exit(code)
+                _, status = os.waitpid(pid, 0)
+                if status != 0:
+                    group.remove()
+                    group, note = None, f"cannot move a process into {group.path}"
+            self.cgroup = group
+        if self.cgroup is not None:
+            self.info["memory_cap"] = {"mechanism": "cgroup", "version": self.cgroup.version,
+                                       "limit_mb": limit // MB, "path": self.cgroup.path, "note": (
+                "every page a call holds counts (pipes, memfds and its tmpfs included); past the "
+                "limit the kernel kills the call")}
+        else:
+            self.info["memory_cap"] = {"mechanism": "rlimit", "limit_mb": int(limits["memory_mb"]), "note": (
+                f"no memory cgroup ({note}): the call's address space is limited, its tmpfs "
+                "is size-capped, and the syscall filter refuses pipes, memfds and shared memory")}
+
+    def _setup_mounts(self) -> None:
+        """The zygote's own mount namespace (per-call tmpfs and the jail live in it): directly
+        where this process may (root), else in a user namespace where the machine allows an
+        ordinary user one (tried in a throw-away child first: entering is irreversible); else
+        a disk watchdog, and calls see the host's tree. ``user_namespace`` says which."""
         cap = {"disk_mb": self.disk_bytes // MB, "disk_inodes": self.disk_inodes}
+        info = self.info
+        info["user_namespace"], info["user_namespace_note"] = False, "not needed (privileged start)"
         if "tmpfs" in self.disabled:
             ok, note = False, "disabled by caller"
         else:
             ok, note = policy.enter_mount_namespace()
+            if not ok:
+                if "user_namespace" in self.disabled:
+                    info["user_namespace_note"] = "disabled by caller"
+                else:
+                    trial = os.path.join(self.tmpdir, "userns-check")
+                    os.mkdir(trial, 0o700)
+                    try:
+                        usable, why = privileges.probe_user_namespace(trial)
+                    finally:
+                        os.rmdir(trial)
+                    if usable:
+                        usable, why = privileges.enter_user_namespace()
+                    info["user_namespace"], info["user_namespace_note"] = usable, why
+                    if usable:
+                        ok, note = policy.enter_mount_namespace()
+                    else:
+                        note = f"{note}; no usable user namespace: {why}"
         if ok:
             trial = os.path.join(self.tmpdir, "tmpfs-check")
             os.mkdir(trial, 0o700)
@@ -470,6 +604,17 @@ class Zygote:
             self.info["disk_cap"] = {"mechanism": "watchdog", **cap, "note": (
                 f"no per-call tmpfs ({note}); the zygote measures the call's directory every "
                 f"{_WATCH_S * 1e3:g} ms and kills a call over the cap")}
+
+    def _setup_pid_namespace(self) -> None:
+        info = self.info
+        if "pid_namespace" in self.disabled:
+            info["pid_namespace"], info["pid_namespace_note"] = False, "disabled by caller"
+            return
+        ok = self.pidns.enter(self.confine_init)
+        info["pid_namespace"] = ok
+        info["pid_namespace_note"] = self.pidns.note if ok else (
+            f"no PID namespace ({self.pidns.note}): the syscall filter refuses every call that "
+            "names another process's pid")
 
     def _setup_jail(self) -> None:
         """The calls' file-system root (``policy.build_jail``), built once in the zygote's own
@@ -540,6 +685,9 @@ class Zygote:
             self._discard_spare()
         except Exception as exc:  # noqa: BLE001 - the folder goes regardless
             print(f"sandbox: abandoning: {exc}", file=sys.stderr, flush=True)
+        self.pidns.close()
+        if self.cgroup is not None:
+            self.cgroup.remove()
         if self.jail:
             try:
                 policy.detach(self.jail)  # the binds and call tmpfs beneath go with it
@@ -586,6 +734,37 @@ class Zygote:
 
 
 # Raises when none of the paths exists (lstat: FileNotFoundError), returns if one does.
+# Each raises when the kernel refused it (as it must in a call), returns if it got through.
+_KERNEL_PROBES = """
+def _kernel_log():
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    buf = ctypes.create_string_buffer(64)
+    if libc.klogctl(3, buf, 64) < 0:
+        raise PermissionError(ctypes.get_errno())
+
+def _fanotify():
+    import ctypes, os
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    fd = libc.syscall(300, 0, os.O_RDONLY)
+    if fd < 0:
+        raise PermissionError(ctypes.get_errno())
+    os.close(fd)
+
+def _other_pids(pids):
+    import os, resource
+    for pid in pids:
+        for attempt in (lambda: os.kill(pid, 0), lambda: os.getpriority(os.PRIO_PROCESS, pid),
+                        lambda: os.sched_getaffinity(pid), lambda: resource.prlimit(pid, resource.RLIMIT_CORE)):
+            try:
+                attempt()
+            except OSError:
+                continue
+            return
+    raise PermissionError("every pid refused")
+"""
+
 _HIDDEN_PROBE = """
 def _all_hidden(paths):
     import os
@@ -615,6 +794,15 @@ def _sysv_ipc():
 """
 
 
+#: What gives a machine each required layer (in the refusal's one line).
+_LAYER_HELP = {
+    "landlock": "Landlock needs Linux 5.13 or later with 'landlock' in the active LSMs "
+                "(cat /sys/kernel/security/lsm; boot with lsm=...,landlock)",
+    "seccomp": "seccomp filters need a kernel built with CONFIG_SECCOMP_FILTER on x86_64",
+    "caps": "the call kept a capability it should not hold: report this as a bug",
+}
+
+
 def main(argv: list[str]) -> int:
     config = json.loads(argv[1])
     fd_out = config["fd_out"]
@@ -632,7 +820,8 @@ def main(argv: list[str]) -> int:
         return 0
     except BaseException as exc:  # report why, then die: the pool turns this into an error
         try:
-            protocol.send(fd_out, {"type": "fatal", "detail": "".join(traceback.format_exception(exc))})
+            protocol.send(fd_out, {"type": "fatal", "detail": f"{type(exc).__name__}: {exc}",
+                                   "traceback": "".join(traceback.format_exception(exc))})
         except BrokenPipeError:  # nobody to tell, nobody to clean up after us
             if zygote is not None:
                 zygote.abandon()
@@ -641,10 +830,12 @@ def main(argv: list[str]) -> int:
         return 1
     if info["missing_layers"] and not config["limits"].get("insecure"):
         notes = "; ".join(f"{k}: {info.get(f'{k}_note') or 'not verified'}" for k in info["missing_layers"])
+        helps = "; ".join(_LAYER_HELP[k] for k in info["missing_layers"] if k in _LAYER_HELP)
         try:
             protocol.send(fd_out, {"type": "refused", "isolation": info, "detail": (
                 f"kernel isolation unavailable ({notes}); refusing to run untrusted tool code. "
-                "Pass --sandbox-insecure to run tools with the audit hook only (the report will say so)"
+                f"What helps: {helps}; or pass --sandbox-insecure to run tools with the audit hook "
+                "only (the report will say so)"
             )})
         except BrokenPipeError:
             zygote.abandon()

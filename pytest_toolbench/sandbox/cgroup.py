@@ -1,0 +1,199 @@
+"""A memory cgroup for a zygote's calls: every page a call holds counts, pipes, memfds and its
+tmpfs included (RLIMIT_AS counts only its address space).
+
+Where it comes from: cgroup v2 (``memory.max``, ``memory.swap.max``, ``pids.max``) in a
+``toolbench-sandbox`` folder at the root of the unified hierarchy, or cgroup v1's memory
+hierarchy (``memory.limit_in_bytes``, ``memory.memsw.limit_in_bytes``) under the harness's own
+memory cgroup. Either needs write access there: root has it, an ordinary user only where a
+cgroup was delegated to it (then ``TOOLBENCH_SANDBOX_CGROUP`` names that folder). Without it
+the report says so, and the call's memory is held by the measured equivalent: its address-space
+limit, a tmpfs of bounded size, and a system-call filter that refuses pipes and memfds.
+
+One cgroup per zygote, reused by its calls (one at a time): the call's child moves itself in
+(writes ``0`` to ``cgroup.procs``) before anything else. The zygote removes it when it exits; a
+later pool removes the empty ones dead zygotes left (``sweep``). Stdlib only.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+ENV_VAR = "TOOLBENCH_SANDBOX_CGROUP"
+PREFIX = "toolbench-sandbox"
+#: Threads a call may run (cgroup v2's pids controller; RLIMIT_AS bounds them elsewhere).
+PIDS_MAX = 64
+
+
+@dataclass
+class CallCgroup:
+    path: str
+    version: int
+    limit_bytes: int
+
+    @property
+    def procs(self) -> str:
+        return os.path.join(self.path, "cgroup.procs")
+
+    def oom_kills(self) -> int:
+        """How many of this cgroup's processes the kernel killed for memory so far."""
+        name, key = ("memory.events", "oom_kill") if self.version == 2 else ("memory.oom_control", "oom_kill")
+        try:
+            with open(os.path.join(self.path, name), encoding="ascii") as f:
+                for line in f:
+                    k, _, v = line.partition(" ")
+                    if k == key:
+                        return int(v)
+        except (OSError, ValueError):
+            pass
+        return 0
+
+    def remove(self) -> None:
+        try:
+            os.rmdir(self.path)
+        except OSError:
+            pass
+
+
+def _mounts() -> list[tuple[str, str, str]]:
+    """(mount point, fs type, super options) of every cgroup file system."""
+    out = []
+    try:
+        with open("/proc/self/mountinfo", encoding="utf-8") as f:
+            for line in f:
+                left, _, right = line.partition(" - ")
+                fields, rfields = left.split(), right.split()
+                if len(rfields) >= 3 and rfields[0] in ("cgroup", "cgroup2"):
+                    out.append((fields[4].replace("\\040", " "), rfields[0], rfields[2]))
+    except OSError:
+        pass
+    return out
+
+
+def _own_cgroups() -> dict[str, str]:
+    """controller list (or "" for v2) -> this process's cgroup path."""
+    out = {}
+    try:
+        with open("/proc/self/cgroup", encoding="utf-8") as f:
+            for line in f:
+                _, controllers, path = line.rstrip("\n").split(":", 2)
+                out[controllers] = path
+    except OSError:
+        pass
+    return out
+
+
+def _write(path: str, text: str) -> None:
+    with open(path, "w", encoding="ascii") as f:
+        f.write(text)
+
+
+def _v2_base(mount: str) -> str:
+    """A folder under which leaf cgroups with the memory controller may hold processes."""
+    delegated = os.environ.get(ENV_VAR)
+    if delegated:
+        return delegated
+    base = os.path.join(mount, PREFIX)
+    controllers = open(os.path.join(mount, "cgroup.controllers"), encoding="ascii").read().split()
+    if "memory" not in controllers:
+        raise OSError("the unified cgroup hierarchy has no memory controller")
+    wanted = [c for c in ("memory", "pids") if c in controllers]
+    _write(os.path.join(mount, "cgroup.subtree_control"), " ".join(f"+{c}" for c in wanted))
+    os.makedirs(base, exist_ok=True)
+    _write(os.path.join(base, "cgroup.subtree_control"), " ".join(f"+{c}" for c in wanted))
+    return base
+
+
+def create(name: str, limit_bytes: int) -> tuple[CallCgroup | None, str]:
+    """A cgroup for one zygote's calls, limited to ``limit_bytes`` of memory (and no swap), or
+    (None, why not)."""
+    reasons = []
+    own = _own_cgroups()
+    for mount, fstype, opts in _mounts():
+        try:
+            if fstype == "cgroup2":
+                base = _v2_base(mount)
+                path = os.path.join(base, name)
+                os.mkdir(path, 0o755)
+                try:
+                    _write(os.path.join(path, "memory.max"), str(limit_bytes))
+                    if os.path.exists(os.path.join(path, "memory.swap.max")):
+                        _write(os.path.join(path, "memory.swap.max"), "0")
+                    if os.path.exists(os.path.join(path, "pids.max")):
+                        _write(os.path.join(path, "pids.max"), str(PIDS_MAX))
+                except OSError:
+                    os.rmdir(path)
+                    raise
+                return CallCgroup(path, 2, limit_bytes), ""
+            if "memory" in opts.split(","):
+                rel = next((p for c, p in own.items() if "memory" in c.split(",")), "/")
+                path = os.path.join(mount, rel.lstrip("/"), f"{PREFIX}-{name}")
+                os.mkdir(path, 0o755)
+                try:
+                    _write(os.path.join(path, "memory.limit_in_bytes"), str(limit_bytes))
+                    memsw = os.path.join(path, "memory.memsw.limit_in_bytes")
+                    if os.path.exists(memsw):
+                        _write(memsw, str(limit_bytes))
+                except OSError:
+                    os.rmdir(path)
+                    raise
+                return CallCgroup(path, 1, limit_bytes), ""
+        except OSError as exc:
+            reasons.append(f"{fstype} at {mount}: {exc.strerror or exc}")
+    return None, "; ".join(reasons) or "no cgroup file system with a memory controller is mounted"
+
+
+def enter(cgroup: CallCgroup) -> None:
+    """Move the calling process into ``cgroup`` (a call's child, before anything else)."""
+    _write(cgroup.procs, "0")
+
+
+def _start_time(pid: int) -> str | None:
+    """The process's start time in clock ticks since boot (tells a live pid from a reused one)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            return f.read().rpartition(")")[2].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def zygote_name(pid: int | None = None) -> str:
+    """``<pid>-<start time>`` of the zygote: unique on this machine while it lives."""
+    pid = os.getpid() if pid is None else pid
+    return f"{pid}-{_start_time(pid) or 0}"
+
+
+def _owner_alive(name: str) -> bool:
+    pid, _, start = name.partition("-")
+    try:
+        return _start_time(int(pid)) == start
+    except ValueError:
+        return True  # not ours to judge
+
+
+def sweep() -> None:
+    """Remove the cgroups of zygotes that are gone (a live zygote's cgroup is empty between
+    calls, so emptiness alone says nothing; its name holds its pid and start time). Never
+    raises; rmdir refuses a populated cgroup anyway."""
+    own = _own_cgroups()
+    for mount, fstype, opts in _mounts():
+        if fstype == "cgroup2":
+            folder, prefix = os.environ.get(ENV_VAR) or os.path.join(mount, PREFIX), ""
+        elif "memory" in opts.split(","):
+            rel = next((p for c, p in own.items() if "memory" in c.split(",")), "/")
+            folder, prefix = os.path.join(mount, rel.lstrip("/")), f"{PREFIX}-"
+        else:
+            continue
+        try:
+            names = [n for n in os.listdir(folder) if n.startswith(prefix)]
+        except OSError:
+            continue
+        for n in names:
+            path = os.path.join(folder, n)
+            core = n[len(prefix):]
+            if not core[:1].isdigit() or not os.path.isdir(path) or _owner_alive(core):
+                continue
+            try:
+                os.rmdir(path)
+            except OSError:
+                pass
