@@ -172,8 +172,32 @@ def test_prune_needs_a_limit_and_rejects_bad_ones(tmp_path):
 def test_duration_and_size_units():
     assert parse_duration("30d") == 30 * DAY and parse_duration("12h") == 12 * 3600
     assert parse_duration("2w") == 14 * DAY and parse_duration("7") == 7 * DAY
+    assert parse_duration("90min") == 90 * 60 and parse_duration("45s") == 45
+    assert parse_duration("2 hours") == 2 * 3600 and parse_duration("1.5d") == 1.5 * DAY
     assert parse_size("2GB") == 2_000_000_000 and parse_size("1GiB") == 2**30
     assert parse_size("500MB") == 500_000_000 and parse_size("123") == 123
+
+
+def test_prune_refuses_an_age_that_may_mean_minutes_or_months(tmp_path):
+    """`1m` read as one minute removed every run of a user who meant a month: 'm' (and months,
+    which have no fixed length) are refused in one line that says what to write instead."""
+    import pytest
+
+    for text in ("1m", "90m", "1M", "2 m"):
+        with pytest.raises(ValueError, match=r"is ambiguous \(minutes or months\?\): write e.g. 90min or 30d"):
+            parse_duration(text)
+    for text in ("3mo", "1 month", "2months"):
+        with pytest.raises(ValueError, match="months have no fixed length: write days, e.g. 30d"):
+            parse_duration(text)
+    for text in ("1y", "m", "-1d", "1e3d"):
+        with pytest.raises(ValueError, match="expected a number with s, min, h, d or w"):
+            parse_duration(text)
+    run = make_run(tmp_path, "old", time.time() - 3600)
+    proc = cli("prune", "--cache-dir", str(tmp_path / "cache"), "--runs-dir", str(tmp_path / "runs"),
+               "--older-than", "1m")
+    assert proc.returncode == 2 and run.exists()
+    assert proc.stderr == ("toolbench prune: --older-than '1m': 'm' is ambiguous (minutes or "
+                           "months?): write e.g. 90min or 30d\n")
 
 
 def test_plan_orders_by_age_and_combines_both_limits():

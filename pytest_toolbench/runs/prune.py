@@ -18,8 +18,20 @@ from typing import Literal
 
 from pytest_toolbench.runs.record import read_index
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$", re.IGNORECASE)
-_SECONDS = {"": 86400, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*$", re.IGNORECASE)
+#: Every unit spelt so that it cannot be misread; a bare number is days.
+_UNITS = {
+    **dict.fromkeys(("s", "sec", "secs", "second", "seconds"), 1),
+    **dict.fromkeys(("min", "mins", "minute", "minutes"), 60),
+    **dict.fromkeys(("h", "hr", "hrs", "hour", "hours"), 3600),
+    **dict.fromkeys(("", "d", "day", "days"), 86400),
+    **dict.fromkeys(("w", "week", "weeks"), 7 * 86400),
+}
+#: Read as minutes by some and months by others: `1m` meant as a month removed every run older
+#: than a minute. Refused, with the spellings that say which.
+_AMBIGUOUS = ("m", "M")
+#: Months have no fixed length; refused rather than guessed.
+_MONTHS = ("mo", "mon", "month", "months")
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?)(b?)\s*$", re.IGNORECASE)
 _POWERS = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4}
 
@@ -27,11 +39,22 @@ Kind = Literal["run", "cache"]
 
 
 def parse_duration(text: str) -> float:
-    """``30d``, ``12h``, ``90m``, ``2w``, ``45s`` (a bare number is days) -> seconds."""
+    """``30d``, ``12h``, ``90min``, ``2w``, ``45s`` (a bare number is days) -> seconds.
+
+    ``m`` (and months in any spelling) is refused as ambiguous: a limit that reads as a month
+    to one user and a minute to another must not decide what gets deleted."""
     m = _DURATION.match(text)
-    if m is None:
-        raise ValueError(f"--older-than {text!r}: expected a number with s/m/h/d/w, e.g. 30d")
-    return float(m.group(1)) * _SECONDS[m.group(2).lower()]
+    unit = m.group(2) if m is not None else ""
+    if m is not None and unit in _AMBIGUOUS:
+        raise ValueError(f"--older-than {text!r}: {unit!r} is ambiguous (minutes or months?): "
+                         f"write e.g. 90min or 30d")
+    if m is not None and unit.lower() in _MONTHS:
+        raise ValueError(f"--older-than {text!r}: months have no fixed length: write days, "
+                         f"e.g. 30d")
+    if m is None or unit.lower() not in _UNITS:
+        raise ValueError(f"--older-than {text!r}: expected a number with s, min, h, d or w, "
+                         f"e.g. 30d, 12h or 90min")
+    return float(m.group(1)) * _UNITS[unit.lower()]
 
 
 def parse_size(text: str) -> int:
