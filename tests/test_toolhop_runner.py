@@ -513,3 +513,15 @@ def test_context_overflow_is_scored_as_no_answer_not_an_infrastructure_error():
     assert result.values["answer_correct"] == 0.0
     assert result.details["answer_status"] == "no_answer"
     assert result.details["stop_reason"].startswith("context_length_exceeded")
+
+
+def test_sandbox_failing_on_the_harness_side_is_an_infrastructure_error(records):
+    """A zygote killed, stopped or unable to restart is not the tool's doing: the case is an
+    error of kind sandbox_failed (excluded from the metrics), not a tool error fed to the model."""
+    sandbox = FakeSandbox(force={"letter_counter": "unavailable"})
+    script = [calls_msg(tool_call("a", "letter_counter", {"text": "Steven"})), answer("<answer>6</answer>")]
+    result = run(make_runner(sandbox), case_for(records[9001]), ScriptedModel(script))
+    assert result.outcome is Outcome.ERROR
+    assert result.error is not None and result.error.kind == "sandbox_failed"
+    assert "forced unavailable" in result.error.message
+    assert not any(m.get("role") == "tool" for m in result.transcript)  # nothing fed back

@@ -43,6 +43,10 @@ KIND_HINTS: dict[str, tuple[str, str]] = {
     "replay_exhausted": ("the replay file has no more replies for the case",
                          "record again with --record"),
     "internal_error": ("the harness raised an exception", "see the case's error message"),
+    "sandbox_failed": ("the tool sandbox failed on the harness's side (a worker killed, stopped "
+                       "or hung from outside, or one that would not restart)",
+                       "see the log for the worker's stderr; check for memory pressure or another "
+                       "process signalling the run; rerun the errored cases with --lf"),
 }
 
 

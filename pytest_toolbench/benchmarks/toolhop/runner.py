@@ -215,7 +215,10 @@ class ToolHopRunner:
             if not tool_calls:
                 break
             for index, call in enumerate(tool_calls):
-                content = await self._execute(record, call, turn, index, state)
+                try:
+                    content = await self._execute(record, call, turn, index, state)
+                except ModelCallError as exc:  # the sandbox failed on the harness's side
+                    return self._error_result(case, record, model, state, exc)
                 state.messages.append(
                     {"role": "tool", "content": content, "tool_call_id": call.get("id")}
                 )
@@ -256,6 +259,10 @@ class ToolHopRunner:
         outcome = await self.sandbox.arun(
             EXECUTION_JOB, payload, timeout_s=self.options.tool_timeout_s
         )
+        if outcome.status == "unavailable":
+            # Not the tool's doing (its zygote died, was stopped, or would not restart): the
+            # case is an infrastructure error, excluded from the metrics, never a wrong answer.
+            raise ModelCallError("sandbox_failed", outcome.detail)
         if outcome.status == "ok":
             content = str(outcome.value["content"])
             raised = bool(outcome.value.get("raised"))

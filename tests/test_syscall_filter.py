@@ -1,0 +1,149 @@
+"""The per-call syscall allowlist: its decisions read off the BPF program (an interpreter of the
+few classic-BPF instructions it uses), then the same filter in a real process."""
+
+from __future__ import annotations
+
+import errno
+import json
+import subprocess
+import sys
+
+import pytest
+
+from pytest_toolbench.sandbox import syscall_filter as sf
+
+OWN = 4242
+ALLOW, DENY, ENOSYS = "allow", "deny", "enosys"
+ARCH = 0xC000003E
+
+
+def decide(nr: int, *args: int, arch: int = ARCH, own: int = OWN) -> str:
+    """Run the program on a seccomp_data of (arch, nr, args)."""
+    words = {0: nr, 4: arch}
+    for i, arg in enumerate(args):
+        words[16 + 8 * i] = arg & 0xFFFFFFFF
+        words[20 + 8 * i] = (arg >> 32) & 0xFFFFFFFF
+    prog, pc, acc = sf.program(own), 0, 0
+    for _ in range(10_000):
+        code, jt, jf, k = prog[pc]
+        if code == 0x20:
+            acc, pc = words.get(k, 0), pc + 1
+        elif code in (0x15, 0x35, 0x45):
+            hit = acc == k if code == 0x15 else acc >= k if code == 0x35 else bool(acc & k)
+            pc += 1 + (jt if hit else jf)
+        elif code == 0x06:
+            return {0x7FFF0000: ALLOW, 0x00050000 | errno.EPERM: DENY, 0x00050000 | errno.ENOSYS: ENOSYS}[k]
+        else:
+            raise AssertionError(f"unexpected opcode {code:#x}")
+    raise AssertionError("the program loops")
+
+
+def nr(name: str) -> int:
+    for table in (sf.ALLOWED_X86_64, sf.SELF_PID_X86_64, sf.OWN_PID_ONLY_X86_64, sf.PRIORITY_X86_64):
+        if name in table:
+            return table[name]
+    return {"socket": 41, "fork": 57, "execve": 59, "pipe": 22, "pipe2": 293, "memfd_create": 319,
+            "syslog": 103, "clock_adjtime": 305, "clock_settime": 227, "settimeofday": 164,
+            "adjtimex": 159, "fanotify_init": 300, "fanotify_mark": 301, "inotify_init1": 294,
+            "ptrace": 101, "unshare": 272, "mount": 165, "shmget": 29, "ioprio_set": 251,
+            "capget": 125, "sysinfo": 99, "mlock": 149, "splice": 275, "pidfd_open": 434,
+            "process_vm_readv": 310, "bpf": 321, "io_uring_setup": 425, "tkill": 200,
+            "rt_sigqueueinfo": 129, "move_pages": 279, "get_robust_list": 274, "clone": 56,
+            "clone3": 435, "personality": 135, "setpgid": 109, "keyctl": 250}[name]
+
+
+@pytest.mark.parametrize("name", sorted(sf.ALLOWED_X86_64))
+def test_every_allowed_call_is_allowed(name):
+    assert decide(nr(name), 0, 0) == ALLOW
+
+
+@pytest.mark.parametrize("name", ["socket", "fork", "execve", "pipe", "pipe2", "memfd_create", "syslog",
+                                  "clock_adjtime", "clock_settime", "settimeofday", "adjtimex",
+                                  "fanotify_init", "fanotify_mark", "inotify_init1", "ptrace", "unshare",
+                                  "mount", "shmget", "ioprio_set", "capget", "sysinfo", "mlock", "splice",
+                                  "pidfd_open", "process_vm_readv", "bpf", "io_uring_setup", "tkill",
+                                  "rt_sigqueueinfo", "move_pages", "get_robust_list", "personality",
+                                  "setpgid", "keyctl"])
+def test_calls_outside_the_list_are_refused(name):
+    assert decide(nr(name), 0, 0, 0) == DENY
+
+
+@pytest.mark.parametrize("name", sorted(sf.SELF_PID_X86_64))
+def test_pid_calls_only_on_itself(name):
+    assert decide(nr(name), 0) == ALLOW
+    assert decide(nr(name), OWN) == ALLOW
+    assert decide(nr(name), 1) == DENY
+    assert decide(nr(name), OWN + 1) == DENY
+    assert decide(nr(name), (1 << 32) | 7) == DENY  # the kernel reads an int: only the low half
+
+
+@pytest.mark.parametrize("name", sorted(sf.OWN_PID_ONLY_X86_64))
+def test_signals_only_to_itself(name):
+    assert decide(nr(name), OWN, 0) == ALLOW
+    assert decide(nr(name), 0) == DENY  # kill(0): the zygote's process group
+    assert decide(nr(name), 0xFFFFFFFF) == DENY  # kill(-1): every process it may signal
+    assert decide(nr(name), 1) == DENY
+
+
+@pytest.mark.parametrize("name", sorted(sf.PRIORITY_X86_64))
+def test_priority_only_of_its_own_process(name):
+    assert decide(nr(name), 0, 0) == ALLOW  # PRIO_PROCESS, itself
+    assert decide(nr(name), 0, OWN) == ALLOW
+    assert decide(nr(name), 0, 1) == DENY
+    assert decide(nr(name), 1, 0) == DENY  # PRIO_PGRP: the zygote's group
+    assert decide(nr(name), 2, 0) == DENY  # PRIO_USER: every process of the uid
+
+
+def test_threads_but_no_processes_or_namespaces():
+    thread = 0x3D0F00  # CLONE_VM|FS|FILES|SIGHAND|THREAD|SYSVSEM|SETTLS|PARENT_SETTID|CHILD_CLEARTID
+    assert decide(nr("clone"), thread) == ALLOW
+    assert decide(nr("clone"), 0x01200011) == DENY  # fork(): SIGCHLD|CHILD_SETTID|CHILD_CLEARTID
+    assert decide(nr("clone"), thread | 0x40000000) == DENY  # a thread in a new network namespace
+    assert decide(nr("clone"), thread | 0x00008000) == DENY  # CLONE_PARENT: a sibling of the zygote
+    assert decide(nr("clone3"), 0) == ENOSYS  # glibc falls back to clone
+
+
+def test_other_abis_are_refused():
+    assert decide(0x40000000 + 1, 0) == DENY  # x32
+    assert decide(0, 0, arch=0x40000003) == DENY  # i386
+
+
+KERNEL = """
+import json, os, resource, threading
+from pytest_toolbench.sandbox.syscall_filter import SyscallFilter
+parent = os.getppid()
+ok, note = SyscallFilter().apply()
+out = {"applied": ok}
+def attempt(key, fn):
+    try:
+        fn()
+        out[key] = "ok"
+    except OSError as exc:
+        out[key] = exc.errno
+attempt("pipe", os.pipe)
+attempt("memfd", lambda: os.memfd_create("x"))
+attempt("kill_self", lambda: os.kill(os.getpid(), 0))
+attempt("kill_parent", lambda: os.kill(parent, 0))
+attempt("getpriority_parent", lambda: os.getpriority(os.PRIO_PROCESS, parent))
+attempt("getpriority_self", lambda: os.getpriority(os.PRIO_PROCESS, 0))
+attempt("prlimit_parent", lambda: resource.prlimit(parent, resource.RLIMIT_CORE))
+attempt("prlimit_self", lambda: resource.prlimit(0, resource.RLIMIT_CORE))
+attempt("affinity_parent", lambda: os.sched_getaffinity(parent))
+box = []
+t = threading.Thread(target=lambda: box.append(sum(range(10))))
+t.start(); t.join()
+out["thread"] = box == [45]
+attempt("fork", os.fork)
+print(json.dumps(out))
+"""
+
+
+def test_the_filter_in_a_real_process():
+    proc = subprocess.run([sys.executable, "-c", KERNEL], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout)
+    assert got["applied"] is True and got["thread"] is True
+    eperm = errno.EPERM
+    assert got["kill_self"] == got["getpriority_self"] == got["prlimit_self"] == "ok"
+    for key in ("pipe", "memfd", "kill_parent", "getpriority_parent", "prlimit_parent", "affinity_parent", "fork"):
+        assert got[key] == eperm, (key, got)
