@@ -94,7 +94,8 @@ class ServerOwner:
             return  # the run ended without needing the server
         started = time.monotonic()
         try:
-            phase = self.progress.phase(self.label, key="vLLM start") if self.progress else None
+            phase = (self.progress.phase(self.label, key="vLLM start", cancelled=self._stop.is_set)
+                     if self.progress else None)
             if phase is not None:
                 with phase:
                     self.server.start()

@@ -17,7 +17,7 @@ import sys
 import threading
 import time
 from contextlib import contextmanager
-from typing import IO, Iterator
+from typing import Callable, IO, Iterator
 
 #: Log-line interval when the output is not a terminal (and while the live progress line runs).
 LOG_EVERY_S = 15.0
@@ -80,9 +80,12 @@ class StartupProgress:
         self._write(("\r\x1b[K" if self.tty else "") + PREFIX + text + "\n")
 
     @contextmanager
-    def phase(self, label: str, key: str | None = None) -> Iterator[None]:
+    def phase(self, label: str, key: str | None = None,
+              cancelled: Callable[[], bool] | None = None) -> Iterator[None]:
         """Report ``label`` with its elapsed time while the block runs; its duration is kept
-        under ``key`` (default: the label) for the summary."""
+        under ``key`` (default: the label) for the summary. A block that fails because the run
+        is ending (``cancelled()`` true) says "stopped", not "FAILED": the run's own last line
+        names what stopped it, and a start cut short is not a start that failed."""
         started = time.monotonic()
         done = threading.Event()
         in_place = self.tty and not self.line_busy
@@ -111,7 +114,8 @@ class StartupProgress:
             ticker.join(timeout=2)
             elapsed = time.monotonic() - started
             self.durations[key or label] = self.durations.get(key or label, 0.0) + elapsed
-            self.line(f"{label}: {'done' if ok else 'FAILED'} in {elapsed:.1f} s")
+            verdict = "done" if ok else "stopped (the run is ending)" if cancelled and cancelled() else "FAILED"
+            self.line(f"{label}: {verdict} in {elapsed:.1f} s")
 
     def _columns(self) -> int:
         try:
