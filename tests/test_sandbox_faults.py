@@ -111,3 +111,31 @@ def test_start_failure_is_one_line():
     text = str(info.value)
     assert "\n" not in text and "Traceback" not in text
     assert "sandbox worker failed to start" in text and "no_such_module" in text
+
+
+REPO = __import__("pathlib").Path(__file__).resolve().parents[1]
+
+
+def test_runs_started_together_never_break_each_other(tmp_path):
+    """Pairs of real ToolHop runs (tool calls in the sandbox) started at the same moment: each
+    one's start-up sweep must leave the other's live folder alone, every time."""
+    import json
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+    for round_ in range(4):
+        procs = []
+        for side in ("a", "b"):
+            out = tmp_path / f"{round_}{side}"
+            cmd = [sys.executable, "-m", "pytest", "suites/toolhop", "-q", "-p", "no:cacheprovider",
+                   "--model", "oracle", "--scenario", "mandatory", "--no-cache",
+                   "--runs-dir", str(out / "runs"), "--toolbench-json", str(out / "report.json")]
+            procs.append((out, subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE,
+                                                stderr=subprocess.STDOUT, text=True)))
+        for out, proc in procs:
+            text, _ = proc.communicate(timeout=300)
+            assert proc.returncode == 0, text[-3000:]
+            report = json.loads((out / "report.json").read_text())
+            assert report["run"]["sandbox"]["kernel_isolation"] is True
+            assert len(report["cases"]) == 6 and not any(c.get("outcome") == "error" for c in report["cases"]), text[-2000:]

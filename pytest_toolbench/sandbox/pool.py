@@ -569,6 +569,14 @@ def isolation_state(described: dict[str, Any]) -> dict[str, Any]:
         # "jail": tools saw only what they may read (other paths did not exist for them);
         # "host": the host's tree, whose contents Landlock refuses but whose paths stat answers.
         "filesystem_view": "jail" if info.get("filesystem_view") == "jail" else "host",
+        # No capability in a call (checked by the probe), and whether the zygote had any to drop.
+        "capabilities": "none" if info.get("verified_no_capabilities") else "not verified",
+        "privileged_start": bool(info.get("privileged_start")),
+        "user_namespace": bool(info.get("user_namespace")),
+        "pid_namespace": bool(info.get("pid_namespace")),
+        "memory_cap": (info.get("memory_cap") or {}).get("mechanism", "rlimit"),
+        # Optional layers this machine did not give, with why (README: what each one costs).
+        "absent_layers": dict(sorted((info.get("absent_layers") or {}).items())),
     }
 
 
@@ -593,5 +601,11 @@ def merge_isolation_states(states: Sequence[dict[str, Any]]) -> dict[str, Any] |
         "bubblewrap": all(st["bubblewrap"] for st in states),
         "network_namespace": all(st["network_namespace"] for st in states),
         "filesystem_view": "jail" if all(st.get("filesystem_view") == "jail" for st in states) else "host",
+        "capabilities": "none" if all(st.get("capabilities") == "none" for st in states) else "not verified",
+        "privileged_start": all(st.get("privileged_start", False) for st in states),
+        "user_namespace": all(st.get("user_namespace", False) for st in states),
+        "pid_namespace": all(st.get("pid_namespace", False) for st in states),
+        "memory_cap": "cgroup" if all(st.get("memory_cap") == "cgroup" for st in states) else "rlimit",
+        "absent_layers": dict(sorted({k: v for st in states for k, v in (st.get("absent_layers") or {}).items()}.items())),
         "pools": len(states),
     }

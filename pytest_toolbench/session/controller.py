@@ -33,6 +33,7 @@ from pytest_toolbench.results.safe_text import safe_text
 from pytest_toolbench.output_errors import OutputFailure
 from pytest_toolbench.session.selection import load_all_cases
 from pytest_toolbench.session.identity import run_identity, sandbox_warning, wall_time_note
+from pytest_toolbench.session.signals import interrupts_of
 from pytest_toolbench.session.state import is_xdist_controller, run_dir_of, state
 from pytest_toolbench.session.transport import take_payloads, worker_output
 
@@ -227,6 +228,16 @@ class ControllerHooks:
             return "infra-error", "e", ("INFRA-ERROR", {"red": True})
         return None
 
+    @pytest.hookimpl(wrapper=True, tryfirst=True, specname="pytest_sessionfinish")
+    def pytest_sessionfinish_defer_signals(self, session: pytest.Session):  # type: ignore[no-untyped-def]
+        """Around every plugin's session end (ours, JUnit, Allure, the terminal summary): a
+        Ctrl-C or SIGTERM from here on is noted, not raised (session/signals.py), so no report
+        is left unwritten or half written."""
+        interrupts = interrupts_of(self.config)
+        if interrupts is not None:
+            interrupts.finishing()
+        return (yield)
+
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         st = self.st
@@ -292,7 +303,7 @@ class ControllerHooks:
         if len(st.output_failures) > failed_before:  # a report could not be written
             self._keep(session, run_record(scores, self._end(exitstatus), results, identity))
             st.summary += "".join(f"{f.message()}\n" for f in st.output_failures[failed_before:])
-        self._write_gates()
+        self._write_junit()
 
     def _end(self, pytest_status: int) -> RunEnd:
         from pytest_toolbench.session.finish import RunEnd
@@ -348,7 +359,7 @@ class ControllerHooks:
             notes.append(f"PARTIAL RESULTS: the run was interrupted ({st.interrupted_by}); "
                          "metrics cover only the cases that finished")
         if st.missing:
-            notes.append(missing_note(st.missing, len(st.tracker.expected)))
+            notes.append(missing_note(st.missing, len(st.tracker.expected), st.interrupted_by))
         return notes
 
     def _no_case_ran(self, session: pytest.Session, exitstatus: int) -> None:
@@ -362,7 +373,9 @@ class ControllerHooks:
             return
         no_cases = exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED,
                                   pytest.ExitCode.NO_TESTS_COLLECTED)
-        if st.output_failures or (st.missing and no_cases):  # cases were selected but all lost
+        interrupted = st.interrupted_by is not None
+        # cases were selected but all lost, or the run was stopped before the first result
+        if st.output_failures or (st.missing and (no_cases or interrupted)):
             end = self._end(exitstatus)
             st.verdicts = run_verdicts(end) if st.settings.gates else []
             session.exitstatus = run_status(end, st.verdicts, gated=bool(st.settings.gates))
@@ -371,7 +384,7 @@ class ControllerHooks:
             self._write_output("run index", run_dir_of(st) / "run.json", lambda: mark_ended(
                 run_dir_of(st), partial=True, interrupted_by=st.interrupted_by,
                 exit_status=int(session.exitstatus)))
-            self._write_gates()
+            self._write_junit()
             return
         mark_ended(run_dir_of(st), partial=st.interrupted_by is not None,
                    interrupted_by=st.interrupted_by,
@@ -385,14 +398,22 @@ class ControllerHooks:
                     GateVerdict(gate=str(parse_gate(g)), actual=None, passed=False,
                                 reason="no case ran") for g in st.settings.gates
                 ]
-            self._write_gates()
+            self._write_junit()
 
-    def _write_gates(self) -> None:
-        """The gate verdicts as JUnit testcases (with --junitxml), from the run's record."""
-        if self.st.verdicts:
-            from pytest_toolbench.report.junit_gates import write_gate_testcases
+    def _write_junit(self) -> None:
+        """With --junitxml: a testcase with an error for every selected case that never ran
+        (else the file would count only those that did), then the gate verdicts as testcases,
+        from the run's record."""
+        from pytest_toolbench.report import junit_gates
+        from pytest_toolbench.results.completeness import not_run_message
 
-            write_gate_testcases(self.config, self.st.verdicts)
+        st = self.st
+        not_run = st.tracker.missing_nodes(st.results) if st.missing else []
+        if not_run:
+            junit_gates.write_missing_testcases(self.config, not_run,
+                                                not_run_message(st.interrupted_by))
+        if st.verdicts:
+            junit_gates.write_gate_testcases(self.config, st.verdicts)
 
     @pytest.hookimpl(trylast=True)
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
@@ -404,7 +425,8 @@ class ControllerHooks:
         terminalreporter.write_line(wall_time_note(st))  # now: the reports are written
         warning = sandbox_warning(st.sandbox_states)
         if warning:
-            terminalreporter.write_line(warning, red=True, bold=True)
+            alarming = warning.startswith("WARNING")
+            terminalreporter.write_line(warning, red=alarming, bold=alarming)
         # The summary quotes data (notes, labels, errors); its parts are escaped where they are
         # laid out, and the whole once more here, where it reaches the terminal.
         terminalreporter.write(safe_text(st.summary, multiline=True))
@@ -423,8 +445,29 @@ class ControllerHooks:
             fits = len(line + more) <= terminalreporter._tw.fullwidth
             terminalreporter.write_line(line + more if fits else line)
 
+    def _late_interrupt(self) -> None:
+        """A Ctrl-C or SIGTERM that came while the reports were written (session/signals.py):
+        they were finished, and the run exits INTERRUPTED, as after any interruption (only an
+        unwritten output or an internal error keeps its own status). Its verdict joins the
+        table, so the table never reads "all passed" above a failed line."""
+        from pytest_toolbench.results.completeness import interrupted_verdict
+
+        interrupts = interrupts_of(self.config)
+        if interrupts is None or interrupts.late is None or self.session is None:
+            return
+        st = self.st
+        if int(self.session.exitstatus) not in (ToolbenchExit.OUTPUT_ERROR,
+                                                ToolbenchExit.INTERNAL_ERROR):
+            self.session.exitstatus = int(ToolbenchExit.INTERRUPTED)
+        if st.verdicts and not any(v.kind == "interrupted" for v in st.verdicts):
+            late = interrupted_verdict(interrupts.late, st.missing, len(st.tracker.expected))
+            st.verdicts = [*st.verdicts, late.model_copy(update={
+                "reason": late.reason + " (the signal came while the reports were written; "
+                "they were finished first)"})]
+
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         """The gate table goes last, after pytest's own closing lines, so a CI log ends on it."""
+        self._late_interrupt()
         st = self.st
         reporter = config.pluginmanager.get_plugin("terminalreporter")
         if not st.verdicts or reporter is None or st.gates_printed:
@@ -448,6 +491,9 @@ class ControllerHooks:
             from pytest_toolbench.results.completeness import missing_text
 
             why = missing_text(st.missing, len(st.tracker.expected))
+        elif status == ToolbenchExit.INTERRUPTED and any(
+                v.kind == "interrupted" and not v.passed for v in st.verdicts):
+            why = next(v.reason for v in st.verdicts if v.kind == "interrupted")
         elif status == gates_status:
             why = "the exit status is decided by the gates, not by single cases"
         elif status == ToolbenchExit.NO_CASES:

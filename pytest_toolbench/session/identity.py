@@ -42,8 +42,16 @@ def sandbox_warning(states: list[dict[str, Any]]) -> str | None:
     """The terminal warning, only when tool code really ran without the kernel layers (the pool
     refuses that unless ``--sandbox-insecure``); the flag alone on a capable machine says nothing."""
     merged = merge_isolation_states(states)
-    if merged is None or merged["kernel_isolation"]:
+    if merged is None:
         return None
+    if merged["kernel_isolation"]:
+        absent = merged.get("absent_layers") or {}
+        if not absent:
+            return None
+        # Not a warning: the floor held; the machine (an ordinary user without user namespaces,
+        # no cgroup access) gave fewer layers, and the user should know which.
+        return (f"sandbox: this machine gave no {', '.join(sorted(absent))} (run.sandbox.absent_layers "
+                "says why; README 'Tool sandbox' says what each costs)")
     why = "; ".join(f"{k}: {v}" for k, v in merged["missing_notes"].items())
     return ("WARNING: tool code ran WITHOUT kernel isolation (--sandbox-insecure; missing "
             f"{', '.join(merged['missing_layers'])}: {why}); contained by the audit hook only, "

@@ -1,0 +1,137 @@
+"""No privilege in a call: no capability, no other process in sight or in reach, memory that
+counts, and a report that names every layer the machine did not give. Runs as whoever runs the
+tests (root here, an ordinary user in .ci/unprivileged, with or without user namespaces)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from pytest_toolbench.config import SandboxLimits
+from pytest_toolbench.sandbox import ToolSandbox
+from pytest_toolbench.sandbox.pool import isolation_state, merge_isolation_states
+from pytest_toolbench.session.identity import sandbox_warning
+
+SOURCE = "pytest_toolbench.sandbox.jobs:run_source"
+
+SELF_VIEW = """
+import os, resource
+def f(harness):
+    out = {"pid": os.getpid(), "ppid": os.getppid()}
+    for key, attempt in {
+        "renice_harness": lambda: os.setpriority(os.PRIO_PROCESS, harness, 19),
+        "affinity_harness": lambda: os.sched_setaffinity(harness, {0}),
+        "prlimit_harness": lambda: resource.prlimit(harness, resource.RLIMIT_CORE, (0, 0)),
+        "signal_harness": lambda: os.kill(harness, 0),
+        "signal_group": lambda: os.kill(0, 0),
+        "renice_user": lambda: os.setpriority(os.PRIO_USER, 0, 19),
+        "renice_self": lambda: os.setpriority(os.PRIO_PROCESS, 0, 5),
+    }.items():
+        try:
+            attempt()
+            out[key] = "done"
+        except OSError as exc:
+            out[key] = exc.errno
+    return out
+"""
+
+
+def run(sb: ToolSandbox, source: str, **kwargs: object) -> dict:
+    out = sb.run(SOURCE, {"source": source, "entry": "f", "kwargs": kwargs}, 20)
+    assert out.status == "ok" and out.value["error"] is None, out
+    return out.value["value"]
+
+
+@pytest.mark.parametrize("layers_off", [(), ("pid_namespace",)], ids=["all layers", "no PID namespace"])
+def test_a_call_cannot_touch_the_harness_or_any_process_but_itself(layers_off):
+    harness = os.getpid()
+    before = (os.getpriority(os.PRIO_PROCESS, harness), os.sched_getaffinity(harness))
+    with ToolSandbox(SandboxLimits(workers=1), disable_layers=layers_off) as sb:
+        got = run(sb, SELF_VIEW, harness=harness)
+        described = sb.describe()
+    for key in ("renice_harness", "affinity_harness", "prlimit_harness", "signal_harness", "signal_group",
+                "renice_user"):
+        assert got[key] != "done", (key, got)
+    assert got["renice_self"] == "done"  # its own process stays its own
+    assert (os.getpriority(os.PRIO_PROCESS, harness), os.sched_getaffinity(harness)) == before
+    iso = described["isolation"]
+    if not layers_off and iso.get("pid_namespace"):
+        assert got["ppid"] == 0 and got["pid"] < 100  # its own namespace: no parent in sight
+    assert iso["verified_other_pids_refused"] is True
+
+
+def test_no_capability_in_a_call():
+    with ToolSandbox(SandboxLimits(workers=1)) as sb:
+        iso = sb.describe()["isolation"]
+    caps = iso["capabilities"]
+    assert iso["verified_no_capabilities"] is True
+    assert caps["effective"] == caps["permitted"] == caps["inheritable"] == 0
+    if iso["privileged_start"] or iso["user_namespace"]:
+        assert caps["bounding_empty"] is True and caps["securebits_locked"] is True
+
+
+def test_the_report_names_the_layers_a_machine_did_not_give():
+    off = ("pid_namespace", "cgroup", "jail")
+    with ToolSandbox(SandboxLimits(workers=1), disable_layers=off) as sb:
+        state = sb.isolation_state()
+    assert state["kernel_isolation"] is True  # the floor held
+    assert {"pid_namespace", "cgroup", "jail"} <= set(state["absent_layers"])
+    assert all(state["absent_layers"][k] for k in off)  # each with why
+    assert state["capabilities"] == "none" and state["memory_cap"] == "rlimit"
+    line = sandbox_warning([state])
+    assert line is not None and not line.startswith("WARNING") and "pid_namespace" in line
+    merged = merge_isolation_states([state, state])
+    assert merged is not None and merged["absent_layers"] == state["absent_layers"]
+
+
+def test_isolation_state_keeps_the_new_fields_through_describe():
+    with ToolSandbox(SandboxLimits(workers=1)) as sb:
+        described = sb.describe()
+    state = isolation_state(described)
+    for key in ("capabilities", "privileged_start", "user_namespace", "pid_namespace", "memory_cap", "absent_layers"):
+        assert key in state
+
+
+MEMORY = """
+import os
+def f(kind, mb):
+    held = []
+    chunk = b"x" * (1 << 20)
+    try:
+        for _ in range(mb):
+            if kind == "pipe":
+                r, w = os.pipe()
+                import fcntl
+                fcntl.fcntl(w, 1031, 1 << 20)  # F_SETPIPE_SZ
+                os.set_blocking(w, False)
+                os.write(w, chunk)
+                held.append((r, w))
+            else:
+                fd = os.memfd_create("x")
+                os.write(fd, chunk)
+                held.append(fd)
+    except OSError as exc:
+        return {"held_mb": len(held), "errno": exc.errno}
+    return {"held_mb": len(held), "errno": None}
+"""
+
+
+@pytest.mark.parametrize("kind", ["pipe", "memfd"])
+def test_pipes_and_memfds_are_refused_at_the_source(kind):
+    """RLIMIT_AS does not count pipe buffers or memfds: the allowlist refuses both."""
+    with ToolSandbox(SandboxLimits(workers=1)) as sb:
+        got = run(sb, MEMORY, kind=kind, mb=64)
+    assert got == {"held_mb": 0, "errno": 1}
+
+
+def test_the_memory_cgroup_counts_memfds_where_there_is_one():
+    """With the filter off (insecure), a memfd flood past the cgroup's limit kills the call;
+    only where this machine gives the harness a memory cgroup."""
+    limits = SandboxLimits(workers=1, insecure=True, memory_mb=96, disk_mb=16)
+    with ToolSandbox(limits, disable_layers=("seccomp",)) as sb:
+        if sb.isolation_state()["memory_cap"] != "cgroup":
+            pytest.skip("no memory cgroup for this account on this machine")
+        out = sb.run(SOURCE, {"source": MEMORY, "entry": "f", "kwargs": {"kind": "memfd", "mb": 400}}, 30)
+        assert out.status == "crashed" and "SIGKILL" in out.detail, out
+        assert run(sb, "def f():\n    return 'alive'") == "alive"
