@@ -1,0 +1,521 @@
+#!/usr/bin/env python3
+"""Run the hostile tool corpus (the other files of this folder) through a real sandbox, from
+anywhere, against whatever ``pytest_toolbench`` this Python imports (an installed harness):
+
+    python tests/hostile_tools/run_corpus.py                    # every attack, all layers on
+    python tests/hostile_tools/run_corpus.py --without-layers   # also each with its LAYERS off
+    python tests/hostile_tools/run_corpus.py renice_other pipe_hoard
+
+One line per attack: ``contained``, ``ESCAPED`` (and what got out) or ``BROKEN`` (the call did
+not end as a result or a tool error, or a later innocent call failed). With ``--without-layers``
+a second line says whether the attack got through once the layers it names were switched off
+(proof that the attack is real and that those layers stop it). Exit status 0 when every attack
+was contained (and, with ``--without-layers``, got through without its layers), 1 otherwise.
+
+``tests/test_sandbox_attacks.py`` imports this module and asserts the same, per attack.
+
+What an attack may aim at is made here, never the machine's own processes: a decoy process
+(``sleep``) whose pid each attack gets as ``target_pid``, an abstract unix socket, a file name
+in /dev/shm, a name for a process that would outlive its call; each attack gets a fresh pool
+and a fresh decoy, and everything is removed afterwards. Host-side checks after each call: the
+decoy's and the zygote's nice value, CPU affinity, scheduling policy, I/O priority, resource
+limits, state and tracer; host opens of a file the fanotify attacks aim at; the socket, the
+/dev/shm name, a process left behind; then an innocent call, and a harmless tool whose result
+must be the same before and after the attack.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+if __name__ == "__main__":  # run as a script: the attack files here must not shadow any module
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != HERE]
+
+import ast  # noqa: E402
+import ctypes  # noqa: E402
+import json  # noqa: E402
+import resource  # noqa: E402
+import secrets  # noqa: E402
+import shutil  # noqa: E402
+import signal  # noqa: E402
+import socket  # noqa: E402
+import subprocess  # noqa: E402
+import threading  # noqa: E402
+import time  # noqa: E402
+from dataclasses import dataclass, field  # noqa: E402
+from typing import Any, Iterator  # noqa: E402
+
+JOB = "pytest_toolbench.benchmarks.toolhop.execution:call_tool"
+PRELOAD = ("pytest_toolbench.benchmarks.toolhop.execution",)
+#: The pool every attack runs in: a small memory and disk cap, so that the memory attacks
+#: (which stop by themselves at the cap + 128 MiB, at most 1.5 GiB) prove their point cheaply.
+LIMITS = dict(workers=1, cpu_seconds=10, output_cap=2000, disk_mb=16, disk_inodes=2000, memory_mb=128)
+#: All the memory a call may hold: its address space, its disk, and 64 MiB of slack for what
+#: the kernel keeps for it. An attack holding more (pipe buffers, memfds) got past the cap.
+LIMIT_MB = LIMITS["memory_mb"] + LIMITS["disk_mb"] + 64
+CALL_TIMEOUT_S = 30.0
+DEADLINE_S = 90.0
+ECHO = "def echo(text):\n    return {'echo': text}\n"
+#: A harmless tool: what a call inherits from its zygote. Same result before and after any
+#: hostile call, or that call changed the calls after it.
+FINGERPRINT = '''def fingerprint():
+    import os, resource
+    out = {"nice": os.getpriority(os.PRIO_PROCESS, 0), "affinity": sorted(os.sched_getaffinity(0)),
+           "scheduler": os.sched_getscheduler(0), "umask": os.umask(0o022)}
+    out["rlimits"] = {name: list(resource.getrlimit(getattr(resource, name))) for name in (
+        "RLIMIT_AS", "RLIMIT_FSIZE", "RLIMIT_NOFILE", "RLIMIT_CORE", "RLIMIT_MEMLOCK",
+        "RLIMIT_NPROC", "RLIMIT_STACK", "RLIMIT_DATA", "RLIMIT_RTPRIO", "RLIMIT_NICE")}
+    data = os.urandom(1 << 16)
+    try:
+        with open("fingerprint.bin", "wb") as f:
+            f.write(data)
+        with open("fingerprint.bin", "rb") as f:
+            out["file"] = f.read() == data
+    except OSError as exc:
+        out["file"] = str(exc)
+    return out
+'''
+#: Host requirements an attack may name in ``NEEDS`` (besides ``NEEDS_ROOT``).
+KNOWN_NEEDS = ("user_namespaces", "io_uring", "CAP_SYS_RESOURCE")
+
+
+# ----------------------------------------------------------------------------------- corpus
+
+
+@dataclass(frozen=True)
+class Attack:
+    """One file of the corpus. ``layers`` is None for the earlier corpus (no claim: only the
+    invariants hold), ``()`` for an attack that claims no layer (its ``escaped`` is reported,
+    only host-side effects count), else the layers each of which stops it."""
+
+    name: str
+    source: str
+    layers: tuple[str, ...] | None
+    needs_root: bool
+    needs: tuple[str, ...]
+    params: tuple[str, ...]
+    any_kwargs: bool
+
+    def arguments(self, offered: dict[str, Any]) -> dict[str, Any]:
+        return dict(offered) if self.any_kwargs else {k: v for k, v in offered.items() if k in self.params}
+
+
+def first_def_name(source: str) -> str:
+    """The tool's name as ToolHop finds it (the text between the first 'def' and '(')."""
+    return source.split("def")[1].split("(")[0].strip()
+
+
+def load_attack(path: str) -> Attack | None:
+    """The attack in ``path``, or None if the file is not a tool (this runner)."""
+    name = os.path.splitext(os.path.basename(path))[0]
+    if path == os.path.abspath(__file__):
+        return None
+    with open(path, encoding="utf-8") as f:
+        source = f.read()
+    if "def" not in source or first_def_name(source) != name:
+        return None
+    tree = ast.parse(source)
+    consts: dict[str, Any] = {}
+    func = None
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and func is None:
+            func = node
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            consts[node.targets[0].id] = ast.literal_eval(node.value)
+    assert func is not None and func.name == name, path
+    params = tuple(a.arg for a in (*func.args.args, *func.args.kwonlyargs))
+    layers = consts.get("LAYERS")
+    return Attack(name=name, source=source, layers=None if layers is None else tuple(layers),
+                  needs_root=bool(consts.get("NEEDS_ROOT", False)), needs=tuple(consts.get("NEEDS", ())),
+                  params=params, any_kwargs=func.args.kwarg is not None)
+
+
+def load_corpus(folder: str = HERE) -> list[Attack]:
+    out = []
+    for entry in sorted(os.listdir(folder)):
+        if entry.endswith(".py"):
+            attack = load_attack(os.path.join(folder, entry))
+            if attack is not None:
+                out.append(attack)
+    return out
+
+
+# ------------------------------------------------------------------------------ host side
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.syscall.restype = ctypes.c_long
+_SYS_IOPRIO_GET = 252
+_WATCHED_LIMITS = ("RLIMIT_CORE", "RLIMIT_FSIZE", "RLIMIT_NOFILE", "RLIMIT_AS", "RLIMIT_CPU")
+
+
+def process_state(pid: int) -> dict[str, Any] | None:
+    """What an attack could change in a process, read from outside (None: no such process)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return None
+    if state in ("Z", "X", "x"):
+        return {"state": "dead"}
+    out: dict[str, Any] = {"state": "stopped" if state in ("T", "t") else "alive"}
+    readers = {
+        "nice": lambda: os.getpriority(os.PRIO_PROCESS, pid),
+        "affinity": lambda: sorted(os.sched_getaffinity(pid)),
+        "scheduler": lambda: os.sched_getscheduler(pid),
+        "ioprio": lambda: _libc.syscall(_SYS_IOPRIO_GET, ctypes.c_long(1), ctypes.c_long(pid)),
+    }
+    for name in _WATCHED_LIMITS:
+        readers[name] = lambda name=name: tuple(resource.prlimit(pid, getattr(resource, name)))
+    for key, read in readers.items():
+        try:
+            out[key] = read()
+        except OSError as exc:
+            out[key] = f"unreadable ({exc.strerror})"
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as f:
+            tracer = [line.split()[1] for line in f if line.startswith("TracerPid:")]
+        out["tracer"] = int(tracer[0]) if tracer else 0
+    except (OSError, ValueError):
+        pass
+    return out
+
+
+def state_changes(what: str, before: dict[str, Any] | None, after: dict[str, Any] | None) -> list[str]:
+    if before is None or before.get("state") == "dead":
+        return []
+    if after is None or after.get("state") == "dead":
+        return [f"{what} died"]
+    return [f"{what}'s {key}: {before[key]} -> {after.get(key)}" for key in before if before[key] != after.get(key)]
+
+
+def host_needs_unmet(attack: Attack) -> list[str]:
+    """Why this machine cannot show the attack getting through even with its layers off."""
+    why = []
+    if attack.needs_root and os.geteuid() != 0:
+        why.append("needs a harness running as root")
+    for need in attack.needs:
+        if need not in KNOWN_NEEDS:
+            why.append(f"unknown need {need!r}")
+        elif need.startswith("CAP_") and not _holds_capability(need):
+            why.append(f"the harness does not hold {need}")
+        elif need == "user_namespaces" and not _user_namespaces_allowed():
+            why.append("this machine refuses user namespaces")
+        elif need == "io_uring" and _read_int("/proc/sys/kernel/io_uring_disabled", 0) != 0:
+            why.append("io_uring is disabled on this machine (kernel.io_uring_disabled)")
+    return why
+
+
+_CAP_NUMBERS = {"CAP_SYS_RESOURCE": 24}
+
+
+def _holds_capability(name: str) -> bool:
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            eff = next(int(line.split()[1], 16) for line in f if line.startswith("CapEff:"))
+    except (OSError, StopIteration, ValueError):
+        return False
+    return bool(eff >> _CAP_NUMBERS[name] & 1)
+
+
+def _read_int(path: str, default: int) -> int:
+    try:
+        with open(path, encoding="ascii") as f:
+            return int(f.read().strip())
+    except (OSError, ValueError):
+        return default
+
+
+def _user_namespaces_allowed() -> bool:
+    code = ("import ctypes, sys; libc = ctypes.CDLL(None, use_errno=True); "
+            "sys.exit(0 if libc.unshare(0x10000000) == 0 else 1)")
+    return subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
+
+
+class Host:
+    """What one attack may aim at outside the sandbox, made fresh for it, and the checks that
+    nothing outside changed. A context manager: everything is removed on exit."""
+
+    def __init__(self) -> None:
+        self.token = secrets.token_hex(6)
+        sleep = shutil.which("sleep")
+        argv = [sleep, "300"] if sleep else [sys.executable, "-c", "import time; time.sleep(300)"]
+        self.decoy = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.DEVNULL)
+        # A core-file limit of its own, which an attack lowering it visibly changes.
+        resource.prlimit(self.decoy.pid, resource.RLIMIT_CORE, (0, 1 << 20))
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.listener.bind("\0toolbench-canary-" + self.token)
+        self.listener.listen(8)
+        self.listener.setblocking(False)
+        self.shm_path = "/dev/shm/toolbench-attack-" + self.token
+        self.comm = ("tbo-" + self.token)[:15]
+        self.watched_file = os.path.join(os.path.dirname(os.__file__), "this.py")
+        self.refused_opens = 0
+        self._stop = threading.Event()
+
+    def arguments(self) -> dict[str, Any]:
+        return {"target_pid": self.decoy.pid, "harness_pid": os.getpid(), "limit_mb": LIMIT_MB,
+                "token": self.token, "seconds": 1.5}
+
+    def __enter__(self) -> Host:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.decoy.kill()
+        self.decoy.wait()
+        self.listener.close()
+        self.effects()  # removes what an attack left (the /dev/shm file, a process that outlived it)
+
+    def activity(self) -> threading.Thread:
+        """Host file activity while an attack runs: opens and reads ``watched_file`` every
+        20 ms (what the watching attacks would see, and what a permission mark would block)."""
+        self._stop.clear()
+
+        def loop() -> None:
+            while not self._stop.wait(0.02):
+                try:
+                    with open(self.watched_file, "rb") as f:
+                        f.read(64)
+                except PermissionError:
+                    self.refused_opens += 1
+                except OSError:
+                    pass
+        thread = threading.Thread(target=loop, daemon=True)
+        thread.start()
+        return thread
+
+    def stop_activity(self, thread: threading.Thread) -> None:
+        self._stop.set()
+        thread.join(5)
+
+    def effects(self) -> list[str]:
+        """What an attack changed outside the sandbox that the host can see (and undoes it)."""
+        out = []
+        if self.refused_opens:
+            out.append(f"{self.refused_opens} host opens of {self.watched_file} were refused")
+            self.refused_opens = 0
+        try:
+            conn, _ = self.listener.accept()
+            conn.close()
+            out.append("a call connected to the harness's abstract unix socket")
+        except (BlockingIOError, OSError):
+            pass
+        if os.path.lexists(self.shm_path):
+            out.append(f"a call wrote {self.shm_path}")
+            try:
+                os.unlink(self.shm_path)
+            except OSError:
+                pass
+        for pid in self._outliving():
+            out.append(f"process {pid} ({self.comm}) outlived its call")
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        return out
+
+    def _outliving(self) -> Iterator[int]:
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                try:
+                    with open(f"/proc/{entry}/comm", encoding="utf-8", errors="replace") as f:
+                        if f.read().strip() == self.comm:
+                            yield int(entry)
+                except OSError:
+                    pass
+
+
+# --------------------------------------------------------------------------------- calls
+
+
+@dataclass
+class Result:
+    name: str
+    layers_off: tuple[str, ...]
+    status: str = ""  # the call's outcome: ok, crashed, timeout
+    tool_escaped: bool = False  # what the tool said it achieved
+    tool_detail: str = ""
+    effects: list[str] = field(default_factory=list)  # what the host saw changed
+    problems: list[str] = field(default_factory=list)  # invariants that did not hold
+    claims_layers: bool = True  # False: the tool's own "escaped" is reported, not counted
+
+    @property
+    def escaped(self) -> bool:
+        return bool(self.effects) or (self.tool_escaped and self.claims_layers)
+
+    def verdict(self) -> str:
+        if self.problems:
+            return "BROKEN"
+        return "ESCAPED" if self.escaped else "contained"
+
+    def why(self) -> str:
+        parts = [*self.problems, *self.effects]
+        if self.tool_detail:
+            said = "escaped" if self.tool_escaped else "contained"
+            parts.append(f"tool ({self.status}, {said}): {self.tool_detail}")
+        elif self.status and self.status != "ok":
+            parts.append(f"call {self.status}")
+        return "; ".join(parts)
+
+
+def call(pool: Any, source: str, name: str, arguments: dict[str, Any] | None = None,
+         timeout_s: float = CALL_TIMEOUT_S, deadline_s: float = DEADLINE_S) -> Any:
+    """One ToolHop tool call, in a thread: a sandbox that strands its caller raises
+    TimeoutError after ``deadline_s`` instead of hanging."""
+    box: dict[str, Any] = {}
+    payload = {"functions": [source], "name": name, "arguments": json.dumps(arguments or {})}
+
+    def target() -> None:
+        try:
+            box["out"] = pool.run(JOB, payload, timeout_s)
+        except BaseException as exc:  # noqa: BLE001 - raised below, in the caller
+            box["exc"] = exc
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(deadline_s)
+    if thread.is_alive():
+        raise TimeoutError(f"sandbox call to {name} still blocked after {deadline_s} s")
+    if "exc" in box:
+        raise box["exc"]
+    return box["out"]
+
+
+def outcome_problems(out: Any, cap: int) -> list[str]:
+    """The invariants of any call: a result or a tool error a model may be shown (the runner's
+    shape, within the cap, no harness traceback)."""
+    import typing
+
+    from pytest_toolbench.sandbox import SandboxOutcome
+
+    # ok, timeout, crashed; and where the harness has it, "unavailable": a zygote gone (which
+    # the host-side checks report as an effect of the call when the call killed it)
+    statuses = typing.get_args(SandboxOutcome.model_fields["status"].annotation) or ("ok", "crashed", "timeout")
+    problems = []
+    if out.status not in statuses:
+        problems.append(f"status {out.status!r}")
+    if "Traceback" in out.detail or len(out.detail) > cap + 40:
+        problems.append(f"detail not fit for a model: {out.detail[:200]!r}")
+    if out.status == "ok":
+        value = out.value
+        if not (isinstance(value, dict) and set(value) == {"content", "raised", "exception_type"}
+                and isinstance(value["content"], str) and isinstance(value["raised"], bool)
+                and len(value["content"]) <= cap + 40):
+            problems.append(f"reply of the wrong shape: {str(value)[:200]}")
+    return problems
+
+
+def _tool_said(out: Any) -> tuple[bool, str]:
+    if out.status != "ok":
+        return False, ""
+    content = out.value["content"]
+    if out.value["raised"]:
+        return False, content[:300]
+    try:
+        said = json.loads(content)
+    except ValueError:
+        return False, content[:300]
+    if isinstance(said, dict) and "escaped" in said:
+        return bool(said["escaped"]), str(said.get("detail", ""))[:400]
+    return False, content[:300]
+
+
+def make_pool(layers_off: tuple[str, ...] = ()) -> Any:
+    from pytest_toolbench.config import SandboxLimits
+    from pytest_toolbench.sandbox import ToolSandbox
+
+    if layers_off:
+        return ToolSandbox(SandboxLimits(**LIMITS, insecure=True), preload=PRELOAD, disable_layers=layers_off)
+    return ToolSandbox(SandboxLimits(**LIMITS), preload=PRELOAD)
+
+
+def run_attack(attack: Attack, without_layers: bool = False) -> Result:
+    """The attack in a fresh pool (all layers on, or with its LAYERS and the audit hook off),
+    with a fresh decoy; what it achieved, what the host saw, and the invariants."""
+    layers_off = tuple(dict.fromkeys((*(attack.layers or ()), "audit_hook"))) if without_layers else ()
+    result = Result(attack.name, layers_off, claims_layers=bool(attack.layers))
+    with Host() as host, make_pool(layers_off) as pool:
+        before = call(pool, FINGERPRINT, "fingerprint")
+        if before.status != "ok" or before.value["raised"]:
+            result.problems.append(f"the harmless tool failed before the attack: {before}")
+            return result
+        zygotes = {pid: process_state(pid) for pid in pool.worker_pids()}
+        decoy = process_state(host.decoy.pid)
+        activity = host.activity()
+        try:
+            out = call(pool, attack.source, attack.name, attack.arguments(host.arguments()))
+        except TimeoutError as exc:
+            result.problems.append(str(exc))
+            return result
+        finally:
+            host.stop_activity(activity)
+        result.status = out.status
+        result.problems += outcome_problems(out, LIMITS["output_cap"])
+        result.tool_escaped, result.tool_detail = _tool_said(out)
+        if out.status != "ok" and not result.tool_detail:
+            result.tool_detail = out.detail[:300]
+        time.sleep(0.05)  # a zygote killed by the call: let it be seen dead
+        for pid, state in zygotes.items():
+            result.effects += state_changes(f"the zygote {pid}", state, process_state(pid))
+        result.effects += state_changes("the decoy", decoy, process_state(host.decoy.pid))
+        result.effects += host.effects()
+        echo = call(pool, ECHO, "echo", {"text": "hello"})
+        if echo.status != "ok" or echo.value["content"] != '{"echo": "hello"}':
+            result.problems.append(f"the next innocent call failed: {echo.status} {echo.detail[:200]}")
+        after = call(pool, FINGERPRINT, "fingerprint")
+        if after.status != "ok" or after.value != before.value:
+            got = after.value["content"] if after.status == "ok" else after.detail
+            result.effects.append(f"a later call differs: {before.value['content']} -> {got}")
+    return result
+
+
+# ----------------------------------------------------------------------------------- main
+
+
+def main(argv: list[str]) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("names", nargs="*", help="attacks to run (default: all)")
+    parser.add_argument("--without-layers", action="store_true",
+                        help="also run each attack with the layers it names switched off")
+    args = parser.parse_args(argv)
+    corpus = load_corpus()
+    unknown = set(args.names) - {a.name for a in corpus}
+    if unknown:
+        parser.error(f"no such attack: {', '.join(sorted(unknown))}")
+    import pytest_toolbench
+
+    print(f"pytest_toolbench from {os.path.dirname(pytest_toolbench.__file__)}; "
+          f"euid {os.geteuid()}; {len(corpus)} tools in {HERE}", flush=True)
+    failed = 0
+    for attack in corpus:
+        if args.names and attack.name not in args.names:
+            continue
+        try:
+            result = run_attack(attack)
+            verdict, why = result.verdict(), result.why()
+        except Exception as exc:  # noqa: BLE001 - one line per attack, whatever happens
+            verdict, why = "BROKEN", f"{type(exc).__name__}: {exc}"
+        failed += verdict != "contained"
+        print(f"{attack.name:24} {verdict:9} {why}", flush=True)
+        if args.without_layers and attack.layers:
+            unmet = host_needs_unmet(attack)
+            if unmet:
+                print(f"{'':24} {'skipped':9} without {', '.join(attack.layers)}: {'; '.join(unmet)}")
+                continue
+            try:
+                off = run_attack(attack, without_layers=True)
+                ok, why = off.escaped and not off.problems, off.why()
+            except Exception as exc:  # noqa: BLE001
+                ok, why = False, f"{type(exc).__name__}: {exc}"
+            failed += not ok
+            word = "got through" if ok else "NOT THROUGH"
+            print(f"{'':24} {word:9} without {', '.join(attack.layers)}: {why}", flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
