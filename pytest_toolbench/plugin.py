@@ -29,7 +29,7 @@ from pytest_toolbench.runtime.upcoming import set_current_item  # noqa: E402
 from pytest_toolbench.session import gc_tuning, run_start, transport  # noqa: E402
 from pytest_toolbench.session.controller import ControllerHooks  # noqa: E402
 from pytest_toolbench.session.selection import has_toolbench_tests, parametrize_cases  # noqa: E402
-from pytest_toolbench.session.signals import install_sigterm  # noqa: E402
+from pytest_toolbench.session.signals import install_interrupts  # noqa: E402
 from pytest_toolbench.session.state import is_worker, state  # noqa: E402
 
 
@@ -53,7 +53,7 @@ def pytest_configure(config: pytest.Config) -> None:
     progress.install(config, worker=is_worker(config), selection=st)  # the live progress line
     if not is_worker(config):
         config.pluginmanager.register(ControllerHooks(config), "toolbench-controller")
-        install_sigterm(config)
+        install_interrupts(config)
 
 
 @pytest.hookimpl(tryfirst=True, specname="pytest_configure")

@@ -5,14 +5,21 @@ feeds it one synthetic setup/call/teardown report per verdict just before, so th
 real ``<testcase>`` elements (classname ``toolbench-gates`` for ``--gate`` expressions,
 ``toolbench-error-rate`` for the per-scenario ``--max-error-rate`` limits), with a ``<failure>``
 holding the reason when a gate fails and the verdict as properties either way.
+
+A selected case that never ran (the run was interrupted, its worker lost) would simply be absent
+from the file, which then reads ``tests=8 failures=0 errors=0`` for a run that skipped 24 cases:
+each such case gets its testcase with an ``<error message="not run: ...">``, so a JUnit reader
+counts it.
 """
 
 from __future__ import annotations
 
+import xml.etree.ElementTree as ET
 from collections.abc import Iterable
 
 import pytest
-from _pytest.junitxml import xml_key
+
+from _pytest.junitxml import LogXML, bin_xml_escape, xml_key
 from _pytest.reports import TestReport
 
 from pytest_toolbench.results.gates import GateVerdict
@@ -28,6 +35,76 @@ def gate_nodeid(verdict: GateVerdict) -> str:
     prefix = {"metric": GATE_CLASSNAME, "error_rate": ERROR_RATE_CLASSNAME}.get(
         verdict.kind, RUN_CHECK_CLASSNAME)
     return f"{prefix}::{verdict.gate}"
+
+
+def writing_junit(config: pytest.Config) -> bool:
+    """Whether this run writes a JUnit XML (``--junitxml``)."""
+    return config.stash.get(xml_key, None) is not None
+
+
+def write_missing_testcases(config: pytest.Config, nodeids: Iterable[str], message: str) -> int:
+    """One testcase with an ``<error>`` per selected node that never reported (if a JUnit XML is
+    being written); returns how many."""
+    xml = config.stash.get(xml_key, None)
+    if xml is None:
+        return 0
+    n = 0
+    for nodeid in nodeids:
+        node = _open_testcase_node(xml, nodeid)
+        reporter = xml.node_reporter(_report(nodeid, "passed", "teardown", node))
+        error = ET.Element("error", message=bin_xml_escape(message))
+        error.text = bin_xml_escape(f"{nodeid}: {message}")
+        reporter.append(error)  # counted in the suite's errors
+        # a passed teardown names the testcase (classname, name) and closes it
+        xml.pytest_runtest_logreport(_report(nodeid, "passed", "teardown", node))
+        n += 1
+    return n
+
+
+#: A case that ran but whose own reports never reached the controller, as JUnit shows it:
+#: (node id, "passed" | "failed" | "error" | "skipped", the message, the teardown's properties).
+Ended = tuple[str, str, str, list[tuple[str, object]]]
+
+
+def write_unreported_testcases(config: pytest.Config, ended: Iterable[Ended]) -> int:
+    """A testcase for each case whose result the controller has (an xdist worker's journal) but
+    whose test reports it never got: an interrupted worker stops before sending them, and pytest
+    leaves such a test as a testcase without a name. Returns how many."""
+    xml = config.stash.get(xml_key, None)
+    if xml is None:
+        return 0
+    n = 0
+    for nodeid, outcome, message, props in ended:
+        node = _open_testcase_node(xml, nodeid)
+        if outcome == "error":
+            reports = [_report(nodeid, "failed", "setup", node, message)]
+        elif outcome == "skipped":
+            path, _, _ = nodeid.partition("::")
+            reports = [_report(nodeid, "skipped", "setup", node, (path, 0, message))]
+        else:
+            reports = [_report(nodeid, outcome, "call", node, message if outcome == "failed"
+                               else None)]
+        for report in [*reports, _report(nodeid, "passed", "teardown", node, props=props)]:
+            xml.pytest_runtest_logreport(report)
+        n += 1
+    return n
+
+
+def _open_testcase_node(xml: LogXML, nodeid: str) -> object:
+    """The xdist node of the testcase LogXML opened for ``nodeid`` and never closed (its test was
+    cut short after its set-up), so what is written for it completes that testcase instead of
+    leaving it without a name beside a second one; None when there is none."""
+    return next((node for key, node in xml.node_reporters if str(key) == nodeid), None)
+
+
+def _report(nodeid: str, outcome: str, when: str, node: object, longrepr: object = None,
+            props: list[tuple[str, object]] | None = None) -> TestReport:
+    path, _, name = nodeid.partition("::")
+    report = TestReport(nodeid, (path, None, name), {}, outcome, longrepr, when,  # type: ignore[arg-type]
+                        user_properties=props or [])
+    if node is not None:
+        report.node = node  # type: ignore[attr-defined]  # LogXML keys an xdist testcase by it
+    return report
 
 
 def write_gate_testcases(config: pytest.Config, verdicts: Iterable[GateVerdict]) -> int:

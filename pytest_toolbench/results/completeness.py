@@ -23,10 +23,11 @@ def missing_text(missing: list[str], selected: int, *, shown: int = SHOWN_MISSIN
     return f"{n} of {selected} selected case{'s' if selected != 1 else ''} {verb} no result: {names}"
 
 
-def missing_note(missing: list[str], selected: int) -> str:
-    return (f"PARTIAL RESULTS: {missing_text(missing, selected)} (never reported: a worker lost, "
-            "the run stopped early, or the transport failed); metrics cover only the cases that "
-            "reported")
+def missing_note(missing: list[str], selected: int, interrupted_by: str | None = None) -> str:
+    why = (f"not run: the run was interrupted ({interrupted_by})" if interrupted_by is not None
+           else "never reported: a worker lost, the run stopped early, or the transport failed")
+    return (f"PARTIAL RESULTS: {missing_text(missing, selected)} ({why}); metrics cover only the "
+            "cases that reported")
 
 
 def completeness_verdict(missing: list[str], selected: int) -> GateVerdict:
@@ -36,6 +37,33 @@ def completeness_verdict(missing: list[str], selected: int) -> GateVerdict:
                        "cases that reported")
 
 
+#: The gate name of the verdict an interrupted run gets, and its JUnit testcases' message.
+RUN_COMPLETED = "run completed"
+
+
+def not_run_message(interrupted_by: str | None) -> str:
+    """Why a selected case has no result, for the JUnit testcase that stands for it."""
+    if interrupted_by is not None:
+        return f"not run: the run was interrupted ({interrupted_by})"
+    return ("not run: the case never reported a result (a worker lost, the run stopped early, "
+            "or the transport failed)")
+
+
+def interrupted_verdict(interrupted_by: str, missing: list[str], selected: int, *,
+                        while_writing: bool = False) -> GateVerdict:
+    """The failed verdict of a run stopped by Ctrl-C or SIGTERM: whatever the gates say about
+    the cases that finished, the run did not evaluate what was asked. ``while_writing``: the
+    signal came only while the reports were written (they were finished first)."""
+    if while_writing:
+        reason = (f"the run was interrupted ({interrupted_by}) while its reports were written; "
+                  "they were finished first")
+    else:
+        lost = missing_text(missing, selected) if missing else "every selected case had reported"
+        reason = f"the run was interrupted ({interrupted_by}): {lost}"
+    return GateVerdict(gate=RUN_COMPLETED, actual=float(len(missing)), passed=False,
+                       kind="interrupted", reason=reason)
+
+
 def output_verdict(failures: list[OutputFailure]) -> GateVerdict:
     return GateVerdict(gate="every output written", actual=float(len(failures)), passed=False,
                        kind="output", reason="; ".join(f.message().removeprefix("pytest-toolbench: ")
@@ -43,9 +71,12 @@ def output_verdict(failures: list[OutputFailure]) -> GateVerdict:
 
 
 __all__ = [
+    "RUN_COMPLETED",
     "SHOWN_MISSING",
     "completeness_verdict",
+    "interrupted_verdict",
     "missing_note",
     "missing_text",
+    "not_run_message",
     "output_verdict",
 ]

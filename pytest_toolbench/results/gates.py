@@ -102,8 +102,9 @@ class GateVerdict(BaseModel):
     reason: str
     #: "metric": a --gate; "error_rate": the per-scenario --max-error-rate limit;
     #: "completeness": selected cases without a result (results/completeness.py); "output": an
-    #: output the run could not write (output_errors.py). The last two appear only failed.
-    kind: Literal["metric", "error_rate", "completeness", "output"] = "metric"
+    #: output the run could not write (output_errors.py); "interrupted": the run was stopped
+    #: (Ctrl-C, SIGTERM) before its end. The last three appear only failed.
+    kind: Literal["metric", "error_rate", "completeness", "output", "interrupted"] = "metric"
 
 
 def _threshold(text: str, gate: str) -> float:
@@ -282,10 +283,13 @@ def _natural(text: str) -> tuple[int, float | str]:
 
 
 def exit_status(verdicts: list[GateVerdict]) -> ToolbenchExit:
-    """An unwritten output first, then lost cases, then too many infrastructure errors (the
-    metrics are then unreliable), then metric gates."""
+    """An unwritten output first, then an interruption, then lost cases, then too many
+    infrastructure errors (the metrics are then unreliable), then metric gates: the order of
+    session/finish.py's run_status."""
     if any(not v.passed for v in verdicts if v.kind == "output"):
         return ToolbenchExit.OUTPUT_ERROR
+    if any(not v.passed for v in verdicts if v.kind == "interrupted"):
+        return ToolbenchExit.INTERRUPTED
     if any(not v.passed for v in verdicts if v.kind == "completeness"):
         return ToolbenchExit.INCOMPLETE
     if any(not v.passed for v in verdicts if v.kind == "error_rate"):

@@ -102,14 +102,22 @@ class CaseTracker:
     def missing(self, results: Mapping[str, CaseResult]) -> list[str]:
         """Ids of the selected cases (node ids for other nodes) without a result, in
         selection order."""
-        out = []
-        for nodeid, case in self.expected.items():
-            if case is not None:
-                if case.id not in results:
-                    out.append(case.id)
-            elif nodeid not in self.ended:
-                out.append(nodeid)
-        return out
+        return [case.id if case is not None else nodeid
+                for nodeid, case in self._missing(results)]
+
+    def missing_nodes(self, results: Mapping[str, CaseResult]) -> list[str]:
+        """Node ids of the same selected nodes (what a JUnit testcase is named after)."""
+        return [nodeid for nodeid, _ in self._missing(results)]
+
+    def unreported(self, results: Mapping[str, CaseResult]) -> list[tuple[str, CaseResult]]:
+        """(node id, result) of the cases whose result arrived some other way than on their own
+        test report (an xdist worker's journal, read at the session end)."""
+        return [(nodeid, results[case.id]) for nodeid, case in self.expected.items()
+                if case is not None and case.id in results and nodeid not in self.ended]
+
+    def _missing(self, results: Mapping[str, CaseResult]) -> list[tuple[str, Case | None]]:
+        return [(nodeid, case) for nodeid, case in self.expected.items()
+                if (case.id not in results if case is not None else nodeid not in self.ended)]
 
 
 

@@ -38,6 +38,7 @@ from pytest_toolbench.session.state import is_xdist_controller, run_dir_of, stat
 from pytest_toolbench.session.transport import take_payloads, worker_output
 
 if TYPE_CHECKING:
+    from pytest_toolbench.report.junit_gates import Ended
     from pytest_toolbench.results.run_record import RunRecord
     from pytest_toolbench.session.finish import RunEnd
 
@@ -96,6 +97,16 @@ class ControllerHooks:
 
             self._cases_by_id = cases_by_id(self.st.cases, self.st.settings.repeats)
         self.st.tracker.expect_node_ids(ids, self._cases_by_id)
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True, specname="pytest_runtest_logreport")
+    def pytest_runtest_logreport_whole(self, report: pytest.TestReport):  # type: ignore[no-untyped-def]
+        """Every plugin takes a report in whole: a Ctrl-C or SIGTERM waits for its end
+        (session/signals.py), so no journal line or JUnit testcase is left half made."""
+        interrupts = interrupts_of(self.config)
+        if interrupts is None:
+            return (yield)
+        with interrupts.holding():
+            return (yield)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -408,12 +419,36 @@ class ControllerHooks:
         from pytest_toolbench.results.completeness import not_run_message
 
         st = self.st
+        if not junit_gates.writing_junit(self.config):
+            return
+        junit_gates.write_unreported_testcases(self.config, [
+            self._junit_outcome(nodeid, result)
+            for nodeid, result in st.tracker.unreported(st.results)])
         not_run = st.tracker.missing_nodes(st.results) if st.missing else []
         if not_run:
             junit_gates.write_missing_testcases(self.config, not_run,
                                                 not_run_message(st.interrupted_by))
         if st.verdicts:
             junit_gates.write_gate_testcases(self.config, st.verdicts)
+
+    def _junit_outcome(self, nodeid: str, result: CaseResult) -> Ended:
+        """How the case's own reports would have shown it, for a case whose result came from a
+        worker's journal: with gates a wrong answer passes and an infrastructure error is
+        skipped (:meth:`_let_gates_decide`)."""
+        from pytest_toolbench.session.transport import summary_properties
+
+        props = summary_properties(result)
+        gated = bool(self.st.settings.gates)
+        if result.outcome is Outcome.PASSED or (gated and result.outcome is Outcome.FAILED):
+            return nodeid, "passed", "", props
+        if result.outcome is Outcome.FAILED:
+            return nodeid, "failed", safe_text(result.failure_message or "wrong answer"), props
+        kind = result.error.kind if result.error else "error"
+        if gated:
+            return (nodeid, "skipped", f"infrastructure error ({kind}), not scored; counted by "
+                    "the error-rate gate", props)
+        message = result.error.message if result.error else ""
+        return nodeid, "error", safe_text(f"infrastructure error ({kind}), not scored: {message}"), props
 
     @pytest.hookimpl(trylast=True)
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
@@ -460,10 +495,8 @@ class ControllerHooks:
                                                 ToolbenchExit.INTERNAL_ERROR):
             self.session.exitstatus = int(ToolbenchExit.INTERRUPTED)
         if st.verdicts and not any(v.kind == "interrupted" for v in st.verdicts):
-            late = interrupted_verdict(interrupts.late, st.missing, len(st.tracker.expected))
-            st.verdicts = [*st.verdicts, late.model_copy(update={
-                "reason": late.reason + " (the signal came while the reports were written; "
-                "they were finished first)"})]
+            st.verdicts = [*st.verdicts, interrupted_verdict(
+                interrupts.late, st.missing, len(st.tracker.expected), while_writing=True)]
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         """The gate table goes last, after pytest's own closing lines, so a CI log ends on it."""

@@ -22,7 +22,7 @@ from pytest_toolbench.models.endpoint_pool import endpoint_totals
 from pytest_toolbench.results.aggregate import RunMetrics, aggregate
 from pytest_toolbench.results.case_result import CaseResult
 from pytest_toolbench.results.comparison import Comparison
-from pytest_toolbench.results.completeness import completeness_verdict, output_verdict
+from pytest_toolbench.results.completeness import completeness_verdict, interrupted_verdict, output_verdict
 from pytest_toolbench.results.gates import GateVerdict, error_rate_verdicts, evaluate_gates, exit_status, parse_gate
 from pytest_toolbench.output_errors import OutputFailure
 from pytest_toolbench.results.repeats import RepeatStats, aggregate_repeats, repeat_stats, tables_per_repeat
@@ -119,10 +119,13 @@ def score_run(results: Sequence[CaseResult], benchmarks: Mapping[str, Benchmark]
 
 
 def run_verdicts(end: RunEnd) -> list[GateVerdict]:
-    """The failed verdicts that no --gate asked for: lost cases (not after an interruption,
-    which loses them by design) and unwritten outputs."""
+    """The failed verdicts that no --gate asked for: an interruption (naming the cases it left
+    without a result), lost cases, unwritten outputs. So the gate table's count of failures
+    (terminal, Markdown, JUnit, Allure) never reads "all passed" on a run that failed this way."""
     out = []
-    if end.missing and end.interrupted_by is None:
+    if end.interrupted_by is not None:
+        out.append(interrupted_verdict(end.interrupted_by, end.missing, end.selected))
+    elif end.missing:
         out.append(completeness_verdict(end.missing, end.selected))
     if end.output_failures:
         out.append(output_verdict(end.output_failures))

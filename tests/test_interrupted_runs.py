@@ -1,0 +1,197 @@
+"""A run stopped by SIGTERM or Ctrl-C: its reports are written, say what never ran, and fail.
+
+The end-to-end tests run ``pytest suites/toolhop`` in a subprocess against a slow local endpoint
+(tests/fake_openai_server.py), signal it mid-run, and read what a CI system reads: the exit
+status, the JUnit XML, the terminal's gate table, the Markdown summary and the JSON report. The
+signals during the reports use ``-p slow_plots`` (tests/slow_plots.py), which makes the plots,
+written at the session end, take long enough to be interrupted.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from fake_openai_server import FakeOpenAIServer, delayed, reply
+from pytest_toolbench.exitcodes import ToolbenchExit
+from pytest_toolbench.results.completeness import RUN_COMPLETED, interrupted_verdict
+from pytest_toolbench.results.gates import GateVerdict, exit_status
+from pytest_toolbench.session.finish import RunEnd, run_status, run_verdicts
+from pytest_toolbench.session.signals import Interrupts
+
+REPO = Path(__file__).resolve().parents[1]
+N = len(json.loads((REPO / "data" / "toolhop" / "ToolHop.json").read_text()))
+SELECTED = 3 * N  # every record in each of ToolHop's three scenarios
+GATE = "toolhop.direct.accuracy>=0"  # passes on any answer: only the interruption can fail
+
+
+# --------------------------------------------------------------------------- verdicts
+def test_an_interruption_is_a_failed_verdict_naming_what_never_ran():
+    end = RunEnd(pytest_status=2, interrupted_by="SIGTERM", missing=["a", "b"], selected=5)
+    (verdict,) = run_verdicts(end)
+    assert verdict.gate == RUN_COMPLETED and not verdict.passed and verdict.kind == "interrupted"
+    assert verdict.reason == ("the run was interrupted (SIGTERM): 2 of 5 selected cases have no "
+                              "result: a, b")
+    passed = GateVerdict(gate="g", actual=1.0, passed=True, reason="ok")
+    assert exit_status([passed, verdict]) is ToolbenchExit.INTERRUPTED
+    assert run_status(end, [passed, verdict], gated=True) == ToolbenchExit.INTERRUPTED
+    late = interrupted_verdict("SIGINT", [], 5, while_writing=True)
+    assert "while its reports were written" in late.reason and not late.passed
+
+
+# --------------------------------------------------------------------------- the handler
+class _Config:
+    def __init__(self) -> None:
+        self.stash: dict = {}
+
+
+def test_the_first_signal_waits_for_a_report_being_taken_in_and_later_ones_are_only_noted(
+        monkeypatch):
+    lines: list[str] = []
+    interrupts = Interrupts(_Config(), write=lines.append)  # type: ignore[arg-type]
+    with pytest.raises(KeyboardInterrupt, match="SIGTERM"):
+        with interrupts.holding():
+            interrupts.handle(signal.SIGTERM, None)  # held: the report is taken in whole
+            lines.append("report taken in")
+    assert lines == ["report taken in"]
+    interrupts.handle(signal.SIGINT, None)  # a second one: noted, never raised
+    assert interrupts.late == "SIGINT" and "finishing the reports first" in lines[-1]
+    exits: list[int] = []
+    monkeypatch.setattr(os, "_exit", exits.append)
+    interrupts.handle(signal.SIGINT, None)  # a third: stops at once
+    assert exits == [ToolbenchExit.INTERRUPTED] and "stopping at once" in lines[-1]
+
+
+def test_from_the_session_end_on_even_a_first_signal_is_only_noted():
+    interrupts = Interrupts(_Config(), write=lambda line: None)  # type: ignore[arg-type]
+    interrupts.finishing()
+    interrupts.handle(signal.SIGINT, None)
+    assert interrupts.late == "SIGINT"
+
+
+# --------------------------------------------------------------------------- end to end
+def _start(tmp_path: Path, server: FakeOpenAIServer, *args: str) -> subprocess.Popen:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO / "tests"), env.get("PYTHONPATH")]))
+    env["TOOLBENCH_TEST_PLOTTING"] = str(tmp_path / "plotting")
+    cmd = [sys.executable, "-m", "pytest", "suites/toolhop", "-q", "-p", "no:randomly",
+           "-p", "no:cacheprovider", "-p", "slow_plots", "--runs-dir", str(tmp_path / "runs"),
+           "--toolbench-json", str(tmp_path / "report.json"),
+           "--junitxml", str(tmp_path / "junit.xml"), "--toolbench-md", str(tmp_path / "summary.md"),
+           "--base-url", server.base_url, "--api-key", "t", "--model", "m", "--no-cache",
+           "--concurrency", "1", *args]
+    return subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env)
+
+
+def _wait_for(condition, what: str, proc: subprocess.Popen, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert proc.poll() is None, f"the run ended before {what}: {proc.communicate()}"
+        assert time.monotonic() < deadline, f"no {what} within {timeout} s"
+        time.sleep(0.05)
+
+
+def _junit(tmp_path: Path) -> tuple[dict[str, str], list[ET.Element]]:
+    suite = ET.parse(tmp_path / "junit.xml").getroot().find("testsuite")
+    assert suite is not None
+    return dict(suite.attrib), list(suite.iter("testcase"))
+
+
+def _interrupted_mid_run(tmp_path: Path, *args: str, second_signal: bool = False):
+    """Signal the run after its third model request (SIGTERM, or Ctrl-C twice: the second while
+    the reports are written); return (the process, stdout, stderr)."""
+    with FakeOpenAIServer(delayed(0.5, reply("<answer>x</answer>"))) as server:
+        proc = _start(tmp_path, server, *args)
+        _wait_for(lambda: len(server.requests) >= 3, "third request", proc)
+        proc.send_signal(signal.SIGINT if second_signal else signal.SIGTERM)
+        if second_signal:
+            _wait_for((tmp_path / "plotting").exists, "plotting", proc)
+            time.sleep(0.3)  # inside the slow plot
+            proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+    return proc, out, err
+
+
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_after_sigterm_junit_lists_every_case_never_run_and_the_gates_fail(tmp_path, workers):
+    proc, out, err = _interrupted_mid_run(tmp_path, "-n", workers, "--gate", GATE)
+    assert proc.returncode == ToolbenchExit.INTERRUPTED, out[-3000:] + err[-3000:]
+    report = json.loads((tmp_path / "report.json").read_text())
+    missing = report["missing_cases"]
+    assert report["partial"] and 0 < len(missing) < SELECTED
+    ran = SELECTED - len(missing)
+
+    suite, testcases = _junit(tmp_path)
+    cases = [t for t in testcases if t.get("classname") == "suites.toolhop.test_toolhop"]
+    # every selected case is a named testcase, once; those that never ran are errors
+    assert sorted(t.get("name") for t in cases) == sorted({t.get("name") for t in cases})
+    assert len(cases) == SELECTED and all(t.get("name") for t in testcases)
+    not_run = [t for t in cases if t.find("error") is not None]
+    assert len(not_run) == len(missing) and int(suite["errors"]) == len(missing)
+    assert {t.find("error").get("message") for t in not_run} == {  # type: ignore[union-attr]
+        "not run: the run was interrupted (SIGTERM)"}
+    assert {t.get("name").split("[")[1][:-1] for t in not_run} == set(missing)  # type: ignore[union-attr]
+    run_check = [t for t in testcases if t.get("classname") == "toolbench-run"]
+    assert [t.get("name") for t in run_check] == [RUN_COMPLETED]
+    failure = run_check[0].find("failure")
+    assert failure is not None and "the run was interrupted (SIGTERM)" in failure.get("message", "")
+    assert int(suite["tests"]) == SELECTED + 3 and ran == len(report["cases"])
+
+    # one verdict source: the table's head counts the failed verdict, in the terminal and
+    # Markdown, and no "all passed" stands above the FAILED line
+    assert "all passed" not in out and "== gates: 3 checked, 1 FAILED ==" in out
+    assert out.strip().splitlines()[-1].startswith(
+        "gates FAILED (exit status 2 INTERRUPTED): the run was interrupted (SIGTERM)")
+    markdown = (tmp_path / "summary.md").read_text()
+    assert "**Gates: 1 of 3 failed**" in markdown and "all passed" not in markdown
+    assert [g["gate"] for g in report["gates"] if not g["passed"]] == [RUN_COMPLETED]
+
+
+def test_a_second_ctrl_c_while_the_reports_are_written_exits_2_with_every_report(tmp_path):
+    proc, out, err = _interrupted_mid_run(tmp_path, "-n", "0", "--gate", GATE, second_signal=True)
+    assert proc.returncode == ToolbenchExit.INTERRUPTED, out[-3000:] + err[-3000:]
+    assert "Traceback" not in out + err, out[-3000:] + err[-3000:]
+    assert "pytest-toolbench: SIGINT: finishing the reports first" in err
+    for name in ("report.json", "junit.xml", "summary.md"):
+        assert (tmp_path / name).exists(), name
+    assert list((tmp_path / "report.plots").glob("*.png"))  # the plots it was writing: finished
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["run"]["interrupted_by"] == "SIGINT"
+    suite, testcases = _junit(tmp_path)
+    assert int(suite["errors"]) == len(report["missing_cases"]) > 0
+    assert "gates FAILED (exit status 2 INTERRUPTED)" in out
+
+
+def test_a_ctrl_c_while_a_finished_run_writes_its_reports_exits_2_with_every_report(tmp_path):
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [
+        str(REPO / "tests"), os.environ.get("PYTHONPATH")])),
+        "TOOLBENCH_TEST_PLOTTING": str(tmp_path / "plotting")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pytest", "suites/toolhop", "-q", "-p", "no:randomly",
+         "-p", "no:cacheprovider", "-p", "slow_plots", "--model", "oracle", "--scenario", "direct",
+         "--runs-dir", str(tmp_path / "runs"), "--toolbench-json", str(tmp_path / "report.json"),
+         "--junitxml", str(tmp_path / "junit.xml"), "--toolbench-md", str(tmp_path / "summary.md"),
+         "--gate", GATE],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    _wait_for((tmp_path / "plotting").exists, "plotting", proc)
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == ToolbenchExit.INTERRUPTED, out[-3000:] + err[-3000:]
+    assert "Traceback" not in out + err
+    suite, _ = _junit(tmp_path)
+    assert suite["errors"] == "0" and int(suite["tests"]) == N + 2  # every case ran and reported
+    assert json.loads((tmp_path / "report.json").read_text())["missing_cases"] == []
+    assert "all passed" not in out and "== gates: 3 checked, 1 FAILED ==" in out
+    assert out.strip().splitlines()[-1] == (
+        "gates FAILED (exit status 2 INTERRUPTED): the run was interrupted (SIGINT) while its "
+        "reports were written; they were finished first")
