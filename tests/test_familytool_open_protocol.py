@@ -141,6 +141,7 @@ def test_llama_replies_use_llama3_json_and_llama_sampling(tmp_path):
         result = run(runner(tmp_path), case, vllm_model(server, tmp_path, "llama3.1"))
     sent = server.requests[0]
     assert (sent["temperature"], sent["top_p"]) == (0.5, 0.9)  # UnifiedToolHub's Llama_3_1 defaults
+    assert sent["skip_special_tokens"] is False  # evaluate_model's SamplingParams for local models
     assert result.details["text_parser"] == "llama3_json"
     assert result.details["predicted_calls"] == [name_and_parameters(gold)] and result.values["em"] == 1.0
 

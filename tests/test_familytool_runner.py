@@ -180,6 +180,7 @@ def test_vllm_format_sends_raw_documents_and_scores_the_oracle(tmp_path):
     request = model.requests[0]
     record = case("tooluse-golden").sample
     assert request.tools is None and request.extra_body == {"chat_template_kwargs": {"tools": record.candidate_tools},
+                                                            "skip_special_tokens": False,
                                                             "repetition_penalty": 1.05}
     assert result.details["tools"] == record.candidate_tools and result.values["em"] == 1.0
 

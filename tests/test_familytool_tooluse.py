@@ -107,8 +107,9 @@ def test_request_layouts(records):
     messages, tools, extra = build_request_parts(r.user, r.candidate_tools, "vllm", "2025-05-26", "Qwen/Qwen2.5-7B-Instruct")
     assert messages[0]["content"] == ("You are Qwen, created by Alibaba Cloud. You are a helpful assistant."
                                       "\n\nCurrent Date: 2025-05-26")
-    # Qwen_2_5.get_prompt: apply_chat_template(tools=candidate_tools), the raw documents.
-    assert tools is None and extra == {"chat_template_kwargs": {"tools": r.candidate_tools}}
+    # Qwen_2_5.get_prompt: apply_chat_template(tools=candidate_tools), the raw documents; evaluate_model
+    # samples every local model with skip_special_tokens=False.
+    assert tools is None and extra == {"chat_template_kwargs": {"tools": r.candidate_tools}, "skip_special_tokens": False}
     assert any("response" in d for d in extra["chat_template_kwargs"]["tools"])
     messages, _, _ = build_request_parts(r.user, r.candidate_tools, "vllm", "2025-05-26", "Qwen3-8B")
     assert messages[0]["content"] == "Current Date: 2025-05-26"

@@ -9,7 +9,8 @@
   with the date, the raw documents as template ``tools``) equals what upstream renders
   (``apply_chat_template([user], tools=candidate_tools)`` then ``"Current Date: ..."`` inserted
   before ``"# Tools"``), through transformers' own ``apply_chat_template``, with the system/tools
-  blocks of Qwen2.5's and Qwen3's templates.
+  blocks of Qwen2.5's and Qwen3's templates. Its body carries ``skip_special_tokens: false``, as
+  upstream's ``evaluate_model`` samples every local model (no API body carries it).
 """
 
 from __future__ import annotations
@@ -65,6 +66,22 @@ def test_api_request_bodies_equal_upstreams(upstream, split):
             assert digest(tool) == want, f"{split}-{record.index}: tool {i} ({tool['function']['name']}) " \
                                          f"differs from upstream's conversion: {json.dumps(tool)[:400]}"
         assert digest(sent) == expected["body"], f"{split}-{record.index}: body differs"
+
+
+@pytest.mark.parametrize("split", ["b", "e"])
+def test_vllm_bodies_carry_upstreams_skip_special_tokens(split):
+    """``evaluate_model_for_single_round_tool_call`` builds every local model's SamplingParams with
+    ``"skip_special_tokens": False``; APIRequester sends only model, messages, temperature,
+    max_tokens (and tools, tool_choice), so API bodies never carry it (their digests above)."""
+    records = load_records(REAL_FAMILYTOOL / f"familytool-{split}.jsonl", split)
+    for record in records:
+        for model in ("Qwen/Qwen2.5-7B-Instruct", "Meta-Llama-3.1-8B-Instruct"):
+            sent = body(record, "vllm", model)
+            assert sent["skip_special_tokens"] is False, f"{split}-{record.index} ({model})"
+            assert sent["chat_template_kwargs"] == {"tools": record.candidate_tools}
+            assert "tools" not in sent and "tool_choice" not in sent
+        for fmt, model in (("openai", "gpt-4o"), ("deepseek_r1", "deepseek-reasoner")):
+            assert "skip_special_tokens" not in body(record, fmt, model)
 
 
 @pytest.mark.parametrize("split", ["b", "e"])

@@ -6,7 +6,8 @@ replace the tools it derives from ``tools=``. If a vLLM release stopped doing so
 silently lose its tools. This asks the server what it renders (``/tokenize`` then ``/detokenize``)
 and requires it to be exactly transformers' ``apply_chat_template`` of the same messages with
 ``tools=<raw documents>`` (test_familytool_upstream_requests.py ties that rendering to upstream's),
-``response`` fields included; the body's ``repetition_penalty`` is accepted.
+``response`` fields included; the body's ``repetition_penalty`` and ``skip_special_tokens`` (upstream's
+SamplingParams for local models) are accepted.
 """
 
 from __future__ import annotations

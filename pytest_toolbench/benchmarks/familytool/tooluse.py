@@ -20,7 +20,9 @@ slot); the candidate tools go with it. Three formats:
   system message built so that the template renders what upstream's insertion of
   ``"Current Date: ...\n\n"`` before ``"# Tools"`` gives (exact for Qwen2.5 and Qwen3; QwQ and
   Llama-3.1 differ in whitespace/header lines: ledger). T=0.7, top_p=0.8, max_tokens=512;
-  repetition_penalty 1.05 cannot be sent through the OpenAI wire format (ledger).
+  ``skip_special_tokens: false`` in the body, as ``evaluate_model`` samples every local model
+  (Llama-3.1's ``<|python_tag|>`` stays in the text); repetition_penalty 1.05 is added by the
+  runner (vLLM reads it from the body).
 * ``deepseek_r1`` (APIRequester for the model named ``deepseek-reasoner``): no ``tools`` field;
   one user message listing the raw tool documents as JSON lines (``DeepSeek_R1.get_messages``);
   the reply's content is read as JSON (``json.loads``, then ``ast.literal_eval``, else ``{}``), a
@@ -189,7 +191,10 @@ def build_request_parts(
         {"role": "system", "content": vllm_system(model_name, date)},
         {"role": "user", "content": user_content},
     ]
-    return messages, None, {"chat_template_kwargs": {"tools": copy.deepcopy(tools)}}
+    # benchmark/evaluate_model.py (evaluate_model_for_single_round_tool_call) builds every local
+    # model's SamplingParams with "skip_special_tokens": False, so special tokens the model writes
+    # (Llama-3.1's <|python_tag|>) stay in the text the formatter's get_tool_call reads.
+    return messages, None, {"chat_template_kwargs": {"tools": copy.deepcopy(tools)}, "skip_special_tokens": False}
 
 
 def rendered_tools(tools_field: list[dict[str, Any]] | None, extra_body: dict[str, Any] | None) -> list[Any]:
