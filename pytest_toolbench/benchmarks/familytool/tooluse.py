@@ -234,7 +234,7 @@ def hermes_calls(text: str, think_vocab: bool = False) -> list[dict[str, Any]]:
             if not isinstance(call["name"], str):  # vLLM's FunctionCall(name=...) refuses it
                 return []
             calls.append({"name": call["name"], "parameters": call["arguments"]})
-    except (ValueError, KeyError, TypeError, IndexError):
+    except Exception:  # noqa: BLE001 - the parser's own `except Exception` (RecursionError included)
         return []
     if think_vocab and text.find(TOOL_CALL_START) == 0:
         return []
@@ -242,19 +242,37 @@ def hermes_calls(text: str, think_vocab: bool = False) -> list[dict[str, Any]]:
 
 
 def llama3_json_calls(text: str) -> list[dict[str, Any]]:
-    """vLLM (0.8) Llama3JsonToolParser.extract_tool_calls: any failure -> no calls at all."""
+    """vLLM (0.8) ``Llama3JsonToolParser.extract_tool_calls`` as ``BaseFormatter.get_tool_call``
+    reads it: any failure -> no calls at all.
+
+    The reply must start with ``{`` or ``<|python_tag|>``; JSON values are read one after another,
+    each ``raw_decode`` starting two characters (``"; "``) past the last (so whitespace or text
+    there fails). Only then are the calls built, each as ``FunctionCall(name=obj["name"],
+    arguments=json.dumps(obj["arguments"] if "arguments" in obj else obj["parameters"]))``: a value
+    that is not an object, a missing ``name``, missing both argument keys, or a ``name`` that is not
+    a string (``FunctionCall.name`` is a pydantic ``str`` field: 7, null, true, a list or an object
+    raise a ValidationError) fails the whole reply, since the parser's ``except Exception`` returns
+    ``tools_called=False``. ``BaseFormatter`` then parses each ``arguments`` string back
+    (``safe_parse_arguments``), so ``parameters`` may be any JSON value (the metric's handling of a
+    non-object is in ``scoring.tooluse_values``)."""
     text = text or ""
     if not (text.startswith(LLAMA_BOT) or text.startswith("{")):
         return []
-    decoder, calls = json.JSONDecoder(), []
+    decoder, values = json.JSONDecoder(), []
     start = len(LLAMA_BOT) if text.startswith(LLAMA_BOT) else 0
     try:
         while start < len(text):
-            obj, end = decoder.raw_decode(text[start:])
+            value, end = decoder.raw_decode(text[start:])
             start += end + len("; ")
-            arguments = obj["arguments"] if "arguments" in obj else obj["parameters"]
-            calls.append({"name": obj["name"], "parameters": arguments})
-    except (ValueError, KeyError, TypeError):
+            values.append(value)
+        calls = []
+        for value in values:
+            name = value["name"]
+            arguments = json.dumps(value["arguments"] if "arguments" in value else value["parameters"])
+            if not isinstance(name, str):  # FunctionCall(name=...) raises a ValidationError
+                return []
+            calls.append({"name": name, "parameters": json.loads(arguments)})
+    except Exception:  # noqa: BLE001 - the parser's own `except Exception` (RecursionError included)
         return []
     return calls
 
