@@ -1,10 +1,11 @@
 """Hostile tools through the real sandbox (real kernel layers): the corpus in tests/hostile_tools/.
 
-Every tool there must end as a result or a tool error, within the output cap, with the zygote
-alive (or replaced), the next innocent call working and nothing left on the disk; the tests
-below check each attack's own effect (disk cap, clean-up, no state between calls, forged
-replies). Calls run in threads with a deadline, so a sandbox that strands its caller fails a
-test instead of hanging the suite.
+Every tool there that claims no layer must end as a result or a tool error, within the output
+cap, with the zygote alive (or replaced), the next innocent call working and nothing left on the
+disk; the tests below check each attack's own effect (disk cap, clean-up, no state between
+calls, forged replies). The attacks that name the layers stopping them (``LAYERS``) run in
+tests/test_sandbox_attacks.py, with and without those layers. Calls run in threads with a
+deadline, so a sandbox that strands its caller fails a test instead of hanging the suite.
 """
 
 from __future__ import annotations
@@ -22,7 +23,22 @@ from pytest_toolbench.sandbox import SandboxOutcome, ToolSandbox
 JOB = "pytest_toolbench.benchmarks.toolhop.execution:call_tool"
 PRELOAD = ("pytest_toolbench.benchmarks.toolhop.execution",)
 HOSTILE = Path(__file__).parent / "hostile_tools"
-CORPUS = sorted(p.stem for p in HOSTILE.glob("*.py"))
+
+
+def _earlier_corpus() -> list[str]:
+    """The tools of tests/hostile_tools/ that claim no layer (no ``LAYERS =`` line): run here
+    with no arguments. Those that name the layers stopping them, and take arguments (a decoy's
+    pid...), run in tests/test_sandbox_attacks.py; run_corpus.py is no tool."""
+    out = []
+    for path in HOSTILE.glob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        if "def" in text and text.split("def")[1].split("(")[0].strip() == path.stem \
+                and "\nLAYERS = " not in text:
+            out.append(path.stem)
+    return sorted(out)
+
+
+CORPUS = _earlier_corpus()
 CAP = 1000
 LIMITS = dict(workers=1, cpu_seconds=10, output_cap=CAP, disk_mb=32, disk_inodes=2000)
 ECHO = "def echo(text):\n    return {'echo': text}\n"

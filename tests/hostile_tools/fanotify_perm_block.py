@@ -1,9 +1,10 @@
 # Blocks the host's file opens: a fanotify permission mark (FAN_OPEN_PERM) on a file of the
-# standard library the call may read (this.py, which nothing imports), answering FAN_DENY to
-# every open by another process for `seconds`, so that the host's open() fails with EPERM. (A
-# mark on a whole file system would block the whole machine; one file proves the point.)
+# standard library the call may read (`watched`, e.g. this.py, which nothing imports),
+# answering FAN_DENY to every open by another process for `seconds`, so that the host's open()
+# fails with EPERM. (A mark on a whole file system would block the whole machine; one file
+# proves the point.)
 # Escaped: it denied at least one open by another process (the host counts its refused opens).
-def fanotify_perm_block(seconds=1.5, **_):
+def fanotify_perm_block(seconds=1.5, watched="this.py", **_):
     import os, struct, time
     def unhook():  # the audit hook is a Python object: its class's __call__ becomes a no-op
         import gc
@@ -32,7 +33,7 @@ def fanotify_perm_block(seconds=1.5, **_):
     fd = libc.fanotify_init(0x4 | 0x2 | 0x1, os.O_RDONLY)  # FAN_CLASS_CONTENT | FAN_NONBLOCK | FAN_CLOEXEC
     if fd < 0:
         return {"escaped": False, "detail": f"fanotify_init(FAN_CLASS_CONTENT) refused: {os.strerror(ctypes.get_errno())}"}
-    target = os.path.join(os.path.dirname(os.__file__), "this.py")
+    target = os.path.join(os.path.dirname(os.__file__), os.path.basename(watched))
     if libc.fanotify_mark(fd, 0x1, 0x10000, -100, target.encode()) < 0:  # FAN_MARK_ADD, FAN_OPEN_PERM
         err = ctypes.get_errno()
         os.close(fd)

@@ -233,6 +233,11 @@ def _user_namespaces_allowed() -> bool:
     return subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
 
 
+_RARE_MODULES = ("this.py", "antigravity.py", "__hello__.py", "tabnanny.py", "mailcap.py", "nntplib.py",
+                 "sndhdr.py", "xdrlib.py", "telnetlib.py", "uu.py", "chunk.py", "crypt.py", "imghdr.py",
+                 "pipes.py", "cgitb.py", "nturl2path.py")
+
+
 class Host:
     """What one attack may aim at outside the sandbox, made fresh for it, and the checks that
     nothing outside changed. A context manager: everything is removed on exit."""
@@ -251,13 +256,17 @@ class Host:
         self.listener.setblocking(False)
         self.shm_path = "/dev/shm/toolbench-attack-" + self.token
         self.comm = ("tbo-" + self.token)[:15]
-        self.watched_file = os.path.join(os.path.dirname(os.__file__), "this.py")
+        # A standard-library file nothing imports, one of several: runs side by side (xdist)
+        # each watch their own, so that one's permission mark never refuses another's opens.
+        stdlib = os.path.dirname(os.__file__)
+        rare = [n for n in _RARE_MODULES if os.path.isfile(os.path.join(stdlib, n))] or ["os.py"]
+        self.watched_file = os.path.join(stdlib, secrets.choice(rare))
         self.refused_opens = 0
         self._stop = threading.Event()
 
     def arguments(self) -> dict[str, Any]:
         return {"target_pid": self.decoy.pid, "harness_pid": os.getpid(), "limit_mb": LIMIT_MB,
-                "token": self.token, "seconds": 1.5}
+                "token": self.token, "seconds": 1.5, "watched": os.path.basename(self.watched_file)}
 
     def __enter__(self) -> Host:
         return self
@@ -353,7 +362,8 @@ class Result:
     def why(self) -> str:
         parts = [*self.problems, *self.effects]
         if self.tool_detail:
-            said = "escaped" if self.tool_escaped else "contained"
+            said = ("escaped" if self.tool_escaped else "contained") if self.claims_layers else (
+                f"no layer claimed, reports {'success' if self.tool_escaped else 'failure'}")
             parts.append(f"tool ({self.status}, {said}): {self.tool_detail}")
         elif self.status and self.status != "ok":
             parts.append(f"call {self.status}")
