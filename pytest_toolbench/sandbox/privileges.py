@@ -71,8 +71,9 @@ def bounding_set(last_cap: int) -> int:
     return mask
 
 
-def drop_capabilities(last_cap: int) -> dict[str, object]:
-    """Give up every capability for good; returns what holds afterwards. Raises ``OSError``
+def drop_capabilities(last_cap: int, verify_bounding: bool = False) -> dict[str, object]:
+    """Give up every capability for good; returns what holds afterwards (the bounding set read
+    back only if ``verify_bounding``: the start-up probe does, a call need not). Raises ``OSError``
     when the effective or permitted set is not empty afterwards (nothing should be able to
     keep one). The bounding set can be emptied only by a process that holds CAP_SETPCAP; an
     ordinary user has none to drop and, without ``execve``, no way to gain one."""
@@ -91,8 +92,8 @@ def drop_capabilities(last_cap: int) -> dict[str, object]:
     sets = capability_sets()
     if sets["effective"] or sets["permitted"]:
         raise OSError(f"capabilities left after dropping them: {sets}")
-    return {"bounding_empty": bounding_set(last_cap) == 0 if bounding_dropped else False,
-            "securebits_locked": securebits, **sets}
+    bounding_empty = bounding_dropped and (not verify_bounding or bounding_set(last_cap) == 0)
+    return {"bounding_empty": bounding_empty, "securebits_locked": securebits, **sets}
 
 
 # ---------------------------------------------------------------------------- PID namespace

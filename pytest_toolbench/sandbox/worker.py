@@ -127,7 +127,7 @@ class Zygote:
                 raise OSError(f"Landlock: {note}")
         self.landlock.close_fds()
         if "caps" not in self.disabled:
-            self.confined["capabilities"] = privileges.drop_capabilities(self.last_cap)
+            self.confined["capabilities"] = privileges.drop_capabilities(self.last_cap, verify_bounding=not audit)
         self.confined["pid"] = os.getpid()  # as the call sees itself: small in its namespace
         if "seccomp" not in self.disabled:
             ok, note = self.seccomp.apply()
