@@ -182,8 +182,11 @@ def escape_fields(item: Any) -> None:
         if isinstance(value, str):
             setattr(item, field.name, safe_text(value, multiline=field.name in _BLOCK_FIELDS))
         elif isinstance(value, list):
-            for child in value:
-                escape_fields(child)
+            for i, child in enumerate(value):
+                if isinstance(child, str):  # e.g. titlePath
+                    value[i] = safe_text(child)
+                else:
+                    escape_fields(child)
         else:
             escape_fields(value)
 
