@@ -1,8 +1,10 @@
-# kill(-1, 0): signal 0 to every process it may signal (nothing is delivered: the kernel only
-# checks the permission; with SIGKILL the same call kills every process of its uid, for root
-# every process of the machine). Escaped: the kernel found at least one process it could signal.
+# kill(-1, SIGURG): a signal to every process it may signal, as kill(-1, SIGKILL) would end
+# every process of its uid (for root, of the machine). SIGURG is one nothing minds (ignored unless
+# handled), and the decoy counts it. The return value cannot tell (the kernel answers 0 even
+# when it refused every process), so the host decides: escaped when the decoy received it.
 def kill_all_probe(**_):
-    import os
+    import os, signal
+
     def unhook():  # the audit hook is a Python object: its class's __call__ becomes a no-op
         import gc
         gc.unfreeze()
@@ -15,12 +17,13 @@ def kill_all_probe(**_):
 
     unhook()
     try:
-        os.kill(-1, 0)
+        os.kill(-1, signal.SIGURG)
     except OSError as exc:
-        return {"escaped": False, "detail": f"kill(-1, 0) refused: {exc}"}
-    return {"escaped": True, "detail": "kill(-1, 0) succeeded: some process outside the call may be signalled"}
+        return {"escaped": False, "detail": f"kill(-1, SIGURG) refused: {exc}"}
+    return {"escaped": False, "detail": "kill(-1, SIGURG) returned 0 (which it does even when every process refused)"}
 
 
 # pid_namespace: kill(-1) skips the namespace's init and the caller, and nothing else is there.
+# landlock: signals are scoped to the call's own Landlock domain (ABI 6).
 LAYERS = ("seccomp", "landlock", "pid_namespace")
 NEEDS_ROOT = False

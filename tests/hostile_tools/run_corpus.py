@@ -4,6 +4,7 @@ anywhere, against whatever ``pytest_toolbench`` this Python imports (an installe
 
     python tests/hostile_tools/run_corpus.py                    # every attack, all layers on
     python tests/hostile_tools/run_corpus.py --without-layers   # also each with its LAYERS off
+    python tests/hostile_tools/run_corpus.py --each-layer       # and each of its LAYERS alone
     python tests/hostile_tools/run_corpus.py renice_other pipe_hoard
 
 One line per attack: ``contained``, ``ESCAPED`` (and what got out) or ``BROKEN`` (the call did
@@ -15,7 +16,7 @@ was contained (and, with ``--without-layers``, got through without its layers), 
 ``tests/test_sandbox_attacks.py`` imports this module and asserts the same, per attack.
 
 What an attack may aim at is made here, never the machine's own processes: a decoy process
-(``sleep``) whose pid each attack gets as ``target_pid``, an abstract unix socket, a file name
+(a sleeping Python) whose pid each attack gets as ``target_pid``, an abstract unix socket, a file name
 in /dev/shm, a name for a process that would outlive its call; each attack gets a fresh pool
 and a fresh decoy, and everything is removed afterwards. Host-side checks after each call: the
 decoy's and the zygote's nice value, CPU affinity, scheduling policy, I/O priority, resource
@@ -38,7 +39,7 @@ import ctypes  # noqa: E402
 import json  # noqa: E402
 import resource  # noqa: E402
 import secrets  # noqa: E402
-import shutil  # noqa: E402
+import select  # noqa: E402
 import signal  # noqa: E402
 import socket  # noqa: E402
 import subprocess  # noqa: E402
@@ -238,16 +239,29 @@ _RARE_MODULES = ("this.py", "antigravity.py", "__hello__.py", "tabnanny.py", "ma
                  "pipes.py", "cgitb.py", "nturl2path.py")
 
 
+#: The decoy: a process outside the run that attacks may aim at. It says "r" once ready and
+#: "u" on each SIGURG (which nothing else sends it; the default action is to ignore it).
+_DECOY = ("import os, signal, time\n"
+          "signal.signal(signal.SIGURG, lambda *_: os.write(1, b'u'))\n"
+          "os.write(1, b'r')\n"
+          "time.sleep(600)\n")
+
+
 class Host:
     """What one attack may aim at outside the sandbox, made fresh for it, and the checks that
     nothing outside changed. A context manager: everything is removed on exit."""
 
     def __init__(self) -> None:
         self.token = secrets.token_hex(6)
-        sleep = shutil.which("sleep")
-        argv = [sleep, "300"] if sleep else [sys.executable, "-c", "import time; time.sleep(300)"]
-        self.decoy = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                      stderr=subprocess.DEVNULL)
+        self.decoy = subprocess.Popen([sys.executable, "-I", "-S", "-c", _DECOY], stdin=subprocess.DEVNULL,
+                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        assert self.decoy.stdout is not None
+        self._decoy_out = self.decoy.stdout.fileno()
+        ready = select.select([self._decoy_out], [], [], 30)[0] and os.read(self._decoy_out, 1)
+        if ready != b"r":
+            self.decoy.kill()
+            raise RuntimeError("the decoy process did not start")
+        os.set_blocking(self._decoy_out, False)
         # A core-file limit of its own, which an attack lowering it visibly changes.
         resource.prlimit(self.decoy.pid, resource.RLIMIT_CORE, (0, 1 << 20))
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -274,6 +288,7 @@ class Host:
     def __exit__(self, *exc: object) -> None:
         self.decoy.kill()
         self.decoy.wait()
+        self.decoy.stdout.close()  # type: ignore[union-attr]
         self.listener.close()
         self.effects()  # removes what an attack left (the /dev/shm file, a process that outlived it)
 
@@ -302,6 +317,12 @@ class Host:
     def effects(self) -> list[str]:
         """What an attack changed outside the sandbox that the host can see (and undoes it)."""
         out = []
+        try:
+            got = os.read(self._decoy_out, 4096).count(b"u")
+        except (BlockingIOError, OSError, ValueError):
+            got = 0
+        if got:
+            out.append(f"the decoy received SIGURG {got} times")
         if self.refused_opens:
             out.append(f"{self.refused_opens} host opens of {self.watched_file} were refused")
             self.refused_opens = 0
@@ -441,10 +462,13 @@ def make_pool(layers_off: tuple[str, ...] = ()) -> Any:
     return ToolSandbox(SandboxLimits(**LIMITS), preload=PRELOAD)
 
 
-def run_attack(attack: Attack, without_layers: bool = False) -> Result:
-    """The attack in a fresh pool (all layers on, or with its LAYERS and the audit hook off),
-    with a fresh decoy; what it achieved, what the host saw, and the invariants."""
-    layers_off = tuple(dict.fromkeys((*(attack.layers or ()), "audit_hook"))) if without_layers else ()
+def run_attack(attack: Attack, without_layers: bool = False, keep: str | None = None) -> Result:
+    """The attack in a fresh pool (all layers on; or with its LAYERS and the audit hook off;
+    or, with ``keep``, all of those off but that one layer), with a fresh decoy: what it
+    achieved, what the host saw, and the invariants."""
+    layers_off: tuple[str, ...] = ()
+    if without_layers or keep:
+        layers_off = tuple(x for x in dict.fromkeys((*(attack.layers or ()), "audit_hook")) if x != keep)
     result = Result(attack.name, layers_off, claims_layers=bool(attack.layers))
     with Host() as host, make_pool(layers_off) as pool:
         before = call(pool, FINGERPRINT, "fingerprint")
@@ -491,6 +515,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("names", nargs="*", help="attacks to run (default: all)")
     parser.add_argument("--without-layers", action="store_true",
                         help="also run each attack with the layers it names switched off")
+    parser.add_argument("--each-layer", action="store_true",
+                        help="also run each attack once per layer it names, with only that one of "
+                             "them on: does that layer alone stop it?")
     args = parser.parse_args(argv)
     corpus = load_corpus()
     unknown = set(args.names) - {a.name for a in corpus}
@@ -524,6 +551,16 @@ def main(argv: list[str]) -> int:
             failed += not ok
             word = "got through" if ok else "NOT THROUGH"
             print(f"{'':24} {word:9} without {', '.join(attack.layers)}: {why}", flush=True)
+        if args.each_layer and attack.layers and len(attack.layers) > 1:
+            for layer in attack.layers:
+                try:
+                    alone = run_attack(attack, keep=layer)
+                    ok, why = not alone.escaped and not alone.problems, alone.why()
+                except Exception as exc:  # noqa: BLE001
+                    ok, why = False, f"{type(exc).__name__}: {exc}"
+                failed += not ok
+                word = "held" if ok else "NOT HELD"
+                print(f"{'':24} {word:9} {layer} alone: {why}", flush=True)
     return 1 if failed else 0
 
 
