@@ -65,7 +65,7 @@ def test_the_first_signal_waits_for_a_report_being_taken_in_and_later_ones_are_o
     interrupts.handle(signal.SIGINT, None)  # a second one: noted, never raised
     assert interrupts.late == "SIGINT" and "finishing the reports first" in lines[-1]
     exits: list[int] = []
-    monkeypatch.setattr(os, "_exit", exits.append)
+    monkeypatch.setattr("pytest_toolbench.session.signals._exit_now", exits.append)
     interrupts.handle(signal.SIGINT, None)  # a third: stops at once
     assert exits == [ToolbenchExit.INTERRUPTED] and "stopping at once" in lines[-1]
 

@@ -15,6 +15,7 @@ raised half-way, it left an unnamed testcase and the case's result out of the JU
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import signal
@@ -94,7 +95,22 @@ class Interrupts:
             return
         self._write(f"pytest-toolbench: {name} again: stopping at once, the reports may be "
                     f"incomplete (exit status {int(ToolbenchExit.INTERRUPTED)})")
-        os._exit(int(ToolbenchExit.INTERRUPTED))
+        _exit_now(int(ToolbenchExit.INTERRUPTED))
+
+
+#: How long the exit hooks (stopping a vLLM server, the SDK process) get before a forced exit.
+EXIT_HOOKS_S = 10.0
+
+
+def _exit_now(status: int) -> None:
+    """Exit without unwinding the session end that would not finish: the interpreter's exit
+    hooks still stop the run's servers (on a thread, with a deadline: the main thread may hold a
+    lock one of them needs), then the process ends."""
+    hooks = threading.Thread(target=atexit._run_exitfuncs, name="toolbench-exit-hooks",
+                             daemon=True)
+    hooks.start()
+    hooks.join(EXIT_HOOKS_S)
+    os._exit(status)
 
 
 def _write_stderr(line: str) -> None:
