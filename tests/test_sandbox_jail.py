@@ -20,6 +20,8 @@ from pytest_toolbench.config import SandboxLimits
 from pytest_toolbench.sandbox import ToolSandbox
 from pytest_toolbench.sandbox.pool import _PACKAGE_ROOT
 
+import sandbox_env
+
 JOB = "pytest_toolbench.benchmarks.toolhop.execution:call_tool"
 RUN = "pytest_toolbench.sandbox.jobs:run_source"
 PRELOAD = ("pytest_toolbench.benchmarks.toolhop.execution",)
@@ -46,6 +48,12 @@ def sb():
         yield box
 
 
+@pytest.fixture
+def jail() -> None:
+    """The jail needs a mount namespace: root, or an ordinary user with user namespaces."""
+    sandbox_env.require("jail")
+
+
 def folder_of(sb: ToolSandbox) -> str:
     return next(iter(sb._live)).tmpdir
 
@@ -62,7 +70,7 @@ def home_entries() -> list[str]:
     return [p for p in out if not (prefix == p or prefix.startswith(p + os.sep))][:5]
 
 
-def test_a_tool_cannot_see_what_it_may_not_read(sb: ToolSandbox, tmp_path: Path) -> None:
+def test_a_tool_cannot_see_what_it_may_not_read(jail: None, sb: ToolSandbox, tmp_path: Path) -> None:
     """stat/readlink/exists/listdir of host paths, a secret's size, a link's target: nothing."""
     secret = tmp_path / "id_rsa"
     secret.write_text("-----BEGIN OPENSSH PRIVATE KEY-----\n")
@@ -77,7 +85,7 @@ def test_a_tool_cannot_see_what_it_may_not_read(sb: ToolSandbox, tmp_path: Path)
     assert got == {"visible": [], "links": {}}, got
 
 
-def test_the_whole_hostile_probe_sees_only_the_jail(sb: ToolSandbox) -> None:
+def test_the_whole_hostile_probe_sees_only_the_jail(jail: None, sb: ToolSandbox) -> None:
     """The corpus tool's own list: anything it sees is an ancestor of, or lies in, a path the
     jail binds (read-only) for every call."""
     binds = sb.describe()["isolation"]["jail_binds"]
@@ -87,7 +95,7 @@ def test_the_whole_hostile_probe_sees_only_the_jail(sb: ToolSandbox) -> None:
     assert inside == [], got
 
 
-def test_listing_the_root_shows_only_the_skeleton() -> None:
+def test_listing_the_root_shows_only_the_skeleton(jail: None) -> None:
     """Without Landlock (insecure), listing works: the jail holds only what is bound."""
     limits = SandboxLimits(**{**LIMITS, "insecure": True})
     with ToolSandbox(limits, preload=PRELOAD, disable_layers=("landlock", "seccomp")) as box:
@@ -128,7 +136,7 @@ def test_stdlib_modules_imported_after_confinement_still_work(sb: ToolSandbox) -
                    "local": True, "name": "LATIN SMALL LETTER A"}, got
 
 
-def test_the_report_and_the_probe_say_jail(sb: ToolSandbox) -> None:
+def test_the_report_and_the_probe_say_jail(jail: None, sb: ToolSandbox) -> None:
     iso = sb.describe()["isolation"]
     assert iso["filesystem_view"] == "jail" and iso["verified_host_paths_hidden"] is True, iso
     assert "chroot" in iso["filesystem_view_note"]
@@ -141,7 +149,7 @@ def test_the_report_and_the_probe_say_jail(sb: ToolSandbox) -> None:
     assert refused["type"] == "PermissionError", refused
 
 
-def test_the_jail_binds_are_read_only_even_without_landlock() -> None:
+def test_the_jail_binds_are_read_only_even_without_landlock(jail: None) -> None:
     """Every other layer off (as if all were bypassed): the bound installation cannot be written."""
     target = Path(_PACKAGE_ROOT) / "pytest_toolbench" / "jail-write-probe"
     limits = SandboxLimits(**{**LIMITS, "insecure": True})

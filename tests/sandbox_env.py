@@ -1,0 +1,40 @@
+"""What this machine's sandbox gives (root, an ordinary user with or without user namespaces),
+read once per test process from a real zygote's probe, so that a test of an optional layer
+(the jail, the per-call tmpfs, the PID namespace, the memory cgroup) skips, with why, where the
+machine cannot give it, and runs wherever it can. The floor (Landlock, the allowlist, no
+capabilities) is never skipped."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import pytest
+
+from pytest_toolbench.config import SandboxLimits
+from pytest_toolbench.sandbox import ToolSandbox
+
+
+@functools.lru_cache(maxsize=1)
+def isolation() -> dict[str, Any]:
+    with ToolSandbox(SandboxLimits(workers=1)) as box:
+        return dict(box.describe()["isolation"])
+
+
+def has(layer: str) -> bool:
+    iso = isolation()
+    return {
+        "jail": iso.get("filesystem_view") == "jail",
+        "tmpfs": iso.get("disk_cap", {}).get("mechanism") == "tmpfs",
+        "pid_namespace": bool(iso.get("pid_namespace")),
+        "network_namespace": bool(iso.get("network_namespace")),
+        "cgroup": iso.get("memory_cap", {}).get("mechanism") == "cgroup",
+    }[layer]
+
+
+def require(*layers: str) -> None:
+    """Skip the calling test unless this machine gives every one of ``layers``."""
+    for layer in layers:
+        if not has(layer):
+            why = isolation().get("absent_layers", {}).get(layer) or "not given here"
+            pytest.skip(f"this machine gives no {layer} ({why})")
