@@ -15,6 +15,7 @@ from rich.text import Text
 
 from pytest_toolbench.compare.changed_cases import changed_lines
 from pytest_toolbench.results.comparison import Comparison, MetricComparison, PairedDiff, RunValue
+from pytest_toolbench.results.safe_text import safe_text
 
 
 def fmt_value(v: RunValue | None, is_rate: bool) -> str:
@@ -92,7 +93,7 @@ def legend(comp: Comparison) -> list[str]:
 
 def benchmark_table(comp: Comparison, benchmark: str) -> Table:
     pct = f"{100 * comp.confidence:g}%"
-    title = Text(f"{benchmark}: {' vs '.join(r.label for r in comp.runs)}")
+    title = Text(safe_text(f"{benchmark}: {' vs '.join(r.label for r in comp.runs)}"))
     t = Table(title=title, title_justify="left",
               box=box.MARKDOWN, show_edge=True, pad_edge=True)
     t.add_column("scenario", no_wrap=True)
@@ -111,7 +112,8 @@ def benchmark_table(comp: Comparison, benchmark: str) -> Table:
             cells += [fmt_value(v, m.is_rate) for v in m.values]
             for d in m.diffs:
                 cells += [fmt_diff(d, m.is_rate), fmt_mcnemar(d), str(d.n_paired)]
-            t.add_row(*(Text(c) for c in cells))  # Text: "[hops=3]" is not rich markup
+            # Text: "[hops=3]" is not rich markup; labels come from datasets: shown escaped
+            t.add_row(*(Text(safe_text(c)) for c in cells))
     return t
 
 
@@ -121,15 +123,15 @@ def _name(m: MetricComparison) -> str:
 
 
 def print_comparison(comp: Comparison, console: Console) -> None:
-    for line in legend(comp):
-        console.print(line, highlight=False, markup=False)
+    for line in legend(comp):  # run labels and paths may hold anything a user named them
+        console.print(safe_text(line), highlight=False, markup=False)
     console.print("McNemar b = cases with value 1 (e.g. right) in A and 0 in the other run, "
                   "c = the reverse; differences of rates in percentage points (pp)",
                   highlight=False, markup=False)
     for benchmark in comp.benchmarks():
         console.print(benchmark_table(comp, benchmark))
         for line in coverage_lines(comp, benchmark) + change_lines(comp, benchmark):
-            console.print(line, highlight=False, markup=False)
+            console.print(safe_text(line), highlight=False, markup=False)
         console.print()
     if comp.unknown_benchmarks:
         console.print("no metric declarations for " + ", ".join(comp.unknown_benchmarks)
