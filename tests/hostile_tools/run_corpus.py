@@ -36,6 +36,7 @@ if __name__ == "__main__":  # run as a script: the attack files here must not sh
 
 import ast  # noqa: E402
 import ctypes  # noqa: E402
+import fcntl  # noqa: E402
 import json  # noqa: E402
 import resource  # noqa: E402
 import secrets  # noqa: E402
@@ -276,6 +277,7 @@ class Host:
         rare = [n for n in _RARE_MODULES if os.path.isfile(os.path.join(stdlib, n))] or ["os.py"]
         self.watched_file = os.path.join(stdlib, secrets.choice(rare))
         self.refused_opens = 0
+        self.blocked = {"flock": 0, "open for writing": 0}
         self._stop = threading.Event()
 
     def arguments(self) -> dict[str, Any]:
@@ -293,8 +295,10 @@ class Host:
         self.effects()  # removes what an attack left (the /dev/shm file, a process that outlived it)
 
     def activity(self) -> threading.Thread:
-        """Host file activity while an attack runs: opens and reads ``watched_file`` every
-        20 ms (what the watching attacks would see, and what a permission mark would block)."""
+        """Host file activity while an attack runs, every 20 ms: opens and reads
+        ``watched_file`` (what the watching attacks would see, and what a permission mark
+        would block), takes an exclusive flock on it for a moment and opens it to write (never
+        writing), which a lock or a lease held by a call would block."""
         self._stop.clear()
 
         def loop() -> None:
@@ -302,8 +306,19 @@ class Host:
                 try:
                     with open(self.watched_file, "rb") as f:
                         f.read(64)
+                        try:  # a moment's exclusive lock, as a host process locking it would
+                            fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                            fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+                        except BlockingIOError:
+                            self.blocked["flock"] += 1
                 except PermissionError:
                     self.refused_opens += 1
+                except OSError:
+                    pass
+                try:  # opened to write (never written): a lease held on it makes this wait
+                    os.close(os.open(self.watched_file, os.O_WRONLY | os.O_NONBLOCK))
+                except BlockingIOError:
+                    self.blocked["open for writing"] += 1
                 except OSError:
                     pass
         thread = threading.Thread(target=loop, daemon=True)
@@ -326,6 +341,10 @@ class Host:
         if self.refused_opens:
             out.append(f"{self.refused_opens} host opens of {self.watched_file} were refused")
             self.refused_opens = 0
+        for what, count in self.blocked.items():
+            if count:
+                out.append(f"the host's {what} of {self.watched_file} was blocked {count} times")
+                self.blocked[what] = 0
         try:
             conn, _ = self.listener.accept()
             conn.close()
