@@ -277,7 +277,7 @@ class Host:
         rare = [n for n in _RARE_MODULES if os.path.isfile(os.path.join(stdlib, n))] or ["os.py"]
         self.watched_file = os.path.join(stdlib, secrets.choice(rare))
         self.refused_opens = 0
-        self.blocked = {"flock": 0, "open for writing": 0}
+        self.blocked = {"flock": 0, "open for writing": 0, "POSIX write lock": 0}
         self._stop = threading.Event()
 
     def arguments(self) -> dict[str, Any]:
@@ -297,8 +297,8 @@ class Host:
     def activity(self) -> threading.Thread:
         """Host file activity while an attack runs, every 20 ms: opens and reads
         ``watched_file`` (what the watching attacks would see, and what a permission mark
-        would block), takes an exclusive flock on it for a moment and opens it to write (never
-        writing), which a lock or a lease held by a call would block."""
+        would block), takes an exclusive flock on it for a moment, opens it to write (never
+        writing) and write-locks it for a moment: a lock or a lease held by a call blocks these."""
         self._stop.clear()
 
         def loop() -> None:
@@ -316,11 +316,21 @@ class Host:
                 except OSError:
                     pass
                 try:  # opened to write (never written): a lease held on it makes this wait
-                    os.close(os.open(self.watched_file, os.O_WRONLY | os.O_NONBLOCK))
+                    fd = os.open(self.watched_file, os.O_WRONLY | os.O_NONBLOCK)
                 except BlockingIOError:
                     self.blocked["open for writing"] += 1
+                    continue
+                except OSError:
+                    continue
+                try:  # and a moment's POSIX write lock, as SQLite takes on its files
+                    fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    fcntl.lockf(fd, fcntl.LOCK_UN)
+                except (BlockingIOError, PermissionError):
+                    self.blocked["POSIX write lock"] += 1
                 except OSError:
                     pass
+                finally:
+                    os.close(fd)
         thread = threading.Thread(target=loop, daemon=True)
         thread.start()
         return thread
