@@ -1,6 +1,7 @@
 # Looks for the pool's zygotes machine-wide, as the tool did: every process whose
 # address-space limit (read with prlimit, which names any pid) equals its own is a zygote of
-# some run, its own parent included. Read-only: it changes nothing it finds.
+# some run, its own parent included (pids 1-65535, its parent's and the decoy's). Read-only: it
+# changes nothing it finds.
 # Escaped: at least one process besides itself (and pid 1) answered with that limit.
 def zygote_scan(target_pid=0, **_):
     def unhook():  # the audit hook is a Python object: its class's __call__ becomes a no-op
@@ -18,7 +19,7 @@ def zygote_scan(target_pid=0, **_):
     mine = resource.getrlimit(resource.RLIMIT_AS)
     own = {os.getpid(), 1} | {t.native_id for t in threading.enumerate()}
     found, refused, other = [], 0, 0
-    for pid in range(1, 65536):
+    for pid in sorted(set(range(1, 65536)) | {os.getppid(), target_pid} - {0}):
         if pid in own:
             continue
         try:
