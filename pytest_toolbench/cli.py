@@ -17,12 +17,13 @@ from collections.abc import Sequence
 SUBCOMMANDS: tuple[str, ...] = (
     "pytest_toolbench.compare.cli",
     "pytest_toolbench.runs.cli",
+    "pytest_toolbench.datasets.cli",
 )
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="toolbench", description="pytest-toolbench: work with recorded benchmark runs"
+        prog="toolbench", description="pytest-toolbench: work with recorded benchmark runs and the benchmarks' data"
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in SUBCOMMANDS:

@@ -224,11 +224,28 @@ class RunSettings(BaseModel):
         None, flag="--record", metavar="PATH",
         help="write every case's assistant messages to a JSONL file for --model replay:PATH")
     # --- case selection
-    #: None: the ``data`` folder beside the pytest root, if there is one (options.py).
+    #: real: each benchmark's own files, pinned, fetched once into the Hugging Face cache and
+    #: verified (pytest_toolbench/datasets); sample: the small samples bundled in data/.
+    #: $TOOLBENCH_DATA sets the default (options.py). --data-dir wins over both.
+    data: Literal["real", "sample"] = option(
+        "real", flag="--data",
+        help="real: each suite's real benchmark files, pinned to a revision, downloaded once into "
+             "the Hugging Face cache ($HF_HOME) and verified (sha256, records) before any model "
+             "call; sample: the small samples bundled in data/ (a wiring check, not the "
+             "benchmark). --data-dir wins over both. Default: $TOOLBENCH_DATA, else real")
+    #: NAME=REV: another revision of a benchmark's real data, chosen knowingly (the report says
+    #: so; the pinned sha256 and record counts then only warn).
+    data_revisions: tuple[str, ...] = option(
+        (), flag="--data-revision", flag_default=[], metavar="NAME=REV", repeatable=True,
+        help="use revision REV of benchmark NAME's real data instead of the pinned one "
+             "(repeatable), e.g. toolhop=main; the report says so, and the pinned sha256 and "
+             "record counts then only warn")
+    #: None: with --data sample, the ``data`` folder beside the pytest root, if there is one
+    #: (options.py); with --data real, the folder of fetched files (session/data.py).
     data_dir: Path | None = option(
         None, flag="--data-dir",
-        help="directory with one folder per benchmark (DIR/toolhop/*.json ...); "
-             "default: the bundled samples in data/")
+        help="directory with one folder per benchmark (DIR/toolhop/*.json ...), used as it is "
+             "(default: the real data, see --data)")
     #: None: all of each benchmark's scenarios.
     scenarios: tuple[str, ...] | None = option(
         None, flag="--scenario", repeatable=True, split=True, min_length=1,

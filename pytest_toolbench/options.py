@@ -13,6 +13,7 @@ from pytest_toolbench.benchmarks.options import add_benchmark_options, benchmark
 from pytest_toolbench.option_sources import (
     ToolbenchGroup,
     add_setting_flags,
+    from_command_line,
     resolve_option_sources,
     settings_values,
 )
@@ -80,13 +81,29 @@ def settings_from_config(config: pytest.Config) -> RunSettings:
     urls = _base_urls(values.get("base_urls", ()), values.get("base_urls_file"))
     values["base_urls"] = tuple(urls)
     values["base_url"] = urls[0] if urls else None
-    if "data_dir" not in values and (config.rootpath / "data").is_dir():
+    values["data"] = _data_choice(config, values.get("data", "real"))
+    if "data_dir" not in values and values["data"] == "sample" and (config.rootpath / "data").is_dir():
         values["data_dir"] = _absolute(config, str(config.rootpath / "data"))
     values["benchmark_options"] = {
         b.name: benchmark_options_from(config.getoption, b.name, b.options_model)
         for b in registry().values()
     }
     return RunSettings(**values)
+
+
+#: Sets the default of --data (real, sample) where neither the command line nor the ini file
+#: does; the test suite sets it to sample for the suite runs it starts (tests/conftest.py).
+DATA_ENV = "TOOLBENCH_DATA"
+
+
+def _data_choice(config: pytest.Config, value: str) -> str:
+    """--data: the command line, else the ini key, else $TOOLBENCH_DATA, else real."""
+    if from_command_line(config, "--data") or config.getini("toolbench_data"):
+        return value
+    env = os.environ.get(DATA_ENV, "").strip()
+    if env and env not in ("real", "sample"):
+        raise ValueError(f"${DATA_ENV} {env!r}: must be real or sample")
+    return env or value
 
 
 def _absolute(config: pytest.Config, path: str) -> Path:

@@ -9,6 +9,11 @@ import pytest
 # Suite runs a test starts without --runs-dir write their run folders here, not into the
 # developer's own .toolbench/runs (the default is relative to where pytest runs).
 os.environ.setdefault("TOOLBENCH_RUNS_DIR", tempfile.mkdtemp(prefix="toolbench-test-runs-"))
+# Suite runs a test starts without --data or --data-dir read the bundled samples (data/), as they
+# did before the real data became the default: $TOOLBENCH_DATA is the default of --data, as
+# $TOOLBENCH_RUNS_DIR is of --runs-dir. The real-data tests (test_real_data.py) drop it and serve
+# the files from a local server; nothing a test starts downloads from the internet.
+os.environ.setdefault("TOOLBENCH_DATA", "sample")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

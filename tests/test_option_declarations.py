@@ -24,7 +24,7 @@ OPTIONS_SNAPSHOT = REPO / "tests" / "data" / "options_toolbench.json"
 
 def toolbench_help() -> str:
     """The core pytest-toolbench group and its ini keys in ``pytest --help``, at a fixed width."""
-    env = {k: v for k, v in os.environ.items() if k not in ("TOOLBENCH_RUNS_DIR",)}
+    env = {k: v for k, v in os.environ.items() if k not in ("TOOLBENCH_RUNS_DIR", "TOOLBENCH_DATA")}
     env["COLUMNS"] = "120"
     out = subprocess.run(
         [sys.executable, "-m", "pytest", "--help", "-p", "no:randomly", "-p", "no:cacheprovider"],

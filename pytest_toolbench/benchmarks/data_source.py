@@ -3,7 +3,11 @@ small sample bundled with the harness rather than the real benchmark.
 
 Benchmarks describe their files through the optional ``data_sources`` hook
 (:class:`~pytest_toolbench.benchmarks.base.HasDataSources`); the summary and the JSON report show
-them, so a number is never read without knowing what it was computed on.
+them, so a number is never read without knowing what it was computed on. Each source also says
+what the file is (``kind``: the real benchmark, the bundled sample, this project's reconstruction,
+or local files), where the real one comes from (source, URL, revision, whether that is the pinned
+revision), what it was checked against (expected sha256 and records) and a short fingerprint:
+``pytest_toolbench.datasets`` fills these in.
 """
 
 from __future__ import annotations
@@ -12,8 +16,9 @@ import functools
 import hashlib
 from pathlib import Path
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
+from pytest_toolbench.datasets.resolve import DataKind, provenance_of_file
 from pytest_toolbench.fileio import file_version
 
 #: The harness's own small samples (``data/`` at the repository root), used when no --data-dir.
@@ -27,17 +32,82 @@ class DataSource(BaseModel):
     sha256: str
     #: True for the harness's own small sample (data/), which is not the real benchmark.
     bundled: bool = False
+    # --- provenance (pytest_toolbench/datasets) ---
+    #: real: the benchmark's own file (fetched and checked, or a local copy matching its pin);
+    #: sample: the bundled sample; reconstruction: this project's reconstruction (Meta-Bench);
+    #: local: --data-dir files matching no pin.
+    kind: DataKind = "local"
+    #: ``huggingface:owner/name``, ``github:owner/name``, "bundled sample" or "this project's
+    #: reconstruction".
+    source: str | None = None
+    url: str | None = None
+    #: The file's path in the upstream repository.
+    upstream_path: str | None = None
+    #: The revision read, the pinned one, and whether they are the same (False: chosen with
+    #: --data-revision; the pins' checks then only warned).
+    revision: str | None = None
+    pinned_revision: str | None = None
+    pinned: bool | None = None
+    #: The commit the file was read at, where known.
+    commit: str | None = None
+    expected_sha256: str | None = None
+    expected_records: int | None = None
+    size: int | None = None
+    #: Every check against the pin held.
+    verified: bool = False
+    #: Short fingerprint of the file (its sha256's first 12 hex digits).
+    fingerprint: str = ""
+    #: Where the pins came from ("built-in" or $TOOLBENCH_DATA_REGISTRY's file).
+    registry: str = "built-in"
+    notes: list[str] = Field(default_factory=list)
 
     @classmethod
     def for_file(cls, benchmark: str, path: Path, records: int, *, bundled: bool) -> DataSource:
-        return cls(benchmark=benchmark, path=path, records=records, sha256=file_sha256(path),
-                   bundled=bundled)
+        """The file's source, its provenance filled in (``datasets.resolve.provenance_of_file``):
+        a real file is shown at its place in the cache, not through the run's data folder."""
+        sha = file_sha256(path)
+        prov = provenance_of_file(benchmark, path, sha, bundled=bundled, records=records)
+        return cls(
+            benchmark=benchmark, path=prov.path if prov.kind == "real" and prov.path else path,
+            records=records, sha256=sha, bundled=bundled, kind=prov.kind, source=prov.source,
+            url=prov.url, upstream_path=prov.upstream_path, revision=prov.revision,
+            pinned_revision=prov.pinned_revision, pinned=prov.pinned, commit=prov.commit,
+            expected_sha256=prov.expected_sha256, expected_records=prov.expected_records,
+            size=_size(path), verified=prov.verified, fingerprint=sha[:12],
+            registry=prov.registry, notes=list(prov.notes))
 
     def describe(self) -> str:
-        """``toolhop: data/toolhop/ToolHop.json, 20 records, sha256 1a2b3c4d5e6f``."""
-        note = " - bundled sample (not the real benchmark)" if self.bundled else ""
+        """``toolhop: data/toolhop/ToolHop.json, 20 records, sha256 1a2b3c4d5e6f``, then what the
+        data is (bundled sample, this project's reconstruction, real with its revision)."""
+        if self.kind == "reconstruction":
+            note = " - this project's reconstruction (nothing released upstream)"
+        elif self.bundled:
+            note = " - bundled sample (not the real benchmark)"
+        elif self.kind == "real" and self.revision:
+            note = f" - real, {self.source} @ {self.revision[:12]}"
+            if self.pinned is False:
+                note += f" (not the pinned {str(self.pinned_revision)[:12]})"
+        else:
+            note = ""
         return (f"{self.benchmark}: {self.path}, {self.records} records, "
                 f"sha256 {self.sha256[:12]}{note}")
+
+
+def data_fingerprint(sources: "list[DataSource] | list[dict]") -> str:
+    """One short fingerprint of a run's data: the first 12 hex digits of the sha256 over every
+    (benchmark, file sha256) pair, sorted; the same files give the same fingerprint whatever
+    their paths. Sources may be DataSource objects or their JSON dumps (a report's)."""
+    pairs = sorted(
+        f"{d['benchmark'] if isinstance(d, dict) else d.benchmark}:"
+        f"{d['sha256'] if isinstance(d, dict) else d.sha256}" for d in sources)
+    return hashlib.sha256("\n".join(pairs).encode()).hexdigest()[:12]
+
+
+def _size(path: Path) -> int | None:
+    try:
+        return Path(path).stat().st_size
+    except OSError:
+        return None
 
 
 def file_sha256(path: str | Path) -> str:

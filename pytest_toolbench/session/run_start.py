@@ -18,6 +18,7 @@ from pytest_toolbench.options import check_base_url, settings_from_config
 from pytest_toolbench.results.gates import check_gate_names, parse_gate
 from pytest_toolbench.runtime.server import ManagedServer, server_info_for_worker
 from pytest_toolbench.session import sdk
+from pytest_toolbench.session.data import WORKER_KEY, resolve_run_data, worker_data_dir
 from pytest_toolbench.session.identity import new_run_id
 from pytest_toolbench.session.selection import has_toolbench_tests, targeted_benchmarks, validate_selection
 from pytest_toolbench.session.state import STATE_KEY, ToolbenchState, is_worker, run_dir_of, state
@@ -53,6 +54,8 @@ def configure_run(config: pytest.Config) -> ToolbenchState:
             if not settings.base_url and os.environ.get("OPENAI_BASE_URL"):
                 check_base_url(os.environ["OPENAI_BASE_URL"], "$OPENAI_BASE_URL")
             build_model(settings)  # fails fast on a missing key; sends no request
+        # the real data fetched and verified now, once, before xdist starts its workers
+        settings = resolve_run_data(config, settings)
     except ValueError as exc:
         raise pytest.UsageError(f"pytest-toolbench: {exc}") from exc
     run_id = config.workerinput["toolbench_run_id"] if is_worker(config) else new_run_id()  # type: ignore[attr-defined]
@@ -113,13 +116,15 @@ def validate_and_record(config: pytest.Config) -> None:
 
 
 def worker_input(node: Any) -> None:
-    """What an xdist worker is told at its start: the run's id, server, SDK process, and whether
-    the controller reports the data's warnings (it loads the suites' data before any case)."""
+    """What an xdist worker is told at its start: the run's id, server, SDK process, whether
+    the controller reports the data's warnings (it loads the suites' data before any case), and
+    the data folder it resolved (session/data.py)."""
     st = state(node.config)
     node.workerinput["toolbench_run_id"] = st.run_id
     node.workerinput["toolbench_server"] = server_info_for_worker(st.server)
     node.workerinput["toolbench_sdk"] = sdk.sdk_address(node.config)
     node.workerinput["toolbench_data_warned"] = bool(targeted_benchmarks(node.config))
+    node.workerinput[WORKER_KEY] = worker_data_dir(st.settings)
 
 
 def stop_run_processes(config: pytest.Config) -> None:

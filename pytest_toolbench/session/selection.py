@@ -16,6 +16,7 @@ from pytest_toolbench.benchmarks import registry
 from pytest_toolbench.benchmarks.base import Benchmark, Case, HasDataChecks, HasDataSources, HasSelection
 from pytest_toolbench.benchmarks.dataset_errors import DatasetError, DatasetWarning, error_lines
 from pytest_toolbench.config import RunSettings
+from pytest_toolbench.datasets.registry import has_real_files
 from pytest_toolbench.exitcodes import ToolbenchExit
 from pytest_toolbench.models.sdk_process import launcher as sdk_launcher
 from pytest_toolbench.option_sources import from_command_line
@@ -220,6 +221,7 @@ def cases_for(config: pytest.Config, name: str) -> list[Case]:
         unknown = set(settings.scenarios) - {s for b in registry().values() for s in b.scenarios}
         if unknown:
             raise pytest.UsageError(f"pytest-toolbench: unknown --scenario {sorted(unknown)}")
+    check_resolved(settings, name)  # never the bundled sample in place of unfetched real data
     try:
         # Every scenario first (the suite's size, for "subset: 40 of 240"), then the selection;
         # load_cases is scenario-major in file order, so filtering keeps its order.
@@ -242,6 +244,17 @@ def cases_for(config: pytest.Config, name: str) -> list[Case]:
     st.cases[name] = cases
     return cases
 
+
+
+def check_resolved(settings: RunSettings, name: str) -> None:
+    """A suite with real data whose files this run did not fetch (its tests collected from
+    outside the ``suites/`` folders the command line names; session/data.py) is refused, never
+    silently run on the bundled sample."""
+    if settings.data == "real" and settings.data_dir is None and has_real_files(name):
+        raise pytest.UsageError(
+            f"pytest-toolbench: {name}: the real data was not fetched for this run (its tests are "
+            f"not under a suites/{name} folder on the command line); run its suite folder, or "
+            f"pass --data-dir DIR or --data sample")
 
 
 def load_all_cases(settings: RunSettings, name: str) -> list[Case]:

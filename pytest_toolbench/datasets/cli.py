@@ -1,0 +1,171 @@
+"""``toolbench data list | fetch | verify`` (registered by the ``toolbench`` dispatcher, cli.py).
+
+- ``list``: every benchmark's files: source, revision, sha256, size, whether the cache has them
+  and where (or the URL they come from).
+- ``fetch [NAME ...]``: download (once) and verify the pinned files, e.g. on a connected machine
+  before copying ``$HF_HOME`` to an air-gapped CI runner; exit 4 with the same one line a run
+  prints when a file cannot be had or is not the pinned one.
+- ``verify [NAME ...]``: check the cached files against their pins without any network; exit 0
+  when every file is cached and matches, 1 otherwise (each file's state is printed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from pytest_toolbench.datasets import cache
+from pytest_toolbench.datasets.download import Progress, human_bytes
+from pytest_toolbench.datasets.fetch import Choice, DataRefused, cached_path, check, file_url
+from pytest_toolbench.datasets.registry import Registry, load_registry
+from pytest_toolbench.datasets.resolve import choices_for, parse_revisions, resolve
+
+USAGE_ERROR = 4
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    data = subparsers.add_parser(
+        "data", help="the benchmarks' real data: list, fetch, verify",
+        description="The real data of each benchmark: pinned to a revision, fetched once into the "
+                    "Hugging Face cache ($HF_HOME; HF_ENDPOINT, HF_TOKEN and HF_HUB_OFFLINE apply; "
+                    "$TOOLBENCH_GITHUB_RAW_BASE is a mirror of raw.githubusercontent.com) and "
+                    "verified (sha256, records).")
+    sub = data.add_subparsers(dest="data_command", metavar="ACTION")
+    listing = sub.add_parser("list", help="each benchmark's files: source, revision, sha256, size, "
+                                          "cached or not, where")
+    listing.add_argument("--json", action="store_true", help="print the rows as JSON")
+    listing.set_defaults(func=cmd_list)
+    fetch = sub.add_parser("fetch", help="download and verify the pinned files (all benchmarks, "
+                                         "or the NAMEs given)")
+    fetch.add_argument("names", nargs="*", metavar="NAME")
+    fetch.add_argument("--revision", action="append", default=[], metavar="NAME=REV",
+                       help="another revision of NAME (as the plugin's --data-revision)")
+    fetch.add_argument("--force", action="store_true",
+                       help="download again even if the cache has the file (e.g. after a mismatch)")
+    fetch.set_defaults(func=cmd_fetch)
+    verify = sub.add_parser("verify", help="check the cached files against their pins (no network)")
+    verify.add_argument("names", nargs="*", metavar="NAME")
+    verify.set_defaults(func=cmd_verify)
+    data.set_defaults(func=lambda args: (data.print_help(), 2)[1])
+
+
+def _registry_or_exit() -> Registry | None:
+    try:
+        return load_registry()
+    except ValueError as exc:
+        print(f"toolbench data: {exc}", file=sys.stderr)
+        return None
+
+
+def _names(registry: Registry, given: list[str]) -> list[str] | None:
+    unknown = [n for n in given if registry.get(n) is None]
+    if unknown:
+        print(f"toolbench data: unknown benchmark {unknown[0]!r} (one of "
+              f"{', '.join(registry.names())})", file=sys.stderr)
+        return None
+    return list(given) or registry.names()
+
+
+def rows(registry: Registry) -> list[dict[str, Any]]:
+    out = []
+    for spec in registry.benchmarks:
+        if spec.host == "none" or not spec.files:
+            out.append({"benchmark": spec.benchmark, "source": spec.source, "revision": "-",
+                        "file": "-", "sha256": "-", "size": None, "cached": None,
+                        "where": "bundled (data/" + spec.benchmark + ")", "note": spec.note})
+            continue
+        for file in spec.files:
+            found = cached_path(spec, file, str(spec.revision))
+            sha = file.sha256 or "(none published)"
+            if file.sha256 and not file.sha256_confirmed:
+                sha += " (unconfirmed)"
+            out.append({"benchmark": spec.benchmark, "source": spec.source,
+                        "revision": spec.revision, "file": file.path, "sha256": sha,
+                        "size": file.size, "records": file.records, "cached": found is not None,
+                        "where": str(found) if found else file_url(spec, file, str(spec.revision)),
+                        "note": spec.note})
+    return out
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    registry = _registry_or_exit()
+    if registry is None:
+        return USAGE_ERROR
+    table = rows(registry)
+    if args.json:
+        print(json.dumps(table, indent=2))
+        return 0
+    head = ["benchmark", "source", "revision", "file", "sha256", "size", "cached", "where"]
+    body = [[r["benchmark"], r["source"], str(r["revision"])[:12], r["file"],
+             r["sha256"] if r["sha256"].startswith(("-", "(")) else r["sha256"][:12]
+             + (" (unconfirmed)" if "unconfirmed" in r["sha256"] else ""),
+             human_bytes(r["size"]) if r["size"] else "-",
+             "-" if r["cached"] is None else ("yes" if r["cached"] else "no"), r["where"]]
+            for r in table]
+    widths = [max(len(str(x)) for x in col) for col in zip(head, *body)]
+    for line in [head, *body]:
+        print("  ".join(str(x).ljust(w) for x, w in zip(line, widths)).rstrip())
+    print(f"\ncache: {cache.hub_cache()} (Hugging Face files), {cache.assets_cache()} (others); "
+          f"pins: {registry.origin}")
+    return 0
+
+
+def cmd_fetch(args: argparse.Namespace) -> int:
+    registry = _registry_or_exit()
+    if registry is None:
+        return USAGE_ERROR
+    names = _names(registry, args.names)
+    if names is None:
+        return USAGE_ERROR
+    try:
+        revisions = parse_revisions(args.revision, registry)
+        resolution = resolve(names, revisions, progress=Progress, force=args.force,
+                             on_wait=lambda: print("toolbench data: another process is downloading "
+                                                   "the same file; waiting", file=sys.stderr))
+    except (DataRefused, ValueError) as exc:
+        print(f"toolbench data: {exc}", file=sys.stderr)
+        return USAGE_ERROR
+    for warning in dict.fromkeys(resolution.warnings):
+        print(f"toolbench data: warning: {warning}", file=sys.stderr)
+    for f in resolution.files:
+        state = "verified" if f.verified else ("not the pinned revision" if f.pinned is False else
+                                               "recorded (no published sha256)")
+        print(f"{f.benchmark}  {f.upstream_path}  {f.records} records  sha256 {f.fingerprint}  "
+              f"{state}  {f.path}")
+    return 0
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    registry = _registry_or_exit()
+    if registry is None:
+        return USAGE_ERROR
+    names = _names(registry, args.names)
+    if names is None:
+        return USAGE_ERROR
+    ok = True
+    for choice in choices_for(names, {}, registry):
+        ok &= _verify_one(choice)
+    return 0 if ok else 1
+
+
+def _verify_one(choice: Choice) -> bool:
+    ok = True
+    for file in choice.spec.files:
+        path = cached_path(choice.spec, file, choice.revision)
+        label = f"{choice.spec.benchmark}  {file.path}"
+        if path is None:
+            print(f"{label}  not cached (toolbench data fetch {choice.spec.benchmark})")
+            ok = False
+            continue
+        checked = check(choice, file, path)
+        if checked.problems:
+            print(f"{label}  MISMATCH: {checked.problems[0]}")
+            ok = False
+        elif checked.warnings:
+            print(f"{label}  ok, with a warning: {checked.warnings[0]}")
+        else:
+            state = "ok" if file.sha256 else "ok (records; no published sha256)"
+            print(f"{label}  {state}: {checked.records} records, sha256 {checked.sha256[:12]}  {path}")
+    return ok
