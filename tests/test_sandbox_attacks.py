@@ -31,6 +31,10 @@ from pytest_toolbench.sandbox.pool import LAYERS as KNOWN_LAYERS
 
 HOSTILE = Path(__file__).parent / "hostile_tools"
 RUNNER = HOSTILE / "run_corpus.py"
+# One after another, on one xdist worker: with its layers off, kill_all_probe signals every
+# process (another test's decoy counts the SIGURG), and two attacks could draw the same watched
+# file.
+pytestmark = pytest.mark.xdist_group("sandbox_attacks")
 
 
 def _load_runner():
