@@ -47,3 +47,4 @@ def pidfd_getfd_zygote(**_):
 # caps: pidfd_getfd of a process holding a capability the caller lacks needs CAP_SYS_PTRACE.
 LAYERS = ("seccomp", "landlock", "pid_namespace", "caps")
 NEEDS_ROOT = False
+NEEDS = ("ptrace",)  # as an ordinary user, where Yama allows tracing a process that is no descendant

@@ -44,3 +44,4 @@ def process_vm_zygote(**_):
 # caps: reading a process that holds a capability the caller lacks needs CAP_SYS_PTRACE.
 LAYERS = ("seccomp", "landlock", "pid_namespace", "caps")
 NEEDS_ROOT = False
+NEEDS = ("ptrace",)  # as an ordinary user, where Yama allows tracing a process that is no descendant

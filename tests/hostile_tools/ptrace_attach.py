@@ -37,3 +37,4 @@ def ptrace_attach(target_pid=0, **_):
 # holding a capability the caller lacks needs CAP_SYS_PTRACE (the case of a root harness).
 LAYERS = ("seccomp", "landlock", "pid_namespace", "caps")
 NEEDS_ROOT = False
+NEEDS = ("ptrace",)  # as an ordinary user, where Yama allows tracing a process that is no descendant

@@ -80,7 +80,7 @@ FINGERPRINT = '''def fingerprint():
     return out
 '''
 #: Host requirements an attack may name in ``NEEDS`` (besides ``NEEDS_ROOT``).
-KNOWN_NEEDS = ("user_namespaces", "io_uring", "CAP_SYS_RESOURCE")
+KNOWN_NEEDS = ("user_namespaces", "io_uring", "CAP_SYS_RESOURCE", "ptrace")
 
 
 # ----------------------------------------------------------------------------------- corpus
@@ -206,6 +206,8 @@ def host_needs_unmet(attack: Attack) -> list[str]:
             why.append("this machine refuses user namespaces")
         elif need == "io_uring" and _read_int("/proc/sys/kernel/io_uring_disabled", 0) != 0:
             why.append("io_uring is disabled on this machine (kernel.io_uring_disabled)")
+        elif need == "ptrace" and os.geteuid() != 0 and _read_int("/proc/sys/kernel/yama/ptrace_scope", 0) != 0:
+            why.append("Yama (kernel.yama.ptrace_scope >= 1) lets an ordinary user trace only its own descendants")
     return why
 
 
