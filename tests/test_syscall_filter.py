@@ -13,7 +13,7 @@ import pytest
 from pytest_toolbench.sandbox import syscall_filter as sf
 
 OWN = 4242
-ALLOW, DENY, ENOSYS = "allow", "deny", "enosys"
+ALLOW, DENY, ENOSYS, DONE, ENOTTY = "allow", "deny", "enosys", "done", "enotty"
 ARCH = 0xC000003E
 
 
@@ -32,7 +32,8 @@ def decide(nr: int, *args: int, arch: int = ARCH, own: int = OWN) -> str:
             hit = acc == k if code == 0x15 else acc >= k if code == 0x35 else bool(acc & k)
             pc += 1 + (jt if hit else jf)
         elif code == 0x06:
-            return {0x7FFF0000: ALLOW, 0x00050000 | errno.EPERM: DENY, 0x00050000 | errno.ENOSYS: ENOSYS}[k]
+            return {0x7FFF0000: ALLOW, 0x00050000 | errno.EPERM: DENY, 0x00050000 | errno.ENOSYS: ENOSYS,
+                    0x00050000: DONE, 0x00050000 | errno.ENOTTY: ENOTTY}[k]
         else:
             raise AssertionError(f"unexpected opcode {code:#x}")
     raise AssertionError("the program loops")
@@ -54,6 +55,7 @@ def nr(name: str) -> int:
 
 @pytest.mark.parametrize("name", sorted(sf.ALLOWED_X86_64))
 def test_every_allowed_call_is_allowed(name):
+    """(fcntl, flock, ioctl and prctl are checked by command below.)"""
     assert decide(nr(name), 0, 0) == ALLOW
 
 
@@ -103,6 +105,25 @@ def test_threads_but_no_processes_or_namespaces():
     assert decide(nr("clone3"), 0) == ENOSYS  # glibc falls back to clone
 
 
+def test_fcntl_flock_ioctl_prctl_by_command():
+    fcntl, flock, ioctl, prctl = 72, 73, 16, 157
+    for cmd in (0, 1, 2, 3, 5, 1030):  # dup, flags, get lock, dup cloexec
+        assert decide(fcntl, 3, cmd, 0) == ALLOW
+    assert decide(fcntl, 3, 4, 0o4000) == ALLOW  # F_SETFL O_NONBLOCK
+    assert decide(fcntl, 3, 4, 0o20000) == DENY  # F_SETFL O_ASYNC: signals to an owner
+    for cmd in (6, 7, 37, 38):  # locks: succeed, nothing taken (a host file stays unblocked)
+        assert decide(fcntl, 3, cmd, 0) == DONE
+    for cmd in (8, 10, 15, 1024, 1026, 1031, 1033):  # SETOWN SETSIG SETOWN_EX SETLEASE NOTIFY SETPIPE_SZ ADD_SEALS
+        assert decide(fcntl, 3, cmd, 0) == DENY
+    assert decide(flock, 3, 2) == DONE
+    assert decide(ioctl, 1, 0x5401) == ALLOW  # TCGETS: isatty
+    for cmd in (0x8901, 0x8902, 0x5452, 0x5412):  # FIOSETOWN SIOCSPGRP FIOASYNC TIOCSTI
+        assert decide(ioctl, 1, cmd) == ENOTTY
+    assert decide(prctl, 15) == ALLOW  # PR_SET_NAME
+    for option in (62, 35, 36, 0x59616D61, 47):  # SCHED_CORE SET_MM CHILD_SUBREAPER SET_PTRACER CAP_AMBIENT
+        assert decide(prctl, option) == DENY
+
+
 def test_other_abis_are_refused():
     assert decide(0x40000000 + 1, 0) == DENY  # x32
     assert decide(0, 0, arch=0x40000003) == DENY  # i386
@@ -134,6 +155,17 @@ t = threading.Thread(target=lambda: box.append(sum(range(10))))
 t.start(); t.join()
 out["thread"] = box == [45]
 attempt("fork", os.fork)
+import fcntl, sqlite3, tempfile
+with tempfile.TemporaryDirectory() as d:
+    con = sqlite3.connect(os.path.join(d, "db"))  # file locks faked: sqlite still works
+    con.execute("create table t (x)"); con.execute("insert into t values (6)"); con.commit()
+    out["sqlite"] = con.execute("select x * 7 from t").fetchone()[0]
+    con.close()
+    fd = os.open(os.path.join(d, "f"), os.O_CREAT | os.O_RDWR)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    out["flock"] = "ok"
+    attempt("notify", lambda: fcntl.fcntl(fd, 1026, 1))
+out["isatty"] = os.isatty(0) in (True, False)
 print(json.dumps(out))
 """
 
@@ -145,5 +177,7 @@ def test_the_filter_in_a_real_process():
     assert got["applied"] is True and got["thread"] is True
     eperm = errno.EPERM
     assert got["kill_self"] == got["getpriority_self"] == got["prlimit_self"] == "ok"
-    for key in ("pipe", "memfd", "kill_parent", "getpriority_parent", "prlimit_parent", "affinity_parent", "fork"):
+    assert got["sqlite"] == 42 and got["flock"] == "ok" and got["isatty"] is True
+    for key in ("pipe", "memfd", "kill_parent", "getpriority_parent", "prlimit_parent", "affinity_parent", "fork",
+                "notify"):
         assert got[key] == eperm, (key, got)

@@ -30,8 +30,8 @@ from typing import Iterable
 ALLOWED_X86_64: dict[str, int] = {
     # files (Landlock decides which paths; the jail decides which exist)
     "read": 0, "write": 1, "open": 2, "close": 3, "stat": 4, "fstat": 5, "lstat": 6, "poll": 7,
-    "lseek": 8, "ioctl": 16, "pread64": 17, "pwrite64": 18, "readv": 19, "writev": 20,
-    "access": 21, "select": 23, "dup": 32, "dup2": 33, "sendfile": 40, "fcntl": 72, "flock": 73,
+    "lseek": 8, "pread64": 17, "pwrite64": 18, "readv": 19, "writev": 20,
+    "access": 21, "select": 23, "dup": 32, "dup2": 33, "sendfile": 40,
     "fsync": 74, "fdatasync": 75, "truncate": 76, "ftruncate": 77, "getdents": 78, "getcwd": 79,
     "chdir": 80, "fchdir": 81, "rename": 82, "mkdir": 83, "rmdir": 84, "creat": 85, "link": 86,
     "unlink": 87, "symlink": 88, "readlink": 89, "chmod": 90, "fchmod": 91, "umask": 95,
@@ -61,7 +61,7 @@ ALLOWED_X86_64: dict[str, int] = {
     # threads of its own process (clone is checked below) and their bookkeeping
     "sched_yield": 24, "futex": 202, "set_tid_address": 218, "restart_syscall": 219,
     "set_robust_list": 273, "arch_prctl": 158, "rseq": 334, "futex_waitv": 449, "gettid": 186,
-    "exit": 60, "exit_group": 231, "wait4": 61, "waitid": 247, "prctl": 157,
+    "exit": 60, "exit_group": 231, "wait4": 61, "waitid": 247,
     # what it may know of itself
     "getpid": 39, "getppid": 110, "getpgrp": 111, "uname": 63, "getrlimit": 97, "setrlimit": 160,
     "getrusage": 98, "getuid": 102, "getgid": 104, "geteuid": 107, "getegid": 108,
@@ -83,6 +83,24 @@ OWN_PID_ONLY_X86_64: dict[str, int] = {"kill": 62, "tgkill": 234}
 #: would renice every process of the uid, ``PRIO_PGRP`` the zygote's group).
 PRIORITY_X86_64: dict[str, int] = {"getpriority": 140, "setpriority": 141}
 _CLONE, _CLONE3 = 56, 435
+
+# Calls allowed with some of their commands only (the command is an argument, so the filter
+# reads it). fcntl: the file's own flags and descriptors; a lock succeeds without being taken
+# (a shared lock on a read-only host file would block the host's writers; a call is one process,
+# so nothing of its own needs one); no F_NOTIFY (dnotify: it would learn of every host read in a
+# folder it may read), F_SETLEASE (a lease blocks the host's writers), F_SETOWN/F_SETSIG or
+# O_ASYNC (the kernel would signal a process it names), seals or pipe sizes.
+_FCNTL, _FLOCK, _IOCTL, _PRCTL = 72, 73, 16, 157
+_F_SETFL, _O_ASYNC = 4, 0o20000
+FCNTL_ALLOWED = (0, 1, 2, 3, 5, 9, 11, 16, 36, 1030, 1032)  # DUPFD GETFD SETFD GETFL GETLK GETOWN GETSIG GETOWN_EX OFD_GETLK DUPFD_CLOEXEC GETPIPE_SZ
+FCNTL_FAKED = (6, 7, 37, 38)  # F_SETLK F_SETLKW F_OFD_SETLK F_OFD_SETLKW: "done", nothing locked
+#: ioctl: what Python's io asks a file (isatty, size of a read, blocking mode, close-on-exec);
+#: no FIOSETOWN/SIOCSPGRP/FIOASYNC (signals to another process), no TIOCSTI (typing into a tty).
+IOCTL_ALLOWED = (0x5401, 0x5413, 0x541B, 0x5421, 0x5450, 0x5451)
+#: prctl: its own name, dumpable flag, death signal, seccomp/no_new_privs (only ever narrower),
+#: timer slack, THP, speculation control, anonymous VMA names; not PR_SCHED_CORE (names a pid),
+#: PR_SET_MM, PR_SET_PTRACER, PR_SET_CHILD_SUBREAPER, PR_CAP_AMBIENT...
+PRCTL_ALLOWED = (1, 2, 3, 4, 15, 16, 21, 22, 23, 27, 29, 30, 38, 39, 40, 41, 42, 52, 53, 0x53564D41)
 _AUDIT_ARCH_X86_64 = 0xC000003E
 _CLONE_THREAD = 0x00010000
 #: CLONE_NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET | CLONE_PARENT...
@@ -94,7 +112,9 @@ _LD_W_ABS, _JEQ_K, _JGE_K, _JSET_K, _RET_K = 0x20, 0x15, 0x35, 0x45, 0x06
 _ALLOW = 0x7FFF0000
 _DENY = 0x00050000 | errno.EPERM
 _ENOSYS = 0x00050000 | errno.ENOSYS
-_NR, _ARCH, _ARG0, _ARG1 = 0, 4, 16, 24  # offsets in struct seccomp_data (low 32 bits of args)
+_ENOTTY = 0x00050000 | errno.ENOTTY
+_DONE = 0x00050000  # SECCOMP_RET_ERRNO with errno 0: the call returns 0 and the kernel does nothing
+_NR, _ARCH, _ARG0, _ARG1, _ARG2 = 0, 4, 16, 24, 32  # offsets in struct seccomp_data (low 32 bits)
 
 Insn = tuple[int, int, int, int]
 
@@ -134,6 +154,21 @@ def _clone_block() -> list[Insn]:
     ]
 
 
+def _command_block(offset: int, allowed: Iterable[int], faked: Iterable[int] = (),
+                   masked: dict[int, tuple[int, int]] | None = None, refuse: int = _DENY) -> list[Insn]:
+    """The argument at ``offset`` (a command) decides: allowed, faked (returns 0, nothing done),
+    ``masked`` (value -> (offset of another argument, bits it may not have)), else ``refuse``.
+    Each test is followed by its own return: every jump is short."""
+    block = [_ld(offset)]
+    for value in allowed:
+        block += [(_JEQ_K, 0, 1, value), _ret(_ALLOW)]
+    for value in faked:
+        block += [(_JEQ_K, 0, 1, value), _ret(_DONE)]
+    for value, (other, bits) in (masked or {}).items():
+        block += [(_JEQ_K, 0, 4, value), _ld(other), (_JSET_K, 0, 1, bits), _ret(refuse), _ret(_ALLOW)]
+    return block + [_ret(refuse)]
+
+
 def _guarded(nr: int, block: list[Insn]) -> list[Insn]:
     """``if nr == N: <block>`` (the block ends in returns); the number is reloaded after it."""
     return [(_JEQ_K, 0, len(block), nr), *block]
@@ -157,6 +192,10 @@ def program(own_pid: int) -> list[Insn]:
     reload(_guarded(nr, _pid_block(own_pid, allow_zero=False)) for nr in OWN_PID_ONLY_X86_64.values())
     reload(_guarded(nr, _priority_block(own_pid)) for nr in PRIORITY_X86_64.values())
     reload([_guarded(_CLONE, _clone_block())])
+    reload([_guarded(_FCNTL, _command_block(_ARG1, FCNTL_ALLOWED, FCNTL_FAKED, {_F_SETFL: (_ARG2, _O_ASYNC)}))])
+    reload([[(_JEQ_K, 0, 1, _FLOCK), _ret(_DONE)]])
+    reload([_guarded(_IOCTL, _command_block(_ARG1, IOCTL_ALLOWED, refuse=_ENOTTY))])
+    reload([_guarded(_PRCTL, _command_block(_ARG0, PRCTL_ALLOWED))])
     for nr in sorted(ALLOWED_X86_64.values()):
         prog += [(_JEQ_K, 0, 1, nr), _ret(_ALLOW)]
     prog.append(_ret(_DENY))
@@ -222,4 +261,5 @@ class SyscallFilter:
         return True, (f"allowlist of {len(ALLOWED_X86_64)} system calls (files, memory, time, "
                       "signals and threads of its own process); calls naming a pid only on itself; "
                       "no sockets, exec, fork, pipes, memfd, shared memory, mount, namespaces, "
-                      "ptrace, fanotify/inotify, kernel log or clock setting")
+                      "ptrace, fanotify/inotify/dnotify, leases, locks on others' files, signals "
+                      "by file ownership, kernel log or clock setting")
