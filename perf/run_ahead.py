@@ -43,7 +43,8 @@ def main() -> None:
     parser.add_argument("--delay", type=float, default=0.5)
     parser.add_argument("--concurrency", type=int, default=32)
     args = parser.parse_args()
-    data = ["--data-dir", str(SHARED), "--scenario", "direct"] if (SHARED / "toolhop").is_dir() else []
+    data = (["--data-dir", str(SHARED), "--scenario", "direct"] if (SHARED / "toolhop").is_dir()
+            else ["--data", "sample"])
     answer = delayed(args.delay, lambda body, i: (200, {}, completion("<answer>x</answer>")))
 
     with FakeOpenAIServer(answer) as server:
