@@ -160,3 +160,362 @@ def test_bad_option_stops_the_run_before_any_model_call(tmp_path: Path, args: li
     errors = [line for line in out.splitlines() if line.strip()]
     assert len(errors) == 1 and errors[0].startswith(f"ERROR: pytest-toolbench: {message}"), out[-3000:]
     assert "Traceback" not in out
+
+
+# --- records: sizes, encodability, numbers -------------------------------------------------
+
+from pytest_toolbench.benchmarks.dataset_errors import (  # noqa: E402
+    MAX_FIELD_CHARS,
+    MAX_RECORD_CHARS,
+    DatasetError,
+    check_record_texts,
+)
+
+DATA = REPO / "data"
+SURROGATE = "caf\ud800e"  # json.dumps writes it as the escape "\ud800", which json.loads reads back
+
+
+def one_line(exc: BaseException) -> str:
+    assert "\n" not in str(exc), str(exc)
+    return str(exc)
+
+
+def toolhop_records() -> list[dict[str, Any]]:
+    import json
+
+    return json.loads((DATA / "toolhop" / "ToolHop.json").read_text(encoding="utf-8"))
+
+
+def write_toolhop(folder: Path, records: list[dict[str, Any]]) -> Path:
+    import json
+
+    path = folder / "toolhop" / "ToolHop.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(records, indent=1), encoding="utf-8")
+    return path
+
+
+def line_of(path: Path, needle: str) -> int:
+    return next(n for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if needle in line)
+
+
+def record_line(path: Path, index: int) -> int:
+    """The line where record ``index`` of a file written by :func:`write_toolhop` starts."""
+    starts = [n for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if line == " {"]
+    return starts[index]
+
+
+def test_toolhop_lone_surrogate_is_refused_naming_file_record_line_and_field(tmp_path: Path):
+    from pytest_toolbench.benchmarks.toolhop.schema import load_toolhop_file
+
+    records = toolhop_records()
+    records[2]["question"] += SURROGATE
+    path = write_toolhop(tmp_path, records)
+    with pytest.raises(DatasetError) as err:
+        load_toolhop_file(path)
+    assert one_line(err.value) == (
+        f"{path} record #2 (id={records[2]['id']}) line {record_line(path, 2)}: field question: "
+        f"text that cannot be encoded as UTF-8 (a lone surrogate U+D800 at character "
+        f"{len(records[2]['question']) - 2})")
+
+
+@pytest.mark.parametrize("where", ["functions", "tools"])
+def test_toolhop_surrogate_in_a_nested_text_or_key_names_the_field(tmp_path: Path, where: str):
+    from pytest_toolbench.benchmarks.toolhop.schema import load_toolhop_file
+
+    records = toolhop_records()
+    if where == "functions":
+        records[0]["functions"][1] += "# " + SURROGATE
+        expected = "field functions[1]: text that cannot be encoded"
+    else:
+        key = next(iter(records[0]["tools"]))
+        records[0]["tools"][key]["parameters"]["x\udc00"] = {"type": "string"}
+        expected = "parameters: a key: text that cannot be encoded as UTF-8 (a lone surrogate U+DC00"
+    path = write_toolhop(tmp_path, records)
+    with pytest.raises(DatasetError) as err:
+        load_toolhop_file(path)
+    assert expected in one_line(err.value) and str(err.value).startswith(f"{path} record #0")
+
+
+def test_toolhop_text_over_the_field_bound_is_refused_at_load(tmp_path: Path):
+    from pytest_toolbench.benchmarks.toolhop.schema import load_toolhop_file
+
+    records = toolhop_records()
+    records[1]["question"] = "x" * (MAX_FIELD_CHARS + 1)
+    path = write_toolhop(tmp_path, records)
+    with pytest.raises(DatasetError) as err:
+        load_toolhop_file(path)
+    assert one_line(err.value).endswith(
+        f"field question: {MAX_FIELD_CHARS + 1:,} characters, more than the {MAX_FIELD_CHARS:,} "
+        "one text may hold")
+    assert str(err.value).startswith(f"{path} record #1 (id={records[1]['id']}) line ")
+
+
+def test_a_record_over_the_record_bound_is_refused():
+    record = {"functions": ["x" * (MAX_FIELD_CHARS - 10)] * (MAX_RECORD_CHARS // MAX_FIELD_CHARS + 1)}
+    with pytest.raises(DatasetError) as err:
+        check_record_texts("f.json", record, index=3)
+    assert one_line(err.value).startswith("f.json record #3: the record holds ")
+    assert f"more than the {MAX_RECORD_CHARS:,} one record may hold" in str(err.value)
+    check_record_texts("f.json", {"functions": ["x" * (MAX_FIELD_CHARS - 10)] * 2})  # within bounds
+
+
+def test_a_deep_record_is_walked_without_recursion():
+    value: Any = SURROGATE
+    for _ in range(100_000):
+        value = [value]
+    with pytest.raises(DatasetError) as err:
+        check_record_texts("f.json", value, line=7)
+    assert one_line(err.value).startswith(
+        "f.json line 7: field [0][0][0][0]...[0][0][0][0] (100000 levels deep): text that cannot")
+
+
+@pytest.mark.parametrize("benchmark", ["familytool", "metabench"])
+def test_jsonl_lone_surrogate_names_file_and_line(tmp_path: Path, benchmark: str):
+    import json
+
+    if benchmark == "familytool":
+        from pytest_toolbench.benchmarks.familytool.schema import load_records as load
+
+        src = DATA / "familytool" / "familytool-b.jsonl"
+        args: tuple[Any, ...] = ("b",)
+    else:
+        from pytest_toolbench.benchmarks.metabench.schema import load_file as load
+
+        src = DATA / "metabench" / "sample.jsonl"
+        args = ("sample.jsonl",)
+    lines = src.read_text(encoding="utf-8").splitlines()
+    raw = json.loads(lines[1])
+    if isinstance(raw, list):  # FamilyTool: a record is its message list
+        raw[0]["content"] = SURROGATE
+        field = "[0].content"
+    else:  # an extra key: the walk sees every text, known field or not
+        raw["zz_extra"] = SURROGATE
+        field = "zz_extra"
+    lines[1] = json.dumps(raw)
+    path = tmp_path / src.name
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(DatasetError) as err:
+        load(path, *args)
+    assert one_line(err.value) == (f"{path} line 2: field {field}: text that cannot be encoded as "
+                                   "UTF-8 (a lone surrogate U+D800 at character 3)")
+
+
+def test_toolbehonest_lone_surrogate_names_file_and_record(tmp_path: Path):
+    import json
+
+    from pytest_toolbench.benchmarks.toolbehonest.schema import load_toolbehonest_file
+
+    records = json.loads((DATA / "toolbehonest" / "sample_en.json").read_text(encoding="utf-8"))
+    records[4]["query"] = SURROGATE
+    path = tmp_path / "test_en.json"
+    path.write_text(json.dumps(records), encoding="utf-8")
+    with pytest.raises(DatasetError) as err:
+        load_toolbehonest_file(path)
+    assert one_line(err.value).startswith(f"{path} record #4: field query: text that cannot be encoded")
+
+
+def test_familytool_kg_surrogate_names_file_and_line(tmp_path: Path):
+    from pytest_toolbench.benchmarks.familytool.kg import load_triples
+
+    path = tmp_path / "familykg-b.txt"
+    path.write_text("['Bob', 'father', 'Jack']\n['Bob', 'wife', 'Ren\\ud800e']\n", encoding="utf-8")
+    with pytest.raises(DatasetError) as err:
+        load_triples(path)
+    assert one_line(err.value).startswith(f"{path} line 2: field [2]: text that cannot be encoded")
+
+
+@pytest.mark.parametrize("benchmark", ["toolhop", "familytool"])
+def test_a_number_too_long_for_int_is_one_line_naming_the_line(tmp_path: Path, benchmark: str):
+    digits = "7" * 5000
+    if benchmark == "toolhop":
+        from pytest_toolbench.benchmarks.toolhop.schema import load_toolhop_file
+
+        records = toolhop_records()
+        records[1]["id"] = 0  # replaced by the long number below
+        path = write_toolhop(tmp_path, records)
+        text = path.read_text(encoding="utf-8").replace('"id": 0,', f'"id": {digits},')
+        path.write_text(text, encoding="utf-8")
+        line = line_of(path, digits)
+        load = lambda: load_toolhop_file(path)  # noqa: E731
+    else:
+        from pytest_toolbench.benchmarks.familytool.schema import load_records
+
+        path = tmp_path / "familytool-b.jsonl"
+        good = (DATA / "familytool" / "familytool-b.jsonl").read_text(encoding="utf-8").splitlines()
+        path.write_text(f"{good[0]}\n[{digits}]\n", encoding="utf-8")
+        line = 2
+        load = lambda: load_records(path, "b")  # noqa: E731
+    with pytest.raises(DatasetError) as err:
+        load()
+    assert one_line(err.value) == f"{path} line {line}: invalid JSON: a number with more than 4300 digits"
+
+
+def test_run_with_a_surrogate_stops_before_any_model_call(tmp_path: Path):
+    from test_bad_data_up_front import assert_refused, run_suite
+
+    records = toolhop_records()
+    records[0]["answer"] = SURROGATE
+    path = write_toolhop(tmp_path / "data", records)
+    with FakeOpenAIServer(lambda body, i: (200, {}, completion(content="x"))) as server:
+        proc = run_suite(tmp_path, "toolhop", "--data-dir", str(tmp_path / "data"),
+                         "--base-url", server.base_url, "--api-key", "t", "--model", "m")
+        assert server.requests == []
+    assert_refused(proc, path, " record #0 (id=")
+    assert "field answer: text that cannot be encoded as UTF-8" in proc.stdout + proc.stderr
+
+
+# --- the ToolHop def scan: linear, and the same answers as the regex it replaced ------------
+
+OLD_DEF_NAME = r"(?m)^\s*def\s+([^\s(]+)\s*\("
+
+
+def test_def_scan_finds_what_the_regex_found():
+    """Random sources of the pieces that matter (def, every kind of whitespace, names, parens):
+    the scan's names and ``_defines`` agree with the quadratic regex on each."""
+    import random
+    import re
+
+    from pytest_toolbench.benchmarks.toolhop.schema import _defined_names, _defines
+
+    pieces = ["def", "def ", "de", "f", " ", "\t", "\n", "\r", "\x0c", "\u2028", "\x85", "\xa0",
+              "x", "foo", "(", ")", "undef", "#", "\n\n", "my tool"]
+    rng = random.Random(7)
+    for _ in range(5000):
+        source = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 25)))
+        assert _defined_names([source]) == {m.group(1) for m in re.finditer(OLD_DEF_NAME, source)}, source
+        for name in ("foo", "x", "my tool", "f"):
+            old = re.search(rf"(?m)^\s*def\s+{re.escape(name)}\s*\(", source) is not None
+            assert _defines(source, name) == old, (source, name)
+
+
+def _ten_records() -> list[dict[str, Any]]:
+    """The bundled ToolHop records, copied under new ids up to 10."""
+    import copy
+
+    records = toolhop_records()
+    for i in range(len(records), 10):
+        extra = copy.deepcopy(records[i % len(records)])
+        extra["id"] = 90_000 + i
+        records.append(extra)
+    return records
+
+
+def _best_of(n: int, load: Any) -> float:
+    import time
+
+    best = math.inf
+    for _ in range(n):
+        start = time.perf_counter()
+        load()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+@pytest.mark.timeout(60)  # the quadratic scan took minutes here: fail, do not hang
+def test_a_megabyte_of_blank_lines_costs_what_a_megabyte_of_tabs_costs(tmp_path: Path):
+    """Validation is linear: a tool source with 1 MB of blank lines (the regex this replaced
+    took minutes) loads in at most twice the time of one with 1 MB of tabs, the same JSON text
+    but one line (on which the old regex was linear too)."""
+    import warnings
+
+    from pytest_toolbench.benchmarks.toolhop.schema import _parse_toolhop_file
+
+    def with_filler(folder: str, filler: str) -> Path:
+        records = _ten_records()
+        records[0]["functions"][0] = filler[: len(filler) // 2] + records[0]["functions"][0] + filler[len(filler) // 2:]
+        return write_toolhop(tmp_path / folder, records)
+
+    blank = with_filler("blank", "\n" * 1_000_000)
+    tabs = with_filler("tabs", "\t" * 1_000_000)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert len(_parse_toolhop_file(blank)) == 10
+        t_blank = _best_of(3, lambda: _parse_toolhop_file(blank))
+        t_tabs = _best_of(3, lambda: _parse_toolhop_file(tabs))
+    assert t_blank <= 2 * t_tabs, (t_blank, t_tabs)
+
+
+@pytest.mark.timeout(240)
+def test_collecting_a_record_with_a_megabyte_of_blank_lines_takes_at_most_twice_the_ten_records(tmp_path: Path):
+    """The check as the report measured it (150 KB of newlines: 39 s to collect): collecting the
+    suite on the 10-record file with 1 MB of blank lines in one tool source, against the same
+    collection on the 10-record file alone."""
+    import time
+
+    ten = _ten_records()
+    write_toolhop(tmp_path / "ten", ten)
+    ten[3]["functions"][1] = "\n" * 500_000 + ten[3]["functions"][1] + "\n" * 500_000
+    write_toolhop(tmp_path / "blank", ten)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+
+    def collect(folder: str) -> float:
+        cmd = [sys.executable, "-m", "pytest", "suites/toolhop", "--collect-only", "-q", "-p",
+               "no:cacheprovider", "-p", "no:randomly", "-n", "0", "--model", "oracle",
+               "--data-dir", str(tmp_path / folder), "--runs-dir", str(tmp_path / "runs")]
+        start = time.perf_counter()
+        proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=45, env=env)
+        assert proc.returncode == 0 and "30 tests collected" in proc.stdout, proc.stdout[-2000:] + proc.stderr[-2000:]
+        return time.perf_counter() - start
+
+    t_ten = min(collect("ten"), collect("ten"))
+    t_blank = min(collect("blank"), collect("blank"))
+    assert t_blank <= 2 * t_ten, (t_blank, t_ten)
+
+
+# --- the oracle's own parsing never stops the run --------------------------------------------
+
+def test_oracle_chain_survives_huge_numbers_and_deep_expressions():
+    """A 400-digit gold answer for an integer parameter (float() gives inf; int(inf) raised) and
+    tool sources nested too deep for Python's parser (MemoryError, RecursionError) leave the oracle
+    a chain: the hop's argument becomes a placeholder, the tool has no example."""
+    import json
+
+    from pytest_toolbench.benchmarks.toolhop.gold_chain import gold_chain
+    from pytest_toolbench.benchmarks.toolhop.oracle import toolhop_oracle
+    from pytest_toolbench.benchmarks.toolhop.schema import ToolHopRecord
+    from pytest_toolbench.models.base import ChatRequest
+
+    for raw in toolhop_records():
+        for doc in raw["tools"].values():
+            for schema in doc["parameters"].get("properties", {}).values():
+                schema.pop("enum", None)
+                schema["type"] = "integer"
+        raw["sub_task"] = {k: "9" * 400 for k in raw["sub_task"]}
+        raw["functions"] = [f + "\n# Example usage: " + doc["name"] + "(" + "-" * 900 + "1)\n"
+                            + "y = 1" + "+1" * 20_000 + "\n"
+                            for f, doc in zip(raw["functions"], raw["tools"].values())]
+        record = ToolHopRecord.model_validate(raw)
+        chain = gold_chain(record)
+        assert len(chain) == len(record.tools) and all(c.source == "derived" for c in chain)
+        oracle = toolhop_oracle(record)
+        reply = oracle(ChatRequest(messages=[{"role": "user", "content": record.question}],
+                                   tools=record.tool_docs))
+        json.loads(reply["tool_calls"][0]["function"]["arguments"])  # valid JSON: no Infinity
+
+
+def test_oracle_run_on_hostile_gold_data_has_no_harness_error(tmp_path: Path):
+    """The same record content through a whole oracle run: every case is scored, none is an
+    infrastructure error (the crash was an internal_error traceback in every case)."""
+    import json
+
+    records = toolhop_records()
+    for doc in records[0]["tools"].values():
+        for schema in doc["parameters"].get("properties", {}).values():
+            schema.pop("enum", None)
+            schema["type"] = "integer"
+    records[0]["sub_task"] = {k: "9" * 400 for k in records[0]["sub_task"]}
+    records[1]["functions"][0] += "\ny = 1" + "+1" * 100_000 + "\n"  # RecursionError in ast.parse
+    write_toolhop(tmp_path / "data", records)
+    report = tmp_path / "report.json"
+    cmd = [sys.executable, "-m", "pytest", "suites/toolhop", "-q", "-p", "no:cacheprovider", "-p",
+           "no:randomly", "-n", "0", "--model", "oracle", "--no-cache", "--data-dir",
+           str(tmp_path / "data"), "--runs-dir", str(tmp_path / "runs"), "--toolbench-json",
+           str(report), "--scenario", "direct"]  # direct builds the oracle's chain too, no tool runs
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300, env=env)
+    out = proc.stdout + proc.stderr
+    assert "Traceback" not in out and "internal_error" not in out, out[-3000:]
+    cases = json.loads(report.read_text())["cases"]
+    assert len(cases) == len(records)
+    assert all(c.get("infra_error") in (None, {}) for c in cases), [c.get("infra_error") for c in cases]

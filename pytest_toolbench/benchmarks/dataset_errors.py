@@ -7,6 +7,8 @@ line/column), instead of surfacing later as a confusing KeyError deep inside a r
 from __future__ import annotations
 
 import json
+import re
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -46,7 +48,7 @@ class DatasetError(ValueError):
         if self.index is not None:
             parts.append(f"record #{self.index}")
         if self.record_id is not None:
-            parts.append(f"(id={self.record_id})")
+            parts.append(f"(id={_shown(self.record_id)})")
         if self.line is not None:
             parts.append(f"line {self.line}")
             if self.column is not None:
@@ -56,6 +58,22 @@ class DatasetError(ValueError):
     def _render(self) -> str:
         where = f"{self.path} {self.location}".rstrip()
         return f"{where}: {self.message}"
+
+
+def _shown(value: object, limit: int = 60) -> str:
+    """A value from the data as an error line shows it: as it is when short and printable,
+    else its repr cut to ``limit`` (an id of megabytes, a control character, a lone surrogate
+    the terminal could not even encode)."""
+    text = str(value)
+    if len(text) <= limit and text.isprintable() and not _SURROGATE.search(text):
+        return text
+    return _quoted(text, limit)
+
+
+def _quoted(text: str, limit: int) -> str:
+    """``text`` quoted, escaped to ASCII, cut after ``limit`` characters (``...`` says so)."""
+    shown = repr(text[:limit]).encode("ascii", "backslashreplace").decode("ascii")
+    return shown + ("..." if len(text) > limit else "")
 
 
 class DatasetWarning(UserWarning):
@@ -118,14 +136,135 @@ def text_lines(path: Path) -> Iterator[tuple[int, str]]:
 def json_value(path: Path, text: str, line: int | None = None) -> Any:
     """``json.loads(text)`` with a failure as one :class:`DatasetError` naming the place: JSON's
     own line and column for a whole document, ``line`` (and the column) for one line of a JSONL
-    file; nesting too deep for the decoder (a ``RecursionError``) included."""
+    file; nesting too deep for the decoder (a ``RecursionError``) and a number too long for
+    Python's int conversion included.
+
+    The value is then held to :func:`check_record_texts`: one line of a JSONL file is one record,
+    each item of a document that is an array is one (``record #i``), any other document is one."""
     try:
-        return json.loads(text)
+        value = json.loads(text)
     except json.JSONDecodeError as exc:
         raise DatasetError(path, f"invalid JSON: {exc.msg}", line=exc.lineno if line is None else line,
                            column=exc.colno) from None
     except RecursionError:
         raise DatasetError(path, "invalid JSON: nested too deeply", line=line) from None
+    except ValueError:  # int's digit limit: a ValueError that is no JSONDecodeError
+        raise too_long_number(path, text, line) from None
+    if line is None and isinstance(value, list):
+        for index, item in enumerate(value):
+            check_record_texts(path, item, index=index)
+    else:
+        check_record_texts(path, value, line=line)
+    return value
+
+
+def is_int_digits_error(exc: ValueError) -> bool:
+    """Whether ``exc`` is Python's refusal to convert a number with too many digits."""
+    return "integer string conversion" in str(exc)
+
+
+def too_long_number(path: Path, text: str, line: int | None = None) -> DatasetError:
+    """The error for a number longer than Python converts to an int (``json.loads`` raises a bare
+    ValueError for it), on the line of ``text`` where the first such number is."""
+    limit = getattr(sys, "get_int_max_str_digits", lambda: 4300)()  # Python 3.10.7 and later
+    found = re.search(rf"(?<=[\[,:\s])-?\d{{{limit + 1},}}", text)
+    if line is None and found is not None:
+        line = text.count("\n", 0, found.start()) + 1
+    return DatasetError(path, f"invalid JSON: a number with more than {limit} digits", line=line)
+
+
+# --- sizes and encodability of a record's texts --------------------------------------------------
+
+#: The most characters one text of a record (a value or a key) may hold. The longest field of the
+#: four upstream datasets is a few thousand characters; beyond 2 million a question or a tool
+#: source cannot fit any model's context, and a case would send it, cache it and report it whole
+#: (a 200 MB question was sent and written three times).
+MAX_FIELD_CHARS = 2_000_000
+#: The most one record may hold: the characters of all its texts plus one per value.
+MAX_RECORD_CHARS = 16_000_000
+#: A lone surrogate (``"\\ud800"`` in JSON) decodes, but no UTF-8 encoder takes it: the cache
+#: key, the request and every report would fail on it, case after case.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+#: Where a text is in a record: ``(parent, key)`` pairs, unrolled into a name only for an error
+#: (a path tuple per value would cost the depth at every value: quadratic on a deep record).
+_Where = tuple[Any, str | int] | None
+#: Parts of a field name shown at each end of a deep path.
+_SHOWN_PARTS = 4
+
+
+def _field_name(where: _Where) -> str:
+    """``functions[2]``, ``tools.'What is the ... ?'.name``: where a text is in a record."""
+    parts: list[str | int] = []
+    while where is not None:
+        where, key = where
+        parts.append(key)
+    parts.reverse()
+    if len(parts) > 2 * _SHOWN_PARTS:  # a deep path: its ends, and how deep
+        depth = len(parts)
+        return (_field_name_of(parts[:_SHOWN_PARTS]) + "..." +
+                _field_name_of(parts[-_SHOWN_PARTS:], nested=True) + f" ({depth} levels deep)")
+    return _field_name_of(parts)
+
+
+def _field_name_of(parts: list[str | int], nested: bool = False) -> str:
+    out = ""
+    for part in parts:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            shown = part if part.isidentifier() and len(part) <= 40 else _quoted(part, 40)
+            out += f".{shown}" if out or nested else shown
+    return out
+
+
+def _text_problem(text: str) -> str | None:
+    if len(text) > MAX_FIELD_CHARS:
+        return f"{len(text):,} characters, more than the {MAX_FIELD_CHARS:,} one text may hold"
+    if not text.isascii():
+        bad = _SURROGATE.search(text)
+        if bad is not None:
+            return (f"text that cannot be encoded as UTF-8 (a lone surrogate "
+                    f"U+{ord(bad.group()):04X} at character {bad.start()})")
+    return None
+
+
+def check_record_texts(path: str | Path, record: Any, *, index: int | None = None,
+                       record_id: object = None, line: int | None = None) -> None:
+    """Refuse a record whose texts would fail or flood every case: a text (value or key) over
+    :data:`MAX_FIELD_CHARS`, a record over :data:`MAX_RECORD_CHARS`, a lone surrogate. One
+    :class:`DatasetError` naming the file, the record (index, id or line) and the field.
+
+    Shared by every benchmark's loader (``json_value``, ToolHop's array reader, FamilyTool's KG),
+    so the four datasets meet the same bounds. Walks the record without recursion (a record is
+    as deep as the JSON decoder allowed)."""
+    size = 0
+    stack: list[tuple[_Where, Any]] = [(None, record)]
+    while stack:
+        where, value = stack.pop()
+        size += 1
+        problem = None
+        if isinstance(value, str):
+            size += len(value)
+            problem = _text_problem(value)
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                key_problem = _text_problem(key) if isinstance(key, str) else None
+                if key_problem is not None:
+                    problem = f"a key: {key_problem}"
+                    break
+                size += len(key) if isinstance(key, str) else 0
+                stack.append(((where, key), item))
+        elif isinstance(value, list):
+            stack.extend(((where, i), item) for i, item in enumerate(value))
+        if problem is not None:
+            field = f"field {_field_name(where)}: " if where is not None else ""
+            raise DatasetError(path, f"{field}{problem}", index=index, record_id=record_id, line=line)
+    if size > MAX_RECORD_CHARS:
+        raise DatasetError(path, f"the record holds {size:,} characters, more than the "
+                                 f"{MAX_RECORD_CHARS:,} one record may hold",
+                           index=index, record_id=record_id, line=line)
 
 
 def describe_validation_error(exc: ValidationError, string_fields: tuple[str, ...] = ()) -> str:

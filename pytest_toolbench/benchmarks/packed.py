@@ -94,6 +94,13 @@ def iter_json_array(text: str) -> Iterator[tuple[Any, str]]:
     ``json.loads``'s own (message, line and column): on any surprise the whole text is handed to it.
     Raises :class:`NotAJsonArray` when the document is valid JSON but not an array.
     """
+    for item, source, _ in iter_json_array_at(text):
+        yield item, source
+
+
+def iter_json_array_at(text: str) -> Iterator[tuple[Any, str, int]]:
+    """:func:`iter_json_array`, each item also with where its source starts in ``text`` (so a
+    loader can name the line of a bad record)."""
     end = _WHITESPACE.match(text, 0).end()  # type: ignore[union-attr]
     if not text.startswith("[", end):
         raise NotAJsonArray(type(json.loads(text)).__name__)
@@ -107,7 +114,7 @@ def iter_json_array(text: str) -> Iterator[tuple[Any, str]]:
             item, end = _DECODER.raw_decode(text, start)
         except json.JSONDecodeError:
             _fail(text)
-        yield item, text[start:end]
+        yield item, text[start:end], start
         end = _WHITESPACE.match(text, end).end()  # type: ignore[union-attr]
         if text.startswith(",", end):
             end = _WHITESPACE.match(text, end + 1).end()  # type: ignore[union-attr]

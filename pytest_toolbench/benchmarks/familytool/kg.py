@@ -17,7 +17,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from pytest_toolbench.benchmarks.dataset_errors import DatasetError, text_lines
+from pytest_toolbench.benchmarks.dataset_errors import DatasetError, check_record_texts, text_lines
 from pytest_toolbench.benchmarks.parsed_files import parsed_once
 
 if TYPE_CHECKING:
@@ -39,6 +39,7 @@ def parse_triple_line(line: str, path: Path | str, line_no: int) -> Triple:
         raise DatasetError(path, f"not a triple literal ({type(exc).__name__})", line=line_no) from None
     if not (isinstance(value, (list, tuple)) and len(value) == 3 and all(isinstance(v, str) for v in value)):
         raise DatasetError(path, "a KG line must be a list of three strings [head, relation, tail]", line=line_no)
+    check_record_texts(path, list(value), line=line_no)  # a '\ud800' escape, an endless name
     return (value[0], value[1], value[2])
 
 

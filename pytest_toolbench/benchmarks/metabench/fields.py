@@ -125,7 +125,7 @@ def _tool_content(value: Any) -> Any:
     if isinstance(value, str):
         try:
             return json.loads(value)
-        except ValueError:
+        except (ValueError, RecursionError):  # too deep: not JSON here
             return value
     return value
 
@@ -176,7 +176,7 @@ def tools_from_system(system: str) -> list[dict[str, Any]]:
     body = re.sub(r"\{[A-Z_]+\}\s*,?", "", match.group(1))
     try:
         tools = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):  # too deep: not JSON here
         return []
     return [t for t in tools if isinstance(t, dict) and t.get("name") not in RETRIEVER_TOOL_NAMES]
 

@@ -74,7 +74,7 @@ def as_call(value: Any, exact_keys: bool = False) -> dict[str, Any] | None:
     if isinstance(params, str):
         try:
             params = json.loads(params) if params.strip() else {}
-        except ValueError:
+        except (ValueError, RecursionError):  # too deep: not JSON here
             return {"name": name, "parameters": params}
     if params is None:
         params = {}
@@ -92,7 +92,7 @@ def _only_calls(text: str) -> list[dict[str, Any]]:
             return calls
         try:
             value, i = _DECODER.raw_decode(text, i)
-        except ValueError:
+        except (ValueError, RecursionError):  # too deep: not JSON here
             return []
         for item in value if isinstance(value, list) else [value]:
             call = as_call(item, exact_keys=True)
@@ -130,7 +130,7 @@ def any_json_calls(text: str | None) -> list[dict[str, Any]]:
             continue
         try:
             value, end = _DECODER.raw_decode(text, i)
-        except ValueError:
+        except (ValueError, RecursionError):  # too deep: not JSON here
             i += 1
             continue
         items = value if isinstance(value, list) else [value]

@@ -193,6 +193,8 @@ def parse_dialogue(raw: Any, path: Path, origin: str, index: int, line: int | No
         raise DatasetError(path, describe_validation_error(exc), **where) from None
     except ValueError as exc:
         raise DatasetError(path, str(exc), **where) from None
+    except RecursionError:  # a text read as JSON or code while normalising, nested too deeply
+        raise DatasetError(path, "nested too deeply", **where) from None
 
 
 def _read_json(path: Path) -> Any:

@@ -23,6 +23,7 @@ schema mode. Whether a tool actually returned its hop's gold answer is reported,
 from __future__ import annotations
 
 import ast
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -48,23 +49,34 @@ class GoldCall:
     placeholders: tuple[str, ...] = field(default=())
 
 
+#: What parsing a record's text may raise besides a syntax error: a number too long for int(),
+#: an expression nested too deep for the parser (MemoryError, RecursionError). A record is data:
+#: the oracle then has no example / signature for that tool, it never stops the run.
+_PARSE_ERRORS = (SyntaxError, ValueError, MemoryError, RecursionError)
+#: Longest line read for a worked example (real ones are a few dozen characters); each ")" in it
+#: is tried as the call's end, so an endless line would cost a parse per ")".
+_MAX_EXAMPLE_LINE = 1000
+
+
 def _function_def(source: str, name: str) -> ast.FunctionDef | None:
     try:
         tree = ast.parse(source)
-    except (SyntaxError, ValueError):
+    except _PARSE_ERRORS:
         return None
     return next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name), None)
 
 
 def _literal_call(text: str, name: str) -> tuple[list[Any], dict[str, Any]] | None:
     """The first ``name(<literals>)`` call in one line of text (``None`` if there is none)."""
+    if len(text) > _MAX_EXAMPLE_LINE:
+        return None
     start = text.find(f"{name}(")
     while start != -1:
         tail = text[start:]
         for end in (i for i, ch in enumerate(tail) if ch == ")"):
             try:
                 node = ast.parse(tail[: end + 1], mode="eval").body
-            except (SyntaxError, ValueError):
+            except _PARSE_ERRORS:
                 continue
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
                 try:
@@ -131,6 +143,8 @@ def _shaped(value: str, schema: dict[str, Any], numbers: list[str]) -> tuple[Any
             if text is None:
                 continue
             number = float(text)
+            if not math.isfinite(number):  # 400 digits: inf, which no int() or JSON takes
+                continue
             return (int(number) if kind == "integer" or number.is_integer() else number), False
         if kind == "array":
             item, placeholder = _shaped(value, schema.get("items") or {}, numbers)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,10 +22,13 @@ from pytest_toolbench.benchmarks.data_source import BUNDLED_DATA_DIR, file_sha25
 from pytest_toolbench.benchmarks.dataset_errors import (
     DatasetError,
     DatasetWarning,
+    check_record_texts,
     describe_validation_error,
+    is_int_digits_error,
     raise_collected,
+    too_long_number,
 )
-from pytest_toolbench.benchmarks.packed import NotAJsonArray, PackedRecord, iter_json_array
+from pytest_toolbench.benchmarks.packed import NotAJsonArray, PackedRecord, iter_json_array_at
 from pytest_toolbench.benchmarks.parsed_files import parsed_once
 
 #: Upstream ``data/ToolHop.json`` as published (Git LFS pointer, spec §0 S2).
@@ -139,18 +142,49 @@ class ToolHopRecord(BaseModel):
         return out
 
 
+#: The whitespace that may precede a line's ``def``: any but the newline that ends the line.
+_INDENT = re.compile(r"[^\S\n]*")
+
+
+def _line_start_defs(source: str) -> Iterator[int]:
+    r"""Where each ``def`` that begins a line (after whitespace) starts: the places where
+    ``(?m)^\s*def`` matches, found in linear time.
+
+    The regex itself is quadratic on blank lines (``\s*`` runs from every line start across all
+    the blank lines below it: 150 KB of newlines took 39 s). ``str.find`` jumps from one
+    ``def`` to the next, and a ``def`` counts when its line's indent ends where it starts, which
+    is the same test: ``^\s*`` can reach ``def`` from some line start exactly when the text
+    between the nearest line start and ``def`` is whitespace (``\s`` is ``str.isspace``). Each
+    stretch of text is searched once (the indent once per line), all by C code."""
+    indent_end = _INDENT.match(source).end()  # type: ignore[union-attr]
+    seen = 0
+    pos = source.find("def")
+    while pos != -1:
+        newline = source.rfind("\n", seen, pos)
+        if newline != -1:  # a new line since the last candidate: measure its indent
+            indent_end = _INDENT.match(source, newline + 1).end()  # type: ignore[union-attr]
+        if indent_end == pos:
+            yield pos
+        seen = pos
+        pos = source.find("def", pos + 1)
+
+
 def _defines(source: str, name: str) -> bool:
-    return re.search(rf"(?m)^\s*def\s+{re.escape(name)}\s*\(", source) is not None
+    r"""Whether ``source`` has ``def name(`` at the start of a line (``(?m)^\s*def\s+name\s*\(``)."""
+    tail = re.compile(rf"def\s+{re.escape(name)}\s*\(")
+    return any(tail.match(source, pos) for pos in _line_start_defs(source))
 
 
-_DEF_NAME = re.compile(r"(?m)^\s*def\s+([^\s(]+)\s*\(")
+#: What follows a line's ``def``: the defined name, then ``(``.
+_DEF_NAME = re.compile(r"def\s+([^\s(]+)\s*\(")
 
 
 def _defined_names(sources: list[str]) -> set[str]:
     """Every name ``_defines`` would find, in one pass over the sources (a pattern per tool and
     source was a large share of a large file's load time). A name it misses (one with spaces)
     still gets ``_defines``'s exact check, so the result is the same."""
-    return {m.group(1) for src in sources for m in _DEF_NAME.finditer(src)}
+    return {m.group(1) for src in sources for pos in _line_start_defs(src)
+            if (m := _DEF_NAME.match(src, pos)) is not None}
 
 
 def parse_record(raw: Any, path: Path, index: int) -> ToolHopRecord:
@@ -217,9 +251,14 @@ def _parse_toolhop_file(path: Path) -> list[ToolHopEntry]:
     flagged: list[tuple[int, str]] = []
     seen: dict[int, int] = {}
     errors: list[DatasetError] = []  # every bad record, so one run lists all there is to fix
+    line, counted = 1, 0  # the line of the record at hand, counted on from `counted`
     try:
-        for index, (item, source) in enumerate(iter_json_array(text)):
+        for index, (item, source, start) in enumerate(iter_json_array_at(text)):
+            line += text.count("\n", counted, start)
+            counted = start
             try:
+                record_id = item.get("id") if isinstance(item, dict) else None
+                check_record_texts(path, item, index=index, record_id=record_id, line=line)
                 record = parse_record(item, path, index)
             except DatasetError as exc:
                 errors.append(exc)
@@ -238,6 +277,10 @@ def _parse_toolhop_file(path: Path) -> list[ToolHopEntry]:
         raise DatasetError(path, f"top level must be a JSON array of records, got {exc.found}") from None
     except RecursionError:
         raise DatasetError(path, "invalid JSON: nested too deeply") from None
+    except ValueError as exc:  # int's digit limit: a ValueError that is no JSONDecodeError
+        if not is_int_digits_error(exc):
+            raise
+        raise too_long_number(path, text) from None
     raise_collected(errors)
     if not entries:
         raise DatasetError(path, "no records (an empty array)")
