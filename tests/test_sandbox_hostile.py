@@ -20,6 +20,8 @@ import pytest
 from pytest_toolbench.config import SandboxLimits
 from pytest_toolbench.sandbox import SandboxOutcome, ToolSandbox
 
+import sandbox_env
+
 JOB = "pytest_toolbench.benchmarks.toolhop.execution:call_tool"
 PRELOAD = ("pytest_toolbench.benchmarks.toolhop.execution",)
 HOSTILE = Path(__file__).parent / "hostile_tools"
@@ -126,7 +128,10 @@ def test_every_hostile_tool_is_one_contained_call(sb: ToolSandbox, name: str) ->
 
 
 def test_deep_trees_never_take_a_slot_or_leave_disk_behind() -> None:
-    """As many deep-tree tools as workers, then innocent calls: each gets a working slot."""
+    """As many deep-tree tools as workers, then innocent calls: each gets a working slot.
+    (Where no tmpfs can be had, the watchdog kills such a tree at 256 levels: that variant is
+    test_without_a_tmpfs_the_watchdog_caps_disk_and_cleans_up.)"""
+    sandbox_env.require("tmpfs")
     with ToolSandbox(SandboxLimits(**{**LIMITS, "workers": 2}), preload=PRELOAD) as box:
         outs: list = []
         threads = [threading.Thread(target=lambda: outs.append(call(box, source("deep_tree"), "deep_tree")))
@@ -231,6 +236,7 @@ def test_without_a_tmpfs_the_watchdog_caps_disk_and_cleans_up() -> None:
 
 
 def test_disk_cap_is_a_tool_error_inside_the_tool(sb: ToolSandbox) -> None:
+    sandbox_env.require("tmpfs")  # the watchdog's own test: test_without_a_tmpfs_...
     assert sb.describe()["isolation"]["disk_cap"]["mechanism"] == "tmpfs"
     out = call(sb, source("disk_flood"), "disk_flood")
     assert out.status == "ok", out
@@ -239,6 +245,7 @@ def test_disk_cap_is_a_tool_error_inside_the_tool(sb: ToolSandbox) -> None:
 
 
 def test_inode_cap_is_a_tool_error_inside_the_tool(sb: ToolSandbox) -> None:
+    sandbox_env.require("tmpfs")
     out = call(sb, source("inode_flood"), "inode_flood")
     assert out.status == "ok", out
     got = __import__("json").loads(out.value["content"])
@@ -312,7 +319,9 @@ def test_sigterm_ends_a_run_within_seconds_whatever_its_tools_do(tmp_path: Path)
 
     repo = Path(__file__).resolve().parents[1]
     records = json.loads((repo / "data" / "toolhop" / "ToolHop.json").read_text(encoding="utf-8"))
-    hostile = ("    import os, time\n    path = '.'\n    for _ in range(1400):\n"
+    # Where no tmpfs can be had, the watchdog kills a call past 256 levels at once: stay below.
+    depth = 1400 if sandbox_env.has("tmpfs") else 200
+    hostile = ("    import os, time\n    path = '.'\n    for _ in range(%d):\n" % depth +
                "        path = os.path.join(path, 'd')\n        try:\n            os.mkdir(path)\n"
                "        except OSError:\n            break\n    time.sleep(5)\n    return 'done'\n")
     # Every tool keeps its name, builds a deep tree and returns after a while: a sandbox whose

@@ -48,8 +48,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     _cache_dir_arg(prune)
     prune.add_argument("--older-than", default=None, metavar="AGE",
                        help="remove items last written longer ago than AGE: a number with s, min, h, d or "
-                            "w (e.g. 30d, 12h, 90min, 2w; a bare number is days; 'm' is refused "
-                            "as ambiguous)")
+                            "w (e.g. 30d, 12h, 90min, 2w; a bare number is days; 'm' only from 60 "
+                            "up, e.g. 90m: 1m could mean a month and is refused)")
     prune.add_argument("--max-size", default=None, metavar="SIZE",
                        help="then remove the oldest items until runs + cache fit in SIZE "
                             "(e.g. 2GB, 500MB, 1GiB)")

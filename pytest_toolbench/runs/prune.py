@@ -28,8 +28,10 @@ _UNITS = {
     **dict.fromkeys(("w", "week", "weeks"), 7 * 86400),
 }
 #: Read as minutes by some and months by others: `1m` meant as a month removed every run older
-#: than a minute. Refused, with the spellings that say which.
+#: than a minute. `m` is minutes only where no one could mean months (60 or more: `90m`);
+#: below that it is refused, with the spellings that say which.
 _AMBIGUOUS = ("m", "M")
+_PLAINLY_MINUTES = 60
 #: Months have no fixed length; refused rather than guessed.
 _MONTHS = ("mo", "mon", "month", "months")
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?)(b?)\s*$", re.IGNORECASE)
@@ -39,12 +41,15 @@ Kind = Literal["run", "cache"]
 
 
 def parse_duration(text: str) -> float:
-    """``30d``, ``12h``, ``90min``, ``2w``, ``45s`` (a bare number is days) -> seconds.
+    """``30d``, ``12h``, ``90min``, ``90m``, ``2w``, ``45s`` (a bare number is days) -> seconds.
 
-    ``m`` (and months in any spelling) is refused as ambiguous: a limit that reads as a month
-    to one user and a minute to another must not decide what gets deleted."""
+    ``m`` below 60 (``1m``, ``6m``) and months in any spelling are refused as ambiguous: a limit
+    that reads as a month to one user and a minute to another must not decide what gets
+    deleted; ``90m`` can only mean minutes."""
     m = _DURATION.match(text)
     unit = m.group(2) if m is not None else ""
+    if m is not None and unit in _AMBIGUOUS and float(m.group(1)) >= _PLAINLY_MINUTES:
+        return float(m.group(1)) * 60
     if m is not None and unit in _AMBIGUOUS:
         raise ValueError(f"--older-than {text!r}: {unit!r} is ambiguous (minutes or months?): "
                          f"write e.g. 90min or 30d")
