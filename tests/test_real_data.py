@@ -402,3 +402,34 @@ def test_a_bad_toolbench_data_value_is_one_line(env):
     proc = run_suite({**env, "TOOLBENCH_DATA": "everything"}, "toolhop", "-n", "0")
     assert proc.returncode == 4
     assert "$TOOLBENCH_DATA 'everything': must be real or sample" in proc.stdout + proc.stderr
+
+
+def test_a_plain_static_mirror_of_the_hub_works_too(tmp_path: Path, env):
+    """HF_ENDPOINT pointing at a static file server (no X-Repo-Commit, no ETag, which
+    huggingface_hub refuses): the pinned files are fetched with the harness's downloader,
+    checked against the pins, kept in the assets cache, and read again offline."""
+    import functools
+    import threading
+    from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+    root = tmp_path / "mirror"
+    target = root / "datasets" / TOOLHOP_REPO / "resolve" / TOOLHOP_REV / "data" / "ToolHop.json"
+    target.parent.mkdir(parents=True)
+    target.write_bytes(toolhop_bytes())
+    handler = functools.partial(SimpleHTTPRequestHandler, directory=str(root))
+    handler.log_message = lambda *a: None  # type: ignore[attr-defined]
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        mirror = {**env, "HF_ENDPOINT": f"http://127.0.0.1:{server.server_address[1]}"}
+        proc = run_suite(mirror, "toolhop", "-n", "0", "--toolbench-json", str(tmp_path / "r.json"))
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        assert "18 passed" in proc.stdout
+    finally:
+        server.shutdown()
+        server.server_close()
+    [src] = report(tmp_path)["run"]["data_sources"]
+    assert src["kind"] == "real" and src["verified"] is True and src["sha256"] == sha(toolhop_bytes())
+    assert "assets/pytest-toolbench/huggingface" in src["path"]
+    proc = run_suite({**mirror, "HF_HUB_OFFLINE": "1"}, "toolhop", "-n", "0")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]

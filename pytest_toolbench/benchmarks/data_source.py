@@ -18,7 +18,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from pytest_toolbench.datasets.resolve import DataKind, provenance_of_file
+from pytest_toolbench.datasets.resolve import DataKind, provenance_of_file, shown_path
 from pytest_toolbench.fileio import file_version
 
 #: The harness's own small samples (``data/`` at the repository root), used when no --data-dir.
@@ -68,7 +68,7 @@ class DataSource(BaseModel):
         sha = file_sha256(path)
         prov = provenance_of_file(benchmark, path, sha, bundled=bundled, records=records)
         return cls(
-            benchmark=benchmark, path=prov.path if prov.kind == "real" and prov.path else path,
+            benchmark=benchmark, path=prov.path if prov.kind == "real" and prov.path else shown_path(path),
             records=records, sha256=sha, bundled=bundled, kind=prov.kind, source=prov.source,
             url=prov.url, upstream_path=prov.upstream_path, revision=prov.revision,
             pinned_revision=prov.pinned_revision, pinned=prov.pinned, commit=prov.commit,

@@ -67,6 +67,12 @@ def github_cache_path(spec: BenchmarkData, file: PinnedFile, revision: str) -> P
     return cache.assets_cache() / "github" / str(spec.repo).replace("/", "--") / revision / file.path
 
 
+def plain_mirror_path(spec: BenchmarkData, file: PinnedFile, revision: str) -> Path:
+    """Where a Hub file fetched from a plain mirror (a static server under ``HF_ENDPOINT`` that
+    does not speak the Hub's headers) is kept: beside the GitHub files, never in the hub cache."""
+    return cache.assets_cache() / "huggingface" / str(spec.repo).replace("/", "--") / revision / file.path
+
+
 def cached_path(spec: BenchmarkData, file: PinnedFile, revision: str) -> Path | None:
     """The file's copy in the cache, if there is one (no network)."""
     if spec.host == "github":
@@ -76,7 +82,10 @@ def cached_path(spec: BenchmarkData, file: PinnedFile, revision: str) -> Path | 
 
     found = try_to_load_from_cache(str(spec.repo), file.path, cache_dir=str(cache.hub_cache()),
                                    revision=revision, repo_type="dataset")
-    return Path(found) if isinstance(found, str) and Path(found).is_file() else None
+    if isinstance(found, str) and Path(found).is_file():
+        return Path(found)
+    plain = plain_mirror_path(spec, file, revision)
+    return plain if plain.is_file() else None
 
 
 @dataclass
@@ -161,7 +170,13 @@ def _fetch_hub(choice: Choice, file: PinnedFile, url: str, progress: ProgressFac
     try:
         meta = get_hf_file_metadata(url, timeout=10, endpoint=endpoint)
     except Exception as exc:  # noqa: BLE001 - any failure of the HEAD is reported as its cause
+        if getattr(getattr(exc, "response", None), "status_code", None) in (405, 501):
+            return _fetch_plain_mirror(choice, file, url, progress, force)  # a mirror without HEAD
         raise _HubFailed(_hub_cause(exc)) from None
+    if meta.commit_hash is None or meta.etag is None:
+        # A plain static mirror (no X-Repo-Commit / ETag): huggingface_hub refuses it, but the
+        # pins identify the file, so it is fetched like a GitHub file and checked the same way.
+        return _fetch_plain_mirror(choice, file, url, progress, force)
     kwargs: dict = {}
     if progress is not None and "tqdm_class" in inspect.signature(hf_hub_download).parameters:
         kwargs["tqdm_class"] = _progress_bar_class(progress, f"{spec.benchmark} {file.path}", meta.size)
@@ -174,6 +189,18 @@ def _fetch_hub(choice: Choice, file: PinnedFile, url: str, progress: ProgressFac
         raise _HubFailed(_hub_cause(exc)) from None
     path = Path(found)
     return Fetched(path, _commit_of(spec, path, revision) or meta.commit_hash, downloaded=before is None)
+
+
+def _fetch_plain_mirror(choice: Choice, file: PinnedFile, url: str,
+                        progress: ProgressFactory | None, force: bool) -> Fetched:
+    spec, revision = choice.spec, choice.revision
+    dest = plain_mirror_path(spec, file, revision)
+    root = cache.assets_cache()
+    sha = file.sha256 if choice.pinned and file.sha256_confirmed else None
+    downloaded = download(url, dest, lock=lock_for(root, str(dest.relative_to(root))),
+                          label=f"{spec.benchmark} {file.path}", expected_size=file.size if choice.pinned else None,
+                          expected_sha256=sha, progress=progress, force=force)
+    return Fetched(dest, revision if COMMIT.fullmatch(revision) else None, downloaded)
 
 
 def _hub_cause(exc: BaseException) -> str:

@@ -204,6 +204,17 @@ def _view_ok(root: Path, links: Mapping[str, Path]) -> bool:
         return False
 
 
+def shown_path(path: str | Path) -> Path:
+    """A path through a run's data folder as the file it links to (a report names the file in
+    data/ or in the cache, not the folder of links)."""
+    views = cache.assets_cache() / "views"
+    try:
+        Path(path).absolute().relative_to(views)
+    except ValueError:
+        return Path(path)
+    return Path(os.path.realpath(path))
+
+
 def resolved_provenance(path: str | Path) -> FileProvenance | None:
     """What this process resolved ``path`` (through any link) from, if it did."""
     return _RESOLVED.get(os.path.realpath(path))
