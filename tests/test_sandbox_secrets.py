@@ -148,7 +148,12 @@ def test_missing_kernel_layers_without_the_flag_stop_the_run(tmp_path):
         cwd=REPO, capture_output=True, text=True, timeout=300, env=env,
     )
     assert proc.returncode == ToolbenchExit.USAGE_ERROR, proc.stdout[-2000:] + proc.stderr[-2000:]
-    assert "refusing to run untrusted tool code" in proc.stdout + proc.stderr
+    out = proc.stdout + proc.stderr
+    assert "refusing to run untrusted tool code" in out
+    # one line naming the missing layers and what helps; no traceback
+    (line,) = [ln for ln in out.splitlines() if "refusing to run untrusted tool code" in ln]
+    assert "landlock" in line and "seccomp" in line and "What helps" in line and "--sandbox-insecure" in line
+    assert "Traceback" not in out
 
 
 def test_a_run_that_calls_no_tool_starts_no_sandbox(tmp_path):
