@@ -433,3 +433,33 @@ def test_a_plain_static_mirror_of_the_hub_works_too(tmp_path: Path, env):
     assert "assets/pytest-toolbench/huggingface" in src["path"]
     proc = run_suite({**mirror, "HF_HUB_OFFLINE": "1"}, "toolhop", "-n", "0")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+
+
+def test_a_github_branch_is_fetched_again_and_its_last_copy_kept_offline(hub: FakeDataHub, env):
+    """--data-revision familytool=main: a branch moves, so each run fetches it again (the
+    checks only warn); with the host gone the last copy is used."""
+    for name, path in FT_FILES.items():
+        hub.add_github_file(FT_REPO, "main", path, (DATA / "familytool" / name).read_bytes())
+    args = ("-n", "0", "--scenario", "tooluse-golden", "--data-revision", "familytool=main")
+    assert run_suite(env, "familytool", *args).returncode == 0
+    assert run_suite(env, "familytool", *args).returncode == 0
+    assert hub.gets[f"/{FT_REPO}/main/datasets/familytool-b.jsonl"] == 2
+    hub.stop()
+    proc = run_suite(env, "familytool", *args)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+
+
+def test_a_read_only_cache_still_gets_its_data_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """The run's folder of links goes to the temp dir when the cache cannot be written (a cache
+    copied read-only onto an air-gapped machine)."""
+    from pytest_toolbench.datasets import resolve
+
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("")
+    monkeypatch.setattr(resolve.cache, "assets_cache", lambda: blocker / "pytest-toolbench")
+    target = tmp_path / "ToolHop.json"
+    target.write_text("[]")
+    view = resolve.make_view({"toolhop/ToolHop.json": target})
+    assert (view / "toolhop" / "ToolHop.json").read_text() == "[]"
+    assert not view.is_relative_to(blocker)
+    assert resolve.shown_path(view / "toolhop" / "ToolHop.json") == target.resolve()

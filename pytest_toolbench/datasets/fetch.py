@@ -115,7 +115,8 @@ def fetch(choice: Choice, file: PinnedFile, *, progress: ProgressFactory | None 
     try:
         if spec.host == "huggingface":
             return _fetch_hub(choice, file, url, progress, force)
-        return _fetch_github(choice, file, url, progress, force, on_wait)
+        # a branch or tag on GitHub is fetched again (raw files carry no version to compare)
+        return _fetch_github(choice, file, url, progress, force or moving, on_wait)
     except (DownloadFailed, _HubFailed) as exc:
         if moving and not force:  # a branch that cannot be refreshed: its last copy, said so
             found = cached_path(spec, file, revision)

@@ -166,9 +166,19 @@ def make_view(links: Mapping[str, Path]) -> Path:
     content, made complete in a temporary folder and renamed into place: two runs making it at
     once both end with the same, whole folder."""
     key = hashlib.sha256(json.dumps(sorted((k, str(v)) for k, v in links.items())).encode())
-    root = cache.assets_cache() / "views" / key.hexdigest()[:16]
+    try:
+        return _make_view(cache.assets_cache() / "views" / key.hexdigest()[:16], links)
+    except OSError:  # a read-only cache (copied to an air-gapped machine): links in the temp dir
+        import tempfile
+
+        folder = Path(tempfile.gettempdir()) / f"pytest-toolbench-views-{os.getuid()}"
+        return _make_view(folder / key.hexdigest()[:16], links)
+
+
+def _make_view(root: Path, links: Mapping[str, Path]) -> Path:
     if _view_ok(root, links):
         return root
+    root.parent.mkdir(parents=True, exist_ok=True)
     tmp = root.with_name(f".{root.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}")
     try:
         for rel, target in links.items():
@@ -207,12 +217,14 @@ def _view_ok(root: Path, links: Mapping[str, Path]) -> bool:
 def shown_path(path: str | Path) -> Path:
     """A path through a run's data folder as the file it links to (a report names the file in
     data/ or in the cache, not the folder of links)."""
-    views = cache.assets_cache() / "views"
-    try:
-        Path(path).absolute().relative_to(views)
-    except ValueError:
-        return Path(path)
-    return Path(os.path.realpath(path))
+    import tempfile
+
+    absolute = Path(path).absolute()
+    for views in (cache.assets_cache() / "views",
+                  Path(tempfile.gettempdir()) / f"pytest-toolbench-views-{os.getuid()}"):
+        if absolute.is_relative_to(views):
+            return Path(os.path.realpath(path))
+    return Path(path)
 
 
 def resolved_provenance(path: str | Path) -> FileProvenance | None:
