@@ -113,7 +113,7 @@ def resolve(names: Sequence[str], revisions: Mapping[str, str] | None = None, *,
             force: bool = False, on_wait=None) -> Resolution:
     """Fetch and check every pinned file of ``names``; lay them out. Benchmarks with no pinned
     files (Meta-Bench, third-party ones) get their folder from the first of ``fallback_dirs``
-    that has one. Raises :class:`DataRefused` (one line) on the first file that cannot be had or
+    that has one (the data folder beside the pytest root, as before there was real data). Raises :class:`DataRefused` (one line) on the first file that cannot be had or
     is not the pinned one."""
     registry = load_registry()
     revisions = dict(revisions or {})
@@ -148,8 +148,6 @@ def resolve(names: Sequence[str], revisions: Mapping[str, str] | None = None, *,
             out.warnings.append(f"{spec.benchmark}: revision {choice.revision} chosen with "
                                 f"--data-revision, not the pinned {str(spec.revision)[:12]}: the "
                                 "sha256 and record checks only warn")
-    if not links:
-        return out
     fetched = {c.spec.benchmark for c in chosen}
     for name in names:
         if name in fetched:
@@ -157,7 +155,8 @@ def resolve(names: Sequence[str], revisions: Mapping[str, str] | None = None, *,
         folder = next((d / name for d in fallback_dirs if (d / name).is_dir()), None)
         if folder is not None:
             links[name] = folder.resolve()
-    out.data_dir = make_view(links)
+    if links:
+        out.data_dir = make_view(links)
     return out
 
 
