@@ -6,6 +6,11 @@ together download a file once: whoever comes second waits, then finds the file t
 a temporary file in the target's folder, are counted and hashed as they arrive, and only a
 complete transfer of the expected size (and, where the pin is confirmed, the expected sha256) is
 renamed into place: an interrupted or cut-short download never leaves a file a later run reads.
+
+Why not pooch: it would add a dependency for four small files, keep them in its own cache layout
+(``pooch.os_cache``) rather than under the Hugging Face cache root that the Hub files share, and
+its checks are per file only (no record counts, no one-line refusals naming the ways out). What
+is needed here (httpx, already a dependency, and filelock) is this module.
 """
 
 from __future__ import annotations
