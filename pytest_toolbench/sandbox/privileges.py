@@ -1,10 +1,11 @@
 """What a call holds: no capability, no view of other processes, and how a zygote gets there
 from whatever account runs the harness (root, an ordinary user with or without user namespaces).
 
-- ``drop_capabilities``: empty effective, permitted, inheritable and ambient sets; the bounding
-  set emptied and ``SECBIT_NOROOT`` locked where the process may (root, or root of its own user
-  namespace); an ordinary user holds no capability to begin with and cannot regain one (no
-  ``execve``, ``no_new_privs``).
+- ``narrow_inheritance`` (the zygote, once) and ``drop_capabilities`` (each call): the bounding
+  set emptied and ``SECBIT_NOROOT`` locked where the zygote may (root, or root of its own user
+  namespace), then empty effective, permitted, inheritable and ambient sets in the call; an
+  ordinary user holds no capability to begin with and cannot regain one (no ``execve``,
+  ``no_new_privs``).
 - ``PidNamespace``: the zygote's later children live in a PID namespace of their own, kept alive
   by a do-nothing init (pid 1): a call sees no process but itself and that init; the zygote, the
   harness and the host have no pid it could name.
@@ -71,29 +72,35 @@ def bounding_set(last_cap: int) -> int:
     return mask
 
 
-def drop_capabilities(last_cap: int, verify_bounding: bool = False) -> dict[str, object]:
-    """Give up every capability for good; returns what holds afterwards (the bounding set read
-    back only if ``verify_bounding``: the start-up probe does, a call need not). Raises ``OSError``
-    when the effective or permitted set is not empty afterwards (nothing should be able to
-    keep one). The bounding set can be emptied only by a process that holds CAP_SETPCAP; an
-    ordinary user has none to drop and, without ``execve``, no way to gain one."""
+def narrow_inheritance(last_cap: int) -> dict[str, bool]:
+    """In the zygote, once: empty the bounding set and lock ``SECBIT_NOROOT``. Neither touches
+    the zygote's own effective capabilities (it still mounts each call's tmpfs); both pass to
+    every child it forks, so a call starts with nothing it could ever regain, and its own drop
+    (``drop_capabilities``) is one ``capset``. Needs CAP_SETPCAP (root, or root of the zygote's
+    user namespace); an ordinary user keeps a full bounding set it has no way to use."""
     zero = ctypes.c_ulong(0)
-    bounding_dropped = True
+    bounding = True
     for cap in range(last_cap + 1):
         if _libc.prctl(_PR_CAPBSET_DROP, ctypes.c_ulong(cap), zero, zero, zero):
-            bounding_dropped = False
+            bounding = False
             break
     securebits = _libc.prctl(_PR_SET_SECUREBITS, ctypes.c_ulong(_SECUREBITS), zero, zero, zero) == 0
     _libc.prctl(_PR_CAP_AMBIENT, ctypes.c_ulong(_PR_CAP_AMBIENT_CLEAR_ALL), zero, zero, zero)
+    return {"bounding_empty": bounding and bounding_set(last_cap) == 0, "securebits_locked": securebits}
+
+
+def drop_capabilities() -> dict[str, int]:
+    """In a call's child: give up every capability for good (effective, permitted, inheritable
+    all empty; the bounding set and securebits were narrowed in the zygote). Raises ``OSError``
+    when a set is not empty afterwards: nothing should be able to keep one."""
     header = _CapHeader(_CAP_VERSION_3, 0)
     data = (_CapData * 2)()  # all zero
     if _libc.syscall(_SYS_CAPSET, ctypes.byref(header), ctypes.byref(data)):
         raise OSError(ctypes.get_errno(), f"capset: {os.strerror(ctypes.get_errno())}")
     sets = capability_sets()
-    if sets["effective"] or sets["permitted"]:
+    if sets["effective"] or sets["permitted"] or sets["inheritable"]:
         raise OSError(f"capabilities left after dropping them: {sets}")
-    bounding_empty = bounding_dropped and (not verify_bounding or bounding_set(last_cap) == 0)
-    return {"bounding_empty": bounding_empty, "securebits_locked": securebits, **sets}
+    return sets
 
 
 # ---------------------------------------------------------------------------- PID namespace

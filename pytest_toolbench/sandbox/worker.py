@@ -86,6 +86,7 @@ class Zygote:
         self.pidns = privileges.PidNamespace()
         self.cgroup: cgroup.CallCgroup | None = None
         self.confined: dict[str, Any] = {}  # in a call's child: what its confinement holds
+        self.inherited_caps: dict[str, bool] = {}  # the bounding set and securebits, narrowed once
         read_paths = policy.read_only_paths(config["package_dir"], config.get("protected", ()))
         self.read_paths = read_paths
         self.landlock = policy.Landlock(read_paths)
@@ -127,7 +128,7 @@ class Zygote:
                 raise OSError(f"Landlock: {note}")
         self.landlock.close_fds()
         if "caps" not in self.disabled:
-            self.confined["capabilities"] = privileges.drop_capabilities(self.last_cap, verify_bounding=not audit)
+            self.confined["capabilities"] = {**self.inherited_caps, **privileges.drop_capabilities()}
         self.confined["pid"] = os.getpid()  # as the call sees itself: small in its namespace
         if "seccomp" not in self.disabled:
             ok, note = self.seccomp.apply()
@@ -152,7 +153,7 @@ class Zygote:
             os.chroot(self.jail)
             os.chdir("/")
         if "caps" not in self.disabled:
-            privileges.drop_capabilities(self.last_cap)
+            privileges.drop_capabilities()
 
     def _child(self, request_fd: int, reply_fd: int, workdir: str, audit: bool) -> None:
         """Never returns: the child ends with ``os._exit`` so no thread or atexit survives.
@@ -462,6 +463,8 @@ class Zygote:
             info["network_namespace"], info["network_namespace_note"] = policy.enter_namespaces()
         else:
             info["network_namespace"], info["network_namespace_note"] = False, "disabled by caller"
+        if "caps" not in self.disabled:  # after the namespaces: the init and every call inherit it
+            self.inherited_caps = privileges.narrow_inheritance(self.last_cap)
         self._setup_pid_namespace()
         info["rlimits"] = policy.apply_rlimits(limits["memory_mb"], limits["file_size_mb"])
         info["landlock_abi"] = 0 if "landlock" in self.disabled else self.landlock.abi
