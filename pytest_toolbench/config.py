@@ -282,6 +282,11 @@ class RunSettings(BaseModel):
         help="compare this run with an earlier --toolbench-json report (paired by case id) "
              "in the summary and the JSON report; enables baseline gates such as "
              "'toolhop.mandatory.accuracy>=baseline-0.02' or '...accuracy.diff_lower>=-0.05'")
+    allow_different_data: bool = option(
+        False, flag="--allow-different-data",
+        help="compare with a --baseline run on different data (another fingerprint, real vs "
+             "sample, another revision) or with no case in common, which is otherwise refused "
+             "(exit 4); every output then says so")
     md_path: Path | None = option(
         None, flag="--toolbench-md", metavar="PATH",
         help="write a GitHub-flavoured Markdown summary (metric tables, gates, baseline "

@@ -148,21 +148,31 @@ def test_a_real_oracle_run_ends_on_one_screen_at_80_columns(tmp_path: Path) -> N
     assert verbose.stdout.rstrip().splitlines()[-2].startswith("run folder:")
 
 
-def test_data_lines_short_by_default_and_whole_with_v(tmp_path: Path) -> None:
+def test_data_lines_name_kind_revision_and_fingerprint_wrapped_at_80(tmp_path: Path) -> None:
+    """One ``data:`` line per benchmark: real or sample, the revision, the fingerprint; wrapped
+    at 80 columns with no trailing spaces; ``-v`` adds each file (path, records, sha256)."""
     from pytest_toolbench.benchmarks.data_source import DataSource
     from pytest_toolbench.report.terminal import data_notes
+    from pytest_toolbench.results.provenance import run_data
 
     real = tmp_path / "ToolHop.json"
     real.write_text("[]")
     sources = [DataSource.for_file("familytool", REPO / "data" / "familytool" / name, 5, bundled=True)
                for name in ("familytool-b.jsonl", "familykg-b.txt")]
     sources.append(DataSource.for_file("toolhop", real, 995, bundled=False))
+    fp = {d.benchmark: d.fingerprint for d in run_data(sources)}
     short = data_notes(sources, verbose=False)
-    assert short[0] == "data: bundled sample (not the real benchmark) of familytool"
-    assert short[1] == f"data: {sources[2].describe()}"  # a real dataset: path, records, sha256
-    assert len(data_notes(sources, verbose=True)) == 3
-    screen = render_overview(RunMetrics(scenarios=[]), width=60, run_notes=short)
-    assert f"data: {sources[2].describe()}" in screen.splitlines()  # whole, however long
+    assert short[0] == ("data: familytool: bundled sample (not the real benchmark), no upstream "
+                        f"revision, fingerprint {fp['familytool']}; 10 records in 2 files in "
+                        "data/familytool")
+    assert short[1].startswith("data: toolhop: local files (no pin matched), no upstream "
+                               f"revision, fingerprint {fp['toolhop']}; 995 records, ")
+    verbose = data_notes(sources, verbose=True)
+    assert len(verbose) == 5 and f"data: {sources[2].describe()}" in verbose
+    screen = render_overview(RunMetrics(scenarios=[]), width=80, run_notes=short)
+    lines = screen.splitlines()
+    assert all(len(ln) <= 80 and ln == ln.rstrip() for ln in lines if " " in ln.strip()), screen
+    assert any(fp["familytool"] in ln for ln in lines) and any(fp["toolhop"] in ln for ln in lines)
 
 
 @pytest.mark.parametrize("width", [80, 120, 200])

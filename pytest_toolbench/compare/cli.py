@@ -13,6 +13,9 @@ from pytest_toolbench.runs.store import DEFAULT_RUNS_DIR, RUNS_DIR_ENV, find_run
 
 #: Exit status for unreadable input (argparse itself uses 2 for a bad command line).
 INPUT_ERROR = 2
+#: Exit status for runs refused as not comparable (different data, no case in common), as
+#: pytest's usage error, which a refused --baseline gives.
+NOT_COMPARABLE = 4
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -41,6 +44,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="include subgroup rows in the chart (default: top-level metrics only)")
     p.add_argument("--bootstrap-samples", type=int, default=2000,
                    help="paired bootstrap resamples (default 2000)")
+    p.add_argument("--allow-different-data", action="store_true",
+                   help="compare runs on different data (another fingerprint, real vs sample, "
+                        "another revision) or with no case in common, which are otherwise refused "
+                        "(exit 4); every output then says so")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     p.add_argument("--confidence", type=float, default=0.95,
                    help="interval confidence level (default 0.95)")
@@ -73,8 +80,18 @@ def run(args: argparse.Namespace) -> int:
         check_same_benchmarks(runs)
     except ValueError as exc:  # RunLoadError included
         return fail(str(exc))
+    from pytest_toolbench.compare.render import letter
+    from pytest_toolbench.compare.same_data import comparison_mismatches, run_name
+    from pytest_toolbench.results.provenance import allowed_note, refusal_line
+    from pytest_toolbench.results.safe_text import safe_text
+
+    differ = comparison_mismatches(runs, [run_name(r, letter(i)) for i, r in enumerate(runs)])
+    if differ and not args.allow_different_data:
+        print(f"toolbench compare: {safe_text(refusal_line(differ[0]))}", file=sys.stderr)
+        return NOT_COMPARABLE
     comp = compare_with_registry(runs, n_boot=args.bootstrap_samples, seed=args.seed,
                                  confidence=args.confidence)
+    comp.different_data = [allowed_note(d) for d in differ]
     console = Console()
     if not console.is_terminal:  # a CI log or a pipe: wide enough that no cell folds
         console = Console(width=220)

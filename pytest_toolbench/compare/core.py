@@ -222,8 +222,12 @@ def compare_runs(
         changes = [m.get(key, CaseChanges(run=i + 1)) for i, m in enumerate(moved)]
         scenarios.append(ScenarioComparison(benchmark=benchmark, scenario=scenario,
                                             coverage=coverage, metrics=rows, changes=changes))
+    from pytest_toolbench.compare.same_data import data_of
+    from pytest_toolbench.results.provenance import short_line
+
     refs = [RunRef(label=r.label, model=r.model, path=r.path, run_id=r.run_id,
-                   n_cases=len(r.cases), partial=r.partial) for r in runs]
+                   n_cases=len(r.cases), partial=r.partial, data=short_line(data_of(r)))
+            for r in runs]
     return Comparison(runs=refs, confidence=confidence, n_boot=n_boot, seed=seed,
                       scenarios=scenarios, unknown_benchmarks=unknown)
 

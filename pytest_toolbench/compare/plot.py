@@ -82,7 +82,8 @@ def draw_comparison(comp: Comparison, *, subgroups: bool = False) -> Any:
                                ncol=min(4, len(comp.runs)), frameon=False)
             fig.canvas.draw()  # the title sits above the legend, whatever its height
             legend_pt = legend.get_window_extent().height * 72 / fig.dpi
-            settle(fig, ax, f"model comparison: {runs}", fontsize=10, pad=legend_pt + 10)
+            differ = " (DIFFERENT DATA, --allow-different-data)" if comp.different_data else ""
+            settle(fig, ax, f"model comparison: {runs}{differ}", fontsize=10, pad=legend_pt + 10)
     fig.tight_layout()
     return fig
 

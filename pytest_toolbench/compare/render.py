@@ -88,12 +88,16 @@ def legend(comp: Comparison) -> list[str]:
         where = f" ({r.path})" if r.path else ""
         ref = " [reference]" if i == 0 else ""
         out.append(f"{letter(i)} = {r.label}{where}{ref}")
+        if r.data:
+            out.append(f"    data: {r.data}")
+    out += comp.different_data
     return out
 
 
 def benchmark_table(comp: Comparison, benchmark: str) -> Table:
     pct = f"{100 * comp.confidence:g}%"
-    title = Text(safe_text(f"{benchmark}: {' vs '.join(r.label for r in comp.runs)}"))
+    differ = " (DIFFERENT DATA, --allow-different-data)" if comp.different_data else ""
+    title = Text(safe_text(f"{benchmark}: {' vs '.join(r.label for r in comp.runs)}{differ}"))
     t = Table(title=title, title_justify="left",
               box=box.MARKDOWN, show_edge=True, pad_edge=True)
     t.add_column("scenario", no_wrap=True)

@@ -1,8 +1,11 @@
 """The end-of-run summary as plain text, for pytest's terminal reporter and CI logs.
 
-A run ends with one screen: per benchmark, each scenario's headline metric (its first declared
-metric) with its confidence interval and n, the infrastructure errors and parse failures, and the
-gates (printed last, after pytest's own closing line). Everything else (each scenario's full
+A run ends with one screen: per benchmark, the numbers its paper leads with (the ``headline`` it
+declares, results/headline.py: ToolHop's accuracy per scenario with its confidence interval and
+n, ToolBeHonest's Table 2 per scenario and its Overall, FamilyTool's table per KG input and
+split, Meta-Bench's T-Acc/P-Acc; a benchmark that declares none shows each scenario's first
+metric), the infrastructure errors and parse failures, and the gates (printed last, after
+pytest's own closing line). Everything else (each scenario's full
 metric table, its breakdowns by label, the benchmark's paper tables) is printed above that screen
 with ``-v``, and is always in the run's JSON report, the ``--toolbench-md`` Markdown and Allure.
 Tables never lose a column: at any width they are pipe tables, wrapped pipe tables or one block
@@ -15,7 +18,8 @@ that failed record 9003's direct question and every ``free`` request)::
     =============================== pytest-toolbench ===============================
     model: Qwen/Qwen2.5-7B-Instruct   run: 20261124-221822-3af063
     wall time 0:02
-    data: bundled sample (not the real benchmark) of toolhop
+    data: toolhop: bundled sample (not the real benchmark), no upstream revision,
+        fingerprint 5d0b7f3c1a29; 6 records, data/toolhop/ToolHop.json
     toolhop subset: 12 of 18 cases (metrics cover only these; not comparable with a
         full run)
 
@@ -52,8 +56,11 @@ that failed record 9003's direct question and every ``free`` request)::
           server log)); above the 50.00% limit
     gates FAILED (exit status 11 INFRA_ERRORS): the exit status is decided by the gates, not by single cases
 
-- One table per benchmark, one row per scenario: the scenario's headline metric (the first
-  one the benchmark declares; ``-v`` shows all of them).
+- One table per benchmark, one row per scenario: the scenario's headline metric (for a
+  benchmark that declares no ``headline``, the first metric it declares; ``-v`` shows all of
+  them). A benchmark whose paper leads with a table shows that table instead (one row per
+  scenario, named as the paper names it; values x100 as the paper prints them, ``-`` where
+  the run has nothing to show, e.g. a level left out by ``-m``; ``cases``: scored cases).
 - ``value``: that metric over the scenario's scored cases; a rate is in % (``66.67%``).
 - ``95% CI``: the bootstrap confidence interval of the value, in the same unit (percentage
   points for a rate, without the % sign). A wide interval means few cases: a difference that
@@ -69,8 +76,13 @@ that failed record 9003's direct question and every ``free`` request)::
 - ``<benchmark> subset: 12 of 18 cases``: ``--limit``, ``--sample-ids``, ``--scenario``, ``-k``
   or ``-m`` left part of the suite out; the metrics cover only the cases that ran and are not
   comparable with a full run (or the paper). No subset line: the whole suite ran.
-- ``data: bundled sample``: the small sample shipped with the harness, for trying it out; pass
-  ``--data-dir`` for the real benchmark (its path, record count and sha256 are printed).
+- ``data: toolhop: bundled sample (not the real benchmark), no upstream revision, fingerprint
+  ...``: one line per benchmark saying what the numbers were computed on: ``real`` with the
+  upstream source and revision, the bundled sample (``--data sample``; not the benchmark's
+  number), Meta-Bench's ``this project's reconstruction``, or ``local files`` matching no pin;
+  the fingerprint is the same in the JSON report, Markdown, Allure, JUnit, ``toolbench runs``
+  and every gate line, so two results can be told to be on the same data. ``-v`` adds each
+  file's path, record count and sha256.
 - The gates come last, after pytest's own line, so a CI log ends on them; with gates the exit
   status is theirs, not the single cases' (``wrong`` and ``infra-error`` are not failures then).
 """
@@ -78,13 +90,15 @@ that failed record 9003's direct question and every ``free`` request)::
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_toolbench.report.headline_table import grid_table
 from pytest_toolbench.report.text_table import TextTable, pipe_table, render_table
 from pytest_toolbench.results.aggregate import MetricValue, ReportTable, RunMetrics, ScenarioMetrics
 from pytest_toolbench.results.gates import GateVerdict
+from pytest_toolbench.results.headline import DEFAULT_HEADLINE, Headline
 from pytest_toolbench.results.infra_errors import describe_errors, unreachable_lines
 from pytest_toolbench.results.run_record import RunRecord
 from pytest_toolbench.results.safe_text import safe_text
@@ -189,20 +203,48 @@ def _benchmarks(metrics: RunMetrics) -> list[str]:
     return list(dict.fromkeys(s.benchmark for s in metrics.scenarios))
 
 
-def overview_table(metrics: RunMetrics, benchmark: str) -> TextTable:
-    """One row per scenario of ``benchmark``: its headline (first declared) metric."""
+def overview_table(metrics: RunMetrics, benchmark: str, headline_metrics: Sequence[str] = (),
+                   scenarios: Collection[str] | None = None) -> TextTable:
+    """One row per scenario of ``benchmark`` (of ``scenarios`` when given) and metric: the
+    ``headline_metrics`` it declares, else its first declared metric."""
     rows = []
     for s in metrics.scenarios:
-        if s.benchmark != benchmark:
+        if s.benchmark != benchmark or (scenarios is not None and s.scenario not in scenarios):
             continue
-        mv = next(iter(s.metrics.values()), None)
-        if mv is None:
+        names = [n for n in headline_metrics if n in s.metrics] or list(s.metrics)[:1]
+        if not names:
             rows.append([s.scenario, "-", "n/a", "n/a", _with_errors(0, s.n_errors)])
             continue
-        rows.append([s.scenario, mv.name, format_number(mv.value, is_rate=mv.is_rate),
-                     format_ci(mv, compact=True), _with_errors(mv.n, s.n_errors)])
+        for name in names:
+            mv = s.metrics[name]
+            rows.append([s.scenario, mv.name, format_number(mv.value, is_rate=mv.is_rate),
+                         format_ci(mv, compact=True), _with_errors(mv.n, s.n_errors)])
     return TextTable([benchmark, "metric", "value", "95% CI", "n"], rows,
                      align=["l", "l", "r", "r", "r"], wrap={0})
+
+
+def headline_lines(metrics: RunMetrics, benchmark: str, headline: Headline | None = None, *,
+                   width: int = 80, confidence: float = 0.95) -> list[str]:
+    """What the end screen shows of ``benchmark``: its declared headline (results/headline.py),
+    i.e. its paper-layout grids, then the generic overview of the scenarios no grid lists."""
+    headline = headline or DEFAULT_HEADLINE
+    out: list[str] = []
+    gridded: set[str] = set()
+    for grid in headline.grids:
+        gridded.update(grid.scenarios)
+        table = grid_table(metrics, benchmark, grid, confidence=confidence)
+        if table is None:
+            continue
+        out += ["", *render_table(table, width)]
+        if grid.note:
+            out += _wrap_line(grid.note, width)
+    rest = [s.scenario for s in metrics.scenarios
+            if s.benchmark == benchmark and s.scenario not in gridded]
+    if rest:
+        table = overview_table(metrics, benchmark, headline.metrics, rest)
+        table.columns[3] = f"{round(100 * confidence)}% CI"
+        out += ["", *render_table(table, width)]
+    return out
 
 
 def render_overview(
@@ -212,18 +254,19 @@ def render_overview(
     confidence: float = 0.95,
     run_notes: Sequence[str] = (),
     details_hint: bool = True,
+    headlines: Mapping[str, Headline] | None = None,
 ) -> str:
-    """The one screen that ends a run (see the module docstring for how to read it)."""
+    """The one screen that ends a run (see the module docstring for how to read it).
+    ``headlines``: benchmark -> its declared headline; a benchmark not in it (or None) shows
+    each scenario's first declared metric."""
     out: list[str] = []
-    for note in run_notes:  # a data file's line stays whole: path and sha256 are copied from it
-        whole = note.startswith("data: ") and "sha256" in note
-        out += [safe_text(note)] if whole else _wrap_line(note, width)
+    for note in run_notes:  # wrapped at the width; a path or checksum stays whole on its line
+        out += _wrap_line(note, width)
     if not metrics.scenarios and not metrics.tables:
         out.append("pytest-toolbench: no case results were collected")
     for benchmark in _benchmarks(metrics):
-        table = overview_table(metrics, benchmark)
-        table.columns[3] = f"{round(100 * confidence)}% CI"
-        out += ["", *render_table(table, width)]
+        out += headline_lines(metrics, benchmark, (headlines or {}).get(benchmark), width=width,
+                              confidence=confidence)
     if metrics.scenarios:
         out += ["", *error_lines(metrics, width)]
     if details_hint and (metrics.scenarios or metrics.tables):
@@ -310,6 +353,7 @@ def render_summary(
     run_notes: list[str] | None = None,
     include_gates: bool = True,
     verbose: bool = True,
+    headlines: Mapping[str, Headline] | None = None,
 ) -> str:
     """The details (``verbose``), then the one screen, then (unless ``include_gates`` is False)
     the gate verdicts. The pytest summary passes ``verbose`` from ``-v``; the Allure attachment
@@ -320,7 +364,8 @@ def render_summary(
         if text:
             text += "== overview ==\n"
     text += render_overview(metrics, width=width, confidence=confidence,
-                            run_notes=run_notes or [], details_hint=not verbose)
+                            run_notes=run_notes or [], details_hint=not verbose,
+                            headlines=headlines)
     if verdicts and include_gates:
         text += render_gates(verdicts, width=width)
     return text
@@ -378,30 +423,27 @@ def cache_note(model_calls: int, cached_calls: int) -> str | None:
 
 
 def data_notes(sources: Sequence[Any], *, verbose: bool) -> list[str]:
-    """``data:`` lines: one per file with ``-v``. Otherwise the bundled samples share one line
-    (only which benchmarks use them matters on the screen), and a real dataset keeps its own
-    line (path, records, sha256: what a result must be traced back to); several files of one
-    benchmark are summed up by folder."""
-    if verbose:
-        return [f"data: {d.describe()}" for d in sources]
+    """``data:`` lines, one per benchmark: real or sample (Meta-Bench: this project's
+    reconstruction), the revision and the fingerprint (results/provenance.py), then its records
+    and its file (or folder); ``-v`` adds a line per file (path, records, sha256)."""
+    from pytest_toolbench.results.provenance import run_data
+
     by_benchmark: dict[str, list[Any]] = {}
     for d in sources:
         by_benchmark.setdefault(d.benchmark, []).append(d)
-    bundled = [name for name, group in by_benchmark.items() if all(d.bundled for d in group)]
     out = []
-    if bundled:
-        out.append(f"data: bundled sample{'s' if len(bundled) > 1 else ''} (not the real "
-                   f"benchmark{'s' if len(bundled) > 1 else ''}) of {', '.join(bundled)}")
-    for name, group in by_benchmark.items():
-        if name in bundled:
-            continue
+    for data in run_data(sources):
+        group = by_benchmark.get(data.benchmark, [])
+        records = sum(d.records for d in group)
         if len(group) == 1:
-            out.append(f"data: {group[0].describe()}")
-            continue
-        folders = sorted({_shown_path(d.path.parent) for d in group})
-        where = folders[0] if len(folders) == 1 else f"{len(folders)} folders"
-        out.append(f"data: {name}: {len(group)} files in {where}, "
-                   f"{sum(d.records for d in group)} records (-v lists them)")
+            where = f"{records} records, {_shown_path(group[0].path)}"
+        else:
+            folders = sorted({_shown_path(d.path.parent) for d in group})
+            place = folders[0] if len(folders) == 1 else f"{len(folders)} folders"
+            where = f"{records} records in {len(group)} files in {place}"
+        out.append(f"data: {data.text()}; {where}")
+        if verbose:
+            out += [f"data: {d.describe()}" for d in group]
     return out
 
 
@@ -414,7 +456,8 @@ def _shown_path(path: Path) -> str:
 
 
 def render_run(record: RunRecord, *, notes: Sequence[str], data_sources: Sequence[Any] = (),
-                   verbose: bool = False, width: int = 120) -> tuple[str, str]:
+                   verbose: bool = False, width: int = 120,
+                   headlines: Mapping[str, Headline] | None = None) -> tuple[str, str]:
     """(the terminal's text, the full text for Allure) of a run's record. The terminal ends on
     one screen; ``verbose`` puts every table above it. Sections between the two, in this order:
     the repeats (pass@k), then the ``--baseline`` comparison (its table and the cases that
@@ -436,9 +479,11 @@ def render_run(record: RunRecord, *, notes: Sequence[str], data_sources: Sequenc
                     + other[first_data:])
     metrics = record.metrics
     details = render_details(metrics, width=width) if verbose else ""
-    screen = render_overview(metrics, width=width, run_notes=screen_notes, details_hint=not verbose)
+    screen = render_overview(metrics, width=width, run_notes=screen_notes, details_hint=not verbose,
+                             headlines=headlines)
     full = (render_details(metrics, width=120) + sections
-            + render_overview(metrics, width=120, run_notes=notes, details_hint=False))
+            + render_overview(metrics, width=120, run_notes=notes, details_hint=False,
+                              headlines=headlines))
     if verbose:
         screen = "== overview ==\n" + screen
     return details + sections + screen, full

@@ -48,6 +48,9 @@ class RunRef(BaseModel):
     run_id: str | None = None
     n_cases: int
     partial: bool = False
+    #: What data the run was on, per benchmark (results/provenance.py ``short_line``);
+    #: None in comparisons recorded before provenance was kept.
+    data: str | None = None
 
 
 class RunValue(BaseModel):
@@ -124,6 +127,9 @@ class Comparison(BaseModel):
     scenarios: list[ScenarioComparison] = Field(default_factory=list)
     #: Benchmarks whose metric declarations were unknown (values shown, no paired statistics).
     unknown_benchmarks: list[str] = Field(default_factory=list)
+    #: How the runs' data differ, one line per run that differs from the reference: non-empty
+    #: only for a comparison made with --allow-different-data (otherwise it is refused).
+    different_data: list[str] = Field(default_factory=list)
 
     def find(self, path: str | MetricPath) -> MetricComparison | None:
         """The row for a metric path such as ``toolhop.mandatory[hops=3].accuracy``."""

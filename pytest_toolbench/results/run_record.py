@@ -61,6 +61,10 @@ class RunInfo(BaseModel):
     #: Data file -> sha256, for the benchmarks that reported results.
     datasets: dict[str, str] = Field(default_factory=dict)
     data_sources: list[dict[str, Any]] = Field(default_factory=list)
+    #: What the data was per benchmark (real, sample, this project's reconstruction, local),
+    #: its revision and fingerprint, and the run's fingerprint (results/provenance.py); None in
+    #: reports written before provenance was kept (read as "unknown").
+    data: dict[str, Any] | None = None
     partial: bool = False
     interrupted_by: str | None = None
     missing_cases: list[str] = Field(default_factory=list)
@@ -122,8 +126,9 @@ class RunRecord(BaseModel):
         """The JSON report's document: ``repeats``, ``baseline`` and ``run.endpoints`` only when
         the run had them. NaN stays a float (the report writes it as the stdlib would)."""
         exclude: dict[str, Any] = {k: True for k in ("repeats", "baseline") if getattr(self, k) is None}
-        if self.run.endpoints is None:
-            exclude["run"] = {"endpoints"}
+        run_exclude = {k for k in ("endpoints", "data") if getattr(self.run, k) is None}
+        if run_exclude:
+            exclude["run"] = run_exclude
         return self.model_dump(mode="json", exclude=exclude)
 
     def to_json(self) -> bytes:

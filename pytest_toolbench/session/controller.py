@@ -280,7 +280,7 @@ class ControllerHooks:
 
         results = list(st.results.values())
         benchmarks = {n: b for n, b in registry().items() if n in {r.benchmark for r in results}}
-        scores = score_run(results, benchmarks, st.settings, st.baseline)
+        scores = score_run(results, benchmarks, st.settings, st.baseline, st.data_sources)
         self._ensure_suite_sizes(covered_cases(results))
         identity = run_identity(self.config, st)
         record = run_record(scores, self._end(exitstatus), results, identity)

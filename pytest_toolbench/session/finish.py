@@ -26,6 +26,7 @@ from pytest_toolbench.results.completeness import completeness_verdict, interrup
 from pytest_toolbench.results.gates import GateVerdict, error_rate_verdicts, evaluate_gates, exit_status, parse_gate
 from pytest_toolbench.output_errors import OutputFailure
 from pytest_toolbench.results.repeats import RepeatStats, aggregate_repeats, repeat_stats, tables_per_repeat
+from pytest_toolbench.results.provenance import provenance_dict
 from pytest_toolbench.results.run_record import CacheCounts, Coverage, RunInfo, RunRecord
 
 #: pytest's own statuses that keep their meaning whatever the gates say.
@@ -79,7 +80,8 @@ class RunIdentity:
 
 
 def score_run(results: Sequence[CaseResult], benchmarks: Mapping[str, Benchmark],
-              settings: RunSettings, baseline: Any = None) -> Scores:
+              settings: RunSettings, baseline: Any = None,
+              data_sources: Sequence[Any] = ()) -> Scores:
     """Metrics, repeat statistics, report tables, the baseline comparison and the gate verdicts
     of ``results``; ``benchmarks``: those the results belong to; ``baseline``: the loaded
     ``--baseline`` run (compare/load.py), if any."""
@@ -106,15 +108,19 @@ def score_run(results: Sequence[CaseResult], benchmarks: Mapping[str, Benchmark]
     if baseline is not None:
         from pytest_toolbench.compare.baseline import compare_with_baseline
 
-        comparison = compare_with_baseline(baseline, results, metrics, model=settings.model,
-                                           n_boot=settings.bootstrap_samples, seed=settings.seed)
+        comparison = compare_with_baseline(
+            baseline, results, metrics, model=settings.model, n_boot=settings.bootstrap_samples,
+            seed=settings.seed, data_sources=data_sources,
+            allow_different_data=settings.allow_different_data)
     verdicts: list[GateVerdict] = []
     if settings.gates:
-        from pytest_toolbench.compare.baseline import gate_baseline
+        from pytest_toolbench.compare.baseline import gate_baseline, with_data
 
         verdicts = evaluate_gates([parse_gate(g) for g in settings.gates], metrics,
                                   gate_baseline(baseline, comparison))
         verdicts += error_rate_verdicts(metrics, settings.max_error_rate)
+        verdicts = with_data(verdicts, data_sources, baseline, comparison,
+                             allow_different_data=settings.allow_different_data)
     return Scores(metrics=metrics, repeats=repeats, comparison=comparison, verdicts=verdicts)
 
 
@@ -177,6 +183,7 @@ def run_record(scores: Scores, end: RunEnd, results: Sequence[CaseResult],
         server=identity.server,
         datasets=identity.datasets,
         data_sources=identity.data_sources,
+        data=provenance_dict(identity.data_sources, sorted(covered)),
         partial=end.partial,
         interrupted_by=end.interrupted_by,
         missing_cases=list(end.missing),

@@ -105,7 +105,9 @@ def validate_and_record(config: pytest.Config) -> None:
     """Validate the selection and its data (session/selection.py); the run's folder then says
     what is running, even if the run is later killed."""
     st = state(config)
-    validate_selection(config)
+    selected = validate_selection(config)
+    if st.baseline is not None and st.targeted:
+        check_baseline_data(config, selected)
     if st.targeted:
         from pytest_toolbench.runs.record import record_start
 
@@ -113,6 +115,21 @@ def validate_and_record(config: pytest.Config) -> None:
                      settings=st.settings.model_dump(mode="json", exclude={"api_key"}),
                      data_sources=[d.model_dump(mode="json") for d in st.data_sources],
                      version=__version__)
+
+
+def check_baseline_data(config: pytest.Config, selected: dict[str, Any]) -> None:
+    """Before any model call: a --baseline run on other data (another fingerprint, real vs
+    sample, another revision) or with no case in common is refused, one line, exit 4, unless
+    --allow-different-data (then the comparison and every gate line say so)."""
+    from pytest_toolbench.compare.baseline import check_baseline_data as check
+    from pytest_toolbench.results.safe_text import safe_text
+
+    st = state(config)
+    cases = [c for cases in selected.values() for c in cases]
+    try:
+        check(st.baseline, st.data_sources, cases, allow=st.settings.allow_different_data)
+    except ValueError as exc:
+        raise pytest.UsageError(f"pytest-toolbench: --baseline: {safe_text(str(exc))}") from None
 
 
 def worker_input(node: Any) -> None:

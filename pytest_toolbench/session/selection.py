@@ -45,14 +45,14 @@ def targeted_benchmarks(config: pytest.Config) -> list[str]:
 
 
 
-def validate_selection(config: pytest.Config) -> None:
+def validate_selection(config: pytest.Config) -> dict[str, list[Case]]:
     """Before any model call: load each targeted benchmark's data (a bad record is a one-line
     usage error each), note its data sources and suite size, check the gates against the
     selected cases, and stop with NO_CASES if the selection matches no case at all."""
     st = state(config)
     st.targeted = targeted_benchmarks(config)
     if not st.targeted:
-        return
+        return {}
     with data_warnings_once(config):
         selected = {name: cases_for(config, name) for name in st.targeted}
     for name in st.targeted:
@@ -91,6 +91,7 @@ def validate_selection(config: pytest.Config) -> None:
             check_gate_selection(parsed, scenarios, groups)
     except ValueError as exc:
         raise pytest.UsageError(f"pytest-toolbench: {exc}") from None
+    return selected
 
 
 
