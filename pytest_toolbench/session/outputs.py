@@ -9,6 +9,7 @@ import pytest
 
 from pytest_toolbench.models.endpoint_pool import endpoint_notes
 from pytest_toolbench.report.terminal import cache_note, coverage_notes, render_run
+from pytest_toolbench.results.headline import Headline, headlines_of
 from pytest_toolbench.results.run_record import RunRecord
 from pytest_toolbench.session.state import ToolbenchState
 
@@ -32,4 +33,14 @@ def summaries(config: pytest.Config, record: RunRecord, notes: list[str],
     screen the terminal ends on."""
     return render_run(record, notes=notes, data_sources=data_sources,
                           verbose=config.get_verbosity() > 0,
-                          width=max(40, config.get_terminal_writer().fullwidth))
+                          width=max(40, config.get_terminal_writer().fullwidth),
+                          headlines=run_headlines(record))
+
+
+def run_headlines(record: RunRecord) -> dict[str, Headline]:
+    """Each benchmark of the run's declared headline (results/headline.py); a benchmark that
+    declares none, or is no longer registered, shows each scenario's first metric."""
+    from pytest_toolbench.benchmarks import registry
+
+    names = {s.benchmark for s in record.metrics.scenarios}
+    return headlines_of({n: b for n, b in registry().items() if n in names})

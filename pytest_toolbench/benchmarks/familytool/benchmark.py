@@ -23,6 +23,7 @@ from pytest_toolbench.benchmarks.familytool.schema import SPLITS, FamilyToolReco
 from pytest_toolbench.results.aggregate import ReportTable
 from pytest_toolbench.results.case_result import CaseResult
 from pytest_toolbench.models.recording import RecordingModel
+from pytest_toolbench.results.headline import Headline, HeadlineColumn, HeadlineGrid
 from pytest_toolbench.results.metrics import MetricSpec
 
 if TYPE_CHECKING:  # the runner's modules load when a runner is built, not on every import
@@ -95,6 +96,32 @@ def kg_model(settings: RunSettings, options: FamilyToolOptions) -> ChatModel | N
     return model
 
 
+def _by_split(*metrics: tuple[str, str]) -> tuple[HeadlineColumn, ...]:
+    """``b EM``, ``b Tool Acc``, ..., ``e ...``: each metric over one split, as the paper's tables."""
+    return tuple(HeadlineColumn(f"{split} {title}", metric, "split", split)
+                 for split in SPLITS for title, metric in metrics)
+
+
+#: The end screen (paper Tables 4, 5, 7, 8 as one table, one row per KG input; then Tables 3/6's
+#: lead numbers for the extraction step); ``-v`` shows every metric and the paper tables.
+HEADLINE = Headline(grids=(
+    HeadlineGrid(
+        corner="familytool tool use",
+        rows=(("tooluse-golden", "golden sub-KG (T4)"), ("tooluse-gs", "extracted sub-KG, GS (T5, T7)"),
+              ("tooluse-rr", "extracted sub-KG, RR (T7)"), ("tooluse-full", "full KG (T8)")),
+        columns=_by_split(("EM", "em"), ("Tool Acc", "tool_acc"), ("Value Acc", "value_acc")),
+        note="x100 by KG input and split (b, e), as the paper's tool-use tables; -: split not in "
+             "this run",
+    ),
+    HeadlineGrid(
+        corner="familytool KG extraction",
+        rows=(("extract-gs", "Greedy Search (GS, T3, T6)"), ("extract-rr", "Relation Retrieval (RR, T6)")),
+        columns=_by_split(("EM", "em"), ("F1", "f1")),
+        note="x100 by split, as paper Tables 3 and 6 (-v: No-Hal, Coverage, FmtErr)",
+    ),
+))
+
+
 def _pct(total: float, n: int) -> float | None:
     return round(100 * total / n, 2) if n else None
 
@@ -125,6 +152,7 @@ class FamilyToolBenchmark:
         MetricSpec(name="value_acc", value="value_acc", scenarios=TOOLUSE,
                    description="per-sample share of gold values matched (0 on a wrong tool), macro"),
     )
+    headline = HEADLINE
     breakdown_labels: tuple[str, ...] = ("split", "hops")
     label_markers: dict[str, str] = {
         "split": "name", "hops": "n", "step": "name", "kg": "mode", "extraction": "method",

@@ -22,6 +22,7 @@ from pytest_toolbench.config import RunSettings
 from pytest_toolbench.models.base import Sampling, preset_sampling
 from pytest_toolbench.results.aggregate import ReportTable
 from pytest_toolbench.results.case_result import CaseResult
+from pytest_toolbench.results.headline import Headline, HeadlineColumn, HeadlineGrid
 from pytest_toolbench.results.metrics import MetricSpec
 
 if TYPE_CHECKING:  # numpy/FAISS: imported by the session that builds them, not by every import
@@ -53,6 +54,23 @@ CHAT_SCENARIOS = tuple(s for s in SCENARIOS if s.endswith("chat"))
 FM_SCENARIOS = tuple(s for s in SCENARIOS if s.endswith("function_missing"))
 
 
+_WORLD_TITLES = {"open-function_missing": "open FM", "open-function_existing": "open FE",
+                 "open-chat": "open chat", "closed-single_tool_call": "closed single",
+                 "closed-multi_tool_call": "closed multi", "closed-chat": "closed chat"}
+#: The end screen: paper Table 2 as one row per scenario (difficulty / world and category, the
+#: paper's column groups): T-Acc and P-Acc of the tool-call scenarios, IRR of the chat ones;
+#: ``-v`` adds FMD, HR@k, every CI and the paper tables.
+HEADLINE = Headline(grids=(HeadlineGrid(
+    corner="metabench",
+    rows=tuple((s, f"{s.split('-', 1)[0]} {_WORLD_TITLES[s.split('-', 1)[1]]}") for s in SCENARIOS),
+    columns=(HeadlineColumn("T-Acc", "t_acc"), HeadlineColumn("P-Acc", "p_acc"),
+             HeadlineColumn("IRR", "irr")),
+    ci=("T-Acc",),
+    note="x100 as paper Table 2 (open/closed world; FM/FE: function missing/existing; single/"
+         "multi tool call): T/P-Acc per gold call, IRR per chat turn; -: not measured there",
+),))
+
+
 def _ratio(name: str, num: str, den: str, scenarios: tuple[str, ...], description: str) -> MetricSpec:
     return MetricSpec(name=name, kind="ratio", value=num, denominator=den, scenarios=scenarios,
                       description=description)
@@ -74,6 +92,7 @@ class MetaBenchBenchmark:
         *(_ratio(f"hr_{k}", f"hr_{k}_hits", "gt_missing", FM_SCENARIOS,
                  f"HR@{k}: gold missing tools within the turn's retrieved top-{k} set") for k in (1, 3, 5)),
     )
+    headline = HEADLINE
     breakdown_labels: tuple[str, ...] = ()
     label_markers: dict[str, str] = {"category": "name", "difficulty": "name", "world": "name"}
 

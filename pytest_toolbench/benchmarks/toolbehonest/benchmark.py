@@ -31,6 +31,7 @@ from pytest_toolbench.benchmarks.toolbehonest.scoring import ToolMatcher
 from pytest_toolbench.config import RunSettings
 from pytest_toolbench.results.aggregate import ReportTable
 from pytest_toolbench.results.case_result import CaseResult
+from pytest_toolbench.results.headline import Headline, HeadlineColumn, HeadlineGrid, HeadlineTotal
 from pytest_toolbench.results.metrics import MetricSpec
 
 #: The bundled sample lives at <repo>/data/toolbehonest (used when no --data-dir is given).
@@ -59,6 +60,23 @@ class ToolBeHonestBenchmark:
     #: The solvable side (l1_em_solvable, l2_pr_solvable, l3_pr_solvable) is in each case's
     #: values and in the Table 3 report table, not in the per-scenario tables (upstream's
     #: leaderboard has none of it).
+    #: The end screen: the paper's Table 2 per scenario (its three scenarios spelled out), each
+    #: scenario's pooled Overall, and the run's Overall (the leaderboard's number, the one the
+    #: paper leads with). ``-v`` shows every metric with its CI and the paper tables (80
+    #: columns leave no room for a CI column beside five numbers and the spelled-out names).
+    headline = Headline(grids=(HeadlineGrid(
+        corner="toolbehonest (unsolvable)",
+        rows=(("MNT", "MNT: missing necessary tools"), ("PT", "PT: potential tools"),
+              ("LFT", "LFT: limited functionality tools")),
+        columns=(HeadlineColumn("L1-EM", "l1_em"), HeadlineColumn("L2-PR", "l2_pr"),
+                 HeadlineColumn("L3-PR", "l3_pr"), HeadlineColumn("L3-MS", "l3_ms"),
+                 HeadlineColumn("Overall", "overall")),
+        total=HeadlineTotal("all scenarios (the paper's Overall)", "leaderboard",
+                            {"Overall": "overall"}),
+        note="x100, unsolvable variant, as paper Table 2 (L1 detecting solvability, L2 planning, "
+             "L3 diagnosing missing tools); Overall pools the L1/L2/L3-PR/L3-MS numbers; "
+             "-: level not in this run (the Overall then pools the levels that ran)",
+    ),))
     breakdown_labels: tuple[str, ...] = ("subtask",)
     label_markers: dict[str, str] = {"level": "n", "subtask": "name", "solvable": "value"}
 

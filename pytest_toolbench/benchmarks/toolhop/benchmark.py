@@ -18,6 +18,7 @@ from pytest_toolbench.benchmarks.toolhop.schema import (
     load_toolhop_entries,
 )
 from pytest_toolbench.config import RunSettings
+from pytest_toolbench.results.headline import Headline
 from pytest_toolbench.results.metrics import MetricSpec
 
 #: The bundled sample lives at <repo>/data/toolhop (used when no --data-dir is given).
@@ -57,6 +58,9 @@ class ToolHopBenchmark:
             description="erroneous tool calls / all tool calls (paper Table 4 'Instance')",
         ),
     )
+    #: The end screen: answer accuracy per scenario (direct, mandatory, free), as paper Table 3,
+    #: with its CI and n; ``-v`` adds the invocation error rates and the breakdown by hops.
+    headline = Headline(metrics=("accuracy",))
     breakdown_labels: tuple[str, ...] = ("hops",)
     label_markers: dict[str, str] = {"hops": "n", "domain": "name"}
 
