@@ -16,7 +16,10 @@ A benchmark is an object with:
   benchmark pays only for what it uses);
 - ``report_tables(results)`` (optional, :class:`HasReportTables`), ``data_sources`` and
   ``check_data`` (optional, provenance and early data checks);
-- ``metrics``, ``scenarios``, ``breakdown_labels``, ``label_markers``, ``name``, ``title``.
+- ``metrics``, ``scenarios``, ``breakdown_labels``, ``label_markers``, ``name``, ``title``;
+- ``headline`` (optional, a :class:`~pytest_toolbench.results.headline.Headline`): what the end
+  screen shows by default, laid out as the paper's main table (``-v`` shows everything);
+  without it each scenario's first declared metric.
 
 The harness builds each runner itself the first time a case of that benchmark runs; a benchmark
 needs no fixtures. ``fixtures/<name>.py`` may still exist, for pytest-native users: session
