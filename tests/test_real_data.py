@@ -136,7 +136,8 @@ def test_first_fetch_then_a_cached_rerun_with_the_server_gone(tmp_path: Path, hu
     assert src["records"] == 6 and src["expected_records"] == 6
     assert src["url"] == hub.url + TOOLHOP_URL
     assert str(tmp_path / "hf" / "hub") in src["path"]  # shown at its place in the HF cache
-    assert "real, huggingface:test-org/ToolHop @ aaaaaaaaaaaa" in first.stdout
+    screen = " ".join(first.stdout.split())  # the data line, however it is wrapped
+    assert "data: toolhop: real" in screen and f"{TOOLHOP_REPO}" in screen and TOOLHOP_REV[:12] in screen
 
     hub.stop()
     again = run_suite(env, "toolhop", "-n", "0")
