@@ -243,8 +243,11 @@ def test_summary_and_json_name_the_data_the_subset_and_the_cache(tmp_path):
         proc, report = run_suite(tmp_path, *http(server, "--scenario", "direct", "--limit", "2"),
                                  "-vv")  # -v (over the command's -q): each data file in full
     out = proc.stdout
-    assert f"data: toolhop: {BUNDLED}, {N} records, sha256 {sha[:12]}" in out
-    assert "bundled sample (not the real benchmark)" in out
+    flat = " ".join(line.strip() for line in out.splitlines())  # data lines wrap at the width
+    assert f"data: toolhop: {BUNDLED}, {N} records, sha256 {sha[:12]}" in flat
+    assert "data: toolhop: bundled sample (not the real benchmark), no upstream revision" in flat
+    assert report["run"]["data"]["kind"] == "sample"
+    assert f"fingerprint {report['run']['data']['fingerprint']}" in flat
     assert f"toolhop subset: 2 of {3 * N} cases" in out
     assert "replies from the response cache: 2 of 2 model calls" in out
     source = report["run"]["data_sources"][0]

@@ -10,6 +10,7 @@ folder-wide files are rebuilt from *all* records after every run:
   one per scenario with its headline metric, the model as the entry's name. Allure 3 keeps
   repeated names from the XML form (the ``.properties`` form cannot repeat a key, and splits keys
   at spaces and colons);
+* one entry per run with its data (real or sample, revision, fingerprint);
 * the report name (in allurerc.mjs): every model in the folder.
 """
 
@@ -131,6 +132,9 @@ def metadata_entries(records: Sequence[RunRecord]) -> list[tuple[str, str]]:
     The benchmark is left out of a scenario's name when all runs cover one benchmark."""
     labels = run_labels(records)
     entries = [(label, gates_text(r.verdicts)) for label, r in zip(labels, records)]
+    # what each run's numbers were computed on (real or sample, revision, fingerprint)
+    entries += [(label, f"data: {r.info['data']}") for label, r in zip(labels, records)
+                if r.info.get("data")]
     scenarios = list(dict.fromkeys(h.scenario for r in records for h in r.headlines))
     one_benchmark = len({s.split(".", 1)[0] for s in scenarios}) == 1
     for scenario in scenarios:

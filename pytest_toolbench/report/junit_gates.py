@@ -107,6 +107,41 @@ def _report(nodeid: str, outcome: str, when: str, node: object, longrepr: object
     return report
 
 
+def write_data_properties(config: pytest.Config, record: object) -> int:
+    """The run's data as testsuite-level ``<properties>`` (if a JUnit XML is being written):
+    ``toolbench.data`` (every benchmark: real or sample, revision, fingerprint),
+    ``toolbench.data.kind``, ``toolbench.data.fingerprint``, one ``toolbench.data.<benchmark>``
+    each, and with ``--baseline`` the comparison's data notes (``toolbench.baseline.data``).
+    Returns how many were added (none twice)."""
+    from pytest_toolbench.results.provenance import provenance_dict
+
+    xml = config.stash.get(xml_key, None)
+    run = getattr(record, "run", None)
+    if xml is None or run is None:
+        return 0
+    data = run.data or provenance_dict(run.data_sources)
+    props = [("toolbench.data", data.get("text", "")),
+             ("toolbench.data.kind", data.get("kind", "unknown")),
+             ("toolbench.data.fingerprint", data.get("fingerprint") or "unknown")]
+    for b in data.get("benchmarks", []):
+        props.append((f"toolbench.data.{b.get('benchmark')}",
+                      f"{b.get('kind')} revision {b.get('revision') or 'none'} "
+                      f"fingerprint {b.get('fingerprint') or 'unknown'}"))
+    baseline = getattr(record, "baseline", None)
+    if baseline is not None:
+        props.append(("toolbench.baseline.data", "; ".join(
+            f"{r.label}: {r.data or 'unknown'}" for r in baseline.runs)))
+        if baseline.different_data:
+            props.append(("toolbench.baseline.different_data", "; ".join(baseline.different_data)))
+    have = {name for name, _ in xml.global_properties}
+    n = 0
+    for name, value in props:
+        if name not in have:
+            xml.add_global_property(name, safe_text(str(value)))
+            n += 1
+    return n
+
+
 def write_gate_testcases(config: pytest.Config, verdicts: Iterable[GateVerdict]) -> int:
     """Add one testcase per verdict to the JUnit XML (if one is being written); returns how many."""
     xml = config.stash.get(xml_key, None)

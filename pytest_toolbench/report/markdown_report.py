@@ -94,7 +94,7 @@ def _report_table(t: ReportTable) -> list[str]:
 def _comparison(comp: Comparison) -> list[str]:
     pct = f"{100 * comp.confidence:g}%"
     out = ["### Comparison with the baseline", ""]
-    out += [f"- {line}" for line in comparison_legend(comp)]
+    out += [f"- {line.strip()}" for line in comparison_legend(comp)]
     out += ["", f"Differences are B - A (this run minus the baseline) over the cases both runs "
             f"scored, with a paired bootstrap {pct} interval; rates in percentage points. "
             "McNemar b = cases with value 1 in A and 0 in B, c = the reverse.", ""]
@@ -129,11 +129,15 @@ def render_markdown(
     model: str = "",
     run_id: str = "",
     notes: Sequence[str] = (),
+    data: Sequence[str] = (),
 ) -> str:
     title = "## pytest-toolbench" + (f": {model}" if model else "")
     out = [title, ""]
     if run_id:
         out += [f"run `{run_id}`", ""]
+    if data:  # what the numbers were computed on: real or sample, revision, fingerprint
+        out += [f"**data:** {safe_text(line)}" + ("  " if i < len(data) - 1 else "")
+                for i, line in enumerate(data)] + [""]
     if notes:
         out += [f"- {safe_text(n)}" for n in notes] + [""]
     if verdicts:
@@ -161,8 +165,12 @@ def write_markdown_report(path: str | Path, record: RunRecord, *, notes: Sequenc
     """Write the run's summary; appended when ``path`` is ``$GITHUB_STEP_SUMMARY`` (other steps'
     output in that file is kept, as GitHub asks), else written atomically."""
     p = Path(path)
+    from pytest_toolbench.results.provenance import BenchmarkData
+
+    data = [BenchmarkData.model_validate(b).text()
+            for b in (record.run.data or {}).get("benchmarks", [])]
     text = render_markdown(record.metrics, record.gates, record.baseline, model=record.run.model,
-                           run_id=record.run.run_id or "", notes=notes)
+                           run_id=record.run.run_id or "", notes=notes, data=data)
     step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if step_summary and Path(step_summary).resolve() == p.resolve():
         with p.open("a", encoding="utf-8") as handle:

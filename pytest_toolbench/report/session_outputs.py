@@ -89,6 +89,9 @@ def finish(
         "decoding": str(settings.get("decoding") or "preset default"),
         "run_id": run_id,
     }
+    from pytest_toolbench.results.provenance import provenance_dict
+
+    info["data"] = (record.run.data or provenance_dict(data_sources)).get("text", "")
     for i, d in enumerate(data_sources, start=1):
         info[f"data.{i}"] = d.describe()
     write_run_files(alluredir, metrics, record.gates, info=info, run_id=run_id, model=model)

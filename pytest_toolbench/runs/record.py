@@ -50,6 +50,12 @@ class DataFingerprint(BaseModel):
     benchmark: str
     path: str
     sha256: str | None = None
+    #: Provenance (results/provenance.py): real, sample, reconstruction, local; None in entries
+    #: written before it was kept (shown as unknown).
+    kind: str | None = None
+    revision: str | None = None
+    pinned: bool | None = None
+    bundled: bool | None = None
 
 
 class RunIndex(BaseModel):
@@ -89,7 +95,9 @@ def _fingerprints(data_sources: Iterable[dict[str, Any]]) -> list[DataFingerprin
     out = []
     for d in data_sources:
         out.append(DataFingerprint(benchmark=str(d.get("benchmark", "")), path=str(d.get("path", "")),
-                                   sha256=d.get("sha256")))
+                                   sha256=d.get("sha256"), kind=d.get("kind"),
+                                   revision=d.get("revision"), pinned=d.get("pinned"),
+                                   bundled=d.get("bundled")))
     return out
 
 

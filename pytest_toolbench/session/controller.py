@@ -428,6 +428,8 @@ class ControllerHooks:
         if not_run:
             junit_gates.write_missing_testcases(self.config, not_run,
                                                 not_run_message(st.interrupted_by))
+        if getattr(st, "record", None) is not None:  # what data the run was on, on the suite
+            junit_gates.write_data_properties(self.config, st.record)
         if st.verdicts:
             junit_gates.write_gate_testcases(self.config, st.verdicts)
 
