@@ -8,10 +8,10 @@ what to do; nothing here prints except the download progress.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import inspect
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +28,6 @@ from pytest_toolbench.datasets.download import (
     network_cause,
 )
 from pytest_toolbench.datasets.registry import BenchmarkData, PinnedFile
-from pytest_toolbench.fileio import file_version
 
 COMMIT = re.compile(r"[0-9a-f]{40}")
 
@@ -268,17 +267,39 @@ class Checked:
         return not self.problems and not self.warnings
 
 
-def sha256_of(path: str | Path) -> str:
-    return _sha256_of_version(*file_version(path))
-
-
-@functools.lru_cache(maxsize=64)
-def _sha256_of_version(path: str, mtime_ns: int, size: int, inode: int) -> str:
+def file_sha256(path: str | Path) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def measured(path: Path, counting: str) -> tuple[str, int | None]:
+    """(sha256, records) of ``path``, remembered in the cache per file version (path, mtime,
+    size, inode): a later run over an unchanged file neither hashes nor parses it again (a
+    20 MB JSON costs a quarter of a second); any change to the file measures it anew."""
+    real = os.path.realpath(path)
+    st = os.stat(real)
+    # ctime too: no tool can set it back, so a rewrite that keeps mtime and size is still seen
+    version = (real, st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
+    memo = cache.assets_cache() / "verified" / (hashlib.sha256(
+        f"{real}\0{counting}".encode()).hexdigest()[:32] + ".json")
+    try:
+        known = json.loads(memo.read_text(encoding="utf-8"))
+        if known.get("version") == list(version[1:]) and known.get("counting") == counting:
+            return str(known["sha256"]), known.get("records")
+    except (OSError, ValueError, KeyError, AttributeError):
+        pass
+    sha, records = file_sha256(real), count_records(real, counting)
+    try:
+        from pytest_toolbench.fileio import atomic_write_text
+
+        atomic_write_text(memo, json.dumps({"path": version[0], "version": list(version[1:]),
+                                            "counting": counting, "sha256": sha, "records": records}))
+    except OSError:  # a read-only cache: measured again next time
+        pass
+    return sha, records
 
 
 def count_records(path: str | Path, counting: str) -> int | None:
@@ -304,9 +325,8 @@ def check(choice: Choice, file: PinnedFile, path: Path) -> Checked:
     unconfirmed checksum (warned); with a revision chosen by ``--data-revision`` the pins do not
     apply and every difference is warned."""
     name = choice.spec.benchmark
-    sha = sha256_of(path)
+    sha, records = measured(path, file.counting)
     size = path.stat().st_size
-    records = count_records(path, file.counting)
     out = Checked(sha256=sha, size=size, records=records)
     where = f"file {path}"
     differences: list[tuple[str, str, bool]] = []  # (what, line, hard)
