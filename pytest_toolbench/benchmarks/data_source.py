@@ -16,10 +16,14 @@ import functools
 import hashlib
 from pathlib import Path
 
+from typing import Literal
+
 from pydantic import BaseModel, Field
 
-from pytest_toolbench.datasets.resolve import DataKind, provenance_of_file, shown_path
 from pytest_toolbench.fileio import file_version
+
+#: What a data file is (pytest_toolbench.datasets.resolve.FileProvenance.kind).
+DataKind = Literal["real", "sample", "reconstruction", "local"]
 
 #: The harness's own small samples (``data/`` at the repository root), used when no --data-dir.
 BUNDLED_DATA_DIR = Path(__file__).resolve().parents[2] / "data"
@@ -65,6 +69,9 @@ class DataSource(BaseModel):
     def for_file(cls, benchmark: str, path: Path, records: int, *, bundled: bool) -> DataSource:
         """The file's source, its provenance filled in (``datasets.resolve.provenance_of_file``):
         a real file is shown at its place in the cache, not through the run's data folder."""
+        # on first use: the pins and the fetch code stay out of processes that never read data
+        from pytest_toolbench.datasets.resolve import provenance_of_file, shown_path
+
         sha = file_sha256(path)
         prov = provenance_of_file(benchmark, path, sha, bundled=bundled, records=records)
         return cls(

@@ -21,9 +21,10 @@ import sys
 import time
 import uuid
 from pathlib import Path
-from typing import IO, Any, Callable
+from typing import IO, TYPE_CHECKING, Any, Callable
 
-import filelock
+if TYPE_CHECKING:
+    import filelock
 
 #: Seconds to wait for a server to accept the connection / between two reads.
 CONNECT_TIMEOUT_S = 10.0
@@ -136,13 +137,15 @@ def network_cause(exc: BaseException) -> str:
     return first[:200]
 
 
-def lock_for(root: Path, relative: str) -> filelock.FileLock:
+def lock_for(root: Path, relative: str) -> "filelock.FileLock":
+    import filelock
+
     path = root / ".locks" / f"{relative}.lock"
     path.parent.mkdir(parents=True, exist_ok=True)
     return filelock.FileLock(str(path))
 
 
-def download(url: str, dest: Path, *, lock: filelock.FileLock, label: str,
+def download(url: str, dest: Path, *, lock: "filelock.FileLock", label: str,
              expected_size: int | None = None, expected_sha256: str | None = None,
              progress: ProgressFactory | None = None, force: bool = False,
              on_wait: Callable[[], None] | None = None) -> bool:
@@ -151,6 +154,7 @@ def download(url: str, dest: Path, *, lock: filelock.FileLock, label: str,
     Raises :class:`DownloadFailed` (network error, HTTP status, a transfer shorter than
     announced) or :class:`ChecksumMismatch` (``expected_sha256`` or ``expected_size`` given and
     not met); in both cases ``dest`` is left as it was."""
+    import filelock
     import httpx
 
     try:

@@ -14,9 +14,6 @@ import pytest
 
 from pytest_toolbench.benchmarks.data_source import BUNDLED_DATA_DIR
 from pytest_toolbench.config import RunSettings
-from pytest_toolbench.datasets.download import Progress
-from pytest_toolbench.datasets.fetch import DataRefused
-from pytest_toolbench.datasets.resolve import parse_revisions, resolve
 from pytest_toolbench.results.safe_text import safe_text
 from pytest_toolbench.session.selection import has_toolbench_tests, targeted_benchmarks
 from pytest_toolbench.session.state import is_worker
@@ -31,6 +28,14 @@ def resolve_run_data(config: pytest.Config, settings: RunSettings) -> RunSetting
     if is_worker(config):
         given = config.workerinput.get(WORKER_KEY)  # type: ignore[attr-defined]
         return settings.model_copy(update={"data_dir": Path(given)}) if given else settings
+    if not settings.data_revisions and (settings.data == "sample" or settings.data_dir is not None
+                                        or _informational(config) or not has_toolbench_tests(config)):
+        return settings  # nothing to fetch (unit-test runs never fetch)
+    # the pins and the fetch code load only for a run that may read real data
+    from pytest_toolbench.datasets.download import Progress
+    from pytest_toolbench.datasets.fetch import DataRefused
+    from pytest_toolbench.datasets.resolve import parse_revisions, resolve
+
     revisions = parse_revisions(settings.data_revisions) if settings.data_revisions else {}
     if revisions and (settings.data == "sample" or settings.data_dir is not None):
         other = "--data sample" if settings.data == "sample" else "--data-dir"

@@ -16,7 +16,6 @@ from pytest_toolbench.benchmarks import registry
 from pytest_toolbench.benchmarks.base import Benchmark, Case, HasDataChecks, HasDataSources, HasSelection
 from pytest_toolbench.benchmarks.dataset_errors import DatasetError, DatasetWarning, error_lines
 from pytest_toolbench.config import RunSettings
-from pytest_toolbench.datasets.registry import has_real_files
 from pytest_toolbench.exitcodes import ToolbenchExit
 from pytest_toolbench.models.sdk_process import launcher as sdk_launcher
 from pytest_toolbench.option_sources import from_command_line
@@ -251,7 +250,11 @@ def check_resolved(settings: RunSettings, name: str) -> None:
     """A suite with real data whose files this run did not fetch (its tests collected from
     outside the ``suites/`` folders the command line names; session/data.py) is refused, never
     silently run on the bundled sample."""
-    if settings.data == "real" and settings.data_dir is None and has_real_files(name):
+    if settings.data != "real" or settings.data_dir is not None:
+        return
+    from pytest_toolbench.datasets.registry import has_real_files
+
+    if has_real_files(name):
         raise pytest.UsageError(
             f"pytest-toolbench: {name}: the real data was not fetched for this run (its tests are "
             f"not under a suites/{name} folder on the command line); run its suite folder, or "
