@@ -35,6 +35,8 @@ def ptrace_attach(target_pid=0, **_):
 
 # landlock: no ptrace of a process outside the call's Landlock domain. caps: ptrace of a process
 # holding a capability the caller lacks needs CAP_SYS_PTRACE (the case of a root harness).
-LAYERS = ("seccomp", "landlock", "pid_namespace", "caps")
+# user_namespace: an ordinary user's zygote lives in a user namespace of its own, and tracing a
+# process outside it needs CAP_SYS_PTRACE there.
+LAYERS = ("seccomp", "landlock", "pid_namespace", "caps", "user_namespace")
 NEEDS_ROOT = False
 NEEDS = ("ptrace",)  # as an ordinary user, where Yama allows tracing a process that is no descendant

@@ -38,6 +38,7 @@ import ast  # noqa: E402
 import ctypes  # noqa: E402
 import fcntl  # noqa: E402
 import json  # noqa: E402
+import re  # noqa: E402
 import resource  # noqa: E402
 import secrets  # noqa: E402
 import select  # noqa: E402
@@ -243,11 +244,16 @@ _RARE_MODULES = ("this.py", "antigravity.py", "__hello__.py", "tabnanny.py", "ma
 
 
 #: The decoy: a process outside the run that attacks may aim at. It says "r" once ready and
-#: "u" on each SIGURG (which nothing else sends it; the default action is to ignore it).
+#: "u<sender pid>," on each SIGURG (the default action is to ignore it), read with sigwaitinfo
+#: so that a signal from the harness's own processes is not taken for the attack's.
 _DECOY = ("import os, signal, time\n"
-          "signal.signal(signal.SIGURG, lambda *_: os.write(1, b'u'))\n"
+          "signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGURG})\n"
           "os.write(1, b'r')\n"
-          "time.sleep(600)\n")
+          "end = time.monotonic() + 600\n"
+          "while time.monotonic() < end:\n"
+          "    info = signal.sigtimedwait({signal.SIGURG}, 1.0)\n"
+          "    if info is not None:\n"
+          "        os.write(1, b'u%d,' % info.si_pid)\n")
 
 
 class Host:
@@ -345,7 +351,9 @@ class Host:
         """What an attack changed outside the sandbox that the host can see (and undoes it)."""
         out = []
         try:
-            got = os.read(self._decoy_out, 4096).count(b"u")
+            senders = [int(x) for x in re.findall(rb"u(\d+),", os.read(self._decoy_out, 4096))]
+            # the harness's own processes (this one and its parent) are not the attack
+            got = len([pid for pid in senders if pid not in (os.getpid(), os.getppid())])
         except (BlockingIOError, OSError, ValueError):
             got = 0
         if got:
