@@ -96,7 +96,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
         return None
     from pytest_toolbench.runtime.xdist_scheduling import RunAheadScheduling
 
-    window = 2 * state(config).settings.concurrency + 2  # fixtures/toolbench.py's look-ahead + 2
+    window = 2 * state(config).settings.concurrency + 2  # session/fixtures.py's look-ahead + 2
     return RunAheadScheduling(config, log, window=window)
 
 

@@ -5,7 +5,7 @@ One JSON file per key, in sharded folders, written atomically (temp file in the 
 run never leaves a half-written entry; an entry that cannot be read is simply a miss. An entry
 that cannot be *written* (a full disk, EIO, a file system gone read-only) is not skipped quietly:
 the reply is still returned, and the failure is recorded for the controller
-(results/output_errors.py), which stops the run with exit status OUTPUT_ERROR. Only answers
+(output_errors.py), which stops the run with exit status OUTPUT_ERROR. Only answers
 are cached, never errors. The key covers what changes the answer: model name, endpoint, the full
 request (messages, tools, tool_choice, sampling) and ``key_extra`` (vLLM server args, chat-template
 hash...), which inspect_ai's cache leaves out.

@@ -85,7 +85,7 @@ class ControllerHooks:
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        """In-process: the selected nodes, after -k/-m/--lf deselection (results/completeness.py)."""
+        """In-process: the selected nodes, after -k/-m/--lf deselection (session/completeness.py)."""
         self.st.tracker.expect_items(session.items)
 
     @pytest.hookimpl(optionalhook=True)
@@ -150,7 +150,7 @@ class ControllerHooks:
 
     def _crash_standins(self) -> None:
         """Crashed nodes whose result no journal held: infrastructure errors of kind
-        ``worker_crashed`` carrying xdist's message (results/completeness.py)."""
+        ``worker_crashed`` carrying xdist's message (session/completeness.py)."""
         from pytest_toolbench.session.completeness import crashed_result
 
         for case_id, (case, message) in self._crashed.items():
@@ -333,7 +333,7 @@ class ControllerHooks:
 
     def _check_completeness(self) -> None:
         """Name the selected cases without a result, and take the output failures this process
-        recorded after its last report (session/completeness.py, results/output_errors.py)."""
+        recorded after its last report (session/completeness.py, output_errors.py)."""
         st = self.st
         st.missing = st.tracker.missing(st.results)
         for failure in output_errors.take():

@@ -7,7 +7,7 @@ runtime/server.py). The runtime builds each benchmark's runner from ``toolbench_
 (``make_runner(env)``, benchmarks/base.py), so a benchmark needs no fixtures of its own. A suite
 gets these through the plugin, or by registering this module (``-p
 pytest_toolbench.session.fixtures``, or ``pytest_plugins`` in a conftest, as this repository's
-``fixtures/toolbench.py`` does).
+``conftest.py`` does through ``fixtures/toolbench.py``).
 """
 
 from __future__ import annotations

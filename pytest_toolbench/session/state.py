@@ -64,7 +64,7 @@ class ToolbenchState:
     tracker: CaseTracker = field(default_factory=CaseTracker)
     #: Selected cases without a result at session end (ids, selection order).
     missing: list[str] = field(default_factory=list)
-    #: Outputs the run could not write (results/output_errors.py); any one stops the run.
+    #: Outputs the run could not write (output_errors.py); any one stops the run.
     output_failures: list[OutputFailure] = field(default_factory=list)
     #: The run's record, once the session end has built it (session/finish.py).
     record: RunRecord | None = None
