@@ -1,4 +1,4 @@
-"""Upstream's open-model protocol over an OpenAI-compatible endpoint (ToolHop spec §4).
+"""Upstream's open-model protocol over an OpenAI-compatible endpoint (ToolHop ``code/evaluation_open.py``).
 
 ``evaluation_open.py`` calls ``tokenizer.apply_chat_template(messages, tools=tools)``, generates
 greedily (1024 new tokens, the series' eos ids), decodes with ``skip_special_tokens=True`` and

@@ -20,7 +20,7 @@ transport (refused, DNS, TLS, timeouts) is given up after ``unreachable_after_s`
 every later one fail at once with one line naming the URL and the cause (models/reachability.py).
 An endpoint that answered once keeps the retries above for every later fault.
 
-``upstream_lost_turns`` reproduces upstream's closed script instead (spec §4): an HTTP error or an
+``upstream_lost_turns`` reproduces upstream ToolHop's ``code/evaluation_closed.py`` instead: an HTTP error or an
 unreadable reply is not retried (upstream only retries exceptions, and an error body just fails on
 ``['choices']``), and the call raises :class:`LostTurn` so the runner lets it consume its turn.
 """
@@ -394,7 +394,7 @@ class OpenAIBackend:
     def _request_kwargs(self, request: ChatRequest) -> dict[str, Any]:
         kwargs: dict[str, Any] = {"model": self.model, "messages": request.messages}
         # An explicit ``tools=None`` is sent as JSON null (ToolHop's closed script sends
-        # ``"tools": null`` in Direct, spec §4); tools left unset are left out of the body.
+        # ``"tools": null`` in Direct, ToolHop ``code/evaluation_closed.py``); tools left unset are left out of the body.
         if request.tools is not None or "tools" in request.model_fields_set:
             kwargs["tools"] = request.tools
         if request.tool_choice is not None:
@@ -578,7 +578,7 @@ def usage_of(completion: Any) -> Usage:
 
 def assistant_message(message: Any) -> dict[str, Any]:
     """The assistant message as the endpoint returned it (ToolHop's closed script appends
-    ``choices[0].message`` as is, spec §4): every key the server sent is kept, extra ones such as
+    ``choices[0].message`` as is, ToolHop ``code/evaluation_closed.py``): every key the server sent is kept, extra ones such as
     ``reasoning_content`` or ``refusal`` included, with their values (nulls too); ``role`` and
     ``content`` are always present (content None kept as None)."""
     out: dict[str, Any] = (

@@ -29,7 +29,7 @@ class ToolHopBenchmark:
     name = "toolhop"
     title = "ToolHop"
     options_model = ToolHopOptions
-    #: --decoding open: evaluation_open.py's parse_qwen25 / parse_llama31 read the raw text (spec §4).
+    #: --decoding open: evaluation_open.py's parse_qwen25 / parse_llama31 read the raw text.
     open_protocol = "parsed"
     open_parser = TOOLHOP_OPEN_PARSER
     scenarios: tuple[str, ...] = SCENARIOS

@@ -1,4 +1,4 @@
-"""ToolHop's decoding presets: what upstream's evaluation scripts send (ToolHop spec §2.4).
+"""ToolHop's decoding presets: what upstream's ``code/evaluation_open.py`` / ``evaluation_closed.py`` send.
 
 ``closed`` is evaluation_closed.py (T=0, max_tokens=256, the API scripts); ``open`` is
 evaluation_open.py (greedy, 1024 new tokens, the local-model scripts). ``--decoding`` picks one

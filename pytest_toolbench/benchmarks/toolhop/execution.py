@@ -1,4 +1,4 @@
-"""ToolHop tool execution with upstream semantics (spec §2.5), run INSIDE a sandbox worker.
+"""ToolHop tool execution with upstream semantics (``get_feedback`` in ``code/evaluation_*.py``), run INSIDE a sandbox worker.
 
 Upstream (``evaluation_closed.py`` @61da069, ``get_feedback``) does, per tool call::
 

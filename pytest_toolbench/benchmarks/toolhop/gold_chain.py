@@ -1,6 +1,6 @@
 """The gold tool chain of a ToolHop record, for the oracle: one call per hop, in hop order.
 
-ToolHop's file has no gold call trace and no gold arguments (spec §1): a record gives each hop's
+ToolHop's file has no gold call trace and no gold arguments (upstream ``data/ToolHop.json``): a record gives each hop's
 sub-question, its intermediate answer (``sub_task``), its tool document and its Python source
 (``functions``, in hop order). So the chain's tools and order are gold, and the arguments come
 from the record itself, each call saying where they came from (``source``):
@@ -109,7 +109,7 @@ def example_arguments(source: str, name: str) -> dict[str, Any] | None:
 
 def signature_required(source: str, name: str) -> list[str]:
     """The function's parameters without a default: calling it without one raises even where
-    the schema's ``required`` leaves it out (29/450 tools differ, spec §1)."""
+    the schema's ``required`` leaves it out (29/450 tools differ in the 100 real records)."""
     fn = _function_def(source, name)
     if fn is None:
         return []
@@ -177,7 +177,7 @@ def derived_arguments(
 
 
 def gold_chain(record: ToolHopRecord) -> list[GoldCall]:
-    """One call per hop, in hop order (``tools``/``functions`` order, spec §1)."""
+    """One call per hop, in hop order (``tools``/``functions`` order, as in ``data/ToolHop.json``)."""
     chain: list[GoldCall] = []
     previous: str | None = None
     hops = list(record.tools.items())
@@ -198,7 +198,7 @@ def gold_chain(record: ToolHopRecord) -> list[GoldCall]:
 
 def reached_gold(feedback: str, gold: str) -> bool:
     """Whether a tool's feedback holds the hop's gold answer, by the upstream scorer's own test
-    (gold ``.rstrip('.0').lower()`` as a substring of the comma-free, lowered text, spec §3.1)."""
+    (gold ``.rstrip('.0').lower()`` as a substring of the comma-free, lowered text, upstream ``code/evaluation_*.py``)."""
     return gold.rstrip(".0").lower() in feedback.replace(",", "").lower()
 
 

@@ -1,4 +1,4 @@
-"""Invocation errors (paper Table 4 "Query"/"Instance"; spec §3.2). Mandatory scenario only.
+"""Invocation errors (ToolHop paper, Table 4 "Query"/"Instance"; no released code). Mandatory scenario only.
 
 No released code computes these, so both readings of the paper's definition are offered and the
 one used is recorded with the result:

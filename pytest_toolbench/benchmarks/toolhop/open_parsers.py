@@ -1,4 +1,4 @@
-"""Upstream's open-model reply parsers, ``parse_qwen25`` and ``parse_llama31`` (ToolHop spec §4).
+"""Upstream's open-model reply parsers, ``parse_qwen25`` and ``parse_llama31`` (ToolHop ``code/evaluation_open.py``).
 
 ToolHop's protocol choice, provided to the model layer's open protocol
 (``pytest_toolbench.models.open_protocol``) as :data:`TOOLHOP_OPEN_PARSER`, the hook a benchmark
@@ -43,7 +43,7 @@ changes from run to run (and can repeat for parallel calls made in the same micr
 messages with calls; neither upstream template shows it to the model.
 
 ``json_repair`` is pinned to 0.30.2 in pyproject.toml, the version upstream's
-``requirements.txt`` pins (spec S1, commit ``61da069``). Later releases repair differently (Python
+``requirements.txt`` pins (repository ``MananDesai54/llm-benchmarking``, commit ``61da069``). Later releases repair differently (Python
 ``None``/``True`` literals, non-string ``arguments``, list-shaped ``parameters``), so another
 version changes which calls upstream would have run. Nothing else in the project imports it.
 
@@ -78,7 +78,7 @@ QWEN_START = "<tool_call>"
 QWEN_END = "</tool_call>"
 LLAMA_TAG = "<|python_tag|>"
 
-#: ``get_params(series)``: the eos ids upstream passes to ``generate`` (spec §2.4).
+#: ``get_params(series)``: the eos ids upstream passes to ``generate`` (``code/evaluation_open.py``).
 STOP_TOKEN_IDS: dict[str, tuple[int, ...]] = {
     "qwen25": (151645, 151643),
     "llama31": (128001, 128008, 128009),

@@ -4,7 +4,7 @@ Direct: answers straight from the gold. Mandatory and Free (the request carries 
 gold tool chain first, one hop per turn in hop order (gold_chain.py says where each call's
 arguments come from, since the file has no gold arguments), and then answers with the gold
 answer. So an oracle run goes through the tool sandbox and fills every metric (the invocation
-error rates included), and still scores 100% under the upstream scorer (spec §3.1): the final
+error rates included), and still scores 100% under the upstream scorer (``code/evaluation_*.py``): the final
 message is ``<answer>gold</answer>`` whatever the tools returned.
 
 The policy is stateless over requests: the next hop is the number of tool calls already in the
@@ -63,7 +63,7 @@ class ToolHopOracle:
                 "arguments_from": planned.source,
                 **({"placeholders": list(planned.placeholders)} if planned.placeholders else {}),
                 # A later tool of the same name replaces this one: upstream execs every source of
-                # that name and the last wins (spec §1, §2.5-8), so this hop's tool is uncallable.
+                # that name and the last wins (upstream ``get_feedback`` execs every match), so this hop's tool is uncallable.
                 **({"shadowed_by_later_duplicate": True} if shadowed else {}),
                 "raised": made.raised,
                 "reached_gold": (not made.raised) and reached_gold(made.feedback, planned.gold),

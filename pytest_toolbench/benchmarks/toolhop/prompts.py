@@ -1,4 +1,5 @@
-"""The upstream ToolHop prompts (spec §2.1), byte-exact, and the tool list sent with them (§2.2).
+"""The upstream ToolHop prompts (``code/evaluation_open.py`` / ``evaluation_closed.py``), byte-exact,
+and the tool list sent with them.
 
 Fidelity matters more than polish here: the "final nswer" typo is upstream's and stays. Each
 scenario sends exactly one user message, no system prompt, and no tool_choice.

@@ -1,4 +1,4 @@
-"""Runs one ToolHop case: the upstream turn loop (spec §2.3) against any ChatModel.
+"""Runs one ToolHop case: the upstream turn loop (``code/evaluation_*.py``) against any ChatModel.
 
 The loop is upstream's: one user message, up to ``max_turns`` (9) model calls, the assistant
 message appended as returned, its tool calls executed *sequentially in order* with one
@@ -291,7 +291,7 @@ class ToolHopRunner:
         return self._mask(content, raised, state)
 
     def _mask(self, content: str, raised: bool, state: _CaseState) -> str:
-        """Minimal-feedback ablation (spec §2.6): failed calls only say "Failed!"."""
+        """Minimal-feedback ablation (ToolHop paper, Table 5; no released code): failed calls only say "Failed!"."""
         mode = self.options.minimal_feedback
         if mode == "off":
             return content

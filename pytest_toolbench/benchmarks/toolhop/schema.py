@@ -1,6 +1,6 @@
-"""The ToolHop record (spec §1) and loaders that accept the real ``data/ToolHop.json`` unchanged.
+"""The ToolHop record and loaders that accept the real upstream ``data/ToolHop.json`` unchanged.
 
-Validation follows spec §7: the invariants the upstream scripts silently rely on are checked up
+Validation checks the invariants the upstream scripts (``code/evaluation_*.py``) silently rely on up
 front, so a broken file fails with "file + record #i (id=...)" instead of mid-run. Tool parameter
 schemas are passed through verbatim (they are sent to the model as they are; union types, enums
 and non-standard keys included), so they are kept as plain dicts and never re-validated.
@@ -31,7 +31,7 @@ from pytest_toolbench.benchmarks.dataset_errors import (
 from pytest_toolbench.benchmarks.packed import NotAJsonArray, PackedRecord, iter_json_array_at
 from pytest_toolbench.benchmarks.parsed_files import parsed_once
 
-#: Upstream ``data/ToolHop.json`` as published (Git LFS pointer, spec §0 S2).
+#: Upstream ``data/ToolHop.json`` as published (Git LFS pointer in ``MananDesai54/llm-benchmarking``).
 UPSTREAM_RECORD_COUNT = 995
 UPSTREAM_SHA256 = "0a51f71a44b7025645e452123af3caf2e348301922af91778e268db0188a7fab"
 UPSTREAM_SIZE = 19_720_396
@@ -50,7 +50,7 @@ RECORD_KEYS = (
 
 
 def upstream_def_name(source: str) -> str:
-    """The tool name as the upstream executor extracts it from a source (spec §2.5-9 quirk)."""
+    """The tool name as the upstream executor extracts it from a source (``split("def")[1]`` quirk)."""
     parts = source.split("def")
     if len(parts) < 2:
         return ""
@@ -127,7 +127,7 @@ class ToolHopRecord(BaseModel):
         return found
 
     def validation_warnings(self) -> list[str]:
-        """Tolerated oddities (spec §1, §2.5-9): reported, never fatal."""
+        """Tolerated oddities (duplicate names, the ``split("def")`` quirk): reported, never fatal."""
         out: list[str] = []
         names = self.tool_names
         dups = sorted({n for n in names if names.count(n) > 1})

@@ -1,6 +1,6 @@
 """Answer correctness for ToolHop.
 
-``upstream_answer_correct`` is spec §3.1 to the letter, quirks included, because the paper's
+``upstream_answer_correct`` is upstream's ``code/evaluation_*.py`` scoring to the letter, quirks included, because the paper's
 numbers were produced with it: the gold goes through ``rstrip('.0')`` (a *character set*, so "10"
 becomes "1" and "0" becomes "", which matches anything), the test is a case-insensitive substring
 test over the whole final assistant message (no ``<answer>`` extraction), commas are removed from
@@ -85,7 +85,7 @@ def strict_answer_correct(messages: list[dict[str, Any]], gold: str) -> bool | N
     return normalize_strict(tagged) == normalize_strict(gold)
 
 
-#: How upstream's accuracy treats a sample without ``answer_correct`` (spec §3.1).
+#: How upstream's accuracy treats a sample without ``answer_correct`` (``code/evaluation_*.py``).
 COUNTED_WRONG = "counted wrong by its fixed /995 denominator"
 
 
