@@ -2,7 +2,7 @@
 
 Cases: every record x level (L1 detecting, L2 planning, L3 diagnosing) x variant (solvable,
 unsolvable), in upstream's order (subtask by first appearance, file order, L1->L3, solvable
-then unsolvable; spec §4). Case ids carry upstream's position ``<subtask>-<k>`` (spec §1.6).
+then unsolvable; upstream ``utils/process.py``). Case ids carry upstream's position ``<subtask>-<k>`` (``convert_hf_data``'s ``results[subtask][level][k]``).
 
 ``Case.scenario`` is the paper's scenario (MNT, PT, LFT), so the shared ``scenario(name=...)``
 marker, ``--scenario`` and the per-scenario metric tables are exactly the paper's Table 2

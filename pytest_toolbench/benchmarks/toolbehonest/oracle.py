@@ -1,4 +1,4 @@
-"""The reference agent for ToolBeHonest: answers every prompt from the gold (spec §1.5).
+"""The reference agent for ToolBeHonest: answers every prompt from the gold (each level's ground truth in ``test_en.json``).
 
 L1 says the variant's label; L2 lists the gold plan as given (its final Finish included, which
 the scorer drops); L3 writes one ``Subgoal i: <description> Planned tool: <tool>`` line per gold

@@ -1,10 +1,10 @@
-"""The upstream prompts (``utils/generation_prompt.py``, spec §2), byte-exact, and their assembly.
+"""The upstream prompts (upstream ``utils/generation_prompt.py``), byte-exact, and their assembly.
 
 Quirks kept on purpose, because the paper's numbers were produced with them: the English
 planning prompt's invalid escapes ``\\“``/``\\”`` (a backslash stays in the text), the L3
 prompt's ``<provided_tool>`` while the wrapper tag is ``<provided_tools>``, the misspelt
 ``UnsovlableQuery``, the ``\\n If`` and the trailing spaces, and the blank line before
-``<provided_tools>`` that only the L1 unsolvable prompt has (spec §2.2). The English L3 prompt
+``<provided_tools>`` that only the L1 unsolvable prompt has (upstream ``_process_task_infer``). The English L3 prompt
 lacks the Chinese one's paragraph about marking a missing-tool subgoal; that is upstream too.
 
 Upstream's own ``--lang`` flag is dead (the prompts are chosen by three other flags); here
@@ -50,5 +50,5 @@ def build_prompt(record: ToolBHRecord, level: int, solvable: bool, lang: Lang = 
 
 
 def build_messages(record: ToolBHRecord, level: int, solvable: bool, lang: Lang = "en") -> list[dict[str, str]]:
-    """One user message, no system prompt, no few-shot examples (spec §2.2)."""
+    """One user message, no system prompt, no few-shot examples (upstream ``_process_task_infer``)."""
     return [{"role": "user", "content": build_prompt(record, level, solvable, lang)}]

@@ -1,4 +1,4 @@
-"""The paper's tables from scored cases (spec §3.6-§3.8) and the Overall from scenario numbers.
+"""The paper's tables from scored cases (upstream ``utils/calculate_metrics.py``) and the Overall from scenario numbers.
 
 * Leaderboard (paper Table 2, ``calculate_group_results``): unsolvable variant only; per
   scenario the mean of L1 EM, L2 PR, L3 PR and L3 MS over its records; Overall is the pooled
@@ -10,10 +10,10 @@
   scenario. Labels read "Level 2 / MNT" (upstream prints "LeveL 2 / MNT", a replace() quirk;
   the counts are the same).
 
-Numbers are shown x100 with two decimals, as the spec compares at +-0.05 on that scale. A
+Numbers are shown x100 with two decimals, as the paper's tables are compared at +-0.05 on that scale. A
 record whose unsolvable gold plan has no UnsolvableQuery step has a nan MS, so its scenario's
 L3-MS and the Overall (and Table 3's unsolvable L3 and Overall) print ``nan`` as upstream's
-tables do; the leaderboard note names such records (spec §3.6, ``--toolbehonest-empty-ms``).
+tables do; the leaderboard note names such records (``utils/calculate_metrics.py``, ``--toolbehonest-empty-ms``).
 ``python -m pytest_toolbench.benchmarks.toolbehonest.report FILE.json`` recomputes the
 leaderboard's Overall from per-scenario numbers (see :func:`main`): the paper's 150/100/100
 weights for a per-model file such as Table 2, a run's own record counts for its JSON report.
@@ -35,7 +35,7 @@ from pytest_toolbench.results.case_result import CaseResult
 
 LEADERBOARD_METRICS = ("l1_em", "l2_pr", "l3_pr", "l3_ms")
 METRIC_TITLES = {"l1_em": "L1-EM", "l2_pr": "L2-PR", "l3_pr": "L3-PR", "l3_ms": "L3-MS"}
-#: Records per scenario in the real data (spec §1.3): the weights of upstream's Overall.
+#: Records per scenario in the real data (ToolBH paper, Table 1): the weights of upstream's Overall.
 PAPER_COUNTS = {"MNT": 150, "PT": 100, "LFT": 100}
 BENCHMARK = "toolbehonest"
 
@@ -51,7 +51,7 @@ def _pct(x: float | None) -> float | None:
 def overall_from_scenarios(
     scenarios: dict[str, dict[str, float]], counts: dict[str, int] | None = None
 ) -> float:
-    """Upstream's Overall from per-scenario means: sum_s n_s * avg4(s) / sum_s n_s (spec §3.6).
+    """Upstream's Overall from per-scenario means: sum_s n_s * avg4(s) / sum_s n_s (``utils/calculate_metrics.py``).
 
     ``scenarios`` maps MNT/PT/LFT to ``{l1_em, l2_pr, l3_pr, l3_ms}`` (any scale; the result has
     the same scale); ``counts`` are the records per scenario (default 150/100/100)."""
@@ -132,7 +132,7 @@ def leaderboard(results: list[CaseResult], model: str = "") -> ReportTable:
 
 
 def solvability_table(results: list[CaseResult]) -> ReportTable:
-    """Paper Table 3: solvable vs unsolvable per level and Overall (spec §3.8)."""
+    """Paper Table 3: solvable vs unsolvable per level and Overall (upstream never tabulates it)."""
     scored = [r for r in results if not r.is_error]
 
     def mean_of(key: str) -> float | None:

@@ -1,13 +1,13 @@
-"""Runs one ToolBeHonest case: one prompt, one reply, the level's upstream score (spec §2-§4).
+"""Runs one ToolBeHonest case: one prompt, one reply, the level's upstream score (``utils/process.py``, ``utils/evaluation_func.py``).
 
 One user message, no system prompt, temperature 0 and upstream's max_tokens (1024 + top_p 0.95
-for open-weight models on vLLM, 2048 for OpenAI; spec §4). Upstream turns any failed call into
+for open-weight models on vLLM, 2048 for OpenAI; upstream ``utils/generation_func.py``). Upstream turns any failed call into
 an empty reply, scored as a wrong answer; here a :class:`ModelCallError` (after the backend's
 retries) is an infrastructure ERROR excluded from metrics, recorded as a deviation, while a
 context-length overflow, and with ``--upstream-lost-turns`` any failed call (no retry there
 with ``--max-retries 0``), is scored like upstream's empty reply.
 
-Values a case reports (the unsolvable variant feeds the leaderboard, spec §3.6):
+Values a case reports (the unsolvable variant feeds the leaderboard, ``utils/calculate_metrics.py``):
 ``l1_em`` / ``l2_pr`` / ``l3_pr`` / ``l3_ms`` on unsolvable cases, ``*_solvable`` on solvable
 ones, and ``overall_sum`` / ``overall_n`` (the case's share of upstream's pooled Overall: one
 number for L1 and L2, PR and MS for L3) so a ratio metric gives the pooled mean. An unsolvable
@@ -126,7 +126,7 @@ def score_reply(
 
 
 def unsolvable_ms_values(score: PlanScore, empty_ms: str, details: dict[str, Any]) -> dict[str, float]:
-    """An unsolvable L3 case's MS and its share of the pooled Overall (spec §3.6).
+    """An unsolvable L3 case's MS and its share of the pooled Overall (``utils/calculate_metrics.py``).
 
     Upstream's aggregation reads every unsolvable sample's ``scorers``; for a gold plan without
     an UnsolvableQuery step that is ``""``, and np.mean of no scores is nan, so the case's MS and

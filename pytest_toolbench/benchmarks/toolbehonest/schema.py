@@ -1,7 +1,7 @@
-"""The ToolBeHonest record (spec §1) and a loader that accepts the real ``test_en.json`` unchanged.
+"""The ToolBeHonest record (HF ``Joelzhang/ToolBeHonest``) and a loader that accepts the real ``test_en.json`` unchanged.
 
 Upstream reads seven keys and ignores the rest, so unknown keys are tolerated (kept on the model).
-Every result upstream is positional (``results[subtask][level][k]``, spec §1.6): records are
+Every result upstream is positional (``results[subtask][level][k]``, upstream ``convert_hf_data``): records are
 grouped by ``subtask`` in file order and ``k`` is the index within that group; the case ids carry
 it, so a selection (``-m``, ``--limit``, ``-k``) still names and scores each case as the full run.
 """
@@ -19,7 +19,7 @@ from pytest_toolbench.benchmarks.data_source import file_sha256
 from pytest_toolbench.benchmarks.dataset_errors import DatasetError, DatasetWarning, describe_validation_error, json_value
 from pytest_toolbench.benchmarks.parsed_files import parsed_once
 
-#: Upstream ``calculate_metrics.subtask_groups`` (spec §1.3): subtask -> paper scenario.
+#: Upstream ``utils/calculate_metrics.py`` ``subtask_groups``: subtask -> paper scenario.
 SUBTASK_SCENARIO: dict[str, str] = {
     "single_step": "MNT",
     "multi_step_wo_rep": "MNT",
@@ -41,10 +41,10 @@ REQUIRED_KEYS = (
     "planning_tools_unsolvable",
 )
 UNSOLVABLE = "UnsolvableQuery"
-#: Upstream's default entry of ``provided_tool_dict`` before the parsed pairs (spec §1.7).
+#: Upstream's default entry of ``provided_tool_dict`` before the parsed pairs (``_process_task_eval``).
 UNSOLVABLE_DEFAULT_DESC = "Used to determine that the Query or Subgoal can not be completed"
 
-#: Soft integrity pin for HF test_en.json (spec §0, unverified): warn on a mismatch, never fail.
+#: Soft integrity pin for HF test_en.json (a third-party download script's hash, unverified): warn on a mismatch, never fail.
 UPSTREAM_RECORD_COUNT = 350
 UPSTREAM_EN_SHA256 = "51495dc14e5403ccc56d7430253cf41a1e5aa30ce7e35ae9b207fce667ea7a2a"
 
@@ -53,7 +53,7 @@ _TOOL_LINE = re.compile(r"\d+\.\s*([^\:：]+)[:：]\s*(.*)")
 
 def parse_tool_string(tools: str) -> list[tuple[str, str]]:
     """(name, description) pairs exactly as upstream's regex finds them: names not stripped,
-    duplicates and the Finish/UnsolvableQuery lines kept (spec §1.7)."""
+    duplicates and the Finish/UnsolvableQuery lines kept (``_process_task_eval``, ``get_tools_embeddings``)."""
     return [(name, desc) for name, desc in _TOOL_LINE.findall(tools)]
 
 
@@ -89,7 +89,7 @@ class ToolBHRecord(BaseModel):
         return provided
 
     def gold(self, solvable: bool) -> list[str]:
-        """The stripped gold plan of one variant (spec §1.5)."""
+        """The stripped gold plan of one variant (as upstream ``_process_task_eval`` strips it)."""
         return remove_finish_if_last(
             list(self.planning_tools if solvable else self.planning_tools_unsolvable)
         )
@@ -166,7 +166,7 @@ load_toolbehonest_file = parsed_once(_parse_toolbehonest_file)
 
 def duplicate_warnings(records: list[ToolBHRecord]) -> list[tuple[int, str]]:
     """Identical records (upstream locates results with ``task_items.index(record)``, so a
-    duplicate silently gets the first copy's result slot; spec §1.6). Not an error: upstream
+    duplicate silently gets the first copy's result slot; upstream ``task_items.index(record)``). Not an error: upstream
     runs such a file. Here each copy keeps its own position and cases; the copies send the
     identical prompt (temperature 0; the response cache, keyed on the request, serves a later
     copy the stored reply), so they score as the first copy, as upstream's reuse does."""

@@ -1,6 +1,6 @@
-"""Answer extraction and the three levels' scores, exactly as upstream (spec §3).
+"""Answer extraction and the three levels' scores, exactly as upstream (``utils/process.py`` ``_process_task_eval``, ``utils/evaluation_func.py``).
 
-Order of checks matters and differs per level (spec §3.2, §3.4, §6.5): in L2 a non-provided tool
+Order of checks matters and differs per level (upstream ``_evaluate_planning`` vs ``_evaluate_diagnosing``): in L2 a non-provided tool
 wins over a missing UnsolvableQuery; in L3 the missing UnsolvableQuery wins, and the matching
 score (MS) is still computed after a non-provided tool. Lines are never stripped in L2, names are
 never stripped when the tool string is parsed, and only the first ``<answer>`` block counts.
@@ -27,7 +27,7 @@ Condition = Literal[
     "wrong_unsolvable_index",
     "wrong_reasoning",
 ]
-#: Upstream's analysis buckets, in its printing order (spec §3.7), with its labels.
+#: Upstream's analysis buckets, in its printing order (``calculate_analysis_results``), with its labels.
 CONDITION_LABELS: dict[str, str] = {
     "non_existent_tools": "Non-existent Tools",
     "solvability_hallu": "Solvability Hallucination",
@@ -45,13 +45,13 @@ SUBGOAL_PREFIX = r"Subgoal\s*\d+[:：]\s*(.*)"
 
 
 class ScoringError(RuntimeError):
-    """A record/answer pair on which upstream itself crashes (spec §3.4: KeyError/IndexError,
+    """A record/answer pair on which upstream itself crashes (``_evaluate_diagnosing``: KeyError/IndexError,
     and ``list.index`` on a gold without UnsolvableQuery): an error, never a silent zero."""
 
 
 class ToolMatcher(Protocol):
     """MS for one UnsolvableQuery step: 1.0 if the nearest tool in the subtask's database is
-    named ``gold_name``, else the cosine between ``query`` and ``gold_desc`` (spec §3.4)."""
+    named ``gold_name``, else the cosine between ``query`` and ``gold_desc`` (``_evaluate_diagnosing``)."""
 
     def score(self, subtask: str, query: str, gold_name: str, gold_desc: str) -> float: ...
 
@@ -108,7 +108,7 @@ def progress_rate(pred: list[str], gold: list[str], kind: ProgressType = "hard")
     """hard (default, paper Eq. 1): matches up to the first mismatch / len(gold).
     soft (NOT the paper's numbers): greedy in-order subsequence matches / len(gold).
     An empty gold (a plan that was only ``Finish``) is upstream's ZeroDivisionError: a
-    :class:`ScoringError`, so only that case errors (spec §3.2)."""
+    :class:`ScoringError`, so only that case errors (upstream ``utils/evaluation_func.py`` ``_evaluate_planning``)."""
     if not gold:
         raise ScoringError("the gold plan is empty after dropping Finish: upstream divides by zero")
     if kind == "hard":
@@ -130,7 +130,7 @@ def progress_rate(pred: list[str], gold: list[str], kind: ProgressType = "hard")
 
 
 def _condition(pred: list[str], gold: list[str], pr: float) -> Condition:
-    """The condition after the gates (identical in L2 and L3, spec §3.2 step 3)."""
+    """The condition after the gates (identical in upstream ``_evaluate_planning_analysis`` and ``_evaluate_diagnosing_analysis``)."""
     if not all(t in gold for t in pred):
         return "wrong_tools"
     if pr == 1.0:
@@ -180,7 +180,7 @@ def score_l3(
     matcher: ToolMatcher | None,
     kind: ProgressType = "hard",
 ) -> PlanScore:
-    """``_evaluate_diagnosing`` / ``_evaluate_diagnosing_analysis`` (spec §3.4)."""
+    """``_evaluate_diagnosing`` / ``_evaluate_diagnosing_analysis`` (upstream ``utils/evaluation_func.py``)."""
     gold = record.gold(solvable)
     provided = record.provided_tools()
     pr: float | None = None

@@ -1,4 +1,4 @@
-"""The per-subtask tool database and the L3 matching score (spec §1.5, §3.4).
+"""The per-subtask tool database and the L3 matching score (upstream ``get_tools_embeddings``, ``_evaluate_diagnosing``).
 
 Upstream encodes, per subtask, the description of every (name, description) pair parsed from
 every record's ``tools`` string (duplicates and Finish/UnsolvableQuery lines kept) with
@@ -6,7 +6,7 @@ every record's ``tools`` string (duplicates and Finish/UnsolvableQuery lines kep
 and ``argmax`` (first row on ties). Here the vectors sit in the shared FAISS inner-product index
 (``environments/retrieval.py``, unit vectors, so inner product = cosine) and are cached on disk
 by the shared embedding cache instead of upstream's pickles. Ties are resolved to the lowest row
-like ``np.argmax``. Float32 vs upstream's float64 cosine may differ in the last bits (spec §3.4).
+like ``np.argmax``. Float32 vs upstream's float64 cosine may differ in the last bits.
 
 The database is always built from the WHOLE data file, never from the selected cases, so a
 selection scores each case as the full run would.
