@@ -131,7 +131,7 @@ class FamilyToolBenchmark:
     title = "FamilyTool"
     options_model = FamilyToolOptions
     #: --decoding open: the raw text reaches the runner, which parses it as upstream's vLLM parsers
-    #: do (Hermes2Pro for Qwen, Llama3Json for Llama-3.1; spec §4.2; tooluse.py); extraction
+    #: do (Hermes2Pro for Qwen, Llama3Json for Llama-3.1; UnifiedToolHub ``models/``; tooluse.py); extraction
     #: replies are read whole, thinking included (§2.1).
     open_protocol = "text"
     scenarios: tuple[str, ...] = (*EXTRACT, *TOOLUSE)

@@ -1,4 +1,4 @@
-"""Parsing ``KG.search(...)`` calls out of a model reply and executing them on the KG (spec §2.2-2.4).
+"""Parsing ``KG.search(...)`` calls out of a model reply and executing them on the KG (upstream ``KG_search``).
 
 Upstream: ``pipeline/KG_extraction_post_process_make_intermediate_json.py`` of
 ``yxzwang/FamilyTool`` @ c3c5fc7 (``KG_search``, ``cleankgsearch``, ``examinekg_output``,

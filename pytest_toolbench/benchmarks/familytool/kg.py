@@ -2,7 +2,7 @@
 
 Upstream ``eval``s each line; here a line is read with :func:`ast.literal_eval` (literals only,
 never code) and must be a list of three strings, else a one-line error naming file and line.
-Semantics kept from upstream (spec §1.2, §2.3): directed, no inverse edges added; a multi-valued
+Semantics kept from upstream (``KG/familykg-{b,e}.txt``, ``pipeline/KG_extraction.py`` exact/GS): directed, no inverse edges added; a multi-valued
 (head, relation) resolves to its **first** tail in file order; out-links come in file order.
 """
 

@@ -1,4 +1,4 @@
-"""The dataset noise that caps a *real* model's scores (spec §7.6), found from the data itself.
+"""The dataset noise that caps a *real* model's scores, found from the data itself.
 
 The oracle scores 100 on every metric on both splits anyway: it reproduces the golden links and
 the golden call, which is what every metric compares against. A model that reads the query

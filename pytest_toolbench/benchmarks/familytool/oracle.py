@@ -26,7 +26,7 @@ def oracle_calls(links: Sequence[Sequence[str]]) -> list[str]:
     ``start=Bob, path=[teacher, relation]``.
 
     Why not one call per chain: Relation Retrieval tests every hop against the ORIGINAL start
-    entity (upstream bug, spec §2.4), so a chain whose start lacks a later relation skips that hop
+    entity (upstream bug in ``relation_retrieval``), so a chain whose start lacks a later relation skips that hop
     and walks on from the wrong entity. Single-hop calls (and the two-hop calls from the teacher's
     pupil, who has the same preference relations) give the golden set under both GS and RR."""
     distinct = list(dict.fromkeys(tuple(link) for link in links))

@@ -1,4 +1,4 @@
-"""The KG-extraction prompt (spec §2.1), byte-exact, and its message layouts per model kind.
+"""The KG-extraction prompt (upstream ``pipeline/KG_extraction.py``), byte-exact, and its message layouts per model kind.
 
 Upstream renders the relation list from a Python ``set`` (order depends on PYTHONHASHSEED); the
 order here is a documented option (``KnowledgeGraph.relations``: sorted by default, as in the
@@ -71,7 +71,7 @@ EXTRACTION_TEMPLATE = (
 RELATION_ITEM = "- <relationship>{}"
 RELATION_SEPARATOR = "   "
 
-#: Upstream sampling for extraction (spec §2.1): local models also use repetition_penalty=1.05,
+#: Upstream sampling for extraction (``pipeline/KG_extraction.py``): local models also use repetition_penalty=1.05,
 #: which the OpenAI-compatible wire format cannot carry without extra_body (recorded as deviation).
 EXTRACTION_TEMPERATURE = 0.7
 EXTRACTION_MAX_TOKENS = 4096
@@ -92,7 +92,7 @@ def extraction_messages(
     query: str, relations: Sequence[str], layout: MessageLayout
 ) -> list[dict[str, Any]]:
     """``single_user``: local vLLM models get ONE user turn ``instruction + "\\n" + query``;
-    ``system_user``: API models get ``[system: instruction, user: query]`` (spec §2.1)."""
+    ``system_user``: API models get ``[system: instruction, user: query]`` (``pipeline/KG_extraction.py``)."""
     instruction = extraction_instruction(relations)
     if layout == "single_user":
         return [{"role": "user", "content": instruction + "\n" + query}]

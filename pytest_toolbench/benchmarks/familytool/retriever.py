@@ -1,8 +1,8 @@
-"""Relation Retrieval's retriever (spec §2.4): a FAISS inner-product index over the loaded KG's
+"""Relation Retrieval's retriever (upstream ``--KGretrieval_type relation_retrieval``): a FAISS inner-product index over the loaded KG's
 relation names, built from the shared sentence-transformers layer (environments/retrieval.py).
 
 Upstream uses ``jinaai/jina-embeddings-v3`` (``AutoModel(trust_remote_code=True)``, then
-``encode(texts, normalize_embeddings=True)`` with no ``task`` argument, spec §2.4). Its weights
+``encode(texts, normalize_embeddings=True)`` with no ``task`` argument, as upstream calls it). Its weights
 ship custom code, so a jina embedder is loaded with ``trust_remote_code=True``; encode gets no
 task either (through sentence-transformers the checkpoint's own default task applies, which
 upstream's AutoModel call also leaves alone). It cannot be downloaded here, so the default is the

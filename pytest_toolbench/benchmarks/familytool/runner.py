@@ -1,7 +1,7 @@
 """Runs one FamilyTool case: a KG-extraction case or a KG-augmented tool-use case.
 
-Extraction (spec §2): one model call with the byte-exact prompt (memoised per sample and
-extraction model, see memo.py), then the parser and GS or RR. Tool use (spec §4): one call in
+Extraction (upstream ``pipeline/KG_extraction.py``): one model call with the byte-exact prompt (memoised per sample and
+extraction model, see memo.py), then the parser and GS or RR. Tool use (UnifiedToolHub ``single_last``): one call in
 ``single_last`` mode with the golden, extracted or full KG in the ``(...)`` slot; parsed and
 scored strictly. A :class:`ModelCallError` is an infrastructure ERROR; a context overflow is
 scored as upstream scores a failed generation (empty reply: format error / no calls).

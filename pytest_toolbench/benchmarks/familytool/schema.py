@@ -1,5 +1,5 @@
 """FamilyTool records (``familytool-{b,e}.jsonl``): loaded unchanged, validated, with one-line
-errors naming file and line (spec §1.1).
+errors naming file and line (upstream ``datasets/familytool-{b,e}.jsonl``).
 
 Each line is a JSON list of four message dicts: id, candidate_tools, user, tool_call. The golden
 sub-KG is read from the user content exactly as upstream does: the first non-greedy ``\\(.*?\\)``
@@ -18,7 +18,7 @@ from pytest_toolbench.benchmarks.dataset_errors import DatasetError, raise_colle
 
 SPLITS = ("b", "e")
 ROLES = ("id", "candidate_tools", "user", "tool_call")
-#: Where the query ends in the user content (spec §1.1; "for *the* query", as in data and code).
+#: Where the query ends in the user content (``datasets/familytool-{b,e}.jsonl``; "for *the* query", as in data and code).
 EXTRA_INFO_MARKER = "The extra information for the query"
 GOLDEN_GROUP_RE = re.compile(r"\(.*?\)")
 LINK_RE = re.compile(r"\[([^\[\]]+)\]")
@@ -27,7 +27,7 @@ LINK_RE = re.compile(r"\[([^\[\]]+)\]")
 def split_links(text: str) -> list[tuple[str, ...]]:
     """Upstream link extraction: innermost ``[...]``, quotes removed, split on ``,``, stripped.
 
-    Used for the golden group and for extraction strings alike (spec §3), so a link with a wrong
+    Used for the golden group and for extraction strings alike (upstream ``metric_KG_extraction``), so a link with a wrong
     number of parts is kept as it is (it simply matches nothing)."""
     links = []
     for inner in LINK_RE.findall(text):

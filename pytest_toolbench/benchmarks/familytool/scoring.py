@@ -1,7 +1,7 @@
 """FamilyTool metrics, exactly as upstream computes them.
 
-KG extraction (spec §3, ``metric_KG_extraction``): EM, F1, Format Error, No-Hallucination and
-Coverage on link *sets*. Tool use (spec §4.3, UnifiedToolHub ``metrics_for_single_round_tool_call``
+KG extraction (upstream ``metric_KG_extraction``): EM, F1, Format Error, No-Hallucination and
+Coverage on link *sets*. Tool use (UnifiedToolHub ``benchmark/metrics.py`` ``metrics_for_single_round_tool_call``
 with ``is_strict=True``): EM, Tool Acc, Value Acc with strict ``json.dumps`` equality per golden
 key, Value Acc 0 when the gold tool was not called, extra calls not penalised.
 """

@@ -1,4 +1,4 @@
-"""KG-augmented tool use as UnifiedToolHub's ``single_last`` mode (spec §4.1-4.2).
+"""KG-augmented tool use as UnifiedToolHub's ``single_last`` mode (``benchmark/evaluate_model.py``, ``models/``).
 
 Upstream: ``resources/UnifiedToolHub`` of ``yxzwang/FamilyTool`` @ c3c5fc7 (``models/
 api_requester.py``, ``models/qwen_2_5.py``, ``models/llama_3_1.py``, ``models/deepseek_r1.py``,

@@ -1,6 +1,6 @@
 """Meta-Bench (Qin et al., "Meta-Tool", ACL 2025): open-world function calling through meta_tool.
 
-What is from the paper, and what is inferred (spec: shared/specs/metabench.md; no official
+What is from the paper, and what is inferred (Qin et al., "Meta-Tool", ACL 2025; no official
 evaluation code or data exists, so the paper wins wherever the spec is silent):
 
 * **Verbatim from the paper**: the Figure 10 instruction, META_TOOL (Fig 4), TOOLSEARCHER (Fig 5),

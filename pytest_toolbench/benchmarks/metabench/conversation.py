@@ -1,5 +1,5 @@
 """The request for one judged turn: instruction + ground-truth history up to that turn (turn-level
-teacher forcing, spec §4), in OpenAI message format."""
+teacher forcing, Meta-Tool paper), in OpenAI message format."""
 
 from __future__ import annotations
 

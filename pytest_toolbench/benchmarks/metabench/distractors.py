@@ -1,7 +1,7 @@
 """Generates the bundled distractor tool library (``data/metabench/library/distractor_tools.json``).
 
 Why: the paper retrieves from a 1,000-tool pool per dialogue drawn from Meta-Bench's 7,361 tools
-(spec §1). The bundled sample has far fewer tools, so pools are filled from this deterministic,
+(Meta-Tool paper). The bundled sample has far fewer tools, so pools are filled from this deterministic,
 realistic library (resource x operation, ToolACE-like JSON with typed, described parameters).
 It is only used when the benchmark's own tools cannot fill a pool; real data does not need it.
 Regenerate with ``python -m pytest_toolbench.benchmarks.metabench.distractors OUT.json``.

@@ -1,6 +1,6 @@
 """The ONE place that knows how Meta-Bench files are laid out. **[INFERRED — adapt here.]**
 
-No copy of the real Meta-Bench files could be consulted (spec §0), so the record layout is the
+No copy of the real Meta-Bench files could be consulted (``qinshengqian/Meta-Tool`` has a README only), so the record layout is the
 spec's proposed schema (§3). Everything that names a raw key, a role spelling or a path
 convention lives in this module; when the real files appear, adapting the loader means editing
 the tables and :func:`normalise_record` below, nothing else. Two raw shapes are accepted:
@@ -31,12 +31,12 @@ from pytest_toolbench.benchmarks.metabench.prompts import RETRIEVER_TOOL_NAMES
 DIFFICULTIES = ("simple", "hard")
 OPENNESS = ("open-world", "closed-world")
 CATEGORIES = ("chat", "function_missing", "function_existing", "single_tool_call", "multi_tool_call")
-#: Categories each openness allows (spec §1).
+#: Categories each openness allows (Meta-Tool paper).
 CATEGORIES_BY_OPENNESS = {
     "open-world": ("chat", "function_missing", "function_existing"),
     "closed-world": ("chat", "single_tool_call", "multi_tool_call"),
 }
-#: The closed-world call category of each difficulty **[INFERRED, spec §1]**: the paper's "ten
+#: The closed-world call category of each difficulty **[INFERRED from the Meta-Tool paper]**: the paper's "ten
 #: scenarios" have one closed-world call column, "Single Tool Call" in simple (one call) and
 #: "Multi Tool Call" in hard (Table 4), so simple/multi and hard/single do not exist.
 CLOSED_CALL_CATEGORY = {"simple": "single_tool_call", "hard": "multi_tool_call"}

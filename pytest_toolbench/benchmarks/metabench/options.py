@@ -1,4 +1,4 @@
-"""Meta-Bench run options: each paper ambiguity is a named option (spec §4, §5). Where one of the
+"""Meta-Bench run options: each paper ambiguity is a named option (Meta-Tool paper, evaluation and Algorithm 1). Where one of the
 paper's sentences fixes a definition (what an invocation is, P-Acc "in value", FMD as a success
 rate, HR "within the retrieved tool set") the default follows the sentence and the spec's other
 reading is the alternative; elsewhere the default is the spec's reading. Every field is a

@@ -1,4 +1,4 @@
-"""The tool library and the per-dialogue 1,000-tool pools the retriever searches (spec §1).
+"""The tool library and the per-dialogue 1,000-tool pools the retriever searches (Meta-Tool paper, Qin et al., ACL 2025).
 
 The paper: "For each dialogue instance, we construct a tool pool of size 1000 including its invoked
 tools"; how the rest is drawn is not stated. Here **[INFERRED]**: a record's own ``tool_pool`` is

@@ -1,6 +1,6 @@
 """Meta-Bench's instruction (paper Figure 10) and its special tools (Figures 4-6), verbatim.
 
-The paper's PDF wraps lines inside strings; they are joined with single spaces here (spec §2).
+The paper's PDF wraps lines inside strings; they are joined with single spaces here (Meta-Tool paper, Figures 4-6 and 10).
 ``META_TOOL`` keeps ``"required"`` as a sibling of ``"parameters"`` exactly as printed. The tool
 list is a fenced, 2-space-indented JSON list with the retriever tool first (Figures 14-19); the
 exact whitespace of the original is unknown, so the serialisation is a parameter
@@ -88,7 +88,7 @@ TOOLSEARCHER_NAME = TOOLSEARCHER["name"]
 GET_USER_INPUT_NAME = GET_USER_INPUT["name"]
 RETRIEVER_TOOL_NAMES = (META_TOOL_NAME, TOOLSEARCHER_NAME)
 
-#: Placeholders a pre-rendered ``system`` string may hold (spec §3 normalisation rules).
+#: Placeholders a pre-rendered ``system`` string may hold (the loader's normalisation rules).
 PLACEHOLDERS = {"{META_TOOL}": META_TOOL, "{TOOLSEARCHER}": TOOLSEARCHER, "{GET_USER_INPUT}": GET_USER_INPUT}
 
 

@@ -8,7 +8,7 @@ call's descriptions) are cached one by one in the same layer, so a repeated run 
 model. Each dialogue's 1,000-tool pool gets its own FAISS inner-product index over the cached
 tool-description vectors.
 
-Algorithm 1 for one meta_tool call (query q) and a pool tool v (spec §5):
+Algorithm 1 for one meta_tool call (query q) and a pool tool v (Meta-Tool paper, Algorithm 1):
 ``S_t = cos(E(q.tool_description), E(v.description))``;
 ``S_p[i] = max_j cos(E(q.param_description[i]), E(desc of v's j-th required parameter))``;
 ``score = alpha * S_t + (1 - alpha) * mean_i S_p[i]``; ties broken by pool order. Unspecified
@@ -41,7 +41,7 @@ else:
 
 def required_param_texts(tool: dict[str, Any], fallback: str = "name") -> list[str]:
     """Descriptions of the tool's required parameters; one without a description contributes
-    its name (``fallback="name"``, spec §5) or nothing (``"skip"``)."""
+    its name (``fallback="name"``, an inferred reading of Algorithm 1) or nothing (``"skip"``)."""
     params = tool.get("parameters") if isinstance(tool.get("parameters"), dict) else {}
     props = params.get("properties") if isinstance(params.get("properties"), dict) else {}
     required = params.get("required")

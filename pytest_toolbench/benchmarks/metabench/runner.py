@@ -1,4 +1,4 @@
-"""Runs one Meta-Bench case: one judged assistant turn under turn-level teacher forcing (spec §4).
+"""Runs one Meta-Bench case: one judged assistant turn under turn-level teacher forcing (Meta-Tool paper).
 
 The model gets the instruction and the ground-truth history up to the turn and answers once; the
 reply is parsed into calls (parsing.py). Its well-formed retriever calls (meta_tool, or

@@ -118,7 +118,7 @@ class Dialogue(BaseModel):
     def judged(self, index: int) -> bool:
         """Explicit ``eval`` wins; otherwise chat turns are judged in the chat category (IRR),
         call and meta_tool turns elsewhere (T/P-Acc, FMD/HR) — the units behind the paper's
-        denominators (spec §1, §4)."""
+        denominators (back-solved from the Meta-Tool paper's Tables 2-6)."""
         m = self.messages[index]
         if m.role != "assistant":
             return False
