@@ -1,4 +1,4 @@
-"""Tool-use formatting, parsing and the strict UnifiedToolHub metrics (spec §4.2-4.3) on real records."""
+"""Tool-use formatting, parsing and the strict UnifiedToolHub metrics (``models/``, ``benchmark/metrics.py``) on real records."""
 
 from __future__ import annotations
 

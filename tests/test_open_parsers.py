@@ -1,4 +1,4 @@
-"""Upstream's open-model parsers (ToolHop spec §4) on realistic raw Qwen2.5 / Llama-3.1 replies.
+"""Upstream's open-model parsers (ToolHop ``code/evaluation_open.py``) on realistic raw Qwen2.5 / Llama-3.1 replies.
 
 Expected messages are written out by hand from upstream's ``parse_qwen25`` / ``parse_llama31``
 semantics (json_repair, content rules, first call only for Llama). Call ids are deterministic

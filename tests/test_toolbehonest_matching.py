@@ -1,4 +1,4 @@
-"""The L3 matching score with the real all-MiniLM-L6-v2 embedder and FAISS (spec §3.4):
+"""The L3 matching score with the real all-MiniLM-L6-v2 embedder and FAISS (upstream ``_evaluate_diagnosing``):
 1.0 when the nearest database entry carries the gold name, else the raw cosine to the gold
 description; the database is the whole subtask's tools, and the embeddings are cached on disk."""
 

@@ -1,4 +1,4 @@
-"""An unsolvable gold plan with no UnsolvableQuery step (spec §3.6, "NaN hazard").
+"""An unsolvable gold plan with no UnsolvableQuery step (upstream ``utils/calculate_metrics.py``, "NaN hazard").
 
 Upstream (``ToolBeHonest/ToolBeHonest`` @ 22da253, ``main.py --mode eval``, run beside this
 project on these records with oracle replies) scores that record's L3 ``scorers`` as ``""``;

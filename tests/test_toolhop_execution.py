@@ -1,4 +1,4 @@
-"""ToolHop tool execution: upstream semantics (spec §2.5), checked against a literal replica.
+"""ToolHop tool execution: upstream semantics (``get_feedback`` in ``code/evaluation_*.py``), checked against a literal replica.
 
 The replica below is upstream's ``excute_func`` mechanism written out as upstream wrote it
 (dict-less ``exec`` inside a function, then ``eval(name)(**args)``). Under this Python (3.11, i.e.

@@ -1,4 +1,4 @@
-"""ToolHop fidelity leftovers over real HTTP (spec §4): ``"tools": null`` in Direct, the assistant
+"""ToolHop fidelity leftovers over real HTTP (ToolHop ``code/evaluation_closed.py``): ``"tools": null`` in Direct, the assistant
 message kept as returned, too-deep arguments as wrong calls, expression tool names recorded."""
 
 from __future__ import annotations

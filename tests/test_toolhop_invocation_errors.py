@@ -1,4 +1,4 @@
-"""Invocation errors (spec §3.2) hand-computed against real ToolHop tool schemas, both modes."""
+"""Invocation errors (ToolHop paper, Table 4) hand-computed against real ToolHop tool schemas, both modes."""
 
 from __future__ import annotations
 

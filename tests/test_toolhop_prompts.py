@@ -1,4 +1,4 @@
-"""Prompts are byte-exact copies of spec §2.1 (typo included); tools follow §2.2."""
+"""Prompts are byte-exact copies of upstream's ``code/evaluation_*.py`` prompts (typo included), and the tool list."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The ToolHop turn loop (spec §2.3) with a scripted model and a fake sandbox; plus the benchmark."""
+"""The ToolHop turn loop (upstream ``code/evaluation_*.py``) with a scripted model and a fake sandbox; plus the benchmark."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Upstream scorer (spec §3.1) hand-checked on real records, plus the labelled strict scorer.
+"""Upstream scorer (ToolHop ``code/evaluation_*.py``) hand-checked on real records, plus the labelled strict scorer.
 
 Each expected value below was worked out by hand from the rule
 ``gold.rstrip('.0').lower() in pred.rstrip('.0').replace(',', '').lower()`` (or in the last tool

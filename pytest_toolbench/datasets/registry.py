@@ -1,7 +1,7 @@
 """The pins: for each benchmark, where its real files live, the revision each is pinned to, and
 what each must be (sha256, size, record count).
 
-Why these pins (the specs are ``../shared/specs/<name>.md``):
+Why these pins (each names its upstream source):
 
 - **ToolHop**: Hugging Face dataset ``bytedance-research/ToolHop``, ``data/ToolHop.json`` at
   ``b439d7279af359fda46e8117ae4f0245b75f5c6b``, the revision local-bench pinned (toolhop.md §0,
