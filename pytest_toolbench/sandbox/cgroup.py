@@ -88,12 +88,23 @@ def _write(path: str, text: str) -> None:
         f.write(text)
 
 
+def _v2_folder(mount: str) -> str:
+    """Where this harness's v2 cgroups live: a delegated folder, or ``toolbench-sandbox`` at the
+    root of the unified hierarchy."""
+    return os.environ.get(ENV_VAR) or os.path.join(mount, PREFIX)
+
+
+def _v1_folder(mount: str, own: dict[str, str]) -> str:
+    """Where this harness's v1 memory cgroups live: beside it, under its own memory cgroup."""
+    rel = next((p for c, p in own.items() if "memory" in c.split(",")), "/")
+    return os.path.join(mount, rel.lstrip("/"))
+
+
 def _v2_base(mount: str) -> str:
     """A folder under which leaf cgroups with the memory controller may hold processes."""
-    delegated = os.environ.get(ENV_VAR)
-    if delegated:
-        return delegated
-    base = os.path.join(mount, PREFIX)
+    if os.environ.get(ENV_VAR):
+        return _v2_folder(mount)
+    base = _v2_folder(mount)
     controllers = open(os.path.join(mount, "cgroup.controllers"), encoding="ascii").read().split()
     if "memory" not in controllers:
         raise OSError("the unified cgroup hierarchy has no memory controller")
@@ -126,8 +137,7 @@ def create(name: str, limit_bytes: int) -> tuple[CallCgroup | None, str]:
                     raise
                 return CallCgroup(path, 2, limit_bytes), ""
             if "memory" in opts.split(","):
-                rel = next((p for c, p in own.items() if "memory" in c.split(",")), "/")
-                path = os.path.join(mount, rel.lstrip("/"), f"{PREFIX}-{name}")
+                path = os.path.join(_v1_folder(mount, own), f"{PREFIX}-{name}")
                 os.mkdir(path, 0o755)
                 try:
                     _write(os.path.join(path, "memory.limit_in_bytes"), str(limit_bytes))
@@ -178,10 +188,9 @@ def sweep() -> None:
     own = _own_cgroups()
     for mount, fstype, opts in _mounts():
         if fstype == "cgroup2":
-            folder, prefix = os.environ.get(ENV_VAR) or os.path.join(mount, PREFIX), ""
+            folder, prefix = _v2_folder(mount), ""
         elif "memory" in opts.split(","):
-            rel = next((p for c, p in own.items() if "memory" in c.split(",")), "/")
-            folder, prefix = os.path.join(mount, rel.lstrip("/")), f"{PREFIX}-"
+            folder, prefix = _v1_folder(mount, own), f"{PREFIX}-"
         else:
             continue
         try:

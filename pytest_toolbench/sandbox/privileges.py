@@ -23,6 +23,7 @@ import ctypes
 import os
 import signal
 import sys
+from typing import Callable
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.syscall.restype = ctypes.c_long
@@ -115,7 +116,7 @@ class PidNamespace:
         self.init_pid: int | None = None
         self.note = ""
 
-    def enter(self, confine_init: "callable[[], None]") -> bool:  # type: ignore[valid-type]
+    def enter(self, confine_init: Callable[[], None]) -> bool:
         if _libc.unshare(_CLONE_NEWPID) != 0:
             self.note = f"unshare(CLONE_NEWPID) failed: {os.strerror(ctypes.get_errno())}"
             return False

@@ -202,17 +202,13 @@ def program(own_pid: int) -> list[Insn]:
     return prog
 
 
-def _check_jumps() -> None:
-    """Self-check of the hand-laid jumps (run once at import): every jump lands inside the
-    program."""
-    prog = program(4242)
+def _check_jumps(prog: list[Insn]) -> None:
+    """Self-check of the hand-laid jumps: every jump lands inside the program (the kernel
+    would refuse the filter, and every call would then run without it)."""
     for i, (code, jt, jf, _) in enumerate(prog):
         if code in (_JEQ_K, _JGE_K, _JSET_K):
             assert i + 1 + max(jt, jf) < len(prog), f"seccomp jump out of the program at {i}"
     assert len(prog) < 4096
-
-
-_check_jumps()
 
 
 class _SockFilter(ctypes.Structure):
@@ -242,6 +238,7 @@ class SyscallFilter:
         if not self.available:
             return
         insns = program(_PLACEHOLDER_PID)
+        _check_jumps(insns)
         self._array = (_SockFilter * len(insns))(*[_SockFilter(*insn) for insn in insns])
         self._pid_slots = [i for i, insn in enumerate(insns) if insn[0] == _JEQ_K and insn[3] == _PLACEHOLDER_PID]
         self._prog = _SockFprog(len(insns), ctypes.cast(self._array, ctypes.POINTER(_SockFilter)))

@@ -736,7 +736,6 @@ class Zygote:
         return 0
 
 
-# Raises when none of the paths exists (lstat: FileNotFoundError), returns if one does.
 # Each raises when the kernel refused it (as it must in a call), returns if it got through.
 _KERNEL_PROBES = """
 def _kernel_log():
@@ -768,6 +767,7 @@ def _other_pids(pids):
     raise PermissionError("every pid refused")
 """
 
+# Raises when none of the paths exists (lstat: FileNotFoundError), returns if one does.
 _HIDDEN_PROBE = """
 def _all_hidden(paths):
     import os
