@@ -19,6 +19,7 @@ re-pays every model call next time is the surprise this check exists to remove; 
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import tempfile
@@ -51,7 +52,9 @@ def check_folder(path: Path, option: str, *, named: Path | None = None) -> None:
     if not base.is_dir():
         raise ValueError(f"{option} {path}: cannot be created, {base} is not a folder")
     if not os.access(base, os.W_OK | os.X_OK):
-        raise ValueError(f"{option} {path}: {base} is not writable")
+        # The same words as the probe's failure below: root passes os.access where an ordinary
+        # user does not, and the user should read one message whoever runs the harness.
+        raise ValueError(f"{option} {path}: cannot write in {base}: {os.strerror(errno.EACCES)}")
     try:
         fd, probe = tempfile.mkstemp(prefix=".toolbench-write-probe-", dir=base)
     except OSError as exc:
