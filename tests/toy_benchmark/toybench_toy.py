@@ -14,7 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from pytest_toolbench.benchmarks.base import BenchmarkEnv, Case
-from pytest_toolbench.benchmarks.case_results import CallTally, base_fields, error_result, scored_result
+from pytest_toolbench.benchmarks.result_builders import CallTally, base_fields, error_result, scored_result
 from pytest_toolbench.models.base import CallContext, ChatModel, ChatRequest, ModelCallError, Sampling, content_text
 from pytest_toolbench.results.aggregate import ReportTable
 from pytest_toolbench.results.case_result import CaseResult

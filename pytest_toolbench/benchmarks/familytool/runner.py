@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pytest_toolbench.benchmarks.base import Case, repeat_suffix
-from pytest_toolbench.benchmarks.case_results import CallTally, base_fields, error_result, scored_result
+from pytest_toolbench.benchmarks.result_builders import CallTally, base_fields, error_result, scored_result
 from pytest_toolbench.benchmarks.familytool.extraction import Extraction, extract, substitute
 from pytest_toolbench.benchmarks.familytool.kg import KnowledgeGraph
 from pytest_toolbench.benchmarks.familytool.memo import ExtractionMemo, memo_key

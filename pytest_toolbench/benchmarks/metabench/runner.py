@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_toolbench.benchmarks.base import Case
-from pytest_toolbench.benchmarks.case_results import CallTally, base_fields, error_result, scored_result
-from pytest_toolbench.benchmarks.case_results import truncate as shared_truncate
+from pytest_toolbench.benchmarks.result_builders import CallTally, base_fields, error_result, scored_result
+from pytest_toolbench.benchmarks.result_builders import truncate as shared_truncate
 from pytest_toolbench.benchmarks.metabench import scoring
 from pytest_toolbench.benchmarks.metabench.conversation import build_messages, gold_calls, history_query
 from pytest_toolbench.benchmarks.metabench.options import MetaBenchOptions

@@ -21,7 +21,7 @@ import math
 from typing import Any
 
 from pytest_toolbench.benchmarks.base import Case
-from pytest_toolbench.benchmarks.case_results import (
+from pytest_toolbench.benchmarks.result_builders import (
     CallTally,
     base_fields,
     error_result,

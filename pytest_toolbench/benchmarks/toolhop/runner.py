@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from pytest_toolbench.benchmarks.base import Case
-from pytest_toolbench.benchmarks.case_results import base_fields, option_deviations, truncate
+from pytest_toolbench.benchmarks.result_builders import base_fields, option_deviations, truncate
 from pytest_toolbench.benchmarks.toolhop import invocation_errors
 from pytest_toolbench.benchmarks.toolhop.invocation_errors import ToolCallRecord
 from pytest_toolbench.benchmarks.toolhop.options import ToolHopOptions
