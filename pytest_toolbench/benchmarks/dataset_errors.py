@@ -120,6 +120,19 @@ def raise_collected(errors: list[DatasetError]) -> None:
         raise DatasetErrors(errors)
 
 
+def data_text(path: Path, empty: str) -> str:
+    """The whole text of a UTF-8 data file. Bytes that are not UTF-8 raise a one-line
+    :class:`DatasetError` naming the file and the byte (not a ``UnicodeDecodeError`` from the
+    middle of a run); a file of nothing but whitespace raises one saying ``empty``."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise DatasetError(path, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    if not text.strip():
+        raise DatasetError(path, empty)
+    return text
+
+
 def text_lines(path: Path) -> Iterator[tuple[int, str]]:
     """``(line number, text)`` of every line of a UTF-8 text file, split as text-mode reading
     splits (``\\n``, ``\\r\\n``, ``\\r``); a line that is not UTF-8 raises a one-line

@@ -12,7 +12,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from pytest_toolbench.benchmarks.dataset_errors import DatasetError, describe_validation_error, text_lines, json_value
+from pytest_toolbench.benchmarks.dataset_errors import (
+    DatasetError,
+    data_text,
+    describe_validation_error,
+    json_value,
+    text_lines,
+)
 from pytest_toolbench.benchmarks.metabench.fields import (
     CATEGORIES_BY_OPENNESS,
     CLOSED_CALL_CATEGORY,
@@ -198,13 +204,7 @@ def parse_dialogue(raw: Any, path: Path, origin: str, index: int, line: int | No
 
 
 def _read_json(path: Path) -> Any:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise DatasetError(path, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    if not text.strip():
-        raise DatasetError(path, "the file is empty (no dialogues)")
-    return json_value(path, text)
+    return json_value(path, data_text(path, empty="the file is empty (no dialogues)"))
 
 
 def _parse_located(path: Path, origin: str) -> list[tuple[Dialogue, dict[str, Any]]]:

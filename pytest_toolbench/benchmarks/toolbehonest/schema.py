@@ -16,7 +16,13 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from pytest_toolbench.benchmarks.data_source import file_sha256
-from pytest_toolbench.benchmarks.dataset_errors import DatasetError, DatasetWarning, describe_validation_error, json_value
+from pytest_toolbench.benchmarks.dataset_errors import (
+    DatasetError,
+    DatasetWarning,
+    data_text,
+    describe_validation_error,
+    json_value,
+)
 from pytest_toolbench.benchmarks.parsed_files import parsed_once
 
 #: Upstream ``utils/calculate_metrics.py`` ``subtask_groups``: subtask -> paper scenario.
@@ -139,12 +145,7 @@ def parse_record(raw: Any, path: Path, index: int) -> ToolBHRecord:
 
 def _parse_toolbehonest_file(path: Path) -> list[ToolBHRecord]:
     """Load a ToolBeHonest JSON list (the real file or a sample in its schema), file order."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise DatasetError(path, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    if not text.strip():
-        raise DatasetError(path, "the file is empty (no records)")
+    text = data_text(path, empty="the file is empty (no records)")
     raw = json_value(path, text)
     if not isinstance(raw, list):
         raise DatasetError(path, f"top level must be a JSON list of records, got {type(raw).__name__}")

@@ -23,6 +23,7 @@ from pytest_toolbench.benchmarks.dataset_errors import (
     DatasetError,
     DatasetWarning,
     check_record_texts,
+    data_text,
     describe_validation_error,
     is_int_digits_error,
     raise_collected,
@@ -241,12 +242,7 @@ class ToolHopEntry:
 def _parse_toolhop_file(path: Path) -> list[ToolHopEntry]:
     """Load a ToolHop JSON array (the real file or a subset in the same shape), one record at a
     time, so a large file's records never all exist unpacked at once."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise DatasetError(path, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    if not text.strip():
-        raise DatasetError(path, "the file is empty (no records)")
+    text = data_text(path, empty="the file is empty (no records)")
     entries: list[ToolHopEntry] = []
     flagged: list[tuple[int, str]] = []
     seen: dict[int, int] = {}
