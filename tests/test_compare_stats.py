@@ -14,6 +14,7 @@ from pytest_toolbench.compare.stats import (
     paired_bootstrap_mean_diff,
     paired_bootstrap_ratio_diff,
 )
+from pytest_toolbench.results.bootstrap import bootstrap_mean
 
 
 def test_exact_mcnemar_matches_the_binomial_by_hand() -> None:
@@ -103,3 +104,18 @@ def test_paired_ratio_difference() -> None:
     # Undefined when a run's denominators sum to 0.
     assert paired_bootstrap_ratio_diff([0], [0], [1], [1]).value is None
     assert paired_bootstrap_mean_diff([], []).n == 0
+
+
+def test_paired_intervals_draw_the_run_metrics_resamples() -> None:
+    """The paired difference is bootstrapped by results/bootstrap.py (the same index matrix for
+    a seed as the run's own CIs), and its numbers are the ones the paired code gave when it had a
+    copy of that resampling: pinned here, so a change to the draws or to the interval shows."""
+    a = [1, 0, 1, 1, 0, 1, 0, 0, 1, 1]
+    b = [1, 1, 1, 0, 1, 1, 1, 0, 1, 1]
+    est = paired_bootstrap_mean_diff(a, b, n_boot=500, seed=3)
+    assert tuple(est) == (0.2, -0.2, 0.6, 10)
+    assert est == bootstrap_mean(np.subtract(b, a, dtype=float), n_boot=500, seed=3)
+    # zero denominators in both runs: resamples drawing only those are left out of the interval
+    ratio = paired_bootstrap_ratio_diff([1, 0, 2, 3, 1, 0], [2, 0, 2, 3, 1, 1],
+                                        [0, 1, 2, 1, 1, 0], [2, 2, 0, 3, 1, 1], n_boot=500, seed=3)
+    assert tuple(ratio) == (-0.2222222222222222, -0.5259821428571426, 0.6899999999999991, 6)

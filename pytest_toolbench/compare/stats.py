@@ -10,7 +10,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from pytest_toolbench.lazy_import import LazyModule
-from pytest_toolbench.results.bootstrap import Estimate, percentile_interval, resample_indices
+from pytest_toolbench.results.bootstrap import (
+    Estimate,
+    bootstrap_mean,
+    percentile_interval,
+    resample_indices,
+    resampled_ratios,
+)
 from pytest_toolbench.results.comparison import McNemar
 
 if TYPE_CHECKING:
@@ -60,23 +66,13 @@ def paired_bootstrap_mean_diff(
     confidence: float = 0.95,
 ) -> Estimate:
     """``mean(second) - mean(first)`` over paired cases with a percentile interval from
-    resampling case *pairs* (one index matrix for both runs)."""
+    resampling case *pairs*: the mean of the per-pair differences, bootstrapped as any per-case
+    value (resampling pairs is resampling their differences)."""
     a = np.asarray(first, dtype=np.float64)
     s = np.asarray(second, dtype=np.float64)
     if a.shape != s.shape:
         raise ValueError(f"paired vectors differ in shape: {a.shape} vs {s.shape}")
-    n = int(a.size)
-    if n == 0:
-        return Estimate(None, None, None, 0)
-    d = s - a
-    estimate = float(d.mean())
-    if np.isnan(estimate) or np.all(d == d[0]):
-        # every pair differs by the same amount: so does every resample; a nan value makes the
-        # difference and its interval nan (as bootstrap_mean)
-        return Estimate(estimate, estimate, estimate, n)
-    stats = d[resample_indices(n, n_boot=n_boot, seed=seed)].mean(axis=1)
-    low, high = percentile_interval(stats, estimate, confidence)
-    return Estimate(estimate, low, high, n)
+    return bootstrap_mean(s - a, n_boot=n_boot, seed=seed, confidence=confidence)
 
 
 def paired_bootstrap_ratio_diff(
@@ -98,10 +94,7 @@ def paired_bootstrap_ratio_diff(
     estimate = float(sn.sum() / sd.sum() - an.sum() / ad.sum())
     if np.isnan(estimate):
         return Estimate(estimate, estimate, estimate, n)
-    idx = resample_indices(n, n_boot=n_boot, seed=seed)
-    bad, bsd = ad[idx].sum(axis=1), sd[idx].sum(axis=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        diff = sn[idx].sum(axis=1) / bsd - an[idx].sum(axis=1) / bad
-        stats = np.where((bad != 0.0) & (bsd != 0.0), diff, np.nan)
+    idx = resample_indices(n, n_boot=n_boot, seed=seed)  # one index matrix for both runs
+    stats = resampled_ratios(sn, sd, idx) - resampled_ratios(an, ad, idx)  # NaN if either is
     low, high = percentile_interval(stats, estimate, confidence)
     return Estimate(estimate, low, high, n)

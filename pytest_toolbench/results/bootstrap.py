@@ -36,6 +36,17 @@ def resample_indices(n: int, *, n_boot: int, seed: int) -> NDArray[np.intp]:
     return rng.integers(0, n, size=(n_boot, n))
 
 
+def resampled_ratios(
+    numerators: NDArray[np.float64], denominators: NDArray[np.float64], indices: NDArray[np.intp]
+) -> NDArray[np.float64]:
+    """``sum(num) / sum(den)`` of each resample (a row of ``indices``); NaN where the resample
+    drew only zero-denominator cases, so :func:`percentile_interval` leaves it out rather than
+    counting it as 0."""
+    boot_den = denominators[indices].sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(boot_den != 0.0, numerators[indices].sum(axis=1) / boot_den, np.nan)
+
+
 def percentile_interval(
     stats: NDArray[np.float64], estimate: float, confidence: float
 ) -> tuple[float | None, float | None]:
@@ -97,9 +108,6 @@ def bootstrap_ratio(
     estimate = float(num.sum()) / total_den
     if np.isnan(estimate):  # a nan numerator: nan, as for the mean
         return Estimate(estimate, estimate, estimate, n)
-    idx = resample_indices(n, n_boot=n_boot, seed=seed)
-    boot_den = den[idx].sum(axis=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        stats = np.where(boot_den != 0.0, num[idx].sum(axis=1) / boot_den, np.nan)
+    stats = resampled_ratios(num, den, resample_indices(n, n_boot=n_boot, seed=seed))
     low, high = percentile_interval(stats, estimate, confidence)
     return Estimate(estimate, low, high, n)
