@@ -38,7 +38,7 @@ class ToolHopBenchmark:
             name="accuracy",
             kind="mean",
             value="answer_correct",
-            description="answer correctness, upstream scorer (spec §3.1); no answer counts wrong",
+            description="answer correctness, upstream scorer (code/evaluation_*.py); no answer counts wrong",
         ),
         MetricSpec(
             name="query_error_rate",

@@ -6,13 +6,14 @@ one used is recorded with the result:
 * ``schema`` (default): judge each tool-call instance against the tool list the model was given.
   A name outside it is a tool hallucination (its parameters cannot be judged then); otherwise an
   argument outside ``properties`` is a parameter hallucination and a ``required`` parameter left
-  out is a parameter missing. Both parameter flags may be set on one instance (§3.2: "an
-  instance may carry several flags"); it still counts once for the rates. Arguments that are not
-  a JSON object are reported separately and are not an invocation error.
+  out is a parameter missing. Both parameter flags may be set on one instance; it still counts
+  once for the rates. Arguments that are not a JSON object are reported separately and are not an
+  invocation error.
 * ``feedback``: classify by the upstream error text the call produced. Only the executor's error
   path (``an error occured when call <name>: ...``) is considered; a tool hallucination needs the
-  NameError to be about the called name itself, so a NameError raised *inside* a tool body (the
-  §2.5-1 namespace quirk, e.g. ``name 're' is not defined``) is not miscounted as one.
+  NameError to be about the called name itself, so a NameError raised *inside* a tool body
+  (upstream's ``exec`` namespace quirk in ``get_feedback``, e.g. ``name 're' is not defined``) is
+  not miscounted as one.
 """
 
 from __future__ import annotations

@@ -15,22 +15,25 @@ MAX_TOOL_TIMEOUT_S = 3600.0
 
 
 class ToolHopOptions(BaseModel):
-    #: "upstream": substring test over the whole final message with the rstrip('.0') quirk (§3.1).
+    #: "upstream": substring test over the whole final message with the rstrip('.0') quirk
+    #: (upstream ``code/evaluation_*.py``).
     #: "strict": extract <answer>...</answer>, normalised exact match (NOT upstream; labelled).
     scorer: Literal["upstream", "strict"] = Field(
         "upstream",
         description="upstream: substring + rstrip('.0') quirk (default); strict: <answer> exact "
         "match (NOT upstream)",
     )
-    #: Invocation-error classification (§3.2): "schema" (default) or "feedback" (by error text).
+    #: Invocation-error classification (paper Table 4; no released code): "schema" (default)
+    #: or "feedback" (by error text).
     error_mode: Literal["schema", "feedback"] = Field(
         "schema", description="how invocation errors are classified"
     )
-    #: Minimal-feedback ablation (§2.6): replace failed calls' feedback with "Failed!".
+    #: Minimal-feedback ablation (paper Table 5; no released code): replace failed calls'
+    #: feedback with "Failed!".
     minimal_feedback: Literal["off", "exceptions", "exceptions+error_payloads"] = Field(
         "off", description="minimal-feedback ablation: failed calls answer 'Failed!'"
     )
-    #: Upstream turn budget (§2.3).
+    #: Upstream turn budget (``--max_turns``, 9, in ``code/evaluation_*.py``).
     max_turns: int = Field(9, ge=1, description="model turns per case (upstream: 9)")
     #: Tool wall-clock limit in seconds (upstream func_set_timeout(10)). 0 or less timed every
     #: call out, inf overflowed the sandbox's clock; past an hour a hung tool only holds a worker.
@@ -40,7 +43,8 @@ class ToolHopOptions(BaseModel):
         json_schema_extra={"flag": "--toolhop-tool-timeout"},
     )
     #: Deviation: exec tool sources in a clean namespace instead of emulating the upstream
-    #: script's module globals and Python <= 3.12 exec/locals semantics (§2.5-1).
+    #: script's module globals and Python <= 3.12 exec/locals semantics (``get_feedback``'s
+    #: ``exec``).
     clean_namespace: bool = Field(
         False,
         description="deviation: run tool sources in a clean namespace instead of emulating the "

@@ -40,7 +40,8 @@ def final_assistant_content(messages: list[dict[str, Any]]) -> str | None:
 
 
 def upstream_answer_correct(messages: list[dict[str, Any]], gold: str) -> bool | None:
-    """Spec §3.1 exactly. None = upstream leaves ``answer_correct`` unset (counted wrong in /995)."""
+    """Upstream's ``answer_correct`` test (``code/evaluation_*.py``) exactly. None = upstream leaves
+    ``answer_correct`` unset (counted wrong in /995)."""
     content = final_assistant_content(messages)
     if content is None:
         return None
