@@ -17,26 +17,30 @@ class ToolBeHonestOptions(BaseModel):
     lang: Literal["en", "zh"] = Field(
         "en", description="prompt language and data file test_<lang>.json (upstream: en)"
     )
-    #: Spec §3.2: "hard" (paper Eq. 1, every paper number) or "soft" (in-order subsequence).
+    #: Upstream ``utils/evaluation_func.py`` ``calculate_type``: "hard" (paper Eq. 1, every paper
+    #: number) or "soft" (in-order subsequence).
     progress_rate: Literal["hard", "soft"] = Field(
         "hard",
         description="L2/L3 progress rate: hard = up to the first mismatch (upstream default, "
         "paper numbers); soft = in-order subsequence (upstream --calculate_type soft)",
     )
-    #: Spec §4: upstream sends max_tokens 1024 (and top_p 0.95) to vLLM and 2048 to OpenAI.
+    #: Upstream ``utils/generation_func.py`` sends max_tokens 1024 (and top_p 0.95) to vLLM and 2048
+    #: to OpenAI.
     max_tokens: int | None = Field(
         None, ge=1,
         description="max_tokens per request (default: upstream's, 1024 for vLLM with "
         "top_p 0.95, 2048 for OpenAI)",
     )
-    #: Spec §3.4: MiniLM is the paper's Table 2 embedder; another one is NOT upstream.
+    #: Upstream ``utils/evaluation_func.py`` encodes with all-MiniLM-L6-v2, the paper's Table 2
+    #: embedder; another one is NOT upstream.
     embedder: str = Field(
         DEFAULT_EMBEDDER,
         description="sentence-transformers model for the L3 matching score",
     )
-    #: Spec §3.6 "NaN hazard": an unsolvable gold plan with no UnsolvableQuery step has no MS
-    #: (upstream scores ``""``, and np.mean of no scores is nan, which the scenario MS and the
-    #: Overall then carry). "skip" is the fix: leave that record out of MS and the Overall.
+    #: An unsolvable gold plan with no UnsolvableQuery step has no MS (upstream
+    #: ``utils/evaluation_func.py`` scores ``""``, and ``utils/calculate_metrics.py``'s np.mean of
+    #: no scores is nan, which the scenario MS and the Overall then carry). "skip" is the fix:
+    #: leave that record out of MS and the Overall.
     empty_ms: Literal["nan", "skip"] = Field(
         "nan",
         description="L3 matching score of an unsolvable gold plan without an UnsolvableQuery "

@@ -207,7 +207,8 @@ def check_upstream_integrity(path: str | Path, records: list[ToolBHRecord]) -> b
     if not ok:
         warnings.warn(
             f"{path}: 350 records but sha256 differs from the reported HF pin "
-            f"{UPSTREAM_EN_SHA256[:12]}... (spec §0); results may not match the paper",
+            f"{UPSTREAM_EN_SHA256[:12]}... (a third party's hash, unverified); results may not match "
+            "the paper",
             DatasetWarning,
             stacklevel=3,
         )
