@@ -132,12 +132,13 @@ class FamilyToolBenchmark:
     options_model = FamilyToolOptions
     #: --decoding open: the raw text reaches the runner, which parses it as upstream's vLLM parsers
     #: do (Hermes2Pro for Qwen, Llama3Json for Llama-3.1; UnifiedToolHub ``models/``; tooluse.py); extraction
-    #: replies are read whole, thinking included (§2.1).
+    #: replies are read whole, thinking included (upstream ``pipeline/KG_extraction.py``).
     open_protocol = "text"
     scenarios: tuple[str, ...] = (*EXTRACT, *TOOLUSE)
     metrics: tuple[MetricSpec, ...] = (
         MetricSpec(name="em", value="em", description="exact match: extracted link set == golden "
-                   "(extraction, §3); gold call fully correct (tool use, §4.3)"),
+                   "(extraction, upstream metric_KG_extraction); gold call fully correct (tool use, "
+                   "UnifiedToolHub metrics_for_single_round_tool_call)"),
         MetricSpec(name="f1", value="f1", scenarios=EXTRACT, description="per-sample link F1, macro"),
         MetricSpec(name="no_hallucination", kind="ratio", value="clean", denominator="parsed",
                    scenarios=EXTRACT, description="samples with no <bad_extract> / non-format-error samples"),

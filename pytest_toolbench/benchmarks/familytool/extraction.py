@@ -179,7 +179,7 @@ def relation_retrieval(
 
 
 def extract(response: str, kg: KnowledgeGraph, method: Method, top_k: TopK | None = None, k: int = 3) -> Extraction:
-    """The extraction string of one reply, built exactly as upstream concatenates it (§2.2)."""
+    """The extraction string of one reply, built exactly as upstream ``KG_search`` concatenates it."""
     calls = parse_calls(response)
     lookups = ReplyLookups(kg)  # one table per reply, as upstream builds its graph per reply
     pieces: list[str] = []
@@ -202,5 +202,6 @@ def extract(response: str, kg: KnowledgeGraph, method: Method, top_k: TopK | Non
 
 
 def substitute(user_content: str, extraction_text: str) -> str:
-    """The tool-use input: the golden ``(...)`` replaced by the extraction string, verbatim (§2.5)."""
+    """The tool-use input: the golden ``(...)`` replaced by the extraction string, verbatim
+    (upstream ``KG_extraction_post_process_make_intermediate_json.py``)."""
     return re.sub(r"\(.*?\)", lambda _: extraction_text, user_content, count=1)

@@ -1,9 +1,11 @@
 """The ONE place that knows how Meta-Bench files are laid out. **[INFERRED — adapt here.]**
 
-No copy of the real Meta-Bench files could be consulted (``qinshengqian/Meta-Tool`` has a README only), so the record layout is the
-spec's proposed schema (§3). Everything that names a raw key, a role spelling or a path
-convention lives in this module; when the real files appear, adapting the loader means editing
-the tables and :func:`normalise_record` below, nothing else. Two raw shapes are accepted:
+No copy of the real Meta-Bench files could be consulted (``qinshengqian/Meta-Tool`` has a README
+only), so the record layout is inferred from the paper's figures (instruction, user/assistant/tool
+turns, ``{"name", "parameters"}`` calls) and its sources' formats (ToolACE, glaive). Everything
+that names a raw key, a role spelling or a path convention lives in this module; when the real
+files appear, adapting the loader means editing the tables and :func:`normalise_record` below,
+nothing else. Two raw shapes are accepted:
 
 * message-style (the proposed schema): ``{"id", "difficulty", "openness", "category", "tools",
   "messages": [{"role", "content", "tool_calls", "eval", "turn_kind"}], "tool_pool",

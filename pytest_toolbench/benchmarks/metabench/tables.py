@@ -66,7 +66,7 @@ def table2(results: list[CaseResult]) -> ReportTable:
     return ReportTable(
         benchmark="metabench", name="table2", title="Meta-Bench: common function calling (%, paper Table 2)",
         columns=["setting / model", *(c[0] for c in TABLE2_COLUMNS)], rows=rows, values=values,
-        note="T/P-Acc per gold call, IRR per chat turn (teacher forcing, spec §4); n/a = no such cases",
+        note="T/P-Acc per gold call, IRR per chat turn (teacher forcing, paper Fig. 18); n/a = no such cases",
     )
 
 
