@@ -4,23 +4,24 @@ what each must be (sha256, size, record count).
 Why these pins (each names its upstream source):
 
 - **ToolHop**: Hugging Face dataset ``bytedance-research/ToolHop``, ``data/ToolHop.json`` at
-  ``b439d7279af359fda46e8117ae4f0245b75f5c6b``, the revision local-bench pinned (toolhop.md §0,
-  S3). The sha256 is the LFS oid of the file in the upstream code repository (S2), i.e. the file
-  upstream's evaluation used; two independent third-party projects record that same sha256, one
+  ``b439d7279af359fda46e8117ae4f0245b75f5c6b``, the revision GitHub ``local-bench/local-bench`` @
+  ``f0ce8cf`` pinned (``suite/v1/itemsets.lock.json``). The sha256 is the LFS oid of
+  ``data/ToolHop.json`` in the upstream code mirror (``MananDesai54/llm-benchmarking``), i.e. the
+  file upstream's evaluation used; two independent third-party projects record that same sha256, one
   for this revision and one for ``main`` (so the dataset repo's later "update data" commit left
   this file as it is, or came before this revision; which commit holds which bytes could not be
   read from here). Both pins therefore apply: the revision, and sha256 + size + 995 records, so
   whatever the history, a run on another file is refused.
 - **ToolBeHonest**: ``Joelzhang/ToolBeHonest`` at ``524ef5422f63899e7c1a97c791197c37ace0e051``
-  (``main``; the JSON last changed in ``436aefb``; toolbehonest.md §0). ``test_en.json``'s sha256
-  and size come from a third party's download script, not from upstream: a mismatch warns
+  (``main``; the JSON last changed in ``436aefb``). ``test_en.json``'s sha256 and size come from
+  a third party's download script, not from upstream: a mismatch warns
   (``sha256_confirmed=False``). ``test_zh.json`` has no published checksum: its sha256 is
-  recorded, not checked. 350 records per language (7 subtasks x 50, §1.1).
+  recorded, not checked. 350 records per language (7 subtasks x 50, paper Table 1).
 - **FamilyTool**: GitHub ``yxzwang/FamilyTool`` at ``c3c5fc7e2496df3db4ffa045f0dbf34114c27802``
   (repository HEAD, "extending Familytool"), the commit the shared copies come from; sha256, size
   and record count (non-blank lines) of each file measured on those copies.
-- **Meta-Bench**: nothing released (metabench.md §0): the data is this project's reconstruction
-  (``data/metabench``), nothing to fetch; ``--data-dir`` takes real files if they appear.
+- **Meta-Bench**: nothing released (GitHub ``qinshengqian/Meta-Tool`` holds a README only): the
+  data is this project's reconstruction (``data/metabench``), nothing to fetch; ``--data-dir`` takes real files if they appear.
 
 ``TOOLBENCH_DATA_REGISTRY=FILE`` replaces these pins with a JSON file of the same shape
 (:class:`Registry`): for a mirror that holds other files, and for the tests.
@@ -136,7 +137,8 @@ BUILTIN = Registry(benchmarks=[
     ),
     BenchmarkData(
         benchmark="metabench", host="none",
-        note="nothing released (metabench.md §0): data/metabench is this project's reconstruction",
+        note="nothing released (qinshengqian/Meta-Tool holds a README only): data/metabench is this "
+             "project's reconstruction",
     ),
 ])
 
