@@ -3,7 +3,7 @@
 Run A: ``--model oracle`` (gold answers). Run B: a real local OpenAI-compatible endpoint
 (tests/fake_openai_server.py) that answers every odd record id wrongly. On the six bundled
 records that is 9001, 9003 and 9005, but upstream's scorer counts 9005 correct whatever the
-answer (gold "0" is stripped to "", spec §3.1), so per scenario: A 6/6, B 4/6, b = 2 (A right,
+answer (gold "0" is stripped to "", code/evaluation_*.py), so per scenario: A 6/6, B 4/6, b = 2 (A right,
 B wrong), c = 0, exact McNemar p = 2 * (1/2)^2 = 0.5, paired difference -1/3.
 """
 

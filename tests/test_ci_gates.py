@@ -60,7 +60,7 @@ def http(server: FakeOpenAIServer, *extra: str) -> list[str]:
 
 def wrong(body: dict, index: int):
     """Wrong for every record but one: upstream's scorer strips gold "0" to "" (a substring of
-    anything), so record 9005 counts correct whatever the answer (spec §3.1)."""
+    anything), so record 9005 counts correct whatever the answer (code/evaluation_*.py)."""
     return 200, {}, completion("<answer>xyz</answer>")
 
 

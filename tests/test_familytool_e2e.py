@@ -18,7 +18,7 @@ from test_suite_familytool import REPO, metrics, run_suite
 from pytest_toolbench.benchmarks import registry
 from pytest_toolbench.benchmarks.familytool.benchmark import FAMILYTOOL
 
-#: Paper Table 2 (= measured, spec §1.1): hop count -> records.
+#: Paper Table 2 (= measured on upstream's data files): hop count -> records.
 TABLE2 = {"b": {1: 106, 2: 361, 3: 13, 4: 3}, "e": {2: 36, 3: 387, 4: 22, 5: 7, 6: 3}}
 
 

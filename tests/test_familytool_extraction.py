@@ -1,5 +1,6 @@
 """KG.search parsing, Greedy Search, Relation Retrieval and the five extraction metrics on real
-records, against values worked out by hand from spec §2-3."""
+records, against values worked out by hand from upstream's ``KG_search`` and
+``metric_KG_extraction``."""
 
 from __future__ import annotations
 
@@ -70,7 +71,7 @@ def test_format_errors(b, e):
     # "Mr. Smith" loses its space and is no head: the call contributes nothing.
     reply = 'KG.search(start="Mr. Smith", path=["prefer_pickup_location"])'
     assert extract(reply, kg_e, "gs").text == ""
-    # Spec §3 cross-check: empty replies give Coverage 1/483 on b (the record with no used entity).
+    # metric_KG_extraction cross-check: empty replies give Coverage 1/483 on b (the record with no used entity).
     values = [score(r, "") for r in records]
     assert sum(v["coverage"] for v in values) == 1
     assert sum(v["format_error"] for v in values) == len(records)

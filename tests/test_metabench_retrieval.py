@@ -1,6 +1,7 @@
 """The meta_tool retriever: Algorithm 1 by hand, a paraphrase found among 1,000 tools, an alpha
 ablation that moves Table 3's HR@k, the on-disk embedding cache (library and queries, keyed by
-embedder and texts) and the spec §5 options (real all-MiniLM-L6-v2 + FAISS)."""
+embedder and texts) and the retrieval options of the paper's Algorithm 1 (real
+all-MiniLM-L6-v2 + FAISS)."""
 
 from __future__ import annotations
 
@@ -170,7 +171,7 @@ def test_cold_index_build_including_pools_is_timed_honestly():
     """The issue's "builds in seconds": weights load + encode of every library text + the pool
     and FAISS index of every dialogue, from an empty cache. Measured on the shared (loaded) 2-core
     box: ~11 s load (importing torch and sentence-transformers included), ~31 s encode of ~1,600
-    unique short texts (the only slow step; the paper-size library would be ~20k texts, spec §8),
+    unique short texts (the only slow step; the paper-size library would be ~20k texts),
     0.3 s for every pool. So "in seconds" holds for the index from cached embeddings, not for a
     cold encode. The bounds leave room for a loaded machine but catch a per-dialogue re-encode."""
     cold = cold_build()
@@ -237,7 +238,7 @@ def test_embedding_cache_key_follows_embedder_and_tool_set(tmp_path):
     assert seen[3] == seen[2] and embedders._loaded["x2"].calls == 0  # same identity and tools: a hit
 
 
-# --------------------------------------------------------------------------- options of spec §5
+# --------------------------------------------------------------- options of the paper's Algorithm 1
 def test_pool_text_options_names_param_fallback_and_keyword_template():
     tool = {"name": "get_x", "description": "Get X", "parameters": {"type": "object", "properties": {
         "a": {"type": "string", "description": "The A"}, "b": {"type": "string"}}, "required": ["a", "b"]}}

@@ -1,5 +1,5 @@
 """Meta-Bench metrics on the bundled dialogues, against values computed by hand (paper §3.3.2 and
-spec §4): each default that follows a sentence of the paper beside its named alternative."""
+Figures 18-19): each default that follows a sentence of the paper beside its named alternative."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """A per-case value may be nan where a benchmark's upstream gives nan (ToolBeHonest's matching
-score of a gold plan with no UnsolvableQuery step, spec §3.6). The shared layers keep it nan
-and never turn it into a number: the bootstrap interval, the rate inference, the paired
-comparison, the printed cells, and every kind of gate, which must fail and say why."""
+score of a gold plan with no UnsolvableQuery step, upstream ``utils/calculate_metrics.py``). The
+shared layers keep it nan and never turn it into a number: the bootstrap interval, the rate
+inference, the paired comparison, the printed cells, and every kind of gate, which must fail and
+say why."""
 
 from __future__ import annotations
 

@@ -285,7 +285,8 @@ class FlakyAgent:
 
 def test_flaky_endpoint_flags_unstable_cases_and_each_repeat_calls_the_model(tmp_path):
     records = json.loads(BUNDLED.read_text())
-    # Upstream's rstrip('.0') empties a gold of "0", which then matches any reply (spec §3.1).
+    # Upstream's rstrip('.0') empties a gold of "0", which then matches any reply
+    # (code/evaluation_*.py).
     flaky = {f"toolhop-{r['id']}-direct" for r in records
              if r["id"] % 2 == 1 and r["answer"].rstrip(".0") != ""}
     assert flaky

@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parents[1]
 BUNDLED = REPO / "data" / "toolhop" / "ToolHop.json"
 from shared_data import REAL_TOOLHOP as SHARED_TOOLHOP, SHARED_DATASETS as SHARED
 
-# Verbatim from ../shared/specs/toolhop.md §2.1 (typo "final nswer" included).
+# Verbatim from upstream code/evaluation_*.py (typo "final nswer" included).
 UPSTREAM_PROMPTS = {
     "direct": "You will be asked a question, and should provide a short answer.\nIf the answer is a date, format is as follows: YYYY-MM-DD (ISO standard)\nIf the answer is a name, format it as follows: Firstname Lastname\nIf the answer contains any number, format it as a number, not a word, and only output that number. Do not include leading 0s.\n\nPlease provide the answer in the following format: <answer>your answer here</answer>\nAnswer as short as possible.\nQuestion: {question}",
     "mandatory": "You will be asked a question with some tools, and should provide a short final answer.\nPlease note that you must call the tool at every step, you must not use your own knowledge. Your final answer must also be returned from the tool.\nIf the final answer is a date, format is as follows: YYYY-MM-DD (ISO standard)\nIf the final nswer is a name, format it as follows: Firstname Lastname\nIf the final answer contains any number, format it as a number, not a word, and only output that number. Do not include leading 0s.\n\nPlease provide the final answer in the following format: <answer>final answer here</answer>\nAnswer as short as possible.\nQuestion: {question}",
@@ -144,7 +144,7 @@ def assert_oracle_walked_the_gold_chain(report: dict, records: list[dict]) -> No
 def test_oracle_calls_the_gold_tool_chain_in_the_sandbox_on_the_bundled_sample(tmp_path):
     """A wiring check: --model oracle goes through the tool sandbox in mandatory and free, and
     still scores 100%. Record 9006 has two tools named element_property_lookup; upstream execs
-    the last definition for both (spec §1), so the first one's gold call raises: recorded in its
+    the last definition for both (``get_feedback`` in code/evaluation_*.py), so the first one's gold call raises: recorded in its
     chain report and counted as what it is, not hidden."""
     proc, report = run_suite(tmp_path, "--model", "oracle", "-n", "0")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -219,7 +219,7 @@ def test_http_model_xdist_and_serial_give_identical_metrics(tmp_path):
     table = metric_table(rep0)
     records = load_records(BUNDLED)
     # Even ids answer the gold; odd ids are wrong unless the gold is "0", which upstream's
-    # rstrip('.0') empties, so it matches any reply (spec §3.1).
+    # rstrip('.0') empties, so it matches any reply (code/evaluation_*.py).
     correct = sum(1 for r in records if r["id"] % 2 == 0 or r["answer"].rstrip(".0") == "")
     assert correct < len(records)
     assert table["toolhop.direct"]["metrics"]["accuracy"]["value"] == pytest.approx(correct / len(records))

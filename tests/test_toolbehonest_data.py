@@ -1,6 +1,7 @@
 """ToolBeHonest data and prompts: the loader takes the upstream schema unchanged (unknown keys
 too), malformed records fail in one line naming file and index, and the six prompts per record
-are byte-exact (hashes from ../shared/specs/toolbehonest.md §2.1)."""
+are byte-exact (hashes of the prompts built from the literals of
+upstream ``utils/generation_prompt.py``)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """ToolBeHonest tables: the Overall recomputed from the paper's own per-scenario numbers
-(spec §5.1/§5.2), and the three report tables from scored cases."""
+(paper Table 2), and the three report tables from scored cases."""
 
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ def test_overall_reproduces_spec_5_2(model, expected):
 
 @pytest.mark.parametrize("model", sorted(TABLE2))
 def test_overall_reproduces_the_paper_column(model):
-    # every row within 0.05 of the printed Overall, except Gemini-1.0-Pro (a Table 2 typo, §5.2)
+    # every row within 0.05 of the printed Overall, except Gemini-1.0-Pro (a Table 2 typo)
     # (+1e-9: Llama-3-8B recomputes to 8.15, printed as 8.1: a half-way rounding of the cells)
     tolerance = 0.25 if model == "Gemini-1.0-Pro" else 0.05 + 1e-9
     assert overall_from_scenarios(scenarios(model)) == pytest.approx(TABLE2[model][3], abs=tolerance)

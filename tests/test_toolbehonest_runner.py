@@ -1,6 +1,7 @@
 """The ToolBeHonest runner: one user message, no system prompt, T=0 and upstream max_tokens;
 the language option picks the prompts and the data file; failures are scored or errored as
-upstream scores them (spec §4)."""
+upstream scores them (``utils/generation_func.py`` turns a failed call into an empty
+reply)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""ToolBeHonest scoring on the bundled records: every §3.9 edge case and the §3.5 worked
-example, expected values worked out by hand from ../shared/specs/toolbehonest.md §3."""
+"""ToolBeHonest scoring on the bundled records: every edge case of upstream's extraction and
+scoring (``utils/process.py`` ``_process_task_eval``, ``utils/evaluation_func.py``) and a worked
+example, expected values worked out by hand from that code."""
 
 from __future__ import annotations
 
@@ -32,7 +33,8 @@ def groups():
 
 @pytest.fixture(scope="module")
 def kernel(groups):
-    """The spec §1.8 record: gold unsolvable [KernelDownloader, UnsolvableQuery, Restart]."""
+    """A record modelled on the paper's Table 9: gold unsolvable [KernelDownloader, UnsolvableQuery,
+    Restart]."""
     return groups["multi_step_wo_rep"][0]
 
 
@@ -60,7 +62,7 @@ class FixedMatcher:
         return 0.5
 
 
-# --------------------------------------------------------------------------- L1 (§3.1)
+# --------------------------------------------------------------------------- L1 (exact match)
 
 
 @pytest.mark.parametrize(
@@ -84,15 +86,15 @@ def test_l1_extraction_ignores_newlines_inside_the_first_block():
     assert extract_l1("<answer>a\nb</answer> <answer>x</answer>") == "x"
 
 
-# --------------------------------------------------------------------------- L2 (§3.2, §3.5)
+# --------------------------------------------------------------------------- L2 (_evaluate_planning*)
 
 
 @pytest.mark.parametrize(
     ("reply", "pr", "condition"),
     [
-        # §3.5: exact plan with a trailing Finish (dropped): 3/3, correct.
+        # exact plan with a trailing Finish (dropped): 3/3, correct.
         ("<answer>KernelDownloader\nUnsolvableQuery\nRestart\nFinish</answer>", 1.0, "correct"),
-        # §3.5: GPT-4o-style spaces around UQ -> " UnsolvableQuery " is not a provided tool.
+        # GPT-4o-style spaces around UQ -> " UnsolvableQuery " is not a provided tool.
         ("<answer>KernelDownloader\n UnsolvableQuery \nRestart\nFinish</answer>", 0.0,
          "non_existent_tools"),
         # KernelUpdater is provided by `tools` (only unsolvable_tools lacks it): no UQ -> hallu.
@@ -162,7 +164,7 @@ def test_progress_rate_ignores_extra_predictions_and_is_over_gold_length():
         progress_rate(["a"], ["a"], "all")  # type: ignore[arg-type]
 
 
-# --------------------------------------------------------------------------- L3 parser (§3.3)
+# ------------------------------------------ L3 parser (_extract_subgoal_plantool_del_lastfinish)
 
 
 def test_l3_parser_quirks():
@@ -194,7 +196,7 @@ def test_l3_parser_final_tool_swallows_following_word_lines_and_merges_one_line_
     assert tools == ["A"]  # one final finish dropped, case-insensitively
 
 
-# --------------------------------------------------------------------------- L3 scoring (§3.4)
+# ------------------------------------------------ L3 scoring (_evaluate_diagnosing*)
 
 
 def l3(record, reply, matcher, solvable=False, kind="hard"):
@@ -298,7 +300,7 @@ def test_score_l3_order_matches_score_reply(kernel):
     assert score_l3(texts, tools, kernel, False, FixedMatcher()).progress_rate == 1.0
 
 
-# --------------------------------------------------------------------------- provided tools (§1.7)
+# ------------------------------------------------------ provided tools (_process_task_eval's tool regex)
 
 
 def test_provided_tools_come_from_the_solvable_string_for_both_variants(kernel):
@@ -352,7 +354,7 @@ def test_plan_of_only_finish_is_an_error_case_in_the_runner(kernel):
     assert "divides by zero" in result.error.message
 
 
-# --------------------------------------------------------------------------- §3.9 cells, one by one
+# --------------------------------------------------------------------------- edge cases, one by one
 # Gold (kernel, unsolvable): [KernelDownloader, UnsolvableQuery, Restart]; provided tools come
 # from `tools`: KernelDownloader, KernelUpdater, Restart, Finish, UnsolvableQuery.
 

@@ -1,5 +1,5 @@
 """The oracle's gold tool chain: where each hop's arguments come from (ToolHop has no gold
-arguments, spec §1), and that every call is schema-valid."""
+arguments in upstream data/ToolHop.json), and that every call is schema-valid."""
 
 from __future__ import annotations
 

@@ -484,7 +484,8 @@ def test_a_direct_only_process_starts_no_sandbox():
 
 
 def test_context_overflow_is_scored_as_no_answer_not_an_infrastructure_error():
-    """Upstream: a failed call yields no answer and the sample counts wrong (spec §2.3, §3.1)."""
+    """Upstream: a failed call yields no answer and the sample counts wrong (the turn loop and
+    scorer of code/evaluation_*.py)."""
     import asyncio
 
     from pytest_toolbench.benchmarks.toolhop.benchmark import TOOLHOP
