@@ -121,7 +121,7 @@ def test_a_fenced_call_is_no_call_in_call_turns_either():
 def test_p_acc_72_point_0_matches_72_in_value():
     """Paper: "all parameters of the invoked tool precisely match those of the ground truth in
     value". The gold weight is 72; the reply's 72.0 is the same value (default) but a different
-    JSON type (--metabench-p-acc strict, the spec's earlier default)."""
+    JSON type (--metabench-p-acc strict, an earlier default)."""
     reply = '[{"name": "calculate_bmi", "parameters": {"weight_kg": 72.0, "height_m": 1.8}}]'
     [r] = run(Scripted(lambda req: reply), [case(BMI)])
     assert r.outcome is Outcome.PASSED and (r.values["t_hits"], r.values["p_hits"]) == (1.0, 1.0)

@@ -258,7 +258,7 @@ def test_ties_by_pool_order_or_by_name(tmp_path):
     pool = r.pool(dialogue)
     names = [r.library.tools[i]["name"] for i in pool.rows]
     flat = np.zeros(len(names))
-    assert [n for n, _ in r.rank(pool, flat, 3)] == names  # spec default: pool order
+    assert [n for n, _ in r.rank(pool, flat, 3)] == names  # default: pool order
     r.options = MetaBenchOptions(ties="name")
     assert [n for n, _ in r.rank(pool, flat, 3)] == sorted(names)
     assert names != sorted(names)  # the pool is shuffled, so the two rules differ here

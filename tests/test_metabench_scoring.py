@@ -48,7 +48,7 @@ def test_parallel_calls_are_order_insensitive_and_extras_not_penalised(dialogues
 
 def test_p_acc_matches_in_value_by_default_strict_and_lenient_are_options(dialogues):
     """Paper: parameters "precisely match those of the ground truth in value". 72.0 is the value
-    72; "72" is text and true is not 1. strict (the spec's reading) compares JSON types too."""
+    72; "72" is text and true is not 1. strict (an earlier default) compares JSON types too."""
     bmi = dialogues["simple/closed-world/single_tool_call/0001"]
     g = gold(bmi, 1)  # calculate_bmi(weight_kg=72, height_m=1.8)
     for weight, value, strict, lenient in ((72, 1, 1, 1), (72.0, 1, 0, 1), ("72", 0, 0, 1), (73, 0, 0, 0)):

@@ -172,7 +172,7 @@ def test_english_prompts_are_byte_exact(prompt, length, sha):
     ],
 )
 def test_chinese_prompts_are_pinned_byte_exact(prompt, length, sha):
-    """The spec has no Chinese text or hashes. These pins are of the current constants, which an
+    """No Chinese text or hash is published beside the code. These pins are of the current constants, which an
     audit verified by a differential check against upstream ``utils/generation_prompt.py``
     (``_detecting_zh``, ``_planning_zh``, ``_diagnosing_zh``); any edit must be re-verified."""
     assert len(prompt) == length

@@ -45,7 +45,7 @@ def rep(groups):
 
 
 class NoMatcher:
-    """Fails the test if MS is computed where the spec says it must not be."""
+    """Fails the test if MS is computed where upstream computes none."""
 
     def score(self, *args):
         raise AssertionError("MS must not be computed here")

@@ -113,7 +113,7 @@ BUILTIN = Registry(benchmarks=[
                        sha256_confirmed=False, size=1_078_934, records=350),
             PinnedFile(name="test_zh.json", path="test_zh.json", records=350),
         ],
-        note="main as of the spec; test_en.json's sha256 is a third party's (a mismatch warns), "
+        note="main when pinned; test_en.json's sha256 is a third party's (a mismatch warns), "
              "test_zh.json has none published",
     ),
     BenchmarkData(

@@ -2,7 +2,7 @@
 
 Upstream: ``resources/UnifiedToolHub`` of ``yxzwang/FamilyTool`` @ c3c5fc7 (``models/
 api_requester.py``, ``models/qwen_2_5.py``, ``models/llama_3_1.py``, ``models/deepseek_r1.py``,
-``models/base.py``, ``benchmark/metrics.py``). Where the spec's summary and that code differ, the
+``models/base.py``, ``benchmark/metrics.py``). Where a summary of it and that code differ, the
 code wins. The chat history is the one user message (golden, extracted or full KG in the ``(...)``
 slot); the candidate tools go with it. Three formats:
 

@@ -1,18 +1,18 @@
 """Meta-Bench (Qin et al., "Meta-Tool", ACL 2025): open-world function calling through meta_tool.
 
 What is from the paper, and what is inferred (Qin et al., "Meta-Tool", ACL 2025; no official
-evaluation code or data exists, so the paper wins wherever the spec is silent):
+evaluation code or data exists, so the paper is the reference and each gap an inferred reading):
 
 * **Verbatim from the paper**: the Figure 10 instruction, META_TOOL (Fig 4), TOOLSEARCHER (Fig 5),
   GET_USER_INPUT (Fig 6) (prompts.py); Algorithm 1 with alpha = 0.5 (retriever.py); the metric
   definitions T-Acc, P-Acc, IRR, FMD, HR@1/3/5; the 1,000-tool pool; the scenario axes.
-* **Fixed by a sentence of the paper, the spec's other reading an option** (suites/metabench/
+* **Fixed by a sentence of the paper, the other reading an option** (suites/metabench/
   README.md quotes each sentence): a tool call is a real invocation, never JSON shown in prose or
   a code fence (``call_reading``, parsing.py); P-Acc compares arguments "in value", 72.0 == 72
   (``p_acc``); FMD is the success rate of meta_tool calling per meta_tool turn (``fmd_unit``);
   HR@k is a hit "within the retrieved tool set", the union of the turn's top-k lists
   (``hr_matching``).
-* **Inferred, one option each** (options.py, defaults = the spec's reading): the record layout
+* **Inferred, one option each** (options.py, defaults = this project's reading): the record layout
   (fields.py, the one module to adapt for the real files); turn-level teacher forcing with gold
   history (runner.py); units (T/P-Acc per gold call, IRR per chat turn, HR per gold missing
   tool); order-insensitive call matching, extra predicted calls not penalised (``extra_calls``),

@@ -1,7 +1,7 @@
 """Meta-Bench run options: each paper ambiguity is a named option (Meta-Tool paper, evaluation and Algorithm 1). Where one of the
 paper's sentences fixes a definition (what an invocation is, P-Acc "in value", FMD as a success
-rate, HR "within the retrieved tool set") the default follows the sentence and the spec's other
-reading is the alternative; elsewhere the default is the spec's reading. Every field is a
+rate, HR "within the retrieved tool set") the default follows the sentence and the other reading
+is the alternative; elsewhere the default is this project's reading. Every field is a
 ``--metabench-<field>`` flag; a non-default value is recorded in each case's ``deviations``."""
 
 from __future__ import annotations
@@ -56,13 +56,13 @@ class MetaBenchOptions(BaseModel):
     )
     param_fallback: Literal["name", "skip"] = Field(
         "name",
-        description="a required parameter without a description: name=embed its name (spec "
-        "default); skip=leave it out of S_p",
+        description="a required parameter without a description: name=embed its name "
+        "(default); skip=leave it out of S_p",
     )
     ties: Literal["pool_order", "name"] = Field(
         "pool_order",
-        description="equal retrieval scores: pool_order=the earlier pool tool first (spec "
-        "default; pools are shuffled per dialogue); name=alphabetical by tool name",
+        description="equal retrieval scores: pool_order=the earlier pool tool first "
+        "(default; pools are shuffled per dialogue); name=alphabetical by tool name",
     )
     keyword_text: str = Field(
         "{name}: {description}",

@@ -12,7 +12,7 @@ Algorithm 1 for one meta_tool call (query q) and a pool tool v (Meta-Tool paper,
 ``S_t = cos(E(q.tool_description), E(v.description))``;
 ``S_p[i] = max_j cos(E(q.param_description[i]), E(desc of v's j-th required parameter))``;
 ``score = alpha * S_t + (1 - alpha) * mean_i S_p[i]``; ties broken by pool order. Unspecified
-details are options with the spec's reading as default: prefixes, the empty-parameter policy,
+details are options with this project's reading as default: prefixes, the empty-parameter policy,
 names not embedded (``embed_names``), a required parameter with no description contributing its
 name (``param_fallback``), ties by pool order (``ties``), the keyword baseline's text
 (``keyword_text``).

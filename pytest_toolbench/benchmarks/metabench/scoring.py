@@ -1,5 +1,5 @@
 """Meta-Bench metrics for one judged turn (paper §3.3.2; where a sentence of the paper fixes a
-definition the default follows it, the spec's other readings are named options).
+definition the default follows it, the other readings are named options).
 
 * T-Acc / P-Acc, unit = each ground-truth call: order-insensitive one-to-one matching by name
   (T) and by name plus matching arguments (P, so P <= T); extra predicted calls are not
