@@ -51,13 +51,14 @@ from pydantic import BaseModel
 from pytest_toolbench.benchmarks.data_source import DataSource
 from pytest_toolbench.benchmarks.packed import unpacked
 from pytest_toolbench.models.base import ChatModel
-from pytest_toolbench.models.open_protocol import LEGACY_PROTOCOL, OpenProtocols
+from pytest_toolbench.models.open_protocol import BenchmarkOpenProtocol, OpenProtocols
 from pytest_toolbench.results.aggregate import ReportTable
 from pytest_toolbench.results.case_result import CaseResult
 from pytest_toolbench.results.metrics import MetricSpec
 
 if TYPE_CHECKING:  # annotation only: sandbox workers import this module
     from pytest_toolbench.config import RunSettings
+    from pytest_toolbench.sandbox.interface import SandboxRunner
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -70,8 +71,7 @@ class Case:
     Frozen, because one record's cases share its objects.
     """
 
-    #: Stable, e.g. "toolhop-17-mandatory"; always starts with ``<benchmark>-`` (the open
-    #: protocol finds the case's benchmark from it, see :func:`run_open_protocols`).
+    #: Stable, e.g. "toolhop-17-mandatory"; always starts with ``<benchmark>-``.
     id: str
     benchmark: str
     scenario: str
@@ -147,9 +147,12 @@ class BenchmarkEnv(Protocol):
         ...
 
     @property
-    def sandbox(self) -> Any:
-        """The tool sandbox (:class:`~pytest_toolbench.sandbox.pool.ToolSandbox`), started on
-        first use; raises :class:`EnvironmentUnavailable` where it cannot start."""
+    def sandbox(self) -> SandboxRunner:
+        """The tool sandbox, started on first use: ``await env.sandbox.arun(job, payload,
+        timeout_s)`` runs ``job`` (this package's, or a function of a module the benchmark
+        declares in ``sandbox_modules``, see :class:`HasSandboxModules`) in a confined child and
+        returns a :class:`~pytest_toolbench.sandbox.interface.SandboxOutcome`. Raises
+        :class:`EnvironmentUnavailable` where it cannot start."""
         ...
 
     @property
@@ -223,6 +226,30 @@ class HasReportTables(Protocol):
 
 
 @runtime_checkable
+class HasSandboxModules(Protocol):
+    """Optional: a benchmark whose tools run in the sandbox from its own code. Each module named
+    here (importable where the harness runs, e.g. ``"toybench_tools"``) may be named as a job,
+    ``"<module>:<function>"``, in ``env.sandbox.arun``: the sandbox's zygotes import it before
+    any call, its folder is readable to the calls, and no other module outside this package is
+    ever run (a job name from data is refused). Harness code, so keep it small and stdlib-only:
+    it is imported into every zygote."""
+
+    sandbox_modules: tuple[str, ...]
+
+
+def declared_sandbox_modules(benchmarks: "dict[str, Any]") -> tuple[str, ...]:
+    """The job modules ``benchmarks`` (name -> Benchmark, e.g. the registry) declare, in order;
+    a declaration that is not a tuple of module names is refused with one line."""
+    out: list[str] = []
+    for name, bench in benchmarks.items():
+        declared = getattr(bench, "sandbox_modules", ())
+        if not isinstance(declared, (tuple, list)) or not all(isinstance(m, str) for m in declared):
+            raise ValueError(f"{name!r}: sandbox_modules must be a tuple of module names, got {declared!r}")
+        out += [m for m in declared if m not in out]
+    return tuple(out)
+
+
+@runtime_checkable
 class HasDataSources(Protocol):
     """Optional: the files a benchmark reads from ``data_dir`` (None: its bundled sample), one
     :class:`DataSource` each, so the summary names the data (path, records, sha256, bundled).
@@ -248,7 +275,8 @@ class HasDataChecks(Protocol):
 #: through the chat template (models/open_protocol.py):
 #: ``parsed``: tools rendered with ``tool_choice="none"``; the raw text is parsed by the parser the
 #: benchmark provides as ``open_parser`` (an ``OpenReplyParser``; ToolHop's upstream parse_qwen25 /
-#: parse_llama31 in benchmarks/toolhop/open_parsers.py).
+#: parse_llama31 in benchmarks/toolhop/open_parsers.py). Each benchmark's calls are read by its
+#: own parser (the runner names its benchmark in ``CallContext.benchmark``).
 #: ``text``: the same request, but the raw text reaches the runner untouched (no tool_calls): the
 #: runner parses it with its own upstream parser, or reads plain text (requests without tools).
 #: ``server``: request and reply as the server makes them (its own tool parser).
@@ -256,6 +284,12 @@ OpenProtocolName = Literal["parsed", "text", "server"]
 OPEN_PROTOCOLS: tuple[str, ...] = ("parsed", "text", "server")
 #: A benchmark that declares nothing gets its model's raw text: never another benchmark's parser.
 DEFAULT_OPEN_PROTOCOL: OpenProtocolName = "text"
+#: The benchmark whose declaration a call naming no benchmark gets (``CallContext.benchmark``
+#: None: a model used outside any runner), and whose parser plans the requests of benchmarks
+#: without a parser of their own (stop ids, the cache key's ``open_protocol`` entry): ToolHop's
+#: upstream protocol (``code/evaluation_open.py``), the one the harness spoke before benchmarks
+#: declared theirs, so the cache keys of earlier runs still hold.
+OPEN_PROTOCOL_DEFAULT_BENCHMARK = "toolhop"
 
 
 def open_protocol_of(benchmark: object) -> str:
@@ -267,28 +301,23 @@ def open_protocol_of(benchmark: object) -> str:
     return declared
 
 
-def benchmark_of_case_id(case_id: str, names: "list[str] | tuple[str, ...]") -> str | None:
-    """The benchmark a case id belongs to (``<name>-...``; the longest matching name wins)."""
-    found = [n for n in names if case_id.startswith(f"{n}-")]
-    return max(found, key=len) if found else None
+def open_declaration_of(benchmark: object) -> BenchmarkOpenProtocol:
+    """The benchmark's protocol and parser; ``parsed`` without an ``open_parser`` is refused (its
+    replies would be read by no parser of its upstream)."""
+    protocol = open_protocol_of(benchmark)
+    parser = getattr(benchmark, "open_parser", None)
+    if protocol == "parsed" and parser is None:
+        raise ValueError(f"{getattr(benchmark, 'name', benchmark)!r}: open_protocol 'parsed' needs "
+                         "an open_parser (its upstream's reply parser); declare 'text' to parse "
+                         "the raw text in the runner")
+    return BenchmarkOpenProtocol(protocol, parser)
 
 
 def run_open_protocols(benchmarks: "dict[str, Any]") -> OpenProtocols:
     """What ``benchmarks`` (name -> Benchmark, e.g. the registry) declare for the open protocol,
-    handed down to the model layer (``build_model(..., open_protocols=...)``): each case id gets
-    its benchmark's protocol (ids that name none keep the legacy ``parsed``), and ``parsed``
-    replies are read by the ``open_parser`` of the benchmark that declares ``parsed``."""
-    protocols = {name: open_protocol_of(bench) for name, bench in benchmarks.items()}
-    parsers = {id(p): p for name, bench in benchmarks.items()
-               if protocols[name] == "parsed" and (p := getattr(bench, "open_parser", None)) is not None}
-    if len(parsers) > 1:
-        raise ValueError("more than one benchmark provides an open_parser; the open protocol's "
-                         "plan (parser series, stop ids) is one per run")
-    names = tuple(protocols)
-
-    def resolve(case_id: str) -> str:
-        name = benchmark_of_case_id(case_id, names)
-        return protocols[name] if name else LEGACY_PROTOCOL
-
-    return OpenProtocols(resolve=resolve, by_benchmark=protocols,
-                         parser=next(iter(parsers.values()), None))
+    handed down to the model layer (``build_model(..., open_protocols=...)``): each benchmark's
+    protocol and parser, and the default (:data:`OPEN_PROTOCOL_DEFAULT_BENCHMARK`'s declaration;
+    ``parsed`` with no parser, i.e. the server's, where it is not registered)."""
+    declared = {name: open_declaration_of(bench) for name, bench in benchmarks.items()}
+    default = declared.get(OPEN_PROTOCOL_DEFAULT_BENCHMARK, BenchmarkOpenProtocol("parsed", None))
+    return OpenProtocols(benchmarks=declared, default=default)

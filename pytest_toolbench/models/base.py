@@ -118,7 +118,9 @@ class CallContext(BaseModel):
     """What a backend may know about the call besides the request.
 
     ``oracle`` is the benchmark's reference policy (used only by the oracle backend);
-    ``case_id`` keys replay files and recordings.
+    ``case_id`` keys replay files and recordings; ``benchmark`` names the benchmark whose runner
+    makes the call, so the open protocol reads the reply with that benchmark's own parser
+    (models/open_protocol.py), never one guessed from the case id.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -126,6 +128,9 @@ class CallContext(BaseModel):
     case_id: str
     turn: int = 0
     oracle: Callable[[ChatRequest], dict[str, Any]] | None = None
+    #: The calling benchmark's name (``Benchmark.name``); None: a call made outside any runner
+    #: (library use), which gets the open protocol's named default (``OpenProtocols.default``).
+    benchmark: str | None = None
 
 
 class ModelCallError(Exception):

@@ -26,20 +26,29 @@ into objects before it renders the template. HF ``apply_chat_template`` (upstrea
 string, which Qwen2.5's template then ``tojson``-encodes a second time. Only the echo of earlier
 calls in later turns differs.
 
-Per benchmark: those parsers are ToolHop's upstream only. Each benchmark declares the protocol its
-runner expects (``open_protocol`` on the benchmark, benchmarks/base.py); the benchmark layer hands
-the run's declarations down as :class:`OpenProtocols` (which protocol a call's case id gets, and
-the parser of ``parsed``), so this layer names no benchmark. ``parsed`` is the behaviour above;
-``text`` sends the same request but hands the raw text to the runner unparsed (its own upstream
-parser, or plain text for requests without tools); ``server`` passes request and reply through
-untouched.
+Per benchmark: each benchmark declares the protocol its runner expects and, for ``parsed``, the
+parser that reads its replies (``open_protocol`` / ``open_parser`` on the benchmark,
+benchmarks/base.py). The benchmark layer hands the run's declarations down as
+:class:`OpenProtocols`, one :class:`BenchmarkOpenProtocol` per benchmark, so this layer names no
+benchmark. Each call says whose it is (``CallContext.benchmark``, set by the runner): its reply is
+read by that benchmark's parser, with that parser's plan (series, stop ids), never by a parser
+chosen from the case id. A call naming no benchmark gets :attr:`OpenProtocols.default`.
+``parsed`` is the behaviour above; ``text`` sends the same request but hands the raw text to the
+runner unparsed (its own upstream parser, or plain text for requests without tools); ``server``
+passes request and reply through untouched.
+
+One base plan per run: the plan of the default's parser sets the backend's body fields (stop
+ids) and the cache key's ``open_protocol`` entry, as it did when the run had one parser, so the
+keys of the bundled benchmarks are unchanged. A benchmark whose own parser plans other stop ids
+sends them in its request's ``extra_body``, which the request fingerprint (and so the cache key)
+covers; a benchmark without a parser of its own is planned with the base plan.
 """
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol
+from typing import Any, Mapping, Protocol
 
 from pytest_toolbench.models.base import (
     CallContext,
@@ -78,8 +87,22 @@ class OpenReplyParser(Protocol):
         ...
 
 
-#: Calls whose case id names no benchmark (library use, direct tests) keep the original behaviour.
-LEGACY_PROTOCOL = "parsed"
+#: The protocols a benchmark may declare (benchmarks/base.py ``OPEN_PROTOCOLS``).
+PROTOCOLS: tuple[str, ...] = ("parsed", "text", "server")
+
+
+@dataclass(frozen=True)
+class BenchmarkOpenProtocol:
+    """One benchmark's declaration: how its replies travel, and the parser of its ``parsed``
+    replies (None: none of its own; ``parsed`` then falls back on the server's parser)."""
+
+    protocol: str = "parsed"
+    parser: OpenReplyParser | None = None
+
+
+#: What a call naming a benchmark the run did not declare gets: its raw text, never another
+#: benchmark's parser.
+UNDECLARED = BenchmarkOpenProtocol("text", None)
 
 
 @dataclass(frozen=True)
@@ -87,21 +110,38 @@ class OpenProtocols:
     """What the run's benchmarks declared for the open protocol, handed down by the benchmark
     layer (``benchmarks/base.py``, :func:`~pytest_toolbench.benchmarks.base.run_open_protocols`)."""
 
-    #: case id -> the protocol its benchmark declared (parsed / text / server).
-    resolve: Callable[[str], str] = lambda case_id: LEGACY_PROTOCOL
-    #: benchmark -> protocol, for the run metadata.
-    by_benchmark: dict[str, str] = field(default_factory=dict)
-    #: The parser of the ``parsed`` protocol (None: no benchmark provides one).
-    parser: OpenReplyParser | None = None
+    #: benchmark name -> its declaration.
+    benchmarks: Mapping[str, BenchmarkOpenProtocol] = field(default_factory=dict)
+    #: A call whose ``CallContext.benchmark`` is None (a model used outside any runner), and the
+    #: parser of the run's base plan (stop ids, the cache key's ``open_protocol`` entry).
+    default: BenchmarkOpenProtocol = BenchmarkOpenProtocol("parsed", None)
+
+    def of(self, benchmark: str | None) -> BenchmarkOpenProtocol:
+        """The declaration a call of ``benchmark`` is served by."""
+        if benchmark is None:
+            return self.default
+        return self.benchmarks.get(benchmark, UNDECLARED)
+
+    @property
+    def by_benchmark(self) -> dict[str, str]:
+        """benchmark -> protocol, for the run metadata."""
+        return {name: d.protocol for name, d in self.benchmarks.items()}
+
+    @property
+    def parser(self) -> OpenReplyParser | None:
+        """The base plan's parser (``plan_open_protocol(..., parser=protocols.parser)``)."""
+        return self.default.parser
 
 
 @dataclass(frozen=True)
 class OpenProtocolPlan:
-    """How one run speaks the open protocol: family, parser series, extra body fields."""
+    """How one parser's calls speak the open protocol: family, parser series, extra body fields."""
 
     family: str
     series: str | None  # None: no upstream parser for this family -> the server's parser is used
     extra_body: dict[str, Any] = field(default_factory=dict)
+    #: The backend the plan was made for (vLLM alone takes stop ids); not part of describe().
+    backend: str = field(default="", compare=False)
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -112,50 +152,74 @@ class OpenProtocolPlan:
                if "stop_token_ids" in self.extra_body else {}),
         }
 
+    def for_parser(self, parser: OpenReplyParser | None, who: str = "") -> OpenProtocolPlan:
+        """The same model and backend planned with another benchmark's ``parser``."""
+        return _plan(self.family, self.backend, parser, who)
 
-def plan_open_protocol(
-    model: str, backend: str, server_describe: dict[str, Any] | None = None,
-    parser: OpenReplyParser | None = None,
-) -> OpenProtocolPlan:
-    """The plan for ``model``: the managed server's family when there is one, else by name;
-    ``parser`` is the ``parsed`` protocol's (:class:`OpenProtocols`)."""
-    family = (server_describe or {}).get("family") or detect_family(model)
+
+def _plan(family: str, backend: str, parser: OpenReplyParser | None, who: str) -> OpenProtocolPlan:
     series = parser.series_for(family) if parser is not None else None
     if series is None:
         log.warning(
-            "no upstream open-model parser fits the %s family; its replies are parsed by the "
-            "server's tool parser (recorded in the run metadata)", family,
+            "no upstream open-model parser%s fits the %s family; its replies are parsed by the "
+            "server's tool parser (recorded in the run metadata)", f" of {who}" if who else "", family,
         )
     extra_body: dict[str, Any] = {}
     if series and backend == "vllm" and parser is not None:
         stop_ids = parser.stop_token_ids(family, series)
         if stop_ids:
             extra_body["stop_token_ids"] = list(stop_ids)
-    return OpenProtocolPlan(family=family, series=series, extra_body=extra_body)
+    return OpenProtocolPlan(family=family, series=series, extra_body=extra_body, backend=backend)
+
+
+def plan_open_protocol(
+    model: str, backend: str, server_describe: dict[str, Any] | None = None,
+    parser: OpenReplyParser | None = None,
+) -> OpenProtocolPlan:
+    """The run's base plan for ``model``: the managed server's family when there is one, else
+    by name; ``parser`` is the default's (:attr:`OpenProtocols.parser`)."""
+    family = (server_describe or {}).get("family") or detect_family(model)
+    return _plan(family, backend, parser, "")
 
 
 class OpenProtocolModel:
     """Wraps the (cached) endpoint model: shapes requests, parses raw replies as upstream.
 
-    ``protocols`` says which protocol a call's case id gets and which parser reads ``parsed``
-    replies; without it every call is ``parsed``."""
+    ``plan`` is the run's base plan; ``protocols`` says which protocol and parser each
+    benchmark's calls get (``CallContext.benchmark``); without it every call is ``parsed`` with
+    the base plan's series."""
 
     def __init__(self, inner: ChatModel, plan: OpenProtocolPlan, protocols: OpenProtocols | None = None):
-        protocols = protocols or OpenProtocols()
         self.inner = inner
         self.plan = plan
         self.name = inner.name
-        self.resolve = protocols.resolve
-        self.parser = protocols.parser
-        self.protocols = dict(protocols.by_benchmark)  # benchmark -> protocol, for describe()
+        self.declared = protocols or OpenProtocols()
+        self.protocols = self.declared.by_benchmark  # benchmark -> protocol, for describe()
+        # A benchmark with a parser of its own has its own plan; one without is on the base plan.
+        self.plans: dict[str, OpenProtocolPlan] = {
+            name: plan if d.parser is self.declared.default.parser else plan.for_parser(d.parser, name)
+            for name, d in self.declared.benchmarks.items() if d.parser is not None
+        }
 
-    def shape(self, request: ChatRequest, protocol: str = LEGACY_PROTOCOL) -> ChatRequest:
-        """Tools stay in the prompt; ``tool_choice="none"`` keeps the server's parser off."""
-        if protocol == "server" or not request.tools:
+    def plan_for(self, benchmark: str | None) -> OpenProtocolPlan:
+        """The plan of ``benchmark``'s calls (None: the default's, the base plan)."""
+        return self.plans.get(benchmark, self.plan) if benchmark is not None else self.plan
+
+    def shape(self, request: ChatRequest, protocol: str = "parsed",
+              plan: OpenProtocolPlan | None = None) -> ChatRequest:
+        """Tools stay in the prompt; ``tool_choice="none"`` keeps the server's parser off. A plan
+        whose body fields differ from the base plan's (sent by the backend on every request)
+        puts its own in the request, where the fingerprint, and so the cache key, sees them."""
+        plan = plan or self.plan
+        if protocol == "server" or (protocol == "parsed" and plan.series is None):
             return request
-        if protocol == "parsed" and self.plan.series is None:
-            return request
-        return request.model_copy(update={"tool_choice": "none"})
+        update: dict[str, Any] = {}
+        if request.tools:
+            update["tool_choice"] = "none"
+        if plan.extra_body != self.plan.extra_body:
+            own = {"stop_token_ids": list(plan.extra_body.get("stop_token_ids", []))}
+            update["extra_body"] = {**(request.extra_body or {}), **own}
+        return request.model_copy(update=update) if update else request
 
     def _refuse_structured(self, response: ChatResponse, ctx: CallContext) -> None:
         if response.message.get("tool_calls"):
@@ -167,10 +231,12 @@ class OpenProtocolModel:
             )
 
     async def complete(self, request: ChatRequest, ctx: CallContext) -> ChatResponse:
-        protocol = self.resolve(ctx.case_id)
-        if protocol == "server" or (protocol == "parsed" and self.plan.series is None):
+        declared = self.declared.of(ctx.benchmark)
+        protocol, parser = declared.protocol, declared.parser
+        plan = self.plan_for(ctx.benchmark)
+        if protocol == "server" or (protocol == "parsed" and (parser is None or plan.series is None)):
             return await self.inner.complete(request, ctx)
-        shaped = self.shape(request, protocol)
+        shaped = self.shape(request, protocol, plan)
         response = await self.inner.complete(shaped, ctx)
         if protocol == "text":
             # The runner parses the raw text itself (or reads plain text): hand it over as is.
@@ -181,8 +247,8 @@ class OpenProtocolModel:
             return OpenProtocolResponse(**dumped, raw_text=content_text(response.message.get("content")))
         self._refuse_structured(response, ctx)
         raw = content_text(response.message.get("content"))
-        assert self.parser is not None  # a plan has a series only from a parser
-        message = self.parser.parse(self.plan.series, raw, f"{ctx.case_id}|{ctx.turn}")
+        assert parser is not None and plan.series is not None  # checked above
+        message = parser.parse(plan.series, raw, f"{ctx.case_id}|{ctx.turn}")
         failure = detect_parse_failure(
             message if message.get("tool_calls") else {"role": "assistant", "content": raw}
         )
@@ -198,9 +264,12 @@ class OpenProtocolModel:
         out = {**self.inner.describe(), **self.plan.describe()}
         if self.protocols:
             out["open_protocols"] = dict(self.protocols)
+        own = {name: p.describe() for name, p in sorted(self.plans.items()) if p != self.plan}
+        if own:  # benchmarks whose own parser plans differently from the base plan above
+            out["open_plans"] = own
         return out
 
     def __getattr__(self, item: str) -> Any:  # stats, cache counters... of the wrapped model
-        if item in ("inner", "plan", "resolve", "parser", "protocols"):
+        if item in ("inner", "plan", "plans", "declared", "protocols"):
             raise AttributeError(item)
         return getattr(self.inner, item)

@@ -165,7 +165,7 @@ class FamilyToolRunner:
         call_id = extraction_call_id(record, case.repeat)
 
         async def make() -> dict[str, Any]:
-            ctx = CallContext(case_id=call_id, turn=0, oracle=familytool_oracle(record))
+            ctx = CallContext(case_id=call_id, turn=0, oracle=familytool_oracle(record), benchmark=BENCHMARK)
             try:
                 response = await kg_model.complete(request, ctx)
             except (ContextLengthExceeded, LostTurn) as exc:
@@ -250,7 +250,7 @@ class FamilyToolRunner:
                 if v is not None})
             transcript = list(messages)
             # Turn 0: the extraction reply lives under its own id (extraction_call_id).
-            ctx = CallContext(case_id=case.id, turn=0, oracle=familytool_oracle(record))
+            ctx = CallContext(case_id=case.id, turn=0, oracle=familytool_oracle(record), benchmark=BENCHMARK)
             try:
                 response = await model.complete(request, ctx)
                 message = response.message

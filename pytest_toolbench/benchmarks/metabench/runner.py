@@ -90,7 +90,8 @@ class MetaBenchRunner:
         reply = _Reply()
         if not history_baseline:
             request = ChatRequest(messages=messages, sampling=self.sampling)
-            ctx = CallContext(case_id=case.id, oracle=metabench_oracle(dialogue, turn, self.options.retriever))
+            ctx = CallContext(case_id=case.id, oracle=metabench_oracle(dialogue, turn, self.options.retriever),
+                              benchmark=BENCHMARK)
             try:
                 response = await model.complete(request, ctx)
             except ContextLengthExceeded as exc:

@@ -161,7 +161,8 @@ class ToolBeHonestRunner:
         messages = build_messages(record, level, solvable, self.options.lang)
         request = ChatRequest(messages=messages, sampling=self.sampling)
         ctx = CallContext(
-            case_id=case.id, turn=0, oracle=toolbehonest_oracle(record, level, solvable)
+            case_id=case.id, turn=0, oracle=toolbehonest_oracle(record, level, solvable),
+            benchmark=BENCHMARK,
         )
         base = base_fields(case, model, BENCHMARK)
         deviations = self.option_deviations()

@@ -189,7 +189,7 @@ class ToolHopRunner:
             request = ChatRequest(
                 messages=copy.deepcopy(state.messages), tools=tools, sampling=self.sampling
             )
-            ctx = CallContext(case_id=case.id, turn=state.model_calls, oracle=oracle)
+            ctx = CallContext(case_id=case.id, turn=state.model_calls, oracle=oracle, benchmark=BENCHMARK)
             try:
                 response = await model.complete(request, ctx)
             except LostTurn:
