@@ -127,8 +127,11 @@ class RunSettings(BaseModel):
         help=f"model under test: an API model name, a local model path or name for "
              f"--backend vllm, 'oracle' (gold answers), 'replay:PATH' (recorded responses). "
              f"Default: {EMBEDDED_MODEL}, served by vLLM on the CPU.")
-    backend: Literal["auto", "openai", "vllm"] = option(
-        "auto", flag="--backend",
+    #: A model provider's name (models/providers.py: the bundled openai, vllm, oracle and replay,
+    #: or one a package registers), checked against the registry when the run starts; "auto"
+    #: picks openai or vllm. The metavar lists the bundled choices, as --help always has.
+    backend: str = option(
+        "auto", flag="--backend", metavar="{auto,openai,vllm}", min_length=1,
         help="openai: any OpenAI-compatible endpoint; vllm: the harness starts one vLLM "
              "server for the session (default: vllm for local models, else openai)")
     #: The first of :attr:`base_urls` (None: $OPENAI_BASE_URL, or the managed server).
@@ -318,7 +321,9 @@ class RunSettings(BaseModel):
         return found if isinstance(found, model) else model.model_validate(found.model_dump())
 
     @property
-    def resolved_backend(self) -> Literal["openai", "vllm", "oracle", "replay"]:
+    def resolved_backend(self) -> str:
+        """The provider that builds the model: ``oracle``/``replay`` from ``--model``, else
+        ``--backend``, else (``auto``) openai or vllm."""
         if self.model == "oracle":
             return "oracle"
         if self.model.startswith("replay:"):

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_toolbench.models import embedded
-from pytest_toolbench.models.embedded import (
+from pytest_toolbench.servers import embedded
+from pytest_toolbench.servers.embedded import (
     EMBEDDED_MODELS,
     MARKER,
     EmbeddedModelError,

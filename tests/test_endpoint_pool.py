@@ -11,6 +11,7 @@ from fake_openai_server import FakeOpenAIServer, error_body, reply
 from pytest_toolbench.models.base import CallContext, ChatRequest
 from pytest_toolbench.models.call_log import CURRENT_CALL_LOG, CaseCallLog
 from pytest_toolbench.models.endpoint_pool import EndpointPool, read_urls_file
+from pytest_toolbench.models.spec import BackendSpec
 from pytest_toolbench.models.openai_backend import OpenAIBackend
 
 
@@ -81,9 +82,9 @@ def test_urls_file(tmp_path: Path) -> None:
 def test_requests_avoid_a_broken_endpoint_over_http() -> None:
     broken = lambda body, i: (500, {}, error_body(500, "replica down"))  # noqa: E731
     with FakeOpenAIServer(reply(content="ok")) as good, FakeOpenAIServer(broken) as bad:
-        backend = OpenAIBackend("m", None, "k", max_retries=3, concurrency=4,
+        backend = OpenAIBackend(BackendSpec(model="m", base_url=None, api_key="k", max_retries=3, concurrency=4,
                                 backoff_initial_s=0.0, backoff_max_s=0.0,
-                                base_urls=[bad.base_url, good.base_url])
+                                base_urls=[bad.base_url, good.base_url]))
         backend.pool.failure_threshold = 2
 
         async def main() -> list[CaseCallLog]:

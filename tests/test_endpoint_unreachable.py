@@ -27,6 +27,7 @@ import pytest
 
 from fake_openai_server import FakeOpenAIServer, error_body, reply, scripted
 from pytest_toolbench.models.base import CallContext, ChatRequest, ModelCallError
+from pytest_toolbench.models.spec import BackendSpec
 from pytest_toolbench.models.openai_backend import OpenAIBackend
 from pytest_toolbench.models.reachability import EndpointUnreachable, transport_failure_kind
 from pytest_toolbench.results.case_result import CaseResult, InfraError, Outcome
@@ -45,7 +46,7 @@ def backend(url: str, **kwargs: Any) -> OpenAIBackend:
                                    backoff_initial_s=0.1, backoff_max_s=0.5,
                                    unreachable_after_s=1.0)
     options.update(kwargs)
-    return OpenAIBackend("m", url, "k", **options)
+    return OpenAIBackend(BackendSpec(model="m", base_url=url, api_key="k", **options))
 
 
 def calls(model: OpenAIBackend, n: int) -> tuple[list[Any], float]:

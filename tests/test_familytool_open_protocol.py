@@ -25,6 +25,7 @@ from pytest_toolbench.benchmarks.familytool.options import FamilyToolOptions
 from pytest_toolbench.benchmarks.familytool.runner import FamilyToolRunner
 from pytest_toolbench.benchmarks.familytool.tooluse import llama3_json_calls
 from pytest_toolbench.config import RunSettings
+from pytest_toolbench.models.spec import ServerInfo
 from pytest_toolbench.models.base import CallContext, ChatRequest
 from pytest_toolbench.benchmarks import registry as _registry
 from pytest_toolbench.benchmarks.base import run_open_protocols
@@ -55,8 +56,8 @@ def hermes(call: dict, key: str = "arguments") -> str:
 def vllm_model(server: FakeOpenAIServer, tmp_path: Path, family: str):
     settings = RunSettings(model=f"{family}-instruct", backend="vllm", cache_dir=tmp_path / "cache")
     assert settings.open_protocol  # vLLM's default decoding is the open protocol
-    return build_model(settings, base_url=server.base_url, served_model="served",
-                       cache_key_extra={"family": family})
+    return build_model(settings, server=ServerInfo(base_url=server.base_url, served_model="served",
+                                                   identity={"family": family}))
 
 
 def runner(tmp_path: Path) -> FamilyToolRunner:

@@ -33,6 +33,7 @@ from pytest_toolbench.benchmarks.familytool.options import FamilyToolOptions
 from pytest_toolbench.benchmarks.familytool.runner import FamilyToolRunner
 from pytest_toolbench.benchmarks.familytool.schema import load_records
 from pytest_toolbench.benchmarks.familytool.tooluse import LLAMA_BOT, llama3_json_calls, parse_reply
+from pytest_toolbench.models.spec import BackendSpec, ServerInfo
 from pytest_toolbench.models.openai_backend import OpenAIBackend
 
 GOOD = '{"name": "cancel_alarm", "parameters": {"label": "dinnertime_0002"}}'
@@ -159,8 +160,8 @@ def test_real_style_llama_replies_are_scored_as_upstream(tmp_path):
     replies = [(200, {}, completion(text)) for text, _ in plan]
     with FakeOpenAIServer(scripted(*replies)) as server:
         settings = RunSettings(model="llama3.1-instruct", backend="vllm", cache_dir=tmp_path / "cache")
-        model = build_model(settings, base_url=server.base_url, served_model="served",
-                            cache_key_extra={"family": "llama3.1"})
+        model = build_model(settings, server=ServerInfo(base_url=server.base_url, served_model="served",
+                                                        identity={"family": "llama3.1"}))
         results = run_all(make_runner(tmp_path, "vllm"), cases, model)
     assert len(server.requests) == len(cases)
     for sent in server.requests:  # upstream's SamplingParams for a local model
@@ -188,7 +189,7 @@ def test_gpt4o_content_null_beside_tool_calls_is_scored(tmp_path):
         completion(None),
     ]
     with FakeOpenAIServer(scripted(*[(200, {}, body) for body in bodies])) as server:
-        model = OpenAIBackend("gpt-4o", server.base_url, "unused", max_retries=0)
+        model = OpenAIBackend(BackendSpec(model="gpt-4o", base_url=server.base_url, api_key="unused", max_retries=0))
         results = run_all(make_runner(tmp_path, "openai"), cases, model)
     assert all(sent.get("tools") and "skip_special_tokens" not in sent for sent in server.requests)
     assert all(result.details["tool_format"] == "openai" and not result.is_error for result in results)
@@ -219,7 +220,7 @@ def test_deepseek_reasoner_non_object_items_are_dropped(tmp_path):
     for body in bodies:
         body["choices"][0]["message"]["reasoning_content"] = "thinking"
     with FakeOpenAIServer(scripted(*[(200, {}, body) for body in bodies])) as server:
-        model = OpenAIBackend("deepseek-reasoner", server.base_url, "unused", max_retries=0)
+        model = OpenAIBackend(BackendSpec(model="deepseek-reasoner", base_url=server.base_url, api_key="unused", max_retries=0))
         results = run_all(make_runner(tmp_path, "openai"), cases, model)
     assert all("tools" not in sent and "skip_special_tokens" not in sent for sent in server.requests)
     assert all(r.details["tool_format"] == "deepseek_r1" and not r.is_error for r in results)

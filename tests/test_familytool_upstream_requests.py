@@ -26,6 +26,7 @@ from shared_data import REAL_FAMILYTOOL
 from pytest_toolbench.benchmarks.familytool.schema import FamilyToolRecord, load_records
 from pytest_toolbench.benchmarks.familytool.tooluse import build_request_parts, tool_sampling
 from pytest_toolbench.models.base import ChatRequest, Sampling
+from pytest_toolbench.models.spec import BackendSpec
 from pytest_toolbench.models.openai_backend import OpenAIBackend
 
 UPSTREAM = Path(__file__).parent / "data" / "familytool_upstream_requests.json"
@@ -53,7 +54,7 @@ def body(record: FamilyToolRecord, fmt: str, model: str) -> dict[str, Any]:
         fields["tool_choice"] = "auto"
     request = ChatRequest(messages=messages, sampling=Sampling(temperature=temperature, max_tokens=max_tokens,
                                                                top_p=top_p), **fields)
-    return OpenAIBackend(model, "http://127.0.0.1:9/v1", "unused")._request_kwargs(request)
+    return OpenAIBackend(BackendSpec(model=model, base_url="http://127.0.0.1:9/v1", api_key="unused"))._request_kwargs(request)
 
 
 @pytest.mark.parametrize("split", ["b", "e"])

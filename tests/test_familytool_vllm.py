@@ -39,7 +39,7 @@ def served_prompt(root: str, body: dict) -> str:
 def test_raw_tool_documents_reach_the_template(tiny_model_path, tmp_path):  # noqa: F811
     from transformers import AutoTokenizer
 
-    from pytest_toolbench.models.vllm_server import VLLMServer
+    from pytest_toolbench.servers.vllm_server import VLLMServer
 
     record = next(c.sample for c in FAMILYTOOL.load_cases(None, ("tooluse-golden",)) if c.sample.index == 0)
     docs = record.candidate_tools

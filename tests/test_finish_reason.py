@@ -12,6 +12,7 @@ from fake_openai_server import FakeOpenAIServer, reply
 from pytest_toolbench.config import RunSettings
 from pytest_toolbench.models.base import CallContext, ChatRequest, ChatResponse
 from pytest_toolbench.models.cache import CachedModel
+from pytest_toolbench.models.spec import BackendSpec
 from pytest_toolbench.models.openai_backend import OpenAIBackend
 from pytest_toolbench.models.replay import ReplayModel
 from pytest_toolbench.report.terminal import error_lines
@@ -35,7 +36,7 @@ def complete(model, ctx: CallContext) -> ChatResponse:
 
 def test_the_backend_and_the_cache_keep_the_finish_reason(tmp_path: Path):
     with FakeOpenAIServer(reply("cut mid-sent", finish_reason="length")) as server:
-        backend = OpenAIBackend("m", server.base_url, "sk", timeout_s=5.0, max_retries=0)
+        backend = OpenAIBackend(BackendSpec(model="m", base_url=server.base_url, api_key="sk", timeout_s=5.0, max_retries=0))
         first = complete(CachedModel(backend, tmp_path), CallContext(case_id="c"))
         again = complete(CachedModel(backend, tmp_path), CallContext(case_id="c"))
         assert len(server.requests) == 1

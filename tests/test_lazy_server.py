@@ -17,6 +17,7 @@ from pytest_toolbench.config import RunSettings
 from pytest_toolbench.models.base import CallContext, ChatRequest, ChatResponse, ModelCallError
 from pytest_toolbench.models.cache import CachedModel
 from pytest_toolbench.models.factory import build_model
+from pytest_toolbench.models.spec import BackendSpec, ServerInfo
 from pytest_toolbench.models.openai_backend import OpenAIBackend
 from pytest_toolbench.results.aggregate import aggregate
 from pytest_toolbench.results.case_result import CaseResult, InfraError, Outcome
@@ -25,9 +26,10 @@ from pytest_toolbench.results.infra_errors import describe_errors, summarize_err
 from pytest_toolbench.models.lazy_server import (
     REQUEST_FILE,
     LazyServerModel,
-    ServerOwner,
+    ServerAnswer,
     wait_for_server,
 )
+from pytest_toolbench.servers.owner import ServerOwner
 from pytest_toolbench.runtime.startup_progress import StartupProgress
 
 CTX = CallContext(case_id="c1")
@@ -79,9 +81,9 @@ class Echo:
 
 
 def lazy(folder: Path, built: list) -> LazyServerModel:
-    def connect(answer: dict) -> Echo:
+    def connect(answer: ServerAnswer) -> Echo:
         built.append(answer)
-        return Echo(answer["base_url"])
+        return Echo(answer.base_url)
 
     return LazyServerModel(Echo(None), connect, folder, timeout_s=10)
 
@@ -157,18 +159,18 @@ def test_cache_key_has_no_port_of_the_managed_server(tmp_path: Path) -> None:
     identity = {"server_args": ["--dtype", "float32"], "model_path": "/m"}
     keys = []
     for port in (41234, 41999):  # eagerly started (URL known) and lazily started (rendezvous)
-        eager = build_model(settings, base_url=f"http://127.0.0.1:{port}/v1", served_model="m",
-                            cache_key_extra=identity)
+        eager = build_model(settings, server=ServerInfo(
+            base_url=f"http://127.0.0.1:{port}/v1", served_model="m", identity=identity))
         keys.append(eager.key_for(request()))
-    lazy_model = build_model(settings, served_model="m", cache_key_extra=identity,
-                             server_rendezvous=tmp_path / "run")
+    lazy_model = build_model(settings, server=ServerInfo(
+        served_model="m", identity=identity, rendezvous=str(tmp_path / "run")))
     keys.append(lazy_model.key_for(request()))
     assert len(set(keys)) == 1
     assert isinstance(lazy_model.inner, LazyServerModel)
     assert lazy_model.inner.describe()["retry_timeouts"] is False
 
     user = [build_model(RunSettings(model="m", backend="vllm", base_url=url, cache_dir=tmp_path,
-                                    decoding="closed"), base_url=url, served_model="m")
+                                    decoding="closed"))
             for url in ("http://gpu-a:8000/v1", "http://gpu-b:8000/v1")]
     assert user[0].key_for(request()) != user[1].key_for(request())
     assert user[0].inner.retry_timeouts is True  # someone else's server: load may pass
@@ -176,8 +178,8 @@ def test_cache_key_has_no_port_of_the_managed_server(tmp_path: Path) -> None:
 
 def test_timed_out_request_to_own_server_is_not_resent() -> None:
     with FakeOpenAIServer(delayed(1.0, reply(content="late"))) as server:
-        model = OpenAIBackend("m", server.base_url, "k", timeout_s=0.3, max_retries=6,
-                              retry_timeouts=False, max_tokens=96, backoff_initial_s=0.01)
+        model = OpenAIBackend(BackendSpec(model="m", base_url=server.base_url, api_key="k", timeout_s=0.3, max_retries=6,
+                              retry_timeouts=False, max_tokens=96, backoff_initial_s=0.01))
 
         async def go():
             try:
@@ -262,14 +264,14 @@ def test_server_starts_at_once_only_when_a_miss_is_certain(tmp_path: Path) -> No
     """A fresh cache (for this model served this way) or --no-cache: the first call will miss, so
     the start overlaps pytest's own; once any reply is stored, a re-run waits for a real miss."""
     from pytest_toolbench.models.cache import served_marker
-    from pytest_toolbench.runtime.server import first_call_will_miss
+    from pytest_toolbench.servers.managed import first_call_will_miss
 
     identity = {"server_args": ["--dtype", "float32"]}
     settings = RunSettings(model="m", backend="vllm", cache_dir=tmp_path, decoding="closed")
     assert first_call_will_miss(settings, identity)
     assert not first_call_will_miss(settings.model_copy(update={"cache_only": True}), identity)
-    model = build_model(settings, served_model="m", cache_key_extra=identity,
-                        server_rendezvous=tmp_path / "run")
+    model = build_model(settings, server=ServerInfo(
+        served_model="m", identity=identity, rendezvous=str(tmp_path / "run")))
     model.inner = Echo("http://127.0.0.1:1/v1")  # answer without a server
     asyncio.run(model.complete(request(), CTX))
     assert served_marker(tmp_path, "m", identity).exists()

@@ -19,6 +19,7 @@ from pytest_toolbench.models.base import (
     Sampling,
 )
 from pytest_toolbench.models.cache import CachedModel, ResponseStore
+from pytest_toolbench.models.spec import BackendSpec
 from pytest_toolbench.models.openai_backend import OpenAIBackend
 
 CTX = CallContext(case_id="case-1")
@@ -58,7 +59,7 @@ def complete(model, req: ChatRequest) -> ChatResponse:
 
 def test_second_identical_call_makes_no_http_request(tmp_path):
     with FakeOpenAIServer(reply(content="once")) as server:
-        inner = OpenAIBackend("m", server.base_url, "k", max_retries=0)
+        inner = OpenAIBackend(BackendSpec(model="m", base_url=server.base_url, api_key="k", max_retries=0))
         model = CachedModel(inner, tmp_path)
         first = complete(model, request(tools=TOOLS))
         second = complete(model, request(tools=TOOLS))
@@ -116,7 +117,7 @@ def test_model_name_url_and_key_extra_are_in_the_key(tmp_path):
 def test_errors_are_not_cached(tmp_path):
     handler = scripted((500, {}, error_body(500)), (200, {}, completion("recovered")))
     with FakeOpenAIServer(handler) as server:
-        model = CachedModel(OpenAIBackend("m", server.base_url, "k", max_retries=0), tmp_path)
+        model = CachedModel(OpenAIBackend(BackendSpec(model="m", base_url=server.base_url, api_key="k", max_retries=0)), tmp_path)
         with pytest.raises(ModelCallError):
             complete(model, request())
         assert not list(tmp_path.rglob("*.json"))

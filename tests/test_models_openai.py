@@ -26,6 +26,7 @@ from pytest_toolbench.models.base import CallContext, ChatRequest, ModelCallErro
 from pytest_toolbench.models.cache import CachedModel
 from pytest_toolbench.models.factory import ModelConfigError, build_model
 from pytest_toolbench.models.open_protocol import OpenProtocolModel
+from pytest_toolbench.models.spec import BackendSpec, ServerInfo
 from pytest_toolbench.models.openai_backend import OpenAIBackend, retry_after_seconds
 from pytest_toolbench.models.oracle import OracleModel
 from pytest_toolbench.models.replay import ReplayModel
@@ -39,7 +40,7 @@ def backend(server: FakeOpenAIServer, **kwargs) -> OpenAIBackend:
     options = dict(timeout_s=5.0, max_retries=3, concurrency=8, backoff_initial_s=0.01,
                    backoff_max_s=0.05)
     options.update(kwargs)
-    return OpenAIBackend("test-model", server.base_url, "sk-secret", **options)
+    return OpenAIBackend(BackendSpec(model="test-model", base_url=server.base_url, api_key="sk-secret", **options))
 
 
 def run(model, request: ChatRequest, ctx: CallContext = CTX):
@@ -107,8 +108,8 @@ def test_a_server_hanging_up_mid_request_is_a_connection_error_not_a_timeout(tra
 
     thread = threading.Thread(target=hang_up, daemon=True)
     thread.start()
-    model = OpenAIBackend("m", f"http://127.0.0.1:{port}/v1", "k", timeout_s=5, max_retries=1,
-                          backoff_initial_s=0.01, http_transport=transport)
+    model = OpenAIBackend(BackendSpec(model="m", base_url=f"http://127.0.0.1:{port}/v1", api_key="k", timeout_s=5, max_retries=1,
+                          backoff_initial_s=0.01, http_transport=transport))
     with pytest.raises(ModelCallError) as info:
         run(model, request())
     listener.close()
@@ -117,7 +118,7 @@ def test_a_server_hanging_up_mid_request_is_a_connection_error_not_a_timeout(tra
 
 def test_aiohttp_is_the_default_transport():
     assert RunSettings().http_transport == "aiohttp"
-    assert OpenAIBackend("m", "http://127.0.0.1:1/v1", "k").http_transport == "aiohttp"
+    assert OpenAIBackend(BackendSpec(model="m", base_url="http://127.0.0.1:1/v1", api_key="k")).http_transport == "aiohttp"
 
 
 def test_tool_call_reply_keeps_none_content_and_sends_tools():
@@ -144,7 +145,7 @@ def test_parse_failure_is_attached():
 
 
 def test_describe_never_leaks_the_key():
-    model = OpenAIBackend("m", "http://127.0.0.1:9/v1", "sk-secret")
+    model = OpenAIBackend(BackendSpec(model="m", base_url="http://127.0.0.1:9/v1", api_key="sk-secret"))
     info = model.describe()
     assert info["backend"] == "openai" and info["model"] == "m"
     assert info["base_url"] == "http://127.0.0.1:9/v1"
@@ -258,8 +259,8 @@ def test_connection_refused_kind(transport):
     transport calls it "Request timed out.", which sent users after --request-timeout."""
     with FakeOpenAIServer(reply(content="x")) as server:
         url = server.base_url
-    model = OpenAIBackend("m", url, "k", timeout_s=2, max_retries=1, backoff_initial_s=0.01,
-                          http_transport=transport)
+    model = OpenAIBackend(BackendSpec(model="m", base_url=url, api_key="k", timeout_s=2, max_retries=1, backoff_initial_s=0.01,
+                          http_transport=transport))
     with pytest.raises(ModelCallError) as info:
         run(model, request())
     assert info.value.kind == "connection_refused"
@@ -426,12 +427,13 @@ def test_factory_backends(tmp_path, monkeypatch):
     remote = build_model(RunSettings(model="gpt-4o", use_cache=False, max_retries=2,
                                      concurrency=3))
     assert isinstance(remote, OpenAIBackend)
-    assert remote.base_url == "https://example.invalid/v1" and remote._api_key == "sk-env"
+    assert remote.base_url == "https://example.invalid/v1" and remote.spec.key() == "sk-env"
     assert remote.max_retries == 2 and remote.concurrency == 3
 
     vllm = build_model(RunSettings(model="smollm2-135m", backend="vllm", cache_dir=tmp_path),
-                       base_url="http://127.0.0.1:41234/v1", served_model="HuggingFaceTB/x",
-                       cache_key_extra={"args": ["--tool-call-parser", "hermes"]},
+                       server=ServerInfo(base_url="http://127.0.0.1:41234/v1",
+                                         served_model="HuggingFaceTB/x",
+                                         identity={"args": ["--tool-call-parser", "hermes"]}),
                        open_protocols=run_open_protocols(registry()))
     # vLLM defaults to upstream's open protocol: raw text parsed outside the cache (ToolHop §4)
     assert isinstance(vllm, OpenProtocolModel) and vllm.plan.series == "qwen25"
@@ -479,7 +481,7 @@ def test_context_overflow_400_is_its_own_error_and_not_retried():
         return 400, {}, error_body(400, vllm_text)
 
     async def call(url):
-        backend = OpenAIBackend("m", url, "k", max_retries=3)
+        backend = OpenAIBackend(BackendSpec(model="m", base_url=url, api_key="k", max_retries=3))
         try:
             await backend.complete(ChatRequest(messages=[{"role": "user", "content": "x"}]),
                                    CallContext(case_id="c"))

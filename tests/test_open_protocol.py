@@ -23,6 +23,7 @@ from pytest_toolbench.benchmarks.toolhop.options import ToolHopOptions
 from pytest_toolbench.benchmarks.toolhop.runner import ToolHopRunner
 from pytest_toolbench.benchmarks.toolhop.schema import load_toolhop_file
 from pytest_toolbench.config import RunSettings
+from pytest_toolbench.models.spec import ServerInfo
 from pytest_toolbench.models.base import CallContext, ChatRequest, ModelCallError
 from pytest_toolbench.models.cache import CachedModel
 from pytest_toolbench.benchmarks import registry as _registry
@@ -197,8 +198,9 @@ def test_vllm_default_is_the_open_protocol_with_the_series_stop_ids(tmp_path):
     settings = RunSettings(model="Qwen2.5-7B-Instruct", backend="vllm", cache_dir=tmp_path)
     assert settings.resolved_decoding == "open" and settings.open_protocol
     with FakeOpenAIServer(raw_replies("<answer>x</answer>")) as server:
-        model = build_model(settings, base_url=server.base_url, served_model="q",
-                            cache_key_extra={"family": "qwen2.5", "server_args": ["--x"]})
+        model = build_model(settings, server=ServerInfo(
+            base_url=server.base_url, served_model="q",
+            identity={"family": "qwen2.5", "server_args": ["--x"]}))
 
         async def go():
             try:

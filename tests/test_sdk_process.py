@@ -39,10 +39,18 @@ from pytest_toolbench.models.base import (
     ModelCallError,
 )
 from pytest_toolbench.models.call_log import CURRENT_CALL_LOG, CaseCallLog
+from pytest_toolbench.models.spec import BackendSpec
 from pytest_toolbench.models.openai_backend import OpenAIBackend
 from pytest_toolbench.models.reachability import EndpointUnreachable
 from pytest_toolbench.models.sdk_process.client import RemoteBackend, SdkProcess
-from pytest_toolbench.models.sdk_process.protocol import decode_error, encode_error
+from pytest_toolbench.models.sdk_process.protocol import (
+    Hello,
+    SdkAddress,
+    SdkLink,
+    decode_error,
+    encode_error,
+)
+from pytest_toolbench.models.sdk_process.server import SdkServer
 
 REPO = Path(__file__).resolve().parents[1]
 TOOLS = [{"type": "function", "function": {"name": "lookup", "description": "d",
@@ -56,12 +64,17 @@ def sdk() -> Any:
     process.stop()
 
 
+def link(process: SdkProcess, processes: int = 1) -> SdkLink:
+    """How a pytest process reaches ``process`` (session/sdk.py builds the same)."""
+    return SdkLink(address=SdkAddress.model_validate(process.address()), processes=processes)
+
+
 def local_backend(urls: list[str], **kwargs: Any) -> OpenAIBackend:
     options = dict(timeout_s=5.0, max_retries=2, concurrency=8, backoff_initial_s=0.01,
                    backoff_max_s=0.02, retry_after_max_s=0.05)
     options.update(kwargs)
-    return OpenAIBackend("test-model", urls[0], "sk-secret",
-                         base_urls=urls if len(urls) > 1 else None, **options)
+    return OpenAIBackend(BackendSpec(model="test-model", base_url=urls[0], api_key="sk-secret",
+                         base_urls=urls if len(urls) > 1 else (), **options))
 
 
 def call(model: Any, request: ChatRequest, turn: int = 1) -> tuple[Any, CaseCallLog]:
@@ -126,7 +139,7 @@ def test_the_sdk_process_answers_as_the_backend_in_process(sdk: SdkProcess, name
     for remote in (False, True):
         with FakeOpenAIServer(make_handler()) as server:
             local = local_backend([server.base_url], **backend_options)
-            model = RemoteBackend(local, sdk.address()) if remote else local
+            model = RemoteBackend(local, link(sdk)) if remote else local
             seen.append(outcome(*call(model, request), server.base_url))
             bodies = server.requests
         seen[-1]["requests"] = bodies
@@ -152,7 +165,7 @@ def test_the_sdk_process_calls_with_the_environment_the_pytest_process_has_when_
         else:
             monkeypatch.setenv("OPENAI_ORG_ID", org)
         with FakeOpenAIServer(lambda body, i: reply("ok")) as server:
-            call(RemoteBackend(local_backend([server.base_url]), sdk.address()), request)
+            call(RemoteBackend(local_backend([server.base_url]), link(sdk)), request)
             headers = server.headers
         seen.append(headers[0].get("openai-organization"))
     assert seen == ["org-from-a-conftest", None]
@@ -161,7 +174,7 @@ def test_the_sdk_process_calls_with_the_environment_the_pytest_process_has_when_
 def test_several_endpoints_route_in_the_sdk_process_and_count_per_case(sdk: SdkProcess) -> None:
     with FakeOpenAIServer(reply("a")) as one, FakeOpenAIServer(reply("b")) as two:
         local = local_backend([one.base_url, two.base_url], concurrency=4)
-        model = RemoteBackend(local, sdk.address())
+        model = RemoteBackend(local, link(sdk))
         log = CaseCallLog()
 
         async def go() -> list[Any]:
@@ -191,10 +204,10 @@ def test_an_unreachable_endpoint_is_given_up_once_for_every_process_sharing_it(s
     options = dict(max_retries=6, backoff_initial_s=0.1, backoff_max_s=0.5, unreachable_after_s=1.0)
     request = ChatRequest(messages=[{"role": "user", "content": "hi"}])
     started = time.monotonic()
-    first, _ = call(RemoteBackend(local_backend([url], **options), sdk.address()), request)
+    first, _ = call(RemoteBackend(local_backend([url], **options), link(sdk)), request)
     given_up_after = time.monotonic() - started
     started = time.monotonic()
-    other = RemoteBackend(local_backend([url], **options), sdk.address())
+    other = RemoteBackend(local_backend([url], **options), link(sdk))
     second, _ = call(other, request)
     third, _ = call(other, request)  # known in this process now: no round trip at all
     at_once = time.monotonic() - started
@@ -209,7 +222,7 @@ def test_an_unreachable_endpoint_is_given_up_once_for_every_process_sharing_it(s
 
 def test_a_cancelled_call_is_cancelled_in_the_sdk_process_too(sdk: SdkProcess) -> None:
     with FakeOpenAIServer(delayed(0.5, reply("slow"), only_first=1)) as server:
-        model = RemoteBackend(local_backend([server.base_url]), sdk.address())
+        model = RemoteBackend(local_backend([server.base_url]), link(sdk))
         request = ChatRequest(messages=[{"role": "user", "content": "hi"}])
 
         async def go() -> Any:
@@ -227,7 +240,7 @@ def test_a_dead_sdk_process_is_an_infrastructure_error_not_a_hang() -> None:
     process = SdkProcess()
     try:
         with FakeOpenAIServer(delayed(30, reply("never"))) as server:
-            model = RemoteBackend(local_backend([server.base_url]), process.address())
+            model = RemoteBackend(local_backend([server.base_url]), link(process))
             request = ChatRequest(messages=[{"role": "user", "content": "hi"}])
 
             async def go() -> Any:
@@ -250,12 +263,31 @@ def test_a_dead_sdk_process_is_an_infrastructure_error_not_a_hang() -> None:
         process.stop()
 
 
+def test_the_sdk_process_builds_the_backend_from_the_same_spec() -> None:
+    """The hello carries the BackendSpec whole (its key too, which no other dump shows); the SDK
+    process validates it back into the same model, scales the request limit by the processes
+    sharing it and keeps one backend per spec."""
+    import json
+
+    local = local_backend(["http://127.0.0.1:9/v1"], concurrency=3)
+    sent = json.loads(json.dumps(Hello(backend=local.spec, processes=4).to_wire()))
+    assert sent["backend"]["api_key"] == "sk-secret"
+    assert "sk-secret" not in json.dumps(local.spec.model_dump(mode="json")) + repr(local.spec)
+    server = SdkServer()
+    built = server.backend_for(Hello.model_validate(sent))
+    assert built.spec == local.spec.model_copy(update={"concurrency": 12})
+    assert built.spec.key() == "sk-secret" and built.concurrency == 12
+    assert server.backend_for(Hello.model_validate(sent)) is built
+    other = json.loads(json.dumps(Hello(backend=local.spec, processes=4, server_pid=1).to_wire()))
+    assert server.backend_for(Hello.model_validate(other)) is not built  # another server watched
+
+
 def test_an_sdk_process_that_cannot_start_says_why(tmp_path: Path) -> None:
     process = SdkProcess()
     process.proc.kill()
     process.proc.wait()
     try:
-        model = RemoteBackend(local_backend(["http://127.0.0.1:9/v1"]), process.address())
+        model = RemoteBackend(local_backend(["http://127.0.0.1:9/v1"]), link(process))
         result, _ = call(model, ChatRequest(messages=[{"role": "user", "content": "hi"}]))
         assert isinstance(result, ModelCallError) and result.kind == "sdk_process_gone"
         assert "did not start" in result.message

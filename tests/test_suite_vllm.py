@@ -153,7 +153,7 @@ def test_main_job_runs_smollm2_through_vllm_on_the_cpu(tmp_path):
 
 
 def test_base_url_attaches_to_a_running_server_without_starting_one(tiny_model_path, tmp_path):  # noqa: F811
-    from pytest_toolbench.models.vllm_server import VLLMServer
+    from pytest_toolbench.servers.vllm_server import VLLMServer
 
     marker = str(tiny_model_path)
     with VLLMServer(

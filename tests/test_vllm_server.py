@@ -22,7 +22,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from pytest_toolbench.models.vllm_server import VLLMServer, VLLMStartupError
+from pytest_toolbench.servers.vllm_server import VLLMServer, VLLMStartupError
 from tests.tiny_model import tiny_model_path  # noqa: F401 - session fixture
 
 HAS_VLLM = importlib.util.find_spec("vllm") is not None
@@ -145,8 +145,8 @@ def test_open_protocol_serves_the_checkpoints_own_template(tmp_path: Path, monke
 
 def test_managed_server_passes_the_decoding(tmp_path: Path, monkeypatch) -> None:
     from pytest_toolbench.config import RunSettings
-    from pytest_toolbench.models import embedded, vllm_server
-    from pytest_toolbench.runtime.server import ManagedServer
+    from pytest_toolbench.servers import embedded, vllm_server
+    from pytest_toolbench.servers.managed import ManagedServer
 
     seen: list[dict] = []
 

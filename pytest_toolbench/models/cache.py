@@ -96,7 +96,7 @@ def served_marker(cache_dir: Path, name: str, server_identity: dict[str, Any]) -
     """A file that exists once the cache holds any reply of this model served this way.
 
     Before it exists a run's first request is certain to miss, so the managed server may start
-    at once, beside pytest's own start-up, instead of on that first miss (runtime/server.py)."""
+    at once, beside pytest's own start-up, instead of on that first miss (servers/managed.py)."""
     text = json.dumps({"model": name, "server": server_identity}, sort_keys=True, default=str)
     return Path(cache_dir) / "served" / hashlib.sha256(text.encode("utf-8")).hexdigest()
 

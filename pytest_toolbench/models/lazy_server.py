@@ -1,30 +1,29 @@
-"""The managed vLLM server, started on the run's first cache miss and shared by all its processes.
+"""The managed vLLM server as its clients see it: asked for on the run's first cache miss, and
+waited for (servers/owner.py starts it).
 
 Why lazily: a repeated run whose replies are all cached must make no model call and start no
 server (a start costs a minute or more on a CPU), and ``--cache-only`` must never start one.
 Which request a case sends first is known only by running it, so the server cannot be judged
 unneeded up front; it is started when the first request misses the cache instead.
 
-How: the controller (the xdist controller, or the only process with ``-n 0``) owns the
-:class:`~pytest_toolbench.models.vllm_server.VLLMServer` through a :class:`ServerOwner`, whose
-thread waits for a request file in the run folder. Any process that needs the server
+How: the controller owns the server through a :class:`~pytest_toolbench.servers.owner.ServerOwner`,
+whose thread waits for a request file in the run folder. Any process that needs the server
 (:class:`LazyServerModel`, under the response cache) creates that file and waits for the owner's
-answer file: ``vllm-ready.json`` (URL, pid) or ``vllm-failed.json`` (why). Files, because xdist
-gives workers no channel back to the controller, and they work alike in every process. The owner
-thread forks the server and lives until it is stopped, so the server's parent-death signal still
-fires if pytest dies.
+answer file: ``vllm-ready.json`` (:class:`ServerAnswer`) or ``vllm-failed.json`` (why). Files,
+because xdist gives workers no channel back to the controller, and they work alike in every
+process.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import threading
 import time
 from pathlib import Path
 from typing import Any, Callable
 
-from pytest_toolbench.fileio import atomic_write_bytes
+from pydantic import BaseModel
+
 from pytest_toolbench.models.base import CallContext, ChatModel, ChatRequest, ChatResponse, ModelCallError
 from pytest_toolbench.models.errors import encode_hint, kind_hint
 
@@ -34,102 +33,20 @@ FAILED_FILE = "vllm-failed.json"
 POLL_S = 0.2
 
 
-class ServerOwner:
-    """Controller side: starts ``server`` on the first request, stops it at the end."""
+class ServerAnswer(BaseModel):
+    """The owner's answer once the server serves (``vllm-ready.json``)."""
 
-    def __init__(self, server: Any, rendezvous: Path, *, progress: Any = None, label: str = "") -> None:
-        self.server = server
-        self.rendezvous = Path(rendezvous)
-        self.progress = progress  # runtime/startup_progress.StartupProgress, or None
-        self.label = label or f"starting vLLM for {getattr(server, 'served_model_name', 'the model')}"
-        self.startup_s: float | None = None
-        self.error: str | None = None
-        self._asked = threading.Event()
-        self._stop = threading.Event()
-        self._ready = threading.Event()  # set when started or failed
-        self._thread: threading.Thread | None = None
-
-    # -- controller API ------------------------------------------------------------------------
-    def watch(self) -> None:
-        """Start the owner thread (it does nothing until the server is asked for)."""
-        self.rendezvous.mkdir(parents=True, exist_ok=True)
-        for name in (REQUEST_FILE, READY_FILE, FAILED_FILE):  # a reused folder must not answer
-            (self.rendezvous / name).unlink(missing_ok=True)
-        self._thread = threading.Thread(target=self._run, name="toolbench-vllm-owner", daemon=True)
-        self._thread.start()
-
-    def ask(self) -> None:
-        """Start the server now, in the background (a miss is certain: runtime/server.py)."""
-        self._asked.set()
-
-    def start_now(self, timeout_s: float | None = None) -> str:
-        """Ask for the server and wait (the eager path); raises RuntimeError if it failed."""
-        if self._thread is None:
-            self.watch()
-        self._asked.set()
-        self._ready.wait(timeout_s)
-        if self.error is not None or not self.started:
-            raise RuntimeError(self.error or "vLLM did not start in time")
-        return self.server.base_url
-
-    @property
-    def started(self) -> bool:
-        return self.startup_s is not None and self.error is None
-
-    def stop(self) -> None:
-        """Stop the server (idempotent); a start still in progress is cut short."""
-        self._stop.set()
-        self.server.stop()
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout=30)
-
-    # -- the owner thread ----------------------------------------------------------------------
-    def _run(self) -> None:
-        request = self.rendezvous / REQUEST_FILE
-        while not self._stop.is_set():
-            if self._asked.is_set() or request.exists():
-                break
-            self._stop.wait(POLL_S)
-        else:
-            return  # the run ended without needing the server
-        started = time.monotonic()
-        try:
-            phase = (self.progress.phase(self.label, key="vLLM start", cancelled=self._stop.is_set)
-                     if self.progress else None)
-            if phase is not None:
-                with phase:
-                    self.server.start()
-            else:
-                self.server.start()
-        except BaseException as exc:  # noqa: BLE001 - reported to every waiting process
-            self.error = f"{exc}" if not self._stop.is_set() else "the run ended during vLLM start"
-            self._answer(FAILED_FILE, {"message": self.error})
-            if self.progress is not None and not self._stop.is_set():
-                self.progress.line(f"could not start vLLM: {self.error}")
-            self._ready.set()
-            return
-        self.startup_s = time.monotonic() - started
-        self._answer(READY_FILE, {"base_url": self.server.base_url, "pid": self.server.pid,
-                                  "startup_s": round(self.startup_s, 1)})
-        self._ready.set()
-        self._stop.wait()  # this thread forked the server: it must outlive it (PDEATHSIG)
-        self.server.stop()
-
-    def _answer(self, name: str, payload: dict[str, Any]) -> None:
-        atomic_write_bytes(self.rendezvous / name, json.dumps(payload).encode(), durable=False)
-
-    def info(self) -> dict[str, Any]:
-        """What the run report says about the server: started or not, and how long it took."""
-        return {"started": self.started, "startup_s": round(self.startup_s, 1) if self.startup_s else None,
-                "error": self.error}
+    base_url: str
+    pid: int | None = None
+    startup_s: float | None = None
 
 
 class ServerUnavailable(ModelCallError):
     """The managed server failed to start: every call that needed it fails with this."""
 
 
-async def wait_for_server(rendezvous: Path, timeout_s: float) -> dict[str, Any]:
-    """Ask the owner for the server and wait for its answer (``base_url``, ``pid``)."""
+async def wait_for_server(rendezvous: Path, timeout_s: float) -> ServerAnswer:
+    """Ask the owner for the server and wait for its answer."""
     folder = Path(rendezvous)
     request = folder / REQUEST_FILE
     if not request.exists():
@@ -142,7 +59,7 @@ async def wait_for_server(rendezvous: Path, timeout_s: float) -> dict[str, Any]:
             except (OSError, ValueError):  # not written yet (the write is atomic)
                 continue
             if name == READY_FILE:
-                return answer
+                return ServerAnswer.model_validate(answer)
             cause, option = kind_hint("server_start_failed")
             raise ServerUnavailable("server_start_failed", str(answer.get("message"))[:2000],
                                     attempts=0, hint=encode_hint(cause, option))
@@ -159,10 +76,10 @@ class LazyServerModel:
 
     ``template`` is the backend as it will be (base_url unknown): its name and ``describe()``
     serve cache keys and runners before the start. ``connect(answer)`` builds the real backend
-    from the owner's answer (``base_url``, ``pid``).
+    from the owner's answer.
     """
 
-    def __init__(self, template: ChatModel, connect: Callable[[dict[str, Any]], ChatModel],
+    def __init__(self, template: ChatModel, connect: Callable[[ServerAnswer], ChatModel],
                  rendezvous: Path, timeout_s: float) -> None:
         self.template = template
         self.name = template.name

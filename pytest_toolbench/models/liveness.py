@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Callable
 
 import psutil
 
@@ -15,11 +15,11 @@ def process_alive(pid: int) -> bool:
         return False
 
 
-def dead_server_check(info: dict[str, Any] | None) -> Callable[[], str | None] | None:
-    """A callable the backend consults before retrying: a message if the server is gone."""
-    if not info or not info.get("pid"):
+def dead_server_check(pid: int | None) -> Callable[[], str | None] | None:
+    """A callable the backend consults before retrying: a message if the server (the managed
+    vLLM process ``pid``) is gone; None where there is no process of ours to watch."""
+    if not pid:
         return None
-    pid = int(info["pid"])
 
     def check() -> str | None:
         if process_alive(pid):

@@ -54,13 +54,13 @@ from pytest_toolbench.models.endpoint_pool import EndpointPool
 from pytest_toolbench.models.meter import REQUEST_METER
 from pytest_toolbench.models.parse_check import detect_parse_failure
 from pytest_toolbench.models.reachability import (
-    DEFAULT_UNREACHABLE_AFTER_S,
     EndpointUnreachable,
     Reachability,
     transport_failure_detail,
     transport_failure_kind,
 )
 from pytest_toolbench.models.errors import encode_hint, kind_hint, timeout_hint
+from pytest_toolbench.models.spec import BackendSpec
 
 if TYPE_CHECKING:
     import openai
@@ -190,82 +190,40 @@ class EndpointGone(ModelCallError):
 class OpenAIBackend:
     """:class:`~pytest_toolbench.models.base.ChatModel` over ``openai.AsyncOpenAI``."""
 
-    def __init__(
-        self,
-        model: str,
-        base_url: str | None,
-        api_key: str,
-        timeout_s: float = 120.0,
-        max_retries: int = 6,
-        concurrency: int = 8,
-        *,
-        name: str | None = None,
-        backoff_initial_s: float = 1.0,
-        backoff_max_s: float = 60.0,
-        retry_after_max_s: float = 60.0,
-        backend_label: str = "openai",
-        abort_check: Callable[[], str | None] | None = None,
-        upstream_lost_turns: bool = False,
-        extra_body: dict[str, Any] | None = None,
-        base_urls: list[str] | None = None,
-        http_transport: str = "aiohttp",
-        retry_timeouts: bool = True,
-        max_tokens: int | None = None,
-        unreachable_after_s: float | None = DEFAULT_UNREACHABLE_AFTER_S,
-    ):
-        """``max_tokens``: the run's generation cap, only quoted in a timeout's hint.
-        ``unreachable_after_s``: how long an endpoint that never answered may fail every attempt
-        at the transport, from the first request, before every call fails at once (None: never;
-        models/reachability.py)."""
-        if concurrency < 1:
-            raise ValueError(f"concurrency must be >= 1, got {concurrency}")
-        if max_retries < 0:
-            raise ValueError(f"max_retries must be >= 0, got {max_retries}")
-        if unreachable_after_s is not None and unreachable_after_s < 0:
-            raise ValueError(f"unreachable_after_s must be >= 0, got {unreachable_after_s}")
-        self.model = model
-        self.name = name or model
+    def __init__(self, spec: BackendSpec, *,
+                 abort_check: Callable[[], str | None] | None = None):
+        """``spec``: everything the backend is made of (models/spec.py), the same value in the
+        pytest process and in the shared SDK process. ``abort_check`` is consulted before every
+        attempt: a message means the endpoint is gone for good (e.g. the managed vLLM process
+        died), so the call fails at once instead of retrying for minutes."""
+        self.spec = spec
+        self.model = spec.model
+        self.name = spec.name or spec.model
         #: Several endpoints for one model: least-loaded routing with health (endpoint_pool.py).
-        self.pool = EndpointPool(list(base_urls)) if base_urls and len(base_urls) > 1 else None
-        self.base_url = base_urls[0] if self.pool is not None else base_url
-        self._api_key = api_key
-        self.timeout_s = timeout_s
-        self.max_retries = max_retries
-        self.concurrency = concurrency
-        self.backoff_initial_s = backoff_initial_s
-        self.backoff_max_s = backoff_max_s
-        self.retry_after_max_s = retry_after_max_s
-        self.upstream_lost_turns = upstream_lost_turns
-        self.retry_timeouts = retry_timeouts
-        self.max_tokens = max_tokens
-        self.backend_label = backend_label
-        #: Consulted before every attempt: a message means the endpoint is gone for good (e.g. the
-        #: managed vLLM process died), so fail at once instead of retrying for minutes.
+        self.pool = EndpointPool(list(spec.base_urls)) if len(spec.base_urls) > 1 else None
+        self.base_url = spec.base_urls[0] if self.pool is not None else spec.base_url
+        self.timeout_s = spec.timeout_s
+        self.max_retries = spec.max_retries
+        self.concurrency = spec.concurrency
+        self.backoff_initial_s = spec.backoff_initial_s
+        self.backoff_max_s = spec.backoff_max_s
+        self.retry_after_max_s = spec.retry_after_max_s
+        self.upstream_lost_turns = spec.upstream_lost_turns
+        self.retry_timeouts = spec.retry_timeouts
+        self.max_tokens = spec.max_tokens
+        self.backend_label = spec.label
         self.abort_check = abort_check
-        #: Server-specific body fields sent with every request (vLLM ``stop_token_ids``).
-        self.extra_body = dict(extra_body or {})
+        self.extra_body = spec.extra_body
         #: aiohttp (default) or httpx under the SDK: see :meth:`_new_client`.
-        self.http_transport = http_transport
+        self.http_transport = spec.http_transport
         self.stats = BackendStats()
-        self.unreachable_after_s = unreachable_after_s
+        self.unreachable_after_s = spec.unreachable_after_s
         #: Has the endpoint (any of the pool's) answered in this run, or been given up?
         self.reachability = Reachability(
             ", ".join(e.url for e in self.pool.endpoints) if self.pool is not None
             else (self.base_url or "https://api.openai.com/v1"),
-            unreachable_after_s,
+            spec.unreachable_after_s,
         )
-        #: The constructor's arguments as JSON (abort_check aside): what the shared SDK process
-        #: needs to build the same backend (models/sdk_process).
-        self.spec: dict[str, Any] = {
-            "model": model, "base_url": base_url, "api_key": api_key, "timeout_s": timeout_s,
-            "max_retries": max_retries, "concurrency": concurrency, "name": name,
-            "backoff_initial_s": backoff_initial_s, "backoff_max_s": backoff_max_s,
-            "retry_after_max_s": retry_after_max_s, "backend_label": backend_label,
-            "upstream_lost_turns": upstream_lost_turns, "extra_body": dict(extra_body or {}),
-            "base_urls": list(base_urls) if base_urls else None, "http_transport": http_transport,
-            "retry_timeouts": retry_timeouts, "max_tokens": max_tokens,
-            "unreachable_after_s": unreachable_after_s,
-        }
         # Client and semaphore belong to one event loop; built lazily inside it (see _loop_state).
         self._loop: asyncio.AbstractEventLoop | None = None
         self._client: openai.AsyncOpenAI | None = None
@@ -432,7 +390,7 @@ class OpenAIBackend:
             if self.http_transport == "aiohttp" else None
         )
         return openai.AsyncOpenAI(
-            api_key=self._api_key, base_url=url, timeout=self.timeout_s, max_retries=0,
+            api_key=self.spec.key(), base_url=url, timeout=self.timeout_s, max_retries=0,
             http_client=http_client,
         )
 

@@ -3,7 +3,7 @@ and each test's ``case_result``.
 
 Session scope: one model, one environment (sandbox pool, embedders) and one scheduler per pytest
 process (under xdist, per worker; the vLLM server behind the model is shared by all workers, see
-runtime/server.py). The runtime builds each benchmark's runner from ``toolbench_env``
+servers/managed.py). The runtime builds each benchmark's runner from ``toolbench_env``
 (``make_runner(env)``, benchmarks/base.py), so a benchmark needs no fixtures of its own. A suite
 gets these through the plugin, or by registering this module (``-p
 pytest_toolbench.session.fixtures``, or ``pytest_plugins`` in a conftest, as this repository's
@@ -23,7 +23,8 @@ from pytest_toolbench.environments.retrieval import Embedders
 from pytest_toolbench.exitcodes import ToolbenchExit
 from pytest_toolbench.models.base import ChatModel
 from pytest_toolbench.models.factory import build_model
-from pytest_toolbench.session.sdk import sdk_address
+from pytest_toolbench.models.spec import ServerInfo
+from pytest_toolbench.session.sdk import sdk_link
 from pytest_toolbench.session.state import record_sandbox_state, run_dir, state
 from pytest_toolbench.session.transport import RESULT_KEY
 from pytest_toolbench.report.allure_report import attach_case
@@ -32,8 +33,7 @@ from pytest_toolbench.results.journal import ResultJournal
 from pytest_toolbench.results.safe_text import safe_text
 from pytest_toolbench.runtime.case_runtime import CaseRuntime
 from pytest_toolbench.runtime.environment import RunEnvironment
-from pytest_toolbench.models.liveness import dead_server_check
-from pytest_toolbench.runtime.server import server_info_for_worker
+from pytest_toolbench.servers.managed import server_info
 from pytest_toolbench.runtime.upcoming import case_of, cases_of, current_item, new_upcoming_items
 from pytest_toolbench.sandbox.pool import ToolSandbox
 
@@ -44,35 +44,24 @@ def toolbench_settings(pytestconfig: pytest.Config) -> RunSettings:
 
 
 @pytest.fixture(scope="session")
-def toolbench_server_info(pytestconfig: pytest.Config) -> dict | None:
-    """URL, served name and pid of the run's managed model server (None when not managed)."""
+def toolbench_server_info(pytestconfig: pytest.Config) -> ServerInfo | None:
+    """URL, served name, pid and identity of the run's managed model server (None when not
+    managed); an xdist worker is told them by the controller (session/run_start.py)."""
     if hasattr(pytestconfig, "workerinput"):
-        return pytestconfig.workerinput.get("toolbench_server")
-    return server_info_for_worker(state(pytestconfig).server)
+        told = pytestconfig.workerinput.get("toolbench_server")
+        return ServerInfo.model_validate(told) if told is not None else None
+    return server_info(state(pytestconfig).server)
 
 
 @pytest.fixture(scope="session")
 def toolbench_model(
-    pytestconfig: pytest.Config, toolbench_settings: RunSettings, toolbench_server_info: dict | None
+    pytestconfig: pytest.Config, toolbench_settings: RunSettings,
+    toolbench_server_info: ServerInfo | None,
 ) -> ChatModel:
     """The model under test (closed by the runtime, in the loop that used it)."""
-    info = toolbench_server_info or {}
     try:
-        return build_model(
-            toolbench_settings,
-            # --backend vllm --base-url URL attaches to a server that is already running.
-            base_url=info.get("base_url") or toolbench_settings.base_url,
-            served_model=info.get("served_model") or toolbench_settings.model,
-            cache_key_extra=info.get("describe"),
-            abort_check=dead_server_check(info),
-            sdk_address=sdk_address(pytestconfig),
-            processes=int(getattr(pytestconfig, "workerinput", {}).get("workercount", 1)),
-            server_pid=info.get("pid"),
-            # not started yet: the first cache miss starts it (models/lazy_server.py)
-            server_rendezvous=None if info.get("base_url") else info.get("rendezvous"),
-            server_wait_s=float(info.get("startup_timeout_s") or 600) + 60,
-            open_protocols=run_open_protocols(registry()),
-        )
+        return build_model(toolbench_settings, server=toolbench_server_info,
+                           sdk=sdk_link(pytestconfig), open_protocols=run_open_protocols(registry()))
     except ValueError as exc:
         pytest.exit(f"pytest-toolbench: {exc}", returncode=int(ToolbenchExit.USAGE_ERROR))
 

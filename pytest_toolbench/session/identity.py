@@ -102,7 +102,7 @@ def dataset_checksums(data_dir: Path | None, benchmarks: set[str]) -> dict[str, 
 
 def run_identity(config: Any, st: ToolbenchState) -> RunIdentity:
     """The run's identity for its record, as of now (its end)."""
-    from pytest_toolbench.runtime.server import server_info_for_worker
+    from pytest_toolbench.servers.managed import server_info_for_worker
     from pytest_toolbench.session.finish import RunIdentity
 
     return RunIdentity(

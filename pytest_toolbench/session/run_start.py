@@ -16,7 +16,7 @@ from pytest_toolbench.config import RunSettings
 from pytest_toolbench.models.factory import build_model
 from pytest_toolbench.options import check_base_url, settings_from_config
 from pytest_toolbench.results.gates import check_gate_names, parse_gate
-from pytest_toolbench.runtime.server import ManagedServer, server_info_for_worker
+from pytest_toolbench.servers.managed import ManagedServer, server_info_for_worker
 from pytest_toolbench.session import sdk
 from pytest_toolbench.session.data import WORKER_KEY, resolve_run_data, worker_data_dir
 from pytest_toolbench.session.identity import new_run_id
@@ -50,6 +50,10 @@ def configure_run(config: pytest.Config) -> ToolbenchState:
             from pytest_toolbench.output_paths import check_run_outputs
 
             check_run_outputs(config, settings)  # every output writable before any model call
+        if not is_worker(config) and settings.backend != "auto":
+            from pytest_toolbench.models.providers import find_provider
+
+            find_provider(settings.resolved_backend)  # an unknown name lists the known ones
         if not is_worker(config) and settings.resolved_backend == "openai" and has_toolbench_tests(config):
             if not settings.base_url and os.environ.get("OPENAI_BASE_URL"):
                 check_base_url(os.environ["OPENAI_BASE_URL"], "$OPENAI_BASE_URL")

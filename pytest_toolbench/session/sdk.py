@@ -10,7 +10,7 @@ that process when the run wants one, stops it when not, and starts one when none
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -18,6 +18,9 @@ from pytest_toolbench.config import RunSettings
 from pytest_toolbench.models.sdk_process import launcher
 from pytest_toolbench.session.selection import has_toolbench_tests
 from pytest_toolbench.session.state import STATE_KEY, is_worker, state
+
+if TYPE_CHECKING:
+    from pytest_toolbench.models.sdk_process.protocol import SdkLink
 
 
 def wants_sdk_process(config: pytest.Config, settings: RunSettings) -> bool:
@@ -49,6 +52,18 @@ def sdk_address(config: pytest.Config) -> dict[str, Any] | None:
         return config.workerinput.get("toolbench_sdk")  # type: ignore[attr-defined]
     sdk = state(config).sdk
     return sdk.address() if sdk is not None else None
+
+
+def sdk_link(config: pytest.Config) -> SdkLink | None:
+    """How this pytest process uses the run's SDK process: its address and how many pytest
+    processes share it (None: call the SDK in process)."""
+    address = sdk_address(config)
+    if address is None:
+        return None
+    from pytest_toolbench.models.sdk_process.protocol import SdkAddress, SdkLink
+
+    processes = int(getattr(config, "workerinput", {}).get("workercount", 1))
+    return SdkLink(address=SdkAddress.model_validate(address), processes=processes)
 
 
 def stop(config: pytest.Config) -> None:

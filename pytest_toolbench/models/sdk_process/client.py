@@ -5,7 +5,8 @@ here): started by the controller as early as it can guess a run wants one, and h
 workers by socket path.
 :class:`RemoteBackend` is the :class:`~pytest_toolbench.models.base.ChatModel` a pytest process
 uses instead of calling the SDK itself: it wraps the in-process backend it replaces, for identity
-(name, ``describe()``, hence cache keys) and for its spec, and sends each call to the process.
+(name, ``describe()``, hence cache keys) and for its :class:`~pytest_toolbench.models.spec.BackendSpec`,
+which the SDK process builds the same backend from, and sends each call to the process.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from pytest_toolbench.models.openai_backend import OpenAIBackend
 from pytest_toolbench.models.reachability import EndpointUnreachable
 from pytest_toolbench.models.sdk_process.launcher import SdkProcess as SdkProcess  # re-exported
 from pytest_toolbench.models.sdk_process.protocol import (
+    Hello,
+    SdkLink,
     decode_error,
     frame,
     read_frame,
@@ -37,13 +40,12 @@ START_TIMEOUT_S = 60.0
 class RemoteBackend:
     """``ChatModel`` whose calls run in the shared SDK process."""
 
-    def __init__(self, local: OpenAIBackend, address: dict[str, Any], *, processes: int = 1,
-                 server_pid: int | None = None):
+    def __init__(self, local: OpenAIBackend, link: SdkLink, *, server_pid: int | None = None):
         #: The in-process backend this stands for: name, describe() and the spec sent over.
         self.local = local
         self.name = local.name
-        self.address = address
-        self.processes = processes
+        self.link = link
+        self.address = link.address
         self.server_pid = server_pid
         self._ids = itertools.count()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -69,7 +71,7 @@ class RemoteBackend:
         self._writer.write(frame({
             "op": "complete", "id": call_id,
             "request": request.model_dump(mode="json", exclude_unset=True),
-            "ctx": {"case_id": ctx.case_id, "turn": ctx.turn},
+            "ctx": {"case_id": ctx.case_id, "turn": ctx.turn, "benchmark": ctx.benchmark},
         }))
         try:
             with REQUEST_METER.request():  # the live progress line (models/meter.py)
@@ -112,19 +114,19 @@ class RemoteBackend:
 
     async def _connect(self) -> None:
         deadline = time.monotonic() + START_TIMEOUT_S
-        pid = int(self.address["pid"])
+        pid = self.address.pid
         while True:
             try:
-                reader, writer = await asyncio.open_unix_connection(self.address["socket"], limit=2**24)
+                reader, writer = await asyncio.open_unix_connection(self.address.socket, limit=2**24)
                 break
             except (FileNotFoundError, ConnectionRefusedError):
                 if not process_alive(pid) or time.monotonic() > deadline:
                     self._gone = f"the SDK process (pid {pid}) did not start: {self._log_tail()}"
                     raise ModelCallError("sdk_process_gone", self._gone) from None
                 await asyncio.sleep(0.01)
-        spec = self.local.spec
-        writer.write(frame({"op": "hello", "backend": spec, "processes": self.processes,
-                            "server_pid": self.server_pid, "env": sdk_environment()}))
+        hello = Hello(backend=self.local.spec, processes=self.link.processes,
+                      server_pid=self.server_pid, env=sdk_environment())
+        writer.write(frame(hello.to_wire()))
         ready = await read_frame(reader)
         if ready.get("op") != "ready":
             raise ModelCallError("sdk_process_gone", f"unexpected greeting {ready!r}")
@@ -141,7 +143,7 @@ class RemoteBackend:
         except (asyncio.IncompleteReadError, ConnectionError, ValueError) as exc:
             if self._writer is None:
                 return  # closed by aclose()
-            self._gone = (f"the SDK process (pid {self.address['pid']}) closed the connection "
+            self._gone = (f"the SDK process (pid {self.address.pid}) closed the connection "
                           f"({type(exc).__name__}): {self._log_tail()}")
             for future in self._pending.values():
                 if not future.done():
@@ -150,7 +152,7 @@ class RemoteBackend:
 
     def _log_tail(self) -> str:
         try:
-            text = Path(self.address["log"]).read_text(encoding="utf-8", errors="replace")
+            text = Path(self.address.log).read_text(encoding="utf-8", errors="replace")
         except OSError:
             return "no log"
         return text.strip()[-1500:] or "its log is empty"

@@ -3,8 +3,8 @@
 A frame is a 4-byte big-endian length and that many bytes of UTF-8 JSON. One connection per
 backend per pytest process, multiplexed by request ``id``. Messages:
 
-* client -> server: ``{"op": "hello", "backend": spec, "processes": N, "server_pid": pid|null,
-  "env": sdk_environment()}`` once, then ``{"op": "complete", "id", "request", "ctx"}`` and
+* client -> server: :class:`Hello` once (the backend's :class:`~pytest_toolbench.models.spec.BackendSpec`,
+  how many pytest processes share it, the managed server's pid, ``sdk_environment()``), then ``{"op": "complete", "id", "request", "ctx"}`` and
   ``{"op": "cancel", "id"}``;
 * server -> client: ``{"op": "ready"}`` after hello, then per call ``{"id", "response"}`` or
   ``{"id", "error"}``, both with ``"log"``: the call's ``CaseCallLog.wire_events()`` (retries,
@@ -18,13 +18,50 @@ import json
 import os
 import re
 import struct
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from pytest_toolbench.models.base import ContextLengthExceeded, LostTurn, ModelCallError
 from pytest_toolbench.models.reachability import EndpointUnreachable
 from pytest_toolbench.models.sdk_process.launcher import LOG_NAME
+from pytest_toolbench.models.spec import BackendSpec
 
 _HEADER = struct.Struct(">I")
+
+
+class SdkAddress(BaseModel):
+    """Where the run's SDK process listens (``SdkProcess.address()``; xdist workers get it as JSON)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    socket: str
+    pid: int
+    log: str
+
+
+class SdkLink(BaseModel):
+    """How one pytest process uses the run's SDK process: its address, and how many pytest
+    processes share it (the shared backend's request limit is ``--concurrency`` times that)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    address: SdkAddress
+    processes: int = Field(1, ge=1)
+
+
+class Hello(BaseModel):
+    """A connection's first message: which backend it calls (one connection per backend)."""
+
+    op: Literal["hello"] = "hello"
+    backend: BackendSpec
+    processes: int = 1
+    server_pid: int | None = None
+    env: dict[str, str] | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        """As JSON, the backend's key included (the SDK process needs it)."""
+        return {**self.model_dump(mode="json", exclude={"backend"}), "backend": self.backend.to_wire()}
 #: A frame larger than this is a broken peer, not a reply (a chat reply is kilobytes).
 MAX_FRAME = 256 * 1024 * 1024
 

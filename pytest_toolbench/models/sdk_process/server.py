@@ -31,6 +31,7 @@ from pytest_toolbench.models.call_log import CURRENT_CALL_LOG, CaseCallLog
 from pytest_toolbench.models.openai_backend import OpenAIBackend
 from pytest_toolbench.models.sdk_process.protocol import (
     LOG_NAME,
+    Hello,
     adopt_sdk_environment,
     encode_error,
     frame,
@@ -44,22 +45,21 @@ class SdkServer:
         #: One backend per distinct spec, shared by every connection that asks for it.
         self.backends: dict[str, OpenAIBackend] = {}
 
-    def backend_for(self, hello: dict[str, Any]) -> OpenAIBackend:
-        spec = dict(hello["backend"])
+    def backend_for(self, hello: Hello) -> OpenAIBackend:
         # Each pytest process keeps --concurrency cases in flight: the shared backend's request
         # limit is that times the number of processes it serves.
-        spec["concurrency"] = max(1, int(spec.get("concurrency") or 1)) * max(1, int(hello.get("processes") or 1))
+        spec = hello.backend.model_copy(update={
+            "concurrency": max(1, hello.backend.concurrency) * max(1, hello.processes)})
         # The SDK reads these when it builds a client and sends a request: the pytest process's,
         # as an in-process SDK would (protocol.sdk_environment says why). The processes of one
         # run share them; a backend is per environment all the same.
-        env = hello.get("env")
-        if env is not None:
-            adopt_sdk_environment(env)
-        key = json.dumps([spec, hello.get("server_pid"), env], sort_keys=True)
+        if hello.env is not None:
+            adopt_sdk_environment(hello.env)
+        key = json.dumps([spec.to_wire(), hello.server_pid, hello.env], sort_keys=True)
         backend = self.backends.get(key)
         if backend is None:
-            pid = hello.get("server_pid")
-            backend = OpenAIBackend(**spec, abort_check=dead_server_check({"pid": pid} if pid else None))
+            pid = hello.server_pid
+            backend = OpenAIBackend(spec, abort_check=dead_server_check(pid))
             self.backends[key] = backend
         return backend
 
@@ -67,7 +67,7 @@ class SdkServer:
         tasks: dict[int, asyncio.Task[None]] = {}
         try:
             hello = await read_frame(reader)
-            backend = self.backend_for(hello)
+            backend = self.backend_for(Hello.model_validate(hello))
             writer.write(frame({"op": "ready"}))
             while True:
                 message = await read_frame(reader)

