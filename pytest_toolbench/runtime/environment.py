@@ -57,7 +57,7 @@ class RunEnvironment:
             # Keyed by embedder identity and texts, so the cache lives once per machine in the
             # user cache folder (as converted models do), not beside a run's --cache-dir.
             from pytest_toolbench.environments.retrieval import Embedders
-            from pytest_toolbench.models.embedded import user_cache_root
+            from pytest_toolbench.servers.embedded import user_cache_root
 
             self._embedders = Embedders(user_cache_root() / "embeddings")
         return self._embedders

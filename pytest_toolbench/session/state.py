@@ -19,7 +19,7 @@ from pytest_toolbench.session.completeness import CaseTracker
 from pytest_toolbench.results.gates import GateVerdict
 from pytest_toolbench.results.journal import ResultJournal
 from pytest_toolbench.output_errors import OutputFailure
-from pytest_toolbench.runtime.server import ManagedServer
+from pytest_toolbench.servers.managed import ManagedServer
 
 if TYPE_CHECKING:  # built at the session end (session/finish.py), off the start-up path
     from pytest_toolbench.results.run_record import RunRecord
