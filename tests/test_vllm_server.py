@@ -173,6 +173,23 @@ def test_managed_server_passes_the_decoding(tmp_path: Path, monkeypatch) -> None
         ManagedServer.start(settings, tmp_path).stop()
         assert seen[-1]["open_protocol"] is expected, decoding
 
+    # The facts its clients get (ServerInfo) and the run record's run.server, keys as always.
+    from pytest_toolbench.models.spec import ServerInfo
+    from pytest_toolbench.servers.managed import server_info_for_worker
+
+    managed = ManagedServer.start(RunSettings(model=str(tmp_path), backend="vllm"), tmp_path)
+    try:
+        record = server_info_for_worker(managed)
+        assert record is not None and list(record) == [
+            "base_url", "served_model", "pid", "describe", "rendezvous", "startup_timeout_s",
+            "started", "startup_s", "error"]
+        assert (record["base_url"], record["pid"], record["started"], record["describe"]) == (
+            "http://127.0.0.1:1/v1", 1, True, {})
+        told = ServerInfo.model_validate(record)  # what an xdist worker rebuilds
+        assert told.record() == record and told.identity == {} and told.served_model == "m"
+    finally:
+        managed.stop()
+
 
 def test_process_exit_during_startup_fails_fast_with_log_tail(tmp_path: Path) -> None:
     python = _fake_python(
