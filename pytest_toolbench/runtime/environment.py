@@ -15,8 +15,15 @@ from pathlib import Path
 from typing import Any
 
 from pytest_toolbench.benchmarks import registry
-from pytest_toolbench.benchmarks.base import Benchmark, Case, CaseRunner, EnvironmentUnavailable
+from pytest_toolbench.benchmarks.base import (
+    Benchmark,
+    Case,
+    CaseRunner,
+    EnvironmentUnavailable,
+    declared_sandbox_modules,
+)
 from pytest_toolbench.config import RunSettings
+from pytest_toolbench.sandbox.interface import SandboxRunner
 
 
 class RunEnvironment:
@@ -26,7 +33,7 @@ class RunEnvironment:
         *,
         run_dir: Path | Callable[[], Path] | None = None,
         cases: Callable[[str], Sequence[Case]] | None = None,
-        sandbox: Any = None,
+        sandbox: SandboxRunner | None = None,
         embedders: Any = None,
         on_sandbox_state: Callable[[dict[str, Any]], None] | None = None,
         benchmarks: Callable[[], dict[str, Benchmark]] = registry,
@@ -39,7 +46,7 @@ class RunEnvironment:
         self.settings = settings
         self._run_dir = run_dir
         self._cases = cases
-        self._sandbox = sandbox
+        self._sandbox: Any = sandbox  # a ToolSandbox (closed by close()) or a test's runner
         self._own_sandbox = False
         self._embedders = embedders
         self._on_sandbox_state = on_sandbox_state
@@ -63,7 +70,7 @@ class RunEnvironment:
         return self._embedders
 
     @property
-    def sandbox(self) -> Any:
+    def sandbox(self) -> SandboxRunner:
         if self._sandbox is None:
             self._sandbox = self._start_sandbox()
             self._own_sandbox = True
@@ -100,12 +107,18 @@ class RunEnvironment:
             self._sandbox.close()
         self._sandbox = None
 
-    def _start_sandbox(self) -> Any:
+    def _start_sandbox(self) -> SandboxRunner:
         """A warm pool of isolated processes for untrusted tool code, started now so a machine
-        without the kernel isolation layers stops the run before any model call."""
+        without the kernel isolation layers stops the run before any model call. Its jobs may
+        be the modules the registered benchmarks declare (``sandbox_modules``), and no other
+        module outside the package."""
         from pytest_toolbench.sandbox.pool import SandboxStartError, ToolSandbox
 
-        sandbox = ToolSandbox(self.settings.sandbox)
+        try:
+            sandbox = ToolSandbox(self.settings.sandbox,
+                                  job_modules=declared_sandbox_modules(self._benchmarks()))
+        except ValueError as exc:  # a declared module that cannot serve (not found, misplaced)
+            raise EnvironmentUnavailable(f"sandbox: {exc}") from exc
         try:
             isolation = sandbox.isolation_state()
         except SandboxStartError as exc:

@@ -32,6 +32,10 @@ that no live pool or zygote holds locked (``pool.sweep_stale_folders``).
 The zygote forwards payloads and replies as opaque bytes; the pool parses each reply, checks
 its shape and caps the whole result and error text at ``SandboxLimits.output_cap`` characters.
 
+A benchmark sees the pool as ``env.sandbox``, typed :class:`~pytest_toolbench.sandbox.interface.SandboxRunner`;
+its jobs are this package's or functions of the modules it declares (``sandbox_modules``), which
+every zygote imports before any call and whose folders calls may read.
+
 Exports are lazy so that the worker process, which imports this package, does not pay for
 pydantic and the harness config it never uses.
 """
@@ -41,12 +45,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from pytest_toolbench.sandbox.interface import SandboxRunner
     from pytest_toolbench.sandbox.pool import SandboxOutcome, SandboxStartError, ToolSandbox
 
-__all__ = ["SandboxOutcome", "SandboxStartError", "ToolSandbox"]
+__all__ = ["SandboxOutcome", "SandboxRunner", "SandboxStartError", "ToolSandbox"]
 
 
 def __getattr__(name: str) -> Any:
+    if name == "SandboxRunner":  # what a benchmark sees as env.sandbox (interface.py)
+        from pytest_toolbench.sandbox.interface import SandboxRunner
+
+        return SandboxRunner
     if name in __all__:
         from pytest_toolbench.sandbox import pool
 

@@ -27,17 +27,20 @@ import threading
 import time
 import weakref
 from importlib import import_module
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Any, Literal, Sequence
 
-from pydantic import BaseModel
-
 from pytest_toolbench.config import SandboxLimits
 from pytest_toolbench.sandbox import cleanup, protocol
+from pytest_toolbench.sandbox.interface import SandboxOutcome
+
+__all__ = ["SandboxOutcome", "SandboxStartError", "ToolSandbox", "JobModule"]
 
 log = logging.getLogger(__name__)
 
-_JOB_RE = re.compile(r"^pytest_toolbench(\.[A-Za-z_][A-Za-z0-9_]*)+:[A-Za-z_][A-Za-z0-9_]*$")
+_HARNESS_JOB_RE = re.compile(r"^pytest_toolbench(\.[A-Za-z_][A-Za-z0-9_]*)+:[A-Za-z_][A-Za-z0-9_]*$")
+_MODULE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 _STARTUP_TIMEOUT_S = 60.0
 #: Environment variables a worker inherits (everything else, API keys included, is dropped).
@@ -52,17 +55,6 @@ LAYERS = ("landlock", "seccomp", "namespaces", "tmpfs", "jail", "audit_hook",
 FOLDER_PREFIX = "toolbench-sandbox-"
 _CLOSED = object()  # in the slot queue once the pool is closed: wakes every caller waiting there
 _live_pools: weakref.WeakSet[ToolSandbox] = weakref.WeakSet()
-
-
-class SandboxOutcome(BaseModel):
-    #: crashed: the call's own process died, or the job itself raised (the tool's doing);
-    #: unavailable: the sandbox failed on the harness's side (its zygote gone, stopped or hung,
-    #: or a new one that would not start): an infrastructure error, never the tool's.
-    status: Literal["ok", "timeout", "crashed", "unavailable"]
-    value: Any = None  # the JSON-able return value of the job when status == "ok"
-    detail: str = ""  # human-readable reason when not ok
-    duration_s: float = 0.0  # round trip as the pool's thread saw it (includes waiting for the GIL)
-    worker_s: float | None = None  # the same call as the zygote timed it (None: no reply)
 
 
 class SandboxStartError(RuntimeError):
@@ -82,6 +74,70 @@ def protected_paths() -> list[str]:
     return out
 
 
+class JobModule:
+    """A module outside this package whose functions may run as sandbox jobs (one a registered
+    benchmark declares in ``sandbox_modules``): where the zygote imports it from, and the one
+    path a call may read of it (its top-level package's folder, or the module's own file)."""
+
+    def __init__(self, name: str, import_root: str, read_path: str) -> None:
+        self.name, self.import_root, self.read_path = name, import_root, read_path
+
+    @classmethod
+    def locate(cls, name: str) -> JobModule:
+        """Found on this process's import path without importing it (a package's ``__init__``
+        is not run here); ``ValueError`` with one line where it cannot serve: not a module
+        name, not found, inside this package (its jobs need no declaration), or lying in a
+        folder that holds the project, the package or the home directory (a call would read
+        them)."""
+        if not _MODULE_RE.match(name):
+            raise ValueError(f"sandbox job module {name!r} is not a module name")
+        if name == "pytest_toolbench" or name.startswith("pytest_toolbench."):
+            raise ValueError(f"sandbox job module {name!r} is part of the harness: declare only "
+                             "a benchmark's own modules")
+        top = name.partition(".")[0]
+        try:
+            spec = find_spec(top)
+        except (ImportError, ValueError) as exc:
+            raise ValueError(f"sandbox job module {name!r}: {exc}") from exc
+        if spec is None:
+            raise ValueError(f"sandbox job module {name!r} is not on the import path")
+        if spec.submodule_search_locations:  # a package: its folder, imported from its parent
+            folders = list(spec.submodule_search_locations)
+            if len(folders) != 1:
+                raise ValueError(f"sandbox job module {name!r}: a namespace package spread over "
+                                 f"{len(folders)} folders; give it an __init__.py")
+            read_path = os.path.realpath(folders[0])
+        elif spec.origin and os.path.isfile(spec.origin):
+            read_path = os.path.realpath(spec.origin)
+        else:
+            raise ValueError(f"sandbox job module {name!r} is not a source file or package "
+                             f"({spec.origin})")
+        for guarded in protected_paths():
+            if guarded == read_path or guarded.startswith(read_path.rstrip(os.sep) + os.sep):
+                raise ValueError(f"sandbox job module {name!r} lies at {read_path}, which holds "
+                                 f"{guarded}: a call would read it; move the module into a folder "
+                                 "of its own")
+        return cls(name, os.path.dirname(read_path), read_path)
+
+
+def harness_job(job: str) -> bool:
+    """``pytest_toolbench.<module>:<function>``: trusted code of this package."""
+    return bool(_HARNESS_JOB_RE.match(job))
+
+
+def check_job(job: str, modules: Sequence[str]) -> None:
+    """A job names trusted code: this package's, or a function of a declared job module;
+    anything else (a name read from data, a module nobody declared) is a ``ValueError``."""
+    if harness_job(job):
+        return
+    module, sep, func = job.partition(":")
+    if sep and module in modules and func.isidentifier():
+        return
+    declared = f" or one of the declared modules {sorted(modules)}" if modules else ""
+    raise ValueError(f"job must be 'pytest_toolbench.<module>:<function>'{declared} "
+                     f"('<module>:<function>'), got {job!r}")
+
+
 def bubblewrap_argv(tmpdir: str, read_paths: Sequence[str]) -> list[str] | None:
     """``bwrap`` in front of the zygote when it is on PATH: a new mount namespace holding only the
     Python installation, the package, the temp dir, a private /proc and /dev; new user, pid, IPC,
@@ -98,10 +154,11 @@ def bubblewrap_argv(tmpdir: str, read_paths: Sequence[str]) -> list[str] | None:
     return argv
 
 
-def _bwrap_read_paths() -> list[str]:
+def _bwrap_read_paths(job_paths: Sequence[str] = ()) -> list[str]:
     from pytest_toolbench.sandbox.policy import read_only_paths  # ctypes: only when bwrap is used
 
     paths = read_only_paths(os.path.join(_PACKAGE_ROOT, "pytest_toolbench"), protected_paths())
+    paths += [p for p in job_paths if p not in paths]  # the declared job modules, read-only
     extra = [os.path.realpath(p) for p in ("/usr", "/bin", "/etc/ld.so.cache") if os.path.exists(p)]
     return [p for p in paths if not p.startswith("/dev/")] + [p for p in extra if p not in paths]
 
@@ -156,9 +213,12 @@ class _Worker:
         disable_layers: Sequence[str] = (),
         use_bubblewrap: bool = True,
         register: Any = None,
+        job_modules: Sequence[JobModule] = (),
     ) -> None:
         """``register(worker)``, if given, is called before the process starts, so that a
-        ``close()`` from another thread can kill a worker that is still starting."""
+        ``close()`` from another thread can kill a worker that is still starting.
+        ``job_modules``: the declared modules outside this package the zygote may import."""
+        self.job_modules = tuple(job_modules)
         self._kill_lock = threading.Lock()
         self._tail: str | None = None
         self._req_w = self._rep_r = -1
@@ -188,10 +248,11 @@ class _Worker:
                disable_layers: Sequence[str], use_bubblewrap: bool) -> dict[str, Any]:
         """Start the zygote and return its hello (``SandboxStartError`` if it will not run)."""
         env = {k: os.environ[k] for k in _ENV_KEEP if k in os.environ}
+        roots = [_PACKAGE_ROOT, *dict.fromkeys(m.import_root for m in self.job_modules)]
         env.update(
             HOME=self.tmpdir,
             TMPDIR=self.tmpdir,
-            PYTHONPATH=_PACKAGE_ROOT,
+            PYTHONPATH=os.pathsep.join(roots),
             PYTHONDONTWRITEBYTECODE="1",
             PYTHONHASHSEED="0",
             PYTHONIOENCODING="utf-8",
@@ -199,13 +260,18 @@ class _Worker:
         env.setdefault("PATH", os.defpath)
         env.setdefault("LANG", "C.UTF-8")
         argv = [sys.executable, "-m", "pytest_toolbench.sandbox.worker"]
-        wrap = bubblewrap_argv(self.tmpdir, _bwrap_read_paths()) if use_bubblewrap else None
+        job_paths = list(dict.fromkeys(m.read_path for m in self.job_modules))
+        wrap = bubblewrap_argv(self.tmpdir, _bwrap_read_paths(job_paths)) if use_bubblewrap else None
         config: dict[str, Any] = {
             "tmpdir": self.tmpdir,
             "limits": limits.model_dump(),
             "network_isolation": network_isolation,
             "preload": list(preload),
             "package_dir": os.path.join(_PACKAGE_ROOT, "pytest_toolbench"),
+            # Declared job modules: the zygote imports and runs only these besides the package's,
+            # and a call reads their folders (Landlock, the jail's read-only binds) and no more.
+            "job_modules": [m.name for m in self.job_modules],
+            "job_paths": job_paths,
             "protected": protected_paths(),
             "disable_layers": list(disable_layers),
         }
@@ -355,10 +421,12 @@ class _Worker:
 
 
 class ToolSandbox:
-    """Thread-safe facade: ``run(job, payload, timeout_s)`` on a warm, confined worker.
+    """Thread-safe facade: ``run(job, payload, timeout_s)`` on a warm, confined worker; a
+    :class:`~pytest_toolbench.sandbox.interface.SandboxRunner`.
 
-    ``job`` names trusted harness code (``pytest_toolbench.<module>:<function>``); the untrusted
-    code travels inside ``payload`` and is executed by that function in the worker.
+    ``job`` names trusted code: the harness's (``pytest_toolbench.<module>:<function>``) or a
+    function of one of ``job_modules`` (the modules the run's benchmarks declare); untrusted
+    input travels inside ``payload`` and is handled by that function in the worker.
     """
 
     def __init__(
@@ -369,9 +437,13 @@ class ToolSandbox:
         preload: Sequence[str] = (),
         disable_layers: Sequence[str] = (),
         use_bubblewrap: bool = True,
+        job_modules: Sequence[str] = (),
     ) -> None:
         """``disable_layers`` (tests only): kernel layers to treat as unavailable, to check
-        that the pool refuses to run tools without them unless ``limits.insecure``."""
+        that the pool refuses to run tools without them unless ``limits.insecure``.
+        ``job_modules``: modules outside this package (a benchmark's ``sandbox_modules``) whose
+        functions may run as jobs; each is imported by every zygote before its first call
+        (a module that will not import stops the start) and its folder is readable to calls."""
         self.limits = limits or SandboxLimits()
         unknown = set(disable_layers) - set(LAYERS)
         if unknown:
@@ -381,10 +453,13 @@ class ToolSandbox:
         if self.limits.workers < 1:
             raise ValueError("SandboxLimits.workers must be >= 1")
         self.network_isolation = network_isolation
-        self.preload = tuple(preload)
+        self.job_modules = tuple(JobModule.locate(name) for name in dict.fromkeys(job_modules))
+        self.job_module_names = tuple(m.name for m in self.job_modules)
+        self.preload = tuple(dict.fromkeys([*preload, *self.job_module_names]))
         for module in self.preload:
-            if not module.startswith("pytest_toolbench."):
-                raise ValueError(f"preload module must be under pytest_toolbench.: {module!r}")
+            if not module.startswith("pytest_toolbench.") and module not in self.job_module_names:
+                raise ValueError(f"preload module must be under pytest_toolbench. or a declared "
+                                 f"job module: {module!r}")
         # Idle slots: a started worker, or None (start lazily). LIFO keeps the hottest workers busy.
         self._slots: queue.LifoQueue[_Worker | None] = queue.LifoQueue()
         for _ in range(self.limits.workers):
@@ -430,13 +505,14 @@ class ToolSandbox:
     def _spawn(self) -> _Worker:
         args = (self.limits, self.network_isolation, self.preload, self.disable_layers)
         try:
-            worker = _Worker(*args, self.use_bubblewrap, register=self._register)
+            worker = _Worker(*args, self.use_bubblewrap, register=self._register,
+                             job_modules=self.job_modules)
         except SandboxStartError as exc:
             if not self.use_bubblewrap or shutil.which("bwrap") is None or "refusing" in str(exc):
                 raise
             log.warning("sandbox: bubblewrap failed (%s); continuing with the in-process layers", exc)
             self.use_bubblewrap = False
-            worker = _Worker(*args, False, register=self._register)
+            worker = _Worker(*args, False, register=self._register, job_modules=self.job_modules)
         with self._lock:
             if self._closed:
                 worker.kill()
@@ -459,8 +535,7 @@ class ToolSandbox:
     # ---------------------------------------------------------------------- calls
     def run(self, job: str, payload: dict, timeout_s: float) -> SandboxOutcome:
         """Run ``job(payload)`` in a worker; blocks while all workers are busy."""
-        if not _JOB_RE.match(job):
-            raise ValueError(f"job must be 'pytest_toolbench.<module>:<function>', got {job!r}")
+        check_job(job, self.job_module_names)
         if self._closed:
             raise RuntimeError("ToolSandbox is closed")
         worker = self._slots.get()

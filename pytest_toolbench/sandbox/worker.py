@@ -34,7 +34,7 @@ import sys
 import tempfile
 import time
 import traceback
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from pytest_toolbench.sandbox import cgroup, cleanup, policy, privileges, protocol, syscall_filter
 
@@ -43,11 +43,14 @@ JOB_PREFIX = "pytest_toolbench."
 REQUIRED_LAYERS = ("landlock", "seccomp")
 
 
-def resolve_job(job: str) -> Callable[[dict], Any]:
-    """Only trusted harness code: ``pytest_toolbench.<module>:<function>``."""
+def resolve_job(job: str, job_modules: Sequence[str] = ()) -> Callable[[dict], Any]:
+    """Only trusted code: ``pytest_toolbench.<module>:<function>``, or a function of one of the
+    ``job_modules`` the pool was started with (modules its run's benchmarks declared)."""
     module_name, sep, func_name = job.partition(":")
-    if not sep or not module_name.startswith(JOB_PREFIX) or not func_name.isidentifier():
-        raise ValueError(f"job must be 'pytest_toolbench.<module>:<function>', got {job!r}")
+    trusted = module_name.startswith(JOB_PREFIX) or module_name in job_modules
+    if not sep or not trusted or not func_name.isidentifier():
+        raise ValueError(f"job must be 'pytest_toolbench.<module>:<function>' or a function of a "
+                         f"declared job module, got {job!r}")
     func = getattr(importlib.import_module(module_name), func_name)
     if not callable(func):
         raise TypeError(f"job {job!r} is not callable")
@@ -88,6 +91,10 @@ class Zygote:
         self.confined: dict[str, Any] = {}  # in a call's child: what its confinement holds
         self.inherited_caps: dict[str, bool] = {}  # the bounding set and securebits, narrowed once
         read_paths = policy.read_only_paths(config["package_dir"], config.get("protected", ()))
+        # The declared job modules' folders (or files), checked by the pool: read-only as well.
+        self.job_modules: tuple[str, ...] = tuple(config.get("job_modules", ()))
+        self.job_paths: list[str] = [p for p in config.get("job_paths", ()) if os.path.exists(p)]
+        read_paths += [p for p in self.job_paths if p not in read_paths]
         self.read_paths = read_paths
         self.landlock = policy.Landlock(read_paths)
         self.info: dict[str, Any] = {"read_only_paths": read_paths}
@@ -172,7 +179,7 @@ class Zygote:
             header, body = protocol.recv_split(request_fd)
             os.close(request_fd)
             job = header["job"]
-            fn = self.jobs.get(job) or resolve_job(job)
+            fn = self.jobs.get(job) or resolve_job(job, self.job_modules)
             payload = json.loads(body.decode("utf-8"))
             del body
             pristine = dict(vars(builtins))
@@ -256,7 +263,7 @@ class Zygote:
         self.reap()
         if job not in self.jobs:
             try:
-                self.jobs[job] = resolve_job(job)
+                self.jobs[job] = resolve_job(job, self.job_modules)
             except Exception as exc:  # a harness bug: report it, stay alive
                 feed(None)
                 return "crashed", f"cannot load job {job}: {type(exc).__name__}: {exc}", 0
@@ -635,7 +642,8 @@ class Zygote:
             os.mkdir(root, 0o700)
             try:
                 bound = policy.build_jail(root, [*self.read_paths, os.devnull],
-                                          policy.jail_link_paths(self.config["package_dir"]), [self.tmpdir])
+                                          [*policy.jail_link_paths(self.config["package_dir"]), *self.job_paths],
+                                          [self.tmpdir])
             except OSError as exc:
                 note = f"building it failed: {exc}"
                 cleanup.remove_tree(root)
