@@ -3,7 +3,9 @@ the tally of its model calls (usage, latency, calls, cache hits, parse failures)
 infrastructure-error result, the run-wide option deviations and a short text for failure lines.
 
 The benchmark decides what it scores and which details it keeps; this module only writes the
-common fields one way, so a result reads the same whichever runner made it.
+common fields one way, so a result reads the same whichever runner made it. The harness builds
+its own errors here too (a case past ``--case-timeout``, a runner that raised, a worker that
+died): one :func:`error_result` for every errored case.
 """
 
 from __future__ import annotations
@@ -68,15 +70,18 @@ class CallTally:
 
 
 def base_fields(
-    case: Case, model: ChatModel, benchmark: str, labels: dict[str, Any] | None = None
+    case: Case, model: ChatModel | str | None = None, benchmark: str | None = None,
+    labels: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The fields every result of ``case`` starts from (labels: the case's, unless given)."""
+    """The fields every result of ``case`` starts from: the model's name (a ChatModel's, or the
+    name itself), the case's benchmark and labels unless given, and its ``--repeats`` index."""
     return {
         "case_id": case.id,
-        "benchmark": benchmark,
+        "benchmark": case.benchmark if benchmark is None else benchmark,
         "scenario": case.scenario,
-        "model": getattr(model, "name", ""),
+        "model": model if isinstance(model, str) else getattr(model, "name", ""),
         "labels": dict(case.labels) if labels is None else labels,
+        "repeat": case.repeat,
     }
 
 
@@ -94,16 +99,18 @@ def scored_result(
 
 
 def error_result(
-    base: dict[str, Any], error: ModelCallError | InfraError, details: dict[str, Any],
-    transcript: list[dict[str, Any]], failure_message: str, tally: CallTally | None = None,
+    base: dict[str, Any], error: ModelCallError | InfraError, details: dict[str, Any] | None = None,
+    transcript: list[dict[str, Any]] | None = None, failure_message: str | None = None,
+    tally: CallTally | None = None,
 ) -> CaseResult:
-    """An infrastructure ERROR (a model call failed after retries, or scoring could not run):
-    excluded from metrics, counted apart."""
+    """An infrastructure ERROR (a model call failed after retries, scoring could not run, the
+    case timed out, its runner raised or its worker died): excluded from metrics, counted apart.
+    The harness's own errors have no details, transcript or failure line."""
     return CaseResult(
         **base, **(tally.fields() if tally is not None else {}),
         outcome=Outcome.ERROR,
         error=error if isinstance(error, InfraError) else InfraError.of(error),
-        details=details, transcript=transcript, failure_message=failure_message,
+        details=details or {}, transcript=transcript or [], failure_message=failure_message,
     )
 
 

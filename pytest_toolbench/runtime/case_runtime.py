@@ -21,7 +21,8 @@ from pytest_toolbench.benchmarks.base import Case, CaseRunner
 from pytest_toolbench.config import RunSettings
 from pytest_toolbench.models.base import CallContext, ChatModel, ChatRequest, ChatResponse
 from pytest_toolbench.models.call_log import CURRENT_CALL_LOG, CaseCallLog, current_call_log
-from pytest_toolbench.results.case_result import CaseResult, InfraError, Outcome
+from pytest_toolbench.benchmarks.result_builders import base_fields, error_result
+from pytest_toolbench.results.case_result import CaseResult, InfraError
 from pytest_toolbench.results.journal import ResultJournal
 from pytest_toolbench.models.recording import RecordingModel
 from pytest_toolbench.models.repeat import CURRENT_REPEAT
@@ -136,14 +137,7 @@ def _no_factory(benchmark: str) -> CaseRunner:
 def case_timeout_result(case: Case, timeout_s: float) -> CaseResult:
     """A case past ``--case-timeout``: an infrastructure error (the endpoint or a tool was too
     slow), never a wrong answer. Its transcript is lost with the cancelled runner."""
-    return CaseResult(
-        case_id=case.id,
-        benchmark=case.benchmark,
-        scenario=case.scenario,
-        outcome=Outcome.ERROR,
-        labels=case.labels,
-        error=InfraError(
-            kind="case_timeout",
-            message=f"case {case.id} did not finish within --case-timeout {timeout_s:g}s",
-        ),
-    )
+    return error_result(base_fields(case), InfraError(
+        kind="case_timeout",
+        message=f"case {case.id} did not finish within --case-timeout {timeout_s:g}s",
+    ))

@@ -18,7 +18,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from pytest_toolbench.benchmarks.base import Case
-from pytest_toolbench.results.case_result import CaseResult, InfraError, Outcome
+from pytest_toolbench.benchmarks.result_builders import base_fields, error_result
+from pytest_toolbench.results.case_result import CaseResult, InfraError
 
 CaseJob = Callable[[], Awaitable[CaseResult]]
 
@@ -84,15 +85,7 @@ class CaseScheduler:
 
 def internal_error_result(case: Case, exc: BaseException) -> CaseResult:
     """A case whose runner raised: an error (not a wrong answer), traceback kept for the report."""
-    return CaseResult(
-        case_id=case.id,
-        benchmark=case.benchmark,
-        scenario=case.scenario,
-        outcome=Outcome.ERROR,
-        labels=case.labels,
-        repeat=case.repeat,
-        error=InfraError(
-            kind="internal_error",
-            message="".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-4000:],
-        ),
-    )
+    return error_result(base_fields(case), InfraError(
+        kind="internal_error",
+        message="".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-4000:],
+    ))
