@@ -18,6 +18,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "pytest_toolbench.compare.cli",
     "pytest_toolbench.runs.cli",
     "pytest_toolbench.datasets.cli",
+    "pytest_toolbench.view.cli",
 )
 
 

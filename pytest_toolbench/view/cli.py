@@ -1,0 +1,58 @@
+"""``toolbench view`` and ``toolbench list`` (registered by the ``toolbench`` dispatcher, cli.py)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from pytest_toolbench.runs.store import DEFAULT_RUNS_DIR, RUNS_DIR_ENV, find_runs_dir
+
+#: Where the site goes without --out.
+DEFAULT_OUT = Path(".toolbench/view")
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    view = subparsers.add_parser(
+        "view", help="build a static site of past runs (leaderboard, runs, cases, side by side)",
+        description="Build a static HTML site from run records: a leaderboard (one table per data "
+                    "set), each run's metrics, breakdowns, gates and cases, and two runs side by "
+                    "side. It opens from disk (file://, no server), e.g. as a downloaded CI "
+                    "artifact.")
+    view.add_argument("paths", nargs="*", type=Path, metavar="RUNS_DIR",
+                      help=f"runs folders, run folders or --toolbench-json files (default: "
+                           f"${RUNS_DIR_ENV}, else the nearest {DEFAULT_RUNS_DIR})")
+    view.add_argument("--out", type=Path, default=DEFAULT_OUT,
+                      help=f"the site's folder (default {DEFAULT_OUT})")
+    view.add_argument("--serve", action="store_true",
+                      help="then serve it on http://127.0.0.1:PORT until Ctrl-C")
+    view.add_argument("--port", type=int, default=8000, help="port for --serve (default 8000)")
+    view.add_argument("--max-pairs", type=int, default=None,
+                      help="most side-by-side pages (each a paired bootstrap; default 60)")
+    view.set_defaults(func=cmd_view)
+
+    from pytest_toolbench.view.catalog import add_list_parser
+
+    add_list_parser(subparsers)
+
+
+def cmd_view(args: argparse.Namespace) -> int:
+    from pytest_toolbench.view.site import MAX_PAIRS, build_site
+
+    paths = args.paths or [find_runs_dir(None)]
+    missing = [p for p in paths if not p.exists()]
+    if missing:
+        print(f"toolbench view: no such file or folder: {missing[0]}", file=sys.stderr)
+        return 2
+    result = build_site(paths, args.out, max_pairs=args.max_pairs if args.max_pairs is not None
+                        else MAX_PAIRS)
+    for line in result.skipped:
+        print(f"toolbench view: skipped {line}", file=sys.stderr)
+    print(f"toolbench view: {result.runs} run(s), {result.pairs} side-by-side page(s) in "
+          f"{result.seconds:.1f} s")
+    print(f"open {Path(result.index).resolve().as_uri()}")
+    if args.serve:
+        from pytest_toolbench.view.serve import serve
+
+        serve(Path(result.out), args.port)
+    return 0

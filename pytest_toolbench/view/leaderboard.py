@@ -1,0 +1,165 @@
+"""The leaderboard's page model: one table per data group (groups.py), one row per run, one
+column per (benchmark, scenario) with the scenario's lead metric and its 95% CI, and each paper's
+own tables with every run's rows stacked, as the papers list one row per model.
+
+The lead metric is what the benchmark's headline (results/headline.py) puts first for that
+scenario: a declared overview metric, else the grid's ``Overall`` column, else the grid's first
+metric the scenario has, else the scenario's first declared metric.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pydantic import BaseModel
+
+from pytest_toolbench.results.headline import Headline, headline_of
+from pytest_toolbench.results.provenance import short_line
+from pytest_toolbench.exitcodes import ToolbenchExit
+from pytest_toolbench.view.cells import Cell, metric_cell, table_value, when
+from pytest_toolbench.view.groups import DataGroup
+from pytest_toolbench.view.load import ViewRun
+from pytest_toolbench.view.record import GateVerdict, RunRecord, ScenarioMetrics
+
+
+class Column(BaseModel):
+    benchmark: str
+    scenario: str
+    metric: str
+
+
+class Row(BaseModel):
+    key: str
+    model: str
+    backend: str
+    run_id: str
+    data: str
+    when: str
+    started: float
+    cases: int
+    errors: int
+    gates: str
+    gates_failed: bool
+    status: str
+    exit: str
+    cells: list[Cell]
+
+
+class PaperTable(BaseModel):
+    benchmark: str
+    title: str
+    columns: list[str]
+    #: (run key, model, cells) per row.
+    rows: list[tuple[str, str, list[str]]]
+    notes: list[str]
+
+
+class GroupBoard(BaseModel):
+    group: DataGroup
+    columns: list[Column]
+    rows: list[Row]
+    tables: list[PaperTable]
+
+
+class Leaderboard(BaseModel):
+    boards: list[GroupBoard]
+    skipped: list[str]
+
+
+def lead_metric(s: ScenarioMetrics, headline: Headline) -> str | None:
+    has = list(s.metrics)
+    for m in headline.metrics:
+        if m in has:
+            return m
+    for grid in headline.grids:
+        if s.scenario not in grid.scenarios:
+            continue
+        overall = [c.metric for c in grid.columns if c.title.lower() == "overall" and c.label is None]
+        for m in overall + [c.metric for c in grid.columns]:
+            if m in has:
+                return m
+    return has[0] if has else None
+
+
+def _columns(runs: Sequence[ViewRun], headlines: Mapping[str, Headline]) -> list[Column]:
+    cols: list[Column] = []
+    seen: set[tuple[str, str, str]] = set()
+    for run in runs:
+        for s in run.record.metrics.scenarios:
+            m = lead_metric(s, headlines.get(s.benchmark, Headline()))
+            if m is not None and (s.benchmark, s.scenario, m) not in seen:
+                seen.add((s.benchmark, s.scenario, m))
+                cols.append(Column(benchmark=s.benchmark, scenario=s.scenario, metric=m))
+    order = {c.benchmark: i for i, c in reversed(list(enumerate(cols)))}
+    return sorted(cols, key=lambda c: (c.benchmark, order[c.benchmark]))  # benchmarks A-Z
+
+
+def gates_text(gates: Sequence[GateVerdict]) -> str:
+    """``passed 3/3``, ``FAILED 1/4`` (as ``toolbench runs``), ``-`` for a run without gates."""
+    failed = sum(not g.passed for g in gates)
+    if not gates:
+        return "-"
+    return f"FAILED {failed}/{len(gates)}" if failed else f"passed {len(gates)}/{len(gates)}"
+
+
+def exit_text(status: int | None) -> str:
+    if status is None:
+        return "?"
+    try:
+        return f"{status} {ToolbenchExit(status).name}"
+    except ValueError:
+        return str(status)
+
+
+def status_text(record: RunRecord) -> str:
+    if not record.partial:
+        return "complete"
+    by = record.run.interrupted_by
+    return f"partial ({by})" if by else "partial"
+
+
+def _row(run: ViewRun, columns: Sequence[Column]) -> Row:
+    record = run.record
+    cells = []
+    for c in columns:
+        s = record.metrics.scenario(c.benchmark, c.scenario)
+        cells.append(metric_cell(s.metrics.get(c.metric) if s else None))
+    return Row(key=run.key, model=run.model or "?",
+               backend=str(record.run.settings.get("backend") or "?"),
+               run_id=run.run_id, data=short_line(run.data()),
+               when=when(record.run.started), started=record.run.started or 0.0,
+               cases=len({c.base_id for c in record.cases}),
+               errors=sum(s.n_errors for s in record.metrics.scenarios),
+               gates=gates_text(record.gates), gates_failed=any(not g.passed for g in record.gates),
+               status=status_text(record), exit=exit_text(record.run.exit_status), cells=cells)
+
+
+def _paper_tables(runs: Sequence[ViewRun]) -> list[PaperTable]:
+    tables: dict[tuple[str, str], PaperTable] = {}
+    for run in runs:
+        for t in run.record.metrics.tables:
+            pt = tables.setdefault((t.benchmark, t.name), PaperTable(
+                benchmark=t.benchmark, title=t.title, columns=list(t.columns), rows=[], notes=[]))
+            if t.note and t.note not in pt.notes:
+                pt.notes.append(t.note)
+            for r in t.rows:
+                pt.rows.append((run.key, run.model, [table_value(v) for v in r]))
+    return sorted(tables.values(), key=lambda t: t.benchmark)
+
+
+def build_leaderboard(runs: Sequence[ViewRun], groups: Sequence[DataGroup],
+                      benchmarks: Mapping[str, Any], skipped: Sequence[str] = ()) -> Leaderboard:
+    """``benchmarks``: the registry (name -> Benchmark) for the headline declarations; a
+    benchmark it lacks falls back to each scenario's first metric."""
+    headlines = {name: headline_of(b) for name, b in benchmarks.items()}
+    by_key = {r.key: r for r in runs}
+    boards = []
+    for g in groups:
+        members = [by_key[k] for k in g.keys]
+        columns = _columns(members, headlines)
+        rows = [_row(r, columns) for r in members]
+        rows.sort(key=lambda r: -r.started)  # newest first until the reader sorts
+        boards.append(GroupBoard(group=g, columns=columns, rows=rows,
+                                 tables=_paper_tables(members)))
+    return Leaderboard(boards=boards, skipped=list(skipped))

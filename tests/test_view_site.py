@@ -1,0 +1,220 @@
+"""``toolbench view``, ``toolbench list`` and the dataframes API over real recorded runs (three
+ToolHop runs on the bundled sample, tests/view_runs.py): what the built site holds, read from its
+files; the browser side is tests/test_view_browser.py."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from view_runs import REPO, make_runs
+
+from pytest_toolbench.view.case_data import CHUNK, sandbox_limit
+from pytest_toolbench.view.site import build_site, js_literal
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    tmp = tmp_path_factory.mktemp("view-runs")
+    records = make_runs(tmp)
+    return {"tmp": tmp, "records": records, "ids": {k: v["run"]["run_id"] for k, v in records.items()}}
+
+
+@pytest.fixture(scope="module")
+def site(runs: dict) -> Path:
+    out = runs["tmp"] / "site"
+    result = build_site([runs["tmp"] / "runs"], out)
+    assert result.runs == 3 and not result.skipped
+    return out
+
+
+def _js_call(path: Path, call: str) -> list:
+    """The arguments of the ``TB.<call>(...)`` in a data file, read back as JSON."""
+    text = path.read_text(encoding="utf-8")
+    m = re.fullmatch(rf"TB\.{call}\((.*)\);\n", text, re.S)
+    assert m, text[:200]
+    return json.loads(f"[{m.group(1)}]".replace("<\\/", "</"))
+
+
+def test_the_leaderboard_ranks_full_runs_together_and_the_subset_apart(site: Path, runs: dict) -> None:
+    html = (site / "index.html").read_text()
+    ids = runs["ids"]
+    groups = re.findall(r'<section class="group" id="group-(\w+)">(.*?)</section>', html, re.S)
+    assert [g for g, _ in groups] == ["A", "B"]
+    full, subset = groups[0][1], groups[1][1]
+    assert ids["oracle"] in full and ids["half"] in full and ids["subset"] not in full
+    assert ids["subset"] in subset and "SUBSET: 6 of 18 cases" in subset
+    assert "full suite, 18 cases" in full and "toolhop sample fp" in full
+    assert "never together with another" in html
+    # one column per scenario with the headline metric, its CI and n; the sort uses the raw value
+    assert re.search(r'data-sort="1\.0">100\.0%<br><small>\[100\.0, 100\.0\]</small><small class="n"> n=6', full)
+    assert re.search(r'data-sort="0\.6666666666666666">66\.7%', full)
+
+
+def test_each_run_page_has_every_metric_breakdown_and_plot(site: Path, runs: dict) -> None:
+    rec = runs["records"]["half"]
+    page = (site / f"run-{runs['ids']['half']}.html").read_text()
+    for s in rec["metrics"]["scenarios"]:
+        assert f"{s['benchmark']} / {s['scenario']}" in page
+        for name in s["metrics"]:
+            assert f'<td class="mono">{name}' in page
+    assert page.count("<canvas data-plot=") == 3  # hops, per scenario
+    plot = json.loads(re.search(r'data-plot="([^"]+)"', page).group(1).replace("&#34;", '"'))
+    assert plot["label"] == "hops" and plot["groups"] == ["3", "4", "5", "6", "7"]
+    assert "bundled sample (not the real benchmark)" in page
+    assert 'src="data/' + runs["ids"]["half"] + '/index.js"' in page
+
+
+def test_the_case_data_is_chunked_and_complete(site: Path, runs: dict) -> None:
+    key = runs["ids"]["half"]
+    cases = runs["records"]["half"]["cases"]
+    key_, n, chunk, rows = _js_call(site / "data" / key / "index.js", "index")
+    assert (key_, n, chunk) == (key, len(cases), CHUNK)
+    assert [r["id"] for r in rows] == [c["case_id"] for c in cases]
+    assert [r["o"] for r in rows] == [c["outcome"] for c in cases]
+    assert rows[0]["labels"]["hops"] == str(cases[0]["labels"]["hops"])
+    _, k, payload = _js_call(site / "data" / key / "c0.js", "chunk")
+    assert k == 0 and [p["id"] for p in payload] == [c["case_id"] for c in cases[:CHUNK]]
+    assert payload[0]["transcript"] == cases[0]["transcript"]
+    assert payload[0]["details"]["gold"] == cases[0]["details"]["gold"]
+
+
+def test_the_side_by_side_page_has_compares_numbers_and_links_both_transcripts(site: Path, runs: dict) -> None:
+    from pytest_toolbench.compare import compare_with_registry, load_runs
+
+    ids = runs["ids"]
+    page = (site / f"diff-{ids['oracle']}--{ids['half']}.html").read_text()
+    cmp = compare_with_registry(load_runs([runs["tmp"] / "oracle.json", runs["tmp"] / "half.json"]))
+    row = cmp.find("toolhop.mandatory.accuracy")
+    d = row.diffs[0]
+    assert d.mcnemar is not None and (d.mcnemar.b, d.mcnemar.c) == (2, 0)
+    assert f"{100 * d.diff:+.1f} pp" in page and f"[{100 * d.ci_low:.1f}, {100 * d.ci_high:.1f}]" in page
+    assert f"{d.mcnemar.p_value:.3g} (b=2, c=0)" in page
+    oracle_ids = [c["case_id"] for c in runs["records"]["oracle"]["cases"]]
+    half_ids = [c["case_id"] for c in runs["records"]["half"]["cases"]]
+    for case in ("toolhop-9001-mandatory", "toolhop-9003-mandatory"):
+        assert (f'href="case.html#run={ids["oracle"]}&amp;i={oracle_ids.index(case)}"' in page)
+        assert (f'href="case.html#run={ids["half"]}&amp;i={half_ids.index(case)}"' in page)
+    assert "right in A, wrong in B (2)" in page
+
+
+def test_runs_on_other_data_get_no_side_by_side_but_the_reason(runs: dict, tmp_path: Path) -> None:
+    """A copy of the oracle record whose data file has another sha256: ``toolbench compare``
+    refuses it, and so does the site (no page; the compare button says why)."""
+    other = json.loads((runs["tmp"] / "oracle.json").read_text())
+    for d in other["run"]["data_sources"]:
+        d["sha256"] = "0" * 64
+    other["run"]["run_id"] = "other-data"
+    other["run"]["started"] += 1000
+    (tmp_path / "other.json").write_text(json.dumps(other))
+    out = tmp_path / "site"
+    result = build_site([runs["tmp"] / "oracle.json", tmp_path / "other.json"], out)
+    assert result.runs == 2 and result.pairs == 0
+    assert not list(out.glob("diff-*.html"))
+    pairs = json.loads(re.search(r"TB\.pairs = (\{.*?\});", (out / "index.html").read_text()).group(1))
+    (reason,) = pairs.values()
+    assert reason.startswith("refused: ") and "ran on different data" in reason
+    assert 'id="group-B"' in (out / "index.html").read_text()  # and ranked apart
+
+
+def test_a_rebuild_drops_the_pages_of_runs_that_are_gone(runs: dict, tmp_path: Path) -> None:
+    out = tmp_path / "site"
+    build_site([runs["tmp"] / "oracle.json", runs["tmp"] / "half.json"], out)
+    assert len(list(out.glob("run-*.html"))) == 2
+    build_site([runs["tmp"] / "oracle.json"], out)
+    assert [p.name for p in out.glob("run-*.html")] == [f"run-{runs['ids']['oracle']}.html"]
+    assert not list(out.glob("diff-*.html")) and [p.name for p in (out / "data").iterdir()] == [runs["ids"]["oracle"]]
+
+
+def test_an_unreadable_record_is_named_and_left_out(runs: dict, tmp_path: Path) -> None:
+    (tmp_path / "broken.json").write_text("{not json")
+    result = build_site([runs["tmp"] / "oracle.json", tmp_path / "broken.json"], tmp_path / "site")
+    assert result.runs == 1
+    assert result.skipped == [f"{tmp_path / 'broken.json'}:1: not JSON (Expecting property name enclosed in double quotes)"]
+    assert "broken.json" in (tmp_path / "site" / "index.html").read_text()
+
+
+def test_js_literals_keep_nan_and_cannot_close_a_script() -> None:
+    assert js_literal({"v": float("nan"), "t": "</script><b>"}) == '{"v":NaN,"t":"<\\/script><b>"}'
+
+
+def test_sandbox_limits_are_recognised_in_tool_results() -> None:
+    # benchmarks/toolhop/runner.py's feedback for a call the sandbox stopped
+    assert sandbox_limit("an error occured when call slow_tool: timed out after 10 seconds") == \
+        "sandbox limit: timed out after 10 seconds"
+    assert sandbox_limit("an error occured when call t: tool execution crashed (killed: memory)") == \
+        "sandbox limit: tool execution crashed (killed: memory)"
+    # sandbox/protocol.py's mark on output cut at --sandbox-output-cap
+    assert sandbox_limit("x" * 10 + "…[truncated 1234 chars]") == "sandbox limit: output cut at --sandbox-output-cap"
+    assert sandbox_limit("an error occured when call t: name 'x' is not defined") is None
+    assert sandbox_limit(None) is None
+
+
+def test_toolbench_view_command_builds_and_says_where(runs: dict, tmp_path: Path) -> None:
+    out = tmp_path / "site"
+    proc = subprocess.run([sys.executable, "-m", "pytest_toolbench.cli", "view",
+                           str(runs["tmp"] / "runs"), "--out", str(out)],
+                          cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "3 run(s), 3 side-by-side page(s)" in proc.stdout
+    assert f"open {(out / 'index.html').resolve().as_uri()}" in proc.stdout
+    missing = subprocess.run([sys.executable, "-m", "pytest_toolbench.cli", "view",
+                              str(tmp_path / "nope")], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert missing.returncode == 2 and "no such file or folder" in missing.stderr
+
+
+def test_toolbench_list_fits_80_columns_and_lists_values_in_the_data(tmp_path: Path) -> None:
+    proc = subprocess.run([sys.executable, "-m", "pytest_toolbench.cli", "list"], cwd=REPO,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert all(len(line) <= 80 and line == line.rstrip() for line in lines), \
+        [line for line in lines if len(line) > 80 or line != line.rstrip()]
+    out = proc.stdout
+    for name in ("toolhop - ToolHop [built-in]", "familytool - FamilyTool [built-in]",
+                 "toolbehonest - ToolBeHonest [built-in]", "metabench - Meta-Bench [built-in]"):
+        assert name in out
+    assert "    hops(n=...): 3, 4, 5, 6, 7\n" in out  # the bundled ToolHop sample's hop counts
+    assert "    solvable(value=...): False, True\n" in out
+    assert "accuracy: answer correctness" in out
+    assert "data/toolhop/ToolHop.json (6 records)" in out
+    # another folder: its own values, and a benchmark without data there says so
+    (tmp_path / "toolhop").mkdir()
+    shutil.copy(REPO / "data" / "toolhop" / "ToolHop.json", tmp_path / "toolhop" / "ToolHop.json")
+    proc = subprocess.run([sys.executable, "-m", "pytest_toolbench.cli", "list", "--data-dir",
+                           str(tmp_path), "--benchmark", "toolhop", "--benchmark", "familytool"],
+                          cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert "hops(n=...): 3, 4, 5, 6, 7" in proc.stdout
+    assert "familytool" in proc.stdout and "data: not readable here" in proc.stdout
+
+
+def test_dataframes_read_many_runs_in_three_lines(runs: dict) -> None:
+    pytest.importorskip("pandas")
+    from pytest_toolbench.analysis import cases_df, metrics_df, runs_df
+
+    folder = runs["tmp"] / "runs"
+    r, m, c = runs_df(folder), metrics_df(folder), cases_df(folder)
+    assert sorted(r["run_id"]) == sorted(runs["ids"].values())
+    assert set(r.loc[r["run_id"] == runs["ids"]["subset"], "subset"]) == {True}
+    half = runs["records"]["half"]
+    for s in half["metrics"]["scenarios"]:
+        for name, mv in s["metrics"].items():
+            got = m[(m.run_id == runs["ids"]["half"]) & (m.scenario == s["scenario"])
+                    & (m.metric == name) & m.label.isna()]
+            assert len(got) == 1
+            value = got["value"].iloc[0]
+            assert (mv["value"] is None and (value is None or math.isnan(value))) or value == mv["value"]
+            assert got["n"].iloc[0] == mv["n"]
+    hops3 = m[(m.run_id == runs["ids"]["half"]) & (m.label == "hops") & (m.group == "3")]
+    assert not hops3.empty
+    mine = c[c.run_id == runs["ids"]["half"]]
+    assert list(mine.case_id) == [x["case_id"] for x in half["cases"]]
+    assert list(mine.outcome) == [x["outcome"] for x in half["cases"]]
+    assert "label_hops" in c.columns and "value_answer_correct" in c.columns
