@@ -7,7 +7,7 @@ a vLLM server if the run needs one; collection parametrises each suite over its 
 finished case travels to the controller on its test report (session/transport.py), which
 journals it, lets the gates decide single cases and, at the session end, turns the results into
 one run record and writes every report from it (session/controller.py, session/finish.py,
-session/outputs.py). SIGTERM ends a run like Ctrl-C (session/signals.py).
+session/end_summary.py). SIGTERM ends a run like Ctrl-C (session/signals.py).
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(fixtures, "pytest_toolbench.session.fixtures")
     run_start.register_markers(config)
     st = run_start.configure_run(config)
-    from pytest_toolbench.report.session_outputs import configure_allure
+    from pytest_toolbench.report.allure_and_plots import configure_allure
 
     configure_allure(config)
     progress.install(config, worker=is_worker(config), selection=st)  # the live progress line

@@ -139,14 +139,14 @@ def test_folder_files_show_every_runs_gates_and_headline_metrics(metrics: RunMet
                                                                  tmp_path: Path) -> None:
     """Two runs in one folder: the Metadata (environment.xml) lists both runs' gates first, then
     each scenario's headline metric run beside run; neither run's record is overwritten."""
-    first = allure_folder.make_record(metrics, VERDICTS[:1], run_id="r1", model="oracle",
+    first = allure_folder.make_entry(metrics, VERDICTS[:1], run_id="r1", model="oracle",
                                       now_ms=1)
-    second = allure_folder.make_record(metrics, VERDICTS, run_id="r2",
+    second = allure_folder.make_entry(metrics, VERDICTS, run_id="r2",
                                        model="replay:/tmp/a/rec.jsonl", now_ms=2)
     for rec in (second, first):
-        allure_folder.save_record(tmp_path, rec)
+        allure_folder.save_entry(tmp_path, rec)
     (tmp_path / "environment.properties").write_text("gates=PASSED\nrun_id=old\n")
-    records = allure_folder.load_records(tmp_path)
+    records = allure_folder.load_entries(tmp_path)
     assert [r.run_id for r in records] == ["r1", "r2"]
     entries = allure_folder.metadata_entries(records)
     assert entries[:2] == [("oracle", "gates PASSED 1/1"),
@@ -202,9 +202,9 @@ def test_allurerc_has_every_verdict_as_a_quality_gate_rule(metrics: RunMetrics,
         "m2 · toolhop.mandatory.accuracy>=baseline-0.02",
         "m2 · toolhop.mandatory.accuracy>=baseline-0.02 (2)"]
     assert rules[1]["toolbench"]["passed"] is False
-    records = [allure_folder.make_record(metrics, VERDICTS, run_id="r1", model="oracle")]
+    records = [allure_folder.make_entry(metrics, VERDICTS, run_id="r1", model="oracle")]
     config_text = allurerc(records)
-    assert "qualityGate" not in allurerc([allure_folder.make_record(metrics, [], run_id="r",
+    assert "qualityGate" not in allurerc([allure_folder.make_entry(metrics, [], run_id="r",
                                                                     model="m")])
     if shutil.which("node") is None:
         pytest.skip("node is not installed: the config's JS is not evaluated here")

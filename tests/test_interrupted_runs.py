@@ -22,7 +22,7 @@ import pytest
 
 from fake_openai_server import FakeOpenAIServer, delayed, reply
 from pytest_toolbench.exitcodes import ToolbenchExit
-from pytest_toolbench.results.completeness import RUN_COMPLETED, interrupted_verdict
+from pytest_toolbench.results.partial_run import RUN_COMPLETED, interrupted_verdict
 from pytest_toolbench.results.gates import GateVerdict, exit_status
 from pytest_toolbench.session.finish import RunEnd, run_status, run_verdicts
 from pytest_toolbench.session.signals import Interrupts

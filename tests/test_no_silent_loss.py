@@ -26,7 +26,7 @@ from pytest_toolbench.models.cache import CachedModel
 from pytest_toolbench.results import journal as journal_module
 from pytest_toolbench import output_errors
 from pytest_toolbench.results.case_result import CaseResult, Outcome
-from pytest_toolbench.results.completeness import missing_text
+from pytest_toolbench.results.partial_run import missing_text
 from pytest_toolbench.results.journal import JournalWriteError, ResultJournal, read_journal
 
 REPO = Path(__file__).resolve().parents[1]
@@ -219,7 +219,7 @@ def test_the_tracker_maps_xdist_node_ids_to_cases_and_names_what_never_reported(
     from types import SimpleNamespace
 
     from pytest_toolbench.benchmarks.base import Case
-    from pytest_toolbench.session.completeness import CaseTracker, cases_by_id, param_id
+    from pytest_toolbench.session.case_tracker import CaseTracker, cases_by_id, param_id
 
     cases = {"toolhop": [Case(id=f"toolhop-{i}-direct", benchmark="toolhop", scenario="direct",
                               sample_id=str(i)) for i in range(3)]}

@@ -99,7 +99,7 @@ def test_allure_first_screen_names_each_run_s_data():
     from pytest_toolbench.report import allure_folder
     from pytest_toolbench.results.aggregate import RunMetrics
 
-    record = allure_folder.make_record(RunMetrics(scenarios=[]), [], run_id="r1", model="m",
+    record = allure_folder.make_entry(RunMetrics(scenarios=[]), [], run_id="r1", model="m",
                                        info={"data": "toolhop: real, revision b439d72, fingerprint 1a2b"})
     assert ("m", "data: toolhop: real, revision b439d72, fingerprint 1a2b") in \
         allure_folder.metadata_entries([record])

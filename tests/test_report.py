@@ -17,7 +17,7 @@ from pytest_toolbench.report.allure_report import (
     tool_calls_from_transcript,
 )
 from pytest_toolbench.fileio import indented_json
-from pytest_toolbench.report.json_report import build_json_report, record_of, write_json_report
+from pytest_toolbench.report.json_report import build_json_report, record_of
 from pytest_toolbench.report.terminal import render_summary
 from pytest_toolbench.results.aggregate import RunMetrics, aggregate
 from pytest_toolbench.results.case_result import CaseResult, InfraError, Outcome
@@ -150,7 +150,7 @@ def test_json_report_is_complete_sorted_and_atomic(tmp_path: Path, metrics: RunM
     cases = run_cases()
     verdicts = evaluate_gates(parse_gates(["toolhop.mandatory.accuracy>=0.45"]), metrics)
     out = tmp_path / "reports" / "toolbench.json"
-    path = write_json_report(out, record_of(metrics, reversed(cases), {"model": "m", "seed": 0}, verdicts))
+    path = record_of(metrics, reversed(cases), {"model": "m", "seed": 0}, verdicts).write(out)
     assert path == out
     assert [p.name for p in out.parent.iterdir()] == ["toolbench.json"]  # no temp leftovers
     data = json.loads(out.read_text(encoding="utf-8"))
@@ -165,9 +165,9 @@ def test_json_report_is_complete_sorted_and_atomic(tmp_path: Path, metrics: RunM
     assert [CaseResult.model_validate(c) for c in data["cases"]] == sorted(cases, key=lambda c: c.case_id)
     # Byte-identical regardless of input order; an existing report is replaced whole.
     first = out.read_bytes()
-    write_json_report(out, record_of(metrics, cases, {"model": "m", "seed": 0}, verdicts))
+    record_of(metrics, cases, {"model": "m", "seed": 0}, verdicts).write(out)
     assert out.read_bytes() == first
-    write_json_report(out, record_of(metrics, cases, {"model": "m", "seed": 0}))
+    record_of(metrics, cases, {"model": "m", "seed": 0}).write(out)
     assert json.loads(out.read_text())["gates"] == []
     # The fast encoder writes what json.dumps(indent=2, ensure_ascii=False) would write.
     report = build_json_report(metrics, cases, {"model": "m", "seed": 0, "note": "é\u2028\x00"}, verdicts)

@@ -18,6 +18,7 @@ from pytest_toolbench.results.aggregate import RunMetrics, aggregate
 from pytest_toolbench.results.case_result import CaseResult
 from pytest_toolbench.results.metrics import MetricSpec
 from pytest_toolbench.results.run_record import RunInfo, RunRecord
+from pytest_toolbench.results.run_sections import SettingsSection
 
 
 class RunLoadError(ValueError):
@@ -53,7 +54,7 @@ class LoadedRun(BaseModel):
         return self.record.partial
 
     @property
-    def settings(self) -> dict[str, Any]:
+    def settings(self) -> SettingsSection:
         return self.record.run.settings
 
     @classmethod
@@ -75,7 +76,7 @@ class LoadedRun(BaseModel):
         metrics = aggregate(cases, specs, labels, n_boot=n_boot, seed=seed)
         model = next((c.model for c in cases if c.model), label)
         return cls(label=label, record=RunRecord(
-            run=RunInfo(settings={"model": model}), metrics=metrics, cases=list(cases)))
+            run=RunInfo(settings=SettingsSection(model=model)), metrics=metrics, cases=list(cases)))
 
 
 def _short(err: Any) -> str:

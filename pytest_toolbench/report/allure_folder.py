@@ -2,7 +2,7 @@
 
 Allure reads one ``environment`` file, one ``executor.json`` and one config per folder, so a
 second run used to replace the first run's metrics, model and gates on the report's first screen.
-Each run now saves a small record (model, run id, headline metrics, gate verdicts) under
+Each run now saves a small entry (model, run id, headline metrics, gate verdicts) under
 ``toolbench-runs/`` (a subfolder: Allure reads only the folder's top-level files), and the
 folder-wide files are rebuilt from *all* records after every run:
 
@@ -38,8 +38,9 @@ class Headline(BaseModel):
     text: str  # "100.0% n=2"
 
 
-class RunRecord(BaseModel):
-    """What the report's first screen shows of one run."""
+class AllureRunEntry(BaseModel):
+    """One run's entry in the folder's ``toolbench-runs/``: what the report's first screen shows
+    of it, taken from its record (results/run_record.py) when the run ends."""
 
     run_id: str
     model: str
@@ -72,18 +73,18 @@ def headlines(metrics: RunMetrics) -> list[Headline]:
     return out
 
 
-def make_record(metrics: RunMetrics, verdicts: Sequence[GateVerdict], *, run_id: str, model: str,
-                info: dict[str, str] | None = None, now_ms: int | None = None) -> RunRecord:
+def make_entry(metrics: RunMetrics, verdicts: Sequence[GateVerdict], *, run_id: str, model: str,
+                info: dict[str, str] | None = None, now_ms: int | None = None) -> AllureRunEntry:
     # what the first screen shows, escaped once here: a verdict's reason or a data note quotes
     # data, and every folder-wide file is rebuilt from these records
     shown = [v.model_copy(update={"gate": safe_text(v.gate), "reason": safe_text(v.reason)})
              for v in verdicts]
-    return RunRecord(run_id=run_id or "run", model=safe_text(model), verdicts=shown,
+    return AllureRunEntry(run_id=run_id or "run", model=safe_text(model), verdicts=shown,
                      headlines=headlines(metrics), info=safe_data(dict(info or {})),
                      written_ms=now_ms if now_ms is not None else int(time.time() * 1000))
 
 
-def save_record(alluredir: Path, record: RunRecord) -> Path:
+def save_entry(alluredir: Path, record: AllureRunEntry) -> Path:
     d = Path(alluredir) / RUNS_DIR
     d.mkdir(parents=True, exist_ok=True)
     path = d / f"{record.run_id}.json"
@@ -91,18 +92,18 @@ def save_record(alluredir: Path, record: RunRecord) -> Path:
     return path
 
 
-def load_records(alluredir: Path) -> list[RunRecord]:
+def load_entries(alluredir: Path) -> list[AllureRunEntry]:
     """Every run saved in the folder, oldest first; unreadable records are skipped."""
     records = []
     for path in sorted((Path(alluredir) / RUNS_DIR).glob("*.json")):
         try:
-            records.append(RunRecord.model_validate_json(path.read_text(encoding="utf-8")))
+            records.append(AllureRunEntry.model_validate_json(path.read_text(encoding="utf-8")))
         except (OSError, ValueError, ValidationError):
             continue
     return sorted(records, key=lambda r: (r.written_ms, r.run_id))
 
 
-def run_labels(records: Sequence[RunRecord]) -> list[str]:
+def run_labels(records: Sequence[AllureRunEntry]) -> list[str]:
     """The model as shown; a model with several runs in the folder also names the run."""
     shown = [r.shown_model for r in records]
     return [s if shown.count(s) == 1 else f"{s} · run {r.run_id}" for s, r in zip(shown, records)]
@@ -125,7 +126,7 @@ def _xml_text(text: str) -> str:
     return " ".join(text.split())
 
 
-def metadata_entries(records: Sequence[RunRecord]) -> list[tuple[str, str]]:
+def metadata_entries(records: Sequence[AllureRunEntry]) -> list[tuple[str, str]]:
     """(name, value) per Metadata chip, the model as name: first every run's gates (so every
     verdict is on screen whatever the number of runs), then scenario by scenario each run's
     headline metric, so that with two runs each row of Allure's two-column block compares them.
@@ -145,17 +146,17 @@ def metadata_entries(records: Sequence[RunRecord]) -> list[tuple[str, str]]:
                     entries.append((label, f"{shown} {h.metric} {h.text}"))
     return entries
 
-def environment_xml(records: Sequence[RunRecord]) -> str:
+def environment_xml(records: Sequence[AllureRunEntry]) -> str:
     params = "".join(f"  <parameter><key>{_xml_text(k)}</key><value>{_xml_text(v)}</value>"
                      "</parameter>\n" for k, v in metadata_entries(records))
     return f"<environment>\n{params}</environment>\n"
 
 
-def report_name(records: Sequence[RunRecord]) -> str:
+def report_name(records: Sequence[AllureRunEntry]) -> str:
     return "pytest-toolbench: " + (", ".join(dict.fromkeys(run_labels(records))) or "no runs")
 
 
-def write_folder_files(alluredir: Path, records: Sequence[RunRecord]) -> list[Path]:
+def write_folder_files(alluredir: Path, records: Sequence[AllureRunEntry]) -> list[Path]:
     """environment.xml for every run in the folder; return its path. Our files from before runs
     were kept apart (a single run's environment.properties and executor.json) are removed: they
     would compete with it, and the executor's chip would push a run's entry off the first

@@ -174,7 +174,7 @@ def categories_json() -> list[dict[str, Any]]:
             for name, _, statuses, regex in CATEGORIES]
 
 
-def allurerc(records: Sequence[allure_folder.RunRecord], output: str = "allure-report") -> str:
+def allurerc(records: Sequence[allure_folder.AllureRunEntry], output: str = "allure-report") -> str:
     """The folder's Allure 3 config, for every run recorded in it."""
     name = allure_folder.report_name(records)
     config: dict[str, Any] = {
@@ -219,9 +219,9 @@ def write_run_files(
         written.append(p)
 
     put(perf_file(run_id), json.dumps(perf_records(metrics, model=model), indent=2))
-    record = allure_folder.make_record(metrics, verdicts, run_id=run_id, model=model, info=info)
-    written.append(allure_folder.save_record(d, record))
-    records = allure_folder.load_records(d)
+    record = allure_folder.make_entry(metrics, verdicts, run_id=run_id, model=model, info=info)
+    written.append(allure_folder.save_entry(d, record))
+    records = allure_folder.load_entries(d)
     label = allure_folder.run_labels(records)[[r.run_id for r in records].index(record.run_id)]
     for rec in check_records(verdicts, label=label, run_id=record.run_id):
         put(f"{uuid.uuid4()}-check.json", json.dumps(rec, indent=2))

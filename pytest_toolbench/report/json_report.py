@@ -1,14 +1,12 @@
-"""The machine-readable run report: the run's record (results/run_record.py) serialised.
-
-Written atomically (temp file + rename) so a CI step never reads half a report, and with a
-stable ordering (cases by id, metrics in declaration order) so two reports of one run diff cleanly.
+"""A run record from its parts, for callers that hold the parts rather than a session (tests,
+tools): the JSON report is that record serialised (results/run_record.py), written by its one
+writer, ``RunRecord.write`` (atomic: a CI step never reads half a report), with a stable
+ordering (cases by id, metrics in declaration order) so two reports of one run diff cleanly.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Any
 
 from pytest_toolbench.results.aggregate import RunMetrics
@@ -18,7 +16,7 @@ from pytest_toolbench.results.gates import GateVerdict
 from pytest_toolbench.results.repeats import RepeatStats
 from pytest_toolbench.results.run_record import SCHEMA_VERSION, RunInfo, RunRecord
 
-__all__ = ["SCHEMA_VERSION", "build_json_report", "record_of", "write_json_report"]
+__all__ = ["SCHEMA_VERSION", "build_json_report", "record_of"]
 
 
 def record_of(
@@ -49,7 +47,3 @@ def build_json_report(
     """The report as a JSON-ready dict: :func:`record_of` dumped."""
     return record_of(metrics, results, run_info, gates, baseline, repeats).report_dict()
 
-
-def write_json_report(path: str | os.PathLike[str], record: RunRecord) -> Path:
-    """Write the record's report to ``path`` atomically and return the path."""
-    return record.write(path)

@@ -101,7 +101,7 @@ class GateVerdict(BaseModel):
     passed: bool
     reason: str
     #: "metric": a --gate; "error_rate": the per-scenario --max-error-rate limit;
-    #: "completeness": selected cases without a result (results/completeness.py); "output": an
+    #: "completeness": selected cases without a result (results/partial_run.py); "output": an
     #: output the run could not write (output_errors.py); "interrupted": the run was stopped
     #: (Ctrl-C, SIGTERM) before its end. The last three appear only failed.
     kind: Literal["metric", "error_rate", "completeness", "output", "interrupted"] = "metric"

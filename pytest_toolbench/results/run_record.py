@@ -1,9 +1,11 @@
 """One run, as one typed record: what every view of a run is written from and read back as.
 
-The session end builds a :class:`RunRecord` once (session/finish.py); the JSON report
-(``--toolbench-json`` and the run folder's ``report.json``) is that record serialised, and
-``toolbench compare``, ``--baseline`` and ``toolbench runs`` read a report back into the same type.
-The terminal, Markdown, Allure, JUnit gate and plot writers all take it.
+The session end builds a :class:`RunRecord` once (session/finish.py) and every writer takes that
+one object: the JSON report (``--toolbench-json`` and the run folder's ``report.json``, both
+written by :meth:`RunRecord.write`, the only JSON writer), the terminal, Markdown, Allure, JUnit
+and plots; ``toolbench compare``, ``--baseline`` and ``toolbench runs`` read a report back into
+the same type. The ``run`` part's settings, server, sandbox, endpoints and data sources are typed
+sections (results/run_sections.py) written back exactly as their producers wrote them.
 
 The document's layout is the schema below (``schema_version`` 1): top-level ``partial`` and
 ``missing_cases`` (also in ``run``), ``run`` (identity, settings, data, status, coverage...),
@@ -26,6 +28,13 @@ from pytest_toolbench.results.case_result import CaseResult
 from pytest_toolbench.results.comparison import Comparison
 from pytest_toolbench.results.gates import GateVerdict
 from pytest_toolbench.results.repeats import RepeatStats
+from pytest_toolbench.results.run_sections import (
+    DataSourceEntry,
+    EndpointCounts,
+    SandboxSection,
+    ServerSection,
+    SettingsSection,
+)
 from pytest_toolbench.results.safe_text import safe_json_bytes
 
 SCHEMA_VERSION = 1
@@ -56,11 +65,12 @@ class RunInfo(BaseModel):
     python: str = ""
     platform: str = ""
     #: The run settings (config.RunSettings as JSON, without the API key).
-    settings: dict[str, Any] = Field(default_factory=dict)
-    server: dict[str, Any] | None = None
+    settings: SettingsSection = Field(default_factory=SettingsSection)
+    #: The managed vLLM server (None: the run started none).
+    server: ServerSection | None = None
     #: Data file -> sha256, for the benchmarks that reported results.
     datasets: dict[str, str] = Field(default_factory=dict)
-    data_sources: list[dict[str, Any]] = Field(default_factory=list)
+    data_sources: list[DataSourceEntry] = Field(default_factory=list)
     #: What the data was per benchmark (real, sample, this project's reconstruction, local),
     #: its revision and fingerprint, and the run's fingerprint (results/provenance.py); None in
     #: reports written before provenance was kept (read as "unknown").
@@ -72,18 +82,23 @@ class RunInfo(BaseModel):
     n_results: int = 0
     pytest_args: list[str] = Field(default_factory=list)
     #: The isolation the tool sandbox really had (None: no sandbox started).
-    sandbox: dict[str, Any] | None = None
+    sandbox: SandboxSection | None = None
     exit_status: int | None = None
     coverage: dict[str, Coverage] = Field(default_factory=dict)
     #: Requests and errors per endpoint (only when the run called one: absent otherwise).
-    endpoints: dict[str, Any] | None = None
+    endpoints: dict[str, EndpointCounts] | None = None
     wall_s: float | None = None
     startup_s: dict[str, float] = Field(default_factory=dict)
     cache: CacheCounts | None = None
 
     @property
     def model(self) -> str:
-        return str(self.settings.get("model") or "")
+        return str(self.settings.model or "")
+
+    def endpoint_counts(self) -> dict[str, dict[str, int]]:
+        """URL -> {"requests": n, "errors": n}, as models/endpoint_pool.py counts them."""
+        return {url: {"requests": c.requests, "errors": c.errors}
+                for url, c in (self.endpoints or {}).items()}
 
 
 class RunRecord(BaseModel):
@@ -137,10 +152,12 @@ class RunRecord(BaseModel):
         or an editor shows a dataset's or model's text as stored, not reordered or acted on."""
         return safe_json_bytes(indented_json(self.report_dict()))
 
-    def write(self, path: str | Path) -> Path:
-        """Write the JSON report atomically (a CI step never reads half a report)."""
+    def write(self, path: str | Path, encoded: bytes | None = None) -> Path:
+        """Write the JSON report atomically (a CI step never reads half a report): the one
+        writer of ``--toolbench-json`` and the run folder's ``report.json``. ``encoded``: this
+        record's :meth:`to_json`, when the caller writes it to two places."""
         from pytest_toolbench.fileio import atomic_write_bytes
 
         p = Path(path)
-        atomic_write_bytes(p, self.to_json())
+        atomic_write_bytes(p, encoded if encoded is not None else self.to_json())
         return p

@@ -19,12 +19,13 @@ from typing import TYPE_CHECKING, Any, Iterable, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
-from pytest_toolbench.fileio import atomic_write_bytes, atomic_write_text
+from pytest_toolbench.fileio import atomic_write_text
 from pytest_toolbench.results.safe_text import safe_json
 
 if TYPE_CHECKING:  # a run's start (record_start) needs none of the report's models
     from pytest_toolbench.results.case_result import CaseResult
     from pytest_toolbench.results.run_record import RunInfo, RunRecord
+    from pytest_toolbench.results.run_sections import DataSourceEntry
 
 INDEX_NAME = "run.json"
 REPORT_NAME = "report.json"
@@ -91,9 +92,12 @@ class RunIndex(BaseModel):
     gates_failed: list[str] = Field(default_factory=list)
 
 
-def _fingerprints(data_sources: Iterable[dict[str, Any]]) -> list[DataFingerprint]:
+def _fingerprints(data_sources: Iterable[dict[str, Any] | DataSourceEntry]) -> list[DataFingerprint]:
+    """The index's data entries: from the run's data sources as JSON at its start, from its
+    record's entries at its end (a field an older record lacks reads None either way)."""
     out = []
-    for d in data_sources:
+    for source in data_sources:
+        d = source if isinstance(source, dict) else source.as_json()
         out.append(DataFingerprint(benchmark=str(d.get("benchmark", "")), path=str(d.get("path", "")),
                                    sha256=d.get("sha256"), kind=d.get("kind"),
                                    revision=d.get("revision"), pinned=d.get("pinned"),
@@ -143,16 +147,16 @@ def index_from_report(record: RunRecord, run_dir: Path) -> RunIndex:
             ))
     suites = sorted({s.benchmark for s in scenarios} | set(run.coverage))
     return RunIndex(
-        run_id=str(run.run_id or run_dir.name), model=str(settings.get("model", "")),
-        backend=str(settings.get("backend", "")), suites=suites, started=run.started,
+        run_id=str(run.run_id or run_dir.name), model=str(settings.model or ""),
+        backend=str(settings.backend or ""), suites=suites, started=run.started,
         finished=run.finished, status=_ended_status(record.partial, run),
         partial=record.partial, interrupted_by=run.interrupted_by,
         n_cases=len({_base_id(c) for c in record.cases}),
         n_runs=len(record.cases),
         n_errors=sum(s.n_errors for s in scenarios),
-        repeats=int(settings.get("repeats", 1) or 1), headline=headline,
+        repeats=int(settings.repeats or 1), headline=headline,
         data=_fingerprints(run.data_sources), path=str(run_dir),
-        report=str(run_dir / REPORT_NAME), json_path=settings.get("json_path"),
+        report=str(run_dir / REPORT_NAME), json_path=settings.json_path,
         toolbench_version=run.toolbench_version,
         exit_status=run.exit_status,
         gates_passed=sum(g.passed for g in record.gates),
@@ -176,9 +180,9 @@ def _base_id(case: CaseResult) -> str:
 
 
 def save_report(run_dir: Path, record: RunRecord, encoded: bytes | None = None) -> RunIndex:
-    """Write ``report.json`` (the ``--toolbench-json`` document; ``encoded`` when the caller
-    already has its text) and the final ``run.json``."""
-    atomic_write_bytes(run_dir / REPORT_NAME, encoded if encoded is not None else record.to_json())
+    """Write ``report.json`` (the ``--toolbench-json`` document, by the record's one JSON writer;
+    ``encoded`` when the caller already has its text) and the final ``run.json``."""
+    record.write(run_dir / REPORT_NAME, encoded)
     index = index_from_report(record, run_dir)
     write_index(run_dir, index)
     return index

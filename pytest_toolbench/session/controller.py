@@ -6,8 +6,9 @@ journal as it arrives, so an interrupted run keeps what it had; with ``--gate`` 
 fail the run: a wrong answer's report becomes a pass (its outcome stays in the
 ``toolbench.outcome`` property, Allure and the terminal) and an infrastructure error's a skip.
 It records which nodes were selected, so a case without a result is named, never lost. At the
-session end it turns the results into the run's record (session/finish.py) and writes every
-report from it; an output it cannot write stops the run (exit ``OUTPUT_ERROR``).
+session end it turns the results into the run's one record (session/finish.py), built once, and
+writes every report from it; an output it cannot write stops the run (exit ``OUTPUT_ERROR``) and
+is noted in that same record.
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ import pytest
 from pytest_toolbench.benchmarks import registry
 from pytest_toolbench.benchmarks.base import Case
 from pytest_toolbench.exitcodes import ToolbenchExit
-from pytest_toolbench.fileio import atomic_write_bytes
 from pytest_toolbench.report import progress
 from pytest_toolbench import output_errors
 from pytest_toolbench.results.case_result import CaseResult, Outcome
@@ -68,6 +68,24 @@ class ControllerHooks:
         self._cases_by_id: dict[str, Case] | None = None  # xdist: node parameter id -> case
         self._crashed: dict[str, tuple[Case, str]] = {}  # case id -> (case, xdist's crash text)
         self._stopping = False  # an output failure has stopped the run
+        #: How the run ended and its one record (no record when no case reported): the session
+        #: end's, read by JUnit, the terminal summary and the gate table.
+        self.end: RunEnd | None = None
+        self.record: RunRecord | None = None
+        #: The terminal's text of the run (the record's summary, or why no case ran).
+        self.summary = ""
+        #: The gate table of a run without a record (no case ran), and a verdict added when a
+        #: Ctrl-C came while the reports were written (:meth:`_late_interrupt`).
+        self._unrecorded_verdicts: list[GateVerdict] = []
+        self._late_verdicts: list[GateVerdict] = []
+        self._gates_printed = False
+
+    @property
+    def verdicts(self) -> list[GateVerdict]:
+        """The gate table: the record's verdicts (or, no case ran, the run's own), then a late
+        interruption's."""
+        own = self.record.gates if self.record is not None else self._unrecorded_verdicts
+        return [*own, *self._late_verdicts]
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> None:
@@ -85,7 +103,7 @@ class ControllerHooks:
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        """In-process: the selected nodes, after -k/-m/--lf deselection (session/completeness.py)."""
+        """In-process: the selected nodes, after -k/-m/--lf deselection (session/case_tracker.py)."""
         self.st.tracker.expect_items(session.items)
 
     @pytest.hookimpl(optionalhook=True)
@@ -93,7 +111,7 @@ class ControllerHooks:
         """Under xdist the controller does not collect: each worker's node ids are the selection;
         their cases are the ones the controller loaded itself (validate_selection)."""
         if self._cases_by_id is None:
-            from pytest_toolbench.session.completeness import cases_by_id
+            from pytest_toolbench.session.case_tracker import cases_by_id
 
             self._cases_by_id = cases_by_id(self.st.cases, self.st.settings.repeats)
         self.st.tracker.expect_node_ids(ids, self._cases_by_id)
@@ -132,7 +150,7 @@ class ControllerHooks:
         is the result its worker journalled before dying or else an infrastructure error that
         says the worker crashed (:meth:`_crash_standins`), never a case without a result. With
         gates its report becomes a skip like any infrastructure error's (--lf still reruns it)."""
-        from pytest_toolbench.session.completeness import crash_message
+        from pytest_toolbench.session.case_tracker import crash_message
 
         message = crash_message(report)
         case = self.st.tracker.case_of(report.nodeid) if message is not None else None
@@ -150,8 +168,8 @@ class ControllerHooks:
 
     def _crash_standins(self) -> None:
         """Crashed nodes whose result no journal held: infrastructure errors of kind
-        ``worker_crashed`` carrying xdist's message (session/completeness.py)."""
-        from pytest_toolbench.session.completeness import crashed_result
+        ``worker_crashed`` carrying xdist's message (session/case_tracker.py)."""
+        from pytest_toolbench.session.case_tracker import crashed_result
 
         for case_id, (case, message) in self._crashed.items():
             if case_id not in self.st.results:
@@ -265,80 +283,97 @@ class ControllerHooks:
             with contextlib.suppress(OSError):  # a failed write already stopped the run
                 st.journal.close()
             st.journal = None
-        self._check_completeness()
+        missing = self._check_completeness()
         interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
         if interrupted and st.interrupted_by is None and not st.output_failures:
             st.interrupted_by = "SIGINT"  # (an output failure stops the run as an interruption)
+        self.end = self._end(exitstatus, missing)
         if not st.results:
             self._no_case_ran(session, exitstatus)
             return
+        self._finish_run(session, self.end)
+
+    def _finish_run(self, session: pytest.Session, end: RunEnd) -> None:
+        """Score the results, build the run's one record, and write every report from it."""
         # The end of the run's modules (the record's models, the summary's rendering) load here,
         # off the path to the first request.
-        from pytest_toolbench.runs.record import save_report
-        from pytest_toolbench.session import outputs
+        from pytest_toolbench.session import end_summary
         from pytest_toolbench.session.finish import covered_cases, run_record, score_run
 
+        st = self.st
         results = list(st.results.values())
         benchmarks = {n: b for n, b in registry().items() if n in {r.benchmark for r in results}}
         scores = score_run(results, benchmarks, st.settings, st.baseline, st.data_sources)
         self._ensure_suite_sizes(covered_cases(results))
-        identity = run_identity(self.config, st)
-        record = run_record(scores, self._end(exitstatus), results, identity)
-        self._keep(session, record)
-        notes = outputs.run_notes(st, record, self.partial_notes())
-        st.summary, full_summary = outputs.summaries(self.config, record, notes, st.data_sources)
+        record = run_record(scores, end, results, run_identity(self.config, st))
+        self.record = record
+        session.exitstatus = int(record.run.exit_status or 0)
+        notes = end_summary.run_notes(record, end.notes(), st.data_sources, st.suite_sizes)
+        self.summary, full_summary = end_summary.summaries(self.config, record, notes,
+                                                           st.data_sources)
         failed_before = len(st.output_failures)
-        encoded = record.to_json()  # built and encoded once: --toolbench-json and the run folder
+        self._write_reports(session, record, notes, full_summary)
+        if len(st.output_failures) > failed_before:  # a report could not be written
+            self._note_output_failures(session, record)
+            self.summary += "".join(f"{f.message()}\n" for f in st.output_failures[failed_before:])
+        self._write_junit()
+
+    def _write_reports(self, session: pytest.Session, record: RunRecord, notes: list[str],
+                       full_summary: str) -> None:
+        """Every report but JUnit's, each from ``record``; a failed write is noted in it before
+        the next report is written."""
+        from pytest_toolbench.runs.record import save_report
+
+        st = self.st
+        failed_before = len(st.output_failures)
+        encoded = record.to_json()  # encoded once: --toolbench-json and the run folder
         # The run's folder first: it shares its disk with the journal, and if it cannot be
         # written the --toolbench-json below still says so (partial, exit status, the error).
         folder = run_dir_of(st)
         self._write_output("run folder's report", folder / "report.json",
                            lambda: save_report(folder, record, encoded))
         if st.settings.json_path:
+            json_path = Path(st.settings.json_path)
             if len(st.output_failures) > failed_before:
-                record = run_record(scores, self._end(exitstatus), results, identity)
-                self._keep(session, record)
+                self._note_output_failures(session, record)
                 encoded = record.to_json()
-            self._write_output("JSON report", st.settings.json_path,
-                               lambda: atomic_write_bytes(Path(st.settings.json_path), encoded))
+            self._write_output("JSON report", json_path, lambda: record.write(json_path, encoded))
         if st.settings.md_path:
             from pytest_toolbench.report.markdown_report import write_markdown_report
 
             self._write_output("Markdown summary", st.settings.md_path, lambda: write_markdown_report(
                 st.settings.md_path, record, notes=[*notes, wall_time_note(st)]))
-        from pytest_toolbench.report.session_outputs import finish
+        from pytest_toolbench.report.allure_and_plots import write_plots_and_allure
 
-        self._write_output("plots or Allure files", folder, lambda: finish(
+        self._write_output("plots or Allure files", folder, lambda: write_plots_and_allure(
             self.config, record, full_summary, run_dir=folder, data_sources=st.data_sources,
             backend=st.settings.resolved_backend))
-        if len(st.output_failures) > failed_before:  # a report could not be written
-            self._keep(session, run_record(scores, self._end(exitstatus), results, identity))
-            st.summary += "".join(f"{f.message()}\n" for f in st.output_failures[failed_before:])
-        self._write_junit()
 
-    def _end(self, pytest_status: int) -> RunEnd:
+    def _end(self, pytest_status: int, missing: list[str]) -> RunEnd:
         from pytest_toolbench.session.finish import RunEnd
 
         st = self.st
         return RunEnd(pytest_status=int(pytest_status), interrupted_by=st.interrupted_by,
-                      missing=list(st.missing), selected=len(st.tracker.expected),
+                      missing=list(missing), selected=len(st.tracker.expected),
                       output_failures=list(st.output_failures))
 
-    def _keep(self, session: pytest.Session, record: RunRecord) -> None:
-        """The record the terminal, the gate table and the exit status show from now on."""
-        st = self.st
-        st.record = record
-        st.metrics, st.verdicts, st.comparison = record.metrics, record.gates, record.baseline
+    def _note_output_failures(self, session: pytest.Session, record: RunRecord) -> None:
+        """The outputs that failed so far, noted in the run's record (session/finish.py): the
+        reports written after this, the gate table and the exit status show them."""
+        from pytest_toolbench.session.finish import note_output_failures
+
+        assert self.end is not None
+        self.end = note_output_failures(record, self.end, self.st.output_failures)
         session.exitstatus = int(record.run.exit_status or 0)
 
-    def _check_completeness(self) -> None:
-        """Name the selected cases without a result, and take the output failures this process
-        recorded after its last report (session/completeness.py, output_errors.py)."""
+    def _check_completeness(self) -> list[str]:
+        """The selected cases without a result (session/case_tracker.py), after taking the output
+        failures this process recorded after its last report (output_errors.py)."""
         st = self.st
-        st.missing = st.tracker.missing(st.results)
         for failure in output_errors.take():
             if failure not in st.output_failures:
                 st.output_failures.append(failure)
+        return st.tracker.missing(st.results)
 
     def _write_output(self, what: str, path: Any, write: Any) -> None:
         """A report writer's I/O error (full disk, EIO...) is an output failure, never a traceback
@@ -360,38 +395,25 @@ class ControllerHooks:
                 except Exception:  # noqa: BLE001 - only a note depends on it
                     pass
 
-    def partial_notes(self) -> list[str]:
-        from pytest_toolbench.results.completeness import missing_note
-
-        st = self.st
-        notes = [f"PARTIAL RESULTS: {f.message().removeprefix('pytest-toolbench: ')}; the run "
-                 "stopped" for f in st.output_failures]
-        if st.interrupted_by is not None:
-            notes.append(f"PARTIAL RESULTS: the run was interrupted ({st.interrupted_by}); "
-                         "metrics cover only the cases that finished")
-        if st.missing:
-            notes.append(missing_note(st.missing, len(st.tracker.expected), st.interrupted_by))
-        return notes
-
     def _no_case_ran(self, session: pytest.Session, exitstatus: int) -> None:
         """A toolbench run in which no case ran fails with NO_CASES (gates or not): passing gates
         on nothing, or a green CI job that evaluated nothing, would be wrong."""
         from pytest_toolbench.runs.record import mark_ended
         from pytest_toolbench.session.finish import run_status, run_verdicts
 
-        st = self.st
-        if not st.targeted or self.config.option.collectonly:
+        st, end = self.st, self.end
+        if not st.targeted or self.config.option.collectonly or end is None:
             return
         no_cases = exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED,
                                   pytest.ExitCode.NO_TESTS_COLLECTED)
         interrupted = st.interrupted_by is not None
         # cases were selected but all lost, or the run was stopped before the first result
-        if st.output_failures or (st.missing and (no_cases or interrupted)):
-            end = self._end(exitstatus)
-            st.verdicts = run_verdicts(end) if st.settings.gates else []
-            session.exitstatus = run_status(end, st.verdicts, gated=bool(st.settings.gates))
-            notes = self.partial_notes()
-            st.summary = "".join(f"{n}\n" for n in notes) + f"exit status {session.exitstatus}\n"
+        if st.output_failures or (end.missing and (no_cases or interrupted)):
+            self._unrecorded_verdicts = run_verdicts(end) if st.settings.gates else []
+            session.exitstatus = run_status(end, self._unrecorded_verdicts,
+                                            gated=bool(st.settings.gates))
+            notes = end.notes()
+            self.summary = "".join(f"{n}\n" for n in notes) + f"exit status {session.exitstatus}\n"
             self._write_output("run index", run_dir_of(st) / "run.json", lambda: mark_ended(
                 run_dir_of(st), partial=True, interrupted_by=st.interrupted_by,
                 exit_status=int(session.exitstatus)))
@@ -402,10 +424,10 @@ class ControllerHooks:
                    exit_status=int(ToolbenchExit.NO_CASES if no_cases else exitstatus))
         if no_cases:
             session.exitstatus = int(ToolbenchExit.NO_CASES)
-            st.summary = ("pytest-toolbench: no case ran (the selection, -k/-m or --lf left none); "
+            self.summary = ("pytest-toolbench: no case ran (the selection, -k/-m or --lf left none); "
                           f"exit status {int(ToolbenchExit.NO_CASES)}\n")
             if st.settings.gates:
-                st.verdicts = [
+                self._unrecorded_verdicts = [
                     GateVerdict(gate=str(parse_gate(g)), actual=None, passed=False,
                                 reason="no case ran") for g in st.settings.gates
                 ]
@@ -416,7 +438,7 @@ class ControllerHooks:
         (else the file would count only those that did), then the gate verdicts as testcases,
         from the run's record."""
         from pytest_toolbench.report import junit_gates
-        from pytest_toolbench.results.completeness import not_run_message
+        from pytest_toolbench.results.partial_run import not_run_message
 
         st = self.st
         if not junit_gates.writing_junit(self.config):
@@ -424,14 +446,14 @@ class ControllerHooks:
         junit_gates.write_unreported_testcases(self.config, [
             self._junit_outcome(nodeid, result)
             for nodeid, result in st.tracker.unreported(st.results)])
-        not_run = st.tracker.missing_nodes(st.results) if st.missing else []
+        not_run = st.tracker.missing_nodes(st.results) if self.end and self.end.missing else []
         if not_run:
             junit_gates.write_missing_testcases(self.config, not_run,
                                                 not_run_message(st.interrupted_by))
-        if getattr(st, "record", None) is not None:  # what data the run was on, on the suite
-            junit_gates.write_data_properties(self.config, st.record)
-        if st.verdicts:
-            junit_gates.write_gate_testcases(self.config, st.verdicts)
+        if self.record is not None:  # what data the run was on, on the suite
+            junit_gates.write_data_properties(self.config, self.record)
+        if self.verdicts:
+            junit_gates.write_gate_testcases(self.config, self.verdicts)
 
     def _junit_outcome(self, nodeid: str, result: CaseResult) -> Ended:
         """How the case's own reports would have shown it, for a case whose result came from a
@@ -455,7 +477,7 @@ class ControllerHooks:
     @pytest.hookimpl(trylast=True)
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         st = self.st
-        if not st.summary:
+        if not self.summary:
             return
         terminalreporter.write_sep("=", "pytest-toolbench")
         terminalreporter.write_line(f"model: {st.settings.model}   run: {st.run_id}")
@@ -466,17 +488,17 @@ class ControllerHooks:
             terminalreporter.write_line(warning, red=alarming, bold=alarming)
         # The summary quotes data (notes, labels, errors); its parts are escaped where they are
         # laid out, and the whole once more here, where it reaches the terminal.
-        terminalreporter.write(safe_text(st.summary, multiline=True))
+        terminalreporter.write(safe_text(self.summary, multiline=True))
         if st.recovered:
             terminalreporter.write_line(
                 f"{st.recovered} result(s) whose reports never arrived were recovered from the "
                 "workers' journals"
             )
-        if st.settings.json_path and st.metrics is not None:
+        if st.settings.json_path and self.record is not None:
             terminalreporter.write_line(f"JSON report: {st.settings.json_path}")
-        if st.settings.md_path and st.metrics is not None:
+        if st.settings.md_path and self.record is not None:
             terminalreporter.write_line(f"Markdown summary: {st.settings.md_path}")
-        if st.metrics is not None:
+        if self.record is not None:
             line = f"run folder: {run_dir_of(st)}"
             more = " (results.jsonl, report.json; toolbench runs lists it)"
             fits = len(line + more) <= terminalreporter._tw.fullwidth
@@ -487,34 +509,35 @@ class ControllerHooks:
         they were finished, and the run exits INTERRUPTED, as after any interruption (only an
         unwritten output or an internal error keeps its own status). Its verdict joins the
         table, so the table never reads "all passed" above a failed line."""
-        from pytest_toolbench.results.completeness import interrupted_verdict
+        from pytest_toolbench.results.partial_run import interrupted_verdict
 
         interrupts = interrupts_of(self.config)
         if interrupts is None or interrupts.late is None or self.session is None:
             return
-        st = self.st
         if int(self.session.exitstatus) not in (ToolbenchExit.OUTPUT_ERROR,
                                                 ToolbenchExit.INTERNAL_ERROR):
             self.session.exitstatus = int(ToolbenchExit.INTERRUPTED)
-        if st.verdicts and not any(v.kind == "interrupted" for v in st.verdicts):
-            st.verdicts = [*st.verdicts, interrupted_verdict(
-                interrupts.late, st.missing, len(st.tracker.expected), while_writing=True)]
+        verdicts = self.verdicts
+        if verdicts and not any(v.kind == "interrupted" for v in verdicts):
+            missing = self.end.missing if self.end is not None else []
+            self._late_verdicts.append(interrupted_verdict(
+                interrupts.late, missing, len(self.st.tracker.expected), while_writing=True))
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         """The gate table goes last, after pytest's own closing lines, so a CI log ends on it."""
         self._late_interrupt()
-        st = self.st
+        st, end, verdicts = self.st, self.end, self.verdicts
         reporter = config.pluginmanager.get_plugin("terminalreporter")
-        if not st.verdicts or reporter is None or st.gates_printed:
+        if not verdicts or reporter is None or self._gates_printed:
             return
         from pytest_toolbench.report.terminal import render_gates
 
-        st.gates_printed = True
-        gates_status = exit_status(st.verdicts)
+        self._gates_printed = True
+        gates_status = exit_status(verdicts)
         # the status the run really exits with (e.g. 5 when no case ran), not only the gates'
         status = int(self.session.exitstatus) if self.session is not None else int(gates_status)
         reporter.write_sep("=", "pytest-toolbench gates")
-        reporter.write(safe_text(render_gates(st.verdicts, width=max(40, reporter._tw.fullwidth)),
+        reporter.write(safe_text(render_gates(verdicts, width=max(40, reporter._tw.fullwidth)),
                                  multiline=True))
         # never PASSED on a run that exits non-zero (lost cases, an unwritten output, Ctrl-C)
         word = "PASSED" if gates_status is ToolbenchExit.OK and status == 0 else "FAILED"
@@ -523,12 +546,12 @@ class ControllerHooks:
             why = "an output could not be written, so the run stopped: " + "; ".join(
                 f"{f.path}: {f.error}" for f in st.output_failures)
         elif status == ToolbenchExit.INCOMPLETE:
-            from pytest_toolbench.results.completeness import missing_text
+            from pytest_toolbench.results.partial_run import missing_text
 
-            why = missing_text(st.missing, len(st.tracker.expected))
+            why = missing_text(end.missing if end else [], len(st.tracker.expected))
         elif status == ToolbenchExit.INTERRUPTED and any(
-                v.kind == "interrupted" and not v.passed for v in st.verdicts):
-            why = next(v.reason for v in st.verdicts if v.kind == "interrupted")
+                v.kind == "interrupted" and not v.passed for v in verdicts):
+            why = next(v.reason for v in verdicts if v.kind == "interrupted")
         elif status == gates_status:
             why = "the exit status is decided by the gates, not by single cases"
         elif status == ToolbenchExit.NO_CASES:
@@ -538,5 +561,5 @@ class ControllerHooks:
                    "finish normally")
         reporter.write_line(safe_text(  # why: case ids and error texts from the run
             f"gates {word} (exit status {status} {name}): {why}"
-            + (" [partial run]" if st.partial else "")
+            + (" [partial run]" if end is not None and end.partial else "")
         ))

@@ -3,15 +3,17 @@
 :func:`score_run` aggregates the metrics (per repeat with ``--repeats``), the benchmarks' own
 tables, the ``--baseline`` comparison and the ``--gate`` / error-rate verdicts: the costly part,
 done once. :func:`run_record` adds how the run ended (interrupted, cases missing, outputs
-unwritten), the exit status that follows from it, and the run's identity; it is cheap, so an
-output that fails while the reports are written gives a new record rather than an edited one.
+unwritten), the exit status that follows from it, and the run's identity: the run's one record,
+built once. An output that fails while the reports are written from it is noted in that same
+record (:func:`note_output_failures`), so every writer after it sees the failure and no two
+writers see two different records.
 """
 
 from __future__ import annotations
 
 import platform
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pytest_toolbench import __version__
@@ -22,7 +24,12 @@ from pytest_toolbench.models.endpoint_pool import endpoint_totals
 from pytest_toolbench.results.aggregate import RunMetrics, aggregate
 from pytest_toolbench.results.case_result import CaseResult
 from pytest_toolbench.results.comparison import Comparison
-from pytest_toolbench.results.completeness import completeness_verdict, interrupted_verdict, output_verdict
+from pytest_toolbench.results.partial_run import (
+    completeness_verdict,
+    interrupted_verdict,
+    output_verdict,
+    partial_notes,
+)
 from pytest_toolbench.results.gates import GateVerdict, error_rate_verdicts, evaluate_gates, exit_status, parse_gate
 from pytest_toolbench.output_errors import OutputFailure
 from pytest_toolbench.results.repeats import RepeatStats, aggregate_repeats, repeat_stats, tables_per_repeat
@@ -57,7 +64,13 @@ class RunEnd:
 
     @property
     def partial(self) -> bool:
+        """The reports cover less than the selection: interrupted, cases lost, or stopped on an
+        unwritable output (the one place this is decided)."""
         return self.interrupted_by is not None or bool(self.missing) or bool(self.output_failures)
+
+    def notes(self) -> list[str]:
+        """The PARTIAL RESULTS lines above the metrics (results/partial_run.py)."""
+        return partial_notes(self.output_failures, self.interrupted_by, self.missing, self.selected)
 
 
 @dataclass(frozen=True)
@@ -203,3 +216,20 @@ def run_record(scores: Scores, end: RunEnd, results: Sequence[CaseResult],
     )
     return RunRecord.build(run=info, metrics=scores.metrics, cases=list(results), gates=verdicts,
                            repeats=scores.repeats, baseline=scores.comparison)
+
+
+def note_output_failures(record: RunRecord, end: RunEnd,
+                         failures: Sequence[OutputFailure]) -> RunEnd:
+    """Outputs that failed while the reports were written from ``record``: the record (the same
+    object, so every writer after this sees it) becomes partial, names them, takes their failed
+    verdict under --gate and the exit status that follows. Returns the run's new end; the record
+    reads as :func:`run_record` would have built it with that end."""
+    new = replace(end, output_failures=list(failures))
+    gated = bool(record.run.settings.gates)
+    if gated:  # the run's own verdicts are the last ones (run_record): replace them
+        scored = record.gates[:len(record.gates) - len(run_verdicts(end))]
+        record.gates = [*scored, *run_verdicts(new)]
+    record.partial = record.run.partial = new.partial
+    record.run.output_errors = [f.message() for f in new.output_failures]
+    record.run.exit_status = run_status(new, record.gates, gated=gated)
+    return new

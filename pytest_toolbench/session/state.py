@@ -13,23 +13,25 @@ import pytest
 from pytest_toolbench.benchmarks.base import Case
 from pytest_toolbench.benchmarks.data_source import DataSource
 from pytest_toolbench.config import RunSettings
-from pytest_toolbench.results.aggregate import RunMetrics
 from pytest_toolbench.results.case_result import CaseResult
-from pytest_toolbench.session.completeness import CaseTracker
-from pytest_toolbench.results.gates import GateVerdict
+from pytest_toolbench.session.case_tracker import CaseTracker
 from pytest_toolbench.results.journal import ResultJournal
 from pytest_toolbench.output_errors import OutputFailure
 from pytest_toolbench.servers.managed import ManagedServer
 
-if TYPE_CHECKING:  # built at the session end (session/finish.py), off the start-up path
-    from pytest_toolbench.results.run_record import RunRecord
+if TYPE_CHECKING:  # loaded only by the runs that use them, off the start-up path
+    from pytest_toolbench.compare.load import LoadedRun
+    from pytest_toolbench.models.sdk_process.launcher import SdkProcess
+    from pytest_toolbench.runtime.startup_progress import StartupProgress
 
 STATE_KEY = pytest.StashKey["ToolbenchState"]()
 
 
 @dataclass
 class ToolbenchState:
-    """Controller-side state of one run."""
+    """Controller-side state of one run while it is live. What the run's end makes of it (the
+    record, its summary and gate table) is the controller's (session/controller.py), not kept
+    here a second time."""
 
     settings: RunSettings
     run_id: str
@@ -38,9 +40,7 @@ class ToolbenchState:
     journal: ResultJournal | None = None
     server: ManagedServer | None = None
     cases: dict[str, list[Case]] = field(default_factory=dict)
-    metrics: RunMetrics | None = None
-    verdicts: list[GateVerdict] = field(default_factory=list)
-    summary: str = ""
+    #: Results the session end recovered from the workers' journals (their reports never came).
     recovered: int = 0
     #: Benchmarks whose suites this run targets (known on the controller at session start).
     targeted: list[str] = field(default_factory=list)
@@ -49,31 +49,19 @@ class ToolbenchState:
     data_sources: list[DataSource] = field(default_factory=list)
     #: "SIGTERM"/"SIGINT" when the run was interrupted (its reports are then partial).
     interrupted_by: str | None = None
-    gates_printed: bool = False
-    #: --baseline: the loaded run (controller) and, at session end, this run's comparison with it.
-    baseline: Any = None
-    comparison: Any = None
+    #: --baseline: the loaded run (controller), compared with this run at the session end.
+    baseline: LoadedRun | None = None
     #: The run's shared SDK process (models/sdk_process), started at configure.
-    sdk: Any = None
+    sdk: SdkProcess | None = None
     # isolation each tool-sandbox pool of the run actually had (sandbox/pool.py isolation_state);
     # a worker's travel to the controller in workeroutput
     sandbox_states: list[dict[str, Any]] = field(default_factory=list)
     #: Progress of model conversion and server start (runtime/startup_progress.py), controller only.
-    startup: Any = None
-    #: The selected nodes and which reported (session/completeness.py), controller only.
+    startup: StartupProgress | None = None
+    #: The selected nodes and which reported (session/case_tracker.py), controller only.
     tracker: CaseTracker = field(default_factory=CaseTracker)
-    #: Selected cases without a result at session end (ids, selection order).
-    missing: list[str] = field(default_factory=list)
     #: Outputs the run could not write (output_errors.py); any one stops the run.
     output_failures: list[OutputFailure] = field(default_factory=list)
-    #: The run's record, once the session end has built it (session/finish.py).
-    record: RunRecord | None = None
-
-    @property
-    def partial(self) -> bool:
-        """The reports cover less than the selection: interrupted, cases lost, or stopped on an
-        unwritable output."""
-        return self.interrupted_by is not None or bool(self.missing) or bool(self.output_failures)
 
 
 def state(config: pytest.Config) -> ToolbenchState:

@@ -46,7 +46,7 @@ def plots_dir(config: pytest.Config, json_path: Path | None, run_dir: Path) -> P
     return None
 
 
-def finish(
+def write_plots_and_allure(
     config: pytest.Config,
     record: RunRecord,
     summary: str,
@@ -62,8 +62,8 @@ def finish(
     settings = record.run.settings
     metrics = record.metrics
     run_id = record.run.run_id or ""
-    model = str(settings.get("model", ""))
-    json_path = settings.get("json_path")
+    model = str(settings.model or "")
+    json_path = settings.json_path
     images: list[Path] = []
     out = plots_dir(config, Path(json_path) if json_path else None, run_dir)
     if out is not None:
@@ -85,8 +85,8 @@ def finish(
 
     info = {
         "model": model,
-        "backend": str(backend or settings.get("backend", "")),
-        "decoding": str(settings.get("decoding") or "preset default"),
+        "backend": str(backend or settings.backend or ""),
+        "decoding": str(settings.decoding or "preset default"),
         "run_id": run_id,
     }
     from pytest_toolbench.results.provenance import provenance_dict

@@ -2,7 +2,7 @@
 
 A selected case without a result (its worker lost, its report dropped) would leave metrics that
 quietly cover fewer cases than were asked for; the controller names such cases
-(session/completeness.py), and this module words them for the terminal and the gate table: the
+(session/case_tracker.py), and this module words them for the terminal and the gate table: the
 run is partial and exits ``INCOMPLETE``. An output the run could not write gets its verdict here
 too."""
 
@@ -28,6 +28,20 @@ def missing_note(missing: list[str], selected: int, interrupted_by: str | None =
            else "never reported: a worker lost, the run stopped early, or the transport failed")
     return (f"PARTIAL RESULTS: {missing_text(missing, selected)} ({why}); metrics cover only the "
             "cases that reported")
+
+
+def partial_notes(failures: list[OutputFailure], interrupted_by: str | None, missing: list[str],
+                  selected: int) -> list[str]:
+    """The PARTIAL RESULTS lines above a partial run's metrics: each unwritten output, the
+    interruption, then the cases without a result."""
+    notes = [f"PARTIAL RESULTS: {f.message().removeprefix('pytest-toolbench: ')}; the run "
+             "stopped" for f in failures]
+    if interrupted_by is not None:
+        notes.append(f"PARTIAL RESULTS: the run was interrupted ({interrupted_by}); "
+                     "metrics cover only the cases that finished")
+    if missing:
+        notes.append(missing_note(missing, selected, interrupted_by))
+    return notes
 
 
 def completeness_verdict(missing: list[str], selected: int) -> GateVerdict:
@@ -79,4 +93,5 @@ __all__ = [
     "missing_text",
     "not_run_message",
     "output_verdict",
+    "partial_notes",
 ]

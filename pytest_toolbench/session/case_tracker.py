@@ -5,7 +5,7 @@ Results reach the controller one test report at a time; a worker killed mid-case
 OOM killer), a worker xdist gave up on, an exception in the transport or ``-x`` can each leave a
 selected case without one. The controller records which nodes were selected (its own collection,
 or under xdist the node ids each worker collected) and, at session end, compares them with the
-results that arrived: whatever is left is *missing* (results/completeness.py words it).
+results that arrived: whatever is left is *missing* (results/partial_run.py words it).
 
 A node xdist reports as crashed ("worker 'gw1' crashed while running ...") is turned into an
 infrastructure error of kind ``worker_crashed`` carrying that message, so it is counted by the
@@ -18,7 +18,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from pytest_toolbench.benchmarks.base import Case
-from pytest_toolbench.results.case_result import CaseResult, InfraError, Outcome
+from pytest_toolbench.benchmarks.result_builders import base_fields, error_result
+from pytest_toolbench.results.case_result import CaseResult, InfraError
 from pytest_toolbench.runtime.repeat import expand_repeats
 
 
@@ -60,11 +61,8 @@ def crash_message(report: Any) -> str | None:
 
 def crashed_result(case: Case, message: str, model: str = "") -> CaseResult:
     """The infrastructure error standing for a case whose worker died while running it."""
-    return CaseResult(
-        case_id=case.id, benchmark=case.benchmark, scenario=case.scenario, model=model,
-        outcome=Outcome.ERROR, labels=case.labels, repeat=case.repeat,
-        error=InfraError(kind=CRASH_KIND, message=message, hint=CRASH_HINT),
-    )
+    return error_result(base_fields(case, model),
+                        InfraError(kind=CRASH_KIND, message=message, hint=CRASH_HINT))
 
 
 

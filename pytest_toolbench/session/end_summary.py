@@ -3,32 +3,33 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Mapping, Sequence
 
 import pytest
 
+from pytest_toolbench.benchmarks.data_source import DataSource
 from pytest_toolbench.models.endpoint_pool import endpoint_notes
 from pytest_toolbench.report.terminal import cache_note, coverage_notes, render_run
 from pytest_toolbench.results.headline import Headline, headlines_of
 from pytest_toolbench.results.run_record import RunRecord
-from pytest_toolbench.session.state import ToolbenchState
 
 
-def run_notes(st: ToolbenchState, record: RunRecord, partial_notes: list[str]) -> list[str]:
+def run_notes(record: RunRecord, partial_notes: list[str], data_sources: Sequence[DataSource],
+              suite_sizes: Mapping[str, int]) -> list[str]:
     """The lines under the metrics: partial results first, then the data, coverage, cache and
     endpoints."""
     notes = list(partial_notes)
-    notes += [f"data: {d.describe()}" for d in st.data_sources]
-    notes += coverage_notes({n: c.cases for n, c in record.run.coverage.items()}, st.suite_sizes)
+    notes += [f"data: {d.describe()}" for d in data_sources]
+    notes += coverage_notes({n: c.cases for n, c in record.run.coverage.items()}, suite_sizes)
     cache = record.run.cache
     cached = cache_note(cache.model_calls, cache.replies_from_cache) if cache else None
     notes += [cached] if cached else []
-    notes += endpoint_notes(record.run.endpoints or {})
+    notes += endpoint_notes(record.run.endpoint_counts())
     return notes
 
 
 def summaries(config: pytest.Config, record: RunRecord, notes: list[str],
-              data_sources: Sequence[Any]) -> tuple[str, str]:
+              data_sources: Sequence[DataSource]) -> tuple[str, str]:
     """(the terminal's text, the full text for Allure); ``-v`` puts every table above the one
     screen the terminal ends on."""
     return render_run(record, notes=notes, data_sources=data_sources,
