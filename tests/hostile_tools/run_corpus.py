@@ -20,9 +20,11 @@ What an attack may aim at is made here, never the machine's own processes: a dec
 in /dev/shm, a name for a process that would outlive its call; each attack gets a fresh pool
 and a fresh decoy, and everything is removed afterwards. Host-side checks after each call: the
 decoy's and the zygote's nice value, CPU affinity, scheduling policy, I/O priority, resource
-limits, state and tracer; host opens of a file the fanotify attacks aim at; the socket, the
-/dev/shm name, a process left behind; then an innocent call, and a harmless tool whose result
-must be the same before and after the attack.
+limits, state and tracer; a SIGURG the decoy received (each named by sender and si_code; one
+that a live process outside the harness's process tree sent is shown as a note, not counted);
+host opens of a file the fanotify attacks aim at; the socket, the /dev/shm name, a process left
+behind; then an innocent call, and a harmless tool whose result must be the same before and
+after the attack.
 """
 
 from __future__ import annotations
@@ -38,7 +40,6 @@ import ast  # noqa: E402
 import ctypes  # noqa: E402
 import fcntl  # noqa: E402
 import json  # noqa: E402
-import re  # noqa: E402
 import resource  # noqa: E402
 import secrets  # noqa: E402
 import select  # noqa: E402
@@ -243,17 +244,103 @@ _RARE_MODULES = ("this.py", "antigravity.py", "__hello__.py", "tabnanny.py", "ma
                  "pipes.py", "cgitb.py", "nturl2path.py")
 
 
-#: The decoy: a process outside the run that attacks may aim at. It says "r" once ready and
-#: "u<sender pid>," on each SIGURG (the default action is to ignore it), read with sigwaitinfo
-#: so that a signal from the harness's own processes is not taken for the attack's.
-_DECOY = ("import os, signal, time\n"
-          "signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGURG})\n"
-          "os.write(1, b'r')\n"
-          "end = time.monotonic() + 600\n"
-          "while time.monotonic() < end:\n"
-          "    info = signal.sigtimedwait({signal.SIGURG}, 1.0)\n"
-          "    if info is not None:\n"
-          "        os.write(1, b'u%d,' % info.si_pid)\n")
+#: The decoy: a process outside the run that attacks may aim at. It says "r" once ready and, on
+#: each SIGURG (the default action is to ignore it; here blocked and read from a signalfd), one
+#: JSON line: the siginfo's si_pid, si_code and si_uid and what /proc says of the sender at
+#: once, before it can end: gone (no such process, or one started after the signal came: the
+#: pid was reused), else its command line, its ancestors (pid/comm) and whether one of them is
+#: the harness (the decoy's parent, the process that runs this module, of which the pool's
+#: zygotes and calls are descendants). ``Host.effects`` decides what counts as the attack's.
+#: A byte on its stdin (the host's pipe, which no call holds) asks it to report every SIGURG
+#: pending and then say "s": what a call sent is pending once the call is over, so none is
+#: missed however slowly the decoy runs. It ends when its stdin closes or after 600 s.
+#: Not sigtimedwait with a timeout: stopped and continued in it (EINTR) once the timeout has
+#: passed, CPython returns a siginfo the kernel never filled, as if a SIGURG had come.
+_DECOY = r"""import ctypes, json, os, select, signal, struct, time
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGURG})
+HARNESS, TICK = os.getppid(), os.sysconf("SC_CLK_TCK")
+mask = (ctypes.c_uint64 * 16)()
+mask[0] = 1 << (signal.SIGURG - 1)
+SFD = ctypes.CDLL(None, use_errno=True).signalfd(-1, mask, os.O_NONBLOCK | os.O_CLOEXEC)
+if SFD < 0:
+    raise OSError(ctypes.get_errno(), "signalfd")
+def stat(pid):
+    with open("/proc/%d/stat" % pid, "rb") as f:
+        data = f.read()
+    rest = data[data.rindex(b")") + 2:].split()
+    return data[data.index(b"(") + 1:data.rindex(b")")].decode(errors="replace"), int(rest[1]), int(rest[19])
+def sender(pid, now):
+    if pid <= 0:
+        return {"gone": True}
+    try:
+        comm, ppid, start = stat(pid)
+        with open("/proc/%d/cmdline" % pid, "rb") as f:
+            cmd = f.read(160).replace(b"\0", b" ").strip().decode(errors="replace")[:120]
+    except (OSError, ValueError, IndexError):
+        return {"gone": True}
+    if start > now:
+        return {"gone": True, "reused_by": comm}
+    out = {"gone": False, "cmd": cmd or "[" + comm + "]", "harness": pid == HARNESS, "chain": []}
+    seen = 0
+    while ppid > 0 and seen < 64 and not out["harness"]:
+        out["harness"], seen = ppid == HARNESS, seen + 1
+        try:
+            comm, next_ppid, _ = stat(ppid)
+        except (OSError, ValueError, IndexError):
+            out["chain"].append("%d/?" % ppid)
+            break
+        if len(out["chain"]) < 8:
+            out["chain"].append("%d/%s" % (ppid, comm))
+        ppid = next_ppid
+    return out
+def drain():
+    while True:
+        try:
+            data = os.read(SFD, 128 * 8)
+        except BlockingIOError:
+            return
+        now = int(time.clock_gettime(time.CLOCK_BOOTTIME) * TICK)
+        for off in range(0, len(data) - 127, 128):
+            signo, _, code, pid, uid, fd, _, band = struct.unpack_from("IiiIIiII", data, off)
+            got = {"signo": signo, "pid": pid, "code": code, "uid": uid}
+            if code in (0, -1, -6):  # SI_USER, SI_QUEUE, SI_TKILL: si_pid is the sender
+                got.update(sender(pid, now))
+            else:  # the kernel's: POLL_* (for an fd: si_band, si_fd), SI_KERNEL
+                got.update(band=band, fd=fd)
+            os.write(1, json.dumps(got).encode() + b"\n")
+os.write(1, b"r")
+end = time.monotonic() + 600
+while time.monotonic() < end:
+    ready = select.select([0, SFD], [], [], 1.0)[0]
+    drain()
+    if 0 in ready:
+        asked = os.read(0, 64)
+        if not asked:
+            break
+        drain()
+        os.write(1, b"s\n" * len(asked))
+"""
+#: si_code of a SIGURG: sent by a process (si_pid names it), or raised by the kernel.
+_SI_CODES = {0: "SI_USER", -1: "SI_QUEUE", -6: "SI_TKILL", 0x80: "SI_KERNEL", -5: "SI_SIGIO",
+             1: "POLL_IN", 2: "POLL_OUT", 3: "POLL_MSG", 4: "POLL_ERR", 5: "POLL_PRI", 6: "POLL_HUP"}
+_SENT_BY_A_PROCESS = (0, -1, -6)
+
+
+def _describe_signal(got: dict[str, Any]) -> str:
+    code = got.get("code")
+    what = f"{_SI_CODES.get(code, code)}"
+    if code not in _SENT_BY_A_PROCESS:  # raised by the kernel (an fd armed for the decoy)
+        return f"{what} (raised by the kernel: fd {got.get('fd')}, band {got.get('band')})"
+    who = f"pid {got.get('pid')} uid {got.get('uid')}"
+    if not got.get("pid"):  # the kernel kept no sender (no queue entry for it, e.g. out of memory)
+        return f"{what} from pid 0 (the kernel kept no sender)"
+    if got.get("gone"):
+        reused = f", its pid already reused by {got['reused_by']!r}" if got.get("reused_by") else ""
+        return f"{what} from {who} (gone at receipt{reused})"
+    chain = " < ".join(got.get("chain", [])) or "-"
+    relation = ("the harness's own process" if got.get("pid") in (os.getpid(), os.getppid()) else
+                "a descendant of the harness" if got.get("harness") else "NOT a descendant of the harness")
+    return f"{what} from {who} {got.get('cmd', '')!r} ({relation}; parents {chain})"
 
 
 class Host:
@@ -262,7 +349,7 @@ class Host:
 
     def __init__(self) -> None:
         self.token = secrets.token_hex(6)
-        self.decoy = subprocess.Popen([sys.executable, "-I", "-S", "-c", _DECOY], stdin=subprocess.DEVNULL,
+        self.decoy = subprocess.Popen([sys.executable, "-I", "-S", "-c", _DECOY], stdin=subprocess.PIPE,
                                       stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         assert self.decoy.stdout is not None
         self._decoy_out = self.decoy.stdout.fileno()
@@ -271,6 +358,11 @@ class Host:
             self.decoy.kill()
             raise RuntimeError("the decoy process did not start")
         os.set_blocking(self._decoy_out, False)
+        self._decoy_buf = b""
+        self._syncs = [0, 0]  # asked of the decoy, answered
+        #: What the host saw but does not count against the attack (a SIGURG from a process
+        #: that is provably none of the run's); ``run_attack`` shows it in the result.
+        self.notes: list[str] = []
         # A core-file limit of its own, which an attack lowering it visibly changes.
         resource.prlimit(self.decoy.pid, resource.RLIMIT_CORE, (0, 1 << 20))
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -299,6 +391,7 @@ class Host:
         self.decoy.kill()
         self.decoy.wait()
         self.decoy.stdout.close()  # type: ignore[union-attr]
+        self.decoy.stdin.close()  # type: ignore[union-attr]
         self.listener.close()
         self.effects()  # removes what an attack left (the /dev/shm file, a process that outlived it)
 
@@ -350,14 +443,12 @@ class Host:
     def effects(self) -> list[str]:
         """What an attack changed outside the sandbox that the host can see (and undoes it)."""
         out = []
-        try:
-            senders = [int(x) for x in re.findall(rb"u(\d+),", os.read(self._decoy_out, 4096))]
-            # the harness's own processes (this one and its parent) are not the attack
-            got = len([pid for pid in senders if pid not in (os.getpid(), os.getppid())])
-        except (BlockingIOError, OSError, ValueError):
-            got = 0
-        if got:
-            out.append(f"the decoy received SIGURG {got} times")
+        counted, ignored = self._decoy_signals()
+        if counted:
+            out.append(f"the decoy received SIGURG {len(counted)} times: {'; '.join(counted)}")
+        if ignored:
+            self.notes.append(f"the decoy received SIGURG {len(ignored)} times from the harness or from "
+                              f"processes provably outside the run, not counted: {'; '.join(ignored)}")
         if self.refused_opens:
             out.append(f"{self.refused_opens} host opens of {self.watched_file} were refused")
             self.refused_opens = 0
@@ -385,6 +476,70 @@ class Host:
                 pass
         return out
 
+    def _decoy_signals(self) -> tuple[list[str], list[str]]:
+        """The SIGURGs the decoy reported since the last look: (the attack's, others').
+
+        The attack's: every one the kernel raised (POLL_IN..POLL_HUP through F_SETOWN and
+        F_SETSIG, or SI_KERNEL: only an fd armed for the decoy causes those), and every one a
+        process sent that was gone when the decoy looked or descends from the harness (the
+        pool's zygotes and calls do). Others': one sent by the harness itself or its parent, or
+        by a process alive at receipt and provably no descendant of the harness (another test
+        worker's, the machine's)."""
+        lines = self._decoy_lines(sync=True)
+        counted, ignored = [], []
+        for line in lines:
+            if line == b"s":
+                continue
+            try:
+                got = json.loads(line)
+            except ValueError:
+                counted.append(f"unreadable report {line[:200]!r}")
+                continue
+            text = _describe_signal(got)
+            if got.get("code") not in _SENT_BY_A_PROCESS or got.get("gone"):
+                counted.append(text)
+            elif got.get("pid") in (os.getpid(), os.getppid()):
+                ignored.append(text)
+            elif got.get("harness"):
+                counted.append(text)
+            else:
+                ignored.append(text)
+        return counted, ignored
+
+    def _decoy_lines(self, sync: bool, timeout_s: float = 10.0) -> list[bytes]:
+        """The decoy's lines since the last look; with ``sync``, once it has reported every
+        SIGURG pending (unless it is dead or stopped, or does not answer in ``timeout_s``)."""
+        lines: list[bytes] = []
+        if sync and (process_state(self.decoy.pid) or {}).get("state") == "alive":
+            try:
+                os.write(self.decoy.stdin.fileno(), b"s")  # type: ignore[union-attr]
+                self._syncs[0] += 1
+            except OSError:
+                sync = False
+        else:
+            sync = False
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                chunk = os.read(self._decoy_out, 65536)
+            except BlockingIOError:
+                chunk = None
+            except OSError:
+                chunk = b""
+            if chunk:
+                self._decoy_buf += chunk
+                *done, self._decoy_buf = self._decoy_buf.split(b"\n")
+                lines += done
+                self._syncs[1] += done.count(b"s")
+                continue
+            left = deadline - time.monotonic()
+            if sync and left <= 0 and self._syncs[1] < self._syncs[0]:
+                self.notes.append(f"the decoy did not answer in {timeout_s:g} s: a SIGURG it had not "
+                                  "reported by then is not seen")
+            if chunk == b"" or not sync or self._syncs[1] >= self._syncs[0] or left <= 0:
+                return lines
+            select.select([self._decoy_out], [], [], min(left, 0.5))
+
     def _outliving(self) -> Iterator[int]:
         for entry in os.listdir("/proc"):
             if entry.isdigit():
@@ -409,6 +564,7 @@ class Result:
     effects: list[str] = field(default_factory=list)  # what the host saw changed
     problems: list[str] = field(default_factory=list)  # invariants that did not hold
     claims_layers: bool = True  # False: the tool's own "escaped" is reported, not counted
+    notes: list[str] = field(default_factory=list)  # what the host saw that is not the attack's
 
     @property
     def escaped(self) -> bool:
@@ -427,6 +583,7 @@ class Result:
             parts.append(f"tool ({self.status}, {said}): {self.tool_detail}")
         elif self.status and self.status != "ok":
             parts.append(f"call {self.status}")
+        parts += (f"note: {note}" for note in self.notes)
         return "; ".join(parts)
 
 
@@ -534,6 +691,7 @@ def run_attack(attack: Attack, without_layers: bool = False, keep: str | None = 
             result.effects += state_changes(f"the zygote {pid}", state, process_state(pid))
         result.effects += state_changes("the decoy", decoy, process_state(host.decoy.pid))
         result.effects += host.effects()
+        result.notes += host.notes
         echo = call(pool, ECHO, "echo", {"text": "hello"})
         if echo.status != "ok" or echo.value["content"] != '{"echo": "hello"}':
             result.problems.append(f"the next innocent call failed: {echo.status} {echo.detail[:200]}")
