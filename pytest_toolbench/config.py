@@ -298,6 +298,11 @@ class RunSettings(BaseModel):
         None, flag="--allure-html", metavar="DIR", exclude=True,
         help="at the end of the session, build the HTML report from --alluredir with "
              "Allure 3 (npm package 'allure', see README) into DIR (default: not built)")
+    view_dir: Path | None = option(
+        None, flag="--toolbench-view", metavar="DIR", exclude=True,
+        help="at the end of the session, rebuild the toolbench view site (leaderboard, "
+             "runs, cases, side by side) of every run in --runs-dir into DIR; it opens "
+             "from disk (default: not built)")
     plots: bool = option(
         True, flag="--no-plots", negate=True, exclude=True,
         help="do not write the metric plots (PNG beside the JSON report and in Allure; "

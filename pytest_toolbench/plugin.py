@@ -53,6 +53,11 @@ def pytest_configure(config: pytest.Config) -> None:
     progress.install(config, worker=is_worker(config), selection=st)  # the live progress line
     if not is_worker(config):
         config.pluginmanager.register(ControllerHooks(config), "toolbench-controller")
+        if st.settings.view_dir is not None:  # --toolbench-view: after the controller's report
+            from pytest_toolbench.view.pytest_hook import ViewRefresh
+
+            config.pluginmanager.register(ViewRefresh(st.settings.view_dir, st.settings.runs_dir),
+                                          "toolbench-view")
         install_interrupts(config)
 
 

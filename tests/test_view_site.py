@@ -218,3 +218,29 @@ def test_dataframes_read_many_runs_in_three_lines(runs: dict) -> None:
     assert list(mine.case_id) == [x["case_id"] for x in half["cases"]]
     assert list(mine.outcome) == [x["outcome"] for x in half["cases"]]
     assert "label_hops" in c.columns and "value_answer_correct" in c.columns
+
+
+def test_toolbench_view_option_refreshes_the_site_at_the_end_of_a_run(tmp_path: Path) -> None:
+    """``--toolbench-view DIR``: the site of every run in --runs-dir, this one included, built
+    after the run's record is written; a site that cannot be written leaves the exit status alone."""
+    from view_runs import run_suite
+
+    site = tmp_path / "site"
+    first = run_suite(tmp_path, "first", "oracle", "--limit", "1", "--toolbench-view", str(site))
+    index = (site / "index.html").read_text()
+    assert first["run"]["run_id"] in index and (site / f"run-{first['run']['run_id']}.html").exists()
+    second = run_suite(tmp_path, "second", "oracle", "--limit", "1", "--toolbench-view", str(site))
+    index = (site / "index.html").read_text()
+    assert first["run"]["run_id"] in index and second["run"]["run_id"] in index
+    assert "view_dir" not in second["run"]["settings"]  # the run record's settings are unchanged
+
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "suites/toolhop", "-q", "-p", "no:randomly", "-p",
+         "no:cacheprovider", "--data", "sample", "--model", "oracle", "--limit", "1", "--no-plots",
+         "--cache-dir", str(tmp_path / "cache"), "--runs-dir", str(tmp_path / "runs"),
+         "--toolbench-view", str(blocker / "site")],
+        cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert f"toolbench view: could not refresh {blocker / 'site'}" in proc.stdout
