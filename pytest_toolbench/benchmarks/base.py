@@ -165,6 +165,13 @@ class BenchmarkEnv(Protocol):
         a runner can skip what none of them needs."""
         ...
 
+    @property
+    def open_protocols(self) -> OpenProtocols:
+        """The run's open-protocol declarations, every benchmark's (:func:`run_open_protocols`),
+        as the model under test has them: for a runner that builds a model of its own
+        (FamilyTool's ``--familytool-kg-model``), so no benchmark reaches for the others."""
+        ...
+
 
 def require_embedder(embedders: Any, name: str, purpose: str) -> None:
     """Load embedder ``name`` now: one that cannot load here (no package, no local copy, no hub)

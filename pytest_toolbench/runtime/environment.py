@@ -21,8 +21,10 @@ from pytest_toolbench.benchmarks.base import (
     CaseRunner,
     EnvironmentUnavailable,
     declared_sandbox_modules,
+    run_open_protocols,
 )
 from pytest_toolbench.config import RunSettings
+from pytest_toolbench.models.open_protocol import OpenProtocols
 from pytest_toolbench.sandbox.interface import SandboxRunner
 
 
@@ -92,6 +94,10 @@ class RunEnvironment:
             self._loaded[benchmark] = bench.load_cases(
                 self.settings.data_dir, bench.scenarios, self.options(bench))
         return self._loaded[benchmark]
+
+    @property
+    def open_protocols(self) -> OpenProtocols:
+        return run_open_protocols(self._benchmarks())
 
     # --- the harness's side -------------------------------------------------------------------
     def runner(self, benchmark: str) -> CaseRunner:

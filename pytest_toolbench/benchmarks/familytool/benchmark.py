@@ -14,7 +14,7 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_toolbench.benchmarks.base import BenchmarkEnv, Case, require_embedder, run_open_protocols
+from pytest_toolbench.benchmarks.base import BenchmarkEnv, Case, require_embedder
 from pytest_toolbench.benchmarks.data_source import BUNDLED_DATA_DIR, DataSource, is_within
 from pytest_toolbench.benchmarks.familytool.kg import KnowledgeGraph, load_triples
 from pytest_toolbench.benchmarks.familytool.memo import ExtractionMemo
@@ -28,7 +28,6 @@ from pytest_toolbench.results.metrics import MetricSpec
 
 if TYPE_CHECKING:  # the runner's modules load when a runner is built, not on every import
     from pytest_toolbench.benchmarks.familytool.runner import FamilyToolRunner
-    from pytest_toolbench.config import RunSettings
     from pytest_toolbench.models.base import ChatModel
 
 #: The bundled sample lives at <repo>/data/familytool (used when no --data-dir is given).
@@ -72,19 +71,19 @@ def selected(case: Case, options: FamilyToolOptions) -> bool:
     return True
 
 
-def kg_model(settings: RunSettings, options: FamilyToolOptions) -> ChatModel | None:
+def kg_model(env: BenchmarkEnv, options: FamilyToolOptions) -> ChatModel | None:
     """--familytool-kg-model: a second model for the extraction step (paper Table 10).
 
     It follows the run's record/replay: ``--record`` writes its extraction replies to the same
     file (under the extraction's own call id), and a run that sends no request for the model
     under test (``--model replay:...`` or ``oracle``) sends none for it either: replay finds the
-    recorded extraction replies, the oracle answers extraction as it does for one model."""
+    recorded extraction replies, the oracle answers extraction as it does for one model. Its
+    open protocols are the run's (``env.open_protocols``), as the model under test has them."""
     if not options.kg_model:
         return None
-    from pytest_toolbench.benchmarks import registry
     from pytest_toolbench.models.factory import build_model
 
-    protocols = run_open_protocols(registry())
+    settings, protocols = env.settings, env.open_protocols
     if settings.resolved_backend in ("replay", "oracle"):
         return build_model(settings, open_protocols=protocols)
     second = settings.model_copy(
@@ -232,7 +231,7 @@ class FamilyToolBenchmark:
             retrievers,
             ExtractionMemo(env.run_dir / "familytool-extractions"),
             backend=settings.resolved_backend,
-            kg_model=kg_model(settings, options),
+            kg_model=kg_model(env, options),
             temperature=settings.temperature,
             max_tokens=settings.max_tokens,
         )
