@@ -22,6 +22,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
 
+from pytest_toolbench.fileio import atomic_write_text
 from pytest_toolbench.report.allure_report import display_model
 from pytest_toolbench.results.aggregate import MetricValue, RunMetrics
 from pytest_toolbench.results.gates import GateVerdict
@@ -88,7 +89,8 @@ def save_entry(alluredir: Path, record: AllureRunEntry) -> Path:
     d = Path(alluredir) / RUNS_DIR
     d.mkdir(parents=True, exist_ok=True)
     path = d / f"{record.run_id}.json"
-    path.write_text(record.model_dump_json(indent=2), encoding="utf-8")
+    # atomic: another run sharing the folder may be reading every entry right now
+    atomic_write_text(path, record.model_dump_json(indent=2))
     return path
 
 

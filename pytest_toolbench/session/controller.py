@@ -40,7 +40,7 @@ from pytest_toolbench.session.transport import take_payloads, worker_output
 if TYPE_CHECKING:
     from pytest_toolbench.report.junit_gates import Ended
     from pytest_toolbench.results.run_record import RunRecord
-    from pytest_toolbench.session.finish import RunEnd
+    from pytest_toolbench.session.run_end import RunEnd
 
 
 #: Imported in the background during the test loop (ControllerHooks.pytest_runtestloop). Only
@@ -199,7 +199,7 @@ class ControllerHooks:
         if not self._stopping:
             self._stopping = True
             # pytest prints the terminal summary only for its own statuses, so the exit is
-            # pytest's INTERRUPTED; the session end turns it into OUTPUT_ERROR (session/finish.py run_status).
+            # pytest's INTERRUPTED; the session end turns it into OUTPUT_ERROR (session/run_end.py run_status).
             pytest.exit(f"{failure.message()}; the run stopped (exit status "
                         f"{int(ToolbenchExit.OUTPUT_ERROR)} OUTPUT_ERROR)",
                         returncode=int(pytest.ExitCode.INTERRUPTED))
@@ -350,7 +350,7 @@ class ControllerHooks:
             backend=st.settings.resolved_backend))
 
     def _end(self, pytest_status: int, missing: list[str]) -> RunEnd:
-        from pytest_toolbench.session.finish import RunEnd
+        from pytest_toolbench.session.run_end import RunEnd
 
         st = self.st
         return RunEnd(pytest_status=int(pytest_status), interrupted_by=st.interrupted_by,
@@ -399,7 +399,7 @@ class ControllerHooks:
         """A toolbench run in which no case ran fails with NO_CASES (gates or not): passing gates
         on nothing, or a green CI job that evaluated nothing, would be wrong."""
         from pytest_toolbench.runs.record import mark_ended
-        from pytest_toolbench.session.finish import run_status, run_verdicts
+        from pytest_toolbench.session.run_end import run_status, run_verdicts
 
         st, end = self.st, self.end
         if not st.targeted or self.config.option.collectonly or end is None:

@@ -14,30 +14,28 @@ from __future__ import annotations
 import platform
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_toolbench import __version__
 from pytest_toolbench.benchmarks.base import Benchmark, HasReportTables
 from pytest_toolbench.config import RunSettings
-from pytest_toolbench.exitcodes import ToolbenchExit
 from pytest_toolbench.models.endpoint_pool import endpoint_totals
 from pytest_toolbench.results.aggregate import RunMetrics, aggregate
 from pytest_toolbench.results.case_result import CaseResult
 from pytest_toolbench.results.comparison import Comparison
-from pytest_toolbench.results.partial_run import (
-    completeness_verdict,
-    interrupted_verdict,
-    output_verdict,
-    partial_notes,
-)
-from pytest_toolbench.results.gates import GateVerdict, error_rate_verdicts, evaluate_gates, exit_status, parse_gate
+from pytest_toolbench.results.gates import GateVerdict, error_rate_verdicts, evaluate_gates, parse_gate
 from pytest_toolbench.output_errors import OutputFailure
 from pytest_toolbench.results.repeats import RepeatStats, aggregate_repeats, repeat_stats, tables_per_repeat
 from pytest_toolbench.results.provenance import provenance_dict
 from pytest_toolbench.results.run_record import CacheCounts, Coverage, RunInfo, RunRecord
+from pytest_toolbench.session.run_end import RunEnd, run_status, run_verdicts
 
-#: pytest's own statuses that keep their meaning whatever the gates say.
-_INTERRUPTED, _INTERNAL_ERROR = int(ToolbenchExit.INTERRUPTED), int(ToolbenchExit.INTERNAL_ERROR)
+if TYPE_CHECKING:
+    from pytest_toolbench.benchmarks.data_source import DataSource
+    from pytest_toolbench.compare.load import LoadedRun
+
+__all__ = ["RunEnd", "RunIdentity", "Scores", "covered_cases", "note_output_failures",
+           "run_record", "run_status", "run_verdicts", "score_run"]
 
 
 @dataclass(frozen=True)
@@ -49,28 +47,6 @@ class Scores:
     comparison: Comparison | None
     #: The --gate verdicts and the per-scenario error-rate limits (empty without --gate).
     verdicts: list[GateVerdict]
-
-
-@dataclass(frozen=True)
-class RunEnd:
-    """How the run ended, as the session saw it."""
-
-    pytest_status: int
-    interrupted_by: str | None = None
-    #: Selected cases without a result, and how many cases were selected.
-    missing: list[str] = field(default_factory=list)
-    selected: int = 0
-    output_failures: list[OutputFailure] = field(default_factory=list)
-
-    @property
-    def partial(self) -> bool:
-        """The reports cover less than the selection: interrupted, cases lost, or stopped on an
-        unwritable output (the one place this is decided)."""
-        return self.interrupted_by is not None or bool(self.missing) or bool(self.output_failures)
-
-    def notes(self) -> list[str]:
-        """The PARTIAL RESULTS lines above the metrics (results/partial_run.py)."""
-        return partial_notes(self.output_failures, self.interrupted_by, self.missing, self.selected)
 
 
 @dataclass(frozen=True)
@@ -93,8 +69,8 @@ class RunIdentity:
 
 
 def score_run(results: Sequence[CaseResult], benchmarks: Mapping[str, Benchmark],
-              settings: RunSettings, baseline: Any = None,
-              data_sources: Sequence[Any] = ()) -> Scores:
+              settings: RunSettings, baseline: LoadedRun | None = None,
+              data_sources: Sequence[DataSource] = ()) -> Scores:
     """Metrics, repeat statistics, report tables, the baseline comparison and the gate verdicts
     of ``results``; ``benchmarks``: those the results belong to; ``baseline``: the loaded
     ``--baseline`` run (compare/load.py), if any."""
@@ -135,34 +111,6 @@ def score_run(results: Sequence[CaseResult], benchmarks: Mapping[str, Benchmark]
         verdicts = with_data(verdicts, data_sources, baseline, comparison,
                              allow_different_data=settings.allow_different_data)
     return Scores(metrics=metrics, repeats=repeats, comparison=comparison, verdicts=verdicts)
-
-
-def run_verdicts(end: RunEnd) -> list[GateVerdict]:
-    """The failed verdicts that no --gate asked for: an interruption (naming the cases it left
-    without a result), lost cases, unwritten outputs. So the gate table's count of failures
-    (terminal, Markdown, JUnit, Allure) never reads "all passed" on a run that failed this way."""
-    out = []
-    if end.interrupted_by is not None:
-        out.append(interrupted_verdict(end.interrupted_by, end.missing, end.selected))
-    elif end.missing:
-        out.append(completeness_verdict(end.missing, end.selected))
-    if end.output_failures:
-        out.append(output_verdict(end.output_failures))
-    return out
-
-
-def run_status(end: RunEnd, verdicts: list[GateVerdict], *, gated: bool) -> int:
-    """The exit status: an unwritten output (13) wins; an interruption or internal error keeps
-    pytest's; then lost cases (12); then the gates' status, or pytest's without gates."""
-    if end.output_failures:
-        return int(ToolbenchExit.OUTPUT_ERROR)
-    if end.pytest_status in (_INTERRUPTED, _INTERNAL_ERROR):
-        return int(end.pytest_status)
-    if end.missing:
-        return int(ToolbenchExit.INCOMPLETE)
-    if gated:
-        return int(exit_status(verdicts))
-    return int(end.pytest_status)
 
 
 def covered_cases(results: Sequence[CaseResult]) -> dict[str, int]:

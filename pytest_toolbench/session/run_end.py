@@ -1,0 +1,73 @@
+"""How a run ended, as the session saw it: interrupted, cases without a result, outputs it could
+not write; the verdicts no --gate asked for that follow from it, and the exit status.
+
+Apart from the scoring (session/finish.py): the controller decides this at every session end,
+also when no case ran, without loading the record's models.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pytest_toolbench.exitcodes import ToolbenchExit
+from pytest_toolbench.output_errors import OutputFailure
+from pytest_toolbench.results.gates import GateVerdict, exit_status
+from pytest_toolbench.results.partial_run import (
+    completeness_verdict,
+    interrupted_verdict,
+    output_verdict,
+    partial_notes,
+)
+
+#: pytest's own statuses that keep their meaning whatever the gates say.
+_INTERRUPTED, _INTERNAL_ERROR = int(ToolbenchExit.INTERRUPTED), int(ToolbenchExit.INTERNAL_ERROR)
+
+
+@dataclass(frozen=True)
+class RunEnd:
+    """How the run ended, as the session saw it."""
+
+    pytest_status: int
+    interrupted_by: str | None = None
+    #: Selected cases without a result, and how many cases were selected.
+    missing: list[str] = field(default_factory=list)
+    selected: int = 0
+    output_failures: list[OutputFailure] = field(default_factory=list)
+
+    @property
+    def partial(self) -> bool:
+        """The reports cover less than the selection: interrupted, cases lost, or stopped on an
+        unwritable output (the one place this is decided)."""
+        return self.interrupted_by is not None or bool(self.missing) or bool(self.output_failures)
+
+    def notes(self) -> list[str]:
+        """The PARTIAL RESULTS lines above the metrics (results/partial_run.py)."""
+        return partial_notes(self.output_failures, self.interrupted_by, self.missing, self.selected)
+
+
+def run_verdicts(end: RunEnd) -> list[GateVerdict]:
+    """The failed verdicts that no --gate asked for: an interruption (naming the cases it left
+    without a result), lost cases, unwritten outputs. So the gate table's count of failures
+    (terminal, Markdown, JUnit, Allure) never reads "all passed" on a run that failed this way."""
+    out = []
+    if end.interrupted_by is not None:
+        out.append(interrupted_verdict(end.interrupted_by, end.missing, end.selected))
+    elif end.missing:
+        out.append(completeness_verdict(end.missing, end.selected))
+    if end.output_failures:
+        out.append(output_verdict(end.output_failures))
+    return out
+
+
+def run_status(end: RunEnd, verdicts: list[GateVerdict], *, gated: bool) -> int:
+    """The exit status: an unwritten output (13) wins; an interruption or internal error keeps
+    pytest's; then lost cases (12); then the gates' status, or pytest's without gates."""
+    if end.output_failures:
+        return int(ToolbenchExit.OUTPUT_ERROR)
+    if end.pytest_status in (_INTERRUPTED, _INTERNAL_ERROR):
+        return int(end.pytest_status)
+    if end.missing:
+        return int(ToolbenchExit.INCOMPLETE)
+    if gated:
+        return int(exit_status(verdicts))
+    return int(end.pytest_status)
