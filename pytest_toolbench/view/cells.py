@@ -8,6 +8,7 @@ import time
 
 from pydantic import BaseModel
 
+from pytest_toolbench.exitcodes import ToolbenchExit
 from pytest_toolbench.view.record import MetricValue
 
 
@@ -48,6 +49,16 @@ def metric_cell(mv: MetricValue | None) -> Cell:
 def when(ts: float | None) -> str:
     """UTC, so a site built on a CI machine reads the same everywhere."""
     return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(ts)) if ts else "?"
+
+
+def exit_text(status: int | None) -> str:
+    """``0 OK``, ``10 GATE_FAILED`` (as ``toolbench runs``); ``?`` when the run did not record it."""
+    if status is None:
+        return "?"
+    try:
+        return f"{status} {ToolbenchExit(status).name}"
+    except ValueError:
+        return str(status)
 
 
 def table_value(v: object) -> str:

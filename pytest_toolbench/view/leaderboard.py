@@ -16,8 +16,7 @@ from pydantic import BaseModel
 
 from pytest_toolbench.results.headline import Headline, headline_of
 from pytest_toolbench.results.provenance import short_line
-from pytest_toolbench.exitcodes import ToolbenchExit
-from pytest_toolbench.view.cells import Cell, metric_cell, table_value, when
+from pytest_toolbench.view.cells import Cell, exit_text, metric_cell, table_value, when
 from pytest_toolbench.view.groups import DataGroup
 from pytest_toolbench.view.load import ViewRun
 from pytest_toolbench.view.record import GateVerdict, RunRecord, ScenarioMetrics
@@ -101,15 +100,6 @@ def gates_text(gates: Sequence[GateVerdict]) -> str:
     if not gates:
         return "-"
     return f"FAILED {failed}/{len(gates)}" if failed else f"passed {len(gates)}/{len(gates)}"
-
-
-def exit_text(status: int | None) -> str:
-    if status is None:
-        return "?"
-    try:
-        return f"{status} {ToolbenchExit(status).name}"
-    except ValueError:
-        return str(status)
 
 
 def status_text(record: RunRecord) -> str:

@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from pytest_toolbench.view.cells import Cell, metric_cell, table_value, when
+from pytest_toolbench.view.cells import Cell, exit_text, metric_cell, table_value, when
 from pytest_toolbench.view.load import ViewRun
 from pytest_toolbench.view.record import GroupMetrics, ScenarioMetrics
 
@@ -129,7 +129,7 @@ def build_run_page(run: ViewRun, meanings: Mapping[str, Mapping[str, str]]) -> R
              ("run id", run.run_id), ("started", when(info.started)),
              ("finished", when(info.finished)),
              ("wall time", f"{info.wall_s:.1f} s" if info.wall_s is not None else "?"),
-             ("status", status), ("exit status", str(info.exit_status)),
+             ("status", status), ("exit status", exit_text(info.exit_status)),
              ("toolbench", info.toolbench_version or "?"), ("report", run.path)]
     if record.missing_cases:
         facts.append(("missing cases", f"{len(record.missing_cases)}: "

@@ -209,7 +209,9 @@ TB.renderCase = function (box, c, run) {
   if (c.failure) box.appendChild(TB.el("pre", {cls: "failure", text: c.failure}));
   var d = c.details || {};
   var gold = {};
-  ["question", "gold", "prediction", "answer_status", "golden_calls", "predicted_calls", "gold_calls"].forEach(function (k) {
+  // the keys the bundled benchmarks record their gold and answer under (details of each runner)
+  ["question", "gold", "gold_calls", "gold_tools", "golden_calls", "golden_links", "prediction",
+   "predicted_calls", "answer_status"].forEach(function (k) {
     if (d[k] !== undefined) gold[k] = d[k];
   });
   if (Object.keys(gold).length) { box.appendChild(TB.el("h2", {text: "Gold and answer"})); box.appendChild(TB.kv(gold)); }
