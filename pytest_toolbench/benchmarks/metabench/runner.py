@@ -62,7 +62,7 @@ class MetaBenchRunner:
         self.sampling = sampling
 
     def option_deviations(self) -> list[dict[str, Any]]:
-        """Options that differ from the spec's defaults (the paper's reading)."""
+        """Options that differ from their defaults (the paper's reading)."""
         defaults = MetaBenchOptions()
         return [
             {"kind": name, "value": str(getattr(self.options, name)), "default": str(getattr(defaults, name))}

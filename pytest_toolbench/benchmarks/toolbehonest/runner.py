@@ -68,7 +68,8 @@ EMPTY_MS_NOTE = "nan: the unsolvable gold plan has no UnsolvableQuery step (upst
 
 
 def upstream_sampling(backend: str, options: ToolBeHonestOptions, base: Sampling | None = None) -> Sampling:
-    """Spec §4: T=0; vLLM gets max_tokens 1024 and top_p 0.95, OpenAI max_tokens 2048.
+    """Upstream ``utils/generation_func.py``: T=0; vLLM gets max_tokens 1024 and top_p 0.95,
+    OpenAI max_tokens 2048.
     ``base`` carries the user's explicit --temperature/--max-tokens overrides, if any."""
     if backend == "openai":
         sampling = Sampling(temperature=0.0, max_tokens=2048, top_p=None)

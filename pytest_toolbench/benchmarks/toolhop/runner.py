@@ -19,11 +19,12 @@ Deliberate differences from upstream, each recorded in ``details["deviations"]``
   like upstream's failed call, it ends the case with no answer, scored wrong; the reason is kept
   in ``details["stop_reason"]``.
 * A tool call that times out or kills its sandbox worker is fed back as
-  ``an error occured when call <name>: <reason>``. Upstream's ``FunctionTimedOut`` escapes its
-  ``except Exception`` and aborts the whole run (§2.5-7), so there is no upstream text to copy.
-* A tool name that is a Python expression (``os.system``, ``f()``) is never evaluated (upstream
-  ``eval``s it: code injection, §2.5-4); the call gets ``name '<name>' is not defined``. Each such
-  call is recorded as a ``tool_name_expression`` deviation.
+  ``an error occured when call <name>: <reason>``. Upstream's ``FunctionTimedOut`` escapes the
+  ``except Exception`` of ``get_feedback`` (``code/evaluation_*.py``) and aborts the whole run, so
+  there is no upstream text to copy.
+* A tool name that is a Python expression (``os.system``, ``f()``) is never evaluated (upstream's
+  ``get_feedback`` ``eval``s it: code injection); the call gets ``name '<name>' is not defined``.
+  Each such call is recorded as a ``tool_name_expression`` deviation.
 
 Faithful, not deviations:
 
@@ -46,7 +47,13 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from pytest_toolbench.benchmarks.base import Case
-from pytest_toolbench.benchmarks.result_builders import base_fields, option_deviations, truncate
+from pytest_toolbench.benchmarks.result_builders import (
+    base_fields,
+    error_result,
+    option_deviations,
+    scored_result,
+    truncate,
+)
 from pytest_toolbench.benchmarks.toolhop import invocation_errors
 from pytest_toolbench.benchmarks.toolhop.invocation_errors import ToolCallRecord
 from pytest_toolbench.benchmarks.toolhop.options import ToolHopOptions
@@ -71,7 +78,7 @@ from pytest_toolbench.models.base import (
     Sampling,
     Usage,
 )
-from pytest_toolbench.results.case_result import CaseResult, InfraError, Outcome
+from pytest_toolbench.results.case_result import CaseResult
 
 BENCHMARK = "toolhop"
 EXECUTION_JOB = "pytest_toolbench.benchmarks.toolhop.execution:call_tool"
@@ -193,8 +200,9 @@ class ToolHopRunner:
             try:
                 response = await model.complete(request, ctx)
             except LostTurn:
-                # --upstream-lost-turns: upstream appends nothing and the turn is consumed (§2.3);
-                # the backend recorded it in the case's details["lost_turns"].
+                # --upstream-lost-turns: upstream appends nothing and the turn is consumed (the
+                # turn loop of code/evaluation_*.py); the backend recorded it in the case's
+                # details["lost_turns"].
                 continue
             except ContextLengthExceeded as exc:
                 # Upstream: the failed call yields no answer and the sample scores wrong.
@@ -246,8 +254,9 @@ class ToolHopRunner:
                     "turn": turn,
                     "call_index": index,
                     "name": name,
-                    "note": "upstream eval()s this name (code injection, spec §2.5-4); here it "
-                    "is not evaluated and the call gets \"name '...' is not defined\"",
+                    "note": "upstream eval()s this name (get_feedback in code/evaluation_*.py: code "
+                    "injection); here it is not evaluated and the call gets \"name '...' is not "
+                    "defined\"",
                 }
             )
         payload = {
@@ -280,7 +289,8 @@ class ToolHopRunner:
                     "call_index": index,
                     "name": name,
                     "detail": outcome.detail,
-                    "note": "upstream aborts the run here (spec §2.5-7); fed back as an error",
+                    "note": "upstream aborts the run here (func_timeout's FunctionTimedOut escapes the "
+                    "except Exception of get_feedback in code/evaluation_*.py); fed back as an error",
                 }
             )
         state.calls.append(
@@ -312,7 +322,6 @@ class ToolHopRunner:
         labels = {"hops": record.hops, "domain": record.domain, "answer_type": record.answer_type}
         return {
             **base_fields(case, model, BENCHMARK, labels),
-            "transcript": state.messages,
             "usage": state.usage,
             "latency_s": state.latency_s,
             "model_calls": state.model_calls,
@@ -335,10 +344,8 @@ class ToolHopRunner:
         self, case: Case, record: ToolHopRecord, model: ChatModel, state: _CaseState,
         exc: ModelCallError,
     ) -> CaseResult:
-        return CaseResult(
-            **self._base(case, record, model, state),
-            outcome=Outcome.ERROR,
-            error=InfraError.of(exc),
+        return error_result(
+            self._base(case, record, model, state), exc,
             details=self._raw({
                 "question": record.question,
                 "gold": record.answer,
@@ -355,6 +362,7 @@ class ToolHopRunner:
                     },
                 ],
             }, state),
+            transcript=state.messages,
             failure_message=f"model call failed at turn {state.turn}: {exc.kind}: "
             f"{truncate(exc.message)}",
         )
@@ -405,10 +413,5 @@ class ToolHopRunner:
                 f"question: {truncate(record.question)} | gold: {truncate(record.answer, 80)} | "
                 f"model: {answer}"
             )
-        return CaseResult(
-            **self._base(case, record, model, state),
-            outcome=Outcome.PASSED if correct else Outcome.FAILED,
-            values=values,
-            details=details,
-            failure_message=failure_message,
-        )
+        return scored_result(self._base(case, record, model, state), correct, values, details,
+                             failure_message, state.messages)
