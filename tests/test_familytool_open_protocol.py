@@ -4,7 +4,7 @@ One real model stack (HTTP to a fake OpenAI-compatible server, the response cach
 protocol wrapper) serves every benchmark of a run. ToolHop declares ``parsed`` (its upstream
 parse_qwen25 / parse_llama31 read the raw text); FamilyTool declares ``text``: the raw text
 reaches its runner, which parses it as vLLM's Hermes2ProToolParser (one bad block voids all
-calls, spec §4.2) or Llama3JsonToolParser. Benchmarks that declare nothing (ToolBeHonest,
+calls, UnifiedToolHub models/qwen_2_5.py) or Llama3JsonToolParser. Benchmarks that declare nothing (ToolBeHonest,
 Meta-Bench: no tools in the request, the runner reads the text) get the text untouched.
 """
 

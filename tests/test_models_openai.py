@@ -435,7 +435,8 @@ def test_factory_backends(tmp_path, monkeypatch):
                                          served_model="HuggingFaceTB/x",
                                          identity={"args": ["--tool-call-parser", "hermes"]}),
                        open_protocols=run_open_protocols(registry()))
-    # vLLM defaults to upstream's open protocol: raw text parsed outside the cache (ToolHop §4)
+    # vLLM defaults to upstream's open protocol: raw text parsed outside the cache (ToolHop
+    # code/evaluation_open.py)
     assert isinstance(vllm, OpenProtocolModel) and vllm.plan.series == "qwen25"
     vllm = vllm.inner
     assert isinstance(vllm, CachedModel) and vllm.name == "smollm2-135m"

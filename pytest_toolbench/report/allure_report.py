@@ -1,6 +1,6 @@
 """Allure results for a tool-use run: labels per case, transcripts and tool calls as attachments.
 
-Mapping (anchors §3.3): epic = benchmark, feature = scenario, story = "hops=N", tag = model, one
+Mapping (allure-pytest's dynamic labels): epic = benchmark, feature = scenario, story = "hops=N", tag = model, one
 label per case label (hops, domain, ...); the suite path is model / benchmark / scenario and the
 title starts with ``[model]``, so several runs in one results folder stay apart. The model is part of the test identity: a non-excluded
 ``model`` parameter (in ``historyId`` and Allure 3's retry key) and, through
