@@ -1,4 +1,5 @@
-"""Every module path the package's comments, docstrings and READMEs name exists.
+"""Every module path the package's comments, docstrings and READMEs name exists, and none of them
+cites a document a user of the package does not have (``../shared/specs``).
 
 A rename leaves the prose behind (``results/completeness.py``, ``models/open_parsers.py`` and
 ``fixtures/toolbench.py`` were once named where nothing was): a path such as
@@ -31,12 +32,14 @@ UPSTREAM_FILES = frozenset({"models/api_requester.py", "models/qwen_2_5.py", "mo
 
 def texts() -> list[Path]:
     """The package's modules and READMEs, and the top-level README."""
-    found = [p for p in PACKAGE.rglob("*") if p.suffix in (".py", ".md") and "__pycache__" not in p.parts]
+    found = [p for p in PACKAGE.rglob("*")
+             if p.suffix in (".py", ".md") and "__pycache__" not in p.parts]
     return sorted([*found, REPO / "README.md"])
 
 
 def resolves(path: str, named_in: Path) -> bool:
-    folders = [REPO, PACKAGE, *(d for d in named_in.parents if d == PACKAGE or PACKAGE in d.parents)]
+    above = [d for d in named_in.parents if d == PACKAGE or PACKAGE in d.parents]
+    folders = [REPO, PACKAGE, *above]
     return any((folder / path).is_file() for folder in folders)
 
 
@@ -53,6 +56,28 @@ def test_every_named_module_path_exists() -> None:
                for n, line in enumerate(f.read_text(encoding="utf-8").splitlines(), start=1)
                for path in dangling(line, f)]
     assert not missing, "module paths that name no file:\n" + "\n".join(missing)
+
+
+#: A citation of the project's working notes: ``../shared/specs/...``, ``spec §3.1``,
+#: ``toolhop.md §0``.
+SPEC_CITATION = re.compile(r"shared/specs|\bspecs?\W{0,3}§|\b\w+\.md\W{0,3}§", re.IGNORECASE)
+
+
+def test_nothing_cites_the_shared_specs() -> None:
+    """Comments cite the upstream files and functions or the paper, never a section of the
+    project's notes in ../shared/specs, which a user of the package does not have."""
+    found = [f"{f.relative_to(REPO)}:{n}: {line.strip()}"
+             for f in texts()
+             for n, line in enumerate(f.read_text(encoding="utf-8").splitlines(), start=1)
+             if SPEC_CITATION.search(line)]
+    assert not found, "citations of ../shared/specs:\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize("line", ["Spec: `../shared/specs/toolhop.md`.", "(spec §3.1)",
+                                  "Spec §4: T=0", "(toolhop.md §0, S3)"])
+def test_a_spec_citation_is_seen(line: str) -> None:
+    assert SPEC_CITATION.search(line)
+    assert not SPEC_CITATION.search("the paper's sentences (§3.3.2), paper §2.6")
 
 
 @pytest.mark.parametrize(("line", "expected"), [
