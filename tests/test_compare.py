@@ -252,7 +252,8 @@ def test_plot_writes_a_png_with_one_bar_per_run_and_metric(pair, tmp_path) -> No
 def test_rendered_table_shows_values_diff_mcnemar_and_coverage(pair) -> None:
     from pytest_toolbench.compare.render import comparison_text
 
-    text = comparison_text(compare_runs(list(pair), SPECS, LABELS, n_boot=200))
+    comp = compare_runs(list(pair), SPECS, LABELS, n_boot=200)
+    text = comparison_text(comp, width=200)  # a wide terminal: one table row per metric
     row = next(line for line in text.splitlines() if line.startswith("| s ") and "| accuracy " in line)
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert cells[2].startswith("60.00% [") and cells[3].startswith("90.00% [")
@@ -260,6 +261,12 @@ def test_rendered_table_shows_values_diff_mcnemar_and_coverage(pair) -> None:
     assert "accuracy [hops=4]" in text  # subgroup rows (not eaten as markup)
     assert "bench/s B vs A: 10 paired; only in A: 0, only in B: 0" in text
     assert "A = model-a [reference]" in text
+    # at 80 columns (a CI log) the same cells, whole, packed under the metric's name
+    narrow = comparison_text(comp, width=80).splitlines()
+    at = narrow.index("bench / s")
+    assert narrow[at + 1].startswith("  accuracy  A 60.00% [") and " B 90.00% [" in narrow[at + 1]
+    assert narrow[at + 2].startswith("    B - A  +30.00 pp [")
+    assert narrow[at + 2].endswith("  McNemar 1/4 p=0.375  10 paired")
 
 
 def test_changed_cases_by_id_right_to_wrong_and_back(pair) -> None:

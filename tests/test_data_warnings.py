@@ -37,3 +37,25 @@ def test_a_users_odd_file_is_warned_about_once_with_xdist(tmp_path: Path) -> Non
     assert out.count("tolerated oddities") == 1, out[-4000:]
     summary = out.split("warnings summary", 1)
     assert len(summary) == 2 and "id=9006: duplicate tool names" in summary[1], out[-4000:]
+    # about the user's data, located there: not at the harness's line that reported it
+    assert "session/selection.py" not in summary[1] and "issue_" not in summary[1], summary[1]
+    assert "<dataset>:0: DatasetWarning: " in summary[1], summary[1]
+
+
+
+def test_an_error_filter_still_stops_the_run_on_a_data_warning(tmp_path: Path) -> None:
+    """The warning is issued by the harness, not by pytest's own method: ``-W error::...`` must
+    still apply to it."""
+    data = tmp_path / "data" / "toolhop"
+    data.mkdir(parents=True)
+    shutil.copy(BUNDLED, data / "ToolHop.json")
+    cmd = [sys.executable, "-m", "pytest", "suites/toolhop", "--model", "oracle", "--limit", "1",
+           "-p", "no:cacheprovider", "-p", "no:randomly", "-n", "0",
+           "--cache-dir", str(tmp_path / "cache"), "--runs-dir", str(tmp_path / "runs"),
+           "--data-dir", str(tmp_path / "data"),
+           "-W", "error::pytest_toolbench.benchmarks.dataset_errors.DatasetWarning"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300, env=env)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "tolerated oddities" in out, out[-3000:]
+    assert "passed" not in proc.stdout.splitlines()[-1], out[-3000:]

@@ -20,7 +20,7 @@ import pytest
 
 from fake_openai_server import FakeOpenAIServer, completion, tool_call
 from pytest_toolbench.report.markdown_report import cell
-from pytest_toolbench.report.text_table import TextTable, render_table
+from pytest_toolbench.text_table import TextTable, render_table
 from pytest_toolbench.results.safe_text import safe_data, safe_json, safe_json_bytes, safe_text
 
 REPO = Path(__file__).resolve().parents[1]

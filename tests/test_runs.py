@@ -29,6 +29,17 @@ def suite_cmd(tmp_path: Path, *args: str) -> list[str]:
             "-p", "no:randomly", "-n", "0", "--cache-dir", str(tmp_path / "cache"), "--runs-dir", str(tmp_path / "runs"), *args]
 
 
+def blocks(listing: str) -> list[list[str]]:
+    """`toolbench runs` below a table's width (80 columns off a terminal): one block per run,
+    its first line ``<run id>  <date>  <status>``, then indented ``key: value`` lines."""
+    return [block.splitlines() for block in listing.strip("\n").split("\n\n")]
+
+
+def field(block: list[str], key: str) -> str:
+    """The value of a block's ``    key: value`` line."""
+    return next(line.split(":", 1)[1].strip() for line in block if line.startswith(f"    {key}:"))
+
+
 def env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
 
@@ -57,10 +68,10 @@ def test_a_run_folder_holds_its_report_and_index_and_runs_lists_it(tmp_path):
 
     listed = cli("runs", "--runs-dir", str(tmp_path / "runs"))
     assert listed.returncode == 0, listed.stderr
-    header, row = listed.stdout.splitlines()
-    assert header.split()[:3] == ["run", "id", "date"]
-    assert folder.name in row and "oracle" in row and "toolhop accuracy direct=100.0%" in row
-    assert row.rstrip().endswith("complete")
+    [block] = blocks(listed.stdout)
+    assert block[0].split()[0] == folder.name and block[0].endswith("  complete")
+    assert field(block, "model") == "oracle" and field(block, "toolhop accuracy") == "direct=100.0%"
+    assert all(len(line) <= 80 and line == line.rstrip() for line in block), listed.stdout
     as_json = json.loads(cli("runs", "--runs-dir", str(tmp_path / "runs"), "--json").stdout)
     assert as_json[0]["report"] == str(folder / "report.json")
 
@@ -83,8 +94,8 @@ def test_sigterm_leaves_a_partial_report_in_the_run_folder(tmp_path):
     index = json.loads((folder / "run.json").read_text())
     assert index["status"] == "interrupted" and index["interrupted_by"] == "SIGTERM"
     assert 1 <= index["n_cases"] < 6
-    row = cli("runs", "--runs-dir", str(tmp_path / "runs")).stdout.splitlines()[1]
-    assert "partial (SIGTERM)" in row
+    row = cli("runs", "--runs-dir", str(tmp_path / "runs")).stdout.splitlines()[0]
+    assert row.endswith("  partial (SIGTERM)")
 
 
 def make_run(root: Path, run_id: str, started: float, *, size: int = 100, status: str = "finished",
@@ -119,10 +130,11 @@ def test_runs_lists_newest_first_including_a_killed_run(tmp_path):
     killed = tmp_path / "runs" / "killed"
     killed.mkdir()
     (killed / "results.jsonl").write_text('{"case_id": "a"}\n{"case_id": "b"}\n')
-    out = cli("runs", "--runs-dir", str(tmp_path / "runs")).stdout.splitlines()
-    assert [line.split()[0] for line in out[1:]] == ["killed", "new", "old"]
-    assert out[1].rstrip().endswith("incomplete") and "2 so far" in out[1]
-    assert "toolbench accuracy" not in out[2] and "toolhop accuracy direct=50.0%" in out[2]
+    out = blocks(cli("runs", "--runs-dir", str(tmp_path / "runs")).stdout)
+    assert [block[0].split()[0] for block in out] == ["killed", "new", "old"]
+    assert out[0][0].endswith("incomplete") and field(out[0], "cases") == "2 so far"
+    assert not any("toolbench accuracy" in line for line in out[1])
+    assert field(out[1], "toolhop accuracy") == "direct=50.0%"
     assert [r["run_id"] for r in json.loads(cli("runs", "--runs-dir", str(tmp_path / "runs"),
                                                  "--json", "-n", "1").stdout)] == ["killed"]
 
@@ -216,8 +228,8 @@ def _run_suite(tmp_path: Path, suite: str, *args: str) -> subprocess.CompletedPr
 
 def _run_ids(tmp_path: Path) -> list[str]:
     """Run ids as `toolbench runs` prints them, oldest first."""
-    out = cli("runs", "--runs-dir", str(tmp_path / "runs")).stdout.splitlines()[1:]
-    return [line.split()[0] for line in reversed(out)]
+    return [block[0].split()[0] for block in reversed(blocks(
+        cli("runs", "--runs-dir", str(tmp_path / "runs")).stdout))]
 
 
 def test_runs_shows_each_run_s_gate_verdict_and_exit_status(tmp_path):
@@ -228,12 +240,11 @@ def test_runs_shows_each_run_s_gate_verdict_and_exit_status(tmp_path):
                         "--gate", "toolhop.direct.accuracy>=0.5", "--gate", "toolhop.direct.accuracy>1")
     plain = _run_suite(tmp_path, "suites/toolhop", "--scenario", "direct")
     assert (ok.returncode, failed.returncode, plain.returncode) == (0, 10, 0), failed.stdout[-2000:]
-    header, *rows = cli("runs", "--runs-dir", str(tmp_path / "runs")).stdout.splitlines()
-    assert header.split()[-3:] == ["gates", "exit", "status"]
-    newest_first = [row.split("%", 1)[1].split() for row in rows]  # after the headline metric
-    assert newest_first == [["-", "0", "OK", "complete"],
-                            ["FAILED", "1/3", "10", "GATE_FAILED", "complete"],
-                            ["passed", "2/2", "0", "OK", "complete"]]
+    listed = blocks(cli("runs", "--runs-dir", str(tmp_path / "runs")).stdout)
+    newest_first = [(block[0].split()[-1], field(block, "gates")) for block in listed]
+    assert newest_first == [("complete", "-, exit 0 OK"),
+                            ("complete", "FAILED 1/3, exit 10 GATE_FAILED"),
+                            ("complete", "passed 2/2, exit 0 OK")]
     as_json = json.loads(cli("runs", "--runs-dir", str(tmp_path / "runs"), "--json").stdout)
     assert [(r["exit_status"], r["gates_passed"], r["gates_failed"]) for r in as_json] == [
         (0, 0, []), (10, 2, ["toolhop.direct.accuracy>1"]), (0, 2, [])]

@@ -17,7 +17,7 @@ from pytest_toolbench.report.terminal import (
     render_overview,
     render_summary,
 )
-from pytest_toolbench.report.text_table import TextTable, render_table
+from pytest_toolbench.text_table import TextTable, render_table
 from pytest_toolbench.results.aggregate import RunMetrics, aggregate
 from pytest_toolbench.results.case_result import CaseResult, InfraError, Outcome
 from pytest_toolbench.results.gates import GateVerdict

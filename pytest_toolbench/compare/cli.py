@@ -56,13 +56,12 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
     from pytest_toolbench.compare.core import compare_with_registry
     from pytest_toolbench.compare.load import load_runs
     from pytest_toolbench.compare.plot import plot_comparison
-    from pytest_toolbench.compare.render import print_comparison
+    from pytest_toolbench.compare.render import comparison_text
     from pytest_toolbench.compare.run_refs import check_same_benchmarks, resolve_run
+    from pytest_toolbench.text_table import output_width
 
     def fail(msg: str) -> int:
         print(f"toolbench compare: {msg}", file=sys.stderr)
@@ -92,10 +91,7 @@ def run(args: argparse.Namespace) -> int:
     comp = compare_with_registry(runs, n_boot=args.bootstrap_samples, seed=args.seed,
                                  confidence=args.confidence)
     comp.different_data = [allowed_note(d) for d in differ]
-    console = Console()
-    if not console.is_terminal:  # a CI log or a pipe: wide enough that no cell folds
-        console = Console(width=220)
-    print_comparison(comp, console)
+    sys.stdout.write(comparison_text(comp, width=output_width()))
     if args.json_out:
         from pytest_toolbench.fileio import atomic_write_text
 

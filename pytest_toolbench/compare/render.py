@@ -1,4 +1,6 @@
-"""The comparison as tables: rich for the terminal (``toolbench compare``, the pytest summary).
+"""The comparison as plain-text tables (``toolbench compare``, the pytest summary) that fit the
+width they are given: a pipe table, wrapped, or one block per row (text_table.py). The old rich
+tables were 176 columns with lines of trailing spaces in an 80-column CI log.
 
 Differences of rates are in percentage points ("pp"); a leading "+" means the run is higher than
 the reference, whatever the metric's direction (the direction column says which way is better).
@@ -6,16 +8,12 @@ the reference, whatever the metric's direction (the direction column says which 
 
 from __future__ import annotations
 
-from io import StringIO
-
-from rich import box
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
+import textwrap
 
 from pytest_toolbench.compare.changed_cases import changed_lines
 from pytest_toolbench.results.comparison import Comparison, MetricComparison, PairedDiff, RunValue
 from pytest_toolbench.results.safe_text import safe_text
+from pytest_toolbench.text_table import DEFAULT_WIDTH, TextTable, pipe_table
 
 
 def fmt_value(v: RunValue | None, is_rate: bool) -> str:
@@ -94,20 +92,18 @@ def legend(comp: Comparison) -> list[str]:
     return out
 
 
-def benchmark_table(comp: Comparison, benchmark: str) -> Table:
+def benchmark_table(comp: Comparison, benchmark: str) -> TextTable:
+    """One row per scenario, metric and subgroup: each run's value with its CI, then per run
+    after A its paired difference, McNemar's b/c and p, and the number of pairs. Text columns and
+    the values may wrap between words (``83.33%`` over ``[50.00, 100.00]``) before the table
+    goes vertical (text_table.py)."""
     pct = f"{100 * comp.confidence:g}%"
-    differ = " (DIFFERENT DATA, --allow-different-data)" if comp.different_data else ""
-    title = Text(safe_text(f"{benchmark}: {' vs '.join(r.label for r in comp.runs)}{differ}"))
-    t = Table(title=title, title_justify="left",
-              box=box.MARKDOWN, show_edge=True, pad_edge=True)
-    t.add_column("scenario", no_wrap=True)
-    t.add_column("metric / subgroup", overflow="fold")
-    for i, _ in enumerate(comp.runs):
-        t.add_column(f"{letter(i)} [{pct} CI]", justify="right", overflow="fold")
+    columns = ["scenario", "metric / subgroup"]
+    columns += [f"{letter(i)} [{pct} CI]" for i, _ in enumerate(comp.runs)]
     for i in range(1, len(comp.runs)):
-        t.add_column(f"{letter(i)} - A [paired {pct}]", justify="right", overflow="fold")
-        t.add_column(f"McNemar {letter(i)} vs A b/c p", justify="right", overflow="fold")
-        t.add_column("n paired", justify="right", no_wrap=True)
+        columns += [f"{letter(i)} - A [paired {pct}]", f"McNemar {letter(i)} vs A b/c p",
+                    "n paired"]
+    rows = []
     for s in comp.scenarios:
         if s.benchmark != benchmark:
             continue
@@ -116,9 +112,47 @@ def benchmark_table(comp: Comparison, benchmark: str) -> Table:
             cells += [fmt_value(v, m.is_rate) for v in m.values]
             for d in m.diffs:
                 cells += [fmt_diff(d, m.is_rate), fmt_mcnemar(d), str(d.n_paired)]
-            # Text: "[hops=3]" is not rich markup; labels come from datasets: shown escaped
-            t.add_row(*(Text(safe_text(c)) for c in cells))
-    return t
+            rows.append(cells)
+    # TextTable escapes the cells: scenario and subgroup labels are data
+    return TextTable(columns, rows, align=["l", "l"] + ["r"] * (len(columns) - 2))
+
+
+def packed_lines(comp: Comparison, benchmark: str, width: int) -> list[str]:
+    """Below the table's width: per scenario a title line, per metric its name and each run's
+    value, then per run after A its difference, McNemar and pairs, packed onto as few lines of
+    ``width`` as fit (a part never splits: ``B - A +16.67 pp [-10.00, 40.00]`` stays whole)."""
+    pct = f"{100 * comp.confidence:g}%"
+    out = [f"values [{pct} CI]; B - A [paired {pct} CI], McNemar b/c p, pairs"]
+    for s in comp.scenarios:
+        if s.benchmark != benchmark:
+            continue
+        out.append(safe_text(f"{s.benchmark} / {s.scenario}"))
+        for m in s.metrics:
+            parts = [f"{letter(i)} {fmt_value(v, m.is_rate)}" for i, v in enumerate(m.values)]
+            lines = _pack("  " + safe_text(_name(m)), parts, width)
+            for i, d in enumerate(m.diffs, start=1):
+                lines += _pack(f"    {letter(i)} - A", [fmt_diff(d, m.is_rate),
+                                                     f"McNemar {fmt_mcnemar(d)}",
+                                                     f"{d.n_paired} paired"], width)
+            out += lines
+    return out
+
+
+def _pack(head: str, parts: list[str], width: int) -> list[str]:
+    """``head  part  part`` while it fits ``width``, then on lines indented by 6."""
+    lines, line = [], head
+    for part in parts:
+        if len(line) + 2 + len(part) > width and line.strip():
+            lines.append(line.rstrip())
+            line = " " * 6 + part
+        else:
+            line += "  " + part
+    return [*lines, line.rstrip()]
+
+
+def table_title(comp: Comparison, benchmark: str) -> str:
+    differ = " (DIFFERENT DATA, --allow-different-data)" if comp.different_data else ""
+    return f"{benchmark}: {' vs '.join(r.label for r in comp.runs)}{differ}"
 
 
 def _name(m: MetricComparison) -> str:
@@ -126,38 +160,46 @@ def _name(m: MetricComparison) -> str:
     return f"{m.row_name}{arrow}"
 
 
-def print_comparison(comp: Comparison, console: Console) -> None:
+def comparison_lines(comp: Comparison, width: int) -> list[str]:
+    """The comparison's lines, none longer than ``width`` unless a single word is (a path, a
+    case id), none ending in a space."""
+    out: list[str] = []
     for line in legend(comp):  # run labels and paths may hold anything a user named them
-        console.print(safe_text(line), highlight=False, markup=False)
-    console.print("McNemar b = cases with value 1 (e.g. right) in A and 0 in the other run, "
-                  "c = the reverse; differences of rates in percentage points (pp)",
-                  highlight=False, markup=False)
+        out += wrap_line(safe_text(line), width)
+    out += wrap_line("McNemar b = cases with value 1 (e.g. right) in A and 0 in the other run, "
+                     "c = the reverse; differences of rates in percentage points (pp)", width)
     for benchmark in comp.benchmarks():
-        console.print(benchmark_table(comp, benchmark))
+        out += wrap_line(safe_text(table_title(comp, benchmark)), width)
+        out += pipe_table(benchmark_table(comp, benchmark), width) or packed_lines(
+            comp, benchmark, width)
         for line in coverage_lines(comp, benchmark) + change_lines(comp, benchmark):
-            console.print(safe_text(line), highlight=False, markup=False)
-        console.print()
+            out += wrap_line(safe_text(line), width)
+        out.append("")
     if comp.unknown_benchmarks:
-        console.print("no metric declarations for " + ", ".join(comp.unknown_benchmarks)
-                      + " (not a registered benchmark): values only, no paired statistics",
-                      highlight=False, markup=False)
+        out += wrap_line("no metric declarations for " + ", ".join(comp.unknown_benchmarks)
+                         + " (not a registered benchmark): values only, no paired statistics",
+                         width)
     partial = [r.label for r in comp.runs if r.partial]
     if partial:
-        console.print("PARTIAL runs (interrupted): " + ", ".join(partial), highlight=False,
-                      markup=False)
+        out += wrap_line(safe_text("PARTIAL runs (interrupted): " + ", ".join(partial)), width)
+    return out
 
 
-def comparison_text(comp: Comparison, *, width: int = 200) -> str:
-    """Plain text (no colour codes) for pytest's terminal reporter and CI logs."""
-    buf = StringIO()
-    console = Console(file=buf, width=width, color_system=None, force_terminal=False,
-                      highlight=False, emoji=False)
-    print_comparison(comp, console)
-    return buf.getvalue()
+def wrap_line(text: str, width: int) -> list[str]:
+    """Between words, later lines indented; a path or case id longer than the width stays whole."""
+    if len(text) <= width:
+        return [text.rstrip()]
+    return [ln.rstrip() for ln in textwrap.wrap(
+        text, width, subsequent_indent="    ", break_long_words=False, break_on_hyphens=False)]
 
 
-def baseline_summary(comp: Comparison, *, width: int = 200) -> str:
+def comparison_text(comp: Comparison, *, width: int = DEFAULT_WIDTH) -> str:
+    """Plain text (no colour codes) for ``toolbench compare``, pytest's terminal reporter and CI
+    logs, at ``width`` columns."""
+    return "".join(line + "\n" for line in comparison_lines(comp, width))
+
+
+def baseline_summary(comp: Comparison, *, width: int = DEFAULT_WIDTH) -> str:
     """The ``--baseline`` section of the pytest terminal summary (A = baseline, B = this run)."""
-    return "\n== comparison with the baseline (B - A: this run minus the baseline) ==\n" + (
-        comparison_text(comp, width=width)
-    )
+    head = wrap_line("== comparison with the baseline (B - A: this run minus the baseline) ==", width)
+    return "\n" + "\n".join(head) + "\n" + comparison_text(comp, width=width)

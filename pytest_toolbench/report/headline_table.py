@@ -9,7 +9,7 @@ scenario's scored cases, with its infrastructure errors as ``(k err)``.
 
 from __future__ import annotations
 
-from pytest_toolbench.report.text_table import TextTable
+from pytest_toolbench.text_table import TextTable
 from pytest_toolbench.results.aggregate import MetricValue, RunMetrics, ScenarioMetrics
 from pytest_toolbench.results.headline import HeadlineColumn, HeadlineGrid
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import textwrap
 
-from pytest_toolbench.report.text_table import TextTable, render_table
+from pytest_toolbench.text_table import TextTable, render_table
 from pytest_toolbench.results.repeats import RepeatStats
 
 

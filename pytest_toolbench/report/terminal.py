@@ -9,7 +9,7 @@ pytest's own closing line). Everything else (each scenario's full
 metric table, its breakdowns by label, the benchmark's paper tables) is printed above that screen
 with ``-v``, and is always in the run's JSON report, the ``--toolbench-md`` Markdown and Allure.
 Tables never lose a column: at any width they are pipe tables, wrapped pipe tables or one block
-per row (report/text_table.py). Plain ASCII, no colour codes.
+per row (pytest_toolbench/text_table.py). Plain ASCII, no colour codes.
 
 How to read the end of a run (``pytest suites/toolhop --model M --limit 4 --gate
 "toolhop.mandatory.accuracy>=0.5" --max-error-rate 0.5`` at 80 columns, against an endpoint
@@ -95,7 +95,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_toolbench.report.headline_table import grid_table
-from pytest_toolbench.report.text_table import TextTable, pipe_table, render_table
+from pytest_toolbench.text_table import TextTable, pipe_table, render_table
 from pytest_toolbench.results.aggregate import MetricValue, ReportTable, RunMetrics, ScenarioMetrics
 from pytest_toolbench.results.gates import GateVerdict
 from pytest_toolbench.results.headline import DEFAULT_HEADLINE, Headline
@@ -455,14 +455,8 @@ def _shown_path(path: Path) -> str:
         return str(path)
 
 
-def render_run(record: RunRecord, *, notes: Sequence[str], data_sources: Sequence[Any] = (),
-                   verbose: bool = False, width: int = 120,
-                   headlines: Mapping[str, Headline] | None = None) -> tuple[str, str]:
-    """(the terminal's text, the full text for Allure) of a run's record. The terminal ends on
-    one screen; ``verbose`` puts every table above it. Sections between the two, in this order:
-    the repeats (pass@k), then the ``--baseline`` comparison (its table and the cases that
-    changed); the Allure text has everything at 120 columns. ``data: `` notes are shown on
-    screen as :func:`data_notes` groups them."""
+def _sections(record: RunRecord, width: int) -> str:
+    """The repeats (pass@k), then the ``--baseline`` comparison, at ``width``."""
     sections = ""
     if record.repeats is not None:
         from pytest_toolbench.report.repeats_text import render_repeats
@@ -471,7 +465,19 @@ def render_run(record: RunRecord, *, notes: Sequence[str], data_sources: Sequenc
     if record.baseline is not None:
         from pytest_toolbench.compare.render import baseline_summary
 
-        sections += baseline_summary(record.baseline)
+        sections += baseline_summary(record.baseline, width=width)
+    return sections
+
+
+def render_run(record: RunRecord, *, notes: Sequence[str], data_sources: Sequence[Any] = (),
+                   verbose: bool = False, width: int = 120,
+                   headlines: Mapping[str, Headline] | None = None) -> tuple[str, str]:
+    """(the terminal's text, the full text for Allure) of a run's record. The terminal ends on
+    one screen; ``verbose`` puts every table above it. Sections between the two, in this order:
+    the repeats (pass@k), then the ``--baseline`` comparison (its table and the cases that
+    changed); the Allure text has everything at 120 columns. ``data: `` notes are shown on
+    screen as :func:`data_notes` groups them."""
+    sections, full_sections = _sections(record, width), _sections(record, 120)
     notes = list(notes)
     first_data = next((i for i, n in enumerate(notes) if n.startswith("data: ")), len(notes))
     other = [n for n in notes if not n.startswith("data: ")]
@@ -481,7 +487,7 @@ def render_run(record: RunRecord, *, notes: Sequence[str], data_sources: Sequenc
     details = render_details(metrics, width=width) if verbose else ""
     screen = render_overview(metrics, width=width, run_notes=screen_notes, details_hint=not verbose,
                              headlines=headlines)
-    full = (render_details(metrics, width=120) + sections
+    full = (render_details(metrics, width=120) + full_sections
             + render_overview(metrics, width=120, run_notes=notes, details_hint=False,
                               headlines=headlines))
     if verbose:

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from pytest_toolbench.runs import prune as pruning
+from pytest_toolbench.runs.listing import render_runs
 from pytest_toolbench.runs.store import (
     DEFAULT_CACHE_DIR,
     DEFAULT_RUNS_DIR,
@@ -15,8 +16,8 @@ from pytest_toolbench.runs.store import (
     find_cache_dir,
     find_runs_dir,
     list_runs,
-    render_table,
 )
+from pytest_toolbench.text_table import output_width
 
 
 def _runs_dir_arg(p: argparse.ArgumentParser) -> None:
@@ -66,7 +67,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps([r.model_dump(mode="json") for r in runs], indent=2))
     else:
-        sys.stdout.write(render_table(runs))
+        sys.stdout.write(render_runs(runs, output_width()))
     return 0
 
 

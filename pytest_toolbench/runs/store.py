@@ -7,7 +7,6 @@ find the default from any subfolder of a project, as git finds its repository.""
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 
 from pytest_toolbench.exitcodes import ToolbenchExit
@@ -100,32 +99,3 @@ def exit_text(index: RunIndex) -> str:
         return f"{index.exit_status} {ToolbenchExit(index.exit_status).name}"
     except ValueError:
         return str(index.exit_status)
-
-
-def render_table(runs: list[RunIndex]) -> str:
-    """Plain-text table, one row per run."""
-    if not runs:
-        return "no runs found\n"
-    from pytest_toolbench.results.provenance import run_data, short_line
-
-    head = ["run id", "date", "model", "suites", "data", "cases", "headline metrics", "gates",
-            "exit", "status"]
-    rows = []
-    for r in runs:
-        date = time.strftime("%Y-%m-%d %H:%M", time.localtime(r.started)) if r.started else "?"
-        if r.status in ("running", "incomplete") and not r.n_cases:
-            cases = f"{r.n_runs} so far"
-        else:
-            cases = str(r.n_cases) + (f" x{r.repeats}" if r.repeats > 1 else "")
-        # what the run's numbers were computed on: real or sample, revision, fingerprint
-        data = short_line(run_data(r.data, r.suites))
-        rows.append([r.run_id, date, r.model or "?", ",".join(r.suites) or "?", data, cases,
-                     format_headlines(r.headline) or "-", gates_text(r), exit_text(r),
-                     status_text(r)])
-    widths = [max(len(x) for x in col) for col in zip(head, *rows)]
-    widths[6] = min(widths[6], 100)
-    lines = []
-    for row in [head, *rows]:
-        cells = [c if i != 6 or len(c) <= 100 else c[:97] + "..." for i, c in enumerate(row)]
-        lines.append("  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip())
-    return "\n".join(lines) + "\n"

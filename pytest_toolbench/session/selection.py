@@ -22,6 +22,7 @@ from pytest_toolbench.option_sources import from_command_line
 from pytest_toolbench.results.gates import check_gate_selection, parse_gate
 from pytest_toolbench.results.safe_text import safe_text
 from pytest_toolbench.runtime.repeat import expand_repeats
+from pytest_toolbench.session.data_warning import issue_data_warning
 from pytest_toolbench.session.state import is_worker, state
 
 
@@ -111,7 +112,7 @@ def data_warnings_once(config: pytest.Config) -> Iterator[None]:
             seen.add(str(w.message))
             # the message quotes the data (names, values): pytest's summary prints it raw
             shown = w.category(safe_text(str(w.message), multiline=True))
-            config.issue_config_time_warning(shown, stacklevel=2)  # type: ignore[arg-type]
+            issue_data_warning(config, shown)
 
 
 

@@ -15,6 +15,8 @@ Every cell's text is always shown in full (a word longer than the width stays on
 from __future__ import annotations
 
 import re
+import shutil
+import sys
 import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -23,6 +25,19 @@ from pytest_toolbench.results.safe_text import safe_text
 
 #: A wrapped text column never gets narrower than this (unless its longest word is shorter).
 MIN_WRAP = 12
+
+#: The width of text written anywhere but a terminal (a CI log, a file, a pipe into less).
+DEFAULT_WIDTH = 80
+
+
+def output_width(stream: object = None) -> int:
+    """The terminal's width when ``stream`` (default stdout) is a terminal, else 80: a table
+    sized for a wide terminal would be cut or wrapped mid-cell in a CI log or a pasted issue."""
+    stream = sys.stdout if stream is None else stream
+    isatty = getattr(stream, "isatty", None)
+    if callable(isatty) and isatty():
+        return max(40, shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns)
+    return DEFAULT_WIDTH
 
 
 @dataclass

@@ -1,0 +1,91 @@
+"""``toolbench runs`` as text that fits the screen.
+
+A run's row holds ten columns (a run id, the data's fingerprint, every scenario's headline metric):
+~230 characters on one line, cut or wrapped mid-cell by an 80-column terminal or a CI log. The
+columns are laid out as one table when they fit ``width``; below that each run is one block: a
+first line with what tells runs apart (id, date, model, status), then ``key: value`` lines wrapped
+under themselves. No line is longer than ``width`` unless a single word is (a run id, a path),
+and none ends in a space.
+"""
+
+from __future__ import annotations
+
+import textwrap
+import time
+
+from pytest_toolbench.results.provenance import run_data, short_line
+from pytest_toolbench.results.safe_text import safe_text
+from pytest_toolbench.runs.record import Headline, RunIndex
+from pytest_toolbench.runs.store import exit_text, format_headlines, gates_text, status_text
+
+COLUMNS = ["run id", "date", "model", "suites", "data", "cases", "headline metrics", "gates",
+           "exit", "status"]
+#: What an indented ``key: value`` line is indented by, and what its wrapped lines hang under.
+INDENT = "    "
+
+
+def render_runs(runs: list[RunIndex], width: int) -> str:
+    """One table when it fits ``width``, else one block per run."""
+    if not runs:
+        return "no runs found\n"
+    rows = [[safe_text(c) for c in _cells(r)] for r in runs]
+    widths = [max(len(x) for x in col) for col in zip(COLUMNS, *rows)]
+    if sum(widths) + 2 * (len(widths) - 1) <= width:
+        lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip()
+                 for row in [COLUMNS, *rows]]
+    else:
+        lines = []
+        for r, row in zip(runs, rows):
+            lines += [*_block(r, row, width), ""]
+        lines = lines[:-1]
+    return "\n".join(lines) + "\n"
+
+
+def _date(r: RunIndex) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(r.started)) if r.started else "?"
+
+
+def _cases(r: RunIndex) -> str:
+    if r.status in ("running", "incomplete") and not r.n_cases:
+        return f"{r.n_runs} so far"
+    return str(r.n_cases) + (f" x{r.repeats}" if r.repeats > 1 else "")
+
+
+def _cells(r: RunIndex) -> list[str]:
+    # what the run's numbers were computed on: real or sample, revision, fingerprint
+    data = short_line(run_data(r.data, r.suites))
+    return [r.run_id, _date(r), r.model or "?", ",".join(r.suites) or "?", data, _cases(r),
+            format_headlines(r.headline) or "-", gates_text(r), exit_text(r), status_text(r)]
+
+
+def _block(r: RunIndex, row: list[str], width: int) -> list[str]:
+    """``<run id>  <date>  <status>``, then model, suites, data, cases, gates and exit, and
+    one line per benchmark's headline metric."""
+    run_id, date, model, suites, data, cases, _, gates, exit_, status = row
+    out = _wrapped(f"{run_id}  {date}  {status}", width, "")
+    fields = [("model", model), ("suites", suites), ("data", data), ("cases", cases),
+              ("gates", f"{gates}, exit {exit_}")]
+    fields += [(name, value) for name, value in _headline_fields(r.headline)] or [("headline", "-")]
+    key_width = max(len(k) for k, _ in fields) + 1
+    for key, value in fields:
+        head = f"{INDENT}{(safe_text(key) + ':').ljust(key_width)} "
+        out += _wrapped(head + safe_text(value), width, " " * min(len(head), width // 2))
+    return out
+
+
+def _headline_fields(headlines: list[Headline]) -> list[tuple[str, str]]:
+    """``("toolhop accuracy", "direct=83.3% mandatory=50.0%")``: one per (benchmark, metric),
+    as :func:`format_headlines` groups them."""
+    groups: dict[str, list[Headline]] = {}
+    for h in headlines:
+        groups.setdefault(f"{h.benchmark} {h.metric}", []).append(h)
+    return [(key, format_headlines(hs)[len(key) + 1:]) for key, hs in groups.items()]
+
+
+def _wrapped(text: str, width: int, indent: str) -> list[str]:
+    """Between words only: a run id, path or ``scenario=value`` stays whole on its line."""
+    if len(text) <= width:
+        return [text.rstrip()]
+    lines = textwrap.wrap(text, width, subsequent_indent=indent, break_long_words=False,
+                          break_on_hyphens=False)
+    return [ln.rstrip() for ln in lines] or [""]
