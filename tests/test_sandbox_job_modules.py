@@ -107,3 +107,28 @@ def test_the_benchmarks_declarations_are_collected_and_checked() -> None:
 
     with pytest.raises(ValueError, match="tuple of module names"):
         declared_sandbox_modules({"w": Wrong()})
+
+
+def test_the_environment_starts_the_sandbox_with_the_declared_modules(outside: Path) -> None:
+    """``env.sandbox`` gets the registered benchmarks' ``sandbox_modules``; one that cannot
+    serve stops the run with one line (EnvironmentUnavailable), before any model call."""
+    from pytest_toolbench.benchmarks.base import EnvironmentUnavailable
+    from pytest_toolbench.config import RunSettings
+    from pytest_toolbench.runtime.environment import RunEnvironment
+
+    class Declares:
+        sandbox_modules = ("toolbox_tools",)
+
+    env = RunEnvironment(RunSettings(model="oracle"), benchmarks=lambda: {"toolbox": Declares()})
+    try:
+        outcome = env.sandbox.run("toolbox_tools:call", {"name": "multiply", "arguments": '{"a": 6, "b": 7}'}, 5.0)
+        assert outcome.status == "ok" and outcome.value["content"] == "42", outcome.detail
+    finally:
+        env.close()
+
+    class Missing:
+        sandbox_modules = ("no_such_tools_module",)
+
+    env = RunEnvironment(RunSettings(model="oracle"), benchmarks=lambda: {"missing": Missing()})
+    with pytest.raises(EnvironmentUnavailable, match="no_such_tools_module.*not on the import path"):
+        env.sandbox
