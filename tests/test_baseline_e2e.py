@@ -39,6 +39,7 @@ def run_suite(tmp: Path, name: str, *args: str) -> tuple[subprocess.CompletedPro
            "-o", f"cache_dir={tmp / 'pytest-cache'}", "--cache-dir", str(tmp / "cache"), "--runs-dir", str(tmp / "runs"),
            "--toolbench-json", str(report), "--junitxml", str(tmp / f"{name}.xml"), *args]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "GITHUB_"))}
+    env["COLUMNS"] = "80"  # what pytest's terminal writer reads off a terminal
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300, env=env)
     return proc, json.loads(report.read_text()) if report.exists() else None
 
@@ -112,9 +113,10 @@ def test_the_terminal_and_markdown_list_the_cases_that_went_from_right_to_wrong(
     """Which cases regressed, by id: 9001 and 9003 in every scenario (9005 still scores right)."""
     proc, report = runs["worse"]
     markdown = (runs["tmp"] / "worse.md").read_text()
+    shown = " ".join(proc.stdout.split())  # a line longer than 80 columns wraps between ids
     for scenario in SCENARIOS:
         ids = [f"toolhop-{i}-{scenario}" for i in (9001, 9003)]
-        assert f"toolhop/{scenario} right in A, wrong in B (2): {', '.join(ids)}" in proc.stdout
+        assert f"toolhop/{scenario} right in A, wrong in B (2): {', '.join(ids)}" in shown
         assert f"toolhop/{scenario} right in A, wrong in B (2): `{ids[0]}`, `{ids[1]}`" in markdown
         s = next(s for s in report["baseline"]["scenarios"] if s["scenario"] == scenario)
         assert s["changes"] == [{"run": 1, "worse": ids, "better": []}]
@@ -129,7 +131,19 @@ def test_compare_cli_lists_the_cases_that_went_from_wrong_to_right(runs) -> None
                           cwd=REPO, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert ("toolhop/direct wrong in A, right in B (2): toolhop-9001-direct, toolhop-9003-direct"
-            in proc.stdout)
+            in " ".join(proc.stdout.split()))
+    assert all(len(line) <= 80 and line == line.rstrip() for line in proc.stdout.splitlines())
+
+
+def test_the_baseline_comparison_fits_80_columns(runs) -> None:
+    """The --baseline section and everything pytest-toolbench prints after it, at 80 columns
+    (a CI log): no line longer, none ending in a space (the rich table was 176 columns)."""
+    proc, _ = runs["worse"]
+    ours = proc.stdout.split("== comparison with the baseline", 1)[1].splitlines()[1:]
+    ours = ours[:next(i for i, line in enumerate(ours) if line.startswith("run folder: "))]
+    assert ours and "toolhop / direct" in ours
+    too_long = [line for line in ours if len(line) > 80 or line != line.rstrip()]
+    assert not too_long, "\n".join(too_long)
 
 
 def test_a_baseline_run_draws_the_model_comparison_chart_beside_its_json(runs) -> None:
@@ -192,12 +206,13 @@ def test_toolbench_compare_cli_on_the_two_recorded_runs(runs) -> None:
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     assert "A = oracle" in out and "B = degraded" in out
-    row = next(line for line in out.splitlines() if line.startswith("| direct") and "| accuracy " in line)
-    cells = [c.strip() for c in row.strip("|").split("|")]
-    assert cells[2].startswith("100.00% [100.00, 100.00]")
-    assert cells[3].startswith("66.67% [")
-    assert cells[4].startswith("-33.33 pp [")
-    assert cells[5] == "2/0 p=0.5" and cells[6] == "6"
+    # off a terminal: 80 columns, each metric's cells packed under its name
+    lines = out.splitlines()
+    at = lines.index("toolhop / direct")
+    assert lines[at + 1].startswith("  accuracy  A 100.00% [100.00, 100.00]  B 66.67% [")
+    assert lines[at + 2].startswith("    B - A  -33.33 pp [")
+    assert lines[at + 2].endswith("  McNemar 2/0 p=0.5  6 paired")
+    assert all(len(line) <= 80 and line == line.rstrip() for line in lines), out
     assert "toolhop/direct B vs A: 6 paired; only in A: 0, only in B: 0" in out
     comp = json.loads(out_json.read_text())
     assert comp["runs"][1]["model"] == "degraded"
@@ -229,7 +244,9 @@ def test_markdown_summary_of_a_suite_run_with_baseline(runs) -> None:
 
     text = (runs["tmp"] / "worse.md").read_text()
     tables = markdown_tables(text)
-    gates = tables[0]
+    overview, gates = tables[:2]  # the overview of every suite opens the summary
+    assert [r[:3] for r in overview[1:]] == [["toolhop", s, "accuracy"]
+                                             for s in ("direct", "mandatory", "free")]
     assert [r[0] for r in gates[1:4]] == ["**FAIL**"] * 3
     assert "### Comparison with the baseline" in text
     comparison = tables[-1]

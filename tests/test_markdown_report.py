@@ -60,9 +60,14 @@ def rendered() -> str:
 
 def test_every_table_is_a_valid_gfm_table(rendered: str) -> None:
     tables = markdown_tables(rendered)
-    # gates, metrics, by hops, the benchmark's own table, the comparison
-    assert len(tables) == 5
-    gates, metrics, hops, own, comparison = tables
+    # the overview of every suite first, then gates, metrics, by hops, the benchmark's own
+    # table, the comparison
+    assert len(tables) == 6
+    overview, gates, metrics, hops, own, comparison = tables
+    assert rendered.index("### Overview") < rendered.index("### Gates")
+    assert overview[0] == ["benchmark", "scenario", "metric", "value", "95% CI", "n", "cases",
+                           "errors"]
+    assert overview[1][:4] == ["bench", "s", "accuracy", "90.00%"] and overview[1][5:] == ["10", "10", "0"]
     assert gates[0] == ["verdict", "gate", "actual", "reason"]
     assert [r[0] for r in gates[1:]] == ["PASS", "PASS", "**FAIL**"]
     assert "**Gates: 1 of 3 failed**" in rendered
@@ -95,6 +100,18 @@ def test_written_to_github_step_summary_it_appends(tmp_path, monkeypatch, render
     monkeypatch.delenv("GITHUB_STEP_SUMMARY")
     write_markdown_report(path, RunRecord(run=RunInfo(settings={"model": "m"}), cases=[]))
     assert path.read_text().startswith("## pytest-toolbench: m")
+
+
+def test_paths_under_the_run_s_folder_are_relative(tmp_path) -> None:
+    """A PR comment from a CI machine shows data/toolhop/ToolHop.json, not the checkout's
+    location; a path outside the folder stays as it is."""
+    note = f"data: toolhop: {tmp_path}/data/toolhop/ToolHop.json; cache /elsewhere/x.json"
+    out = tmp_path / "summary.md"
+    write_markdown_report(out, RunRecord(run=RunInfo(settings={"model": "m"}), cases=[]),
+                          notes=[note], base=tmp_path)
+    text = out.read_text()
+    assert "- data: toolhop: data/toolhop/ToolHop.json; cache /elsewhere/x.json" in text
+    assert str(tmp_path) not in text
 
 
 def test_replies_cut_short_are_counted_per_scenario() -> None:
