@@ -5,11 +5,13 @@ A rename leaves the prose behind (``results/completeness.py``, ``models/open_par
 ``fixtures/toolbench.py`` were once named where nothing was): a path such as
 ``session/fixtures.py`` or ``benchmarks/toolhop/runner.py`` must name a file of this repository,
 read from the repository root, the package, or the folder of the text that names it (or one
-above it, up to the package). Upstream files the comments cite are listed apart.
+above it, up to the package). Upstream files the comments cite are listed apart, and a path in
+an installed package (``_pytest/config/__init__.py``) is that package's.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import re
 from pathlib import Path
 
@@ -30,6 +32,19 @@ UPSTREAM_FILES = frozenset({"models/api_requester.py", "models/qwen_2_5.py", "mo
                             "models/deepseek_r1.py"})
 
 
+#: Folder names of this repository and its package: a path starting with one is ours to check,
+#: even where an installed package has the same name (``datasets``).
+OUR_FOLDERS = frozenset(p.name for folder in (REPO, PACKAGE) for p in folder.iterdir()
+                        if p.is_dir())
+
+
+def installed_elsewhere(path: str) -> bool:
+    """Whether ``path`` lies in an installed package other than this one (``_pytest/...``)."""
+    top = path.split("/", 1)[0]
+    return (top not in OUR_FOLDERS and top.isidentifier()
+            and importlib.util.find_spec(top) is not None)
+
+
 def texts() -> list[Path]:
     """The package's modules and READMEs, and the top-level README."""
     found = [p for p in PACKAGE.rglob("*")
@@ -47,7 +62,7 @@ def dangling(text: str, named_in: Path) -> list[str]:
     """The module paths in ``text`` that name no file (upstream ones aside)."""
     return [path for path in MODULE_PATH.findall(text)
             if not path.startswith(UPSTREAM_FOLDERS) and path not in UPSTREAM_FILES
-            and not resolves(path, named_in)]
+            and not installed_elsewhere(path) and not resolves(path, named_in)]
 
 
 def test_every_named_module_path_exists() -> None:
@@ -86,6 +101,8 @@ def test_a_spec_citation_is_seen(line: str) -> None:
                                                                  "models/open_parsers.py"]),
     ("relative to this package: toolhop/runner.py", []),
     ("upstream ``code/evaluation_open.py`` and ``utils/process.py``", []),
+    ("pytest's own _pytest/config/__init__.py (an installed package's, not checked)", []),
+    ("datasets/gone.py is ours even if a datasets package is installed", ["datasets/gone.py"]),
     ("a URL https://example.org/a/b.py and a dotted x.results/y.py are not paths", []),
 ])
 def test_the_check_sees_a_dangling_path(line: str, expected: list[str]) -> None:
