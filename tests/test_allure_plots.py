@@ -31,7 +31,7 @@ from pytest_toolbench.report.allure_run import (
     render_metrics_html,
 )
 from pytest_toolbench.report.allure_steps import conversation_steps, readable
-from pytest_toolbench.report.plots import plot_specs, plots_dir_for, write_plots
+from pytest_toolbench.report.plots import plots_dir_for, run_figures, write_plots
 from pytest_toolbench.results.aggregate import RunMetrics
 from pytest_toolbench.results.case_result import CaseResult, InfraError, Outcome
 from pytest_toolbench.results.gates import GateVerdict
@@ -245,17 +245,25 @@ def test_pytest_internal_finalizers_are_unwrapped() -> None:
 
 
 def test_plots_draw_exactly_the_aggregate_values(metrics: RunMetrics, tmp_path: Path) -> None:
-    (spec,) = plot_specs(metrics)
-    groups = metrics.scenarios[0].breakdown["hops"]
-    assert spec.groups == ["3", "4"]
-    assert spec.values == pytest.approx([100 * g.metrics["accuracy"].value for g in groups])
-    assert spec.values == pytest.approx([200 / 3, 0.0])
-    assert spec.ci_low == pytest.approx([100 * g.metrics["accuracy"].ci_low for g in groups])
-    assert spec.ci_high == pytest.approx([100 * g.metrics["accuracy"].ci_high for g in groups])
-    assert spec.n == [3, 1]  # the infrastructure error is not scored
-    (png,) = write_plots(metrics, tmp_path / "plots")
-    assert png.name == "toolhop.mandatory.accuracy.by-hops.png"
-    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 2000
+    overview, toolhop = run_figures(metrics, model="m", run_id="r1")
+    s = metrics.scenarios[0]
+    groups = s.breakdown["hops"]
+    ((panel,),) = [toolhop.panels]
+    assert [b.label for b in panel.bars] == ["mandatory", "  hops=3", "  hops=4"]
+    assert [b.value for b in panel.bars] == pytest.approx(
+        [100 * s.metrics["accuracy"].value, *(100 * g.metrics["accuracy"].value for g in groups)])
+    assert [b.value for b in panel.bars[1:]] == pytest.approx([200 / 3, 0.0])
+    assert [b.ci_low for b in panel.bars[1:]] == pytest.approx(
+        [100 * g.metrics["accuracy"].ci_low for g in groups])
+    assert [b.ci_high for b in panel.bars[1:]] == pytest.approx(
+        [100 * g.metrics["accuracy"].ci_high for g in groups])
+    assert [b.n for b in panel.bars] == [4, 3, 1]  # the infrastructure error is not scored
+    assert [b.label for b in overview.panels[0].bars] == ["mandatory"]
+    assert toolhop.title == "toolhop · model m · run r1" and "model m · run r1" in overview.title
+    pngs = write_plots(metrics, tmp_path / "plots", model="m", run_id="r1")
+    assert [p.name for p in pngs] == ["overview.png", "toolhop.png"]
+    for png in pngs:
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 2000
     assert plots_dir_for(tmp_path / "r.json") == tmp_path / "r.plots"
 
 
@@ -274,12 +282,17 @@ def test_suite_run_writes_plots_and_allure_run_files(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stdout[-2000:]
     data = json.loads(report.read_text())
     plots = sorted(p.name for p in (tmp_path / "run.plots").glob("*.png"))
-    assert "toolhop.mandatory.accuracy.by-hops.png" in plots
+    assert plots == ["overview.png", "toolhop.png"]  # one per run, one per benchmark
     # The drawn numbers are the JSON report's numbers.
     metrics = RunMetrics.model_validate(data["metrics"])
-    spec = next(s for s in plot_specs(metrics) if s.filename == "toolhop.mandatory.accuracy.by-hops.png")
+    run_id = data["run"]["run_id"]
+    figure = next(f for f in run_figures(metrics, model="oracle", run_id=run_id)
+                  if f.filename == "toolhop.png")
+    panel = next(p for p in figure.panels if p.title == "accuracy")
     mand = next(s for s in data["metrics"]["scenarios"] if s["scenario"] == "mandatory")
-    assert spec.values == [100 * g["metrics"]["accuracy"]["value"] for g in mand["breakdown"]["hops"]]
+    at = [b.label for b in panel.bars].index("mandatory")
+    drawn = [b.value for b in panel.bars[at + 1:at + 1 + len(mand["breakdown"]["hops"])]]
+    assert drawn == [100 * g["metrics"]["accuracy"]["value"] for g in mand["breakdown"]["hops"]]
     for name in ("environment.xml", "categories.json", "allurerc.mjs"):
         assert (alluredir / name).stat().st_size > 0, name
     (perf,) = alluredir.glob("toolbench-*-perf.json")
@@ -292,7 +305,8 @@ def test_suite_run_writes_plots_and_allure_run_files(tmp_path: Path) -> None:
     run_id = data["run"]["run_id"]
     prefix = f"oracle · run {run_id} · "
     names = {a["name"] for a in globals_}
-    assert {f"{prefix}toolbench metrics (html)", f"{prefix}plot toolhop.mandatory.accuracy.by-hops"} <= names
+    assert {f"{prefix}toolbench metrics (html)", f"{prefix}plot overview",
+            f"{prefix}plot toolhop"} <= names
     html_att = next(a for a in globals_ if a["name"] == f"{prefix}toolbench metrics (html)")
     assert "toolbench-gates" in (alluredir / html_att["source"]).read_text()
     # No tear-down without a status (Allure's "unknown" steps): pytest's own finalizers.

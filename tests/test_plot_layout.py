@@ -9,8 +9,8 @@ import pytest
 from pytest_toolbench.compare import LoadedRun, compare_runs
 from pytest_toolbench.compare.plot import draw_comparison, plot_comparison
 from pytest_toolbench.plot_layout import layout_problems
-from pytest_toolbench.report.plots import PlotSpec, draw, plot_specs, write_plots
-from pytest_toolbench.results.aggregate import aggregate
+from pytest_toolbench.report.plots import draw, run_figures, write_plots
+from pytest_toolbench.results.aggregate import RunMetrics, aggregate
 from pytest_toolbench.results.case_result import CaseResult, Outcome
 from pytest_toolbench.results.metrics import MetricSpec
 
@@ -20,28 +20,65 @@ GROUPS = ["multi_step_w_rep", "multi_step_wo_rep", "single_step", "solvable_long
           "another_rather_long_subtask_name", "x", "short", "medium_length", "yet_another_one"]
 
 
-def spec(groups: list[str], values: list[float | None]) -> PlotSpec:
-    return PlotSpec(
-        benchmark="toolbehonest", scenario="MNT-with-a-rather-long-scenario-name",
-        label="subtask", metric="level_three_missing_tool_selection_rate", groups=groups,
-        values=values, ci_low=[None if v is None else max(0, v - 10) for v in values],
-        ci_high=[None if v is None else min(100, v + 10) for v in values],
-        n=[3] * len(groups), is_rate=True, higher_is_better=True,
-    )
+def subtask_metrics(count: int) -> RunMetrics:
+    """A ToolBeHonest-like run: ``count`` subtasks with long names, two metrics."""
+    specs = {"toolbehonest": (MetricSpec(name="level_three_missing_tool_selection_rate",
+                                         value="correct"),
+                              MetricSpec(name="l1_em", value="em"))}
+    cases = [CaseResult(case_id=f"toolbehonest-{i}-MNT", benchmark="toolbehonest",
+                        scenario="MNT-with-a-rather-long-scenario-name", model="m",
+                        outcome=Outcome.PASSED, labels={"subtask": GROUPS[i % count]},
+                        values={"correct": float(i % 3 != 0), "em": float(i % 2)})
+             for i in range(3 * count)]
+    return aggregate(cases, specs, {"toolbehonest": ("subtask",)}, n_boot=50)
 
 
 @pytest.mark.parametrize("count", [2, 3, 6, 12])
-def test_run_plot_has_no_clipped_title_nor_overlapping_labels(count: int) -> None:
-    groups = GROUPS[:count]
-    fig = draw(spec(groups, [50.0 + i for i in range(count)]))
-    assert layout_problems(fig) == []
-    ax = fig.axes[0]
-    assert ax.get_ylim() == (0, 105)  # a rate: 0-100 %
-    fig.canvas.draw()
-    assert all(t.get_text().endswith("%") for t in ax.get_yticklabels() if t.get_text())
-    # every group is labelled, whole (wrapped labels join back to the name)
-    shown = [t.get_text().replace("\n", "") for t in ax.get_xticklabels()]
-    assert shown == groups
+def test_run_figures_have_no_clipped_title_nor_overlapping_labels(count: int) -> None:
+    for figure in run_figures(subtask_metrics(count), model="org/model-7B", run_id="r1"):
+        fig = draw(figure)
+        assert layout_problems(fig) == [], figure.name
+        assert fig._suptitle.get_text() == f"{figure.name} · model org/model-7B · run r1"
+        for ax in fig.axes:
+            assert ax.get_xlim()[0] == 0 and ax.get_xticks()[-1] == 100  # rates: 0-100 %
+            fig.canvas.draw()
+            assert all(t.get_text().endswith("%") for t in ax.get_xticklabels() if t.get_text())
+    (panel,) = [p for p in run_figures(subtask_metrics(count), model="m", run_id="r")[1].panels
+                if p.title == "l1_em"]
+    # every group is labelled, whole, under its scenario
+    assert [b.label.strip() for b in panel.bars[1:]] == [f"subtask={g}" for g in sorted(GROUPS[:count])]
+
+
+def test_values_are_labelled_and_a_zero_is_a_marker() -> None:
+    """A 0% bar has no width: a marker on the axis shows it; each bar says its value and n."""
+    figure = run_figures(subtask_metrics(2), model="m", run_id="r")[1]
+    panel = next(p for p in figure.panels if p.title == "l1_em")
+    fig = draw(figure.model_copy(update={"panels": [panel], "not_drawn": []}))
+    (ax,) = fig.axes
+    labels = [t.get_text() for t in ax.texts]
+    assert labels == [f"{b.value:.1f}% n={b.n}" for b in panel.bars]
+    zeros = [b for b in panel.bars if b.value == 0]
+    markers = [line for line in ax.get_lines() if line.get_marker() == "D"]
+    assert zeros and len(markers) == len(zeros)
+    assert all(list(line.get_xdata()) == [0] for line in markers)
+
+
+def test_an_all_zero_or_all_n_a_metric_is_not_drawn_and_the_figure_says_so() -> None:
+    specs = {"toolhop": (MetricSpec(name="accuracy", value="answer_correct"),
+                         MetricSpec(name="never", value="zero"),
+                         MetricSpec(name="instance_error_rate", kind="ratio", value="error_calls",
+                                    denominator="calls", higher_is_better=False))}
+    results = [_result(i, 0) for i in range(4)]
+    for r in results:
+        r.values["zero"] = 0.0
+    metrics = aggregate(results, specs, {"toolhop": ("hops",)})
+    overview, toolhop = run_figures(metrics, model="m", run_id="r")
+    assert [p.title for p in toolhop.panels] == ["accuracy"]
+    assert toolhop.not_drawn == ["never", "instance_error_rate"]
+    fig = draw(toolhop)
+    assert len(fig.axes) == 1
+    assert any("not drawn (n/a or 0 in every bar): never, instance_error_rate" in t.get_text()
+               for t in fig.texts)
 
 
 def test_the_layout_check_sees_what_was_wrong_before() -> None:
@@ -71,17 +108,19 @@ def _result(i: int, calls: int) -> CaseResult:
                       values={"answer_correct": 1.0, "error_calls": 0.0, "calls": float(calls)})
 
 
-def test_no_plot_for_a_metric_that_is_n_a_in_every_group(tmp_path: Path) -> None:
+def test_no_panel_for_a_metric_that_is_n_a_in_every_group(tmp_path: Path) -> None:
     specs = {"toolhop": (MetricSpec(name="accuracy", value="answer_correct"),
                          MetricSpec(name="instance_error_rate", kind="ratio", value="error_calls",
                                     denominator="calls", higher_is_better=False))}
     no_calls = aggregate([_result(i, 0) for i in range(4)], specs, {"toolhop": ("hops",)})
     assert no_calls.scenario("toolhop", "mandatory").metrics["instance_error_rate"].value is None
-    assert [s.metric for s in plot_specs(no_calls)] == ["accuracy"]
-    assert [p.name for p in write_plots(no_calls, tmp_path)] == [
-        "toolhop.mandatory.accuracy.by-hops.png"]
-    with_calls = aggregate([_result(i, 2) for i in range(4)], specs, {"toolhop": ("hops",)})
-    assert len(plot_specs(with_calls)) == 2
+    _, toolhop = run_figures(no_calls, model="m", run_id="r")
+    assert [p.title for p in toolhop.panels] == ["accuracy"]
+    assert [p.name for p in write_plots(no_calls, tmp_path)] == ["overview.png", "toolhop.png"]
+    results = [_result(i, 2) for i in range(4)]
+    results[0].values["error_calls"] = 1.0  # an error rate of 0 everywhere is not drawn either
+    with_calls = aggregate(results, specs, {"toolhop": ("hops",)})
+    assert len(run_figures(with_calls, model="m", run_id="r")[1].panels) == 2
 
 
 def _cases(model: str, ok: list[int], scenario: str) -> list[CaseResult]:

@@ -67,9 +67,13 @@ def write_plots_and_allure(
     images: list[Path] = []
     out = plots_dir(config, Path(json_path) if json_path else None, run_dir)
     if out is not None:
+        from pytest_toolbench.benchmarks import registry
         from pytest_toolbench.report.plots import write_plots
+        from pytest_toolbench.results.headline import headlines_of
 
-        images = write_plots(metrics, out)
+        names = {s.benchmark for s in metrics.scenarios}
+        headlines = headlines_of({n: b for n, b in registry().items() if n in names})
+        images = write_plots(metrics, out, model=model, run_id=run_id, headlines=headlines)
         if record.baseline is not None:
             from pytest_toolbench.compare.plot import plot_comparison
 
