@@ -424,8 +424,8 @@ class ControllerHooks:
                    exit_status=int(ToolbenchExit.NO_CASES if no_cases else exitstatus))
         if no_cases:
             session.exitstatus = int(ToolbenchExit.NO_CASES)
-            self.summary = ("pytest-toolbench: no case ran (the selection, -k/-m or --lf left none); "
-                          f"exit status {int(ToolbenchExit.NO_CASES)}\n")
+            self.summary = ("pytest-toolbench: no case ran (the selection, -k/-m or --lf left "
+                            f"none); exit status {int(ToolbenchExit.NO_CASES)}\n")
             if st.settings.gates:
                 self._unrecorded_verdicts = [
                     GateVerdict(gate=str(parse_gate(g)), actual=None, passed=False,
