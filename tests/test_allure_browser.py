@@ -1,9 +1,12 @@
 """The Allure 3 HTML report in headless Chromium: two real runs on the bundled ToolHop sample in
 one results folder (the oracle, then a replay of wrong answers), the HTML built with
-``--allure-html``, served over http on localhost, screenshotted (overview, quality gates, the
-metrics, one case) into ``.toolbench/test-artifacts/allure/``, and checked on the DOM: titles and
-suite paths name the model, the first screen has both runs' gates and headline metrics, the
-Quality Gates tab lists every verdict, and no step is "unknown".
+``--allure-html``, opened from disk (``file://``, as a downloaded CI artifact is), screenshotted
+(overview, quality gates, the metrics, one case) into ``.toolbench/test-artifacts/allure/``, and
+checked on the DOM: the report is one file that renders (no spinner), it opens on the first
+model's environment (its donut, gates and attachments, no pass rate of two models mixed), titles
+and suite paths name the model, the first screen has both runs' gates, data, backend and headline
+metrics with their CI, the metrics view has one row per metric, the Quality Gates tab lists every
+verdict under its model, and no step is "unknown".
 
 Skips with a reason when node/Allure 3 (``npm install --prefix .toolbench/allure allure@3``) or
 Debian's ``chromium`` is missing.
@@ -11,15 +14,13 @@ Debian's ``chromium`` is missing.
 
 from __future__ import annotations
 
-import functools
-import http.server
+import base64
 import json
 import os
 import re
 import shutil
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from html import unescape
 from pathlib import Path
@@ -56,8 +57,8 @@ def _run(tmp: Path, model: str, *extra: str) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
-    """(base URL, html dir) of a report built from two runs in one results folder: the oracle
-    (gates pass), then wrong answers replayed (its accuracy gate fails), served on localhost."""
+    """(file:// URL of index.html, html dir) of a report built from two runs in one results
+    folder: the oracle (gates pass), then wrong answers replayed (its accuracy gate fails)."""
     tmp = tmp_path_factory.mktemp("allure-browser")
     html = tmp / "html"
     proc = _run(tmp, "oracle", "--toolbench-json", str(tmp / "run.json"))
@@ -70,24 +71,16 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
     assert proc.returncode == 10, proc.stdout[-3000:] + proc.stderr[-2000:]  # its gate failed
     assert "Allure HTML report: " in proc.stdout and "quality gates not shown" not in proc.stdout, \
         proc.stdout[-2000:]
-    class Handler(http.server.SimpleHTTPRequestHandler):
-        def log_message(self, *args: object) -> None:
-            pass
+    assert "open it from disk" in proc.stdout
+    assert not (html / "data").exists() and not (html / "widgets").exists()  # one file
+    yield (html / "index.html").as_uri(), html
 
-    handler = functools.partial(Handler, directory=str(html))
 
-    class Quiet(http.server.ThreadingHTTPServer):
-        def handle_error(self, request, client_address):  # a closed browser socket is not news
-            pass
-
-    server = Quiet(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/index.html", html
-    finally:
-        server.shutdown()
-        server.server_close()
+def embedded(html: Path) -> dict[str, bytes]:
+    """The data files a single-file report carries inside index.html (``d("path","base64")``)."""
+    page = (html / "index.html").read_text(encoding="utf-8")
+    return {path: base64.b64decode(body)
+            for path, body in re.findall(r'd\("([^"]+)","([A-Za-z0-9+/=]*)"\)', page)}
 
 
 def _chromium(tmp_path: Path, url: str, *extra: str) -> str:
@@ -116,43 +109,55 @@ def _page(tmp_path: Path, url: str, shot: str, size: str = "1400,1400", raw: boo
 def test_first_screen_shows_every_runs_gates_and_headline_metrics(report: tuple[str, Path],
                                                                    tmp_path: Path) -> None:
     url, _ = report
-    text = _page(tmp_path, url, "overview.png")
+    dom = _page(tmp_path, url, "overview.png", raw=True)
+    assert "allure-app-loader" not in dom[dom.find("<body"):]  # rendered from disk, no spinner
+    text = _visible_text(dom)
     assert "pytest-toolbench: oracle, replay:wrong.jsonl" in text  # the report's name
-    # The Metadata block: both runs' gate verdicts, then each scenario's headline, run by run.
+    # Opened on the first model: its pass rate, gates and attachments, not both models' mixed.
+    assert "Environment: oracle" in text, text[:3000]
+    assert re.search(r"Total 6 Passed 6", text) and "Failed" not in text.split("Metadata")[0]
+    assert re.search(r"Quality Gates 4 Global Attachments 5", text), text[:3000]
+    # The Metadata block: both runs' gate verdicts, data and backend, then each scenario's
+    # headline with its CI, run by run; each failed gate whole.
     assert re.search(r"oracle\s+gates PASSED 4/4", text), text[:3000]
-    assert re.search(r"replay:wrong\.jsonl\s+gates FAILED 3/4: toolhop\.mandatory\.accuracy≥0\.5",
-                     text), text[:3000]
-    assert re.search(r"oracle\s+mandatory accuracy 100\.0% n=2", text)
-    assert re.search(r"replay:wrong\.jsonl\s+mandatory accuracy 0\.0% n=2", text)
-    # The tree starts with one node per model (model / benchmark / scenario).
-    assert text.index("replay:wrong.jsonl", text.index("Sort by")) > text.index("Sort by")
-    # Each run's metric table and plots are global attachments named by model and run.
+    assert re.search(r"replay:wrong\.jsonl\s+gates FAILED 3/4", text), text[:3000]
+    assert re.search(r"oracle\s+data: toolhop sample fp [0-9a-f]{12}", text)
+    assert re.search(r"replay:wrong\.jsonl\s+backend: replay", text)
+    assert re.search(r"oracle\s+direct accuracy 100\.0% CI 100-100 n=2", text)
+    # The tree starts with the environment's model (model / benchmark / scenario).
+    assert text.index("oracle", text.index("Sort by")) > text.index("Sort by")
+    # Each run's metric table and plots are global attachments under its model, in order.
     text = _page(tmp_path, url + "#/globalAttachments", "global-attachments.png")
-    assert re.search(r"oracle · run [0-9a-f-]+ · toolbench metrics \(html\)", text)
-    assert re.search(r"replay:wrong\.jsonl · run [0-9a-f-]+ · plot toolhop\.mandatory", text)
-    # Allure 3's metrics view keeps the two models' samples apart.
+    names = re.findall(r"oracle · run [0-9a-f-]+ · ([a-z ()]+?)(?= [a-z]+/[a-z]+ )", text)
+    assert names == ["toolbench metrics (html)", "toolbench metrics", "toolbench metrics (json)",
+                     "plot overview", "plot toolhop"], text[:3000]
+    assert "replay:wrong.jsonl · run" not in text
+    # Allure 3's metrics view: one row per metric, its CI and n in the name, models apart.
     text = _page(tmp_path, url + "#/metrics", "metrics.png")
-    assert "oracle · toolhop.mandatory accuracy (hops=3)" in text
-    assert "replay:wrong.jsonl · toolhop.mandatory accuracy" in text
+    assert "oracle · toolhop.mandatory accuracy · 100.0% [95% CI 100.0%, 100.0%] n=2" in text
+    assert "replay:wrong.jsonl · toolhop.mandatory accuracy · 0.0% [95% CI 0.0%, 0.0%] n=2" in text
+    assert "ci_low" not in text and "(hops=3)" not in text
 
 
 def test_quality_gates_tab_lists_every_runs_verdicts(report: tuple[str, Path],
                                                      tmp_path: Path) -> None:
     url, html = report
-    gates = json.loads((html / "widgets" / "quality-gate.json").read_text())
-    results = [r for env in gates.values() for r in env]
-    assert sorted((r["rule"].split(" · ")[0], r["success"]) for r in results) == \
-        [("oracle", True)] * 4 + [("replay:wrong.jsonl", False)] + [("replay:wrong.jsonl", True)] * 3
+    gates = json.loads(embedded(html)["widgets/quality-gate.json"])  # environment id -> results
+    by_model = {env: sorted((r["rule"].split(" · ")[0], r["success"]) for r in results)
+                for env, results in gates.items()}
+    assert by_model == {"oracle": [("oracle", True)] * 4,
+                        "replay-wrong-jsonl": [("replay:wrong.jsonl", False)]
+                        + [("replay:wrong.jsonl", True)] * 3}
     text = _page(tmp_path, url + "#/qualityGate", "quality-gates.png")
     assert "No quality gate results" not in text
     assert "oracle: toolhop.mandatory.accuracy>=0.5 passed: actual 1 satisfies" in text
-    assert "replay:wrong.jsonl: toolhop.mandatory.accuracy>=0.5 FAILED: actual 0 violates" in text
 
 
 def test_case_pages_name_the_model_and_have_no_unknown_steps(report: tuple[str, Path],
                                                              tmp_path: Path) -> None:
     url, html = report
-    results = [json.loads(p.read_text()) for p in (html / "data" / "test-results").glob("*.json")]
+    results = [json.loads(body) for path, body in embedded(html).items()
+               if path.startswith("data/test-results/")]
     assert len(results) == 12
     titles = {r["name"] for r in results}
     assert len(titles) == 12  # the same case of two models: two titles

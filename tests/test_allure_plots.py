@@ -106,19 +106,21 @@ def metrics() -> RunMetrics:
                      {"toolhop": ("hops",)}, n_boot=200, seed=1)
 
 
-def test_perf_records_carry_every_value_ci_and_subgroup(metrics: RunMetrics) -> None:
+def test_perf_records_are_one_row_per_metric_with_its_ci_and_n(metrics: RunMetrics) -> None:
+    """Allure's metrics view shows a row per key: one per scenario metric, its value the
+    sample, its CI and n in the title (each CI bound and subgroup was a row of its own)."""
     recs = {r["key"]: r for r in perf_records(metrics, now_ms=5)}
-    assert recs["toolhop.mandatory.accuracy"]["value"] == pytest.approx(50.0)  # 2 of 4, in %
-    assert recs["toolhop.mandatory.accuracy"]["unit"] == "%"
-    assert recs["toolhop.mandatory[hops=3].accuracy"]["value"] == pytest.approx(200 / 3)
-    assert recs["toolhop.mandatory[hops=4].accuracy"]["value"] == 0.0
-    s = metrics.scenarios[0]
-    assert recs["toolhop.mandatory.accuracy.ci_low"]["value"] == pytest.approx(100 * s.metrics["accuracy"].ci_low)
+    assert list(recs) == ["toolhop.mandatory.accuracy"]
+    acc = recs["toolhop.mandatory.accuracy"]
+    assert acc["value"] == pytest.approx(50.0) and acc["unit"] == "%"  # 2 of 4, in %
+    mv = metrics.scenarios[0].metrics["accuracy"]
+    assert acc["title"] == (f"toolhop.mandatory accuracy · 50.0% [95% CI {100 * mv.ci_low:.1f}%, "
+                            f"{100 * mv.ci_high:.1f}%] n=4")
     assert all(r["start"] == r["stop"] == 5 and r["group"] == "toolhop.mandatory" for r in recs.values())
     # With a model, keys and titles name it: Allure averages samples that share a key.
     named = {r["key"]: r for r in perf_records(metrics, now_ms=5, model="replay:/tmp/x/rec.jsonl")}
-    assert named["replay:rec.jsonl/toolhop.mandatory.accuracy"]["title"] == \
-        "replay:rec.jsonl · toolhop.mandatory accuracy"
+    assert named["replay:rec.jsonl/toolhop.mandatory.accuracy"]["title"].startswith(
+        "replay:rec.jsonl · toolhop.mandatory accuracy · 50.0% [95% CI ")
 
 
 VERDICTS = [
@@ -149,11 +151,13 @@ def test_folder_files_show_every_runs_gates_and_headline_metrics(metrics: RunMet
     records = allure_folder.load_entries(tmp_path)
     assert [r.run_id for r in records] == ["r1", "r2"]
     entries = allure_folder.metadata_entries(records)
-    assert entries[:2] == [("oracle", "gates PASSED 1/1"),
-                           ("replay:rec.jsonl",
-                            "gates FAILED 1/2: toolhop.mandatory.error_rate<=0")]
-    assert entries[2][0] == "oracle" and entries[2][1].startswith("mandatory accuracy 50.0% n=4")
+    assert entries[:2] == [("oracle", "gates PASSED 1/1"), ("replay:rec.jsonl", "gates FAILED 1/2")]
+    mv = metrics.scenarios[0].metrics["accuracy"]
+    assert entries[2] == ("oracle", f"mandatory accuracy 50.0% CI {100 * mv.ci_low:.0f}-"
+                                    f"{100 * mv.ci_high:.0f} n=4")
     assert entries[3][0] == "replay:rec.jsonl"
+    # each failed gate whole, last (Allure cuts a chip after ~37 characters)
+    assert entries[4:] == [("replay:rec.jsonl", "FAILED toolhop.mandatory.error_rate<=0")]
     allure_folder.write_folder_files(tmp_path, records)
     xml = (tmp_path / "environment.xml").read_text()
     assert "error_rate≤0" in xml and "<=" not in xml.replace("<environment>", "")
@@ -213,6 +217,11 @@ def test_allurerc_has_every_verdict_as_a_quality_gate_rule(metrics: RunMetrics,
     config = _load_config(path)
     assert config["name"] == "pytest-toolbench: oracle"
     assert config["plugins"]["awesome"]["options"]["groupBy"] == ["parentSuite", "suite", "subSuite"]
+    # one file that opens from disk; one environment per model, its rules filed under it
+    assert config["plugins"]["awesome"]["options"]["singleFile"] is True
+    assert config["environments"] == {"oracle": {"name": "oracle"}}  # the matcher is code
+    assert {rule["toolbench"]["environment"] for rule in gate_rules(
+        [("oracle", VERDICTS)], ["oracle"])} == {"oracle"}
     assert [(r["id"], r["success"]) for r in config["qualityGate"]] == [
         ("oracle · toolhop.mandatory.accuracy>=0.4", True),
         ("oracle · toolhop.mandatory.error_rate<=0", False)]
@@ -220,6 +229,35 @@ def test_allurerc_has_every_verdict_as_a_quality_gate_rule(metrics: RunMetrics,
         "oracle: toolhop.mandatory.error_rate<=0 FAILED: 1/5 errors"
     assert {"name": "Wrong answers", "matchers": {"labels": {"toolbench_outcome": "wrong answer"}}} \
         in config["categories"]
+
+
+def test_each_model_is_an_allure_environment_matched_on_its_cases_model_label(tmp_path: Path) -> None:
+    """Allure's donut and statistics are per environment: one per model, so none mixes two
+    models' cases. Ids and names as Allure accepts them (no ``/`` in a name)."""
+    from pytest_toolbench.report.allure_run import environments
+
+    metrics = RunMetrics(scenarios=[])
+    records = [allure_folder.make_entry(metrics, [], run_id=f"r{i}", model=m)
+               for i, m in enumerate(["Qwen/Qwen2.5-7B-Instruct", "replay:/tmp/a/x.jsonl",
+                                      "Qwen/Qwen2.5-7B-Instruct", "default"])]
+    assert environments(records) == [
+        ("Qwen-Qwen2-5-7B-Instruct", "Qwen\u2215Qwen2.5-7B-Instruct", "Qwen/Qwen2.5-7B-Instruct"),
+        ("replay-x-jsonl", "replay:x.jsonl", "replay:/tmp/a/x.jsonl"),
+        ("default-2", "default", "default")]
+    if shutil.which("node") is None:
+        pytest.skip("node is not installed: the config's JS is not evaluated here")
+    path = tmp_path / "allurerc.mjs"
+    path.write_text(allurerc(records))
+    script = ("import(process.argv[1]).then((m) => { const e = m.default.environments;"
+              " const labels = (model) => ({ labels: [{ name: 'model', value: model }] });"
+              " console.log(JSON.stringify(Object.fromEntries(Object.entries(e).map(([k, v]) =>"
+              " [k, [v.matcher(labels('Qwen/Qwen2.5-7B-Instruct')), v.matcher(labels('default'))]]))));"
+              " })")
+    out = subprocess.run(["node", "--input-type=module", "-e", script, path.as_uri()],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == {"Qwen-Qwen2-5-7B-Instruct": [True, False],
+                                      "replay-x-jsonl": [False, False], "default-2": [False, True]}
 
 
 def test_pytest_internal_finalizers_are_unwrapped() -> None:

@@ -85,7 +85,11 @@ def write_plots_and_allure(
     if not alluredir:
         return images
     from pytest_toolbench.report.allure_report import attach_run_metrics, display_model
-    from pytest_toolbench.report.allure_run import render_metrics_html, write_run_files
+    from pytest_toolbench.report.allure_run import (
+        environment_of,
+        render_metrics_html,
+        write_run_files,
+    )
 
     info = {
         "model": model,
@@ -93,9 +97,13 @@ def write_plots_and_allure(
         "decoding": str(settings.decoding or "preset default"),
         "run_id": run_id,
     }
-    from pytest_toolbench.results.provenance import provenance_dict
+    from pytest_toolbench.results.provenance import BenchmarkData, provenance_dict
 
-    info["data"] = (record.run.data or provenance_dict(data_sources)).get("text", "")
+    data = record.run.data or provenance_dict(data_sources)
+    # a Metadata chip shows ~37 characters: the short form (toolhop sample fp e3928d49f26d);
+    # the full description of each file follows as data.N
+    info["data"] = ", ".join(BenchmarkData.model_validate(b).short()
+                             for b in data.get("benchmarks", [])) or data.get("text", "")
     for i, d in enumerate(data_sources, start=1):
         info[f"data.{i}"] = d.describe()
     write_run_files(alluredir, metrics, record.gates, info=info, run_id=run_id, model=model)
@@ -103,7 +111,8 @@ def write_plots_and_allure(
     prefix = f"{display_model(model)} · run {run_id} · "  # runs share the folder
     attach_run_metrics(metrics, summary, alluredir=alluredir,
                        metrics_html=render_metrics_html(metrics, record.gates, header),
-                       images=images, prefix=prefix)
+                       images=images, prefix=prefix,
+                       environment=environment_of(alluredir, model))
     return images
 
 

@@ -56,12 +56,19 @@ class AllureRunEntry(BaseModel):
 
 
 def headline_text(mv: MetricValue) -> str:
-    """Short enough for a Metadata chip: value and n (the CI is in the metric tables)."""
+    """Short enough for a Metadata chip (Allure cuts one at ~37 characters): value, its 95% CI
+    in whole percent, n (``83.3% CI 50-100 n=6``)."""
     if mv.value is None:
-        value = "n/a"
+        return f"n/a n={mv.n}"
+    if mv.is_rate:
+        value = f"{100 * mv.value:.1f}%"
+        ci = ("" if mv.ci_low is None or mv.ci_high is None
+              else f" CI {100 * mv.ci_low:.0f}-{100 * mv.ci_high:.0f}")
     else:
-        value = f"{100 * mv.value:.1f}%" if mv.is_rate else f"{mv.value:.4g}"
-    return f"{value} n={mv.n}"
+        value = f"{mv.value:.4g}"
+        ci = ("" if mv.ci_low is None or mv.ci_high is None
+              else f" CI {mv.ci_low:.3g}-{mv.ci_high:.3g}")
+    return f"{value}{ci} n={mv.n}"
 
 
 def headlines(metrics: RunMetrics) -> list[Headline]:
@@ -118,7 +125,12 @@ def gates_text(verdicts: Sequence[GateVerdict]) -> str:
     passed = len(verdicts) - len(failed)
     if not failed:
         return f"gates PASSED {passed}/{len(verdicts)}"
-    return f"gates FAILED {passed}/{len(verdicts)}: {', '.join(failed)}"
+    return f"gates FAILED {passed}/{len(verdicts)}"
+
+
+def failed_gates(verdicts: Sequence[GateVerdict]) -> list[str]:
+    """A chip per failed gate, each whole (one chip of them all was cut after ~37 characters)."""
+    return [f"FAILED {v.gate}" for v in verdicts if not v.passed]
 
 
 def _xml_text(text: str) -> str:
@@ -129,15 +141,18 @@ def _xml_text(text: str) -> str:
 
 
 def metadata_entries(records: Sequence[AllureRunEntry]) -> list[tuple[str, str]]:
-    """(name, value) per Metadata chip, the model as name: first every run's gates (so every
-    verdict is on screen whatever the number of runs), then scenario by scenario each run's
-    headline metric, so that with two runs each row of Allure's two-column block compares them.
+    """(name, value) per Metadata chip, the model as name: first every run's gate count (so every
+    verdict is on screen whatever the number of runs), its data and backend, then scenario by
+    scenario each run's headline metric with its CI, so that with two runs each row of Allure's
+    two-column block compares them; then each failed gate.
     The benchmark is left out of a scenario's name when all runs cover one benchmark."""
     labels = run_labels(records)
     entries = [(label, gates_text(r.verdicts)) for label, r in zip(labels, records)]
-    # what each run's numbers were computed on (real or sample, revision, fingerprint)
+    # what each run's numbers were computed on (real or sample, revision, fingerprint), and how
     entries += [(label, f"data: {r.info['data']}") for label, r in zip(labels, records)
                 if r.info.get("data")]
+    entries += [(label, f"backend: {r.info['backend']}") for label, r in zip(labels, records)
+                if r.info.get("backend")]
     scenarios = list(dict.fromkeys(h.scenario for r in records for h in r.headlines))
     one_benchmark = len({s.split(".", 1)[0] for s in scenarios}) == 1
     for scenario in scenarios:
@@ -146,7 +161,9 @@ def metadata_entries(records: Sequence[AllureRunEntry]) -> list[tuple[str, str]]
             for h in r.headlines:
                 if h.scenario == scenario:
                     entries.append((label, f"{shown} {h.metric} {h.text}"))
-    return entries
+    # last: a run's failed gates, whole, one chip each (an odd number would shift the pairs)
+    return entries + [(label, chip) for label, r in zip(labels, records)
+                      for chip in failed_gates(r.verdicts)]
 
 def environment_xml(records: Sequence[AllureRunEntry]) -> str:
     params = "".join(f"  <parameter><key>{_xml_text(k)}</key><value>{_xml_text(v)}</value>"

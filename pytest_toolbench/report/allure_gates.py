@@ -36,23 +36,30 @@ RULE_JS = f"""const toolbenchVerdict = {{
 """
 
 
-def verdict_payload(v: GateVerdict, label: str) -> dict[str, Any]:
-    return {"label": label, "gate": v.gate, "passed": v.passed, "actual": v.actual,
-            "reason": v.reason, "kind": v.kind}
+def verdict_payload(v: GateVerdict, label: str, environment: str | None = None) -> dict[str, Any]:
+    payload = {"label": label, "gate": v.gate, "passed": v.passed, "actual": v.actual,
+               "reason": v.reason, "kind": v.kind}
+    if environment:  # allure_build.mjs files the rule's result under the run's model
+        payload["environment"] = environment
+    return payload
 
 
-def gate_rules(runs: Iterable[tuple[str, Sequence[GateVerdict]]]) -> list[dict[str, Any]]:
-    """One ``toolbench`` rule per (run label, verdict), in run order; ids stay unique."""
+def gate_rules(runs: Iterable[tuple[str, Sequence[GateVerdict]]],
+               environments: Sequence[str | None] = ()) -> list[dict[str, Any]]:
+    """One ``toolbench`` rule per (run label, verdict), in run order; ids stay unique.
+    ``environments``: per run, the Allure environment (its model's) its verdicts belong to."""
     rules: list[dict[str, Any]] = []
     seen: set[str] = set()
-    for label, verdicts in runs:
+    envs = list(environments)
+    for k, (label, verdicts) in enumerate(runs):
+        environment = envs[k] if k < len(envs) else None
         for v in verdicts:
             rule_id = f"{label} · {v.gate}"
             n = 2
             while rule_id in seen:  # the same gate twice in one run (e.g. given twice)
                 rule_id, n = f"{label} · {v.gate} ({n})", n + 1
             seen.add(rule_id)
-            rules.append({"id": rule_id, RULE: verdict_payload(v, label)})
+            rules.append({"id": rule_id, RULE: verdict_payload(v, label, environment)})
     return safe_data(rules)  # a reason quotes errors and case ids: no bidi control in the JS
 
 

@@ -6,6 +6,10 @@ Allure 3 is a Node program, so it is not a Python dependency: install it project
 then for an ``allure`` on PATH that reports version 3. Nothing is downloaded at run time: a
 missing node or allure is one clear line, not an error.
 
+The report is a single file (``singleFile`` in allurerc.mjs, report/allure_run.py): its data is
+inside ``index.html``, so it opens from disk (a downloaded CI artifact), where the multi-file
+report's fetch() of its data files fails under ``file://`` and the page spins forever.
+
 The build runs ``allure_build.mjs`` beside this module (Allure's own ``generate`` plus its
 quality-gate validation, which ``allure generate`` skips, so the "Quality Gates" tab shows the
 gates); if that script cannot run against the installed Allure, plain ``allure generate``
@@ -75,6 +79,7 @@ def build_html(results_dir: str | Path, out_dir: str | Path, *, roots: Iterable[
                str(results), str(out)]
         ok, detail = _run(cmd, out, results, timeout)
         if ok:
+            open_first_model(out / "index.html", results)
             return True, _built(out, exe)
         note = f" (quality gates not shown: {detail})"
     cmd = [exe, "generate", str(results), "-o", str(out)]
@@ -83,7 +88,35 @@ def build_html(results_dir: str | Path, out_dir: str | Path, *, roots: Iterable[
     ok, detail = _run(cmd, out, results, timeout)
     if not ok:
         return False, f"Allure HTML report failed: {detail}"
+    open_first_model(out / "index.html", results)
     return True, _built(out, exe) + note
+
+
+#: Allure's web app keeps the chosen environment in localStorage under this key (its app bundle:
+#: ``localStorage.setItem("currentEnvironment", JSON.stringify(...))``).
+ENVIRONMENT_KEY = "currentEnvironment"
+
+
+def open_first_model(index: Path, results: Path) -> None:
+    """With several models in the report, open it on the first model's environment: "All"
+    leads with a pass-rate donut over every model's cases, which measures none of them. A
+    choice of one of this report's environments made before is kept; "All" stays one click
+    away in the Environment menu. A report of one model is left as Allure built it."""
+    from pytest_toolbench.report import allure_folder
+    from pytest_toolbench.report.allure_run import environments
+
+    ids = [ident for ident, _, _ in environments(allure_folder.load_entries(results))]
+    if len(ids) < 2 or not index.is_file():
+        return
+    page = index.read_text(encoding="utf-8")
+    script = ("<script>try{var k=" + json.dumps(ENVIRONMENT_KEY) + ",ids=" + json.dumps(ids)
+              + ",c=JSON.parse(localStorage.getItem(k)||'null');if(ids.indexOf(c)<0)"
+              "localStorage.setItem(k,JSON.stringify(ids[0]))}catch(e){}</script>")
+    at = page.find("<head>")
+    if at < 0:
+        return
+    at += len("<head>")
+    index.write_text(page[:at] + script + page[at:], encoding="utf-8")
 
 
 def allure_package_dir(exe: str) -> Path | None:
@@ -111,5 +144,5 @@ def _run(cmd: list[str], out: Path, cwd: Path, timeout: float) -> tuple[bool, st
 
 
 def _built(out: Path, exe: str) -> str:
-    return (f"Allure HTML report: {out / 'index.html'} (serve it over http, e.g. "
+    return (f"Allure HTML report: {out / 'index.html'} (one file: open it from disk, or "
             f"`{exe} open {out}`)")

@@ -298,10 +298,12 @@ def attach_run_metrics(
     metrics_html: str | None = None,
     images: Sequence[Path] = (),
     prefix: str = "",
+    environment: str | None = None,
 ) -> bool:
     """Attach the run's metric table (text, HTML and JSON) and plots to the Allure run once;
     True if attached. ``prefix`` (model and run) starts every name, so the global attachments
-    of several runs in one results folder stay apart.
+    of several runs in one results folder stay apart. Given ``alluredir`` they are written as
+    one globals file under the run's model ``environment`` (report/allure_globals.py).
 
     allure-python >= 2.16 has ``allure.global_attach`` (a run-level ``*-globals.json``, which
     Allure 3 shows on the report's overview). On older versions we fall back to writing the
@@ -311,6 +313,21 @@ def attach_run_metrics(
     """
     metrics_json = safe_json(metrics.model_dump_json(indent=2))  # group names are data
     summary_text = _text(summary_text)
+    if alluredir is not None:  # one globals file for the run, under its model (allure_globals)
+        from pytest_toolbench.report.allure_globals import GlobalItem, write_globals
+
+        items = []
+        if metrics_html is not None:
+            items.append(GlobalItem(name=f"{prefix}toolbench metrics (html)",
+                                    body=metrics_html.encode(), mime="text/html", ext="html"))
+        items += [GlobalItem(name=f"{prefix}toolbench metrics", body=summary_text.encode(),
+                             mime="text/plain", ext="txt"),
+                  GlobalItem(name=f"{prefix}toolbench metrics (json)", body=metrics_json.encode(),
+                             mime="application/json", ext="json")]
+        items += [GlobalItem(name=f"{prefix}plot {Path(image).stem}", body=Path(image).read_bytes(),
+                             mime="image/png", ext="png") for image in images]
+        write_globals(alluredir, items, environment=environment)
+        return True
     if hasattr(allure, "global_attach"):
         if not allure_active():
             return False

@@ -4,8 +4,9 @@ Written once by the controller into ``--alluredir`` at session end. Several runs
 share one results folder: every file is either per run or rebuilt from all runs' records
 (report/allure_folder.py), so no run hides another.
 
-* ``toolbench-<run>-perf.json``: every metric (value, CI bounds, subgroups) as Allure 3 *metrics*
-  (the ``*-perf.json`` format), keyed ``<model>/<metric path>``, shown in the metrics view;
+* ``toolbench-<run>-perf.json``: every scenario metric as Allure 3 *metrics* (the ``*-perf.json``
+  format), one row each (its CI and n in the title), keyed ``<model>/<metric path>``, shown in
+  the metrics view;
 * one ``*-check.json`` per gate verdict: Allure 3 *checks*, named with the model;
 * ``toolbench-runs/<run>.json``: the run's record; from all records, ``environment.xml`` (the
   first screen's Metadata: each run's gates and headline metrics);
@@ -22,16 +23,17 @@ from __future__ import annotations
 
 import html
 import json
+import re
 import time
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from pytest_toolbench.report import allure_folder
 from pytest_toolbench.report.allure_gates import RULE_JS, check_records, gate_rules
 from pytest_toolbench.report.allure_report import INFRA, OUTCOME_LABEL, PARSE, WRONG, display_model
-from pytest_toolbench.results.aggregate import MetricValue, RunMetrics, ScenarioMetrics
+from pytest_toolbench.results.aggregate import MetricValue, RunMetrics
 from pytest_toolbench.results.gates import GateVerdict
 from pytest_toolbench.results.safe_text import safe_data, safe_json, safe_text
 
@@ -72,39 +74,32 @@ def fmt_metric(mv: MetricValue) -> str:
 # --------------------------------------------------------------------------- metrics (perf)
 def perf_records(metrics: RunMetrics, *, now_ms: int | None = None,
                  model: str = "") -> list[dict[str, Any]]:
-    """Every metric, CI bound and subgroup value as Allure 3 metric samples. The key is
-    ``<model>/<metric path>`` (the bare path without a model): Allure averages samples that share
-    a key, so two models' runs in one folder must not share one."""
+    """One Allure 3 metric sample per scenario metric: its value, with the 95% CI and n in the
+    title (``toolhop.mandatory accuracy · 83.3% [95% CI 50.0%, 100.0%] n=6``). Allure's metrics
+    view shows Count/Total/Avg/Min/Max per key, so each CI bound as a sample of its own was a
+    row of its own (150 rows for one run); the subgroups are in the metric tables attached to
+    the run and in its plots. The key is ``<model>/<metric path>`` (the bare path without a
+    model): Allure averages samples that share a key, so two models' runs in one folder must
+    not share one."""
     now = now_ms if now_ms is not None else int(time.time() * 1000)
     out: list[dict[str, Any]] = []
     shown = display_model(model) if model else ""
     key_prefix, title_prefix = (f"{shown}/", f"{shown} · ") if shown else ("", "")
-
-    def add(s: ScenarioMetrics, path: str, title: str, mv: MetricValue) -> None:
-        for field in ("value", "ci_low", "ci_high"):
-            v = getattr(mv, field)
-            if v is None:
-                continue
-            key = key_prefix + (path if field == "value" else f"{path}.{field}")
-            rate = mv.is_rate
-            out.append({
-                "id": key, "key": key, "value": 100 * v if rate else v, "start": now, "stop": now,
-                "title": title_prefix + (title if field == "value" else f"{title} ({field})"),
-                **({"unit": "%"} if rate else {}),
-                "group": f"{s.benchmark}.{s.scenario}",
-                "better": "higher" if mv.higher_is_better else "lower",
-            })
-
     for s in metrics.scenarios:
         base = f"{s.benchmark}.{s.scenario}"
         for name, mv in s.metrics.items():
-            add(s, f"{base}.{name}", f"{base} {name}", mv)
-        for label, groups in s.breakdown.items():
-            for g in groups:
-                for name, mv in g.metrics.items():
-                    add(s, f"{base}[{label}={g.group}].{name}",
-                        f"{base} {name} ({label}={g.group})", mv)
-    return safe_data(out)  # keys and titles hold a dataset's group names
+            if mv.value is None:
+                continue
+            key = f"{key_prefix}{base}.{name}"
+            out.append({
+                "id": key, "key": key, "start": now, "stop": now,
+                "value": 100 * mv.value if mv.is_rate else mv.value,
+                "title": f"{title_prefix}{base} {name} · {fmt_metric(mv)}",
+                **({"unit": "%"} if mv.is_rate else {}),
+                "group": base,
+                "better": "higher" if mv.higher_is_better else "lower",
+            })
+    return safe_data(out)  # keys and titles hold a dataset's names
 
 
 # --------------------------------------------------------------------------- HTML table
@@ -174,13 +169,45 @@ def categories_json() -> list[dict[str, Any]]:
             for name, _, statuses, regex in CATEGORIES]
 
 
+#: Each model's environment matches its cases on the ``model`` label (allure_report.attach_case).
+ENVIRONMENT_JS = """const toolbenchModel = (model) => ({ labels }) =>
+  // pytest-toolbench: one Allure environment per model, so no pass rate mixes two models.
+  labels.some((label) => label.name === "model" && label.value === model);
+"""
+
+
+def environments(records: Sequence[allure_folder.AllureRunEntry]) -> list[tuple[str, str, str]]:
+    """(id, name, model) per model in the folder, in run order. Allure 3 draws its pass-rate
+    donut and statistics per environment: with every model's cases in one, the donut showed the
+    pass rate of two models' cases mixed (94.37%), which is no metric of either. Ids may hold
+    only ``[A-Za-z0-9_-]`` and names no ``/`` (core-api utils/environment.js,
+    ``validateEnvironmentId``/``validateEnvironmentName``), both at most 64 characters."""
+    out: list[tuple[str, str, str]] = []
+    for model in dict.fromkeys(r.model for r in records):
+        name = display_model(model).replace("/", "\u2215").strip()[:64] or "model"
+        base = re.sub(r"[^A-Za-z0-9_-]+", "-", name).strip("-")[:56] or "model"
+        ident, k = base, 2
+        while ident in {e[0] for e in out} or ident == "default":
+            ident, k = f"{base}-{k}", k + 1
+        out.append((ident, name, model))
+    return out
+
+
+def environment_of(alluredir: str | Path, model: str) -> str | None:
+    """The Allure environment id of ``model`` among the runs recorded in the folder."""
+    return next((ident for ident, _, m in environments(allure_folder.load_entries(Path(alluredir)))
+                 if m == model), None)
+
+
 def allurerc(records: Sequence[allure_folder.AllureRunEntry], output: str = "allure-report") -> str:
-    """The folder's Allure 3 config, for every run recorded in it."""
+    """The folder's Allure 3 config, for every run recorded in it: a single-file report (its
+    data inside index.html, so it opens from disk: a downloaded CI artifact; the multi-file
+    report fetch()es its data and spins forever under file://), one environment per model."""
     name = allure_folder.report_name(records)
     config: dict[str, Any] = {
         "name": name,
         "output": output,
-        "plugins": {"awesome": {"options": {"reportName": name, "singleFile": False,
+        "plugins": {"awesome": {"options": {"reportName": name, "singleFile": True,
                                             "groupBy": GROUP_BY}}},
         "categories": [
             {"name": cat, "matchers": {"labels": {OUTCOME_LABEL: value}}}
@@ -188,13 +215,25 @@ def allurerc(records: Sequence[allure_folder.AllureRunEntry], output: str = "all
         ],
     }
     labels = allure_folder.run_labels(records)
-    rules = gate_rules((label, r.verdicts) for label, r in zip(labels, records))
-    body = json.dumps(config, indent=2, ensure_ascii=False)
-    if rules:  # the rule type is code, so it goes in beside the JSON data
-        body = (body[:-2] + ',\n  "qualityGate": {"use": [toolbenchVerdict], "rules": '
-                + json.dumps(rules, indent=2, ensure_ascii=False) + "}\n}")
+    envs = environments(records)
+    env_of = {model: ident for ident, _, model in envs}
+    rules = gate_rules(((label, r.verdicts) for label, r in zip(labels, records)),
+                       [env_of.get(r.model) for r in records])
+    body = json.dumps(config, indent=2, ensure_ascii=False)[:-2]
+    code = ""
+    if envs:  # matchers are code, so they go in beside the JSON data
+        body += ',\n  "environments": {\n' + ",\n".join(
+            f"    {json.dumps(i)}: {{ name: {json.dumps(n, ensure_ascii=False)}, "
+            f"matcher: toolbenchModel({json.dumps(m, ensure_ascii=False)}) }}"
+            for i, n, m in envs) + "\n  }"
+        code += ENVIRONMENT_JS
+    if rules:  # the rule type is code too
+        body += (',\n  "qualityGate": {"use": [toolbenchVerdict], "rules": '
+                 + json.dumps(rules, indent=2, ensure_ascii=False) + "}")
+        code += RULE_JS
+    body += "\n}"
     return ("// Written by pytest-toolbench for this results folder (Allure 3 config).\n"
-            + (RULE_JS if rules else "") + f"export default {safe_json(body)};\n")
+            + code + f"export default {safe_json(body)};\n")
 
 
 def write_run_files(
