@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_toolbench.results.repeats import base_case_id
 from pytest_toolbench.view.load import ViewRun, load_view_runs
 
 if TYPE_CHECKING:
@@ -59,15 +60,15 @@ def runs_df(paths: Paths) -> pd.DataFrame:
         r, info = run.record, run.record.run
         rows.append({
             **_run_columns(run),
-            "backend": info.settings.get("backend"),
-            "benchmarks": ",".join(r.benchmarks()),
+            "backend": info.settings.backend,
+            "benchmarks": ",".join(run.benchmarks()),
             "data": short_line(run.data()),
             "data_fingerprint": run_fingerprint(info.data_sources),
             "subset": any(c.subset for c in info.coverage.values()),
             "started": pd.to_datetime(info.started, unit="s", utc=True) if info.started else pd.NaT,
             "finished": pd.to_datetime(info.finished, unit="s", utc=True) if info.finished else pd.NaT,
             "wall_s": info.wall_s,
-            "n_cases": len({c.base_id for c in r.cases}),
+            "n_cases": len({base_case_id(c) for c in r.cases}),
             "n_results": len(r.cases),
             "n_errors": sum(s.n_errors for s in r.metrics.scenarios),
             "gates_passed": sum(g.passed for g in r.gates),
@@ -110,13 +111,13 @@ def cases_df(paths: Paths, *, transcripts: bool = False) -> pd.DataFrame:
     rows = []
     for run in _runs(paths):
         for c in run.record.cases:
-            row = {**_run_columns(run), "case_id": c.case_id, "base_id": c.base_id,
-                   "benchmark": c.benchmark, "scenario": c.scenario, "outcome": c.outcome,
+            row = {**_run_columns(run), "case_id": c.case_id, "base_id": base_case_id(c),
+                   "benchmark": c.benchmark, "scenario": c.scenario, "outcome": c.outcome.value,
                    "repeat": c.repeat, "failure_message": c.failure_message,
                    "error_kind": c.error.kind if c.error else None,
                    "model_calls": c.model_calls, "cached_calls": c.cached_calls,
-                   "prompt_tokens": c.usage.get("prompt_tokens"),
-                   "completion_tokens": c.usage.get("completion_tokens"),
+                   "prompt_tokens": c.usage.prompt_tokens,
+                   "completion_tokens": c.usage.completion_tokens,
                    "latency_s": c.latency_s, "parse_failures": len(c.parse_failures)}
             row.update({f"label_{k}": v for k, v in c.labels.items()})
             row.update({f"value_{k}": v for k, v in c.values.items()})

@@ -141,6 +141,94 @@ def test_an_unreadable_record_is_named_and_left_out(runs: dict, tmp_path: Path) 
     assert "broken.json" in (tmp_path / "site" / "index.html").read_text()
 
 
+def _with_unknown_keys(record: dict) -> dict:
+    """A record as a newer version might write it: keys this version does not know, at every
+    level the site reads."""
+    record = json.loads(json.dumps(record))
+    record["future_top"] = {"x": 1}
+    record["run"]["run_id"] = "newer-writer"
+    record["run"]["future_run"] = "y"
+    record["run"]["settings"]["future_setting"] = 3
+    record["cases"][0]["future_case"] = True
+    scenario = record["metrics"]["scenarios"][0]
+    scenario["future_scenario"] = 1
+    next(iter(scenario["metrics"].values()))["future_metric_key"] = 2
+    record["gates"][0]["future_gate_key"] = "z"
+    return record
+
+
+def test_the_site_reads_the_one_run_record_older_and_newer_ones_too(tmp_path: Path) -> None:
+    """Issue 30: the site reads a record as the one ``RunRecord`` (results/run_record.py),
+    through ``toolbench compare``'s loader: a record written before the typed sections and one
+    with keys this version does not know are shown, a key it does not know kept in the settings."""
+    from pytest_toolbench.results.run_record import RunRecord
+    from pytest_toolbench.results.run_sections import SettingsSection
+    from pytest_toolbench.view.load import load_view_runs
+
+    old = json.loads((REPO / "tests" / "data" / "report_before_typed_sections.json").read_text())
+    for name, record in (("old", old), ("newer", _with_unknown_keys(old))):
+        (tmp_path / "runs" / name).mkdir(parents=True)
+        (tmp_path / "runs" / name / "report.json").write_text(json.dumps(record))
+    loaded = load_view_runs([tmp_path / "runs"])
+    assert not loaded.skipped and [r.run_id for r in loaded.runs] == [old["run"]["run_id"], "newer-writer"]
+    assert all(type(r.record) is RunRecord and type(r.record.run.settings) is SettingsSection
+               for r in loaded.runs)
+
+    result = build_site([tmp_path / "runs"], tmp_path / "site")
+    assert result.runs == 2 and not result.skipped
+    for run_id in (old["run"]["run_id"], "newer-writer"):
+        page = (tmp_path / "site" / f"run-{run_id}.html").read_text()
+        assert "<td>auto</td>" in page  # backend, from the typed settings
+        assert "benchmark_options.toolhop.scorer" in page and "http://127.0.0.1:41234/v1" in page
+    newer = (tmp_path / "site" / "run-newer-writer.html").read_text()
+    assert "future_setting" in newer
+    chunk = _js_call(tmp_path / "site" / "data" / "newer-writer" / "c0.js", "chunk")[2]
+    assert chunk[0]["id"] == old["cases"][0]["case_id"] and "future_case" not in chunk[0]
+
+
+def test_a_record_the_loader_rejects_is_left_out_with_its_line(tmp_path: Path) -> None:
+    """The site's reason is compare/load.py's one line, as ``toolbench compare`` prints it."""
+    from pytest_toolbench.compare.load import RunLoadError, load_record
+
+    bad = json.loads((REPO / "tests" / "data" / "report_before_typed_sections.json").read_text())
+    bad["cases"][0]["outcome"] = "maybe"
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(bad))
+    with pytest.raises(RunLoadError) as err:
+        load_record(path)
+    result = build_site([path], tmp_path / "site")
+    assert result.runs == 0 and result.skipped == [str(err.value)]
+    assert str(err.value).startswith(f"{path}: cases[0]: outcome: ")
+
+
+def test_the_view_defines_no_second_record_model() -> None:
+    """Issue 30: one run record. The view's page models are its own; none shares a name with a
+    class of the record's packages (results/, compare/, runs/), as the view's own RunRecord,
+    RunInfo, CaseResult... once did."""
+    import ast
+
+    def classes(folder: str) -> set[str]:
+        return {node.name for f in (REPO / "pytest_toolbench" / folder).rglob("*.py")
+                for node in ast.walk(ast.parse(f.read_text(encoding="utf-8")))
+                if isinstance(node, ast.ClassDef)}
+
+    view = classes("view")
+    assert "ViewRun" in view and "RunRecord" in classes("results")
+    assert not view & (classes("results") | classes("compare") | classes("runs"))
+
+
+def test_an_error_line_reads_cause_attempts_and_the_option_to_try() -> None:
+    from pytest_toolbench.results.infra_errors import ErrorSummary
+    from pytest_toolbench.view.run_page import error_text
+
+    e = ErrorSummary(kind="timeout", count=2, cause="no reply within 120 s",
+                     hint="raise --request-timeout", attempts_min=1, attempts_max=3)
+    assert error_text(e) == "no reply within 120 s; 1-3 attempts per call; try: raise --request-timeout"
+    one = e.model_copy(update={"attempts_min": 1, "attempts_max": 1, "hint": "",
+                               "unreachable": "http://h:1/v1 unreachable: refused"})
+    assert error_text(one) == "http://h:1/v1 unreachable: refused; 1 attempt per call"
+
+
 def test_js_literals_keep_nan_and_cannot_close_a_script() -> None:
     assert js_literal({"v": float("nan"), "t": "</script><b>"}) == '{"v":NaN,"t":"<\\/script><b>"}'
 

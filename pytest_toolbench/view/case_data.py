@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from pytest_toolbench.view.record import CaseResult
+from pytest_toolbench.results.case_result import CaseResult
 
 #: Cases per chunk file: one page of the list loads one chunk.
 CHUNK = 50
@@ -49,7 +49,7 @@ def case_entry(i: int, c: CaseResult) -> CaseEntry:
     msg = c.error.message if c.error is not None else (c.failure_message or "")
     d = c.details
     parts = [c.case_id, msg, *(str(d.get(k, "")) for k in ("question", "gold", "prediction"))]
-    return CaseEntry(i=i, id=c.case_id, b=c.benchmark, s=c.scenario, o=c.outcome,
+    return CaseEntry(i=i, id=c.case_id, b=c.benchmark, s=c.scenario, o=c.outcome.value,
                      labels={k: str(v) for k, v in c.labels.items()}, msg=_short(msg),
                      text=_short(" ".join(p for p in parts if p), SEARCH_CHARS).lower())
 
@@ -78,9 +78,9 @@ def case_payload(i: int, c: CaseResult) -> dict[str, Any]:
         transcript.append(m)
     return {
         "i": i, "id": c.case_id, "benchmark": c.benchmark, "scenario": c.scenario,
-        "model": c.model, "outcome": c.outcome, "labels": c.labels, "values": c.values,
+        "model": c.model, "outcome": c.outcome.value, "labels": c.labels, "values": c.values,
         "failure": c.failure_message, "error": c.error.model_dump() if c.error else None,
         "transcript": transcript, "parse_failures": c.parse_failures, "details": c.details,
-        "usage": c.usage, "latency_s": c.latency_s, "model_calls": c.model_calls,
+        "usage": c.usage.model_dump(), "latency_s": c.latency_s, "model_calls": c.model_calls,
         "cached_calls": c.cached_calls, "repeat": c.repeat,
     }

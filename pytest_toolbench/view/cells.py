@@ -9,7 +9,7 @@ import time
 from pydantic import BaseModel
 
 from pytest_toolbench.exitcodes import ToolbenchExit
-from pytest_toolbench.view.record import MetricValue
+from pytest_toolbench.results.aggregate import MetricValue
 
 
 class Cell(BaseModel):

@@ -17,6 +17,7 @@ from pytest_toolbench.compare.core import compare_runs
 from pytest_toolbench.compare.same_data import keys_mismatch
 from pytest_toolbench.results.comparison import MetricComparison
 from pytest_toolbench.results.metrics import MetricSpec
+from pytest_toolbench.results.repeats import base_case_id
 from pytest_toolbench.view.cells import interval, number
 from pytest_toolbench.view.load import ViewRun
 
@@ -66,16 +67,16 @@ def diff_file(a: str, b: str) -> str:
 
 def refusal(a: ViewRun, b: ViewRun) -> str | None:
     """Why ``toolbench compare`` would refuse the pair (one line), or None."""
-    shared = set(a.record.benchmarks()) & set(b.record.benchmarks())
+    shared = set(a.benchmarks()) & set(b.benchmarks())
     if not shared:  # compare/run_refs.py check_same_benchmarks: no case could pair
         return (f"runs of different benchmarks cannot be compared: {a.run_id} "
-                f"({', '.join(a.record.benchmarks()) or 'no benchmark'}) vs {b.run_id} "
-                f"({', '.join(b.record.benchmarks()) or 'no benchmark'})")
+                f"({', '.join(a.benchmarks()) or 'no benchmark'}) vs {b.run_id} "
+                f"({', '.join(b.benchmarks()) or 'no benchmark'})")
     return keys_mismatch(f"A ({a.run_id})", a.data(), _keys(a), f"B ({b.run_id})", b.data(), _keys(b))
 
 
 def _keys(run: ViewRun) -> set[tuple[str, str, str]]:
-    return {(c.benchmark, c.scenario, c.base_id) for c in run.record.cases}
+    return {(c.benchmark, c.scenario, base_case_id(c)) for c in run.record.cases}
 
 
 def _row(m: MetricComparison) -> DiffRow:
@@ -98,7 +99,7 @@ def _index(run: ViewRun) -> dict[tuple[str, str, str], int]:
     """(benchmark, scenario, base case id) -> the case's first index in the run."""
     out: dict[tuple[str, str, str], int] = {}
     for i, c in enumerate(run.record.cases):
-        out.setdefault((c.benchmark, c.scenario, c.base_id), i)
+        out.setdefault((c.benchmark, c.scenario, base_case_id(c)), i)
     return out
 
 

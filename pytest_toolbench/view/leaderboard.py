@@ -14,12 +14,15 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from pytest_toolbench.results.aggregate import ScenarioMetrics
+from pytest_toolbench.results.gates import GateVerdict
 from pytest_toolbench.results.headline import Headline, headline_of
 from pytest_toolbench.results.provenance import short_line
+from pytest_toolbench.results.repeats import base_case_id
+from pytest_toolbench.results.run_record import RunRecord
 from pytest_toolbench.view.cells import Cell, exit_text, metric_cell, table_value, when
 from pytest_toolbench.view.groups import DataGroup
 from pytest_toolbench.view.load import ViewRun
-from pytest_toolbench.view.record import GateVerdict, RunRecord, ScenarioMetrics
 
 
 class Column(BaseModel):
@@ -116,10 +119,10 @@ def _row(run: ViewRun, columns: Sequence[Column]) -> Row:
         s = record.metrics.scenario(c.benchmark, c.scenario)
         cells.append(metric_cell(s.metrics.get(c.metric) if s else None))
     return Row(key=run.key, model=run.model or "?",
-               backend=str(record.run.settings.get("backend") or "?"),
+               backend=str(record.run.settings.backend or "?"),
                run_id=run.run_id, data=short_line(run.data()),
                when=when(record.run.started), started=record.run.started or 0.0,
-               cases=len({c.base_id for c in record.cases}),
+               cases=len({base_case_id(c) for c in record.cases}),
                errors=sum(s.n_errors for s in record.metrics.scenarios),
                gates=gates_text(record.gates), gates_failed=any(not g.passed for g in record.gates),
                status=status_text(record), exit=exit_text(record.run.exit_status), cells=cells)

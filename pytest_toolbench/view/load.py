@@ -1,23 +1,26 @@
 """Find and read the run records the site is built from.
 
 An argument may be a runs folder (``<runs-dir>/<run_id>/report.json``, the plugin's layout), one
-run's folder, or a ``--toolbench-json`` file. Each record is read into the site's own models
-(record.py); one that cannot be read is named with the reason and left out, never a traceback
-that stops the whole site.
+run's folder, or a ``--toolbench-json`` file. Each is read as the one run record
+(results/run_record.py ``RunRecord``) by the loader ``toolbench compare`` and ``--baseline`` use
+(compare/load.py ``load_record``), which reads records written by older versions as they are
+and passes over keys it does not know; the site shows the very record the comparisons compute
+from. One that cannot be read is named with that loader's one-line reason and left out, never
+a traceback that stops the whole site.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from pydantic import BaseModel, PrivateAttr, ValidationError
+from pydantic import BaseModel
 
+from pytest_toolbench.compare.load import LoadedRun, RunLoadError, load_record
 from pytest_toolbench.results.provenance import BenchmarkData, run_data
+from pytest_toolbench.results.run_record import RunRecord
 from pytest_toolbench.runs.record import REPORT_NAME
-from pytest_toolbench.view.record import RunRecord
 
 
 class ViewRun(BaseModel):
@@ -26,7 +29,6 @@ class ViewRun(BaseModel):
     key: str
     path: str
     record: RunRecord
-    _compared: object = PrivateAttr(default=None)
 
     @property
     def model(self) -> str:
@@ -36,17 +38,20 @@ class ViewRun(BaseModel):
     def run_id(self) -> str:
         return self.record.run.run_id or self.key
 
+    def benchmarks(self) -> list[str]:
+        """Every benchmark the run has a case or a scenario's metrics of, A-Z."""
+        return sorted({c.benchmark for c in self.record.cases}
+                      | {s.benchmark for s in self.record.metrics.scenarios})
+
     def data(self) -> list[BenchmarkData]:
         """Per benchmark, what its data was (results/provenance.py; unknown where not kept)."""
-        return run_data(self.record.run.data_sources, self.record.benchmarks())
+        return run_data(self.record.run.data_sources, self.benchmarks())
 
-    def for_compare(self):  # noqa: ANN201 - compare.load.LoadedRun, imported on first use
-        """The run as ``toolbench compare`` loads it (compare/load.py), read once."""
-        if self._compared is None:
-            from pytest_toolbench.compare.load import load_run
-
-            self._compared = load_run(self.path)
-        return self._compared
+    def for_compare(self) -> LoadedRun:
+        """The run as ``toolbench compare`` loads it: this record, labelled as compare/load.py
+        ``load_run`` labels a file (its model, else the file's stem)."""
+        return LoadedRun(label=self.record.model or Path(self.path).stem, record=self.record,
+                         path=self.path)
 
 
 class LoadResult(BaseModel):
@@ -92,27 +97,6 @@ def _key(record: RunRecord, path: Path, taken: set[str]) -> str:
     return out
 
 
-class RecordError(ValueError):
-    """A file that is not a readable run record (message: one line naming it)."""
-
-
-def read_record(path: Path) -> RunRecord:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise RecordError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    except json.JSONDecodeError as exc:
-        raise RecordError(f"{path}:{exc.lineno}: not JSON ({exc.msg})") from None
-    if not isinstance(data, dict) or not isinstance(data.get("cases"), list):
-        raise RecordError(f"{path}: not a pytest-toolbench JSON report (no 'cases' list)")
-    try:
-        return RunRecord.model_validate(data)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(str(x) for x in err.get("loc", ())) or "record"
-        raise RecordError(f"{path}: {where}: {err.get('msg', 'invalid')}") from None
-
-
 def load_view_runs(paths: Sequence[str | Path]) -> LoadResult:
     """The runs under ``paths``, oldest first (the order a reader expects a history in)."""
     runs: list[ViewRun] = []
@@ -120,8 +104,8 @@ def load_view_runs(paths: Sequence[str | Path]) -> LoadResult:
     taken: set[str] = set()
     for path in find_reports(paths):
         try:
-            record = read_record(path)
-        except RecordError as exc:
+            record = load_record(path)
+        except RunLoadError as exc:
             skipped.append(str(exc))
             continue
         runs.append(ViewRun(key=_key(record, path, taken), path=str(path), record=record))

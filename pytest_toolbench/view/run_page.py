@@ -9,9 +9,10 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from pytest_toolbench.results.aggregate import GroupMetrics, ScenarioMetrics
+from pytest_toolbench.results.infra_errors import ErrorSummary
 from pytest_toolbench.view.cells import Cell, exit_text, metric_cell, table_value, when
 from pytest_toolbench.view.load import ViewRun
-from pytest_toolbench.view.record import GroupMetrics, ScenarioMetrics
 
 
 class MetricRow(BaseModel):
@@ -90,10 +91,24 @@ def _plot(label: str, groups: list[GroupMetrics], metrics: list[str]) -> dict[st
     return {"label": label, "groups": [g.group for g in groups], "series": series}
 
 
+def error_text(e: ErrorSummary) -> str:
+    """The cause (an unreachable endpoint's verdict first), the attempts per call and the option
+    that would help, on one line: the kind and count have their own columns, so this is not
+    results/infra_errors.py ``ErrorSummary.text``, which leads with them."""
+    parts = [e.unreachable or e.cause or e.kind]
+    if e.attempts_max is not None:
+        span = (str(e.attempts_max) if e.attempts_min in (None, e.attempts_max)
+                else f"{e.attempts_min}-{e.attempts_max}")
+        parts.append(f"{span} attempt{'s' if e.attempts_max != 1 else ''} per call")
+    if e.hint:
+        parts.append(f"try: {e.hint}")
+    return "; ".join(parts)
+
+
 def _section(s: ScenarioMetrics, meanings: Mapping[str, str]) -> ScenarioSection:
     rows = [MetricRow(name=name, meaning=meanings.get(name, ""), cell=metric_cell(mv),
                       higher_is_better=mv.higher_is_better) for name, mv in s.metrics.items()]
-    errors = [ErrorLine(kind=k, count=e.count, text=e.text()) for k, e in s.error_details.items()]
+    errors = [ErrorLine(kind=k, count=e.count, text=error_text(e)) for k, e in s.error_details.items()]
     known = set(s.error_details)
     errors += [ErrorLine(kind=k, count=n, text=f"{k} x{n}") for k, n in s.error_kinds.items()
                if k not in known]
@@ -125,7 +140,7 @@ def build_run_page(run: ViewRun, meanings: Mapping[str, Mapping[str, str]]) -> R
     status = "partial" if record.partial else "complete"
     if info.interrupted_by:
         status += f" (interrupted by {info.interrupted_by})"
-    facts = [("model", run.model or "?"), ("backend", str(info.settings.get("backend", "?"))),
+    facts = [("model", run.model or "?"), ("backend", info.settings.backend or "?"),
              ("run id", run.run_id), ("started", when(info.started)),
              ("finished", when(info.finished)),
              ("wall time", f"{info.wall_s:.1f} s" if info.wall_s is not None else "?"),
@@ -147,11 +162,12 @@ def build_run_page(run: ViewRun, meanings: Mapping[str, Mapping[str, str]]) -> R
               for t in record.metrics.tables]
     gates = [(g.passed, g.kind, g.gate, g.reason) for g in record.gates]
     settings: list[tuple[str, str]] = []
-    _flat("", info.settings, settings)
-    endpoints = json.dumps(info.endpoints, indent=2, ensure_ascii=False) if info.endpoints else ""
+    _flat("", info.settings.as_json(), settings)
+    endpoints = (json.dumps({url: c.as_json() for url, c in info.endpoints.items()}, indent=2,
+                            ensure_ascii=False) if info.endpoints else "")
     outcomes: dict[str, int] = {}
     for c in record.cases:
-        outcomes[c.outcome] = outcomes.get(c.outcome, 0) + 1
+        outcomes[c.outcome.value] = outcomes.get(c.outcome.value, 0) + 1
     return RunPage(key=run.key, model=run.model or "?", run_id=run.run_id,
                    title=f"{run.model or '?'} - {run.run_id}", facts=facts, data=data,
                    scenarios=scenarios, tables=tables, gates=gates, settings=settings,
