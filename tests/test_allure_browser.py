@@ -73,6 +73,8 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
         proc.stdout[-2000:]
     assert "open it from disk" in proc.stdout
     assert not (html / "data").exists() and not (html / "widgets").exists()  # one file
+    page = (html / "index.html").read_text(encoding="utf-8")
+    assert "googletagmanager" not in page and "gtag(" not in page  # opening it calls nobody
     yield (html / "index.html").as_uri(), html
 
 

@@ -462,3 +462,22 @@ def test_two_models_in_one_results_folder_are_two_results_not_retries(tmp_path: 
 def test_allure_html_without_alluredir_is_a_usage_error(tmp_path: Path) -> None:
     proc = _suite(tmp_path, "--allure-html", str(tmp_path / "html"))
     assert proc.returncode == 4 and "--allure-html DIR needs --alluredir" in proc.stderr
+
+
+def test_allure_page_loses_its_analytics_and_keeps_everything_else(tmp_path: Path) -> None:
+    """Allure 3's awesome page embeds Google Analytics whatever the environment says: the built
+    page is cleaned, so opening a report (a CI artifact, a private run) calls nobody."""
+    from pytest_toolbench.report.allure_html import strip_analytics
+
+    head = '<html><head><script src="app.js"></script></head><body><div id="app"></div>'
+    analytics = ('<script async src="https://www.googletagmanager.com/gtag/js?id=G-X"></script>\n'
+                 "    <script>\n        window.dataLayer = window.dataLayer || [];\n"
+                 "        function gtag(){dataLayer.push(arguments);}\n        gtag('js', new Date());\n"
+                 "    </script>\n")
+    tail = "<script>window.allure = {};</script></body></html>"
+    index = tmp_path / "index.html"
+    index.write_text(head + analytics + tail, encoding="utf-8")
+    strip_analytics(index)
+    assert index.read_text(encoding="utf-8") == head + tail
+    strip_analytics(index)  # nothing left to remove: unchanged
+    assert index.read_text(encoding="utf-8") == head + tail

@@ -107,7 +107,7 @@ def test_only_wrong_answers_and_a_passing_gate_exit_0_with_no_junit_failure(tmp_
     # Wrong answers stay visible in the terminal and the JSON; the gate table is printed last.
     assert f"{n_wrong} wrong" in proc.stdout
     tail = proc.stdout.strip().splitlines()
-    assert tail[-1].startswith("gates PASSED (exit status 0 OK)")
+    assert tail[-1] == "gates PASSED (exit status 0 OK): set by the gates, not single cases"
     # A table row, or at 80 columns a block "PASS  <gate>  (actual x)" (report/terminal.py).
     assert any(line.startswith(("| PASS", "PASS  ")) and "accuracy<=0.5" in line
                for line in tail[-8:])
@@ -122,7 +122,8 @@ def test_failing_gate_exits_gate_failed_and_is_a_junit_failure(tmp_path):
     failure = gate.find("failure")
     assert failure is not None and "violates >= 0.9" in failure.get("message")
     assert report["gates"][0]["passed"] is False
-    assert proc.stdout.strip().splitlines()[-1].startswith("gates FAILED (exit status 10")
+    last = proc.stdout.strip().splitlines()[-1]
+    assert last.startswith("gates FAILED (exit status 10") and len(last) <= 80, last
 
 
 def test_too_many_infrastructure_errors_exit_infra_errors(tmp_path):

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from collections.abc import Iterable
@@ -79,7 +80,7 @@ def build_html(results_dir: str | Path, out_dir: str | Path, *, roots: Iterable[
                str(results), str(out)]
         ok, detail = _run(cmd, out, results, timeout)
         if ok:
-            open_first_model(out / "index.html", results)
+            finish_page(out / "index.html", results)
             return True, _built(out, exe)
         note = f" (quality gates not shown: {detail})"
     cmd = [exe, "generate", str(results), "-o", str(out)]
@@ -88,8 +89,35 @@ def build_html(results_dir: str | Path, out_dir: str | Path, *, roots: Iterable[
     ok, detail = _run(cmd, out, results, timeout)
     if not ok:
         return False, f"Allure HTML report failed: {detail}"
-    open_first_model(out / "index.html", results)
+    finish_page(out / "index.html", results)
     return True, _built(out, exe) + note
+
+
+def finish_page(index: Path, results: Path) -> None:
+    """What the built page needs before anyone opens it: no analytics, the first model shown."""
+    strip_analytics(index)
+    open_first_model(index, results)
+
+
+#: Allure 3's "awesome" page always embeds Google Analytics (``analyticsEnable: true`` in its
+#: generators.js; only the allure2 plugin honours ``ALLURE_NO_ANALYTICS``): a script fetched from
+#: googletagmanager.com and an inline ``gtag(...)`` block sending the report's uuid. A report of
+#: a model evaluation must not call out when opened (offline CI artifacts, private runs).
+_ANALYTICS = re.compile(
+    r"<script[^>]*googletagmanager\.com[^>]*>\s*</script>\s*"
+    r"|<script>(?:(?!</script>).)*?\bgtag\((?:(?!</script>).)*?</script>\s*",
+    re.DOTALL,
+)
+
+
+def strip_analytics(index: Path) -> None:
+    """Remove Allure's analytics scripts from ``index`` (left as is where there are none)."""
+    if not index.is_file():
+        return
+    page = index.read_text(encoding="utf-8")
+    cleaned = _ANALYTICS.sub("", page)
+    if cleaned != page:
+        index.write_text(cleaned, encoding="utf-8")
 
 
 #: Allure's web app keeps the chosen environment in localStorage under this key (its app bundle:
@@ -134,7 +162,8 @@ def allure_package_dir(exe: str) -> Path | None:
 
 def _run(cmd: list[str], out: Path, cwd: Path, timeout: float) -> tuple[bool, str]:
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=str(cwd))
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=str(cwd),
+                              env={**os.environ, "ALLURE_NO_ANALYTICS": "true"})
     except (OSError, subprocess.SubprocessError) as exc:
         return False, str(exc)
     if proc.returncode != 0 or not (out / "index.html").is_file():

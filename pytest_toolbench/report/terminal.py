@@ -54,7 +54,7 @@ that failed record 9003's direct question and every ``free`` request)::
           4/4 cases hit infrastructure errors (http_500 x4 (the endpoint returned a
           server error; 2 attempts per call; try: raise --max-retries; check the
           server log)); above the 50.00% limit
-    gates FAILED (exit status 11 INFRA_ERRORS): the exit status is decided by the gates, not by single cases
+    gates FAILED (exit status 11 INFRA_ERRORS): set by the gates, not single cases
 
 - One table per benchmark, one row per scenario: the scenario's headline metric (for a
   benchmark that declares no ``headline``, the first metric it declares; ``-v`` shows all of
