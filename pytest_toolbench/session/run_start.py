@@ -12,6 +12,7 @@ import pytest
 
 from pytest_toolbench import __version__
 from pytest_toolbench.benchmarks import registry
+from pytest_toolbench.benchmarks.base import run_open_protocols
 from pytest_toolbench.config import RunSettings
 from pytest_toolbench.models.factory import build_model
 from pytest_toolbench.options import check_base_url, settings_from_config
@@ -57,7 +58,12 @@ def configure_run(config: pytest.Config) -> ToolbenchState:
         if not is_worker(config) and settings.resolved_backend == "openai" and has_toolbench_tests(config):
             if not settings.base_url and os.environ.get("OPENAI_BASE_URL"):
                 check_base_url(os.environ["OPENAI_BASE_URL"], "$OPENAI_BASE_URL")
-            build_model(settings)  # fails fast on a missing key; sends no request
+            # fails fast on a missing key; sends no request. With the run's open protocols, as
+            # the model under test is built (session/fixtures.py toolbench_model): without them
+            # --decoding open planned no parser and warned "no upstream open-model parser fits"
+            # for every model, one whose family a benchmark's parser reads included.
+            build_model(settings, open_protocols=run_open_protocols(registry())
+                        if settings.open_protocol else None)
         # the real data fetched and verified now, once, before xdist starts its workers
         settings = resolve_run_data(config, settings)
     except ValueError as exc:
