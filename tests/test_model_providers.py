@@ -91,7 +91,7 @@ def test_an_unknown_backend_names_the_known_ones() -> None:
     with pytest.raises(ModelConfigError) as info:
         build_model(RunSettings(model="m", backend="no-such-provider"))
     assert "no-such-provider" in str(info.value)
-    assert "known: openai, oracle, replay, vllm" in str(info.value)
+    assert "expected one of auto, openai, oracle, replay, vllm" in str(info.value)
     assert ENTRY_POINT_GROUP in str(info.value)
 
 
@@ -143,5 +143,5 @@ def test_an_outside_package_adds_a_provider_and_runs_cases_with_it(tmp_path: Pat
 def test_an_unknown_backend_stops_the_run_before_any_case(tmp_path: Path) -> None:
     proc = run_toolhop(tmp_path, "--backend", "gold-echo")  # the package is not installed here
     assert proc.returncode == 4, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert ("--backend gold-echo: no such model provider (known: openai, oracle, replay, vllm)"
+    assert ("--backend gold-echo: no such model provider (expected one of auto, openai, oracle, replay, vllm)"
             in proc.stdout + proc.stderr)

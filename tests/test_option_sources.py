@@ -134,7 +134,9 @@ def test_pytest_ini_keys_and_override(pytester: pytest.Pytester):
 
 @pytest.mark.parametrize("key, value, reason", [
     ("toolbench_concurrency", '"many"', "expected an integer"),
-    ("toolbench_backend", '"gpu"', "expected one of auto, openai, vllm"),
+    ("toolbench_backend", '"gpu"', "no such model provider (expected one of auto, openai, oracle, replay, "
+                                   "vllm); a package adds one with register_provider() or an entry "
+                                   "point in the group 'pytest_toolbench.models'"),
     ("toolbench_no_cache", '"maybe"', "expected true or false"),
     ("toolbench_familytool_kg_layout", '"both"', "expected one of auto, single_user, system_user"),
 ])

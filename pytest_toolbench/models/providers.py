@@ -99,15 +99,19 @@ def providers() -> dict[str, Provider]:
         return dict(_PROVIDERS)
 
 
-def find_provider(name: str) -> Provider:
-    """The provider for ``--backend NAME``; an unknown name is one line listing the known ones."""
+def find_provider(name: str, where: str | None = None) -> Provider:
+    """The provider for ``--backend NAME``; an unknown name is one line listing the known ones.
+    ``where``: how the name was set, when not by the flag (``<ini file>: toolbench_backend = 'x'``)."""
     found = providers().get(name)
     if found is None:
-        known = ", ".join(sorted(providers()))
-        raise ModelConfigError(f"--backend {name}: no such model provider (known: {known}); a "
-                               f"package adds one with register_provider() or an entry point "
-                               f"in the group {ENTRY_POINT_GROUP!r}")
+        raise ModelConfigError(f"{where or f'--backend {name}'}: {unknown_provider_reason()}")
     return found
+
+
+def unknown_provider_reason() -> str:
+    known = ", ".join(["auto", *sorted(providers())])
+    return (f"no such model provider (expected one of {known}); a package adds one with "
+            f"register_provider() or an entry point in the group {ENTRY_POINT_GROUP!r}")
 
 
 def _discover() -> None:

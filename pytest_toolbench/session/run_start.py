@@ -53,8 +53,12 @@ def configure_run(config: pytest.Config) -> ToolbenchState:
             check_run_outputs(config, settings)  # every output writable before any model call
         if not is_worker(config) and settings.backend != "auto":
             from pytest_toolbench.models.providers import find_provider
+            from pytest_toolbench.option_sources import from_command_line, ini_name
 
-            find_provider(settings.resolved_backend)  # an unknown name lists the known ones
+            # an unknown name lists the known ones, and names the ini file when it came from there
+            where = None if from_command_line(config, "--backend") else (
+                f"{config.inipath or 'ini'}: {ini_name('--backend')} = {settings.backend!r}")
+            find_provider(settings.resolved_backend, where)
         if not is_worker(config) and settings.resolved_backend == "openai" and has_toolbench_tests(config):
             if not settings.base_url and os.environ.get("OPENAI_BASE_URL"):
                 check_base_url(os.environ["OPENAI_BASE_URL"], "$OPENAI_BASE_URL")
