@@ -1,6 +1,6 @@
 """One performance run of the harness against a fixed-latency local endpoint.
 
-Run: python perf/run.py [--latency 0.5] [--cases 1000] [--json PATH] [--skip NAME ...]
+Run: python perf/run.py [--latency 0.5] [--cases 1000] [--load N] [--json PATH] [--skip NAME ...]
 
 Starts perf/fake_llm.py (a stdlib-asyncio OpenAI-compatible server playing ToolHop gold, so
 tool-using cases take their real number of turns), generates ToolHop data with distinct ids from
@@ -11,16 +11,21 @@ commands run with Python's bytecode cache on (as on a user's machine; see ``harn
 Efficiency = ideal wall / measured wall of the whole pytest command, ideal = model calls x
 latency / requests in flight. Runs at more requests in flight get proportionally more cases
 (``--cases`` is the size at 64 in flight), so every efficiency run has the same ideal wall.
+
+``--load N`` runs the same table while N busy processes (pure-Python loops started and ended by
+this script) share the machine: what a busy CI runner gives.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
 import re
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -29,10 +34,11 @@ import time
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "data" / "toolhop" / "ToolHop.json"
+SHARED_DATA = REPO.parent / "shared" / "datasets"
 PY = sys.executable
 
 
@@ -99,6 +105,45 @@ class FakeEndpoints:
     def close(self) -> None:
         self.proc.terminate()
         self.proc.wait(timeout=10)
+
+
+# ----------------------------------------------------------------------------- background load
+# A pure-Python loop that also ends by itself once this script is gone (its parent changes), so a
+# SIGKILLed perf run cannot leave busy processes behind; the check runs every ~10 ms of work.
+BUSY_LOOP = ("import os, sys\nparent = int(sys.argv[1])\n"
+             "while os.getppid() == parent:\n    for _ in range(100_000):\n        pass\n")
+
+
+def _raise_exit(signum: int, _frame: Any) -> None:
+    """SIGTERM/SIGHUP end the run through ``finally`` (busy processes stopped, temp dir removed)."""
+    raise SystemExit(128 + signum)
+
+
+@contextlib.contextmanager
+def busy_load(n: int) -> Iterator[list[subprocess.Popen[bytes]]]:
+    """``n`` busy processes for the duration of the block, always stopped on the way out
+    (exception, Ctrl-C, SIGTERM); Ctrl-C also reaches them directly, as they share this
+    process's group."""
+    procs: list[subprocess.Popen[bytes]] = []
+    previous = {sig: signal.signal(sig, _raise_exit) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        for _ in range(n):
+            procs.append(subprocess.Popen([PY, "-c", BUSY_LOOP, str(os.getpid())],
+                                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL))
+        yield procs
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+        for proc in procs:
+            proc.wait()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def load_average() -> str:
+    """The 1/5/15-minute load averages, as ``uptime`` prints them."""
+    return ", ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 # ----------------------------------------------------------------------------- pytest runs
@@ -202,16 +247,33 @@ def rerun_speedup(first: dict[str, Any], wall: float, rc: int, calls: int | None
 
 
 def pytest_floor(tmp: Path, n: int, first_wall: float) -> dict[str, Any]:
-    """Wall time of ``n`` parametrised no-op tests in this checkout (same plugins, same options):
-    a cached re-run can never be faster than pytest running as many items."""
-    folder = tmp / "floor"
+    """Wall time and CPU of ``n`` parametrised no-op tests in this checkout (same plugins, same
+    options): a cached re-run can never be faster than pytest running as many items, and no
+    harness can spend less CPU per case, nor drive more cases per second, than pytest per test."""
+    folder = tmp / f"floor-{n}"
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "test_floor.py").write_text(
         "import pytest\n\n@pytest.mark.parametrize('i', range(%d))\ndef test_noop(i):\n    pass\n" % n)
-    wall, rc, tail, _ = timed([PY, "-m", "pytest", str(folder), "-q", "-p", "no:cacheprovider",
-                               "-p", "no:randomly", "-n", "0", "--rootdir", str(folder)])
+    wall, rc, tail, _, cpu = timed_usage([PY, "-m", "pytest", str(folder), "-q", "-p", "no:cacheprovider",
+                                          "-p", "no:randomly", "-n", "0", "--rootdir", str(folder)])
     return {"wall_s": round(wall, 3), "rc": rc, "cases": n,
-            "max_speedup": round(first_wall / wall, 2) if rc == 0 else None, "tail": tail[-300:] if rc else ""}
+            "max_speedup": round(first_wall / wall, 2) if rc == 0 else None, "tail": tail[-300:] if rc else "",
+            # Whole command, start-up included (as the harness figures they are compared with).
+            "cpu_s": round(cpu, 3), "cpu_per_test_ms": round(cpu / n * 1e3, 3) if rc == 0 else None,
+            "tests_per_s": round(n / wall, 1) if rc == 0 else None}
+
+
+def cpu_per_call_goal(label: str, run: dict[str, Any], floor: dict[str, Any]) -> Goal:
+    """Harness CPU per model call (every process of the command: pytest, xdist workers, the SDK
+    process, sandbox workers; the fake endpoint is not its child) over pytest's CPU per no-op
+    test in a run of as many tests."""
+    per_call = run["harness_cpu_s"] / run["calls"] * 1e3 if run.get("ok") and run["calls"] else None
+    per_test = floor.get("cpu_per_test_ms")
+    ratio = round(per_call / per_test, 2) if per_call and per_test else None
+    return Goal(f"harness CPU per model call / pytest floor per test, {label}", ratio, 2.0, False, "x",
+                note=f"{per_call or float('nan'):.2f} ms per call ({run['harness_cpu_s']}s over {run['calls']} "
+                     f"calls, every harness process, endpoint excluded) vs {per_test} ms CPU per no-op "
+                     f"test ({floor['cases']} tests)")
 
 
 def efficiency_ceiling(run: dict[str, Any], latency: float) -> dict[str, Any]:
@@ -265,6 +327,7 @@ def measure_efficiency(ns: argparse.Namespace, tmp: Path, figures: dict[str, Any
         figures["efficiency_runs"] = runs
         first = runs["c64_n0"]["wall_s"]
         figures["pytest_floor"] = pytest_floor(tmp, ns.cases, first)
+        figures["pytest_floor_256"] = pytest_floor(tmp, sizes[256], runs["c256_n0"]["wall_s"])
         figures["ceiling_64"] = ceiling = efficiency_ceiling(runs["c64_n0"], ns.latency)
         figures["cached_rerun"] = {"wall_s": round(cached_wall, 3), "rc": cached_rc,
                                    "calls_sent": cached_calls,
@@ -313,6 +376,8 @@ def measure_efficiency(ns: argparse.Namespace, tmp: Path, figures: dict[str, Any
                  None, unit="s",
                  note=f"first run / floor = {figures['pytest_floor']['max_speedup']}x: the most any "
                       "re-run through pytest can gain"),
+            cpu_per_call_goal("64 in flight", runs["c64_n0"], figures["pytest_floor"]),
+            cpu_per_call_goal("256 in flight", runs["c256_n0"], figures["pytest_floor_256"]),
         ]
         if not ns.skip or "upstream" not in ns.skip:
             server.reset()
@@ -349,6 +414,104 @@ def measure_endpoints(ns: argparse.Namespace, tmp: Path, figures: dict[str, Any]
     return [Goal(f"aggregate efficiency, {n} endpoints x 64 in flight", run["efficiency"], 0.90,
                  note=f"{run['calls']} calls, per endpoint {spread}; CPU: harness {run['harness_cpu_s']}s "
                       f"+ endpoints {run['endpoint_cpu_s']}s = {run['machine_busy']:.0%} of {run['cores']} cores")]
+
+
+DRIVE_SETTINGS = (("-n 0 x 64", 64, 0), ("-n 0 x 256", 256, 0), ("-n 2 x 128", 128, 2))
+
+
+def measure_drive(ns: argparse.Namespace, tmp: Path, figures: dict[str, Any]) -> list[Goal]:
+    """Model calls per second against a fast endpoint (``--drive-latency``, 10 ms), whole command
+    (start-up and exit included), at each of ``DRIVE_SETTINGS``; the best is compared with pytest
+    running as many no-op tests, also whole command, in the same run."""
+    data = make_toolhop_data(tmp / "data-drive", ns.drive_cases)
+    server = FakeEndpoints(SAMPLE, ns.drive_latency)
+    runs: dict[str, dict[str, Any]] = {}
+    try:
+        for label, concurrency, workers in DRIVE_SETTINGS:
+            run = efficiency_run(server, data, ns.drive_latency, concurrency, workers,
+                                 tmp / f"cache-drive-{concurrency}-{workers}" / "cache")
+            run["calls_per_s"] = round(run["calls"] / run["wall_s"], 1) if run["ok"] else None
+            run["busy_calls_per_s"] = (round(run["calls"] / run["busy_s"], 1)
+                                       if run.get("busy_s") else None)
+            runs[label] = run
+    finally:
+        server.close()
+    floor = pytest_floor(tmp, ns.drive_cases, 0.0)
+    rated = {k: r["calls_per_s"] for k, r in runs.items() if r["calls_per_s"]}
+    best = max(rated, key=lambda k: rated[k]) if rated else None
+    ratio = (round(rated[best] / floor["tests_per_s"], 3)
+             if best and floor.get("tests_per_s") else None)
+    figures["drive"] = {"latency_s": ns.drive_latency, "cases": ns.drive_cases, "runs": runs,
+                        "pytest_floor": floor, "best": best, "ratio": ratio}
+    settings = "; ".join(f"{k}: {r['calls_per_s']}/s (busy span {r['busy_calls_per_s']}/s, "
+                         f"endpoint CPU {r['endpoint_cpu_s']}s, machine {r['machine_busy']:.0%})"
+                         for k, r in runs.items())
+    return [
+        Goal(f"drive rate, {ns.drive_latency * 1e3:g} ms endpoint / pytest no-op tests per second", ratio,
+             0.5, note=f"best {best}: {rated.get(best) if best else None} calls/s vs pytest "
+                       f"{floor.get('tests_per_s')} no-op tests/s ({ns.drive_cases} each, whole command)"),
+        Goal("  drive rate per setting", rated.get(best) if best else None, None, unit="/s", note=settings),
+    ]
+
+
+# Where a run folder's bytes go: the first matching rule names the file's part.
+STORAGE_PARTS = (("report.json", re.compile(r"report\.json$")),
+                 ("results.jsonl", re.compile(r"results\.jsonl$")),
+                 ("worker journals", re.compile(r"worker-[^/]*\.jsonl$")),
+                 ("run.json", re.compile(r"run\.json$")),
+                 ("caches in the run folder", re.compile(r"-(extractions|cache)/")))
+
+
+def folder_usage(root: Path) -> dict[str, dict[str, int]]:
+    """Bytes and files of ``root``, per part of ``STORAGE_PARTS`` (``other`` for the rest)."""
+    parts: dict[str, dict[str, int]] = {}
+    for path in root.rglob("*"):
+        if not path.is_file():
+            continue
+        rel = path.relative_to(root).as_posix()
+        name = next((n for n, rule in STORAGE_PARTS if rule.search(rel)), "other")
+        part = parts.setdefault(name, {"bytes": 0, "files": 0})
+        part["bytes"] += path.stat().st_size
+        part["files"] += 1
+    return parts
+
+
+def measure_storage(ns: argparse.Namespace, tmp: Path, figures: dict[str, Any]) -> list[Goal]:
+    """An oracle run (no endpoint) of ToolHop and FamilyTool over ``--data-dir`` with ``-n 2``
+    (as a user gating a merge runs it), then the bytes per case of its run folder, by file, and
+    of its response cache."""
+    goals: list[Goal] = []
+    out: dict[str, Any] = {}
+    for bench in ("familytool", "toolhop"):
+        runs_dir, cache_dir = tmp / f"runs-{bench}", tmp / f"cache-{bench}"
+        wall, rc, tail, _ = timed([PY, "-m", "pytest", f"suites/{bench}", "-q", "-p", "no:cacheprovider",
+                                   "-p", "no:randomly", "--data-dir", str(ns.data_dir), "--model", "oracle",
+                                   "-n", "2", "--runs-dir", str(runs_dir), "--cache-dir", str(cache_dir)])
+        folders = [p for p in runs_dir.iterdir() if p.is_dir()] if runs_dir.is_dir() else []
+        journal = folders[0] / "results.jsonl" if len(folders) == 1 else None
+        cases = (sum(1 for line in journal.open("rb") if line.strip())
+                 if journal and journal.exists() else 0)
+        parts = folder_usage(folders[0]) if len(folders) == 1 else {}
+        cache = folder_usage(cache_dir) if cache_dir.is_dir() else {}
+        total = sum(p["bytes"] for p in parts.values())
+        cache_bytes = sum(p["bytes"] for p in cache.values())
+        ok = rc == 0 and cases > 0
+        out[bench] = {"wall_s": round(wall, 3), "rc": rc, "cases": cases, "run_folder_bytes": total,
+                      "run_folder_files": sum(p["files"] for p in parts.values()), "parts": parts,
+                      "response_cache_bytes": cache_bytes, "tail": "" if ok else tail[-400:]}
+        per_case = round(total / cases) if ok else None
+        breakdown = ", ".join(f"{name} {p['bytes'] / cases / 1024:.1f}" for name, p in
+                              sorted(parts.items(), key=lambda kv: -kv[1]["bytes"])) if cases else ""
+        target = 247e6 / 10 / 5628 if bench == "familytool" else None
+        goals.append(Goal(f"storage, {bench} oracle run folder per case", per_case, target and round(target),
+                          False, " B",
+                          note=f"{cases} cases, {total / 1e6:.1f} MB in {out[bench]['run_folder_files']} files "
+                               f"(KiB per case: {breakdown}); response cache {cache_bytes / 1e6:.1f} MB; "
+                               f"-n 2, rc {rc}, {wall:.1f}s"
+                               + ("; goal: 1/10 of the 247 MB (5,628 cases) issue 32 measured"
+                                  if target else "")))
+    figures["storage"] = {"data_dir": str(ns.data_dir), **out}
+    return goals
 
 
 def measure_collection(ns: argparse.Namespace, tmp: Path, figures: dict[str, Any]) -> list[Goal]:
@@ -458,6 +621,8 @@ def render(goals: list[Goal]) -> str:
 STEPS: dict[str, Callable[[argparse.Namespace, Path, dict[str, Any]], list[Goal]]] = {
     "efficiency": measure_efficiency,
     "endpoints": measure_endpoints,
+    "drive": measure_drive,
+    "storage": measure_storage,
     "collection": measure_collection,
     "sandbox": measure_sandbox,
     "retrieval": measure_retrieval,
@@ -476,14 +641,22 @@ def main() -> int:
                         help="extra pytest args for the sandbox run, e.g. --sandbox-insecure")
     parser.add_argument("--only", nargs="*", choices=list(STEPS), default=None)
     parser.add_argument("--skip", nargs="*", default=[], help=f"steps to skip ({', '.join(STEPS)}, upstream)")
+    parser.add_argument("--drive-latency", type=float, default=0.01,
+                        help="endpoint latency of the drive-rate runs, seconds")
+    parser.add_argument("--drive-cases", type=int, default=2000, help="direct cases per drive-rate run")
+    parser.add_argument("--data-dir", type=Path, default=SHARED_DATA,
+                        help="benchmark files (DIR/<name>/...) for the storage step's oracle runs")
+    parser.add_argument("--load", type=int, default=0, metavar="N",
+                        help="run every step beside N busy (pure-Python, CPU-bound) processes")
     parser.add_argument("--json", type=Path, default=None, help="write the figures here")
     ns = parser.parse_args()
     figures: dict[str, Any] = {"latency_s": ns.latency, "cases_at_64": ns.cases,
                                "python": platform.python_version(), "cpus": os.cpu_count(),
-                               "started": time.time(), "bytecode_cache": True}
+                               "started": time.time(), "bytecode_cache": True, "load": ns.load,
+                               "load_average_at_start": load_average()}
     warm_bytecode()
     goals: list[Goal] = []
-    with tempfile.TemporaryDirectory(prefix="toolbench-perf-") as tmpname:
+    with tempfile.TemporaryDirectory(prefix="toolbench-perf-") as tmpname, busy_load(ns.load):
         tmp = Path(tmpname)
         for name, step in STEPS.items():
             if (ns.only and name not in ns.only) or name in ns.skip:
@@ -499,6 +672,10 @@ def main() -> int:
     figures["goals"] = [{"name": g.name, "value": g.value, "target": g.target,
                          "higher_is_better": g.higher_is_better, "met": g.met, "note": g.note}
                         for g in goals]
+    figures["load_average_at_end"] = load_average()
+    print(f"perf/run.py --load {ns.load} ({ns.load} busy process(es) beside every command); "
+          f"{os.cpu_count()} cores; load average at start {figures['load_average_at_start']}, "
+          f"at end {figures['load_average_at_end']}; latency {ns.latency}s")
     print(render(goals))
     missed = [g.name for g in goals if g.met is False]
     if ns.json:
