@@ -7,9 +7,10 @@ fake endpoint at ``--latency``, ``--cases`` x in-flight / 64 cases, ``-n 0``) ru
 ``py-spy record --subprocesses`` (CPU samples only, idle threads left out), so the pytest
 process and the SDK process it starts are both sampled; the fake endpoint is perf/run.py's child,
 not the command's, and is not. Printed per process, as sampled milliseconds per model call and
-as a share of the process's samples. py-spy samples every thread and counts a thread inside a
-GIL-free C call (``epoll``, a condition wait, ``fsync``) as busy, so the sampled total is above the
-command's CPU (perf/run.py's "harness CPU per model call"): read the shares, not the sum.
+as a share of the process's samples. With ``--gil`` (the default) only the thread holding the GIL
+is sampled: the Python work that serialises each process, the part that bounds its calls per
+second. Without it py-spy samples every thread and counts one waiting for the GIL, or inside
+some GIL-free C calls, as busy, so the total is above the command's CPU.
 
 * the top functions by own time (the sampled leaf frame), and own time summed by module (a
   harness file, a library's top-level package, a standard-library package or module);
@@ -119,13 +120,13 @@ def summarise(stacks: list[tuple[list[str], int]], calls: int, rate: int, top: i
 
 
 def profile_run(py_spy: str, tmp: Path, in_flight: int, cases: int, latency: float, rate: int,
-                top: int) -> dict[str, Any]:
+                top: int, gil: bool) -> dict[str, Any]:
     data = make_toolhop_data(tmp / f"data-{in_flight}", cases)
     raw = tmp / f"profile-{in_flight}.txt"
     server = FakeEndpoints(SAMPLE, latency)
     try:
         cmd = [py_spy, "record", "--subprocesses", "--nonblocking", "--full-filenames", "--rate", str(rate), "--format", "raw",
-               "-o", str(raw), "--", *pytest_cmd(data, server.urls, in_flight, tmp / f"cache-{in_flight}",
+               *(["--gil"] if gil else []), "-o", str(raw), "--", *pytest_cmd(data, server.urls, in_flight, tmp / f"cache-{in_flight}",
                                                  extra=["-n", "0"])]
         proc = subprocess.run(cmd, cwd=REPO, env=harness_env(), capture_output=True, text=True)
         calls = server.stats()["requests"]
@@ -133,14 +134,15 @@ def profile_run(py_spy: str, tmp: Path, in_flight: int, cases: int, latency: flo
         server.close()
     if proc.returncode != 0 or not raw.exists():
         return {"rc": proc.returncode, "tail": (proc.stdout + proc.stderr)[-1500:]}
-    return {"rc": 0, "calls": calls, "cases": cases, "rate_hz": rate,
+    return {"rc": 0, "calls": calls, "cases": cases, "rate_hz": rate, "gil_only": gil,
             "processes": summarise(read_raw(raw), calls, rate, top)}
 
 
 def render(in_flight: int, res: dict[str, Any]) -> str:
     if res.get("rc"):
         return f"== {in_flight} in flight: failed (rc {res['rc']})\n{res.get('tail', '')}"
-    lines = [f"== {in_flight} in flight, -n 0: {res['calls']} model calls, sampled at {res['rate_hz']} Hz"]
+    lines = [f"== {in_flight} in flight, -n 0: {res['calls']} model calls, sampled at {res['rate_hz']} Hz"
+             + (", GIL holder only" if res["gil_only"] else ", every thread")]
     for proc, p in res["processes"].items():
         total = p["sampled_ms_per_call"] or 1.0
         lines.append(f"-- {proc}: {p['sampled_ms_per_call']} sampled ms per call ({p['samples']} samples)")
@@ -159,6 +161,8 @@ def main() -> int:
     parser.add_argument("--latency", type=float, default=0.5)
     parser.add_argument("--rate", type=int, default=250, help="samples per second")
     parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--no-gil", dest="gil", action="store_false",
+                        help="sample every thread, not only the one holding the GIL")
     parser.add_argument("--json", type=Path, default=None)
     ns = parser.parse_args()
     warm_bytecode()
@@ -166,7 +170,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="toolbench-profile-") as tmpname:
         for n in ns.in_flight:
             results[n] = profile_run(ns.py_spy, Path(tmpname), n, ns.cases * n // 64, ns.latency,
-                                     ns.rate, ns.top)
+                                     ns.rate, ns.top, ns.gil)
             print(render(n, results[n]), flush=True)
     if ns.json:
         ns.json.parent.mkdir(parents=True, exist_ok=True)

@@ -263,7 +263,50 @@ def pytest_floor(tmp: Path, n: int, first_wall: float) -> dict[str, Any]:
             "tests_per_s": round(n / wall, 1) if rc == 0 else None}
 
 
-def cpu_per_call_goal(label: str, run: dict[str, Any], floor: dict[str, Any]) -> Goal:
+def marginal_cpu_note(small: tuple[dict[str, Any], dict[str, Any]],
+                      large: tuple[dict[str, Any], dict[str, Any]]) -> str:
+    """CPU per call and per no-op test between two sizes (run, floor pairs): the start-up that the
+    whole-command figures share out over the calls is left out of both."""
+    (run_a, floor_a), (run_b, floor_b) = small, large
+    if not (run_a.get("ok") and run_b.get("ok") and floor_a.get("cpu_per_test_ms")
+            and floor_b.get("cpu_per_test_ms")) or run_b["calls"] == run_a["calls"]:
+        return ""
+    per_call = (run_b["harness_cpu_s"] - run_a["harness_cpu_s"]) / (run_b["calls"] - run_a["calls"]) * 1e3
+    per_test = (floor_b["cpu_s"] - floor_a["cpu_s"]) / (floor_b["cases"] - floor_a["cases"]) * 1e3
+    return (f"; marginal {run_a['calls']} -> {run_b['calls']}: {per_call:.2f} ms per call vs "
+            f"{per_test:.2f} ms per test ({per_call / per_test:.1f}x)" if per_test > 0 else "")
+
+
+def sdk_alone(server: FakeEndpoints, calls: int, in_flight: int) -> dict[str, Any]:
+    """perf/sdk_floor.py against ``server``: the openai SDK's CPU per call with no harness (the
+    least any harness on the real SDK spends beside pytest's own per-test work)."""
+    server.reset()
+    wall, rc, tail, _, cpu = timed_usage([PY, str(REPO / "perf" / "sdk_floor.py"), "--base-url", server.urls[0],
+                                          "--data", str(SAMPLE), "--calls", str(calls),
+                                          "--in-flight", str(in_flight)])
+    try:
+        res = json.loads(tail.strip().splitlines()[-1]) if rc == 0 else {}
+    except (ValueError, IndexError):
+        res = {}
+    # Whole process (interpreter, imports, client, calls), as the harness figures count it.
+    return {**res, "rc": rc, "process_cpu_s": round(cpu, 3), "wall_s": round(wall, 3),
+            "process_cpu_per_call_ms": round(cpu / calls * 1e3, 3) if res else None,
+            "tail": "" if res else tail[-400:]}
+
+
+def sdk_reference_goal(label: str, sdk: dict[str, Any], floor: dict[str, Any]) -> Goal:
+    """The SDK's CPU per call, and what goal 1 could reach with a harness that cost nothing:
+    pytest's per-test floor plus the SDK's per-call CPU, over the floor."""
+    per_call, per_test = sdk.get("process_cpu_per_call_ms"), floor.get("cpu_per_test_ms")
+    least = round((per_test + per_call) / per_test, 2) if per_call and per_test else None
+    return Goal(f"reference: openai SDK alone, CPU per call, {label}", per_call, None, unit="ms",
+                note=f"{sdk.get('calls')} calls in one asyncio process, whole process (steady "
+                     f"{sdk.get('cpu_per_call_ms')} ms per call + start-up, import, client "
+                     f"{sdk.get('setup_cpu_s')}s); (pytest floor + SDK) / floor = {least}x: the least "
+                     "CPU ratio a harness on the real SDK reaches even at zero cost of its own")
+
+
+def cpu_per_call_goal(label: str, run: dict[str, Any], floor: dict[str, Any], extra: str = "") -> Goal:
     """Harness CPU per model call (every process of the command: pytest, xdist workers, the SDK
     process, sandbox workers; the fake endpoint is not its child) over pytest's CPU per no-op
     test in a run of as many tests."""
@@ -273,7 +316,7 @@ def cpu_per_call_goal(label: str, run: dict[str, Any], floor: dict[str, Any]) ->
     return Goal(f"harness CPU per model call / pytest floor per test, {label}", ratio, 2.0, False, "x",
                 note=f"{per_call or float('nan'):.2f} ms per call ({run['harness_cpu_s']}s over {run['calls']} "
                      f"calls, every harness process, endpoint excluded) vs {per_test} ms CPU per no-op "
-                     f"test ({floor['cases']} tests)")
+                     f"test ({floor['cases']} tests){extra}")
 
 
 def efficiency_ceiling(run: dict[str, Any], latency: float) -> dict[str, Any]:
@@ -377,8 +420,15 @@ def measure_efficiency(ns: argparse.Namespace, tmp: Path, figures: dict[str, Any
                  note=f"first run / floor = {figures['pytest_floor']['max_speedup']}x: the most any "
                       "re-run through pytest can gain"),
             cpu_per_call_goal("64 in flight", runs["c64_n0"], figures["pytest_floor"]),
-            cpu_per_call_goal("256 in flight", runs["c256_n0"], figures["pytest_floor_256"]),
+            cpu_per_call_goal("256 in flight", runs["c256_n0"], figures["pytest_floor_256"],
+                              marginal_cpu_note((runs["c64_n0"], figures["pytest_floor"]),
+                                                (runs["c256_n0"], figures["pytest_floor_256"]))),
         ]
+        if "sdk" not in ns.skip:
+            figures["sdk_alone"] = {64: sdk_alone(server, sizes[64], 64), 256: sdk_alone(server, sizes[256], 256)}
+            goals += [sdk_reference_goal("64 in flight", figures["sdk_alone"][64], figures["pytest_floor"]),
+                      sdk_reference_goal("256 in flight", figures["sdk_alone"][256],
+                                         figures["pytest_floor_256"])]
         if not ns.skip or "upstream" not in ns.skip:
             server.reset()
             up_wall, up_rc, up_tail, _ = timed([PY, str(REPO / "perf" / "upstream_style.py"),
@@ -436,7 +486,7 @@ def measure_drive(ns: argparse.Namespace, tmp: Path, figures: dict[str, Any]) ->
             runs[label] = run
     finally:
         server.close()
-    floor = pytest_floor(tmp, ns.drive_cases, 0.0)
+    floor = pytest_floor(tmp, ns.drive_cases, runs[DRIVE_SETTINGS[0][0]]["wall_s"])
     rated = {k: r["calls_per_s"] for k, r in runs.items() if r["calls_per_s"]}
     best = max(rated, key=lambda k: rated[k]) if rated else None
     ratio = (round(rated[best] / floor["tests_per_s"], 3)
@@ -640,7 +690,7 @@ def main() -> int:
     parser.add_argument("--sandbox-args", nargs="*", default=[],
                         help="extra pytest args for the sandbox run, e.g. --sandbox-insecure")
     parser.add_argument("--only", nargs="*", choices=list(STEPS), default=None)
-    parser.add_argument("--skip", nargs="*", default=[], help=f"steps to skip ({', '.join(STEPS)}, upstream)")
+    parser.add_argument("--skip", nargs="*", default=[], help=f"steps to skip ({', '.join(STEPS)}, upstream, sdk)")
     parser.add_argument("--drive-latency", type=float, default=0.01,
                         help="endpoint latency of the drive-rate runs, seconds")
     parser.add_argument("--drive-cases", type=int, default=2000, help="direct cases per drive-rate run")
