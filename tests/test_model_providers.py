@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from installed_folder import write_dist_info
 from pytest_toolbench.config import RunSettings
 from pytest_toolbench.models.base import CallContext, ChatRequest, ChatResponse
 from pytest_toolbench.models.cache import CachedModel
@@ -99,12 +100,8 @@ def outside_package(folder: Path) -> Path:
     """An installed distribution (a dist-info on the path) declaring the provider ``gold-echo``."""
     folder.mkdir()
     (folder / "toolbench_gold_echo.py").write_text(OUTSIDE_PROVIDER, encoding="utf-8")
-    info = folder / "toolbench_gold_echo-1.0.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: toolbench-gold-echo\nVersion: 1.0\n",
-                                   encoding="utf-8")
-    (info / "entry_points.txt").write_text(
-        f"[{ENTRY_POINT_GROUP}]\ngold-echo = toolbench_gold_echo:provider\n", encoding="utf-8")
+    write_dist_info(folder, "toolbench-gold-echo", "1.0",
+                    {ENTRY_POINT_GROUP: {"gold-echo": "toolbench_gold_echo:provider"}})
     return folder
 
 

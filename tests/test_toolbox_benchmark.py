@@ -16,13 +16,13 @@ import os
 import shutil
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from fake_openai_server import FakeOpenAIServer, completion
+from installed_folder import install_project
 
 REPO = Path(__file__).resolve().parents[1]
 TOOLBOX = REPO / "tests" / "toolbox_benchmark"
@@ -40,19 +40,8 @@ def toolbox_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def toolbox_env(tmp_path_factory: pytest.TempPathFactory, toolbox_dir: Path) -> dict[str, str]:
     """An interpreter's environment where the toolbox package is installed: its entry point line
     (read from its pyproject.toml) in a dist-info folder on the path, its folder on the path."""
-    site = tmp_path_factory.mktemp("site")
-    project = tomllib.loads((TOOLBOX / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    points = project["entry-points"]["pytest_toolbench.benchmarks"]
-    dist = site / f"{project['name'].replace('-', '_')}-{project['version']}.dist-info"
-    dist.mkdir()
-    (dist / "METADATA").write_text(
-        f"Metadata-Version: 2.1\nName: {project['name']}\nVersion: {project['version']}\n", encoding="utf-8")
-    (dist / "entry_points.txt").write_text(
-        "[pytest_toolbench.benchmarks]\n" + "".join(f"{k} = {v}\n" for k, v in points.items()),
-        encoding="utf-8")
-    path = os.pathsep.join([str(site), str(toolbox_dir), os.environ.get("PYTHONPATH", "")])
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
-    return {**env, "PYTHONPATH": path}
+    env = install_project(TOOLBOX, tmp_path_factory.mktemp("site"), toolbox_dir)
+    return {k: v for k, v in env.items() if not k.startswith("OPENAI_")}
 
 
 def run_pytest(env: dict[str, str], tmp_path: Path, cwd: Path, *args: str) -> tuple[subprocess.CompletedProcess, dict]:

@@ -9,14 +9,14 @@ out of this repository and run there, with the harness's fixtures from the packa
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import pytest
+
+from installed_folder import install_project
 
 REPO = Path(__file__).resolve().parents[1]
 TOY = REPO / "tests" / "toy_benchmark"
@@ -35,18 +35,8 @@ def toy_env(tmp_path_factory: pytest.TempPathFactory, toy_dir: Path) -> dict[str
     """The environment of an interpreter where the toy package is installed: its entry point
     line (read from its pyproject.toml) in a dist-info folder on the path, as installing the
     folder would write it."""
-    site = tmp_path_factory.mktemp("site")
-    project = tomllib.loads((TOY / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    points = project["entry-points"]["pytest_toolbench.benchmarks"]
-    dist = site / f"{project['name'].replace('-', '_')}-{project['version']}.dist-info"
-    dist.mkdir()
-    (dist / "METADATA").write_text(
-        f"Metadata-Version: 2.1\nName: {project['name']}\nVersion: {project['version']}\n", encoding="utf-8")
-    (dist / "entry_points.txt").write_text(
-        "[pytest_toolbench.benchmarks]\n" + "".join(f"{k} = {v}\n" for k, v in points.items()),
-        encoding="utf-8")
-    path = os.pathsep.join([str(site), str(toy_dir), os.environ.get("PYTHONPATH", "")])
-    return {**os.environ, "PYTHONPATH": path, "TOY_DIR": str(toy_dir)}
+    env = install_project(TOY, tmp_path_factory.mktemp("site"), toy_dir)
+    return {**env, "TOY_DIR": str(toy_dir)}
 
 
 def run_toy(env: dict[str, str], tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess, dict]:
