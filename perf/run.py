@@ -5,8 +5,11 @@ Run: python perf/run.py [--latency 0.5] [--cases 1000] [--load N] [--json PATH] 
 Starts perf/fake_llm.py (a stdlib-asyncio OpenAI-compatible server playing ToolHop gold, so
 tool-using cases take their real number of turns), generates ToolHop data with distinct ids from
 the bundled sample into a temporary data dir, runs whole ``pytest`` commands as subprocesses and
-measures each figure as a ratio, then prints a table and exits 1 if any goal is missed. The
-commands run with Python's bytecode cache on (as on a user's machine; see ``harness_env``).
+measures each figure as a ratio, then prints issue 32's goals, each beside the reference it is
+read against, measured in the same run (the ceiling, pytest's floor, the openai SDK alone,
+upstream's thread-pool script; perf/goal_table.py prints the 100-column table) and exits 1 if any
+goal is missed (perf/README.md, "Issue 32", documents every row). The commands run with Python's
+bytecode cache on (as on a user's machine; see ``harness_env``).
 
 Efficiency = ideal wall / measured wall of the whole pytest command, ideal = model calls x
 latency / requests in flight. Runs at more requests in flight get proportionally more cases
@@ -30,34 +33,18 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 import urllib.request
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
+
+from goal_table import WIDTH, Goal, ratio, render  # perf/goal_table.py: the rows and the 100-column table
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "data" / "toolhop" / "ToolHop.json"
 SHARED_DATA = REPO.parent / "shared" / "datasets"
 PY = sys.executable
-
-
-@dataclass
-class Goal:
-    name: str
-    value: float | None
-    target: float | None
-    higher_is_better: bool = True
-    unit: str = ""
-    note: str = ""
-
-    @property
-    def met(self) -> bool | None:
-        if self.target is None:
-            return None
-        if self.value is None:
-            return False
-        return self.value >= self.target if self.higher_is_better else self.value <= self.target
 
 
 # ----------------------------------------------------------------------------- data and server
@@ -295,28 +282,49 @@ def sdk_alone(server: FakeEndpoints, calls: int, in_flight: int) -> dict[str, An
 
 
 def sdk_reference_goal(label: str, sdk: dict[str, Any], floor: dict[str, Any]) -> Goal:
-    """The SDK's CPU per call, and what goal 1 could reach with a harness that cost nothing:
-    pytest's per-test floor plus the SDK's per-call CPU, over the floor."""
+    """(pytest floor + SDK alone) / floor: the least CPU ratio goal 1 could reach with a harness
+    that cost nothing itself on the real openai SDK (the reference perf/README's findings give)."""
     per_call, per_test = sdk.get("process_cpu_per_call_ms"), floor.get("cpu_per_test_ms")
-    least = round((per_test + per_call) / per_test, 2) if per_call and per_test else None
-    return Goal(f"reference: openai SDK alone, CPU per call, {label}", per_call, None, unit="ms",
-                note=f"{sdk.get('calls')} calls in one asyncio process, whole process (steady "
-                     f"{sdk.get('cpu_per_call_ms')} ms per call + start-up, import, client "
-                     f"{sdk.get('setup_cpu_s')}s); (pytest floor + SDK) / floor = {least}x: the least "
-                     "CPU ratio a harness on the real SDK reaches even at zero cost of its own")
+    least = ratio(per_test + per_call, per_test, 2) if per_call and per_test else None
+    return Goal(f"(floor + SDK alone) / floor, {label}", least, None, unit="x",
+                reference=f"SDK {per_call:.2f} ms per call" if per_call else "-",
+                note=f"perf/sdk_floor.py: {sdk.get('calls')} calls in one asyncio process, whole "
+                     f"process (steady {sdk.get('cpu_per_call_ms')} ms per call + start-up, import, "
+                     f"client {sdk.get('setup_cpu_s')}s): the best ratio a harness on the real SDK "
+                     f"reaches, at zero cost of its own; rc {sdk.get('rc')}")
+
+
+def harness_cpu_per_call_ms(run: dict[str, Any]) -> float | None:
+    """Every process of the command (pytest, xdist workers, the SDK process, sandbox workers; the
+    fake endpoint is not its child) over the model calls; None for a failed run."""
+    return run["harness_cpu_s"] / run["calls"] * 1e3 if run.get("ok") and run["calls"] else None
 
 
 def cpu_per_call_goal(label: str, run: dict[str, Any], floor: dict[str, Any], extra: str = "") -> Goal:
-    """Harness CPU per model call (every process of the command: pytest, xdist workers, the SDK
-    process, sandbox workers; the fake endpoint is not its child) over pytest's CPU per no-op
-    test in a run of as many tests."""
-    per_call = run["harness_cpu_s"] / run["calls"] * 1e3 if run.get("ok") and run["calls"] else None
-    per_test = floor.get("cpu_per_test_ms")
-    ratio = round(per_call / per_test, 2) if per_call and per_test else None
-    return Goal(f"harness CPU per model call / pytest floor per test, {label}", ratio, 2.0, False, "x",
-                note=f"{per_call or float('nan'):.2f} ms per call ({run['harness_cpu_s']}s over {run['calls']} "
-                     f"calls, every harness process, endpoint excluded) vs {per_test} ms CPU per no-op "
-                     f"test ({floor['cases']} tests){extra}")
+    """Goal 1: harness CPU per model call at most 2x pytest's CPU per no-op test, whole command,
+    in a run of as many tests."""
+    per_call, per_test = harness_cpu_per_call_ms(run), floor.get("cpu_per_test_ms")
+    return Goal(f"harness CPU per call / floor, {label}", ratio(per_call, per_test, 2), 2.0,
+                False, "x", reference=f"{per_call or float('nan'):.2f} ms vs {per_test or float('nan'):.2f} ms",
+                note=f"{run['harness_cpu_s']}s over {run['calls']} calls, every harness process, "
+                     f"endpoint excluded, vs pytest's CPU per no-op test ({floor['cases']} tests, "
+                     f"whole command){extra}")
+
+
+def restated_cpu_goal(label: str, run: dict[str, Any], floor: dict[str, Any],
+                      sdk: dict[str, Any] | None) -> Goal:
+    """Goal 1 as perf/README restates it: harness CPU per call at most 2x (pytest floor + SDK
+    alone), i.e. the harness's own work at most as much again. Shown, not counted: the issue's
+    goal is the row above."""
+    per_call, per_test = harness_cpu_per_call_ms(run), floor.get("cpu_per_test_ms")
+    sdk_ms = (sdk or {}).get("process_cpu_per_call_ms")
+    least = per_test + sdk_ms if per_test and sdk_ms else None
+    return Goal(f"harness CPU / (floor + SDK), {label}", ratio(per_call, least, 2), 2.0,
+                False, "x", goal_text="restated", counted=False,
+                reference=f"{per_call or float('nan'):.2f} ms vs {least:.2f} ms" if least else "-",
+                unchecked="" if sdk is not None else "the SDK-alone reference was skipped (--skip sdk)",
+                note=f"{per_call or float('nan'):.2f} ms per call over pytest's {per_test} ms per "
+                     f"no-op test + the openai SDK's {sdk_ms} ms per call alone")
 
 
 def efficiency_ceiling(run: dict[str, Any], latency: float) -> dict[str, Any]:
@@ -338,9 +346,67 @@ def efficiency_ceiling(run: dict[str, Any], latency: float) -> dict[str, Any]:
             "ceiling": round(run["ideal_s"] / least, 3) if run.get("ideal_s") else None}
 
 
+def upstream_run(server: FakeEndpoints, data: Path, threads: int, out: Path) -> dict[str, Any]:
+    """perf/upstream_style.py (a thread pool of the synchronous openai client, as ToolHop's own
+    script scaled out) over the same data as the harness run it is compared with."""
+    server.reset()
+    wall, rc, tail, _ = timed([PY, str(REPO / "perf" / "upstream_style.py"), "--data-dir", str(data),
+                               "--base-url", server.urls[0], "--threads", str(threads), "--out", str(out)],
+                              env={"PYTHONPATH": str(REPO)})
+    calls = server.stats()["requests"]
+    records = len(json.loads((data / "toolhop" / "ToolHop.json").read_text(encoding="utf-8")))
+    # A script that died early, or skipped a record, would look fast: it scores nothing.
+    ok = rc == 0 and calls >= records
+    return {"threads": threads, "wall_s": round(wall, 3), "rc": rc, "calls": calls, "records": records,
+            "ok": ok, "tail": "" if ok else tail[-400:]}
+
+
+def upstream_goal(up: dict[str, Any], harness: dict[str, Any], latency: float, target: float,
+                  why: str) -> Goal:
+    """Goal 4: upstream's wall over the harness's at the same in-flight count (above 1: the
+    harness is faster)."""
+    speedup = ratio(up["wall_s"], harness["wall_s"], 2) if up["ok"] and harness.get("ok") else None
+    up_eff = round(up["calls"] * latency / up["threads"] / up["wall_s"], 3) if up["ok"] else None
+    return Goal(f"upstream wall / harness wall, {up['threads']}", speedup, target, unit="x",
+                reference=f"{up['wall_s']:.2f}s vs {harness['wall_s']:.2f}s",
+                note=f"{why}; perf/upstream_style.py, {up['threads']} threads, {up['calls']} calls of "
+                     f"{up['records']} records (efficiency {up_eff}), rc {up['rc']}; the harness: "
+                     f"-n 0 x {harness['in_flight']}, the same data" + (f"; {up['tail']}" if up["tail"] else ""))
+
+
+def drop_goal(effs: dict[int, float | None], a: int, b: int) -> Goal:
+    """Goal 2: from ``a`` to ``b`` in flight efficiency falls by no more than 0.05 (a rise is a
+    negative drop)."""
+    drop = round(effs[a] - effs[b], 3) if effs[a] is not None and effs[b] is not None else None
+    return Goal(f"efficiency drop, {a} -> {b}", drop, 0.05, False,
+                reference=f"{effs[a]} -> {effs[b]}", note="the worse of the two steps sets the goal; "
+                "a negative drop is a rise")
+
+
+def run_note(run: dict[str, Any]) -> str:
+    """Calls, wall, ideal and where the time went (start-up, busy span, exit) of one run."""
+    return (f"{run['calls']} calls, {run['wall_s']}s vs ideal {run['ideal_s']}s; first request at "
+            f"{run.get('to_first_request_s')}s, busy span {run.get('busy_s')}s (efficiency "
+            f"{run.get('busy_efficiency')}), exit {run.get('after_last_reply_s')}s after the last "
+            f"reply; CPU: harness {run['harness_cpu_s']}s + endpoint {run['endpoint_cpu_s']}s = "
+            f"{run['machine_busy']:.0%} of {run['cores']} cores; rc {run['rc']}"
+            + ("" if run.get("ok") else f"; {run.get('tail', '')[-200:]}"))
+
+
+def rerun_goal(name: str, rerun: dict[str, Any], floor: dict[str, Any]) -> Goal:
+    """Goal 5: a re-run's speed-up at least 0.8 of the pytest floor's (first run's wall over
+    pytest's wall for as many no-op tests, as the issue's "pytest's floor allows 8.34x")."""
+    return Goal(f"{name} speed-up / floor's", ratio(rerun["speedup"], floor.get("max_speedup")), 0.8,
+                reference=f"{rerun['speedup']}x of {floor.get('max_speedup')}x",
+                note=f"{rerun['wall_s']:.2f}s, rc {rerun['rc']}, {rerun['calls_sent']} calls sent "
+                     "(must be 0); the floor's speed-up: the first 64-in-flight run's wall over "
+                     f"pytest's {floor.get('wall_s')}s for {floor.get('cases')} no-op tests")
+
+
 # ----------------------------------------------------------------------------- measurements
 def measure_efficiency(ns: argparse.Namespace, tmp: Path, figures: dict[str, Any]) -> list[Goal]:
-    goals: list[Goal] = []
+    """Goals 1, 2 (64/128/256 and -n 2), 4 and 5: the runs share one fake endpoint; the floor,
+    the ceiling, the SDK alone and upstream's script are measured here too, as their references."""
     sizes = {64: ns.cases, 256: ns.cases * 4, 128: ns.cases * 2}
     data = {n: make_toolhop_data(tmp / f"data-{n}", n) for n in set(sizes.values())}
     server = FakeEndpoints(SAMPLE, ns.latency)
@@ -359,99 +425,72 @@ def measure_efficiency(ns: argparse.Namespace, tmp: Path, figures: dict[str, Any
         runs["c64_n0_inline"] = efficiency_run(server, data[sizes[64]], ns.latency, 64, 0,
                                                tmp / "cache-64-inline" / "cache",
                                                extra=["--sdk-process", "inline"])
-        # The fully cached re-run and --cache-only reuse the 64-in-flight run's cache.
-        server.reset()
-        cached_wall, cached_rc, cached_tail, _ = timed(pytest_cmd(data[sizes[64]], server.urls, 64, cache64, extra=["-n", "0"]))
-        cached_calls = server.stats()["requests"]
-        server.reset()
-        only_wall, only_rc, only_tail, _ = timed(pytest_cmd(data[sizes[64]], server.urls, 64, cache64,
-                                                            extra=["-n", "0", "--cache-only"]))
-        only_calls = server.stats()["requests"]
         figures["efficiency_runs"] = runs
-        first = runs["c64_n0"]["wall_s"]
-        figures["pytest_floor"] = pytest_floor(tmp, ns.cases, first)
-        figures["pytest_floor_256"] = pytest_floor(tmp, sizes[256], runs["c256_n0"]["wall_s"])
-        figures["ceiling_64"] = ceiling = efficiency_ceiling(runs["c64_n0"], ns.latency)
-        figures["cached_rerun"] = {"wall_s": round(cached_wall, 3), "rc": cached_rc,
-                                   "calls_sent": cached_calls,
-                                   "speedup": rerun_speedup(runs["c64_n0"], cached_wall, cached_rc, cached_calls),
-                                   "tail": cached_tail[-400:]}
-        figures["cache_only"] = {"wall_s": round(only_wall, 3), "rc": only_rc, "calls_sent": only_calls,
-                                 "speedup": rerun_speedup(runs["c64_n0"], only_wall, only_rc, only_calls),
-                                 "tail": only_tail[-400:]}
-        effs = [runs[k]["efficiency"] for k in ("c64_n0", "c128_n0", "c256_n0")]
-        # "Keeps rising with more in flight instead of falling": the worst step 64->128->256
-        # may not fall by more than noise.
-        worst_step = (round(min(b - a for a, b in zip(effs, effs[1:])), 3)
-                      if all(e is not None for e in effs) else None)
-        goals += [
-            Goal("efficiency, 64 in flight, -n 0", runs["c64_n0"]["efficiency"], 0.90,
-                 note=f"{runs['c64_n0']['calls']} calls, {runs['c64_n0']['wall_s']}s vs ideal {runs['c64_n0']['ideal_s']}s"),
-            Goal("efficiency, 256 in flight, -n 0", runs["c256_n0"]["efficiency"], 0.85,
-                 note=f"{runs['c256_n0']['calls']} calls, {runs['c256_n0']['wall_s']}s vs ideal {runs['c256_n0']['ideal_s']}s"),
-            Goal("efficiency, -n 2 x 64 in flight", runs["c64_n2"]["efficiency"], 0.80,
-                 note=f"{runs['c64_n2']['calls']} calls, {runs['c64_n2']['wall_s']}s vs ideal {runs['c64_n2']['ideal_s']}s"),
-            *[Goal(f"  {k}: start-up / busy-span efficiency / after last reply",
-                   runs[k].get("busy_efficiency"), None,
-                   note=f"first request at {runs[k].get('to_first_request_s')}s, busy "
-                        f"{runs[k].get('busy_s')}s, exit {runs[k].get('after_last_reply_s')}s after the last reply; "
-                        f"CPU: harness {runs[k]['harness_cpu_s']}s + endpoint {runs[k]['endpoint_cpu_s']}s "
-                        f"= {runs[k]['machine_busy']:.0%} of {runs[k]['cores']} cores")
-              for k in ("c64_n0", "c128_n0", "c256_n0", "c64_n2")],
-            Goal("reference: ceiling at 64 in flight, -n 0, on this machine", ceiling["ceiling"], None,
-                 note=f"ideal / ({ceiling['rounds']} rounds x {ns.latency}s + importing pytest "
-                      f"{ceiling['import_pytest_s']}s + openai {ceiling['import_openai_s']}s in a fresh "
-                      "process): the first request can leave no sooner, with zero harness cost"),
-            Goal("reference: efficiency, 64 in flight, -n 0, --sdk-process inline",
-                 runs["c64_n0_inline"]["efficiency"], None,
-                 note=f"{runs['c64_n0_inline']['wall_s']}s; first request at "
-                      f"{runs['c64_n0_inline'].get('to_first_request_s')}s (the default, shared: "
-                      f"{runs['c64_n0'].get('to_first_request_s')}s)"),
-            Goal("efficiency, 128 in flight, -n 0", runs["c128_n0"]["efficiency"], None,
-                 note=f"{runs['c128_n0']['calls']} calls, {runs['c128_n0']['wall_s']}s vs ideal {runs['c128_n0']['ideal_s']}s"),
-            Goal("efficiency keeps rising 64 -> 128 -> 256 in flight", worst_step, -0.05,
-                 note=f"worst step of {effs}; may not fall by more than noise (0.05)"),
-            Goal("fully cached re-run speedup", figures["cached_rerun"]["speedup"], 20.0, unit="x",
-                 note=f"{cached_wall:.2f}s, rc {cached_rc}, {cached_calls} calls sent (must be 0)"),
-            Goal("--cache-only speedup", figures["cache_only"]["speedup"], 20.0, unit="x",
-                 note=f"{only_wall:.2f}s, rc {only_rc}, {only_calls} calls sent (must be 0)"),
-            Goal("reference: pytest floor for as many no-op tests", figures["pytest_floor"]["wall_s"],
-                 None, unit="s",
-                 note=f"first run / floor = {figures['pytest_floor']['max_speedup']}x: the most any "
-                      "re-run through pytest can gain"),
-            cpu_per_call_goal("64 in flight", runs["c64_n0"], figures["pytest_floor"]),
-            cpu_per_call_goal("256 in flight", runs["c256_n0"], figures["pytest_floor_256"],
-                              marginal_cpu_note((runs["c64_n0"], figures["pytest_floor"]),
-                                                (runs["c256_n0"], figures["pytest_floor_256"]))),
-        ]
-        if "sdk" not in ns.skip:
-            figures["sdk_alone"] = {64: sdk_alone(server, sizes[64], 64), 256: sdk_alone(server, sizes[256], 256)}
-            goals += [sdk_reference_goal("64 in flight", figures["sdk_alone"][64], figures["pytest_floor"]),
-                      sdk_reference_goal("256 in flight", figures["sdk_alone"][256],
-                                         figures["pytest_floor_256"])]
-        if not ns.skip or "upstream" not in ns.skip:
+        # The fully cached re-run and --cache-only reuse the 64-in-flight run's cache.
+        reruns: dict[str, dict[str, Any]] = {}
+        for key, extra in (("cached_rerun", ["-n", "0"]), ("cache_only", ["-n", "0", "--cache-only"])):
             server.reset()
-            up_wall, up_rc, up_tail, _ = timed([PY, str(REPO / "perf" / "upstream_style.py"),
-                                                "--data-dir", str(data[sizes[64]]), "--base-url",
-                                                server.urls[0], "--threads", "64",
-                                                "--out", str(tmp / "upstream.jsonl")],
-                                               env={"PYTHONPATH": str(REPO)})
-            up_calls = server.stats()["requests"]
-            up_eff = up_calls * ns.latency / 64 / up_wall
-            figures["upstream_reference"] = {"wall_s": round(up_wall, 3), "rc": up_rc, "calls": up_calls,
-                                             "efficiency": round(up_eff, 3),
-                                             "harness_speedup": round(up_wall / first, 2),
-                                             "tail": up_tail[-400:] if up_rc else ""}
-            goals.append(Goal("reference: upstream thread pool (64 threads) efficiency",
-                              round(up_eff, 3), None,
-                              note=f"upstream wall / harness wall at 64 in flight = {up_wall / first:.2f}"
-                                   f" ({'harness faster' if up_wall > first else 'harness SLOWER'})"))
+            wall, rc, tail, _ = timed(pytest_cmd(data[sizes[64]], server.urls, 64, cache64, extra=extra))
+            sent = server.stats()["requests"]
+            reruns[key] = figures[key] = {"wall_s": round(wall, 3), "rc": rc, "calls_sent": sent,
+                                          "speedup": rerun_speedup(runs["c64_n0"], wall, rc, sent),
+                                          "tail": tail[-400:]}
+        floor = figures["pytest_floor"] = pytest_floor(tmp, ns.cases, runs["c64_n0"]["wall_s"])
+        floor256 = figures["pytest_floor_256"] = pytest_floor(tmp, sizes[256], runs["c256_n0"]["wall_s"])
+        ceiling = figures["ceiling_64"] = efficiency_ceiling(runs["c64_n0"], ns.latency)
+        if "sdk" not in ns.skip:
+            figures["sdk_alone"] = {64: sdk_alone(server, sizes[64], 64),
+                                    256: sdk_alone(server, sizes[256], 256)}
+        if "upstream" not in ns.skip:
+            figures["upstream"] = {
+                64: upstream_run(server, data[sizes[64]], 64, tmp / "upstream-64.jsonl"),
+                256: upstream_run(server, data[sizes[256]], 256, tmp / "upstream-256.jsonl")}
     finally:
         server.close()
+
+    c64 = runs["c64_n0"]
+    effs = {64: c64["efficiency"], 128: runs["c128_n0"]["efficiency"], 256: runs["c256_n0"]["efficiency"]}
+    sdk = figures.get("sdk_alone", {})
+    goals = [
+        Goal("efficiency / ceiling, 64 in flight", ratio(effs[64], ceiling["ceiling"]), 0.95,
+             reference=f"{effs[64]} of ceiling {ceiling['ceiling']}",
+             note=f"{run_note(c64)}. Ceiling: ideal / ({ceiling['rounds']} rounds x {ns.latency}s + "
+                  f"importing pytest {ceiling['import_pytest_s']}s + openai {ceiling['import_openai_s']}s "
+                  "in a fresh process): the first request can leave no sooner, with zero harness cost"),
+        Goal("efficiency, 128 in flight", effs[128], None, reference=f"64 in flight: {effs[64]}",
+             note=run_note(runs["c128_n0"])),
+        Goal("efficiency, 256 in flight", effs[256], None, reference=f"64 in flight: {effs[64]}",
+             note=run_note(runs["c256_n0"])),
+        drop_goal(effs, 64, 128),
+        drop_goal(effs, 128, 256),
+        Goal("-n 2 x 64 / 64-in-flight figure", ratio(runs["c64_n2"]["efficiency"], effs[64]),
+             0.9, reference=f"{runs['c64_n2']['efficiency']} vs {effs[64]}", note=run_note(runs["c64_n2"])),
+        Goal("64 in flight, --sdk-process inline", runs["c64_n0_inline"]["efficiency"], None,
+             reference=f"shared SDK: {effs[64]}",
+             note=f"first request at {runs['c64_n0_inline'].get('to_first_request_s')}s (shared: "
+                  f"{c64.get('to_first_request_s')}s); {runs['c64_n0_inline']['wall_s']}s"),
+        rerun_goal("cached re-run", reruns["cached_rerun"], floor),
+        rerun_goal("--cache-only", reruns["cache_only"], floor),
+        cpu_per_call_goal("64", c64, floor),
+    ]
+    if sdk:
+        goals += [sdk_reference_goal("64", sdk[64], floor)]
+    goals += [restated_cpu_goal("64", c64, floor, sdk.get(64)),
+              cpu_per_call_goal("256", runs["c256_n0"], floor256,
+                                marginal_cpu_note((c64, floor), (runs["c256_n0"], floor256)))]
+    if sdk:
+        goals += [sdk_reference_goal("256", sdk[256], floor256)]
+    goals += [restated_cpu_goal("256", runs["c256_n0"], floor256, sdk.get(256))]
+    if "upstream" in figures:
+        goals += [upstream_goal(figures["upstream"][64], c64, ns.latency, 1.0, "never slower"),
+                  upstream_goal(figures["upstream"][256], runs["c256_n0"], ns.latency, 1.3,
+                                "at least 1.3x faster: its threads fight over one GIL")]
     return goals
 
 
 def measure_endpoints(ns: argparse.Namespace, tmp: Path, figures: dict[str, Any]) -> list[Goal]:
+    """Goal 2: ``--endpoints`` endpoints x 64 in flight each, over the 64-in-flight figure of the
+    efficiency step of the same run (not checked when that step was skipped)."""
     n = ns.endpoints
     data = make_toolhop_data(tmp / "data-ep", ns.cases * n)
     server = FakeEndpoints(SAMPLE, ns.latency, endpoints=n)
@@ -461,18 +500,21 @@ def measure_endpoints(ns: argparse.Namespace, tmp: Path, figures: dict[str, Any]
         server.close()
     spread = sorted(run["per_port"].values())
     figures["endpoints"] = {**run, "endpoints": n}
-    return [Goal(f"aggregate efficiency, {n} endpoints x 64 in flight", run["efficiency"], 0.90,
-                 note=f"{run['calls']} calls, per endpoint {spread}; CPU: harness {run['harness_cpu_s']}s "
-                      f"+ endpoints {run['endpoint_cpu_s']}s = {run['machine_busy']:.0%} of {run['cores']} cores")]
+    c64 = figures.get("efficiency_runs", {}).get("c64_n0")
+    e64 = c64["efficiency"] if c64 else None
+    return [Goal(f"{n} endpoints x 64 / 64-in-flight", ratio(run["efficiency"], e64),
+                 0.9, reference=f"{run['efficiency']} vs {e64}",
+                 unchecked="" if c64 else "the 64-in-flight run (step efficiency) was skipped",
+                 note=f"per endpoint {spread}; {run_note(run)}")]
 
 
 DRIVE_SETTINGS = (("-n 0 x 64", 64, 0), ("-n 0 x 256", 256, 0), ("-n 2 x 128", 128, 2))
 
 
 def measure_drive(ns: argparse.Namespace, tmp: Path, figures: dict[str, Any]) -> list[Goal]:
-    """Model calls per second against a fast endpoint (``--drive-latency``, 10 ms), whole command
-    (start-up and exit included), at each of ``DRIVE_SETTINGS``; the best is compared with pytest
-    running as many no-op tests, also whole command, in the same run."""
+    """Goal 3: model calls per second against a fast endpoint (``--drive-latency``, 10 ms), whole
+    command (start-up and exit included), at each of the harness's ``DRIVE_SETTINGS``; the best,
+    named, over pytest running as many no-op tests, also whole command, in the same run."""
     data = make_toolhop_data(tmp / "data-drive", ns.drive_cases)
     server = FakeEndpoints(SAMPLE, ns.drive_latency)
     runs: dict[str, dict[str, Any]] = {}
@@ -489,47 +531,116 @@ def measure_drive(ns: argparse.Namespace, tmp: Path, figures: dict[str, Any]) ->
     floor = pytest_floor(tmp, ns.drive_cases, runs[DRIVE_SETTINGS[0][0]]["wall_s"])
     rated = {k: r["calls_per_s"] for k, r in runs.items() if r["calls_per_s"]}
     best = max(rated, key=lambda k: rated[k]) if rated else None
-    ratio = (round(rated[best] / floor["tests_per_s"], 3)
-             if best and floor.get("tests_per_s") else None)
+    value = ratio(rated[best], floor.get("tests_per_s")) if best else None
     figures["drive"] = {"latency_s": ns.drive_latency, "cases": ns.drive_cases, "runs": runs,
-                        "pytest_floor": floor, "best": best, "ratio": ratio}
+                        "pytest_floor": floor, "best": best, "ratio": value}
     settings = "; ".join(f"{k}: {r['calls_per_s']}/s (busy span {r['busy_calls_per_s']}/s, "
-                         f"endpoint CPU {r['endpoint_cpu_s']}s, machine {r['machine_busy']:.0%})"
+                         f"endpoint CPU {r['endpoint_cpu_s']}s, machine {r['machine_busy']:.0%}, rc {r['rc']})"
                          for k, r in runs.items())
-    return [
-        Goal(f"drive rate, {ns.drive_latency * 1e3:g} ms endpoint / pytest no-op tests per second", ratio,
-             0.5, note=f"best {best}: {rated.get(best) if best else None} calls/s vs pytest "
-                       f"{floor.get('tests_per_s')} no-op tests/s ({ns.drive_cases} each, whole command)"),
-        Goal("  drive rate per setting", rated.get(best) if best else None, None, unit="/s", note=settings),
-    ]
+    return [Goal(f"drive rate {ns.drive_latency * 1e3:g} ms / pytest tests/s", value, 0.5,
+                 reference=f"{rated.get(best) if best else None}/s ({best}) vs "
+                           f"{floor.get('tests_per_s')}/s",
+                 note=f"model calls per second of the whole command, {ns.drive_cases} direct cases, "
+                      f"best of the harness's settings: {settings}; pytest: {ns.drive_cases} no-op "
+                      "tests, whole command")]
 
 
-# Where a run folder's bytes go: the first matching rule names the file's part.
-STORAGE_PARTS = (("report.json", re.compile(r"report\.json$")),
-                 ("results.jsonl", re.compile(r"results\.jsonl$")),
-                 ("worker journals", re.compile(r"worker-[^/]*\.jsonl$")),
-                 ("run.json", re.compile(r"run\.json$")),
-                 ("caches in the run folder", re.compile(r"-(extractions|cache)/")))
+def folder_files(root: Path) -> list[tuple[str, int]]:
+    """Every file under ``root`` with its size, largest first, whatever the run folder's layout
+    (journals, compressed or not, texts stored once, caches): nothing is left out of the count."""
+    files = [(p.relative_to(root).as_posix(), p.stat().st_size) for p in root.rglob("*") if p.is_file()]
+    return sorted(files, key=lambda f: -f[1])
 
 
-def folder_usage(root: Path) -> dict[str, dict[str, int]]:
-    """Bytes and files of ``root``, per part of ``STORAGE_PARTS`` (``other`` for the rest)."""
+def top_level_usage(files: list[tuple[str, int]]) -> dict[str, dict[str, int]]:
+    """Bytes and files per top-level entry of the folder (a file, or a folder's total)."""
     parts: dict[str, dict[str, int]] = {}
-    for path in root.rglob("*"):
-        if not path.is_file():
-            continue
-        rel = path.relative_to(root).as_posix()
-        name = next((n for n, rule in STORAGE_PARTS if rule.search(rel)), "other")
-        part = parts.setdefault(name, {"bytes": 0, "files": 0})
-        part["bytes"] += path.stat().st_size
+    for rel, size in files:
+        head, _, rest = rel.partition("/")
+        part = parts.setdefault(head + ("/" if rest else ""), {"bytes": 0, "files": 0})
+        part["bytes"] += size
         part["files"] += 1
     return parts
 
 
+#: Issue 32's measurement of today's FamilyTool oracle run folder over the shared data.
+FAMILYTOOL_BEFORE_BYTES, FAMILYTOOL_BEFORE_CASES = 247_300_000, 5_628
+
+#: ``toolbench`` without relying on the console script's location.
+TOOLBENCH = [PY, "-c", "import sys; from pytest_toolbench.cli import main; sys.exit(main())"]
+
+#: The run's record loaded the way ``toolbench compare`` loads it (run id -> report -> RunRecord),
+#: timed inside the process; prints the load's seconds and the number of cases it holds.
+LOAD_RECORD = """import sys, time, json
+from pathlib import Path
+from pytest_toolbench.compare.load import load_run
+from pytest_toolbench.compare.run_refs import resolve_run
+t0 = time.perf_counter()
+run = load_run(resolve_run(sys.argv[1], Path(sys.argv[2])))
+print(json.dumps({"load_s": time.perf_counter() - t0, "cases": len(run.cases)}))
+"""
+
+
+def summary_count(tail: str) -> int | None:
+    """Tests pytest reported in its last summary line (``5628 passed, 2 warnings in 90s``), as a
+    second count of the run's cases when its record cannot be read."""
+    lines = [ln for ln in tail.splitlines() if re.search(r"\bin [\d.]+s\b", ln)]
+    if not lines:
+        return None
+    counted = re.findall(r"(\d+) (passed|failed|wrong|infra-error|errors?|skipped|xfailed|xpassed)",
+                         lines[-1])
+    return sum(int(n) for n, _ in counted) or None
+
+
+def read_back(runs_dir: Path, run_id: str) -> dict[str, Any]:
+    """Goal 7's reading side: ``toolbench runs``, ``toolbench compare`` of the run and a copy of
+    it (two runs, all cases paired), and the record's load, each as a user runs it."""
+    out: dict[str, Any] = {}
+    wall, rc, tail, _ = timed([*TOOLBENCH, "runs", "--runs-dir", str(runs_dir)])
+    out["runs"] = {"wall_s": round(wall, 3), "rc": rc, "tail": "" if rc == 0 else tail[-300:]}
+    wall, rc, tail, _ = timed([PY, "-c", LOAD_RECORD, run_id, str(runs_dir)])
+    loaded: dict[str, Any] = {}
+    if rc == 0:
+        with contextlib.suppress(ValueError, IndexError):
+            loaded = json.loads(tail.strip().splitlines()[-1])
+    out["load"] = {"wall_s": round(wall, 3), "rc": rc, "load_s": round(loaded["load_s"], 3) if loaded else None,
+                   "cases": loaded.get("cases"), "tail": "" if loaded else tail[-300:]}
+    # A second run to compare with: the same folder under another id (all cases pair).
+    copy = runs_dir / f"{run_id}-copy"
+    shutil.copytree(runs_dir / run_id, copy)
+    try:
+        wall, rc, tail, _ = timed([*TOOLBENCH, "compare", run_id, copy.name, "--runs-dir", str(runs_dir)],
+                                  env={"COLUMNS": "100"})
+    finally:
+        shutil.rmtree(copy, ignore_errors=True)
+    out["compare"] = {"wall_s": round(wall, 3), "rc": rc, "tail": "" if rc == 0 else tail[-300:]}
+    return out
+
+
+def read_goals(bench: str, reads: dict[str, Any], floor: dict[str, Any]) -> list[Goal]:
+    """The read-back timings beside pytest's floor for as many no-op tests (there is no in-run
+    "today" to compare with: the before figure of a storage change is in its commit message)."""
+    floor_s = floor.get("wall_s") if floor.get("rc") == 0 else None
+    rows = (("toolbench runs", reads["runs"], reads["runs"]["wall_s"], "whole command"),
+            ("toolbench compare x2", reads["compare"], reads["compare"]["wall_s"],
+             "the run and a copy under another id, whole command"),
+            ("run record load", reads["load"], reads["load"]["load_s"],
+             f"load_run(resolve_run(id)) as compare reads it, in-process, imports excluded "
+             f"(whole command {reads['load']['wall_s']}s)"))
+    return [Goal(f"read back: {name}", value if item["rc"] == 0 else None, None, unit="s",
+                 reference=f"{ratio(value, floor_s, 2)}x of floor {floor_s}s",
+                 note=f"{bench}: {how}; rc {item['rc']}" + (f"; {item['tail']}" if item.get("tail") else "")
+                      + f"; floor: pytest running {floor.get('cases')} no-op tests")
+            for name, item, value, how in rows]
+
+
 def measure_storage(ns: argparse.Namespace, tmp: Path, figures: dict[str, Any]) -> list[Goal]:
-    """An oracle run (no endpoint) of ToolHop and FamilyTool over ``--data-dir`` with ``-n 2``
-    (as a user gating a merge runs it), then the bytes per case of its run folder, by file, and
-    of its response cache."""
+    """Goal 7: a ``--model oracle -n 2`` run (no endpoint; as a user gating a merge runs it) of
+    FamilyTool and ToolHop over ``--data-dir``; the bytes of every file in its run folder per
+    case, FamilyTool's folder against the issue's 247 MB, and the time to read it back."""
+    if not ns.data_dir.is_dir():
+        raise FileNotFoundError(f"--data-dir {ns.data_dir}: no such folder (the shared datasets, "
+                                "DIR/familytool/... and DIR/toolhop/...)")
     goals: list[Goal] = []
     out: dict[str, Any] = {}
     for bench in ("familytool", "toolhop"):
@@ -537,29 +648,48 @@ def measure_storage(ns: argparse.Namespace, tmp: Path, figures: dict[str, Any]) 
         wall, rc, tail, _ = timed([PY, "-m", "pytest", f"suites/{bench}", "-q", "-p", "no:cacheprovider",
                                    "-p", "no:randomly", "--data-dir", str(ns.data_dir), "--model", "oracle",
                                    "-n", "2", "--runs-dir", str(runs_dir), "--cache-dir", str(cache_dir)])
-        folders = [p for p in runs_dir.iterdir() if p.is_dir()] if runs_dir.is_dir() else []
-        journal = folders[0] / "results.jsonl" if len(folders) == 1 else None
-        cases = (sum(1 for line in journal.open("rb") if line.strip())
-                 if journal and journal.exists() else 0)
-        parts = folder_usage(folders[0]) if len(folders) == 1 else {}
-        cache = folder_usage(cache_dir) if cache_dir.is_dir() else {}
-        total = sum(p["bytes"] for p in parts.values())
-        cache_bytes = sum(p["bytes"] for p in cache.values())
-        ok = rc == 0 and cases > 0
+        folders = sorted(p for p in runs_dir.iterdir() if p.is_dir()) if runs_dir.is_dir() else []
+        folder = folders[0] if len(folders) == 1 else None
+        # What the run left, before anything reads it back (a reader may add an index file).
+        files = folder_files(folder) if folder else []
+        reads = read_back(runs_dir, folder.name) if folder and bench == "familytool" else None
+        total = sum(size for _, size in files)
+        cases = (reads or {}).get("load", {}).get("cases") or summary_count(tail)
+        ok = rc == 0 and bool(cases) and folder is not None
+        cache_bytes = sum(size for _, size in folder_files(cache_dir)) if cache_dir.is_dir() else 0
+        parts = top_level_usage(files)
+        # The largest files (1% of the folder or more), then each folder's total (a cache of many
+        # small files is one line).
+        top = ", ".join(f"{rel} {size / 1e6:.1f} MB" for rel, size in files[:5] if size >= total / 100)
+        top += "".join(f"; {name} {p['bytes'] / 1e6:.1f} MB in {p['files']} files"
+                       for name, p in sorted(parts.items(), key=lambda kv: -kv[1]["bytes"])
+                       if name.endswith("/"))
         out[bench] = {"wall_s": round(wall, 3), "rc": rc, "cases": cases, "run_folder_bytes": total,
-                      "run_folder_files": sum(p["files"] for p in parts.values()), "parts": parts,
-                      "response_cache_bytes": cache_bytes, "tail": "" if ok else tail[-400:]}
-        per_case = round(total / cases) if ok else None
-        breakdown = ", ".join(f"{name} {p['bytes'] / cases / 1024:.1f}" for name, p in
-                              sorted(parts.items(), key=lambda kv: -kv[1]["bytes"])) if cases else ""
-        target = 247e6 / 10 / 5628 if bench == "familytool" else None
-        goals.append(Goal(f"storage, {bench} oracle run folder per case", per_case, target and round(target),
-                          False, " B",
-                          note=f"{cases} cases, {total / 1e6:.1f} MB in {out[bench]['run_folder_files']} files "
-                               f"(KiB per case: {breakdown}); response cache {cache_bytes / 1e6:.1f} MB; "
-                               f"-n 2, rc {rc}, {wall:.1f}s"
-                               + ("; goal: 1/10 of the 247 MB (5,628 cases) issue 32 measured"
-                                  if target else "")))
+                      "run_folder_files": len(files), "top_files": files[:10],
+                      "parts": parts, "response_cache_bytes": cache_bytes,
+                      "tail": "" if ok else tail[-400:]}
+        per_case = round(total / cases) if ok and cases else None
+        note = (f"{cases} cases, {total:,} B in {len(files)} files; largest: {top}; response cache "
+                f"{cache_bytes / 1e6:.1f} MB (outside the run folder); -n 2, rc {rc}, {wall:.1f}s"
+                + ("" if ok else f"; {tail[-200:]}"))
+        if bench == "familytool":
+            before_per_case = FAMILYTOOL_BEFORE_BYTES / FAMILYTOOL_BEFORE_CASES
+            # Per case, so the ratio stays fair if the data's case count ever differs (with the
+            # shared data's 5,628 cases it is the folder's bytes over 247.3 MB).
+            goals.append(Goal("familytool run folder / 247.3 MB", ratio(per_case, before_per_case),
+                              0.1, False, reference=f"{total / 1e6:.1f} MB ({cases} cases)",
+                              note=f"issue 32: {FAMILYTOOL_BEFORE_BYTES:,} B for "
+                                   f"{FAMILYTOOL_BEFORE_CASES:,} cases; the ratio is per case"
+                                   + ("" if cases == FAMILYTOOL_BEFORE_CASES else
+                                      f" (this data has {cases} cases, not 5,628)")))
+            goals.append(Goal("familytool bytes per case", per_case, None, unit=" B",
+                              reference=f"issue: {before_per_case:,.0f} B", note=note))
+        else:
+            goals.append(Goal(f"{bench} bytes per case", per_case, None, unit=" B", note=note))
+        if reads is not None:
+            floor = pytest_floor(tmp, cases or FAMILYTOOL_BEFORE_CASES, 0.0)
+            out[bench].update(read_back=reads, read_floor=floor)
+            goals += read_goals(bench, reads, floor)
     figures["storage"] = {"data_dir": str(ns.data_dir), **out}
     return goals
 
@@ -596,7 +726,7 @@ def measure_collection(ns: argparse.Namespace, tmp: Path, figures: dict[str, Any
         Goal(f"collection of {10_000 if 10_000 in out else sizes[0]:,} cases",
              ten_k["wall_s"] if ten_k["ok"] else None, 3.0, False, "s",
              note=f"{ten_k['collected']} collected, rc {ten_k['rc']}"),
-        Goal(f"collection linear to {large:,}: marginal cost growth", growth, 1.3, False,
+        Goal(f"collection growth to {large:,}", growth, 1.3, False,
              note="marginal us/case " + " -> ".join(f"{x:.0f}" for x in slopes) + " over sizes "
                   + ", ".join(f"{n:,}" for n in sizes) + " (1.0 = linear)"),
         Goal("memory per case (collection)", round(per_case, 2) if all_ok else None, 4.0, False,
@@ -627,15 +757,19 @@ def measure_sandbox(ns: argparse.Namespace, tmp: Path, figures: dict[str, Any]) 
                           "round_trip_p50_ms": statistics.median(round_trips) if round_trips else None,
                           "wall_p50_ms": statistics.median(walls) if walls else None,
                           "p95_ms": sorted(times)[int(0.95 * len(times)) - 1] if times else None}
-    return [Goal("sandbox per-call p50 in a mandatory run", round(p50, 2) if p50 else None, 5.0,
+    round_trip = statistics.median(round_trips) if round_trips and run["ok"] else None
+    return [Goal("sandbox p50, mandatory run", round(p50, 2) if p50 else None, 5.0,
                  False, "ms", note=f"timed by its worker (hand-off to the confined child -> reply); "
                                    f"{len(times)} tool calls, {run['calls']} model calls, rc {run['rc']}"),
-            Goal("sandbox per-call p50, round trip from the harness", round(statistics.median(round_trips), 2)
-                 if round_trips else None, None, False, "ms",
-                 note="pipes both ways and the harness's GIL (busy with 64 cases) included"),
-            Goal("sandbox per-call p50 as the case waits (queue included)",
+            # Goal 6: the round trip (pipes both ways, the harness's GIL busy with 64 cases) at
+            # most twice what the worker itself takes.
+            Goal("sandbox round trip / p50", ratio(round_trip, p50, 2), 2.0, False, "x",
+                 reference=f"{round_trip and round(round_trip, 2)} ms vs {p50 and round(p50, 2)} ms",
+                 note="p50 of each tool call's round trip from the harness, pipes both ways and the "
+                      "harness's GIL (busy with 64 cases) included"),
+            Goal("sandbox p50 as the case waits",
                  round(statistics.median(walls), 2) if walls else None, None, False, "ms",
-                 note="--sandbox-workers default, 64 cases in flight")]
+                 note="queue included; --sandbox-workers default, 64 cases in flight")]
 
 
 def measure_retrieval(ns: argparse.Namespace, tmp: Path, figures: dict[str, Any]) -> list[Goal]:
@@ -652,21 +786,8 @@ def measure_retrieval(ns: argparse.Namespace, tmp: Path, figures: dict[str, Any]
 
 
 # ----------------------------------------------------------------------------- main
-def render(goals: list[Goal]) -> str:
-    rows = [("figure", "value", "goal", "met", "note")]
-    for g in goals:
-        value = "n/a" if g.value is None else f"{g.value:g}{g.unit}"
-        goal = "-" if g.target is None else f"{'>=' if g.higher_is_better else '<='} {g.target:g}{g.unit}"
-        met = {True: "yes", False: "NO", None: "ref"}[g.met]
-        rows.append((g.name, value, goal, met, g.note))
-    widths = [max(len(r[i]) for r in rows) for i in range(4)]
-    lines = []
-    for i, r in enumerate(rows):
-        lines.append("  ".join(r[j].ljust(widths[j]) for j in range(4)) + "  " + r[4])
-        if i == 0:
-            lines.append("-" * (sum(widths) + 8 + 20))
-    return "\n".join(lines)
-
+#: Parts of the efficiency step that --skip can leave out (their rows then say "skip").
+SUB_STEPS = ("upstream", "sdk")
 
 STEPS: dict[str, Callable[[argparse.Namespace, Path, dict[str, Any]], list[Goal]]] = {
     "efficiency": measure_efficiency,
@@ -690,7 +811,9 @@ def main() -> int:
     parser.add_argument("--sandbox-args", nargs="*", default=[],
                         help="extra pytest args for the sandbox run, e.g. --sandbox-insecure")
     parser.add_argument("--only", nargs="*", choices=list(STEPS), default=None)
-    parser.add_argument("--skip", nargs="*", default=[], help=f"steps to skip ({', '.join(STEPS)}, upstream, sdk)")
+    parser.add_argument("--skip", nargs="*", default=[], choices=[*STEPS, *SUB_STEPS],
+                        help="steps to skip; upstream and sdk are the efficiency step's references "
+                             "(upstream's script, the SDK alone)")
     parser.add_argument("--drive-latency", type=float, default=0.01,
                         help="endpoint latency of the drive-rate runs, seconds")
     parser.add_argument("--drive-cases", type=int, default=2000, help="direct cases per drive-rate run")
@@ -717,22 +840,24 @@ def main() -> int:
                 goals += step(ns, tmp, figures)
             except Exception as exc:  # one broken step must not cost the others' figures
                 figures[f"{name}_error"] = repr(exc)
-                goals.append(Goal(f"{name} step ran", None, 1.0, note=repr(exc)[:120]))
+                goals.append(Goal(f"{name} step ran", None, 1.0, note=repr(exc)[:300]))
             print(f"[perf] {name} done in {time.perf_counter() - t0:.1f}s", flush=True)
-    figures["goals"] = [{"name": g.name, "value": g.value, "target": g.target,
-                         "higher_is_better": g.higher_is_better, "met": g.met, "note": g.note}
-                        for g in goals]
+    figures["goals"] = [g.as_json() for g in goals]
     figures["load_average_at_end"] = load_average()
-    print(f"perf/run.py --load {ns.load} ({ns.load} busy process(es) beside every command); "
-          f"{os.cpu_count()} cores; load average at start {figures['load_average_at_start']}, "
-          f"at end {figures['load_average_at_end']}; latency {ns.latency}s")
+    figures["run_time_s"] = round(time.time() - figures["started"], 1)
+    print("\n".join(textwrap.wrap(
+        f"perf/run.py --load {ns.load} ({ns.load} busy process(es) beside every command); "
+        f"{os.cpu_count()} cores; load average at start {figures['load_average_at_start']}, at end "
+        f"{figures['load_average_at_end']}; latency {ns.latency}s; run time {figures['run_time_s']:.0f}s",
+        WIDTH)))
     print(render(goals))
-    missed = [g.name for g in goals if g.met is False]
+    missed = [g.name for g in goals if g.missed]
     if ns.json:
         ns.json.parent.mkdir(parents=True, exist_ok=True)
         ns.json.write_text(json.dumps(figures, indent=2, default=str) + "\n")
         print(f"figures: {ns.json}")
-    print(f"{len(missed)} goal(s) missed" + (": " + "; ".join(missed) if missed else ""))
+    print("\n".join(textwrap.wrap(f"{len(missed)} goal(s) missed" + (": " + "; ".join(missed) if missed else ""),
+                                  WIDTH)))
     return 1 if missed else 0
 
 

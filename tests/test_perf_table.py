@@ -1,0 +1,145 @@
+"""perf/run.py's table of issue 32's goals: each row's verdict against its in-run reference, and
+the table at 100 columns. No timing here: the figures come from a perf run, these tests check
+how they are judged and printed (a failed run, a skipped reference, the restated goal)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+PERF = Path(__file__).resolve().parents[1] / "perf"
+sys.path.insert(0, str(PERF))
+
+import goal_table  # noqa: E402
+import run as perf_run  # noqa: E402
+from goal_table import Goal, ratio, render  # noqa: E402
+
+
+def _run(calls: int, wall: float, cpu: float, in_flight: int = 64, ok: bool = True) -> dict:
+    """An efficiency run's figures as perf/run.py's efficiency_run returns them."""
+    ideal = calls * 0.5 / in_flight
+    return {"ok": ok, "rc": 0 if ok else 1, "calls": calls, "wall_s": wall, "ideal_s": ideal,
+            "in_flight": in_flight, "efficiency": round(ideal / wall, 3) if ok else None,
+            "harness_cpu_s": cpu, "endpoint_cpu_s": 0.5, "machine_busy": 0.6, "cores": 2,
+            "to_first_request_s": 0.9, "busy_s": wall - 1, "busy_efficiency": 0.9,
+            "after_last_reply_s": 0.1, "tail": ""}
+
+
+def test_verdicts() -> None:
+    assert Goal("a", 0.96, 0.95).met is True
+    assert Goal("a", 0.9, 0.95).missed
+    assert Goal("b", 2.1, 2.0, higher_is_better=False).missed
+    # A failed run has no value: a miss, never a pass.
+    assert Goal("c", None, 0.95).missed
+    # A reference row is neither met nor missed.
+    ref = Goal("d", 3.0, None)
+    assert ref.met is None and not ref.missed and ref.met_cell() == "ref"
+    # Its reference step skipped: not checked, says so, not counted.
+    skipped = Goal("e", None, 0.9, unchecked="the 64-in-flight run was skipped")
+    assert skipped.met is None and not skipped.missed and skipped.met_cell() == "skip"
+    # The restatement: verdict shown in brackets, left out of the exit status.
+    restated = Goal("f", 2.5, 2.0, higher_is_better=False, counted=False, goal_text="restated")
+    assert restated.met is False and not restated.missed
+    assert restated.met_cell() == "(NO)" and restated.goal_cell() == "<= 2 restated"
+
+
+def test_ratio_refuses_missing_figures() -> None:
+    assert ratio(1.0, 4.0) == 0.25
+    assert ratio(None, 4.0) is None
+    assert ratio(1.0, None) is None
+    assert ratio(1.0, 0.0) is None
+
+
+def test_efficiency_drop_and_rise() -> None:
+    falls = perf_run.drop_goal({64: 0.80, 128: 0.74, 256: 0.45}, 64, 128)
+    assert falls.value == pytest.approx(0.06) and falls.missed
+    rises = perf_run.drop_goal({64: 0.80, 128: 0.82, 256: 0.45}, 64, 128)
+    assert rises.value == pytest.approx(-0.02) and rises.met is True
+    assert perf_run.drop_goal({64: 0.80, 128: None, 256: 0.45}, 64, 128).missed
+
+
+def test_rerun_that_called_the_model_is_a_miss() -> None:
+    first = _run(1000, 10.0, 8.0)
+    assert perf_run.rerun_speedup(first, 2.0, 0, 0) == 5.0
+    assert perf_run.rerun_speedup(first, 2.0, 0, 3) is None  # not a cached re-run at all
+    assert perf_run.rerun_speedup(first, 2.0, 1, 0) is None  # died early: not fast
+    floor = {"max_speedup": 8.0, "wall_s": 1.25, "cases": 1000}
+    goal = perf_run.rerun_goal("cached re-run", {"speedup": 6.4, "wall_s": 1.56, "rc": 0, "calls_sent": 0},
+                               floor)
+    assert goal.value == 0.8 and goal.met is True and "8.0x" in goal.reference
+    missed = perf_run.rerun_goal("cached re-run", {"speedup": None, "wall_s": 1.0, "rc": 0,
+                                                   "calls_sent": 5}, floor)
+    assert missed.missed
+
+
+def test_cpu_per_call_rows() -> None:
+    run, floor = _run(1000, 10.0, 7.45), {"cpu_per_test_ms": 1.16, "cases": 1000}
+    issue = perf_run.cpu_per_call_goal("64", run, floor)
+    assert issue.value == pytest.approx(6.42) and issue.missed
+    sdk = {"process_cpu_per_call_ms": 1.64, "calls": 1000, "cpu_per_call_ms": 0.9, "setup_cpu_s": 0.6, "rc": 0}
+    least = perf_run.sdk_reference_goal("64", sdk, floor)
+    assert least.value == pytest.approx((1.16 + 1.64) / 1.16, abs=0.01) and least.met is None
+    restated = perf_run.restated_cpu_goal("64", run, floor, sdk)
+    assert restated.value == pytest.approx(7.45 / 2.8, abs=0.01) and not restated.counted
+    assert perf_run.restated_cpu_goal("64", run, floor, None).met_cell() == "skip"
+    # A failed run: no CPU per call, a miss.
+    assert perf_run.cpu_per_call_goal("64", _run(1000, 10.0, 7.45, ok=False), floor).missed
+
+
+def test_upstream_rows() -> None:
+    harness = _run(4000, 10.0, 20.0, in_flight=256)
+    up = {"threads": 256, "wall_s": 14.0, "rc": 0, "calls": 4000, "records": 4000, "ok": True, "tail": ""}
+    assert perf_run.upstream_goal(up, harness, 0.5, 1.3, "why").value == 1.4
+    slower = perf_run.upstream_goal({**up, "wall_s": 12.0}, harness, 0.5, 1.3, "why")
+    assert slower.missed
+    died = perf_run.upstream_goal({**up, "ok": False, "rc": 1}, harness, 0.5, 1.3, "why")
+    assert died.value is None and died.missed  # a script that died is never a pass
+
+
+def test_summary_count() -> None:
+    assert perf_run.summary_count("...\n==== 5628 passed, 2 warnings in 91.2s ====\n") == 5628
+    assert perf_run.summary_count("== 4 passed, 3 wrong, 5 infra-error in 2.26s ==") == 12
+    assert perf_run.summary_count("no summary") is None
+
+
+def test_run_folder_counts_every_file(tmp_path: Path) -> None:
+    (tmp_path / "cache" / "ab").mkdir(parents=True)
+    (tmp_path / "results.jsonl.gz").write_bytes(b"x" * 300)
+    (tmp_path / "report.json").write_bytes(b"x" * 100)
+    (tmp_path / "cache" / "ab" / "entry").write_bytes(b"x" * 50)
+    (tmp_path / "cache" / "ab" / "empty.lock").write_bytes(b"")
+    files = perf_run.folder_files(tmp_path)
+    assert files[0] == ("results.jsonl.gz", 300) and len(files) == 4
+    assert perf_run.top_level_usage(files)["cache/"] == {"bytes": 50, "files": 2}
+
+
+def test_table_fits_100_columns() -> None:
+    run64, run256 = _run(1000, 9.7, 7.45), _run(4000, 17.0, 21.6, in_flight=256)
+    floor = {"cpu_per_test_ms": 1.16, "cases": 1000, "max_speedup": 8.34, "wall_s": 1.163}
+    sdk = {"process_cpu_per_call_ms": 1.643, "calls": 1000, "cpu_per_call_ms": 0.84, "setup_cpu_s": 0.58,
+           "rc": 0}
+    up = {"threads": 64, "wall_s": 9.41, "rc": 0, "calls": 1000, "records": 1000, "ok": True, "tail": ""}
+    reads = {"runs": {"wall_s": 0.81, "rc": 0}, "compare": {"wall_s": 14.2, "rc": 0},
+             "load": {"wall_s": 5.1, "rc": 0, "load_s": 4.2, "cases": 5628}}
+    goals = [
+        Goal("efficiency / ceiling, 64 in flight", 0.909, 0.95, reference="0.805 of ceiling 0.886",
+             note="x " * 200),
+        perf_run.drop_goal({64: 0.805, 128: 0.767, 256: 0.45}, 64, 128),
+        perf_run.rerun_goal("--cache-only", {"speedup": 2.47, "wall_s": 3.9, "rc": 0, "calls_sent": 0}, floor),
+        perf_run.cpu_per_call_goal("256 in flight", run256, floor, "; marginal 1000 -> 4000: 6.46 ms"),
+        perf_run.sdk_reference_goal("256 in flight", sdk, floor),
+        perf_run.restated_cpu_goal("256 in flight", run256, floor, sdk),
+        perf_run.upstream_goal(up, run64, 0.5, 1.0, "never slower"),
+        Goal("drive rate 10 ms / pytest tests/s", 0.177, 0.5, reference="187.2/s (-n 0 x 256) vs 1057.3/s"),
+        *perf_run.read_goals("familytool", reads, {"wall_s": 4.1, "rc": 0, "cases": 5628}),
+        Goal("familytool run folder / 247.3 MB", 0.999, 0.1, False,
+             reference="247.1 MB (5628 cases)", note="/a/very/long/path/" * 20),
+    ]
+    text = render(goals)
+    lines = text.splitlines()
+    assert all(len(line) <= goal_table.WIDTH for line in lines), max(lines, key=len)
+    for g in goals:  # every row's value and verdict are printed, none cut
+        assert g.value_cell() in text and g.met_cell() in text
+    assert "restated" in text and "(NO)" in text
