@@ -115,3 +115,23 @@ def test_the_chain_report_says_what_the_tools_really_returned() -> None:
 def test_reached_gold_uses_the_upstream_substring_test() -> None:
     assert reached_gold('"Steven Spielberg"', "steven spielberg")
     assert reached_gold("1,889", "1889") and not reached_gold('"1888"', "1889")
+
+
+def test_the_gold_chain_is_built_only_when_the_oracle_is_asked_for_a_tool_call(monkeypatch) -> None:
+    """The runner makes an oracle for every case, whatever the model: building the chain parses
+    every hop's source, so it must wait until the oracle answers a request with tools, and then
+    happen once for the case however many turns follow."""
+    from pytest_toolbench.benchmarks.toolhop import oracle as oracle_module
+
+    built: list[int] = []
+    real = oracle_module.gold_chain
+    monkeypatch.setattr(oracle_module, "gold_chain", lambda r: built.append(r.id) or real(r))
+    record = BUNDLED[9001]
+    oracle = toolhop_oracle(record)
+    oracle(ChatRequest(messages=[{"role": "user", "content": "q"}], tools=build_tools(record, "direct")))
+    assert built == []  # a direct answer needs no chain
+    messages: list[dict] = [{"role": "user", "content": "q"}]
+    for _ in range(2):
+        reply = oracle(ChatRequest(messages=messages, tools=build_tools(record, "mandatory")))
+        messages += [reply, {"role": "tool", "content": '"x"', "tool_call_id": reply["tool_calls"][0]["id"]}]
+    assert built == [9001]
