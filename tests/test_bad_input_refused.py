@@ -260,6 +260,41 @@ def test_a_record_over_the_record_bound_is_refused():
     check_record_texts("f.json", {"functions": ["x" * (MAX_FIELD_CHARS - 10)] * 2})  # within bounds
 
 
+def test_the_text_scan_passes_only_records_the_walk_passes():
+    """A loader that has a record's JSON text skips the walk when the text alone shows the record
+    passes (dataset_errors.source_passes_text_checks): that may never pass a record the walk
+    refuses, and a refused record still gets the walk's own error, naming its field."""
+    import json
+
+    from pytest_toolbench.benchmarks.dataset_errors import source_passes_text_checks
+
+    good = [json.dumps(r) for r in toolhop_records()] + [
+        '{"q": "\\\\ud800"}',  # an escaped backslash, then text: no surrogate
+        '{"q": "\\ud83d\\ude00"}',  # a surrogate pair: one character, no lone surrogate
+        '{"q": "caf\u00e9 \\u00e9"}',  # non-ASCII text and an escape outside the range
+        json.dumps({"q": "x" * (MAX_FIELD_CHARS - 10)}),
+    ]
+    bad = {
+        '{"q": "caf\\ud800e"}': "field q: text that cannot be encoded",
+        '{"q": "caf\\uDC00e"}': "field q: text that cannot be encoded",
+        '{"q\\udbff": 1}': "a key: text that cannot be encoded",
+        '["caf\ud800e"]': "field [0]: text that cannot be encoded",  # the surrogate itself in the text
+        json.dumps({"q": "x" * (MAX_FIELD_CHARS + 1)}): "characters, more than the",
+    }
+    for source in good:
+        if source_passes_text_checks(source):
+            check_record_texts("f.json", json.loads(source))  # the walk agrees
+        check_record_texts("f.json", json.loads(source), source=source)
+    assert all(source_passes_text_checks(s) for s in good[:-4])  # the real records skip the walk
+    for source, message in bad.items():
+        assert not source_passes_text_checks(source)
+        with pytest.raises(DatasetError) as walked:
+            check_record_texts("f.json", json.loads(source), index=2)
+        with pytest.raises(DatasetError) as scanned:
+            check_record_texts("f.json", json.loads(source), index=2, source=source)
+        assert message in str(scanned.value) and str(scanned.value) == str(walked.value)
+
+
 def test_a_deep_record_is_walked_without_recursion():
     value: Any = SURROGATE
     for _ in range(100_000):

@@ -164,10 +164,11 @@ def json_value(path: Path, text: str, line: int | None = None) -> Any:
     except ValueError:  # int's digit limit: a ValueError that is no JSONDecodeError
         raise too_long_number(path, text, line) from None
     if line is None and isinstance(value, list):
-        for index, item in enumerate(value):
-            check_record_texts(path, item, index=index)
+        if not source_passes_text_checks(text):  # else every item passes, being part of it
+            for index, item in enumerate(value):
+                check_record_texts(path, item, index=index)
     else:
-        check_record_texts(path, value, line=line)
+        check_record_texts(path, value, line=line, source=text)
     return value
 
 
@@ -198,6 +199,9 @@ MAX_RECORD_CHARS = 16_000_000
 #: A lone surrogate (``"\\ud800"`` in JSON) decodes, but no UTF-8 encoder takes it: the cache
 #: key, the request and every report would fail on it, case after case.
 _SURROGATE = re.compile("[\ud800-\udfff]")
+#: A JSON escape that may decode to a surrogate (``\\ud800`` to ``\\udfff``, hex digits of either
+#: case): besides a surrogate in the text itself, the only way JSON can yield one.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 #: Where a text is in a record: ``(parent, key)`` pairs, unrolled into a name only for an error
@@ -243,15 +247,35 @@ def _text_problem(text: str) -> str | None:
     return None
 
 
+def source_passes_text_checks(source: str) -> bool:
+    """Whether every value parsed from the JSON text ``source`` passes :func:`check_record_texts`,
+    decided from the text alone in C-speed scans.
+
+    A decoded text is never longer than its JSON spelling, and a record's size as counted there
+    (one per value plus the characters of its texts and keys) never exceeds its JSON text's
+    length; so a text of at most :data:`MAX_FIELD_CHARS` characters (below
+    :data:`MAX_RECORD_CHARS`) holds no text and no record over either bound, and with neither a
+    surrogate nor a surrogate escape in it, no lone surrogate. False means only "walk it"."""
+    return (len(source) <= MAX_FIELD_CHARS
+            and ("\\u" not in source or _SURROGATE_ESCAPE.search(source) is None)
+            and (source.isascii() or _SURROGATE.search(source) is None))
+
+
 def check_record_texts(path: str | Path, record: Any, *, index: int | None = None,
-                       record_id: object = None, line: int | None = None) -> None:
+                       record_id: object = None, line: int | None = None,
+                       source: str | None = None) -> None:
     """Refuse a record whose texts would fail or flood every case: a text (value or key) over
     :data:`MAX_FIELD_CHARS`, a record over :data:`MAX_RECORD_CHARS`, a lone surrogate. One
     :class:`DatasetError` naming the file, the record (index, id or line) and the field.
 
     Shared by every benchmark's loader (``json_value``, ToolHop's array reader, FamilyTool's KG),
     so the four datasets meet the same bounds. Walks the record without recursion (a record is
-    as deep as the JSON decoder allowed)."""
+    as deep as the JSON decoder allowed). ``source``: the JSON text the record was parsed from,
+    if at hand; a record whose text cannot fail (:func:`source_passes_text_checks`)
+    is not walked, since walking every value of every record was most of a large file's check
+    time before the first model call; any other is walked, so its error names the field."""
+    if source is not None and source_passes_text_checks(source):
+        return
     size = 0
     stack: list[tuple[_Where, Any]] = [(None, record)]
     while stack:

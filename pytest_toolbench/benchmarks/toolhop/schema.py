@@ -254,7 +254,8 @@ def _parse_toolhop_file(path: Path) -> list[ToolHopEntry]:
             counted = start
             try:
                 record_id = item.get("id") if isinstance(item, dict) else None
-                check_record_texts(path, item, index=index, record_id=record_id, line=line)
+                check_record_texts(path, item, index=index, record_id=record_id, line=line,
+                                   source=source)
                 record = parse_record(item, path, index)
             except DatasetError as exc:
                 errors.append(exc)
