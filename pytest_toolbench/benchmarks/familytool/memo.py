@@ -14,9 +14,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from filelock import FileLock
-
-from pytest_toolbench.fileio import atomic_write_bytes
+from pytest_toolbench.fileio import PathLock, atomic_write_bytes
 
 
 def memo_key(*parts: Any) -> str:
@@ -53,7 +51,8 @@ class ExtractionMemo:
             if found is not None:
                 return found, False
             path.parent.mkdir(parents=True, exist_ok=True)
-            file_lock = FileLock(str(path) + ".lock", thread_local=False)
+            # PathLock: no empty .lock file per entry left in the run folder (filelock kept one)
+            file_lock = PathLock(str(path) + ".lock")
             await asyncio.to_thread(file_lock.acquire)
             try:
                 found = self._load(path)
