@@ -226,6 +226,46 @@ def test_always_500_gives_model_call_error_after_all_attempts():
     assert model.stats.failures == 1 and model.stats.retries == 2
 
 
+def test_the_retry_loop_is_built_only_after_a_retryable_failure(monkeypatch):
+    """The first attempt goes straight to the SDK (tenacity's set-up on every call was ~10% of
+    the SDK process's CPU per call, perf/sdk_process_cpu.py). A call that succeeds at once, or
+    fails with an error that is never retried, builds no retry loop; one whose first attempt may
+    be retried goes on in tenacity's loop with that failure as its attempt 1, so counts, waits
+    and the error's attempt count are those of a loop that made every attempt."""
+    import pytest_toolbench.models.openai_backend as module
+
+    built: list[dict] = []
+    real = module.AsyncRetrying
+
+    def counting(**kwargs):
+        built.append(kwargs)
+        return real(**kwargs)
+
+    monkeypatch.setattr(module, "AsyncRetrying", counting)
+    with FakeOpenAIServer(reply(content="ok")) as server:
+        model = backend(server)
+        assert run(model, request()).content == "ok"
+    assert built == [] and model.stats.attempts == 1 and model.stats.retries == 0
+    with FakeOpenAIServer(lambda body, i: (400, {}, error_body(400))) as server:
+        model = backend(server)
+        with pytest.raises(ModelCallError):
+            run(model, request())
+    assert built == [] and len(server.requests) == 1
+    handler = scripted((429, {"Retry-After": "0"}, error_body(429)), (503, {}, error_body(503)),
+                       (200, {}, completion("ok")))
+    with FakeOpenAIServer(handler) as server:
+        model = backend(server)
+        assert run(model, request()).content == "ok"
+    assert len(built) == 1 and len(server.requests) == 3
+    assert model.stats.attempts == 3 and model.stats.retries == 2
+    assert model.stats.errors == {"http_429": 1, "http_503": 1}
+    with FakeOpenAIServer(lambda body, i: (500, {}, error_body(500))) as server:
+        model = backend(server, max_retries=0)
+        with pytest.raises(ModelCallError) as info:
+            run(model, request())
+    assert len(built) == 1 and len(server.requests) == 1 and "1 attempt" in str(info.value)
+
+
 @pytest.mark.parametrize("status", [400, 401, 404, 422])
 def test_client_errors_fail_at_once(status):
     with FakeOpenAIServer(lambda body, i: (status, {}, error_body(status))) as server:

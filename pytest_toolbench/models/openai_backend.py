@@ -35,7 +35,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import timezone
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping
 
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
@@ -235,32 +235,39 @@ class OpenAIBackend:
     async def complete(self, request: ChatRequest, ctx: CallContext) -> ChatResponse:
         self.stats.calls += 1
         kwargs = self._request_kwargs(request)
-        attempts = 0
+        attempts = [0]  # attempts made (the count an error quotes)
         # The call's latency is every attempt's time on the wire plus the waits between them:
         # a reply that came after two 429s and their backoff took the whole wait, not only its
         # last request's time. Time queued for the concurrency semaphore is not counted.
         spent = [0.0]
         sent = [0]  # requests that left (a call queued behind the verdict sends none)
 
-        def before_sleep(state: RetryCallState) -> None:
-            spent[0] += state.upcoming_sleep
-            self._before_sleep(state, ctx)
+        async def attempt_once() -> ChatResponse:
+            self.raise_if_aborted()
+            given_up = self.reachability.error(sent[0])
+            if given_up is not None:  # no request: the verdict is the run's
+                raise given_up
+            attempts[0] += 1
+            return await self._attempt(kwargs, spent, sent)
 
         try:
-            async for attempt in AsyncRetrying(
-                stop=stop_after_attempt(self.max_retries + 1),
-                wait=self._wait,
-                retry=retry_if_exception(self._is_retryable),
-                before_sleep=before_sleep,
-                reraise=True,
-            ):
-                with attempt:
-                    self.raise_if_aborted()
-                    given_up = self.reachability.error(sent[0])
-                    if given_up is not None:  # no request: the verdict is the run's
-                        raise given_up
-                    attempts += 1
-                    response = await self._attempt(kwargs, spent, sent)
+            # The first attempt goes straight to the SDK: nearly every call succeeds at once, and
+            # tenacity's set-up per call (a retrying object, its state, an async wrapper around
+            # each callback) was ~6% of the SDK process's CPU per call. A first failure that may
+            # be retried enters tenacity's loop as its attempt 1 (_retry), so the policy, waits,
+            # counts and call log are those of a loop that made every attempt itself.
+            failed: Exception | None = None
+            try:
+                response = await attempt_once()
+            except Exception as exc:
+                if self.max_retries == 0 or not self._is_retryable(exc):
+                    raise  # what the loop would do: stop after attempt 1, or an error it never retries
+                failed = exc
+            # Outside the except block on purpose: an exception raised by a later attempt must
+            # not get the first failure as its __context__ (the transport cause is read down the
+            # chain, models/reachability.py).
+            if failed is not None:
+                response = await self._retry(failed, attempt_once, spent, ctx)
         except EndpointGone:
             self.stats.failures += 1
             raise
@@ -273,9 +280,34 @@ class OpenAIBackend:
             self.stats.failures += 1
             if isinstance(exc, openai.BadRequestError) and is_context_overflow(exc):
                 raise ContextLengthExceeded(f"{self.name}: {_short(exc)}") from exc
-            raise self._call_error(exc, attempts, ctx) from exc
+            raise self._call_error(exc, attempts[0], ctx) from exc
         self.stats.successes += 1
         response.latency_s = spent[0]
+        return response
+
+    async def _retry(self, failed: Exception, attempt_once: Callable[[], Awaitable[ChatResponse]],
+                     spent: list[float], ctx: CallContext) -> ChatResponse:
+        """The attempts after a first one that failed with a retryable error: tenacity's loop
+        (stop after ``max_retries + 1`` attempts, :meth:`_wait`, :meth:`_is_retryable`, each retry
+        logged), with ``failed`` fed in as its attempt 1."""
+
+        def before_sleep(state: RetryCallState) -> None:
+            spent[0] += state.upcoming_sleep
+            self._before_sleep(state, ctx)
+
+        first: Exception | None = failed
+        async for attempt in AsyncRetrying(
+            stop=stop_after_attempt(self.max_retries + 1),
+            wait=self._wait,
+            retry=retry_if_exception(self._is_retryable),
+            before_sleep=before_sleep,
+            reraise=True,
+        ):
+            with attempt:
+                if first is not None:  # attempt 1 was made by complete(): its outcome
+                    exc, first = first, None
+                    raise exc
+                response = await attempt_once()
         return response
 
     def _is_retryable(self, exc: BaseException) -> bool:
