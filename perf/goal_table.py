@@ -66,13 +66,18 @@ class Goal:
         return verdict if self.counted or self.met is None else f"({verdict})"
 
     def value_cell(self) -> str:
-        return "n/a" if self.value is None else f"{self.value:g}{self.unit}"
+        return fmt(self.value, self.unit)
 
     def as_json(self) -> dict[str, Any]:
         return {"name": self.name, "value": self.value, "reference": self.reference,
                 "target": self.target, "higher_is_better": self.higher_is_better,
                 "goal": self.goal_cell(), "met": self.met, "counted": self.counted,
                 "unchecked": self.unchecked or None, "note": self.note}
+
+
+def fmt(value: float | None, unit: str = "") -> str:
+    """A figure in a reference or note: ``n/a`` for a run that produced none (never ``Nones``)."""
+    return "n/a" if value is None else f"{value:g}{unit}"
 
 
 def ratio(numerator: float | None, denominator: float | None, digits: int = 3) -> float | None:

@@ -39,7 +39,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from goal_table import WIDTH, Goal, ratio, render  # perf/goal_table.py: the rows and the 100-column table
+from goal_table import WIDTH, Goal, fmt, ratio, render  # perf/goal_table.py: the rows and the 100-column table
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "data" / "toolhop" / "ToolHop.json"
@@ -290,7 +290,7 @@ def sdk_reference_goal(label: str, sdk: dict[str, Any], floor: dict[str, Any]) -
                 reference=f"SDK {per_call:.2f} ms per call" if per_call else "-",
                 note=f"perf/sdk_floor.py: {sdk.get('calls')} calls in one asyncio process, whole "
                      f"process (steady {sdk.get('cpu_per_call_ms')} ms per call + start-up, import, "
-                     f"client {sdk.get('setup_cpu_s')}s): the best ratio a harness on the real SDK "
+                     f"client {fmt(sdk.get('setup_cpu_s'), 's')}): the best ratio a harness on the real SDK "
                      f"reaches, at zero cost of its own; rc {sdk.get('rc')}")
 
 
@@ -386,8 +386,8 @@ def drop_goal(effs: dict[int, float | None], a: int, b: int) -> Goal:
 def run_note(run: dict[str, Any]) -> str:
     """Calls, wall, ideal and where the time went (start-up, busy span, exit) of one run."""
     return (f"{run['calls']} calls, {run['wall_s']}s vs ideal {run['ideal_s']}s; first request at "
-            f"{run.get('to_first_request_s')}s, busy span {run.get('busy_s')}s (efficiency "
-            f"{run.get('busy_efficiency')}), exit {run.get('after_last_reply_s')}s after the last "
+            f"{fmt(run.get('to_first_request_s'), 's')}, busy span {fmt(run.get('busy_s'), 's')} (efficiency "
+            f"{fmt(run.get('busy_efficiency'))}), exit {fmt(run.get('after_last_reply_s'), 's')} after the last "
             f"reply; CPU: harness {run['harness_cpu_s']}s + endpoint {run['endpoint_cpu_s']}s = "
             f"{run['machine_busy']:.0%} of {run['cores']} cores; rc {run['rc']}"
             + ("" if run.get("ok") else f"; {run.get('tail', '')[-200:]}"))
@@ -397,7 +397,7 @@ def rerun_goal(name: str, rerun: dict[str, Any], floor: dict[str, Any]) -> Goal:
     """Goal 5: a re-run's speed-up at least 0.8 of the pytest floor's (first run's wall over
     pytest's wall for as many no-op tests, as the issue's "pytest's floor allows 8.34x")."""
     return Goal(f"{name} speed-up / floor's", ratio(rerun["speedup"], floor.get("max_speedup")), 0.8,
-                reference=f"{rerun['speedup']}x of {floor.get('max_speedup')}x",
+                reference=f"{fmt(rerun['speedup'], 'x')} of {fmt(floor.get('max_speedup'), 'x')}",
                 note=f"{rerun['wall_s']:.2f}s, rc {rerun['rc']}, {rerun['calls_sent']} calls sent "
                      "(must be 0); the floor's speed-up: the first 64-in-flight run's wall over "
                      f"pytest's {floor.get('wall_s')}s for {floor.get('cases')} no-op tests")
@@ -467,8 +467,10 @@ def measure_efficiency(ns: argparse.Namespace, tmp: Path, figures: dict[str, Any
              0.9, reference=f"{runs['c64_n2']['efficiency']} vs {effs[64]}", note=run_note(runs["c64_n2"])),
         Goal("64 in flight, --sdk-process inline", runs["c64_n0_inline"]["efficiency"], None,
              reference=f"shared SDK: {effs[64]}",
-             note=f"first request at {runs['c64_n0_inline'].get('to_first_request_s')}s (shared: "
-                  f"{c64.get('to_first_request_s')}s); {runs['c64_n0_inline']['wall_s']}s"),
+             note=f"first request at {fmt(runs['c64_n0_inline'].get('to_first_request_s'), 's')} (shared: "
+                  f"{fmt(c64.get('to_first_request_s'), 's')}); {runs['c64_n0_inline']['wall_s']}s, rc "
+                  f"{runs['c64_n0_inline']['rc']}" + ("" if runs["c64_n0_inline"].get("ok") else
+                                                      f"; {runs['c64_n0_inline']['tail'][-200:]}")),
         rerun_goal("cached re-run", reruns["cached_rerun"], floor),
         rerun_goal("--cache-only", reruns["cache_only"], floor),
         cpu_per_call_goal("64", c64, floor),
@@ -628,7 +630,7 @@ def read_goals(bench: str, reads: dict[str, Any], floor: dict[str, Any]) -> list
              f"load_run(resolve_run(id)) as compare reads it, in-process, imports excluded "
              f"(whole command {reads['load']['wall_s']}s)"))
     return [Goal(f"read back: {name}", value if item["rc"] == 0 else None, None, unit="s",
-                 reference=f"{ratio(value, floor_s, 2)}x of floor {floor_s}s",
+                 reference=f"{fmt(ratio(value, floor_s, 2), 'x')} of floor {fmt(floor_s, 's')}",
                  note=f"{bench}: {how}; rc {item['rc']}" + (f"; {item['tail']}" if item.get("tail") else "")
                       + f"; floor: pytest running {floor.get('cases')} no-op tests")
             for name, item, value, how in rows]

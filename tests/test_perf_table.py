@@ -68,7 +68,7 @@ def test_rerun_that_called_the_model_is_a_miss() -> None:
     floor = {"max_speedup": 8.0, "wall_s": 1.25, "cases": 1000}
     goal = perf_run.rerun_goal("cached re-run", {"speedup": 6.4, "wall_s": 1.56, "rc": 0, "calls_sent": 0},
                                floor)
-    assert goal.value == 0.8 and goal.met is True and "8.0x" in goal.reference
+    assert goal.value == 0.8 and goal.met is True and goal.reference == "6.4x of 8x"
     missed = perf_run.rerun_goal("cached re-run", {"speedup": None, "wall_s": 1.0, "rc": 0,
                                                    "calls_sent": 5}, floor)
     assert missed.missed
@@ -143,3 +143,14 @@ def test_table_fits_100_columns() -> None:
     for g in goals:  # every row's value and verdict are printed, none cut
         assert g.value_cell() in text and g.met_cell() in text
     assert "restated" in text and "(NO)" in text
+
+
+def test_a_failed_run_reads_n_a_not_none() -> None:
+    """A run that produced no figure prints n/a in its reference and note, not 'Nones'."""
+    failed = {**_run(1000, 10.0, 8.0, ok=False), "to_first_request_s": None, "busy_s": None,
+              "busy_efficiency": None, "after_last_reply_s": None, "tail": "TypeError: boom"}
+    note = perf_run.run_note(failed)
+    assert "None" not in note and "first request at n/a" in note and "boom" in note
+    goal = perf_run.rerun_goal("cached re-run", {"speedup": None, "wall_s": 1.0, "rc": 1,
+                                                 "calls_sent": 0}, {"max_speedup": 3.0})
+    assert goal.reference == "n/a of 3x" and goal.missed
