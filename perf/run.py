@@ -305,7 +305,7 @@ def cpu_per_call_goal(label: str, run: dict[str, Any], floor: dict[str, Any], ex
     in a run of as many tests."""
     per_call, per_test = harness_cpu_per_call_ms(run), floor.get("cpu_per_test_ms")
     return Goal(f"harness CPU per call / floor, {label}", ratio(per_call, per_test, 2), 2.0,
-                False, "x", reference=f"{per_call or float('nan'):.2f} ms vs {per_test or float('nan'):.2f} ms",
+                False, "x", reference=f"{fmt(per_call and round(per_call, 2), ' ms')} vs {fmt(per_test and round(per_test, 2), ' ms')}",
                 note=f"{run['harness_cpu_s']}s over {run['calls']} calls, every harness process, "
                      f"endpoint excluded, vs pytest's CPU per no-op test ({floor['cases']} tests, "
                      f"whole command){extra}")
@@ -321,7 +321,7 @@ def restated_cpu_goal(label: str, run: dict[str, Any], floor: dict[str, Any],
     least = per_test + sdk_ms if per_test and sdk_ms else None
     return Goal(f"harness CPU / (floor + SDK), {label}", ratio(per_call, least, 2), 2.0,
                 False, "x", goal_text="restated", counted=False,
-                reference=f"{per_call or float('nan'):.2f} ms vs {least:.2f} ms" if least else "-",
+                reference=f"{fmt(per_call and round(per_call, 2), ' ms')} vs {fmt(least and round(least, 2), ' ms')}",
                 unchecked="" if sdk is not None else "the SDK-alone reference was skipped (--skip sdk)",
                 note=f"{per_call or float('nan'):.2f} ms per call over pytest's {per_test} ms per "
                      f"no-op test + the openai SDK's {sdk_ms} ms per call alone")
@@ -379,7 +379,7 @@ def drop_goal(effs: dict[int, float | None], a: int, b: int) -> Goal:
     negative drop)."""
     drop = round(effs[a] - effs[b], 3) if effs[a] is not None and effs[b] is not None else None
     return Goal(f"efficiency drop, {a} -> {b}", drop, 0.05, False,
-                reference=f"{effs[a]} -> {effs[b]}", note="the worse of the two steps sets the goal; "
+                reference=f"{fmt(effs[a])} -> {fmt(effs[b])}", note="the worse of the two steps sets the goal; "
                 "a negative drop is a rise")
 
 
@@ -453,20 +453,20 @@ def measure_efficiency(ns: argparse.Namespace, tmp: Path, figures: dict[str, Any
     sdk = figures.get("sdk_alone", {})
     goals = [
         Goal("efficiency / ceiling, 64 in flight", ratio(effs[64], ceiling["ceiling"]), 0.95,
-             reference=f"{effs[64]} of ceiling {ceiling['ceiling']}",
+             reference=f"{fmt(effs[64])} of ceiling {fmt(ceiling['ceiling'])}",
              note=f"{run_note(c64)}. Ceiling: ideal / ({ceiling['rounds']} rounds x {ns.latency}s + "
                   f"importing pytest {ceiling['import_pytest_s']}s + openai {ceiling['import_openai_s']}s "
                   "in a fresh process): the first request can leave no sooner, with zero harness cost"),
-        Goal("efficiency, 128 in flight", effs[128], None, reference=f"64 in flight: {effs[64]}",
+        Goal("efficiency, 128 in flight", effs[128], None, reference=f"64 in flight: {fmt(effs[64])}",
              note=run_note(runs["c128_n0"])),
-        Goal("efficiency, 256 in flight", effs[256], None, reference=f"64 in flight: {effs[64]}",
+        Goal("efficiency, 256 in flight", effs[256], None, reference=f"64 in flight: {fmt(effs[64])}",
              note=run_note(runs["c256_n0"])),
         drop_goal(effs, 64, 128),
         drop_goal(effs, 128, 256),
         Goal("-n 2 x 64 / 64-in-flight figure", ratio(runs["c64_n2"]["efficiency"], effs[64]),
-             0.9, reference=f"{runs['c64_n2']['efficiency']} vs {effs[64]}", note=run_note(runs["c64_n2"])),
+             0.9, reference=f"{fmt(runs['c64_n2']['efficiency'])} vs {fmt(effs[64])}", note=run_note(runs["c64_n2"])),
         Goal("64 in flight, --sdk-process inline", runs["c64_n0_inline"]["efficiency"], None,
-             reference=f"shared SDK: {effs[64]}",
+             reference=f"shared SDK: {fmt(effs[64])}",
              note=f"first request at {fmt(runs['c64_n0_inline'].get('to_first_request_s'), 's')} (shared: "
                   f"{fmt(c64.get('to_first_request_s'), 's')}); {runs['c64_n0_inline']['wall_s']}s, rc "
                   f"{runs['c64_n0_inline']['rc']}" + ("" if runs["c64_n0_inline"].get("ok") else
@@ -505,7 +505,7 @@ def measure_endpoints(ns: argparse.Namespace, tmp: Path, figures: dict[str, Any]
     c64 = figures.get("efficiency_runs", {}).get("c64_n0")
     e64 = c64["efficiency"] if c64 else None
     return [Goal(f"{n} endpoints x 64 / 64-in-flight", ratio(run["efficiency"], e64),
-                 0.9, reference=f"{run['efficiency']} vs {e64}",
+                 0.9, reference=f"{fmt(run['efficiency'])} vs {fmt(e64)}",
                  unchecked="" if c64 else "the 64-in-flight run (step efficiency) was skipped",
                  note=f"per endpoint {spread}; {run_note(run)}")]
 
@@ -540,8 +540,8 @@ def measure_drive(ns: argparse.Namespace, tmp: Path, figures: dict[str, Any]) ->
                          f"endpoint CPU {r['endpoint_cpu_s']}s, machine {r['machine_busy']:.0%}, rc {r['rc']})"
                          for k, r in runs.items())
     return [Goal(f"drive rate {ns.drive_latency * 1e3:g} ms / pytest tests/s", value, 0.5,
-                 reference=f"{rated.get(best) if best else None}/s ({best}) vs "
-                           f"{floor.get('tests_per_s')}/s",
+                 reference=(f"{rated[best]}/s ({best}) vs " if best else "no run finished vs ")
+                           + f"{fmt(floor.get('tests_per_s'), '/s')}",
                  note=f"model calls per second of the whole command, {ns.drive_cases} direct cases, "
                       f"best of the harness's settings: {settings}; pytest: {ns.drive_cases} no-op "
                       "tests, whole command")]
@@ -766,7 +766,7 @@ def measure_sandbox(ns: argparse.Namespace, tmp: Path, figures: dict[str, Any]) 
             # Goal 6: the round trip (pipes both ways, the harness's GIL busy with 64 cases) at
             # most twice what the worker itself takes.
             Goal("sandbox round trip / p50", ratio(round_trip, p50, 2), 2.0, False, "x",
-                 reference=f"{round_trip and round(round_trip, 2)} ms vs {p50 and round(p50, 2)} ms",
+                 reference=f"{fmt(round_trip and round(round_trip, 2), ' ms')} vs {fmt(p50 and round(p50, 2), ' ms')}",
                  note="p50 of each tool call's round trip from the harness, pipes both ways and the "
                       "harness's GIL (busy with 64 cases) included"),
             Goal("sandbox p50 as the case waits",

@@ -154,3 +154,13 @@ def test_a_failed_run_reads_n_a_not_none() -> None:
     goal = perf_run.rerun_goal("cached re-run", {"speedup": None, "wall_s": 1.0, "rc": 1,
                                                  "calls_sent": 0}, {"max_speedup": 3.0})
     assert goal.reference == "n/a of 3x" and goal.missed
+
+
+def test_failed_runs_print_n_a_in_every_reference() -> None:
+    failed, floor = _run(1000, 10.0, 8.0, ok=False), {"cpu_per_test_ms": None, "cases": 1000}
+    rows = [perf_run.cpu_per_call_goal("64", failed, floor),
+            perf_run.restated_cpu_goal("64", failed, floor, {"process_cpu_per_call_ms": None}),
+            perf_run.drop_goal({64: None, 128: None, 256: None}, 64, 128)]
+    for row in rows:
+        assert "None" not in row.reference and "nan" not in row.reference, row.reference
+        assert row.value is None
