@@ -76,6 +76,25 @@ def test_request_body_and_text_reply():
     assert model.stats.attempts == 1 and model.stats.retries == 0
 
 
+@pytest.mark.parametrize("sampling", [
+    Sampling(), Sampling(temperature=None), Sampling(temperature=0.7, max_tokens=None, top_p=0.9, seed=3),
+    Sampling.model_validate({"seed": 1, "top_p": 0.5, "max_tokens": 5, "temperature": 1}),
+    Sampling(temperature=0.0).model_copy(update={"seed": 4, "temperature": 0.2}),
+    Sampling.model_validate_json('{"max_tokens": 3, "temperature": 0}'),
+])
+def test_sampling_fields_go_into_the_body_in_declaration_order_none_left_out(sampling):
+    """The body's sampling keys, values and order (hence the request's bytes) are those of the
+    sampling's dump, however it was built (kwargs, validated out of order, copied with an
+    update, from JSON as the SDK process gets it)."""
+    dumped = {k: v for k, v in sampling.model_dump().items() if v is not None}
+    kwargs = sampling.as_request_kwargs()
+    assert list(kwargs.items()) == list(dumped.items())
+    assert [type(v) for v in kwargs.values()] == [type(v) for v in dumped.values()]
+    with FakeOpenAIServer(reply(content="ok")) as server:
+        run(backend(server), request(sampling=sampling))
+    assert list(server.requests[0]) == ["model", "messages", *dumped]
+
+
 @pytest.mark.parametrize("transport", ["aiohttp", "httpx"])
 def test_both_http_transports_send_the_same_request_and_read_the_same_reply(transport):
     """--http-transport picks the SDK's HTTP client; the wire format and the reply must not
