@@ -36,7 +36,7 @@ class Sampling(BaseModel):
 
         Read from the instance's values, not through ``model_dump``: it runs once per request,
         and the shared SDK process validates a new Sampling with every request, so nothing
-        per instance could be kept; the dump was ~10x the cost of this (perf/sdk_process_cpu.py)."""
+        per instance could be kept; the dump cost 2-7x this (timeit, same process)."""
         values = self.__dict__
         return {k: values[k] for k in _SAMPLING_FIELDS if values[k] is not None}
 
