@@ -12,6 +12,7 @@ import os
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -44,11 +45,13 @@ from pytest_toolbench.models.openai_backend import OpenAIBackend
 from pytest_toolbench.models.reachability import EndpointUnreachable
 from pytest_toolbench.models.sdk_process.client import RemoteBackend, SdkProcess
 from pytest_toolbench.models.sdk_process.protocol import (
+    FrameLink,
     Hello,
     SdkAddress,
     SdkLink,
     decode_error,
     encode_error,
+    frame,
 )
 from pytest_toolbench.models.sdk_process.server import SdkServer
 
@@ -357,6 +360,89 @@ def test_call_logs_merge_into_the_cases_own() -> None:
     copy = CaseCallLog()
     copy.add_wire_events(log.wire_events())  # what the SDK process sends is the whole log
     assert copy.details() == log.details()
+
+
+class _Transport:
+    """Records what a FrameLink writes (each write call apart) and whether it was closed."""
+
+    def __init__(self) -> None:
+        self.writes: list[bytes] = []
+        self.closed = False
+
+    def write(self, data: bytes) -> None:
+        self.writes.append(data)
+
+    def is_closing(self) -> bool:
+        return self.closed
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def framed_link() -> tuple[FrameLink, _Transport, list[dict[str, Any]], list[Any]]:
+    received: list[dict[str, Any]] = []
+    lost: list[Any] = []
+    link = FrameLink(received.append, lost.append)
+    transport = _Transport()
+    link.connection_made(transport)  # type: ignore[arg-type]
+    return link, transport, received, lost
+
+
+def test_frames_are_read_whole_however_the_bytes_arrive() -> None:
+    """Several frames in one chunk, a frame split over chunks (its header too), non-ASCII text:
+    each message is handed on once, whole, in order."""
+    link, _, received, lost = framed_link()
+    messages = [{"id": i, "text": "é" * i, "nested": {"n": [i, None, True]}} for i in range(5)]
+    data = b"".join(frame(m) for m in messages)
+    link.data_received(data[:3])  # not even a header yet
+    assert received == []
+    cut = len(frame(messages[0])) + 2  # the second frame's header split in two
+    link.data_received(data[3:cut])
+    assert received == messages[:1]
+    link.data_received(data[cut:-1])
+    assert received == messages[:4]
+    link.data_received(data[-1:])
+    assert received == messages and lost == []
+
+
+@pytest.mark.parametrize("bad", [
+    struct.pack(">I", 256 * 1024 * 1024 + 1),  # a frame over MAX_FRAME: a broken peer
+    struct.pack(">I", 3) + b"{x}",  # not JSON
+    struct.pack(">I", 2) + b"\xff\xfe",  # not UTF-8 JSON
+])
+def test_a_broken_frame_ends_the_connection_with_why_and_nothing_after_it_is_read(bad: bytes) -> None:
+    link, transport, received, lost = framed_link()
+    link.data_received(frame({"id": 1}) + bad + frame({"id": 2}))
+    assert received == [{"id": 1}]
+    assert transport.closed and len(lost) == 1 and isinstance(lost[0], ValueError)
+    link.connection_lost(None)  # the transport's own report follows: told once only
+    assert len(lost) == 1
+
+
+def test_frames_sent_in_one_turn_of_the_loop_leave_in_one_write() -> None:
+    """A burst of replies (or requests) is one write, not one per message; what is sent after
+    the connection ended is dropped (nobody reads it), and close() writes what was queued."""
+
+    async def go() -> tuple[_Transport, _Transport, list[Any]]:
+        link, transport, _, lost = framed_link()
+        for i in range(3):
+            link.send({"id": i})
+        assert transport.writes == []  # queued until this turn of the loop is over
+        await asyncio.sleep(0)
+        link.send({"id": 3})
+        await asyncio.sleep(0)
+        other, other_transport, _, _ = framed_link()
+        other.send({"id": 4})
+        other.close()  # queued, then closed: written before the close
+        link.connection_lost(ConnectionResetError())
+        link.send({"id": 5})
+        await asyncio.sleep(0)
+        return transport, other_transport, lost
+
+    transport, other_transport, lost = asyncio.run(go())
+    assert transport.writes == [frame({"id": 0}) + frame({"id": 1}) + frame({"id": 2}), frame({"id": 3})]
+    assert other_transport.writes == [frame({"id": 4})] and other_transport.closed
+    assert len(lost) == 1 and isinstance(lost[0], ConnectionResetError)
 
 
 # ----------------------------------------------------------------------------- when it starts

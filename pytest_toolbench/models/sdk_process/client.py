@@ -24,11 +24,10 @@ from pytest_toolbench.models.openai_backend import OpenAIBackend
 from pytest_toolbench.models.reachability import EndpointUnreachable
 from pytest_toolbench.models.sdk_process.launcher import SdkProcess as SdkProcess  # re-exported
 from pytest_toolbench.models.sdk_process.protocol import (
+    FrameLink,
     Hello,
     SdkLink,
     decode_error,
-    frame,
-    read_frame,
     sdk_environment,
 )
 from pytest_toolbench.models.liveness import process_alive
@@ -50,7 +49,8 @@ class RemoteBackend:
         self._ids = itertools.count()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._connecting: asyncio.Future[None] | None = None
-        self._writer: asyncio.StreamWriter | None = None
+        #: The connection once the SDK process said ready (None before, and after aclose()).
+        self._link: FrameLink | None = None
         self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
         self._gone: str | None = None
         #: The endpoint's unreachable verdict once the SDK process gave it (models/reachability.py):
@@ -63,23 +63,24 @@ class RemoteBackend:
         if self._unreachable is not None:
             verdict = self._unreachable
             raise EndpointUnreachable(verdict.kind, verdict.message, attempts=0, hint=verdict.hint)
-        await self._connected()
+        link = self._link if self._loop is asyncio.get_running_loop() else None
+        if link is None or self._gone is not None:
+            link = await self._connected()
         call_id = next(self._ids)
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._pending[call_id] = future
-        assert self._writer is not None
-        self._writer.write(frame({
+        link.send({
             "op": "complete", "id": call_id,
             "request": request.model_dump(mode="json", exclude_unset=True),
             "ctx": {"case_id": ctx.case_id, "turn": ctx.turn, "benchmark": ctx.benchmark},
-        }))
+        })
         try:
             with REQUEST_METER.request():  # the live progress line (models/meter.py)
                 reply = await future
         except asyncio.CancelledError:
             self._pending.pop(call_id, None)
-            if self._writer is not None and not self._writer.is_closing():
-                self._writer.write(frame({"op": "cancel", "id": call_id}))
+            if self._link is not None:
+                self._link.send({"op": "cancel", "id": call_id})
             raise
         log = current_call_log()
         if log is not None:
@@ -94,30 +95,49 @@ class RemoteBackend:
         return response
 
     async def aclose(self) -> None:
-        writer, self._writer, self._loop, self._connecting = self._writer, None, None, None
-        if writer is not None:
-            writer.close()
+        link, self._link, self._loop, self._connecting = self._link, None, None, None
+        if link is not None:
+            link.close()
 
     def describe(self) -> dict[str, Any]:
         return self.local.describe()
 
     # -- the connection --------------------------------------------------------------------------
-    async def _connected(self) -> None:
+    async def _connected(self) -> FrameLink:
         loop = asyncio.get_running_loop()
         if self._gone is not None:
             raise ModelCallError("sdk_process_gone", self._gone)
         if self._loop is not loop:  # first call, or a new event loop (tests): a new connection
-            self._loop, self._writer, self._pending = loop, None, {}
+            self._loop, self._link, self._pending = loop, None, {}
             self._connecting = loop.create_task(self._connect())
         assert self._connecting is not None
         await asyncio.shield(self._connecting)
+        if self._gone is not None:  # lost while this call waited for the connection
+            raise ModelCallError("sdk_process_gone", self._gone)
+        assert self._link is not None
+        return self._link
 
     async def _connect(self) -> None:
         deadline = time.monotonic() + START_TIMEOUT_S
         pid = self.address.pid
+        loop = asyncio.get_running_loop()
+        ready: asyncio.Future[dict[str, Any]] = loop.create_future()
+
+        def on_message(message: dict[str, Any]) -> None:
+            if not ready.done():
+                ready.set_result(message)  # the greeting
+            else:
+                self._on_reply(message)
+
+        def on_lost(exc: Exception | None) -> None:
+            if not ready.done():  # before its greeting: the hello was refused, or it died
+                ready.set_exception(ModelCallError("sdk_process_gone", self._lost_message(exc)))
+            self._on_lost(link, exc)
+
+        link = FrameLink(on_message, on_lost)
         while True:
             try:
-                reader, writer = await asyncio.open_unix_connection(self.address.socket, limit=2**24)
+                await loop.create_unix_connection(lambda: link, self.address.socket)
                 break
             except (FileNotFoundError, ConnectionRefusedError):
                 if not process_alive(pid) or time.monotonic() > deadline:
@@ -126,29 +146,32 @@ class RemoteBackend:
                 await asyncio.sleep(0.01)
         hello = Hello(backend=self.local.spec, processes=self.link.processes,
                       server_pid=self.server_pid, env=sdk_environment())
-        writer.write(frame(hello.to_wire()))
-        ready = await read_frame(reader)
-        if ready.get("op") != "ready":
-            raise ModelCallError("sdk_process_gone", f"unexpected greeting {ready!r}")
-        self._writer = writer
-        asyncio.get_running_loop().create_task(self._read_replies(reader))
+        link.send(hello.to_wire())
+        greeting = await ready
+        if greeting.get("op") != "ready":
+            link.close()
+            raise ModelCallError("sdk_process_gone", f"unexpected greeting {greeting!r}")
+        self._link = link
 
-    async def _read_replies(self, reader: asyncio.StreamReader) -> None:
-        try:
-            while True:
-                reply = await read_frame(reader)
-                future = self._pending.pop(reply.get("id"), None)
-                if future is not None and not future.done():
-                    future.set_result(reply)
-        except (asyncio.IncompleteReadError, ConnectionError, ValueError) as exc:
-            if self._writer is None:
-                return  # closed by aclose()
-            self._gone = (f"the SDK process (pid {self.address.pid}) closed the connection "
-                          f"({type(exc).__name__}): {self._log_tail()}")
-            for future in self._pending.values():
-                if not future.done():
-                    future.set_exception(ModelCallError("sdk_process_gone", self._gone))
-            self._pending.clear()
+    def _on_reply(self, reply: dict[str, Any]) -> None:
+        future = self._pending.pop(reply.get("id"), None)  # type: ignore[arg-type]
+        if future is not None and not future.done():
+            future.set_result(reply)
+
+    def _on_lost(self, link: FrameLink, exc: Exception | None) -> None:
+        if self._link is not link:
+            return  # closed by aclose(), or a connection this backend no longer uses
+        self._gone = self._lost_message(exc)
+        for future in self._pending.values():
+            if not future.done():
+                future.set_exception(ModelCallError("sdk_process_gone", self._gone))
+        self._pending.clear()
+
+    def _lost_message(self, exc: Exception | None) -> str:
+        # A clean end of stream is named as the stream reader named it (IncompleteReadError).
+        why = type(exc).__name__ if exc is not None else "IncompleteReadError"
+        return (f"the SDK process (pid {self.address.pid}) closed the connection ({why}): "
+                f"{self._log_tail()}")
 
     def _log_tail(self) -> str:
         try:

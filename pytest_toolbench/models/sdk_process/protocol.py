@@ -1,7 +1,9 @@
 """The wire between pytest processes and the shared SDK process: framed JSON over a Unix socket.
 
 A frame is a 4-byte big-endian length and that many bytes of UTF-8 JSON. One connection per
-backend per pytest process, multiplexed by request ``id``. Messages:
+backend per pytest process, multiplexed by request ``id``; both ends run it through
+:class:`FrameLink` (an asyncio protocol: every frame of a chunk read is handled at once, and the
+frames sent within one turn of the event loop leave in one write). Messages:
 
 * client -> server: :class:`Hello` once (the backend's :class:`~pytest_toolbench.models.spec.BackendSpec`,
   how many pytest processes share it, the managed server's pid, ``sdk_environment()``), then ``{"op": "complete", "id", "request", "ctx"}`` and
@@ -18,7 +20,7 @@ import json
 import os
 import re
 import struct
-from typing import Any, Literal
+from typing import Any, Callable, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -89,17 +91,108 @@ def adopt_sdk_environment(env: dict[str, str]) -> None:
     os.environ.update(env)
 
 
+#: One encoder for every frame (``json.dumps`` with options builds a new one per call).
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
 def frame(message: dict[str, Any]) -> bytes:
-    data = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    data = _ENCODER.encode(message).encode("utf-8")
     return _HEADER.pack(len(data)) + data
 
 
-async def read_frame(reader: asyncio.StreamReader) -> dict[str, Any]:
-    """The next message; ``asyncio.IncompleteReadError`` when the peer has gone."""
-    (size,) = _HEADER.unpack(await reader.readexactly(_HEADER.size))
-    if size > MAX_FRAME:
-        raise ValueError(f"frame of {size} bytes")
-    return json.loads(await reader.readexactly(size))
+class FrameLink(asyncio.Protocol):
+    """One end of a connection: frames in, frames out.
+
+    Why a protocol rather than asyncio streams: with a ``StreamReader`` each message cost two
+    awaited ``readexactly`` calls, and each ``StreamWriter.write`` a send of its own. Here a chunk
+    read from the socket is cut into every complete frame it holds, each handed to ``on_message``
+    in turn, and :meth:`send` queues a frame and writes everything queued once the current turn
+    of the event loop is over: a burst of replies (or of requests) leaves in one write.
+
+    ``on_message(message)`` gets each decoded message; ``on_lost(exc)`` is called once when the
+    connection ends: ``None`` for a clean end of stream, else why (the peer's reset, a frame over
+    :data:`MAX_FRAME` or not JSON, which closes the connection: a broken peer is not read on).
+    """
+
+    def __init__(self, on_message: Callable[[dict[str, Any]], None],
+                 on_lost: Callable[[Exception | None], None]) -> None:
+        self.on_message = on_message
+        self.on_lost = on_lost
+        self.transport: asyncio.Transport | None = None
+        self._buffer = bytearray()
+        self._queued: list[bytes] = []
+        self._flush_handle: asyncio.Handle | None = None
+        self._lost = False
+
+    # -- asyncio.Protocol ------------------------------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        buffer = self._buffer
+        buffer += data
+        start, end = 0, len(buffer)
+        while end - start >= _HEADER.size and not self._lost:
+            (size,) = _HEADER.unpack_from(buffer, start)
+            stop = start + _HEADER.size + size
+            if size > MAX_FRAME:  # a broken peer: nothing after it can be read
+                self._fail(ValueError(f"frame of {size} bytes"))
+                return
+            if stop > end:
+                break
+            try:
+                message = json.loads(buffer[start + _HEADER.size:stop])
+            except ValueError as exc:  # not JSON (nor UTF-8): the same
+                self._fail(exc)
+                return
+            start = stop
+            # A handler's own error is not the wire's: asyncio logs it (to the SDK process's log,
+            # which the client quotes) and closes the connection.
+            self.on_message(message)
+        del buffer[:start]
+
+    def eof_received(self) -> bool | None:
+        return None  # close our side too: connection_lost follows
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._fail(exc)
+
+    # -- sending ---------------------------------------------------------------------------------
+    def send(self, message: dict[str, Any]) -> None:
+        """Queue ``message``; it leaves with the others queued in this turn of the event loop.
+        Dropped when the connection has ended (nobody would read it)."""
+        if self._lost:
+            return
+        self._queued.append(frame(message))
+        if self._flush_handle is None:
+            self._flush_handle = asyncio.get_running_loop().call_soon(self.flush)
+
+    def flush(self) -> None:
+        """Write what is queued now."""
+        self._flush_handle = None
+        queued, self._queued = self._queued, []
+        if queued and self.transport is not None and not self.transport.is_closing():
+            self.transport.write(b"".join(queued))
+
+    def close(self) -> None:
+        """Write what is queued, then close (connection_lost follows)."""
+        if self._flush_handle is not None:
+            self._flush_handle.cancel()
+        self.flush()
+        if self.transport is not None:
+            self.transport.close()
+
+    def is_closing(self) -> bool:
+        return self._lost or self.transport is None or self.transport.is_closing()
+
+    def _fail(self, exc: Exception | None) -> None:
+        if self._lost:
+            return
+        self._lost = True
+        self._queued.clear()
+        if self.transport is not None:
+            self.transport.close()
+        self.on_lost(exc)
 
 
 # ----------------------------------------------------------------------------- errors

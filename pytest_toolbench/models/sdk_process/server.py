@@ -31,11 +31,10 @@ from pytest_toolbench.models.call_log import CURRENT_CALL_LOG, CaseCallLog
 from pytest_toolbench.models.openai_backend import OpenAIBackend
 from pytest_toolbench.models.sdk_process.protocol import (
     LOG_NAME,
+    FrameLink,
     Hello,
     adopt_sdk_environment,
     encode_error,
-    frame,
-    read_frame,
 )
 from pytest_toolbench.models.liveness import dead_server_check
 
@@ -63,32 +62,11 @@ class SdkServer:
             self.backends[key] = backend
         return backend
 
-    async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        tasks: dict[int, asyncio.Task[None]] = {}
-        try:
-            hello = await read_frame(reader)
-            backend = self.backend_for(Hello.model_validate(hello))
-            writer.write(frame({"op": "ready"}))
-            while True:
-                message = await read_frame(reader)
-                if message.get("op") == "cancel":
-                    task = tasks.get(message.get("id"))
-                    if task is not None:
-                        task.cancel()
-                    continue
-                call_id = message["id"]
-                task = asyncio.create_task(self.complete(backend, message, writer))
-                tasks[call_id] = task
-                task.add_done_callback(lambda _t, i=call_id: tasks.pop(i, None))
-        except (asyncio.IncompleteReadError, ConnectionError):
-            pass  # the pytest process closed its side (finished, or interrupted)
-        finally:
-            for task in list(tasks.values()):
-                task.cancel()
-            writer.close()
+    def connection(self) -> FrameLink:
+        """A new connection's protocol (the listener's factory)."""
+        return _Connection(self).link
 
-    async def complete(self, backend: OpenAIBackend, message: dict[str, Any],
-                       writer: asyncio.StreamWriter) -> None:
+    async def complete(self, backend: OpenAIBackend, message: dict[str, Any], link: FrameLink) -> None:
         log = CaseCallLog()
         CURRENT_CALL_LOG.set(log)  # this task's own log: the backend appends retries etc. to it
         reply: dict[str, Any] = {"id": message["id"]}
@@ -102,15 +80,44 @@ class SdkServer:
         except Exception as exc:  # every failure goes back to the case that made the call
             reply["error"] = encode_error(exc)
         reply["log"] = log.wire_events()
-        if not writer.is_closing():
-            writer.write(frame(reply))
+        link.send(reply)  # dropped if the pytest process has gone
+
+
+class _Connection:
+    """One pytest process's connection: its hello first, then its calls, each in a task of its own
+    (cancelled when it asks, or when the connection ends: finished, or interrupted)."""
+
+    def __init__(self, server: SdkServer) -> None:
+        self.server = server
+        self.link = FrameLink(self.on_message, self.on_lost)
+        self.backend: OpenAIBackend | None = None
+        self.tasks: dict[int, asyncio.Task[None]] = {}
+
+    def on_message(self, message: dict[str, Any]) -> None:
+        if self.backend is None:
+            self.backend = self.server.backend_for(Hello.model_validate(message))
+            self.link.send({"op": "ready"})
+            return
+        if message.get("op") == "cancel":
+            task = self.tasks.get(message.get("id"))  # type: ignore[arg-type]
+            if task is not None:
+                task.cancel()
+            return
+        call_id = message["id"]
+        task = asyncio.get_running_loop().create_task(self.server.complete(self.backend, message, self.link))
+        self.tasks[call_id] = task
+        task.add_done_callback(lambda _t, i=call_id: self.tasks.pop(i, None))
+
+    def on_lost(self, _exc: Exception | None) -> None:
+        for task in list(self.tasks.values()):
+            task.cancel()
 
 
 async def main_async(socket_path: str) -> None:
     server = SdkServer()
-    listener = await asyncio.start_unix_server(server.serve, socket_path, limit=2**24, backlog=1024)
-    stop = asyncio.Event()
     loop = asyncio.get_running_loop()
+    listener = await loop.create_unix_server(server.connection, socket_path, backlog=1024)
+    stop = asyncio.Event()
     loop.add_signal_handler(signal.SIGTERM, stop.set)
     # Parent gone (finished, killed, crashed): stdin reaches EOF.
     loop.add_reader(sys.stdin.fileno(), lambda: stop.set() if not os.read(sys.stdin.fileno(), 4096) else None)
