@@ -12,12 +12,16 @@ keys the response cache.
 from __future__ import annotations
 
 import os
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, SerializationInfo, field_serializer
 
-from pytest_toolbench.config import RunSettings
 from pytest_toolbench.models.reachability import DEFAULT_UNREACHABLE_AFTER_S
+
+if TYPE_CHECKING:
+    # Only backend_spec (pytest process) reads settings; the shared SDK process imports this
+    # module for BackendSpec, and building RunSettings' schema cost it 0.1-0.2 s of CPU at start.
+    from pytest_toolbench.config import RunSettings
 
 #: ``model_dump`` context that writes the API key itself (the SDK-process hello only); any
 #: other dump masks it, so a spec written into a report or a log cannot leak it.
