@@ -13,6 +13,7 @@ from pathlib import Path
 
 from fake_openai_server import FakeOpenAIServer, delayed, reply
 
+from pytest_toolbench.compare.load import load_record
 from pytest_toolbench.runs.prune import Item, parse_duration, parse_size, plan
 
 REPO = Path(__file__).resolve().parents[1]
@@ -53,14 +54,18 @@ def test_a_run_folder_holds_its_report_and_index_and_runs_lists_it(tmp_path):
     (folder,) = (tmp_path / "runs").iterdir()
     report = json.loads((folder / "report.json").read_text())
     mine = json.loads(user_json.read_text())
-    assert report["metrics"] == mine["metrics"] and report["cases"] == mine["cases"]
+    # the run folder's report names the journal that holds its cases; read back, they are
+    # --toolbench-json's, which holds them inline (results/case_store.py)
+    assert "cases" not in report and report["cases_journal"]["count"] == len(mine["cases"])
+    assert report["metrics"] == mine["metrics"]
+    assert load_record(folder / "report.json").report_dict()["cases"] == mine["cases"]
     assert report["run"]["settings"]["model"] == "oracle"
     assert report["run"]["data_sources"] and report["run"]["data_sources"][0]["sha256"]
     index = json.loads((folder / "run.json").read_text())
     assert index["run_id"] == folder.name == report["run"]["run_id"]
     assert index["status"] == "finished" and index["partial"] is False
     assert index["suites"] == ["toolhop"] and index["model"] == "oracle"
-    assert index["n_cases"] == len(report["cases"]) == 6
+    assert index["n_cases"] == len(mine["cases"]) == 6
     assert [(h["scenario"], h["metric"], h["value"]) for h in index["headline"]] == [
         ("direct", "accuracy", 1.0)]
     assert index["data"][0]["sha256"] == report["run"]["data_sources"][0]["sha256"]

@@ -18,6 +18,8 @@ import pytest
 
 from fake_openai_server import FakeOpenAIServer, completion, delayed, error_body, tool_call
 
+from pytest_toolbench.results.case_store import read_cases
+
 REPO = Path(__file__).resolve().parents[1]
 BUNDLED = REPO / "data" / "toolhop" / "ToolHop.json"
 from shared_data import REAL_TOOLHOP as SHARED_TOOLHOP, SHARED_DATASETS as SHARED
@@ -209,13 +211,11 @@ def test_http_model_xdist_and_serial_give_identical_metrics(tmp_path):
         parallel, rep4 = run_suite(tmp_path, *url, "-n", "4", "--no-cache")
     assert serial.returncode == 1 and parallel.returncode == 1  # odd ids answer wrong
     assert metric_table(rep0) == metric_table(rep4)
-    # The backstop: each xdist worker journals the results it reported.
-    journalled = {
-        json.loads(line)["case_id"]
-        for path in (tmp_path / "runs" / rep4["run"]["run_id"]).glob("worker-*.jsonl")
-        for line in path.read_text().splitlines()
-    }
-    assert journalled == {c["case_id"] for c in rep4["cases"]}
+    # The workers' journals (the backstop of the report channel, tests/test_no_silent_loss.py)
+    # were merged into the run's journal and removed; that journal holds every reported case.
+    folder = tmp_path / "runs" / rep4["run"]["run_id"]
+    assert not list(folder.glob("worker-*"))
+    assert {c.case_id for c in read_cases(folder)} == {c["case_id"] for c in rep4["cases"]}
     table = metric_table(rep0)
     records = load_records(BUNDLED)
     # Even ids answer the gold; odd ids are wrong unless the gold is "0", which upstream's
@@ -491,7 +491,8 @@ def test_interrupted_run_keeps_its_results_and_a_rerun_resumes_from_the_cache(tm
         out, _ = proc.communicate(timeout=60)
         assert proc.returncode == 2, out[-2000:]
         kept = json.loads(report.read_text())["cases"]
-        journal = [line for j in journal_glob("*/results.jsonl") for line in j.read_text().splitlines()]
+        # the run's journal, compacted at the session end (results/case_store.py)
+        journal = [r for folder in journal_glob("*") for r in read_cases(folder)]
         assert len(kept) >= 3 and len(journal) == len(kept)
         total = len(load_records(SHARED_TOOLHOP if data else BUNDLED))
         assert len(kept) < total

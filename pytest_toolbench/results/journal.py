@@ -1,4 +1,4 @@
-"""Append-only JSONL journal of case results, so an interrupted run loses at most one line.
+"""Append-only journal of case results, so an interrupted run loses at most one line.
 
 Each result is one line, written with one ``write()`` to an ``O_APPEND`` descriptor under an
 ``flock`` on that descriptor (several processes may share the file; a lock on the open file costs
@@ -16,23 +16,38 @@ written part of its line first: ``append`` cuts the file back to its size before
 raises :class:`JournalWriteError` (an ``OSError`` naming the file), so the journal never ends in a
 torn line a reader would take for an interruption. If even the cut fails, the next ``append`` of
 this journal (or the next writer to open the file) cuts the torn tail first.
+
+``compact=True`` (the run's own journal) keeps the plain file small: once ``block_bytes`` have
+been appended, the group-commit thread renames it aside under the lock (``<name>.<time>.<pid>
+.pending``; the next line starts a new plain file) and stores it as one gzip member of
+``<name>.gz`` with its long texts interned (results/packed_journal.py), then removes it; ``close``
+does the same with the rest, so a finished journal is the ``.gz`` alone. Nothing is ever rewritten
+in place: a crash at any point leaves each result in the plain file, a pending file or a complete
+member, and :func:`read_journal` reads all three in write order. A writer that finds the path
+renamed by another process's writer (another inode under the lock) reopens it.
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import fcntl
+import glob
 import os
-from contextlib import contextmanager
+import re
 import threading
+import time
 import warnings
-from pathlib import Path
 from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
 from types import TracebackType
 
 from pydantic import ValidationError
 
 from pytest_toolbench.results.case_result import CaseResult
+from pytest_toolbench.results.packed_journal import PackedJournal, read_blocks
 from pytest_toolbench.results.safe_text import safe_json_bytes
 
 
@@ -74,15 +89,43 @@ def _cut_partial_tail(fd: int) -> None:
     os.fsync(fd)
 
 
+#: Plain bytes a compacting journal collects before it stores them as one gzip member: large
+#: enough that each member restarts gzip's window rarely, small enough to bound the plain file.
+BLOCK_BYTES = 1 << 20
+_PENDING = re.compile(r"\.(\d+)\.(\d+)\.pending$")
+
+
+def packed_path(path: Path) -> Path:
+    """Where a journal's compacted blocks go: ``<journal>.gz``."""
+    return path.with_name(path.name + ".gz")
+
+
+def pending_paths(path: Path) -> list[Path]:
+    """The journal's plain files renamed aside and not yet compacted (or compacted by a writer
+    that was killed before it removed them), oldest first."""
+    found = []
+    for p in path.parent.glob(glob.escape(path.name) + ".*.pending"):
+        m = _PENDING.search(p.name[len(path.name):])
+        if m is not None:
+            found.append((int(m.group(1)), int(m.group(2)), p))
+    return [p for *_, p in sorted(found)]
+
+
+def journal_files(path: Path) -> list[Path]:
+    """Every file that holds part of the journal at ``path`` (plain, pending, compressed)."""
+    return [p for p in (packed_path(path), *pending_paths(path), path) if p.exists()]
+
+
 class ResultJournal:
     """``with ResultJournal(path) as j: j.append(result)``; safe across processes and threads."""
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, compact: bool = False,
+                 block_bytes: int = BLOCK_BYTES) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
-        with _locked(self._fd):
-            _cut_partial_tail(self._fd)
+        self.compact = compact
+        self.block_bytes = block_bytes
+        self._fd = self._open()
         self._cond = threading.Condition()
         self._written = 0  # lines written (in the kernel)
         self._synced = 0  # lines covered by an fsync
@@ -90,7 +133,45 @@ class ResultJournal:
         self._syncer: threading.Thread | None = None
         #: A failed write whose rollback failed too may have left part of a line behind.
         self._maybe_torn = False
+        #: A write failed: the disk is failing, so nothing is renamed or compacted any more.
+        self._failed = False
+        self._unpacked = 0  # bytes appended since the plain file was last renamed aside
+        self._packed: PackedJournal | None = None
+        #: Why the last compaction failed (its pending file was kept, nothing lost); None: none did.
+        self.compact_error: str | None = None
         atexit.register(self.close)
+
+    def _open(self) -> int:
+        """The plain file's descriptor, with a torn tail a killed writer left cut off."""
+        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        with _locked(fd):
+            _cut_partial_tail(fd)
+        return fd
+
+    def _lock_current(self) -> None:
+        """``flock`` the plain file at ``path``: if another process's writer renamed it aside
+        since this descriptor was opened, the lines go to the new file (caller holds _cond)."""
+        while True:
+            fcntl.flock(self._fd, fcntl.LOCK_EX)
+            try:
+                ours = os.fstat(self._fd)
+                now = os.stat(self.path)
+                if (now.st_ino, now.st_dev) == (ours.st_ino, ours.st_dev):
+                    return
+            except FileNotFoundError:
+                pass
+            except BaseException:
+                fcntl.flock(self._fd, fcntl.LOCK_UN)
+                raise
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            old = self._fd
+            try:
+                self._fd = self._open()
+            except OSError as exc:
+                raise JournalWriteError(exc.errno, exc.strerror or str(exc), str(self.path)) from exc
+            with contextlib.suppress(OSError):  # what went to the renamed file is on disk too
+                os.fsync(old)
+            os.close(old)
 
     def append(self, result: CaseResult) -> None:
         # DEL, C1 and bidi controls as JSON escapes, as in the JSON report (results/safe_text.py)
@@ -98,9 +179,13 @@ class ResultJournal:
         with self._cond:
             if self._closed:
                 raise ValueError(f"{self.path}: journal is closed")
-            with _locked(self._fd):
+            self._lock_current()
+            try:
                 self._write_line(data)
+            finally:
+                fcntl.flock(self._fd, fcntl.LOCK_UN)
             self._written += 1
+            self._unpacked += len(data)
             if self._syncer is None:
                 self._syncer = threading.Thread(
                     target=self._sync_loop, name="toolbench-journal-fsync", daemon=True
@@ -119,6 +204,7 @@ class ResultJournal:
             while view:
                 view = view[os.write(self._fd, view):]
         except OSError as exc:
+            self._failed = True
             try:
                 os.ftruncate(self._fd, before)
             except OSError:
@@ -140,6 +226,57 @@ class ResultJournal:
             with self._cond:
                 self._synced = max(self._synced, target)
                 self._cond.notify_all()
+                full = self.compact and not self._closed and self._unpacked >= self.block_bytes
+            if full:
+                self._pack(self._set_aside(reopen=True))
+
+    def _set_aside(self, *, reopen: bool) -> Path | None:
+        """Rename the plain file aside under the lock and return its pending path (None when it
+        holds nothing, or the disk failed). ``reopen``: a new plain file takes the next lines;
+        else (``close``) none does, and an empty plain file is removed."""
+        with self._cond:
+            if self._failed or self._fd < 0:
+                return None
+            try:
+                self._lock_current()
+            except OSError:
+                return None
+            old, pending = self._fd, None
+            try:
+                if self._maybe_torn:
+                    _cut_partial_tail(old)
+                    self._maybe_torn = False
+                if os.fstat(old).st_size > 0:
+                    pending = self.path.with_name(
+                        f"{self.path.name}.{time.time_ns()}.{os.getpid()}.pending")
+                    os.rename(self.path, pending)
+                elif reopen:
+                    return None
+                else:
+                    os.unlink(self.path)  # another process's writer would reopen it (_lock_current)
+                self._fd = self._open() if reopen else -1
+                self._unpacked = 0
+            except OSError as exc:
+                self.compact_error = f"{self.path}: {exc}"
+                return None
+            finally:
+                fcntl.flock(old, fcntl.LOCK_UN)
+        with contextlib.suppress(OSError):
+            os.fsync(old)
+        os.close(old)
+        return pending
+
+    def _pack(self, pending: Path | None) -> None:
+        """Store a pending file as gzip members and remove it; on any failure it stays as it
+        is (a plain file the reader reads) and :attr:`compact_error` says why."""
+        if pending is None:
+            return
+        try:
+            if self._packed is None:
+                self._packed = PackedJournal(packed_path(self.path))
+            _pack_file(self._packed, pending)
+        except (OSError, ValueError) as exc:
+            self.compact_error = f"{pending}: {exc}"
 
     def flush(self) -> None:
         """Wait until every appended line is fsynced."""
@@ -149,7 +286,8 @@ class ResultJournal:
                 self._cond.wait(timeout=1.0)
 
     def close(self) -> None:
-        """Fsync what was written and release the descriptor; idempotent."""
+        """Fsync what was written and release the descriptor (a compacting journal stores the
+        rest as gzip first); idempotent."""
         with self._cond:
             if self._closed:
                 return
@@ -159,11 +297,18 @@ class ResultJournal:
             self._cond.notify_all()
         if self._syncer is not None:
             self._syncer.join(timeout=10)
-        try:
-            os.fsync(self._fd)
-        except OSError:
-            pass
-        os.close(self._fd)
+        if self.compact:
+            self._pack(self._set_aside(reopen=False))
+        if self._fd >= 0:
+            try:
+                os.fsync(self._fd)
+            except OSError:
+                pass
+            os.close(self._fd)
+            self._fd = -1
+        if self._packed is not None:
+            self._packed.close()
+            self._packed = None
         atexit.unregister(self.close)
 
     def __enter__(self) -> ResultJournal:
@@ -178,33 +323,120 @@ class ResultJournal:
         self.close()
 
 
+def _pack_file(packed: PackedJournal, pending: Path) -> None:
+    """Every whole line of ``pending`` into ``packed``, then remove it. A writer that opened the
+    plain file before it was renamed may still add a line under its lock: read again until
+    nothing new came (a torn line left by a killed writer is dropped with the file)."""
+    fd = os.open(pending, os.O_RDWR | os.O_CLOEXEC)
+    try:
+        start = 0
+        while True:
+            with _locked(fd):
+                size = os.fstat(fd).st_size
+                data = os.pread(fd, size - start, start)
+                whole = data.rfind(b"\n") + 1
+                if whole == 0:
+                    os.unlink(pending)
+                    return
+            packed.append_block(data[:whole], pending.name, start, start + whole)
+            start += whole
+    finally:
+        os.close(fd)
+
+
+@dataclass
+class _Chunk:
+    """Lines of one journal file (or one member), and where they sit in write order."""
+
+    order: tuple[int, int, int]
+    where: str
+    lines: bytes
+    plain: bool  # the live plain file: a torn last line is an interruption, not corruption
+
+
+def _chunks(path: Path) -> list[_Chunk]:
+    """The journal's lines by file, in write order: the members of ``<name>.gz`` and the pending
+    files (ordered by the time in their names; a member by its source's), then the plain file.
+    Ranges of a pending file that a member already holds are left out (a killed compaction)."""
+    chunks: list[_Chunk] = []
+    covered: dict[str, list[tuple[int, int]]] = {}
+    gz = packed_path(path)
+    for block in read_blocks(gz):
+        covered.setdefault(block.source, []).append((block.start, block.end))
+        chunks.append(_Chunk((*_pending_order(block.source, path), block.start),
+                             f"{gz} ({block.source})", block.lines, False))
+    for pending in pending_paths(path):
+        data = pending.read_bytes()
+        keep, at = [], 0
+        for start, end in sorted(covered.get(pending.name, [])):
+            keep.append(data[at:start])
+            at = max(at, end)
+        keep.append(data[at:])
+        chunks.append(_Chunk((*_pending_order(pending.name, path), 0), str(pending),
+                             b"".join(keep), False))
+    try:
+        chunks.append(_Chunk((1 << 63, 0, 0), str(path), path.read_bytes(), True))
+    except FileNotFoundError:
+        pass
+    return sorted(chunks, key=lambda c: c.order)
+
+
+def _pending_order(name: str, path: Path) -> tuple[int, int]:
+    m = _PENDING.search(name[len(path.name):])
+    return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+
+
+def _whole_lines(chunk: _Chunk) -> bytes:
+    """The chunk's complete lines; a truncated last line of the plain file (a run killed
+    mid-write) is dropped with a warning, anywhere else it is corruption."""
+    data = chunk.lines
+    whole = data.rfind(b"\n") + 1
+    torn = data[whole:]
+    if torn.strip():
+        lineno = data.count(b"\n") + 1
+        if not chunk.plain:
+            raise JournalError(f"{chunk.where}:{lineno}: a line without its newline inside the "
+                               "journal")
+        warnings.warn(f"{chunk.where}:{lineno}: skipping a truncated last journal line "
+                      f"({len(torn)} bytes; the run was interrupted while writing it)",
+                      stacklevel=4)
+    return data[:whole] if torn else data
+
+
+def journal_array(path: str | os.PathLike[str]) -> bytes:
+    """The journal's complete lines as one JSON array, in write order: what a report reader
+    parses at once (results/case_store.py), without a Python object per line."""
+    parts = []
+    for chunk in _chunks(Path(path)):
+        data = _whole_lines(chunk)
+        if b"\n\n" in data or data.startswith(b"\n"):  # blank lines: not records
+            data = b"\n".join(line for line in data.split(b"\n") if line.strip()) + b"\n"
+        if data.strip():
+            parts.append(data[:-1].replace(b"\n", b","))
+    return b"[" + b",".join(parts) + b"]"
+
+
+def journal_lines(path: str | os.PathLike[str]) -> list[tuple[str, int, bytes]]:
+    """``(file, line number, line)`` for every complete line of the journal, in write order. A
+    truncated last line of the plain file (a run killed mid-write) is skipped with a warning."""
+    out: list[tuple[str, int, bytes]] = []
+    for chunk in _chunks(Path(path)):
+        lines = _whole_lines(chunk).split(b"\n")
+        out.extend((chunk.where, n, line) for n, line in enumerate(lines, start=1) if line.strip())
+    return out
+
+
 def read_journal(path: str | os.PathLike[str]) -> list[CaseResult]:
     """All results in the journal, in write order; a truncated last line is skipped with a warning.
 
     A bad line anywhere else is corruption, not an interruption: JournalError with file:line.
     """
-    p = Path(path)
-    if not p.exists():
-        return []
-    raw = p.read_bytes()
-    lines = raw.split(b"\n")
-    complete_tail = raw.endswith(b"\n")
     results: list[CaseResult] = []
-    for lineno, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        is_last = lineno == len(lines) and not complete_tail
+    for where, lineno, line in journal_lines(path):
         try:
             results.append(CaseResult.model_validate_json(line))
         except (ValidationError, ValueError) as exc:
-            if is_last:
-                warnings.warn(
-                    f"{p}:{lineno}: skipping a truncated last journal line "
-                    f"({len(line)} bytes; the run was interrupted while writing it)",
-                    stacklevel=2,
-                )
-                continue
-            raise JournalError(f"{p}:{lineno}: invalid journal record: {exc}") from exc
+            raise JournalError(f"{where}:{lineno}: invalid journal record: {exc}") from exc
     return results
 
 

@@ -10,9 +10,11 @@ sections (results/run_sections.py) written back exactly as their producers wrote
 The document's layout is the schema below (``schema_version`` 1): top-level ``partial`` and
 ``missing_cases`` (also in ``run``), ``run`` (identity, settings, data, status, coverage...),
 ``metrics``, ``gates``, ``cases`` sorted by id, then ``repeats`` (only with ``--repeats``) and
-``baseline`` (only with ``--baseline``). Every field but ``cases`` has a default, so reports
-written by older versions, or by hand in tests, are read as they are; fields this version does
-not know are kept (``extra="allow"``) rather than dropped.
+``baseline`` (only with ``--baseline``). The run folder's ``report.json`` holds
+``cases_journal`` instead of ``cases``: the journal that stores them once per run
+(results/case_store.py, whose ``resolve_cases`` every reader goes through). Every field but
+``cases`` has a default, so reports written by older versions, or by hand in tests, are read as
+they are; fields this version does not know are kept (``extra="allow"``) rather than dropped.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pytest_toolbench.fileio import indented_json
 from pytest_toolbench.results.aggregate import RunMetrics
 from pytest_toolbench.results.case_result import CaseResult
+from pytest_toolbench.results.case_store import CASES_REF
 from pytest_toolbench.results.comparison import Comparison
 from pytest_toolbench.results.gates import GateVerdict
 from pytest_toolbench.results.repeats import RepeatStats
@@ -137,25 +140,36 @@ class RunRecord(BaseModel):
         """The model the run evaluated (its settings, else its cases' model)."""
         return self.run.model or next((c.model for c in self.cases if c.model), "")
 
-    def report_dict(self) -> dict[str, Any]:
+    def report_dict(self, cases_ref: dict[str, Any] | None = None) -> dict[str, Any]:
         """The JSON report's document: ``repeats``, ``baseline`` and ``run.endpoints`` only when
-        the run had them. NaN stays a float (the report writes it as the stdlib would)."""
+        the run had them. NaN stays a float (the report writes it as the stdlib would).
+        ``cases_ref``: the run folder's report, whose cases are in the run's journal
+        (results/case_store.py): that reference stands where ``cases`` would."""
         exclude: dict[str, Any] = {k: True for k in ("repeats", "baseline") if getattr(self, k) is None}
         run_exclude = {k for k in ("endpoints", "data") if getattr(self.run, k) is None}
         if run_exclude:
             exclude["run"] = run_exclude
-        return self.model_dump(mode="json", exclude=exclude)
+        if cases_ref is None:
+            return self.model_dump(mode="json", exclude=exclude)
+        doc = self.model_dump(mode="json", exclude={**exclude, "cases": True})
+        out: dict[str, Any] = {}
+        for key, value in doc.items():  # the reference where "cases" was: after the gates
+            out[key] = value
+            if key == "gates":
+                out[CASES_REF] = cases_ref
+        return out
 
-    def to_json(self) -> bytes:
+    def to_json(self, cases_ref: dict[str, Any] | None = None) -> bytes:
         """The JSON report: indented, UTF-8, NaN kept as the stdlib writes it (fileio.py). The
         encoder writes DEL, C1 and bidi controls raw; they are ``\\u`` escapes here, so ``cat``
         or an editor shows a dataset's or model's text as stored, not reordered or acted on."""
-        return safe_json_bytes(indented_json(self.report_dict()))
+        return safe_json_bytes(indented_json(self.report_dict(cases_ref)))
 
     def write(self, path: str | Path, encoded: bytes | None = None) -> Path:
         """Write the JSON report atomically (a CI step never reads half a report): the one
         writer of ``--toolbench-json`` and the run folder's ``report.json``. ``encoded``: this
-        record's :meth:`to_json`, when the caller writes it to two places."""
+        record's :meth:`to_json` (the run folder's with its journal's reference), when the
+        caller has it already."""
         from pytest_toolbench.fileio import atomic_write_bytes
 
         p = Path(path)

@@ -4,9 +4,12 @@
   flag, data fingerprints) that ``toolbench runs`` lists without opening the big report. Written
   when the run starts (status ``running``, with the controller's pid, so a run killed with SIGKILL
   still shows up as ``incomplete``) and rewritten when it ends.
-* ``report.json``: the same JSON as ``--toolbench-json`` (settings, data sources, metrics, gates,
-  every case), written at the end of every run, also when it was interrupted (marked partial).
-* ``results.jsonl``: the journal the plugin appends to as results arrive (results/journal.py).
+* ``report.json``: the same JSON as ``--toolbench-json`` (settings, data sources, metrics, gates),
+  written at the end of every run, also when it was interrupted (marked partial), but for its
+  cases: ``cases_journal`` names the run's journal, which holds them once (the report holds them
+  inline only when the journal could not be written whole).
+* ``results.jsonl.gz``: the journal (results/case_store.py): appended plain to ``results.jsonl``
+  as results arrive, compacted into gzip members with the texts every case repeats stored once.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from pytest_toolbench.fileio import atomic_write_text
+from pytest_toolbench.results import case_store
 from pytest_toolbench.results.safe_text import safe_json
 
 if TYPE_CHECKING:  # a run's start (record_start) needs none of the report's models
@@ -29,7 +33,6 @@ if TYPE_CHECKING:  # a run's start (record_start) needs none of the report's mod
 
 INDEX_NAME = "run.json"
 REPORT_NAME = "report.json"
-JOURNAL_NAME = "results.jsonl"
 
 Status = Literal["running", "finished", "interrupted", "incomplete"]
 
@@ -179,10 +182,12 @@ def _base_id(case: CaseResult) -> str:
     return case.case_id[: -len(suffix)] if suffix and case.case_id.endswith(suffix) else case.case_id
 
 
-def save_report(run_dir: Path, record: RunRecord, encoded: bytes | None = None) -> RunIndex:
-    """Write ``report.json`` (the ``--toolbench-json`` document, by the record's one JSON writer;
-    ``encoded`` when the caller already has its text) and the final ``run.json``."""
-    record.write(run_dir / REPORT_NAME, encoded)
+def save_report(run_dir: Path, record: RunRecord, *, cases_in_journal: bool) -> RunIndex:
+    """Write ``report.json`` (the ``--toolbench-json`` document, by the record's one JSON writer)
+    and the final ``run.json``. ``cases_in_journal``: the run's journal holds every case of the
+    record, so the report names it instead of repeating them (results/case_store.py)."""
+    ref = case_store.cases_reference(len(record.cases)) if cases_in_journal else None
+    record.write(run_dir / REPORT_NAME, record.to_json(ref))
     index = index_from_report(record, run_dir)
     write_index(run_dir, index)
     return index
@@ -209,35 +214,27 @@ def read_index(run_dir: Path) -> RunIndex | None:
         if index.status == "running" and not _alive(index):
             index = index.model_copy(update={"status": "incomplete"})
         if index.status in ("running", "incomplete"):
-            index.n_runs = max(index.n_runs, _journal_lines(run_dir))
+            index.n_runs = max(index.n_runs, case_store.count_results(run_dir))
         return index
     except (OSError, ValueError, ValidationError):
         pass
     try:
+        import json
+
         from pytest_toolbench.results.run_record import RunRecord
 
-        record = RunRecord.model_validate_json((run_dir / REPORT_NAME).read_bytes())
-        return index_from_report(record, run_dir)
+        report = run_dir / REPORT_NAME
+        data = json.loads(report.read_bytes())
+        case_store.resolve_cases(data, report)
+        return index_from_report(RunRecord.model_validate(data), run_dir)
     except (OSError, ValueError, KeyError, TypeError, ValidationError):
         pass
-    journal = run_dir / JOURNAL_NAME
-    if journal.exists():
+    parts = case_store.journal_parts(run_dir)
+    if parts:
         return RunIndex(run_id=run_dir.name, status="incomplete", partial=True,
-                        started=journal.stat().st_mtime, n_runs=_journal_lines(run_dir),
-                        path=str(run_dir))
+                        started=max(p.stat().st_mtime for p in parts),
+                        n_runs=case_store.count_results(run_dir), path=str(run_dir))
     return None
-
-
-def _journal_lines(run_dir: Path) -> int:
-    n = 0
-    for path in [run_dir / JOURNAL_NAME, *run_dir.glob("worker-*.jsonl")]:
-        try:
-            with path.open("rb") as fh:
-                count = sum(1 for line in fh if line.strip())
-        except OSError:
-            continue
-        n = max(n, count)  # worker journals hold the same results as the controller's
-    return n
 
 
 def _alive(index: RunIndex) -> bool:

@@ -28,7 +28,7 @@ from pytest_toolbench.report import progress
 from pytest_toolbench import output_errors
 from pytest_toolbench.results.case_result import CaseResult, Outcome
 from pytest_toolbench.results.gates import GateVerdict, exit_status, parse_gate
-from pytest_toolbench.results.journal import ResultJournal, recover_missing
+from pytest_toolbench.results import case_store
 from pytest_toolbench.results.safe_text import safe_text
 from pytest_toolbench.output_errors import OutputFailure
 from pytest_toolbench.session.selection import load_all_cases
@@ -68,6 +68,9 @@ class ControllerHooks:
         self._cases_by_id: dict[str, Case] | None = None  # xdist: node parameter id -> case
         self._crashed: dict[str, tuple[Case, str]] = {}  # case id -> (case, xdist's crash text)
         self._stopping = False  # an output failure has stopped the run
+        #: Every result of the run is in its journal (no journal write failed): the run folder's
+        #: report then names the journal instead of repeating the cases.
+        self._journal_whole = False
         #: How the run ended and its one record (no record when no case reported): the session
         #: end's, read by JUnit, the terminal summary and the gate table.
         self.end: RunEnd | None = None
@@ -182,10 +185,10 @@ class ControllerHooks:
         st = self.st
         if any(f.what == "results journal" for f in st.output_failures):
             return  # stopping already: the journal is not written past its failure
-        path = run_dir_of(st) / "results.jsonl"
+        path = case_store.journal_path(run_dir_of(st))
         try:
             if st.journal is None:
-                st.journal = ResultJournal(path)
+                st.journal = case_store.run_journal(run_dir_of(st))
             st.journal.append(result)
         except OSError as exc:
             self._stop_on_output_failure(OutputFailure.of("results journal", path, exc))
@@ -271,10 +274,11 @@ class ControllerHooks:
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         st = self.st
         self.session = session
-        if is_xdist_controller(self.config):
-            st.recovered = recover_missing(
-                list(run_dir_of(st).glob("worker-*.jsonl")), st.results
-            )
+        xdist = is_xdist_controller(self.config)
+        if xdist:  # what only the workers' journals hold goes into the run's journal too
+            with contextlib.suppress(pytest.exit.Exception):  # the journal failed: noted
+                st.recovered = case_store.merge_worker_journals(run_dir_of(st), st.results,
+                                                                self._journal)
         try:
             self._crash_standins()
         except pytest.exit.Exception:  # the journal failed: noted in st.output_failures
@@ -283,6 +287,13 @@ class ControllerHooks:
             with contextlib.suppress(OSError):  # a failed write already stopped the run
                 st.journal.close()
             st.journal = None
+        self._journal_whole = not any(f.what == "results journal" for f in st.output_failures)
+        # The workers' journals go once the run's holds their results and no worker can still
+        # be writing one (an interrupted run's workers may run on past this point: kept then).
+        if (xdist and self._journal_whole and st.interrupted_by is None
+                and exitstatus != pytest.ExitCode.INTERRUPTED):
+            with contextlib.suppress(OSError):  # one left behind loses nothing
+                case_store.remove_worker_journals(run_dir_of(st))
         missing = self._check_completeness()
         interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
         if interrupted and st.interrupted_by is None and not st.output_failures:
@@ -326,18 +337,18 @@ class ControllerHooks:
 
         st = self.st
         failed_before = len(st.output_failures)
-        encoded = record.to_json()  # encoded once: --toolbench-json and the run folder
         # The run's folder first: it shares its disk with the journal, and if it cannot be
         # written the --toolbench-json below still says so (partial, exit status, the error).
+        # Its cases are the journal's (stored once, results/case_store.py) unless the journal
+        # lost one; --toolbench-json, a file a user moves on its own, holds them inline.
         folder = run_dir_of(st)
         self._write_output("run folder's report", folder / "report.json",
-                           lambda: save_report(folder, record, encoded))
+                           lambda: save_report(folder, record, cases_in_journal=self._journal_whole))
         if st.settings.json_path:
             json_path = Path(st.settings.json_path)
             if len(st.output_failures) > failed_before:
                 self._note_output_failures(session, record)
-                encoded = record.to_json()
-            self._write_output("JSON report", json_path, lambda: record.write(json_path, encoded))
+            self._write_output("JSON report", json_path, lambda: record.write(json_path))
         if st.settings.md_path:
             from pytest_toolbench.report.markdown_report import write_markdown_report
 
@@ -500,7 +511,7 @@ class ControllerHooks:
             terminalreporter.write_line(f"Markdown summary: {st.settings.md_path}")
         if self.record is not None:
             line = f"run folder: {run_dir_of(st)}"
-            more = " (results.jsonl, report.json; toolbench runs lists it)"
+            more = " (report.json, results.jsonl.gz; toolbench runs lists it)"
             fits = len(line + more) <= terminalreporter._tw.fullwidth
             terminalreporter.write_line(line + more if fits else line)
 

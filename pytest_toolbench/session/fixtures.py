@@ -29,7 +29,7 @@ from pytest_toolbench.session.state import record_sandbox_state, run_dir, state
 from pytest_toolbench.session.transport import RESULT_KEY
 from pytest_toolbench.report.allure_report import attach_case
 from pytest_toolbench.results.case_result import CaseResult, Outcome
-from pytest_toolbench.results.journal import ResultJournal
+from pytest_toolbench.results import case_store
 from pytest_toolbench.results.safe_text import safe_text
 from pytest_toolbench.runtime.case_runtime import CaseRuntime
 from pytest_toolbench.runtime.environment import RunEnvironment
@@ -120,7 +120,7 @@ def toolbench_runtime(
     runtime.runner_factory = lambda benchmark: runner_or_stop(toolbench_env, benchmark)
     if hasattr(pytestconfig, "workerinput"):
         worker = pytestconfig.workerinput["workerid"]
-        runtime.worker_journal = ResultJournal(run_dir(pytestconfig) / f"worker-{worker}.jsonl")
+        runtime.worker_journal = case_store.worker_journal(run_dir(pytestconfig), worker)
     yield runtime
     runtime.close()
     if runtime.worker_journal is not None:

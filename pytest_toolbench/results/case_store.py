@@ -1,0 +1,148 @@
+"""A run folder's cases: the one module that writes, merges and reads them.
+
+Each case's result (with its transcript) is stored once per run, in the run's journal
+(results/journal.py): appended plain as it arrives, so a killed run keeps every line written, and
+compacted as it grows into ``results.jsonl.gz``, gzip members whose long texts (the knowledge
+graph, tool documents, system prompt every case's prompt repeats) are interned once per run
+(results/text_interning.py). A finished run's folder holds that ``.gz`` alone.
+
+* Under xdist each worker also journals its own results (``worker-<id>.jsonl``, plain): the
+  backstop of the report channel. At the session end the controller merges what only they hold
+  into the run's journal (:func:`merge_worker_journals`) and, once the run's journal is closed
+  whole and every worker has ended, removes them (:func:`remove_worker_journals`).
+* The run folder's ``report.json`` keeps the run, metrics and gates and names the journal in
+  ``cases_journal`` instead of repeating every case (:func:`cases_reference`); readers go through
+  :func:`resolve_cases`, which fills ``cases`` from the journal exactly as the report would have
+  held them (the last result per case id, in the report's order), and reads reports that hold
+  their cases inline (``--toolbench-json``, older runs) as they are.
+* Older run folders (plain ``results.jsonl``, worker journals beside it) read the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pydantic_core
+
+from pytest_toolbench.results.case_result import CaseResult
+from pytest_toolbench.results.journal import (
+    JournalError,
+    ResultJournal,
+    journal_array,
+    journal_files,
+    journal_lines,
+    read_journal,
+    recover_missing,
+)
+from pytest_toolbench.results.packed_journal import PackedJournalError
+
+#: The run's journal, as the run folder names it (``.gz`` beside it once compacted).
+JOURNAL_NAME = "results.jsonl"
+#: The key of a run folder's report that names the journal holding its cases.
+CASES_REF = "cases_journal"
+
+
+class CaseStoreError(ValueError):
+    """A report's cases cannot be read from the journal it names (message: one line)."""
+
+
+def journal_path(run_dir: Path) -> Path:
+    return Path(run_dir) / JOURNAL_NAME
+
+
+def run_journal(run_dir: Path) -> ResultJournal:
+    """The run's own journal: compacted into gzip as it grows, and when closed."""
+    return ResultJournal(journal_path(run_dir), compact=True)
+
+
+def worker_journal(run_dir: Path, worker: str) -> ResultJournal:
+    """An xdist worker's backstop journal: plain (read back only if a report went missing, then
+    removed), so a worker spends nothing on compression."""
+    return ResultJournal(Path(run_dir) / f"worker-{worker}.jsonl")
+
+
+def journal_parts(run_dir: Path) -> list[Path]:
+    """Every file of the run's journal and the worker journals that exists."""
+    paths = [journal_path(run_dir), *worker_journal_paths(run_dir)]
+    return [part for path in paths for part in journal_files(path)]
+
+
+def worker_journal_paths(run_dir: Path) -> list[Path]:
+    return sorted(Path(run_dir).glob("worker-*.jsonl"))
+
+
+def merge_worker_journals(run_dir: Path, results: dict[str, CaseResult],
+                          append: Callable[[CaseResult], None]) -> int:
+    """Results only the worker journals hold (a report lost on its way to the controller) go
+    into ``results`` and, through ``append``, into the run's journal; returns how many."""
+    before = set(results)
+    recovered = recover_missing(worker_journal_paths(run_dir), results)
+    for case_id, result in list(results.items()):
+        if case_id not in before:
+            append(result)
+    return recovered
+
+
+def remove_worker_journals(run_dir: Path) -> None:
+    """Every file of the worker journals (called once the run's journal holds their results)."""
+    for path in worker_journal_paths(run_dir):
+        for part in journal_files(path):
+            part.unlink(missing_ok=True)
+
+
+def count_results(run_dir: Path) -> int:
+    """Results journalled so far (a running or killed run): the run's journal, or a worker's if
+    one holds more (a controller killed before the workers' reports reached it)."""
+    counts = []
+    for path in [journal_path(run_dir), *worker_journal_paths(run_dir)]:
+        try:
+            counts.append(len(journal_lines(path)))
+        except (OSError, ValueError):
+            continue
+    return max(counts, default=0)
+
+
+def cases_reference(count: int) -> dict[str, Any]:
+    """What a run folder's report holds instead of its cases: the journal, relative to the
+    report's folder, and how many cases the report has."""
+    return {"file": JOURNAL_NAME, "count": count}
+
+
+def report_order(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The last result per case id, sorted as a report sorts its cases (run_record.py)."""
+    latest = {c.get("case_id"): c for c in cases}
+    return sorted(latest.values(), key=lambda c: (str(c.get("case_id")), str(c.get("scenario")),
+                                                   str(c.get("benchmark"))))
+
+
+def resolve_cases(data: dict[str, Any], report: Path) -> None:
+    """Fill ``data["cases"]`` from the journal a run folder's report names (no-op for a report
+    with its cases inline); :class:`CaseStoreError` when the journal is missing, unreadable or
+    holds another number of cases than the report says."""
+    ref = data.get(CASES_REF)
+    if "cases" in data or not isinstance(ref, dict):
+        return
+    name = ref.get("file")
+    if not isinstance(name, str) or "/" in name or name.startswith("."):
+        raise CaseStoreError(f"{report}: '{CASES_REF}' names no journal file in its folder")
+    path = Path(report).parent / name
+    if not journal_files(path):
+        raise CaseStoreError(f"{report}: its cases are in {path}, which is missing")
+    try:
+        # pydantic-core's parser: the same values as json.loads (NaN included), in 0.7x its CPU
+        cases = report_order(pydantic_core.from_json(journal_array(path)))
+    except (OSError, JournalError, PackedJournalError, ValueError) as exc:
+        raise CaseStoreError(f"{report}: cannot read its cases from {path} ({exc})") from None
+    if len(cases) != ref.get("count"):
+        raise CaseStoreError(f"{report}: its journal {path} holds {len(cases)} cases, the report "
+                             f"says {ref.get('count')}")
+    del data[CASES_REF]
+    data["cases"] = cases
+
+
+def read_cases(run_dir: Path) -> list[CaseResult]:
+    """The run's cases from its journal alone (a run killed before its report), report order."""
+    results = {r.case_id: r for r in read_journal(journal_path(run_dir))}
+    return sorted(results.values(), key=lambda r: (r.case_id, r.scenario, r.benchmark))
