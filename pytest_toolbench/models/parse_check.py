@@ -25,6 +25,8 @@ _ARGUMENT_KEYS = ("arguments", "parameters")
 #: Bound the work on pathological content (e.g. thousands of braces).
 _MAX_JSON_STARTS = 500
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
+#: Where a JSON object or list may start.
+_JSON_START = re.compile(r"[\[{]")
 
 
 def detect_parse_failure(message: dict[str, Any]) -> ParseFailure | None:
@@ -97,11 +99,15 @@ def _find_json_tool_call(content: str) -> str | None:
     Looks inside ```json fences first, then anywhere in the text; a JSON list of such objects
     (Mistral without its marker) counts too.
     """
+    # Most replies are prose with no JSON at all (this runs on every reply, in the SDK process):
+    # no object or list can start in the text, nor in a fence inside it.
+    if "{" not in content and "[" not in content:
+        return None
     candidates = [m.group(1) for m in _FENCE.finditer(content)] + [content]
     decoder = json.JSONDecoder()
     for text in candidates:
         starts = 0
-        for match in re.finditer(r"[\[{]", text):
+        for match in _JSON_START.finditer(text):
             starts += 1
             if starts > _MAX_JSON_STARTS:
                 break
