@@ -62,6 +62,12 @@ def test_meter_counts_requests_in_flight_and_usage():
         meter.add_usage(Usage())
     meter.add_usage(None)  # a reply without usage adds nothing
     assert meter.reading().since(start) == MeterReading(0, 1, 10, 5)
+    # Blocks nest and overlap (concurrent requests share the meter); one that raises still ends.
+    with meter.request(), meter.request():
+        assert meter.reading().in_flight == 2
+    with pytest.raises(RuntimeError), meter.request():
+        raise RuntimeError("request failed")
+    assert meter.reading().since(start) == MeterReading(0, 4, 10, 5)
 
 
 def run_in_pty(args: list[str], *, cols: int = 220, timeout: float = 300) -> tuple[int, str]:

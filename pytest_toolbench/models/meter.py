@@ -9,8 +9,6 @@ answered from the response cache never reach the backend and are not counted.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any, NamedTuple
 
 
@@ -30,6 +28,28 @@ class MeterReading(NamedTuple):
         )
 
 
+class _InFlight:
+    """What :meth:`RequestMeter.request` returns: one request in flight while the block runs. A
+    class rather than a ``@contextmanager`` generator: it is entered around every request, and
+    holds no state of its own, so one per meter serves every block, nested or concurrent."""
+
+    __slots__ = ("_meter",)
+
+    def __init__(self, meter: "RequestMeter") -> None:
+        self._meter = meter
+
+    def __enter__(self) -> None:
+        meter = self._meter
+        with meter._lock:
+            meter._in_flight += 1
+            meter._requests += 1
+
+    def __exit__(self, *_exc: object) -> None:
+        meter = self._meter
+        with meter._lock:
+            meter._in_flight -= 1
+
+
 class RequestMeter:
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -37,18 +57,11 @@ class RequestMeter:
         self._requests = 0
         self._prompt = 0
         self._completion = 0
+        self._block = _InFlight(self)
 
-    @contextmanager
-    def request(self) -> Iterator[None]:
-        """Count one HTTP attempt as in flight while the block runs."""
-        with self._lock:
-            self._in_flight += 1
-            self._requests += 1
-        try:
-            yield
-        finally:
-            with self._lock:
-                self._in_flight -= 1
+    def request(self) -> _InFlight:
+        """Count one HTTP attempt as in flight while the block runs (``with meter.request():``)."""
+        return self._block
 
     def add_usage(self, usage: Any) -> None:
         """Add an OpenAI ``usage`` object (or None, or a reply without one: nothing is added)."""
