@@ -50,6 +50,14 @@ def test_the_extraction_memo_leaves_no_lock_files(tmp_path):
     assert sum(asyncio.run(run())) == 3  # one extraction per key
     files = [p for p in (tmp_path / "memo").rglob("*") if p.is_file()]
     assert len(files) == 3 and not any(p.name.endswith(".lock") for p in files)
+    # one gzip file per entry, in one folder (no two-hex subfolders), read back as made
+    assert all(p.parent == tmp_path / "memo" and p.name.endswith(".json.gz") for p in files)
+    again = ExtractionMemo(tmp_path / "memo")
+
+    async def fail() -> dict:
+        raise AssertionError("made again")
+
+    assert asyncio.run(again.get_or_make(memo_key("sample", 0), fail)) == ({"raw_output": "x"}, False)
 
 
 def test_a_holder_killed_with_the_lock_leaves_a_file_the_next_holder_takes_and_removes(tmp_path):

@@ -20,6 +20,7 @@ graph, tool documents, system prompt every case's prompt repeats) are interned o
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -98,7 +99,9 @@ def count_results(run_dir: Path) -> int:
     counts = []
     for path in [journal_path(run_dir), *worker_journal_paths(run_dir)]:
         try:
-            counts.append(len(journal_lines(path)))
+            with warnings.catch_warnings():  # a count for a listing: a torn line is not news
+                warnings.simplefilter("ignore")
+                counts.append(len(journal_lines(path)))
         except (OSError, ValueError):
             continue
     return max(counts, default=0)
