@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import multiprocessing
 import os
 import subprocess
 import sys
@@ -28,6 +27,7 @@ from pytest_toolbench.results.journal import (
     read_journal,
 )
 from pytest_toolbench.results.packed_journal import PackedJournalError, read_blocks
+from spawned import run_in_processes
 
 REPO = Path(__file__).resolve().parents[1]
 #: What every case's prompt repeats (a knowledge graph, a tool library): far beyond MIN_LEN.
@@ -180,13 +180,7 @@ def _append_many(path: str, worker: int, count: int) -> None:
 
 def test_compacting_writers_in_several_processes_lose_nothing(tmp_path):
     path = tmp_path / "results.jsonl"
-    ctx = multiprocessing.get_context("spawn")
-    procs = [ctx.Process(target=_append_many, args=(str(path), w, 25)) for w in range(4)]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(120)
-        assert p.exitcode == 0
+    run_in_processes(_append_many, [(str(path), w, 25) for w in range(4)])
     ids = [r.case_id for r in read_journal(path)]
     assert len(ids) == 100 and len(set(ids)) == 100
     assert not path.exists() and not pending_paths(path)

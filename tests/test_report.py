@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import multiprocessing
 import os
 import re
 from pathlib import Path
@@ -22,6 +21,7 @@ from pytest_toolbench.report.terminal import render_summary
 from pytest_toolbench.results.aggregate import RunMetrics, aggregate
 from pytest_toolbench.results.case_result import CaseResult, InfraError, Outcome
 from pytest_toolbench.results.gates import error_rate_verdicts, evaluate_gates, parse_gates
+from spawned import run_in_processes
 from pytest_toolbench.results.journal import JournalError, ResultJournal, read_journal
 from pytest_toolbench.results.metrics import MetricSpec
 
@@ -216,13 +216,7 @@ def _append_many(path: str, worker: int, count: int) -> None:
 
 def test_journal_is_process_safe(tmp_path: Path) -> None:
     path = tmp_path / "results.jsonl"
-    ctx = multiprocessing.get_context("spawn")
-    procs = [ctx.Process(target=_append_many, args=(str(path), w, 25)) for w in range(4)]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(60)
-        assert p.exitcode == 0
+    run_in_processes(_append_many, [(str(path), w, 25) for w in range(4)], timeout=60)
     results = read_journal(path)
     assert len(results) == 100
     assert len({r.case_id for r in results}) == 100
