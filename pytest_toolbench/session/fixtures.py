@@ -67,12 +67,20 @@ def toolbench_model(
 
 
 @pytest.fixture(scope="session")
-def toolbench_env(request: pytest.FixtureRequest, toolbench_settings: RunSettings) -> Iterator[RunEnvironment]:
+def toolbench_env(pytestconfig: pytest.Config, toolbench_settings: RunSettings) -> Iterator[RunEnvironment]:
     """The environment every benchmark's runner is built from (benchmarks/base.py,
     ``make_runner(env)``): settings, options, and the embedders, sandbox and run folder, each made
-    on first use. The cases it offers a benchmark are the ones this process collected."""
-    config = request.config
-    session = request.session
+    on first use. The cases it offers a benchmark are the ones this process collected.
+
+    The session comes from the test being set up (``current_item()``), not from ``request``:
+    ``request`` in a session fixture puts it in the closure of every test that uses the case
+    runtime, and pytest builds a fixture definition (an ``inspect.signature``) for it per test."""
+    config = pytestconfig
+    item = current_item()
+    if item is None:  # only the plugin's pytest_runtest_setup sets it; without it no case runs
+        raise RuntimeError("pytest-toolbench: toolbench_env set up outside a test's setup "
+                           "(is the pytest_toolbench plugin registered?)")
+    session = item.session
     env = RunEnvironment(
         toolbench_settings,
         run_dir=lambda: run_dir(config),
@@ -121,22 +129,35 @@ def toolbench_runtime(
     if hasattr(pytestconfig, "workerinput"):
         worker = pytestconfig.workerinput["workerid"]
         runtime.worker_journal = case_store.worker_journal(run_dir(pytestconfig), worker)
+    pytestconfig.stash[_RUNTIME_KEY] = runtime  # case_result's way to it (see there)
     yield runtime
+    del pytestconfig.stash[_RUNTIME_KEY]  # torn down: no test may reach it any more
     runtime.close()
     if runtime.worker_journal is not None:
         runtime.worker_journal.close()
 
 
+#: The session's case runtime, once ``toolbench_runtime`` has been set up (removed at its teardown).
+_RUNTIME_KEY = pytest.StashKey[CaseRuntime]()
+
+
 @pytest.fixture
-def case_result(case: Case, toolbench_runtime: CaseRuntime) -> CaseResult:
+def case_result(case: Case, request: pytest.FixtureRequest) -> CaseResult:
     """The finished result of this test's case.
 
     Submits this case and the next ones this process will run (so up to --concurrency cases are
     in flight), then waits for this one. An infrastructure failure fails the *setup*, so pytest
     shows the case as an ERROR, apart from wrong answers. The test's item comes from
-    ``current_item()``, not from ``request`` (which pytest rebuilds for every test).
+    ``current_item()``.
+
+    The runtime is asked for by name once per session, then read from the config's stash: as a
+    parameter, it put the runtime and its six session fixtures in every case's fixture closure,
+    and pytest looks each one up (and re-registers its finalizers) per test, most of the fixture
+    set-up of a run answered from the cache. ``request`` costs pytest one fixture definition.
     """
-    runtime = toolbench_runtime
+    runtime = request.config.stash.get(_RUNTIME_KEY, None)
+    if runtime is None:
+        runtime = request.getfixturevalue("toolbench_runtime")
     node = current_item()
     if node is None or case_of(node) is not case:
         raise RuntimeError(f"pytest-toolbench: case {case.id} is not the test being set up ({node})")
