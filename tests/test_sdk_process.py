@@ -545,3 +545,50 @@ def test_only_the_variables_the_sdk_reads_travel_in_the_hello() -> None:
     assert sdk_environment(environ) == {
         "OPENAI_ORG_ID": "o", "OPENAI_PROJECT_ID": "p", "https_proxy": "http://proxy:3128",
         "NO_PROXY": "localhost", "SSL_CERT_FILE": "/ca.pem", "REQUESTS_CA_BUNDLE": "/ca.pem"}
+
+
+def test_an_sdk_process_that_imports_the_sdk_on_first_call_answers_and_fails_alike() -> None:
+    """A re-run whose cache holds replies starts the SDK process without the SDK's import
+    (launcher.SdkProcess): its first request imports it, and a reply, a 401 and a port nothing
+    listens on come back as from the process that imported it at start."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{probe.getsockname()[1]}/v1"
+    request = ChatRequest(messages=[{"role": "user", "content": "hi"}])
+    options = dict(max_retries=6, backoff_initial_s=0.1, backoff_max_s=0.5, unreachable_after_s=1.0)
+    seen: dict[bool, list[dict[str, Any]]] = {}
+    for at_start in (True, False):
+        process = SdkProcess(import_sdk_at_start=at_start)
+        try:
+            seen[at_start] = []
+            for handler in (lambda: reply("fine"), lambda: fail_then(99, reply("never"), status=401)):
+                with FakeOpenAIServer(handler()) as server:
+                    model = RemoteBackend(local_backend([server.base_url]), link(process))
+                    seen[at_start].append(outcome(*call(model, request), server.base_url))
+            refused, _ = call(RemoteBackend(local_backend([dead], **options), link(process)), request)
+            assert isinstance(refused, EndpointUnreachable) and refused.kind == "connection_refused"
+            # How many attempts fit in the give-up window is timing, not behaviour.
+            seen[at_start].append({"class": type(refused).__name__, "kind": refused.kind,
+                                   "message": refused.message.split(" attempts")[0].rsplit("(", 1)[0]})
+        finally:
+            process.stop()
+    assert seen[True] == seen[False]
+    assert "fine" in repr(seen[False][0]["result"]), seen[False][0]
+    assert seen[False][1]["result"]["class"] != "SdkProcessGone", seen[False][1]
+
+
+def test_the_sdk_import_waits_for_the_first_call_only_where_the_cache_holds_replies(
+        tmp_path: Path) -> None:
+    from pytest_toolbench.models.sdk_process.launcher import cache_holds_replies, command_line_cache_empty
+
+    cache = tmp_path / "cache"
+    assert not cache_holds_replies(cache)  # missing
+    cache.mkdir()
+    assert not cache_holds_replies(cache)  # empty
+    assert command_line_cache_empty(["suites/toolhop", "--cache-dir", str(cache)])
+    (cache / "ab").mkdir()
+    assert cache_holds_replies(cache)
+    assert not command_line_cache_empty(["suites/toolhop", "--cache-dir", str(cache)])
+    assert not command_line_cache_empty(["suites/toolhop", f"--cache-dir={cache}"])
+    assert command_line_cache_empty(["suites/toolhop", "--cache-dir", str(cache), "--no-cache"])
+    assert command_line_cache_empty(["suites/toolhop", "--cache-dir", str(tmp_path / "other")])

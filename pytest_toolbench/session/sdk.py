@@ -43,7 +43,11 @@ def decide(config: pytest.Config, settings: RunSettings) -> launcher.SdkProcess 
         if guessed is not None:
             guessed.stop()
         return None
-    return guessed or launcher.SdkProcess()  # its SDK import overlaps collection
+    if guessed is not None:
+        return guessed
+    # Its SDK import overlaps collection, unless the cache may answer the run (launcher.py).
+    empty = not settings.use_cache or not launcher.cache_holds_replies(settings.cache_dir)
+    return launcher.SdkProcess(import_sdk_at_start=empty)
 
 
 def sdk_address(config: pytest.Config) -> dict[str, Any] | None:

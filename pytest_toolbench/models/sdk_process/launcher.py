@@ -31,10 +31,31 @@ _INFO_FLAGS = frozenset({
 })
 
 
-class SdkProcess:
-    """The run's SDK process (controller side): start, address, stop."""
+#: The server's flag: import the SDK on the first request, not at start (see :class:`SdkProcess`).
+IMPORT_ON_FIRST_CALL = "--import-on-first-call"
 
-    def __init__(self) -> None:
+
+def cache_holds_replies(cache_dir: str | os.PathLike[str]) -> bool:
+    """Whether the response cache folder holds anything (one directory read): a run there may be
+    answered from it, in whole or in part."""
+    try:
+        with os.scandir(cache_dir) as entries:
+            return any(True for _ in entries)
+    except OSError:  # missing or unreadable: nothing to answer from
+        return False
+
+
+class SdkProcess:
+    """The run's SDK process (controller side): start, address, stop.
+
+    ``import_sdk_at_start``: whether it imports the SDK (openai, aiohttp: ~1 s of CPU) before it
+    listens, so a first request does not wait for it. False where the run's cache already holds
+    replies: a re-run answered from it sends no request, and that import was most of its extra
+    CPU (a fully cached 1,000-case re-run: ~1.2 s, as much as its test loop); the process then
+    imports the SDK on its first request. Either way a request's failures (an unreachable
+    endpoint, a bad key) are reported alike, by the first request that meets them."""
+
+    def __init__(self, *, import_sdk_at_start: bool = True) -> None:
         self.folder = Path(tempfile.mkdtemp(prefix="toolbench-sdk-"))
         if len(str(self.folder)) > 80:  # a Unix socket path is limited to ~107 bytes
             self.folder.rmdir()
@@ -43,7 +64,8 @@ class SdkProcess:
         self.log_path = self.folder / LOG_NAME
         with open(self.log_path, "wb") as log:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "pytest_toolbench.models.sdk_process.server", self.socket_path],
+                [sys.executable, "-m", "pytest_toolbench.models.sdk_process.server", self.socket_path,
+                 *(() if import_sdk_at_start else (IMPORT_ON_FIRST_CALL,))],
                 stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT,
                 env={**os.environ, "PYTHONUNBUFFERED": "1"},
             )
@@ -117,6 +139,24 @@ def command_line_wants_sdk(args: Sequence[str]) -> bool:
                              paths=[arg for arg in args if not arg.startswith("-")])
 
 
+def command_line_cache_empty(args: Sequence[str]) -> bool:
+    """Whether the run's response cache (``--cache-dir``, else the default, from the current
+    folder) holds nothing, or ``--no-cache`` is given, guessed from raw pytest arguments. A wrong
+    guess costs time only: the SDK imported for nothing, or a first request waiting for it."""
+    args = list(args)
+    cache_dir, no_cache = DEFAULT_CACHE_DIR, False
+    for i, arg in enumerate(args):
+        flag, equals, inline = arg.partition("=")
+        if flag == "--no-cache":
+            no_cache = True
+        elif flag == "--cache-dir":
+            cache_dir = inline if equals else (args[i + 1] if i + 1 < len(args) else cache_dir)
+    return no_cache or not cache_holds_replies(cache_dir)
+
+
+#: ``--cache-dir``'s default (config.py's, which this module cannot import: stdlib only).
+DEFAULT_CACHE_DIR = ".toolbench/cache"
+
 _started_at_import: SdkProcess | None = None
 
 
@@ -130,7 +170,7 @@ def start_at_import() -> None:
     try:
         if not command_line_wants_sdk(args):
             return
-        _started_at_import = SdkProcess()
+        _started_at_import = SdkProcess(import_sdk_at_start=command_line_cache_empty(args))
     except (OSError, ValueError):  # a guess must never break a command; configure starts it
         return
     atexit.register(_stop_unclaimed)

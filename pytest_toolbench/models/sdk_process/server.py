@@ -28,6 +28,7 @@ from typing import Any
 
 from pytest_toolbench.models.base import CallContext, ChatRequest
 from pytest_toolbench.models.call_log import CURRENT_CALL_LOG, CaseCallLog
+from pytest_toolbench.models.sdk_process.launcher import IMPORT_ON_FIRST_CALL
 from pytest_toolbench.models.openai_backend import OpenAIBackend
 from pytest_toolbench.models.sdk_process.protocol import (
     LOG_NAME,
@@ -132,8 +133,9 @@ def main() -> None:
     # Ctrl-C goes to the whole process group: the pytest process handles it and closes its
     # connections; this process follows when its parent closes stdin.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    import openai  # noqa: F401  (the import this process exists to take off the pytest process)
-    import aiohttp  # noqa: F401
+    if IMPORT_ON_FIRST_CALL not in sys.argv[2:]:  # else the backend imports it on first use
+        import openai  # noqa: F401  (the import this process exists to take off the pytest process)
+        import aiohttp  # noqa: F401
 
     socket_path = sys.argv[1]
     asyncio.run(main_async(socket_path))
