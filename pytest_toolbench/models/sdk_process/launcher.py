@@ -51,7 +51,7 @@ class SdkProcess:
     ``import_sdk_at_start``: whether it imports the SDK (openai, aiohttp: ~1 s of CPU) before it
     listens, so a first request does not wait for it. False where the run's cache already holds
     replies: a re-run answered from it sends no request, and that import was most of its extra
-    CPU (a fully cached 1,000-case re-run: ~1.2 s, as much as its test loop); the process then
+    CPU (a fully cached 1,000-case ToolHop re-run: ~1.2 s of its ~4.4 s); the process then
     imports the SDK on its first request. Either way a request's failures (an unreachable
     endpoint, a bad key) are reported alike, by the first request that meets them."""
 
