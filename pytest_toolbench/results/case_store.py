@@ -113,11 +113,19 @@ def cases_reference(count: int) -> dict[str, Any]:
     return {"file": JOURNAL_NAME, "count": count}
 
 
+#: The fields a report sorts its cases by, in this order (RunRecord.build and the readers here).
+CASE_ORDER = ("case_id", "scenario", "benchmark")
+
+
+def result_order(result: CaseResult) -> tuple[str, ...]:
+    """A result's place in a report (sort key)."""
+    return tuple(getattr(result, field) for field in CASE_ORDER)
+
+
 def report_order(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The last result per case id, sorted as a report sorts its cases (run_record.py)."""
+    """The last result per case id, sorted as a report sorts its cases (:func:`result_order`)."""
     latest = {c.get("case_id"): c for c in cases}
-    return sorted(latest.values(), key=lambda c: (str(c.get("case_id")), str(c.get("scenario")),
-                                                   str(c.get("benchmark"))))
+    return sorted(latest.values(), key=lambda c: tuple(str(c.get(field)) for field in CASE_ORDER))
 
 
 def resolve_cases(data: dict[str, Any], report: Path) -> None:
@@ -148,4 +156,4 @@ def resolve_cases(data: dict[str, Any], report: Path) -> None:
 def read_cases(run_dir: Path) -> list[CaseResult]:
     """The run's cases from its journal alone (a run killed before its report), report order."""
     results = {r.case_id: r for r in read_journal(journal_path(run_dir))}
-    return sorted(results.values(), key=lambda r: (r.case_id, r.scenario, r.benchmark))
+    return sorted(results.values(), key=result_order)

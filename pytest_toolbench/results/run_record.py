@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pytest_toolbench.fileio import indented_json
 from pytest_toolbench.results.aggregate import RunMetrics
 from pytest_toolbench.results.case_result import CaseResult
-from pytest_toolbench.results.case_store import CASES_REF
+from pytest_toolbench.results.case_store import CASES_REF, result_order
 from pytest_toolbench.results.comparison import Comparison
 from pytest_toolbench.results.gates import GateVerdict
 from pytest_toolbench.results.repeats import RepeatStats
@@ -130,7 +130,7 @@ class RunRecord(BaseModel):
               baseline: Comparison | None = None) -> RunRecord:
         """The record of a run, its cases in the report's order; ``partial`` and
         ``missing_cases`` repeat the run's own."""
-        ordered = sorted(cases, key=lambda r: (r.case_id, r.scenario, r.benchmark))
+        ordered = sorted(cases, key=result_order)
         return cls(partial=run.partial, missing_cases=list(run.missing_cases), run=run,
                    metrics=metrics, gates=list(gates or []), cases=ordered, repeats=repeats,
                    baseline=baseline)
