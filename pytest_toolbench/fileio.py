@@ -91,6 +91,18 @@ def indented_json(obj: Any) -> bytes:
     return pydantic_core.to_json(obj, indent=2, inf_nan_mode="constants") + b"\n"
 
 
+def names_open_file(path: str | os.PathLike[str], fd: int) -> bool:
+    """Whether ``path`` still names the file open at ``fd``: a file locked through a descriptor
+    may have been removed or renamed aside by its previous holder, and a lock on that file then
+    guards nothing (PathLock, the results journal)."""
+    try:
+        now = os.stat(path)
+    except FileNotFoundError:
+        return False
+    ours = os.fstat(fd)
+    return (now.st_ino, now.st_dev) == (ours.st_ino, ours.st_dev)
+
+
 class PathLock:
     """An exclusive lock between processes, named by ``path``, that leaves no file behind.
 
@@ -112,12 +124,7 @@ class PathLock:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX)
-                ours = os.fstat(fd)
-                try:
-                    now = os.stat(self.path)
-                except FileNotFoundError:
-                    now = None
-                if now is not None and (now.st_ino, now.st_dev) == (ours.st_ino, ours.st_dev):
+                if names_open_file(self.path, fd):
                     self._fd = fd
                     return
             except BaseException:

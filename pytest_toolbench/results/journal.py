@@ -46,6 +46,7 @@ from types import TracebackType
 
 from pydantic import ValidationError
 
+from pytest_toolbench.fileio import names_open_file
 from pytest_toolbench.results.case_result import CaseResult
 from pytest_toolbench.results.packed_journal import PackedJournal, read_blocks
 from pytest_toolbench.results.safe_text import safe_json_bytes
@@ -154,12 +155,8 @@ class ResultJournal:
         while True:
             fcntl.flock(self._fd, fcntl.LOCK_EX)
             try:
-                ours = os.fstat(self._fd)
-                now = os.stat(self.path)
-                if (now.st_ino, now.st_dev) == (ours.st_ino, ours.st_dev):
+                if names_open_file(self.path, self._fd):
                     return
-            except FileNotFoundError:
-                pass
             except BaseException:
                 fcntl.flock(self._fd, fcntl.LOCK_UN)
                 raise
