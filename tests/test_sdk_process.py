@@ -500,6 +500,10 @@ def test_the_sdk_process_starts_early_only_for_runs_that_may_send_requests(
     ([], False),  # the ini's testpaths: configure decides
     (["suites/toolhop", "--co"], False),
     (["suites/toolhop", "--collect-only"], False),
+    (["suites/toolhop", "--fixtures-per-test"], False),
+    (["suites/toolhop", "--setup-plan"], False),  # its fixtures are stand-ins: no case runs
+    (["suites/toolhop", "--cache-show=lastfailed"], False),
+    (["suites/toolhop", "--setup-only"], True),  # a case runs in its fixture's setup
     (["suites/toolhop", "--help"], False),
     (["suites/toolhop", "--cache-only"], False),
     (["suites/toolhop", "--model", "oracle"], False),

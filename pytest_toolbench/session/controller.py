@@ -33,6 +33,7 @@ from pytest_toolbench.results.safe_text import safe_text
 from pytest_toolbench.output_errors import OutputFailure
 from pytest_toolbench.session.selection import load_all_cases
 from pytest_toolbench.session.identity import run_identity, sandbox_warning, wall_time_note
+from pytest_toolbench.session.listing import runs_tests
 from pytest_toolbench.session.signals import interrupts_of
 from pytest_toolbench.session.state import is_xdist_controller, run_dir_of, state
 from pytest_toolbench.session.transport import take_payloads, worker_output
@@ -100,7 +101,7 @@ class ControllerHooks:
         if self.st.startup is not None:  # the live progress line owns the terminal line now
             self.st.startup.line_busy = True
         has_cases = any(self.st.cases.values())
-        if (has_cases or is_xdist_controller(config)) and not config.option.collectonly:
+        if (has_cases or is_xdist_controller(config)) and runs_tests(config):
             threading.Thread(target=_import_modules, args=(FINISH_MODULES,),
                              name="toolbench-warm-imports", daemon=True).start()
 
@@ -274,6 +275,11 @@ class ControllerHooks:
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         st = self.st
         self.session = session
+        if not runs_tests(self.config):
+            # A listing command (-n 2 --collect-only, --fixtures...) ran no case: merging the
+            # workers' journals below would make an empty run folder, and the end of the run
+            # would name every selected case as missing.
+            return
         xdist = is_xdist_controller(self.config)
         if xdist:  # what only the workers' journals hold goes into the run's journal too
             with contextlib.suppress(pytest.exit.Exception):  # the journal failed: noted
@@ -413,7 +419,7 @@ class ControllerHooks:
         from pytest_toolbench.session.run_end import run_status, run_verdicts
 
         st, end = self.st, self.end
-        if not st.targeted or self.config.option.collectonly or end is None:
+        if not st.targeted or not runs_tests(self.config) or end is None:
             return
         no_cases = exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED,
                                   pytest.ExitCode.NO_TESTS_COLLECTED)

@@ -21,6 +21,7 @@ from pytest_toolbench.servers.managed import ManagedServer, server_info_for_work
 from pytest_toolbench.session import sdk
 from pytest_toolbench.session.data import WORKER_KEY, resolve_run_data, worker_data_dir
 from pytest_toolbench.session.identity import new_run_id
+from pytest_toolbench.session.listing import runs_tests
 from pytest_toolbench.session.selection import has_toolbench_tests, targeted_benchmarks, validate_selection
 from pytest_toolbench.session.state import STATE_KEY, ToolbenchState, is_worker, run_dir_of, state
 
@@ -47,7 +48,7 @@ def configure_run(config: pytest.Config) -> ToolbenchState:
         baseline = None
         if not is_worker(config) and settings.baseline_path is not None:
             baseline = load_baseline(settings.baseline_path, settings.gates)
-        if not is_worker(config) and has_toolbench_tests(config) and not config.option.collectonly:
+        if not is_worker(config) and has_toolbench_tests(config) and runs_tests(config):
             from pytest_toolbench.output_paths import check_run_outputs
 
             check_run_outputs(config, settings)  # every output writable before any model call
@@ -81,7 +82,7 @@ def configure_run(config: pytest.Config) -> ToolbenchState:
 def check_alluredir(config: pytest.Config) -> None:
     """``--alluredir`` is checked before allure-pytest's own configure creates it (which crashes,
     exit 3, on a path it cannot make)."""
-    if not is_worker(config) and has_toolbench_tests(config) and not config.option.collectonly:
+    if not is_worker(config) and has_toolbench_tests(config) and runs_tests(config):
         from pytest_toolbench.output_paths import check_folder
 
         alluredir = config.getoption("allure_report_dir", None)
@@ -95,7 +96,9 @@ def check_alluredir(config: pytest.Config) -> None:
 
 
 def starts_run(config: pytest.Config) -> bool:
-    return not is_worker(config) and not config.option.collectonly and has_toolbench_tests(config)
+    """The controller of a command that runs toolbench cases (not a listing, session/listing.py):
+    it validates the data, opens the run folder and prepares the vLLM server."""
+    return not is_worker(config) and runs_tests(config) and has_toolbench_tests(config)
 
 
 def needs_managed_server(settings: RunSettings) -> bool:

@@ -16,6 +16,7 @@ import pytest
 
 from pytest_toolbench.config import RunSettings
 from pytest_toolbench.models.sdk_process import launcher
+from pytest_toolbench.session.listing import runs_tests
 from pytest_toolbench.session.selection import has_toolbench_tests
 from pytest_toolbench.session.state import STATE_KEY, is_worker, state
 
@@ -29,8 +30,7 @@ def wants_sdk_process(config: pytest.Config, settings: RunSettings) -> bool:
         settings.sdk_process == "shared"
         and settings.resolved_backend in ("openai", "vllm")
         and not settings.cache_only
-        and not config.option.collectonly
-        and not getattr(config.option, "help", False)
+        and runs_tests(config)  # a listing command (--collect-only, --fixtures...) sends none
         and has_toolbench_tests(config)
     )
 

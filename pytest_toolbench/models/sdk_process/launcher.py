@@ -24,10 +24,13 @@ from typing import Any, Sequence
 #: The SDK process's log, beside its socket in its temporary folder (protocol.py re-exports it).
 LOG_NAME = "sdk.log"
 
-#: Flags after which a pytest command only shows information (collects, or prints help).
+#: Flags after which a pytest command only shows information (collects, or prints help): the
+#: raw-argument spelling of session/listing.py's modes, which configure decides by (that module
+#: imports pytest, which this one must not).
 _INFO_FLAGS = frozenset({
-    "--collect-only", "--co", "-h", "--help", "--version", "-V",
+    "--collect-only", "--collectonly", "--co", "-h", "--help", "--version", "-V",
     "--fixtures", "--funcargs", "--fixtures-per-test", "--markers",
+    "--setup-plan", "--setupplan", "--cache-show",
 })
 
 
