@@ -7,7 +7,7 @@ servers/managed.py). The runtime builds each benchmark's runner from ``toolbench
 (``make_runner(env)``, benchmarks/base.py), so a benchmark needs no fixtures of its own. A suite
 gets these through the plugin, or by registering this module (``-p
 pytest_toolbench.session.fixtures``, or ``pytest_plugins`` in a conftest, as this repository's
-``conftest.py`` does through ``fixtures/toolbench.py``).
+``conftest.py`` does; ``fixtures/toolbench.py`` only re-exports them for the suites to import).
 """
 
 from __future__ import annotations
@@ -142,7 +142,7 @@ _RUNTIME_KEY = pytest.StashKey[CaseRuntime]()
 
 
 @pytest.fixture
-def case_result(case: Case, request: pytest.FixtureRequest) -> CaseResult:
+def case_result(case: Case) -> CaseResult:
     """The finished result of this test's case.
 
     Submits this case and the next ones this process will run (so up to --concurrency cases are
@@ -153,14 +153,16 @@ def case_result(case: Case, request: pytest.FixtureRequest) -> CaseResult:
     The runtime is asked for by name once per session, then read from the config's stash: as a
     parameter, it put the runtime and its six session fixtures in every case's fixture closure,
     and pytest looks each one up (and re-registers its finalizers) per test, most of the fixture
-    set-up of a run answered from the cache. ``request`` costs pytest one fixture definition.
+    set-up of a run answered from the cache. Nor does it take ``request``: with ``request`` in its
+    closure pytest builds a new fixture definition, each with an ``inspect.signature``, five times
+    per test (perf/README.md, "Where the goals stand").
     """
-    runtime = request.config.stash.get(_RUNTIME_KEY, None)
-    if runtime is None:
-        runtime = request.getfixturevalue("toolbench_runtime")
     node = current_item()
     if node is None or case_of(node) is not case:
         raise RuntimeError(f"pytest-toolbench: case {case.id} is not the test being set up ({node})")
+    runtime = node.config.stash.get(_RUNTIME_KEY, None)
+    if runtime is None:  # the session's first case: pytest sets the session fixtures up
+        runtime = _fixture_request(node).getfixturevalue("toolbench_runtime")
     runtime.ensure_runner(case.benchmark)  # built once per process and benchmark
     runtime.submit(case)
     lookahead = 2 * runtime.settings.concurrency
@@ -179,6 +181,16 @@ def case_result(case: Case, request: pytest.FixtureRequest) -> CaseResult:
         pytest.fail(safe_text(f"infrastructure error ({result.error.kind}), not scored: "
                               f"{result.error.message}", multiline=True), pytrace=False)
     return result
+
+
+def _fixture_request(item: pytest.Item) -> pytest.FixtureRequest:
+    """The item's own fixture request (pytest keeps it as ``Function._request``, the object
+    ``request`` resolves to), asked for once per session instead of once per test."""
+    request = getattr(item, "_request", None)
+    if not isinstance(request, pytest.FixtureRequest):
+        raise RuntimeError(f"pytest-toolbench: pytest {pytest.__version__} keeps no fixture request "
+                           f"on {item.nodeid}; this plugin needs Function._request")
+    return request
 
 
 def assert_case_passed(result: CaseResult) -> None:
