@@ -164,3 +164,20 @@ def test_failed_runs_print_n_a_in_every_reference() -> None:
     for row in rows:
         assert "None" not in row.reference and "nan" not in row.reference, row.reference
         assert row.value is None
+
+
+def test_pytest_floor_is_the_least_of_its_repeats(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The floor is a lower bound: the least wall and the least CPU of its repeats, each kept in
+    the figures; one failed repeat fails the floor (no ratio is read against it)."""
+    figures = iter([(2.8, 0, "", 0, 2.83), (1.6, 0, "", 0, 1.9), (1.9, 0, "", 0, 1.55)])
+    monkeypatch.setattr(perf_run, "timed_usage", lambda cmd: next(figures))
+    floor = perf_run.pytest_floor(tmp_path, 1000, 16.0)
+    assert (floor["wall_s"], floor["cpu_s"], floor["cpu_per_test_ms"]) == (1.6, 1.55, 1.55)
+    assert floor["walls_s"] == [2.8, 1.6, 1.9] and floor["max_speedup"] == 10.0
+    assert floor["tests_per_s"] == 625.0
+
+    runs = iter([(1.6, 0, "", 0, 1.5), (1.5, 1, "boom", 0, 1.4), (1.7, 0, "", 0, 1.6)])
+    monkeypatch.setattr(perf_run, "timed_usage", lambda cmd: next(runs))
+    failed = perf_run.pytest_floor(tmp_path, 1000, 16.0)
+    assert failed["rc"] == 1 and failed["max_speedup"] is None and failed["tail"] == "boom"
+    assert failed["cpu_per_test_ms"] is None and failed["tests_per_s"] is None
