@@ -102,7 +102,8 @@ def test_a_clashing_or_misnamed_entry_point_is_refused(monkeypatch: pytest.Monke
 
     monkeypatch.syspath_prepend(str(TOY))
     point = EntryPoint(name=name, value="toybench_toy:TOY", group=benchmarks.ENTRY_POINT_GROUP)
-    monkeypatch.setattr("importlib.metadata.entry_points", lambda group: [point])
+    monkeypatch.setattr("pytest_toolbench.entry_points.entry_points_of",
+                        lambda group: [point] if group == benchmarks.ENTRY_POINT_GROUP else [])
     benchmarks._registered.cache_clear()
     try:
         with pytest.raises(ValueError, match=message):

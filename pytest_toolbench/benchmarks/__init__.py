@@ -37,10 +37,10 @@ def _registered(bundled: tuple[str, ...]) -> "dict[str, Benchmark]":
     """The benchmarks of the entry point group, read once per process (the registry is asked for
     on every result). A name that clashes with another benchmark, or an object whose ``name``
     is not its entry point's name, is refused: case ids and flags are keyed by that name."""
-    from importlib.metadata import entry_points
+    from pytest_toolbench.entry_points import entry_points_of
 
     found: dict[str, Benchmark] = {}
-    for point in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda p: p.name):
+    for point in sorted(entry_points_of(ENTRY_POINT_GROUP), key=lambda p: p.name):
         if point.name in bundled or point.name in found:
             raise ValueError(f"benchmark entry point {point.name!r} ({point.value}): a benchmark "
                              "of that name is already registered")

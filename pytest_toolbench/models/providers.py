@@ -13,12 +13,12 @@ other; a package adds its own without editing the factory, either by calling
 
 from __future__ import annotations
 
-import importlib.metadata
 import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
 from pytest_toolbench.config import RunSettings
+from pytest_toolbench.entry_points import entry_points_of
 from pytest_toolbench.models.base import ChatModel
 from pytest_toolbench.models.spec import BackendSpec, ServerInfo
 
@@ -122,7 +122,7 @@ def _discover() -> None:
         return
     from pytest_toolbench.models import builtin_providers  # noqa: F401  (registers the built-ins)
 
-    for entry in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+    for entry in entry_points_of(ENTRY_POINT_GROUP):
         if entry.name in _PROVIDERS:
             continue
         try:
