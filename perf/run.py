@@ -133,6 +133,18 @@ def load_average() -> str:
     return ", ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
+def machine_speed_ms() -> float:
+    """Milliseconds a fixed pure-Python loop takes here (least of 3): this shared machine's own
+    speed moved 2x within an hour (the same 1,000 no-op tests took 1.5 s, then 3.0 s), so the
+    header says how fast it was at the start and the end; goals are ratios within one run."""
+    def once() -> float:
+        t0, total = time.perf_counter(), 0
+        for i in range(2_000_000):
+            total += i
+        return time.perf_counter() - t0
+    return round(min(once() for _ in range(3)) * 1e3, 1)
+
+
 # ----------------------------------------------------------------------------- pytest runs
 def harness_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     """The environment of every measured command: bytecode caching on, as on a user's machine.
@@ -845,7 +857,8 @@ def main() -> int:
     figures: dict[str, Any] = {"latency_s": ns.latency, "cases_at_64": ns.cases,
                                "python": platform.python_version(), "cpus": os.cpu_count(),
                                "started": time.time(), "bytecode_cache": True, "load": ns.load,
-                               "load_average_at_start": load_average()}
+                               "load_average_at_start": load_average(),
+                               "loop_ms_at_start": machine_speed_ms()}
     warm_bytecode()
     goals: list[Goal] = []
     with tempfile.TemporaryDirectory(prefix="toolbench-perf-") as tmpname, busy_load(ns.load):
@@ -863,11 +876,14 @@ def main() -> int:
             print(f"[perf] {name} done in {time.perf_counter() - t0:.1f}s", flush=True)
     figures["goals"] = [g.as_json() for g in goals]
     figures["load_average_at_end"] = load_average()
+    figures["loop_ms_at_end"] = machine_speed_ms()
     figures["run_time_s"] = round(time.time() - figures["started"], 1)
     print("\n".join(textwrap.wrap(
         f"perf/run.py --load {ns.load} ({ns.load} busy process(es) beside every command); "
         f"{os.cpu_count()} cores; load average at start {figures['load_average_at_start']}, at end "
-        f"{figures['load_average_at_end']}; latency {ns.latency}s; run time {figures['run_time_s']:.0f}s",
+        f"{figures['load_average_at_end']}; a fixed Python loop (machine_speed_ms) took "
+        f"{figures['loop_ms_at_start']} ms at start, {figures['loop_ms_at_end']} ms at end; latency "
+        f"{ns.latency}s; run time {figures['run_time_s']:.0f}s",
         WIDTH)))
     print(render(goals))
     missed = [g.name for g in goals if g.missed]
