@@ -251,22 +251,34 @@ def rerun_speedup(first: dict[str, Any], wall: float, rc: int, calls: int | None
 FLOOR_REPEATS = 3
 
 
-def pytest_floor(tmp: Path, n: int, first_wall: float) -> dict[str, Any]:
+#: The test files a floor runs: ``noop``, the issue's floor (parametrised tests that do nothing);
+#: ``fixture``, the least a harness with one result fixture per case asks of pytest (each test
+#: takes its case as a parameter and a function-scoped fixture built from it, as
+#: ``test_toolhop(case, case_result)`` does), with no harness work in either.
+FLOOR_TESTS = {
+    "noop": "import pytest\n\n@pytest.mark.parametrize('i', range({n}))\ndef test_noop(i):\n    pass\n",
+    "fixture": ("import pytest\n\nCASES = [object() for _ in range({n})]\n\n\n@pytest.fixture\n"
+                "def case_result(case):\n    return case\n\n\n@pytest.mark.parametrize('case', CASES)\n"
+                "def test_case(case, case_result):\n    assert case_result is case\n"),
+}
+
+
+def pytest_floor(tmp: Path, n: int, first_wall: float, shape: str = "noop") -> dict[str, Any]:
     """Wall time and CPU of ``n`` parametrised no-op tests in this checkout (same plugins, same
     options): a cached re-run can never be faster than pytest running as many items, and no
     harness can spend less CPU per case, nor drive more cases per second, than pytest per test.
-    The least wall and the least CPU of ``FLOOR_REPEATS`` runs (each a whole command)."""
-    folder = tmp / f"floor-{n}"
+    The least wall and the least CPU of ``FLOOR_REPEATS`` runs (each a whole command).
+    ``shape``: which of :data:`FLOOR_TESTS` (``fixture``: the same with one fixture per test)."""
+    folder = tmp / f"floor-{shape}-{n}"
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "test_floor.py").write_text(
-        "import pytest\n\n@pytest.mark.parametrize('i', range(%d))\ndef test_noop(i):\n    pass\n" % n)
+    (folder / "test_floor.py").write_text(FLOOR_TESTS[shape].replace("{n}", str(n)))
     runs = [timed_usage([PY, "-m", "pytest", str(folder), "-q", "-p", "no:cacheprovider",
                          "-p", "no:randomly", "-n", "0", "--rootdir", str(folder)])
             for _ in range(FLOOR_REPEATS)]
     failed = [tail for _, rc, tail, _, _ in runs if rc != 0]
     rc = 1 if failed else 0
     wall, cpu = min(r[0] for r in runs), min(r[4] for r in runs)
-    return {"wall_s": round(wall, 3), "rc": rc, "cases": n, "repeats": FLOOR_REPEATS,
+    return {"wall_s": round(wall, 3), "rc": rc, "cases": n, "shape": shape, "repeats": FLOOR_REPEATS,
             "walls_s": [round(r[0], 3) for r in runs], "cpus_s": [round(r[4], 3) for r in runs],
             "max_speedup": round(first_wall / wall, 2) if rc == 0 else None,
             "tail": failed[0][-300:] if failed else "",
@@ -428,6 +440,22 @@ def rerun_goal(name: str, rerun: dict[str, Any], floor: dict[str, Any]) -> Goal:
                      f"pytest's {floor.get('wall_s')}s for {floor.get('cases')} no-op tests")
 
 
+def fixture_floor_goal(rerun: dict[str, Any], floor: dict[str, Any], fixture_floor: dict[str, Any]) -> Goal:
+    """A reference beside goal 5: the cached re-run's wall over pytest's for as many tests that
+    take one fixture each (the least a harness with a result fixture per case asks of pytest),
+    and what that structure alone costs over the no-op floor."""
+    shaped = fixture_floor.get("wall_s") if fixture_floor.get("rc") == 0 else None
+    return Goal("cached re-run / one-fixture floor", ratio(rerun.get("wall_s") if rerun.get("rc") == 0 else None,
+                                                           shaped, 2), None, unit="x",
+                reference=f"{fmt(rerun.get('wall_s'), 's')} vs {fmt(shaped, 's')}",
+                note=f"pytest, {fixture_floor.get('cases')} tests each taking its case and one "
+                     f"fixture (perf/run.py FLOOR_TESTS): {fmt(shaped, 's')}, "
+                     f"{fmt(ratio(shaped, floor.get('wall_s'), 2), 'x')} the no-op floor's "
+                     f"{fmt(floor.get('wall_s'), 's')}; a re-run can reach at most "
+                     f"{fmt(ratio(floor.get('wall_s'), shaped, 2))} of the floor's speed-up with that "
+                     "structure and zero harness work")
+
+
 # ----------------------------------------------------------------------------- measurements
 def measure_efficiency(ns: argparse.Namespace, tmp: Path, figures: dict[str, Any]) -> list[Goal]:
     """Goals 1, 2 (64/128/256 and -n 2), 4 and 5: the runs share one fake endpoint; the floor,
@@ -461,6 +489,8 @@ def measure_efficiency(ns: argparse.Namespace, tmp: Path, figures: dict[str, Any
                                           "speedup": rerun_speedup(runs["c64_n0"], wall, rc, sent),
                                           "tail": tail[-400:]}
         floor = figures["pytest_floor"] = pytest_floor(tmp, ns.cases, runs["c64_n0"]["wall_s"])
+        fixture_floor = figures["pytest_floor_fixture"] = pytest_floor(
+            tmp, ns.cases, runs["c64_n0"]["wall_s"], shape="fixture")
         floor256 = figures["pytest_floor_256"] = pytest_floor(tmp, sizes[256], runs["c256_n0"]["wall_s"])
         ceiling = figures["ceiling_64"] = efficiency_ceiling(runs["c64_n0"], ns.latency)
         if "sdk" not in ns.skip:
@@ -498,6 +528,7 @@ def measure_efficiency(ns: argparse.Namespace, tmp: Path, figures: dict[str, Any
                                                       f"; {runs['c64_n0_inline']['tail'][-200:]}")),
         rerun_goal("cached re-run", reruns["cached_rerun"], floor),
         rerun_goal("--cache-only", reruns["cache_only"], floor),
+        fixture_floor_goal(reruns["cached_rerun"], floor, fixture_floor),
         cpu_per_call_goal("64", c64, floor),
     ]
     if sdk:

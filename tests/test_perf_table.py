@@ -181,3 +181,20 @@ def test_pytest_floor_is_the_least_of_its_repeats(tmp_path: Path, monkeypatch: p
     failed = perf_run.pytest_floor(tmp_path, 1000, 16.0)
     assert failed["rc"] == 1 and failed["max_speedup"] is None and failed["tail"] == "boom"
     assert failed["cpu_per_test_ms"] is None and failed["tests_per_s"] is None
+
+
+@pytest.mark.parametrize("shape", sorted(perf_run.FLOOR_TESTS))
+def test_each_floor_file_runs_its_tests(tmp_path: Path, shape: str) -> None:
+    """The floor files are real pytest files: n tests pass (a broken one would leave the floor
+    failed and every ratio read against it unmeasured)."""
+    floor = perf_run.pytest_floor(tmp_path, 3, 1.0, shape=shape)
+    assert floor["rc"] == 0 and floor["shape"] == shape, floor["tail"]
+
+
+def test_fixture_floor_is_a_reference_beside_goal_five() -> None:
+    rerun = {"wall_s": 4.0, "rc": 0}
+    goal = perf_run.fixture_floor_goal(rerun, {"wall_s": 1.6, "rc": 0}, {"wall_s": 2.0, "rc": 0, "cases": 1000})
+    assert goal.value == 2.0 and goal.met_cell() == "ref"
+    assert "1.25x the no-op floor" in goal.note and "at most 0.8 of the floor's speed-up" in goal.note
+    failed = perf_run.fixture_floor_goal(rerun, {"wall_s": 1.6, "rc": 0}, {"wall_s": 2.0, "rc": 1, "cases": 1000})
+    assert failed.value is None
