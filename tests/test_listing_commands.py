@@ -15,28 +15,16 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
 from pytest_toolbench.session.listing import LISTING_OPTIONS, runs_tests
+from state_probe import probe_env, write_probe
 
 REPO = Path(__file__).resolve().parents[1]
 
-#: Written at unconfigure, before the plugin's own unconfigure stops the server and SDK process.
-PROBE = '''
-import json, os, pathlib, pytest
-@pytest.hookimpl(tryfirst=True)
-def pytest_unconfigure(config):
-    from pytest_toolbench.session.state import STATE_KEY
-    st = config.stash.get(STATE_KEY, None)
-    alive = len(list(pathlib.Path(os.environ["TMPDIR"]).glob("toolbench-sdk-*")))
-    with open(os.environ["PROBE_OUT"], "w") as f:
-        json.dump({"server": bool(st and st.server), "sdk": bool(st and st.sdk),
-                   "sdk_folders": alive}, f)
-'''
 
 #: Each listing command with a line only its listing prints (so it did list, and no
 #: INTERNALERROR cut it short: ``--fixtures`` once stopped on a fixture defined twice).
@@ -61,12 +49,11 @@ TOOLBENCH_SUMMARY = re.compile(r"^=+ pytest-toolbench( gates)? =+$", re.MULTILIN
 def run_listing(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], dict]:
     """``pytest suites/toolhop --data sample ARGS`` with the probe; (the process, the probe's
     findings)."""
-    (tmp_path / "listing_probe.py").write_text(PROBE)
+    # At unconfigure, before the plugin's own unconfigure stops the server and SDK process.
+    write_probe(tmp_path, "listing_probe", "pytest_unconfigure", "tryfirst")
     out = tmp_path / "probe.json"
-    short_tmp = Path(tempfile.mkdtemp(prefix="tb-", dir="/tmp"))  # a Unix socket path is short
-    path = os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")]))
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")},
-           "PROBE_OUT": str(out), "PYTHONPATH": path, "TMPDIR": str(short_tmp)}
+    env, short_tmp = probe_env(tmp_path, out, {k: v for k, v in os.environ.items()
+                                               if not k.startswith("OPENAI_")})
     try:
         proc = subprocess.run(
             [sys.executable, "-m", "pytest", "suites/toolhop", "--data", "sample", "-q",

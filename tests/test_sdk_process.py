@@ -15,7 +15,6 @@ import socket
 import struct
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -54,6 +53,7 @@ from pytest_toolbench.models.sdk_process.protocol import (
     frame,
 )
 from pytest_toolbench.models.sdk_process.server import SdkServer
+from state_probe import probe_env, write_probe
 
 REPO = Path(__file__).resolve().parents[1]
 TOOLS = [{"type": "function", "function": {"name": "lookup", "description": "d",
@@ -446,17 +446,6 @@ def test_frames_sent_in_one_turn_of_the_loop_leave_in_one_write() -> None:
 
 
 # ----------------------------------------------------------------------------- when it starts
-PROBE = '''
-import json, os, pathlib, pytest
-@pytest.hookimpl(trylast=True)
-def pytest_configure(config):
-    from pytest_toolbench.session.state import STATE_KEY
-    st = config.stash.get(STATE_KEY, None)
-    # every SDK process has a folder of its own under TMPDIR while it lives (launcher.SdkProcess)
-    alive = len(list(pathlib.Path(os.environ["TMPDIR"]).glob("toolbench-sdk-*")))
-    with open(os.environ["PROBE_OUT"], "w") as f:
-        json.dump({"sdk": bool(st and st.sdk), "alive": alive}, f)
-'''
 
 
 @pytest.mark.parametrize("extra,ini,started", [
@@ -474,20 +463,19 @@ def test_the_sdk_process_starts_early_only_for_runs_that_may_send_requests(
     guess is the run's, or stopped (its folder gone) by the time pytest has configured."""
     import json
 
-    (tmp_path / "early_probe.py").write_text(PROBE)
+    write_probe(tmp_path, "early_probe", "pytest_configure", "trylast")
     inifile = tmp_path / "pytest.ini"
     inifile.write_text("[pytest]\n" + ini)
     out = tmp_path / "out.json"
-    short_tmp = Path(tempfile.mkdtemp(prefix="tb-", dir="/tmp"))  # a Unix socket path is short
-    path = os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")]))
-    env = {**os.environ, "PROBE_OUT": str(out), "PYTHONPATH": path, "TMPDIR": str(short_tmp)}
+    env, short_tmp = probe_env(tmp_path, out, dict(os.environ))
     try:
         subprocess.run([sys.executable, "-m", "pytest", str(REPO / "suites" / "toolhop"), "-c", str(inifile),
                         "--rootdir", str(REPO), "-p", "early_probe", "-q", "-p", "no:cacheprovider",
                         "--backend", "openai", "--base-url", "http://127.0.0.1:9/v1", "--api-key", "k",
                         "--model", "m", "-k", "matches_no_case", *extra],
                        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
-        assert json.loads(out.read_text()) == {"sdk": started, "alive": int(started)}
+        probe = json.loads(out.read_text())
+        assert (probe["sdk"], probe["sdk_folders"]) == (started, int(started))
         assert not list(short_tmp.glob("toolbench-sdk-*"))  # and it is gone after the run
     finally:
         shutil.rmtree(short_tmp, ignore_errors=True)
