@@ -198,3 +198,16 @@ def test_fixture_floor_is_a_reference_beside_goal_five() -> None:
     assert "1.25x the no-op floor" in goal.note and "at most 0.8 of the floor's speed-up" in goal.note
     failed = perf_run.fixture_floor_goal(rerun, {"wall_s": 1.6, "rc": 0}, {"wall_s": 2.0, "rc": 1, "cases": 1000})
     assert failed.value is None
+
+
+def test_best_of_keeps_the_fastest_run_and_never_hides_a_failure(tmp_path: Path) -> None:
+    walls = iter([3.0, 2.0, 2.5])
+    best = perf_run.best_of(3, lambda i: {"i": i, "wall_s": next(walls), "ok": True}, ok=lambda r: r["ok"])
+    assert best["i"] == 1 and best["repeats_wall_s"] == [3.0, 2.0, 2.5]
+    runs = iter([{"wall_s": 1.0, "ok": True}, {"wall_s": 0.5, "ok": False}])
+    failed = perf_run.best_of(2, lambda i: next(runs), ok=lambda r: r["ok"])
+    assert failed["ok"] is False and failed["repeats_wall_s"] == [1.0, 0.5]
+    cpu = perf_run.best_of(2, lambda i: {"process_cpu_s": 2.0 - i}, ok=lambda r: True, key="process_cpu_s")
+    assert cpu["process_cpu_s"] == 1.0
+    cache = tmp_path / "cache-64" / "cache"
+    assert perf_run.repeat_dir(cache, 0) == cache and perf_run.repeat_dir(cache, 1) == tmp_path / "cache-64" / "cache-r1"
