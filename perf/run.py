@@ -737,7 +737,9 @@ def measure_storage(ns: argparse.Namespace, tmp: Path, figures: dict[str, Any]) 
     case, FamilyTool's folder against the issue's 247 MB, and the time to read it back."""
     if not ns.data_dir.is_dir():
         raise FileNotFoundError(f"--data-dir {ns.data_dir}: no such folder (the shared datasets, "
-                                "DIR/familytool/... and DIR/toolhop/...)")
+                                "DIR/familytool/... and DIR/toolhop/...; the default is ../shared/"
+                                "datasets beside the checkout: pass --data-dir DIR from a clone "
+                                "elsewhere, or --skip storage)")
     goals: list[Goal] = []
     out: dict[str, Any] = {}
     for bench in ("familytool", "toolhop"):
