@@ -19,4 +19,3 @@ def _installed() -> importlib.metadata.EntryPoints:
 def entry_points_of(group: str) -> importlib.metadata.EntryPoints:
     """The entry points of ``group`` (one scan of the installed packages per process)."""
     return _installed().select(group=group)
-

@@ -48,7 +48,7 @@ def configure_run(config: pytest.Config) -> ToolbenchState:
         baseline = None
         if not is_worker(config) and settings.baseline_path is not None:
             baseline = load_baseline(settings.baseline_path, settings.gates)
-        if not is_worker(config) and has_toolbench_tests(config) and runs_tests(config):
+        if starts_run(config):
             from pytest_toolbench.output_paths import check_run_outputs
 
             check_run_outputs(config, settings)  # every output writable before any model call
@@ -82,7 +82,7 @@ def configure_run(config: pytest.Config) -> ToolbenchState:
 def check_alluredir(config: pytest.Config) -> None:
     """``--alluredir`` is checked before allure-pytest's own configure creates it (which crashes,
     exit 3, on a path it cannot make)."""
-    if not is_worker(config) and has_toolbench_tests(config) and runs_tests(config):
+    if starts_run(config):
         from pytest_toolbench.output_paths import check_folder
 
         alluredir = config.getoption("allure_report_dir", None)
