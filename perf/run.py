@@ -254,6 +254,15 @@ def repeat_dir(path: Path, i: int) -> Path:
     return path if i == 0 else path.with_name(f"{path.name}-r{i}")
 
 
+def best_efficiency_run(repeats: int, server: FakeEndpoints, data_dir: Path, latency: float,
+                        concurrency: int, workers: int, cache_dir: Path,
+                        extra: list[str] | None = None) -> dict[str, Any]:
+    """:func:`efficiency_run`, the fastest of ``repeats`` (each with a cache of its own)."""
+    return best_of(repeats, lambda i: efficiency_run(server, data_dir, latency, concurrency, workers,
+                                                     repeat_dir(cache_dir, i), extra),
+                   ok=lambda r: r["ok"])
+
+
 def rerun_speedup(first: dict[str, Any], wall: float, rc: int, calls: int | None) -> float | None:
     """first wall / this wall, or None (a miss) when either run failed or the re-run called the
     endpoint: a re-run that died early would otherwise look fast."""
@@ -487,11 +496,11 @@ def measure_efficiency(ns: argparse.Namespace, tmp: Path, figures: dict[str, Any
         # speed moves within minutes (one quiet table measured upstream at 256 threads in 16.0 s,
         # the next in 28.1 s), and the row compares the two walls.
         upstream: dict[int, dict[str, Any]] = {}
+
         def timed_run(data_dir: Path, in_flight: int, workers: int, cache: Path,
                       extra: list[str] | None = None) -> dict[str, Any]:
-            return best_of(ns.repeats, lambda i: efficiency_run(
-                server, data_dir, ns.latency, in_flight, workers, repeat_dir(cache, i), extra),
-                ok=lambda r: r["ok"])
+            return best_efficiency_run(ns.repeats, server, data_dir, ns.latency, in_flight, workers,
+                                       cache, extra)
 
         runs["c64_n0"] = timed_run(data[sizes[64]], 64, 0, cache64)
         if "upstream" not in ns.skip:
@@ -588,9 +597,8 @@ def measure_endpoints(ns: argparse.Namespace, tmp: Path, figures: dict[str, Any]
     data = make_toolhop_data(tmp / "data-ep", ns.cases * n)
     server = FakeEndpoints(SAMPLE, ns.latency, endpoints=n)
     try:
-        run = best_of(ns.repeats, lambda i: efficiency_run(
-            server, data, ns.latency, 64 * n, 0, repeat_dir(tmp / "cache-ep" / "cache", i)),
-            ok=lambda r: r["ok"])
+        run = best_efficiency_run(ns.repeats, server, data, ns.latency, 64 * n, 0,
+                                  tmp / "cache-ep" / "cache")
     finally:
         server.close()
     spread = sorted(run["per_port"].values())
@@ -615,10 +623,8 @@ def measure_drive(ns: argparse.Namespace, tmp: Path, figures: dict[str, Any]) ->
     runs: dict[str, dict[str, Any]] = {}
     try:
         for label, concurrency, workers in DRIVE_SETTINGS:
-            cache = tmp / f"cache-drive-{concurrency}-{workers}" / "cache"
-            run = best_of(ns.repeats, lambda i: efficiency_run(
-                server, data, ns.drive_latency, concurrency, workers, repeat_dir(cache, i)),
-                ok=lambda r: r["ok"])
+            run = best_efficiency_run(ns.repeats, server, data, ns.drive_latency, concurrency, workers,
+                                      tmp / f"cache-drive-{concurrency}-{workers}" / "cache")
             run["calls_per_s"] = round(run["calls"] / run["wall_s"], 1) if run["ok"] else None
             run["busy_calls_per_s"] = (round(run["calls"] / run["busy_s"], 1)
                                        if run.get("busy_s") else None)
@@ -797,7 +803,7 @@ def measure_collection(ns: argparse.Namespace, tmp: Path, figures: dict[str, Any
     """``--collect-only`` of every scenario at each size (the least wall of 3 runs up to 10,000
     cases, of 2 above). Linearity is judged on the marginal cost per case (the slope between sizes), so a
     fixed start-up cannot hide a per-case cost that grows with the suite; a run that did not
-    collect exactly n cases counts as a miss (a failed run is never taken as the least)."""
+    collect exactly n cases counts as a miss (a failed repeat too, as :func:`best_of` reports it)."""
     out: dict[int, Any] = {}
     for n in ns.collect_sizes:
         # Every scenario (3 cases per record): a third of the records make n cases.
@@ -808,8 +814,10 @@ def measure_collection(ns: argparse.Namespace, tmp: Path, figures: dict[str, Any
         # One busy moment bends the slope: the small sizes run a second or two (under --load 1:
         # 0.9 s, then 1.7 s for 1,000 cases), and this machine's speed moves within a minute
         # (100,000 cases: 15.1 s, then 18.7 s, quiet). Least of 3 runs, of 2 above 10,000.
-        wall, rc, tail, rss = min((timed(cmd) for _ in range(2 if n > 10_000 else 3)),
-                                  key=lambda run: (run[1] != 0, run[0]))
+        best = best_of(2 if n > 10_000 else 3,
+                       lambda i: dict(zip(("wall_s", "rc", "tail", "rss"), timed(cmd))),
+                       ok=lambda run: run["rc"] == 0)
+        wall, rc, tail, rss = best["wall_s"], best["rc"], best["tail"], best["rss"]
         found = re.search(r"(\d+) tests? collected", tail)
         collected = int(found.group(1)) if found else None
         ok = rc == 0 and collected == records * 3
