@@ -178,7 +178,7 @@ def test_the_runtime_unpacks_on_the_submitting_thread_once_per_case(monkeypatch)
     try:
         first = runtime.submit(case)
         assert runtime.submit(case) is first  # resubmitted by the run-ahead window: no new work
-        first.result(timeout=10)
+        runtime.result(case)
     finally:
         runtime.close()
     assert unpacked_on == [threading.current_thread().name]

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import concurrent.futures
 from collections.abc import Callable
 from typing import Any
 
@@ -54,7 +53,7 @@ class CaseRuntime:
     def can_run(self, case: Case) -> bool:
         return case.benchmark in self.runners
 
-    def submit(self, case: Case) -> concurrent.futures.Future[CaseResult]:
+    def submit(self, case: Case) -> asyncio.Task[CaseResult]:
         queued = self.scheduler.future_of(case.id)
         if queued is not None:  # submitting is idempotent; the run-ahead window resubmits
             return queued
@@ -84,7 +83,8 @@ class CaseRuntime:
 
     def result(self, case: Case) -> CaseResult:
         """Wait for ``case`` (submitting is idempotent, so this also works if it was not queued)."""
-        return self.submit(case).result()
+        self.submit(case)
+        return self.scheduler.result(case.id)
 
     def close(self) -> None:
         """Close, in the loop that used them, the model and whatever a runner owns (a runner

@@ -1,17 +1,24 @@
 """Run cases ahead of pytest's order, up to ``--concurrency`` at a time, in one process.
 
 pytest runs one test at a time. A model call takes seconds, so a process that waited for each test
-in turn would leave the endpoint idle. Each process therefore owns one asyncio event loop in a
-background thread; a test submits its own case *and the cases pytest will run next in this process*
-(see :func:`upcoming_items`), then blocks only on its own result. The loop keeps at most
-``concurrency`` cases in flight (FIFO, so the case pytest is waiting for is never starved by
-later ones), and the backends share its connection pool.
+in turn would leave the endpoint idle. Each process therefore owns one asyncio event loop; a test
+submits its own case *and the cases pytest will run next in this process* (see
+:func:`upcoming_items`), then runs the loop until its own result is in. The loop keeps at most
+``concurrency`` cases in flight (FIFO, so the case pytest is waiting for is never starved by later
+ones), and the backends share its connection pool.
+
+The loop runs on the thread that waits (pytest's main thread), not in a thread of its own. While
+pytest works between two cases (reports, the next test's set-up) the loop is paused and replies
+wait in their socket or pipe, which costs them a millisecond or two against an endpoint's tens to
+thousands. A loop thread beside pytest's cost far more: each of its wake-ups takes the GIL from
+pytest, and a thread that only woke every millisecond doubled the CPU pytest's own per-test code
+took (perf/README.md, "A loop thread in the pytest process"). The run-ahead does not suffer: a
+test waits only for a case submitted before the ones after it, and every loop pass serves them all.
 """
 
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import threading
 import traceback
 from collections.abc import Awaitable, Callable
@@ -28,28 +35,38 @@ class CaseScheduler:
     def __init__(self, concurrency: int):
         self.concurrency = max(1, concurrency)
         self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(
-            target=self._loop.run_forever, name="toolbench-scheduler", daemon=True
-        )
-        self._thread.start()
-        self._futures: dict[str, concurrent.futures.Future[CaseResult]] = {}
-        self._lock = threading.Lock()
+        #: The loop belongs to the thread that made it: only that thread submits and waits.
+        self._owner = threading.get_ident()
+        self._tasks: dict[str, asyncio.Task[CaseResult]] = {}
         self._semaphore: asyncio.Semaphore | None = None
 
     # -- submitting and waiting
-    def future_of(self, case_id: str) -> concurrent.futures.Future[CaseResult] | None:
-        """The future of a case already queued, else None."""
-        with self._lock:
-            return self._futures.get(case_id)
+    def future_of(self, case_id: str) -> asyncio.Task[CaseResult] | None:
+        """The task of a case already queued, else None."""
+        return self._tasks.get(case_id)
 
-    def submit(self, case: Case, job: CaseJob) -> concurrent.futures.Future[CaseResult]:
-        """Queue ``case`` unless it is already queued; returns its future."""
-        with self._lock:
-            future = self._futures.get(case.id)
-            if future is None:
-                future = asyncio.run_coroutine_threadsafe(self._guarded(case, job), self._loop)
-                self._futures[case.id] = future
-            return future
+    def submit(self, case: Case, job: CaseJob) -> asyncio.Task[CaseResult]:
+        """Queue ``case`` unless it is already queued; returns its task (it runs while a
+        :meth:`result` call drives the loop)."""
+        self._check_thread()
+        task = self._tasks.get(case.id)
+        if task is None:
+            task = self._loop.create_task(self._guarded(case, job))
+            self._tasks[case.id] = task
+        return task
+
+    def result(self, case_id: str) -> CaseResult:
+        """Run the loop (every queued case makes progress) until ``case_id``'s result is in."""
+        self._check_thread()
+        task = self._tasks[case_id]
+        if not task.done():
+            self._loop.run_until_complete(task)
+        return task.result()
+
+    def _check_thread(self) -> None:
+        if threading.get_ident() != self._owner:
+            raise RuntimeError("pytest-toolbench: cases are submitted and awaited on the thread "
+                               "that built the case runtime (pytest's)")
 
     async def _guarded(self, case: Case, job: CaseJob) -> CaseResult:
         if self._semaphore is None:
@@ -62,24 +79,23 @@ class CaseScheduler:
 
     def close(self, finalizer: Callable[[], Awaitable[Any]] | None = None) -> None:
         """Cancel what has not finished (e.g. on Ctrl-C), run ``finalizer`` (closing the model's
-        connections) inside the loop, then stop the loop thread."""
+        connections) in the loop, then close it."""
+        if self._loop.is_closed() or self._loop.is_running():
+            return
+        pending = [task for task in asyncio.all_tasks(self._loop) if not task.done()]
+        for task in pending:
+            task.cancel()
 
         async def shutdown() -> None:
-            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            await asyncio.gather(*pending, return_exceptions=True)
             if finalizer is not None:
-                await finalizer()
+                await asyncio.wait_for(finalizer(), 30)
 
-        if self._loop.is_running():
-            try:
-                asyncio.run_coroutine_threadsafe(shutdown(), self._loop).result(timeout=30)
-            except Exception:  # closing must never mask the run's own outcome
-                pass
-            self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(timeout=10)
-        if not self._loop.is_running():
+        try:
+            self._loop.run_until_complete(shutdown())
+        except (Exception, asyncio.CancelledError):  # closing must never mask the run's outcome
+            pass
+        finally:
             self._loop.close()
 
 

@@ -1,0 +1,120 @@
+"""The case scheduler runs its event loop on the thread that waits (runtime/scheduler.py): no
+loop thread beside pytest's, run-ahead cases progress while one is awaited, and closing cancels
+what is left whatever stopped the wait."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import pytest
+
+from pytest_toolbench.benchmarks.base import Case
+from pytest_toolbench.results.case_result import CaseResult, Outcome
+from pytest_toolbench.runtime.scheduler import CaseScheduler
+
+
+def case(i: int) -> Case:
+    return Case(id=f"c{i}", benchmark="toolhop", scenario="direct", sample_id=str(i))
+
+
+def passed(c: Case) -> CaseResult:
+    return CaseResult(case_id=c.id, benchmark=c.benchmark, scenario=c.scenario, outcome=Outcome.PASSED)
+
+
+def test_no_thread_of_its_own_and_run_ahead_progresses_while_one_case_is_awaited():
+    before = threading.active_count()
+    scheduler = CaseScheduler(concurrency=4)
+    started: list[str] = []
+    gate = asyncio.Event()
+
+    def job(c: Case, wait: bool):
+        async def run() -> CaseResult:
+            started.append(c.id)
+            if wait:
+                await gate.wait()
+            return passed(c)
+        return run
+
+    try:
+        assert threading.active_count() == before  # the loop runs on this (pytest's) thread
+        first = scheduler.submit(case(0), job(case(0), wait=False))
+        for i in range(1, 6):
+            scheduler.submit(case(i), job(case(i), wait=True))
+        assert started == []  # nothing runs until someone waits
+        assert scheduler.submit(case(0), job(case(0), wait=False)) is first  # idempotent
+        assert scheduler.result("c0").case_id == "c0"
+        # While c0 was awaited, the next cases took the window's places in order (FIFO), c0's
+        # too once it finished: c5 waits for one of c1-c4 to finish.
+        assert started == ["c0", "c1", "c2", "c3", "c4"]
+        scheduler._loop.call_soon(gate.set)
+        assert scheduler.result("c5").outcome is Outcome.PASSED
+        assert started == [f"c{i}" for i in range(6)]
+    finally:
+        scheduler.close()
+
+
+def test_waiting_from_another_thread_is_refused_with_a_clear_error():
+    scheduler = CaseScheduler(concurrency=1)
+    errors: list[BaseException] = []
+
+    def other() -> None:
+        try:
+            scheduler.submit(case(0), lambda: asyncio.sleep(0))  # type: ignore[arg-type,return-value]
+        except RuntimeError as exc:
+            errors.append(exc)
+
+    thread = threading.Thread(target=other)
+    thread.start()
+    thread.join()
+    scheduler.close()
+    assert len(errors) == 1 and "thread that built the case runtime" in str(errors[0])
+
+
+def test_a_runner_that_raises_is_an_internal_error_not_a_crash():
+    scheduler = CaseScheduler(concurrency=1)
+
+    async def broken() -> CaseResult:
+        raise ValueError("harness bug")
+
+    try:
+        scheduler.submit(case(0), broken)
+        result = scheduler.result("c0")
+    finally:
+        scheduler.close()
+    assert result.outcome is Outcome.ERROR and result.error is not None
+    assert result.error.kind == "internal_error" and "harness bug" in result.error.message
+
+
+def test_close_after_an_interrupted_wait_cancels_the_rest_and_runs_the_finalizer():
+    scheduler = CaseScheduler(concurrency=3)
+    cancelled: list[str] = []
+    finalized: list[bool] = []
+
+    def slow(c: Case):
+        async def run() -> CaseResult:
+            try:
+                await asyncio.sleep(60)
+            except asyncio.CancelledError:
+                cancelled.append(c.id)
+                raise
+            return passed(c)
+        return run
+
+    async def interrupt() -> CaseResult:
+        await asyncio.sleep(0.01)
+        raise KeyboardInterrupt  # as Ctrl-C's handler raises it inside the running loop
+
+    scheduler.submit(case(1), slow(case(1)))
+    scheduler.submit(case(2), slow(case(2)))
+    scheduler.submit(case(0), interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        scheduler.result("c0")
+
+    async def finalizer() -> None:
+        finalized.append(True)
+
+    scheduler.close(finalizer=finalizer)
+    assert sorted(cancelled) == ["c1", "c2"] and finalized == [True]
+    assert scheduler._loop.is_closed()
+    scheduler.close()  # a second close is harmless
