@@ -140,8 +140,8 @@ def test_a_record_given_as_it_is_makes_the_same_case():
 
 
 def test_the_runtime_unpacks_on_the_submitting_thread_once_per_case(monkeypatch):
-    """zlib releases the GIL, so unpacking in the event loop's thread would wait on pytest's
-    thread to get it back: the runtime unpacks when it queues a case, once, on the caller."""
+    """The runtime unpacks a case's record once, when it queues the case, on the caller's thread
+    (the thread that also runs the case loop, runtime/scheduler.py)."""
     import threading
 
     from pytest_toolbench.config import RunSettings

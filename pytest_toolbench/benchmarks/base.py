@@ -94,9 +94,8 @@ class Case:
 
     def with_sample_unpacked(self) -> Case:
         """This case holding its record unpacked (itself if it was not packed). The case runtime
-        calls it on the thread that submits the case: unpacking in the event loop's thread
-        would release the GIL in ``zlib.decompress`` and then wait for pytest's thread to give
-        it back."""
+        calls it once, when it queues the case, so a runner that reads :attr:`sample` twice does
+        not unpack twice."""
         sample = self.sample
         return self if sample is self.stored_sample else replace(self, stored_sample=sample)
 

@@ -59,7 +59,7 @@ class CaseRuntime:
             return queued
         runner = self.runners[case.benchmark]
         model = self.model
-        case = case.with_sample_unpacked()  # here, not in the loop's thread (Case docstring)
+        case = case.with_sample_unpacked()  # once per case, however often the runner reads it
 
         timeout = self.settings.case_timeout_s
 
