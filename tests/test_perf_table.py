@@ -211,3 +211,19 @@ def test_best_of_keeps_the_fastest_run_and_never_hides_a_failure(tmp_path: Path)
     assert cpu["process_cpu_s"] == 1.0
     cache = tmp_path / "cache-64" / "cache"
     assert perf_run.repeat_dir(cache, 0) == cache and perf_run.repeat_dir(cache, 1) == tmp_path / "cache-64" / "cache-r1"
+
+
+def test_loop_thread_script_runs_each_shape_and_writes_its_figures(tmp_path: Path) -> None:
+    """perf/loop_thread.py (why the case loop runs on pytest's thread): each of its three floors
+    runs and reports; no timing is judged here."""
+    import json
+    import subprocess
+
+    out = tmp_path / "loop.json"
+    proc = subprocess.run([sys.executable, str(PERF / "loop_thread.py"), "--tests", "5", "--repeats", "1",
+                           "--json", str(out)], capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    figures = json.loads(out.read_text())
+    assert set(figures["best"]) == {"alone", "waking thread (1 ms sleeps)", "thread working 0.5 of each ms"}
+    assert all(fig["main_cpu_s"] > 0 and fig["loop_wall_s"] > 0 for fig in figures["best"].values())
+    assert "x alone" in proc.stdout
