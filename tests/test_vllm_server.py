@@ -17,6 +17,7 @@ import stat
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import psutil
@@ -290,14 +291,16 @@ def tiny_server(tiny_model_path: Path, tmp_path_factory: pytest.TempPathFactory)
     assert not server.is_alive()
 
 
-def _wait_until_running(server: VLLMServer, timeout_s: float) -> bool:
-    """Poll vLLM's Prometheus endpoint until a request is being generated."""
+def _wait_until_running(server: VLLMServer, timeout_s: float,
+                        while_true: Callable[[], bool] = lambda: True) -> bool:
+    """Poll vLLM's Prometheus endpoint until a request is being generated (False once
+    ``timeout_s`` has passed or ``while_true()`` turns false, e.g. the request ended first)."""
     import re
     import urllib.request
 
     url = server.base_url.rsplit("/v1", 1)[0] + "/metrics"
     deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline and while_true():
         try:
             with urllib.request.urlopen(url, timeout=2) as reply:
                 text = reply.read().decode("utf-8", "replace")
@@ -397,7 +400,9 @@ def test_killed_server_is_detected_and_requests_fail_fast(tiny_model_path: Path,
         log_path=tmp_path / "server.log", startup_timeout_s=300,
     )  # fmt: skip
     with server:
-        client = _client(server, max_retries=0, timeout=30)
+        # Generous bounds: under CPU load (CI, or busy processes beside it) vLLM on the CPU took
+        # more than 30 s to start generating once; each wait ends as soon as its event comes.
+        client = _client(server, max_retries=0, timeout=180)
         errors: list[BaseException] = []
 
         def long_request() -> None:
@@ -413,7 +418,8 @@ def test_killed_server_is_detected_and_requests_fail_fast(tiny_model_path: Path,
         worker.start()
         # Kill while the request is generating: the tiny model can write 900 tokens in well under
         # a second, so a fixed sleep raced the reply (vLLM's /metrics says when it is running).
-        assert _wait_until_running(server, timeout_s=30), "the request never started generating"
+        running = _wait_until_running(server, timeout_s=150, while_true=worker.is_alive)
+        assert running, f"the request never started generating (request errors: {errors!r})"
         os.kill(server.pid, signal.SIGKILL)  # the API server dies mid-run (OOM killer, crash...)
         worker.join(timeout=30)
         assert not worker.is_alive() and errors, "the in-flight request did not fail"
