@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 
 import pytest
 
@@ -118,3 +119,38 @@ def test_close_after_an_interrupted_wait_cancels_the_rest_and_runs_the_finalizer
     assert sorted(cancelled) == ["c1", "c2"] and finalized == [True]
     assert scheduler._loop.is_closed()
     scheduler.close()  # a second close is harmless
+
+
+def test_close_gives_up_on_a_task_that_ignores_its_cancellation(monkeypatch):
+    """Closing is bounded (CLOSE_TIMEOUT_S, 30 s in use): a case that swallows its cancellation
+    must not hang the end of the run; the finalizer still runs and the loop is closed."""
+    from pytest_toolbench.runtime import scheduler as scheduler_module
+
+    monkeypatch.setattr(scheduler_module, "CLOSE_TIMEOUT_S", 0.2)
+    finalized: list[bool] = []
+
+    async def finalizer() -> None:
+        finalized.append(True)
+
+    scheduler = CaseScheduler(concurrency=1)
+    stop = asyncio.Event()
+
+    async def stubborn() -> CaseResult:
+        while not stop.is_set():
+            try:
+                await asyncio.sleep(60)
+            except asyncio.CancelledError:
+                continue  # ignores every cancellation
+        return passed(case(0))
+
+    async def quick() -> CaseResult:
+        return passed(case(1))
+
+    scheduler.submit(case(0), stubborn)
+    scheduler.submit(case(1), quick)
+    scheduler._loop.run_until_complete(asyncio.sleep(0.01))  # stubborn is now sleeping
+    started = time.monotonic()
+    scheduler.close(finalizer=finalizer)
+    assert time.monotonic() - started < 5
+    assert finalized == [True] and scheduler._loop.is_closed()
+    stop.set()

@@ -10,10 +10,12 @@ ones), and the backends share its connection pool.
 The loop runs on the thread that waits (pytest's main thread), not in a thread of its own. While
 pytest works between two cases (reports, the next test's set-up) the loop is paused and replies
 wait in their socket or pipe, which costs them a millisecond or two against an endpoint's tens to
-thousands. A loop thread beside pytest's cost far more: each of its wake-ups takes the GIL from
-pytest, and a thread that only woke every millisecond doubled the CPU pytest's own per-test code
-took (perf/README.md, "A loop thread in the pytest process"). The run-ahead does not suffer: a
-test waits only for a case submitted before the ones after it, and every loop pass serves them all.
+thousands. A loop thread beside pytest's cost far more: every case crossed threads twice (the
+loop thread ran it while pytest worked, then pytest blocked on its future and was woken), and the
+runner's work and pytest's took the GIL from each other at a fine grain; pytest's own per-test
+code took 2.2x its floor's time, 1.46x with the loop here (perf/README.md, "A loop thread in the
+pytest process"). The run-ahead does not suffer: a test waits only for a case submitted before the
+ones after it, and every loop pass serves them all.
 """
 
 from __future__ import annotations
@@ -29,6 +31,9 @@ from pytest_toolbench.benchmarks.result_builders import base_fields, error_resul
 from pytest_toolbench.results.case_result import CaseResult, InfraError
 
 CaseJob = Callable[[], Awaitable[CaseResult]]
+
+#: How long closing waits for the cancelled cases, then for the finalizer (each).
+CLOSE_TIMEOUT_S = 30.0
 
 
 class CaseScheduler:
@@ -87,9 +92,12 @@ class CaseScheduler:
             task.cancel()
 
         async def shutdown() -> None:
-            await asyncio.gather(*pending, return_exceptions=True)
+            # Bounded, and by asyncio.wait, which does not wait out a cancellation as wait_for
+            # does: a task that ignores its cancellation must not hang the end of the run.
+            if pending:
+                await asyncio.wait(pending, timeout=CLOSE_TIMEOUT_S)
             if finalizer is not None:
-                await asyncio.wait_for(finalizer(), 30)
+                await asyncio.wait_for(finalizer(), CLOSE_TIMEOUT_S)
 
         try:
             self._loop.run_until_complete(shutdown())
