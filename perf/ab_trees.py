@@ -12,27 +12,18 @@ Each tree runs from its own folder with itself first on ``PYTHONPATH``.
 from __future__ import annotations
 
 import argparse
-import os
-import resource
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-from run import SAMPLE, FakeEndpoints, make_toolhop_data, pytest_cmd  # perf/run.py
+from run import SAMPLE, FakeEndpoints, make_toolhop_data, pytest_cmd, timed_usage  # perf/run.py
 
 
 def timed_tree(tree: Path, cmd: list[str]) -> tuple[float, float, int]:
-    """Wall, CPU of the command and its children, exit status."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    started = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=tree, env=dict(os.environ, PYTHONPATH=str(tree)),
-                          capture_output=True, text=True, check=False)
-    wall = time.perf_counter() - started
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
-    return wall, cpu, proc.returncode
+    """Wall, CPU of the command and its children, exit status (perf/run.py's ``timed_usage``,
+    in ``tree`` with ``tree`` first on ``PYTHONPATH``)."""
+    wall, rc, _tail, _rss, cpu = timed_usage(cmd, {"PYTHONPATH": str(tree)}, cwd=tree)
+    return wall, cpu, rc
 
 
 def main() -> int:

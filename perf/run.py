@@ -169,11 +169,12 @@ def timed(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, int
     return timed_usage(cmd, env)[:4]  # type: ignore[return-value]
 
 
-def timed_usage(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, int, str, int, float]:
+def timed_usage(cmd: list[str], env: dict[str, str] | None = None,
+                cwd: Path = REPO) -> tuple[float, int, str, int, float]:
     """``timed`` and the CPU seconds the command used, its reaped children included (xdist
-    workers, the SDK process, sandbox workers)."""
+    workers, the SDK process, sandbox workers); run in ``cwd`` (this checkout by default)."""
     start = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             env=harness_env(env))
     out = proc.stdout.read()  # type: ignore[union-attr]
     _, status, usage = os.wait4(proc.pid, 0)
