@@ -43,3 +43,54 @@ def test_threads_append_and_close_flushes(tmp_path: Path) -> None:
     journal.close()  # idempotent
     assert journal._synced == journal._written == 160
     assert sorted(r.case_id for r in read_journal(path)) == sorted(f"c{k * 100 + i}" for k in range(4) for i in range(40))
+
+
+def test_fsyncs_are_paced_and_flush_covers_every_line(tmp_path: Path, monkeypatch) -> None:
+    """One fsync per SYNC_INTERVAL_S at most while lines stream in (woken per line, the fsync
+    thread took the GIL from the appending thread for every case); flush() ends the pause."""
+    import os
+    import time
+
+    from pytest_toolbench.results import journal as journal_module
+
+    calls: list[float] = []
+    real_fsync = os.fsync
+
+    def counting_fsync(fd: int) -> None:
+        calls.append(time.monotonic())
+        real_fsync(fd)
+
+    monkeypatch.setattr(journal_module.os, "fsync", counting_fsync)
+    journal = ResultJournal(tmp_path / "results.jsonl")
+    started = time.monotonic()
+    for i in range(300):  # ~0.6 s of lines, one every 2 ms
+        journal.append(result(i))
+        time.sleep(0.002)
+    took = time.monotonic() - started
+    flushed_at = time.monotonic()
+    journal.flush()
+    assert journal._synced == journal._written == 300
+    assert time.monotonic() - flushed_at < journal_module.SYNC_INTERVAL_S  # flush does not wait out a pause
+    paced = [t for t in calls if t < flushed_at]
+    assert 1 <= len(paced) <= took / journal_module.SYNC_INTERVAL_S + 2
+    journal.close()
+    assert len(list(read_journal(tmp_path / "results.jsonl"))) == 300
+
+
+def test_an_idle_fsync_thread_wakes_for_a_new_line(tmp_path: Path) -> None:
+    """After a quiet spell the next line is fsynced without a flush (the thread sleeps until
+    append wakes it), within about one interval."""
+    import time
+
+    from pytest_toolbench.results import journal as journal_module
+
+    journal = ResultJournal(tmp_path / "results.jsonl")
+    journal.append(result(0))
+    time.sleep(3 * journal_module.SYNC_INTERVAL_S)  # synced, paused, then idle
+    assert journal._syncer_idle
+    journal.append(result(1))
+    deadline = time.monotonic() + 10
+    while journal._synced < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert journal._synced == journal._written == 2
+    journal.close()
