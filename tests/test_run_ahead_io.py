@@ -187,3 +187,33 @@ assert "numpy" in sys.modules
 """
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+# ----------------------------------------------------------------------------- the window a worker hands out
+class WorkerInteractor:  # the name upcoming.py looks for among the plugins
+    def __init__(self, queue: list[int], nxt: int | None):
+        import contextlib
+        from collections import deque
+
+        self.nextitem_index = nxt
+        self._queue = deque(queue)
+        self.torun = SimpleNamespace(lock=lambda: contextlib.nullcontext(self._queue))
+
+
+def test_an_xdist_worker_hands_out_each_upcoming_item_once() -> None:
+    """Under xdist the window is read from the worker's queue; every test used to get all of it
+    back (a case lookup and a submit per item, 128 items per test). Only new items come back now,
+    in queue order, including those the controller appends later."""
+    from pytest_toolbench.runtime.upcoming import new_upcoming_items
+
+    interactor = WorkerInteractor(queue=[3, 4, 5, 6], nxt=2)
+    config = SimpleNamespace(workerinput={}, stash=pytest.Stash(),
+                             pluginmanager=SimpleNamespace(get_plugins=lambda: [object(), interactor]))
+    session = SimpleNamespace(config=config, stash=pytest.Stash(), items=[f"item{i}" for i in range(20)])
+    assert new_upcoming_items(session, "item1", 3) == ["item2", "item3", "item4"]
+    assert new_upcoming_items(session, "item1", 3) == []  # nothing new in the window
+    interactor.nextitem_index = 3
+    interactor._queue.popleft()
+    interactor._queue.extend([9, 10])
+    assert new_upcoming_items(session, "item2", 3) == ["item5"]  # window 3, 4, 5
+    assert new_upcoming_items(session, "item2", 10) == ["item6", "item9", "item10"]

@@ -15,6 +15,9 @@ import pytest
 
 _POSITIONS = pytest.StashKey[dict[int, int]]()
 _AHEAD = pytest.StashKey[list[int]]()
+#: Under xdist: the item indices already handed out by :func:`new_upcoming_items`.
+_HANDED = pytest.StashKey[set[int]]()
+_INTERACTOR = pytest.StashKey[Any]()
 #: The item pytest is setting up in this process (plugin.py's pytest_runtest_setup sets it).
 _current: list[pytest.Item | None] = [None]
 
@@ -55,24 +58,43 @@ def upcoming_items(session: pytest.Session, item: pytest.Item, count: int) -> li
             return []
         return items[index + 1 : index + 1 + count]
     try:
-        indices: list[int] = []
-        nxt = getattr(interactor, "nextitem_index", None)
-        if isinstance(nxt, int):
-            indices.append(nxt)
-        with interactor.torun.lock() as queue:
-            indices.extend(i for i in queue if isinstance(i, int))
-        return [items[i] for i in indices[:count]]
+        return [items[i] for i in _queued_indices(interactor, count)]
     except Exception:
         return []
 
 
+def _queued_indices(interactor: Any, count: int) -> list[int]:
+    """The indices of the next ``count`` items an xdist worker will run (raises if pytest-xdist's
+    internals are not what this module reads)."""
+    indices: list[int] = []
+    nxt = getattr(interactor, "nextitem_index", None)
+    if isinstance(nxt, int):
+        indices.append(nxt)
+    with interactor.torun.lock() as queue:
+        for i in queue:
+            if len(indices) >= count:
+                break
+            if isinstance(i, int):
+                indices.append(i)
+    return indices[:count]
+
+
 def new_upcoming_items(session: pytest.Session, item: pytest.Item, count: int) -> list[pytest.Item]:
-    """Like :func:`upcoming_items`, but without ``-n`` only the items not returned before: the
-    window slides by one item per test, so handing back all ``count`` items each time cost
-    O(concurrency) per test for nothing. Under xdist the queue changes under us, so
-    the whole window is returned (submitting is idempotent)."""
-    if _xdist_worker_interactor(session.config) is not None:
-        return upcoming_items(session, item, count)
+    """Like :func:`upcoming_items`, but only the items not returned before: the window slides
+    by about one item per test, so handing back all ``count`` items each time cost O(concurrency)
+    per test for nothing (under xdist, a case lookup and a submit for each of 128 items per
+    test). Under xdist the controller appends to the worker's queue as it goes, so the indices
+    handed out are remembered rather than a position."""
+    interactor = _xdist_worker_interactor(session.config)
+    if interactor is not None:
+        handed = session.stash.setdefault(_HANDED, set())
+        try:
+            fresh = [i for i in _queued_indices(interactor, count) if i not in handed]
+            upcoming = [session.items[i] for i in fresh]
+        except Exception:
+            return []
+        handed.update(fresh)
+        return upcoming
     index = _position(session, item)
     if index is None or count <= 0:
         return []
@@ -99,10 +121,14 @@ def _position(session: pytest.Session, item: pytest.Item) -> int | None:
     return index
 
 
-def _xdist_worker_interactor(config: pytest.Config):
+def _xdist_worker_interactor(config: pytest.Config) -> Any:
+    """pytest-xdist's ``WorkerInteractor`` in a worker (looked up once), else None."""
     if not hasattr(config, "workerinput"):
         return None
-    for plugin in config.pluginmanager.get_plugins():
-        if type(plugin).__name__ == "WorkerInteractor":
-            return plugin
-    return None
+    found = config.stash.get(_INTERACTOR, None)
+    if found is None:
+        found = next((plugin for plugin in config.pluginmanager.get_plugins()
+                      if type(plugin).__name__ == "WorkerInteractor"), None)
+        if found is not None:
+            config.stash[_INTERACTOR] = found
+    return found
