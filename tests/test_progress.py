@@ -70,6 +70,32 @@ def test_meter_counts_requests_in_flight_and_usage():
     assert meter.reading().since(start) == MeterReading(0, 4, 10, 5)
 
 
+def test_a_worker_sends_its_meter_only_when_it_moved():
+    """The controller keeps each worker's last reading, so an unchanged one is not sent again
+    (a JSON dump per report, three reports per test, for nothing)."""
+    from types import SimpleNamespace
+
+    from pytest_toolbench.models.meter import REQUEST_METER
+    from pytest_toolbench.report.progress import METER_PROPERTY, WorkerMeter
+
+    meter = WorkerMeter()
+
+    def sent() -> list[str]:
+        report = SimpleNamespace(user_properties=[])
+        wrapper = meter.pytest_runtest_makereport(item=None, call=None)
+        next(wrapper)
+        with pytest.raises(StopIteration):
+            wrapper.send(report)
+        return [value for name, value in report.user_properties if name == METER_PROPERTY]
+
+    assert sent() == ["[0, 0, 0, 0]"]  # the first report always carries one
+    assert sent() == []
+    with REQUEST_METER.request():
+        assert sent() == ["[1, 1, 0, 0]"]
+        assert sent() == []
+    assert sent() == ["[0, 1, 0, 0]"]
+
+
 def run_in_pty(args: list[str], *, cols: int = 220, timeout: float = 300) -> tuple[int, str]:
     """Run ``pytest ARGS`` with stdout and stderr on a pseudo-terminal; return (status, output)."""
     master, slave = pty.openpty()

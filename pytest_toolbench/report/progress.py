@@ -374,16 +374,21 @@ class ProgressHooks:
 
 
 class WorkerMeter:
-    """xdist worker side: every test report carries this worker's meter to the controller."""
+    """xdist worker side: a test report carries this worker's meter to the controller when it
+    moved since the last one sent (the controller keeps each worker's last reading, so a repeat
+    told it nothing; most tests' setup, call and teardown reports share one reading)."""
 
     def __init__(self) -> None:
         self.start_reading = REQUEST_METER.reading()
+        self.sent: MeterReading | None = None
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: Any):
         report = yield
         reading = REQUEST_METER.reading().since(self.start_reading)
-        report.user_properties.append((METER_PROPERTY, json.dumps(list(reading))))
+        if reading != self.sent:
+            self.sent = reading
+            report.user_properties.append((METER_PROPERTY, json.dumps(list(reading))))
         return report
 
 
