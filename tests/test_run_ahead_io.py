@@ -204,6 +204,8 @@ def test_an_xdist_worker_hands_out_each_upcoming_item_once() -> None:
     """Under xdist the window is read from the worker's queue; every test used to get all of it
     back (a case lookup and a submit per item, 128 items per test). Only new items come back now,
     in queue order, including those the controller appends later."""
+    from xdist.remote import Marker
+
     from pytest_toolbench.runtime.upcoming import new_upcoming_items
 
     interactor = WorkerInteractor(queue=[3, 4, 5, 6], nxt=2)
@@ -214,6 +216,9 @@ def test_an_xdist_worker_hands_out_each_upcoming_item_once() -> None:
     assert new_upcoming_items(session, "item1", 3) == []  # nothing new in the window
     interactor.nextitem_index = 3
     interactor._queue.popleft()
-    interactor._queue.extend([9, 10])
+    interactor._queue.extend([9, 10, Marker.SHUTDOWN])
     assert new_upcoming_items(session, "item2", 3) == ["item5"]  # window 3, 4, 5
     assert new_upcoming_items(session, "item2", 10) == ["item6", "item9", "item10"]
+    interactor.nextitem_index = Marker.SHUTDOWN  # the worker is done: nothing, and no error
+    interactor._queue.clear()
+    assert new_upcoming_items(session, "item2", 10) == []

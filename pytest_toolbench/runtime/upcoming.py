@@ -9,6 +9,7 @@ worker's future work; if the internals change, we degrade to no run-ahead rather
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from itertools import islice
 from typing import Any
 
 import pytest
@@ -66,17 +67,13 @@ def upcoming_items(session: pytest.Session, item: pytest.Item, count: int) -> li
 def _queued_indices(interactor: Any, count: int) -> list[int]:
     """The indices of the next ``count`` items an xdist worker will run (raises if pytest-xdist's
     internals are not what this module reads)."""
-    indices: list[int] = []
     nxt = getattr(interactor, "nextitem_index", None)
-    if isinstance(nxt, int):
-        indices.append(nxt)
     with interactor.torun.lock() as queue:
-        for i in queue:
-            if len(indices) >= count:
-                break
-            if isinstance(i, int):
-                indices.append(i)
-    return indices[:count]
+        window = list(islice(queue, count))  # copied in C, under the queue's lock
+    if type(nxt) is int:  # not xdist's shutdown marker
+        window.insert(0, nxt)
+    # Item indices only (the queue also carries xdist's shutdown marker at its end).
+    return [i for i in window[:count] if type(i) is int]
 
 
 def new_upcoming_items(session: pytest.Session, item: pytest.Item, count: int) -> list[pytest.Item]:
