@@ -186,12 +186,12 @@ class ControllerHooks:
         st = self.st
         if any(f.what == "results journal" for f in st.output_failures):
             return  # stopping already: the journal is not written past its failure
-        path = case_store.journal_path(run_dir_of(st))
         try:
             if st.journal is None:
                 st.journal = case_store.run_journal(run_dir_of(st))
             st.journal.append(result)
         except OSError as exc:
+            path = case_store.journal_path(run_dir_of(st))  # only named on failure: two Paths a case
             self._stop_on_output_failure(OutputFailure.of("results journal", path, exc))
 
     def _stop_on_output_failure(self, failure: OutputFailure) -> None:

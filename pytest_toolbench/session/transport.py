@@ -39,9 +39,11 @@ SENT_KEY = pytest.StashKey[bool]()
 def _record_journal_failure(call: pytest.CallInfo[None]) -> None:
     """An xdist worker's own journal (its backstop copy, written by the case fixture) that could
     not be written fails the case's setup; it is an output failure of the run, not of the case."""
+    if call.excinfo is None:  # nearly every report: no import, no lookup
+        return
     from pytest_toolbench.results.journal import JournalWriteError
 
-    exc = call.excinfo.value if call.excinfo is not None else None
+    exc = call.excinfo.value
     if isinstance(exc, JournalWriteError):
         output_errors.record(OutputFailure.of("worker's results journal", exc.filename, exc))
 
