@@ -137,3 +137,49 @@ def test_file_checksums_are_computed_once_per_version(tmp_path: Path, monkeypatc
     data.write_text("[1, 2]")
     assert data_source.file_sha256(data) == hashlib.sha256(b"[1, 2]").hexdigest()
     assert opened == [str(data.resolve())]
+
+
+def test_workers_read_what_the_controller_parsed(tmp_path: Path) -> None:
+    """Under xdist the controller keeps each parsed file for its workers; a worker reads it
+    (warnings included) instead of parsing; an edited file, or a kept file that cannot be read
+    back, is parsed; the controller's folder goes at the run's end."""
+    from pytest_toolbench.benchmarks import parsed_files
+
+    data = tmp_path / "numbers.txt"
+    data.write_text("1\n-2\n")
+    controller_parser = CountingParser()
+    folder = parsed_files.share_parsed_files()
+    try:
+        with pytest.warns(UserWarning, match="negative value"):
+            assert parsed_once(controller_parser)(data, 3) == [3, -6]
+        kept = list(folder.glob("*.pickle"))
+        assert len(kept) == 1 and not list(folder.glob("*.part"))
+        assert parsed_files.shared_folder() == folder
+        parsed_files._shared[0] = None  # the worker below is another process: forget, keep the folder
+
+        worker_parser = CountingParser()
+        worker_parser.__qualname__ = "CountingParser"  # both "processes" name their parser alike
+        controller_parser.__qualname__ = "CountingParser"
+        parsed_files.read_shared_parsed_files(folder)
+        assert parsed_files.shared_folder() is None  # a worker keeps nothing for others
+        with pytest.warns(UserWarning, match="negative value"):
+            assert parsed_once(worker_parser)(data, 3) == [3, -6]
+        assert worker_parser.calls == []  # read, not parsed
+        with pytest.warns(UserWarning):
+            assert parsed_once(worker_parser)(data, 2) == [2, -4]  # other arguments: parsed
+        assert len(worker_parser.calls) == 1
+
+        kept[0].write_bytes(b"not a pickle")
+        with pytest.warns(UserWarning):
+            assert parsed_once(worker_parser)(data, 3) == [3, -6]
+        assert len(worker_parser.calls) == 2
+        data.write_text("4\n")  # edited since the controller parsed it
+        os.utime(data, ns=(1, 1))
+        assert parsed_once(worker_parser)(data, 3) == [12]
+        assert len(worker_parser.calls) == 3
+    finally:
+        parsed_files.stop_sharing()
+    assert folder.exists()  # a worker does not remove the controller's folder
+    parsed_files._shared[0] = (folder, True)
+    parsed_files.stop_sharing()
+    assert not folder.exists()

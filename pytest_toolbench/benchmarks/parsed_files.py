@@ -12,11 +12,23 @@ file parser in :func:`parsed_once`:
 * warnings the parse raised are recorded and raised again on every load, so each caller's
   ``warnings`` filters see what a fresh parse would have shown;
 * each call returns a new list; the items are shared, so parsers return frozen records.
+
+Under xdist every worker loads the same files again (collection must be the same everywhere),
+and parsing 2,000 ToolHop records costs each process ~0.35 s. So the controller keeps what it
+parsed in a private folder of the run (:func:`share_parsed_files`, a ``mkdtemp`` only its user
+can write to) and each worker reads it from there (:func:`read_shared_parsed_files`): a pickle of
+the items and the warnings, named by the parser and the key above, so a file edited since is
+parsed afresh. A file that cannot be written or read back is simply parsed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import hashlib
+import os
+import pickle
+import tempfile
 import threading
 import warnings
 from collections import OrderedDict
@@ -54,10 +66,14 @@ def parsed_once(
             if entry is not None:
                 entries.move_to_end(key)
         if entry is None:
-            with warnings.catch_warnings(record=True) as notes:
-                warnings.simplefilter("always")
-                items = tuple(parse(path, *args, **kwargs))
-            entry = (items, tuple(notes))
+            name = _shared_name(parse, key)
+            entry = _read_shared(name)
+            if entry is None:
+                with warnings.catch_warnings(record=True) as notes:
+                    warnings.simplefilter("always")
+                    items = tuple(parse(path, *args, **kwargs))
+                entry = (items, tuple(notes))
+                _write_shared(name, entry)
             with lock:
                 entries[key] = entry
                 while len(entries) > MAX_FILES:
@@ -68,3 +84,73 @@ def parsed_once(
         return list(items)  # type: ignore[arg-type]
 
     return load
+
+
+# ----------------------------------------------------------------------------- shared with xdist workers
+#: The run's folder of parsed files, and whether this process writes it (the controller) or
+#: reads it (a worker); None: neither (no xdist, or a process outside a run).
+_shared: list[tuple[Path, bool] | None] = [None]
+
+
+def share_parsed_files() -> Path:
+    """Controller: keep every file parsed from now on for the workers; returns the folder (the
+    caller removes it at the run's end, :func:`stop_sharing`)."""
+    folder = Path(tempfile.mkdtemp(prefix="toolbench-parsed-"))
+    _shared[0] = (folder, True)
+    return folder
+
+
+def shared_folder() -> Path | None:
+    """The folder this process (the controller) keeps parsed files in, else None."""
+    shared = _shared[0]
+    return shared[0] if shared is not None and shared[1] else None
+
+
+def read_shared_parsed_files(folder: str | Path) -> None:
+    """Worker: look for a file's items in the controller's ``folder`` before parsing it."""
+    _shared[0] = (Path(folder), False)
+
+
+def stop_sharing() -> None:
+    """Remove the controller's folder (a worker only forgets it)."""
+    shared, _shared[0] = _shared[0], None
+    if shared is not None and shared[1]:
+        import shutil
+
+        shutil.rmtree(shared[0], ignore_errors=True)
+
+
+def _shared_name(parse: Callable[..., object], key: Hashable) -> str | None:
+    if _shared[0] is None:
+        return None
+    # The parser by name (a worker's is another object): module-level parsers, one per name.
+    qualname = getattr(parse, "__qualname__", type(parse).__qualname__)
+    text = repr((parse.__module__, qualname, key))
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest() + ".pickle"
+
+
+def _read_shared(name: str | None) -> _Entry | None:
+    shared = _shared[0]
+    if name is None or shared is None or shared[1]:
+        return None
+    try:
+        with open(shared[0] / name, "rb") as fh:
+            entry = pickle.load(fh)
+    except Exception:  # not there (yet), or unreadable: parse it here
+        return None
+    return entry if isinstance(entry, tuple) and len(entry) == 2 else None
+
+
+def _write_shared(name: str | None, entry: _Entry) -> None:
+    shared = _shared[0]
+    if name is None or shared is None or not shared[1]:
+        return
+    target = shared[0] / name
+    part = target.with_name(f"{name}.{os.getpid()}.{threading.get_ident()}.part")
+    try:
+        data = pickle.dumps(entry, protocol=pickle.HIGHEST_PROTOCOL)
+        part.write_bytes(data)
+        os.replace(part, target)  # whole or absent: a worker never reads a half-written file
+    except Exception:  # an item that does not pickle, a full disk: the workers parse it
+        with contextlib.suppress(OSError):
+            part.unlink()

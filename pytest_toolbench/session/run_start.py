@@ -23,7 +23,12 @@ from pytest_toolbench.session.data import WORKER_KEY, resolve_run_data, worker_d
 from pytest_toolbench.session.identity import new_run_id
 from pytest_toolbench.session.listing import runs_tests
 from pytest_toolbench.session.selection import has_toolbench_tests, targeted_benchmarks, validate_selection
-from pytest_toolbench.session.state import STATE_KEY, ToolbenchState, is_worker, run_dir_of, state
+from pytest_toolbench.session.state import (
+    STATE_KEY, ToolbenchState, is_worker, is_xdist_controller, run_dir_of, state,
+)
+
+#: workerinput key: the controller's folder of parsed data files (benchmarks/parsed_files.py).
+PARSED_FILES_KEY = "toolbench_parsed_files"
 
 
 def register_markers(config: pytest.Config) -> None:
@@ -38,6 +43,7 @@ def register_markers(config: pytest.Config) -> None:
 def configure_run(config: pytest.Config) -> ToolbenchState:
     """The run's settings, checked before anything else happens (gate names, the baseline, every
     output writable, an endpoint model's key), its state, and its SDK process decided."""
+    share_parsed_files(config)
     try:
         settings = settings_from_config(config)
         for gate in settings.gates:
@@ -77,6 +83,21 @@ def configure_run(config: pytest.Config) -> ToolbenchState:
     st = config.stash[STATE_KEY] = ToolbenchState(settings=settings, run_id=run_id, baseline=baseline)
     st.sdk = sdk.decide(config, settings)
     return st
+
+
+def share_parsed_files(config: pytest.Config) -> None:
+    """Under xdist, the data files the controller parses are kept for the workers, which read
+    them instead of parsing each file again (benchmarks/parsed_files.py)."""
+    from pytest_toolbench.benchmarks import parsed_files
+
+    if is_worker(config):
+        folder = config.workerinput.get(PARSED_FILES_KEY)  # type: ignore[attr-defined]
+        if folder:
+            parsed_files.read_shared_parsed_files(folder)
+            config.add_cleanup(parsed_files.stop_sharing)
+    elif is_xdist_controller(config) and starts_run(config):
+        parsed_files.share_parsed_files()
+        config.add_cleanup(parsed_files.stop_sharing)
 
 
 def check_alluredir(config: pytest.Config) -> None:
@@ -152,13 +173,18 @@ def check_baseline_data(config: pytest.Config, selected: dict[str, Any]) -> None
 def worker_input(node: Any) -> None:
     """What an xdist worker is told at its start: the run's id, server, SDK process, whether
     the controller reports the data's warnings (it loads the suites' data before any case), and
-    the data folder it resolved (session/data.py)."""
+    the data folder it resolved (session/data.py), and where the controller keeps the data files
+    it parsed."""
     st = state(node.config)
     node.workerinput["toolbench_run_id"] = st.run_id
     node.workerinput["toolbench_server"] = server_info_for_worker(st.server)
     node.workerinput["toolbench_sdk"] = sdk.sdk_address(node.config)
     node.workerinput["toolbench_data_warned"] = bool(targeted_benchmarks(node.config))
     node.workerinput[WORKER_KEY] = worker_data_dir(st.settings)
+    from pytest_toolbench.benchmarks.parsed_files import shared_folder
+
+    folder = shared_folder()
+    node.workerinput[PARSED_FILES_KEY] = str(folder) if folder is not None else None
 
 
 def stop_run_processes(config: pytest.Config) -> None:
