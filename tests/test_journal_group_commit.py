@@ -94,3 +94,16 @@ def test_an_idle_fsync_thread_wakes_for_a_new_line(tmp_path: Path) -> None:
         time.sleep(0.01)
     assert journal._synced == journal._written == 2
     journal.close()
+
+
+def test_a_result_passed_on_as_json_is_the_same_line(tmp_path: Path) -> None:
+    """The controller journals a worker's JSON as received: the same bytes append() writes for
+    the result it validates to, control characters escaped alike."""
+    rich = CaseResult(case_id="c\u202e1", benchmark="toolhop", scenario="direct", outcome=Outcome.FAILED,
+                      failure_message="tab\there, DEL \x7f, bidi \u202e, emoji \U0001f600", values={"accuracy": 0.5})
+    received = rich.model_dump_json()
+    with ResultJournal(tmp_path / "a.jsonl") as a, ResultJournal(tmp_path / "b.jsonl") as b:
+        a.append(CaseResult.model_validate_json(received))
+        b.append_json(received)
+    assert (tmp_path / "a.jsonl").read_bytes() == (tmp_path / "b.jsonl").read_bytes()
+    assert list(read_journal(tmp_path / "b.jsonl")) == [rich]

@@ -181,8 +181,14 @@ class ResultJournal:
             os.close(old)
 
     def append(self, result: CaseResult) -> None:
+        self.append_json(result.model_dump_json())
+
+    def append_json(self, text: str) -> None:
+        """Append a result as ``CaseResult.model_dump_json`` wrote it (the controller passes on
+        an xdist worker's as received: read back, it validates to the very result the controller
+        holds, and is not dumped a second time)."""
         # DEL, C1 and bidi controls as JSON escapes, as in the JSON report (results/safe_text.py)
-        data = safe_json_bytes((result.model_dump_json() + "\n").encode("utf-8"))
+        data = safe_json_bytes((text + "\n").encode("utf-8"))
         with self._cond:
             if self._closed:
                 raise ValueError(f"{self.path}: journal is closed")

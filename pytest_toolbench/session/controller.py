@@ -135,17 +135,17 @@ class ControllerHooks:
         """Collect the result and drop the bulky JSON from the report, so reporters running after
         us (JUnit XML) carry only the compact toolbench.* summary, not the transcript."""
         results, failures = take_payloads(report)
-        for result in results:
-            self._add_result(report, result)
+        for result, text in results:
+            self._add_result(report, result, text)
         with_result = bool(results) or self._crashed_case(report)
         self.st.tracker.saw_report(report, with_result=with_result)
         for failure in failures:
             self._stop_on_output_failure(failure)
 
-    def _add_result(self, report: pytest.TestReport, result: CaseResult) -> None:
+    def _add_result(self, report: pytest.TestReport, result: CaseResult, text: str | None) -> None:
         self.st.results[result.case_id] = result
         progress.add_result(self.config, result)
-        self._journal(result)
+        self._journal(result, text)
         if self.st.settings.gates and report.failed:
             self._let_gates_decide(report, result)
 
@@ -181,15 +181,19 @@ class ControllerHooks:
                 self.st.results[case_id] = result
                 self._journal(result)
 
-    def _journal(self, result: CaseResult) -> None:
-        """Append to the run's journal; a failed write (full disk, EIO...) stops the run."""
+    def _journal(self, result: CaseResult, text: str | None = None) -> None:
+        """Append to the run's journal (``text``: the result's JSON as a worker sent it, written
+        as it is); a failed write (full disk, EIO...) stops the run."""
         st = self.st
         if any(f.what == "results journal" for f in st.output_failures):
             return  # stopping already: the journal is not written past its failure
         try:
             if st.journal is None:
                 st.journal = case_store.run_journal(run_dir_of(st))
-            st.journal.append(result)
+            if text is None:
+                st.journal.append(result)
+            else:
+                st.journal.append_json(text)
         except OSError as exc:
             path = case_store.journal_path(run_dir_of(st))  # only named on failure: two Paths a case
             self._stop_on_output_failure(OutputFailure.of("results journal", path, exc))

@@ -90,18 +90,23 @@ def attach_result(item: pytest.Item, call: pytest.CallInfo[None], report: pytest
     _attach_output_failures(report)
 
 
-def take_payloads(report: pytest.TestReport) -> tuple[list[CaseResult], list[OutputFailure]]:
+def take_payloads(
+    report: pytest.TestReport,
+) -> tuple[list[tuple[CaseResult, str | None]], list[OutputFailure]]:
     """The results and output failures a report carries, removed from it, so reporters running
-    after the controller (JUnit XML) carry only the compact toolbench.* summary."""
+    after the controller (JUnit XML) carry only the compact toolbench.* summary. Each result
+    comes with the JSON it arrived as from an xdist worker (None in-process)."""
     kept: list[tuple[str, object]] = []
-    results: list[CaseResult] = []
+    results: list[tuple[CaseResult, str | None]] = []
     failures: list[OutputFailure] = []
     for name, value in report.user_properties:
         if name == OUTPUT_ERROR_PROPERTY:
             failures.append(OutputFailure.from_json(str(value)))
         elif name == RESULT_PROPERTY:
-            results.append(value if isinstance(value, CaseResult)
-                           else CaseResult.model_validate_json(value))  # type: ignore[arg-type]
+            if isinstance(value, CaseResult):
+                results.append((value, None))
+            else:
+                results.append((CaseResult.model_validate_json(value), str(value)))  # type: ignore[arg-type]
         else:
             kept.append((name, value))
     report.user_properties = kept
