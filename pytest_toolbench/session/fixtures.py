@@ -155,7 +155,7 @@ def case_result(case: Case) -> CaseResult:
     and pytest looks each one up (and re-registers its finalizers) per test, most of the fixture
     set-up of a run answered from the cache. Nor does it take ``request``: with ``request`` in its
     closure pytest builds a new fixture definition, each with an ``inspect.signature``, five times
-    per test (perf/README.md, "Where the goals stand").
+    per test (perf/README.md, "Second pass: where the goals stood").
     """
     node = current_item()
     if node is None or case_of(node) is not case:
