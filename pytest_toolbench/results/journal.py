@@ -11,8 +11,9 @@ per result would). The thread fsyncs at most once per :data:`SYNC_INTERVAL_S` an
 it only when it sleeps with nothing to do: woken for every line, it took the GIL from the main
 thread once or twice per case (0.3 ms a case in an xdist worker's profile). A machine that goes
 down may so lose up to that interval's lines more; a process that dies loses none. ``flush()``,
-``close()`` (and interpreter exit) wait for the last fsync. A crash mid-write leaves a truncated last line: the reader skips it, and the next writer
-cuts it off before appending so it cannot fuse with a new record.
+``close()`` (and interpreter exit) wait for the last fsync. A crash mid-write leaves a truncated
+last line: the reader skips it, and the next writer cuts it off before appending so it cannot
+fuse with a new record.
 
 A write that fails (a full disk: ENOSPC, EFBIG past a file-size limit, EDQUOT; EIO) may have
 written part of its line first: ``append`` cuts the file back to its size before the write and
