@@ -133,4 +133,6 @@ def test_paper_embedder_without_hub_stops_quickly_with_one_line(tmp_path):
     [line] = [ln for ln in out.splitlines() if "Meta-Bench retriever" in ln]
     assert "cannot load embedder 'intfloat/multilingual-e5-large'" in line
     assert line.rstrip(" !").endswith(f"or use the default 'all-MiniLM-L6-v2'"), line
-    assert seconds < 40, f"took {seconds:.0f}s (hub retries?)"  # measured ~7 s; retries took 78 s
+    # Hub retries are back-off sleeps: 78 s or more however fast the machine. A stop without them
+    # took ~7 s quiet and 42 s in a fresh clone's make test beside four busy processes.
+    assert seconds < 70, f"took {seconds:.0f}s (hub retries?)"
