@@ -121,18 +121,26 @@ def test_a_second_run_makes_no_embedder_call(tmp_path):
 
 
 def test_paper_embedder_without_hub_stops_quickly_with_one_line(tmp_path):
-    """intfloat/multilingual-e5-large is not a local folder and no hub is reachable here: it is
-    loaded from the hub cache only (no retries) and the run stops with exit 4 and one line."""
+    """intfloat/multilingual-e5-large is not a local folder and the run may not download: it is
+    loaded from the hub cache only (no request, so no retries) and the run stops with exit 4 and
+    one line. HF_ENDPOINT is a local server playing the hub, which must see no request for it."""
+    from fake_data_hub import FakeDataHub
+
     start = time.perf_counter()
-    proc, _ = run_suite(tmp_path, tmp_path / "cache" / "responses", "--model", "oracle",
-                        "--metabench-embedder", "intfloat/multilingual-e5-large",
-                        env_extra={"HF_HUB_OFFLINE": ""})
+    with FakeDataHub() as hub:
+        proc, _ = run_suite(tmp_path, tmp_path / "cache" / "responses", "--model", "oracle",
+                            "--metabench-embedder", "intfloat/multilingual-e5-large",
+                            env_extra={"HF_HUB_OFFLINE": "", "HF_ENDPOINT": hub.url})
+        requests = list(hub.log)
     seconds = time.perf_counter() - start
     assert proc.returncode == 4, proc.stdout[-3000:] + proc.stderr[-3000:]
     out = proc.stdout + proc.stderr
     [line] = [ln for ln in out.splitlines() if "Meta-Bench retriever" in ln]
     assert "cannot load embedder 'intfloat/multilingual-e5-large'" in line
     assert line.rstrip(" !").endswith(f"or use the default 'all-MiniLM-L6-v2'"), line
-    # Hub retries are back-off sleeps: 78 s or more however fast the machine. A stop without them
-    # took ~7 s quiet and 42 s in a fresh clone's make test beside four busy processes.
+    # The cause of the slow stop this guards against: requests for the model, retried. (The hub
+    # library also asked for /api/agent-harnesses, once, here; that is not the model.)
+    assert [r for r in requests if "multilingual-e5-large" in r[1]] == [], requests
+    # A backstop: hub retries are back-off sleeps (78 s measured); a stop without them took ~7 s
+    # quiet and 42 s in a fresh clone's make test beside four busy processes.
     assert seconds < 70, f"took {seconds:.0f}s (hub retries?)"
