@@ -23,10 +23,8 @@ parsed afresh. A file that cannot be written or read back is simply parsed.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
-import os
 import pickle
 import tempfile
 import threading
@@ -36,7 +34,7 @@ from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import Concatenate, ParamSpec, TypeVar
 
-from pytest_toolbench.fileio import file_version
+from pytest_toolbench.fileio import atomic_write_bytes, file_version
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -145,12 +143,10 @@ def _write_shared(name: str | None, entry: _Entry) -> None:
     shared = _shared[0]
     if name is None or shared is None or not shared[1]:
         return
-    target = shared[0] / name
-    part = target.with_name(f"{name}.{os.getpid()}.{threading.get_ident()}.part")
     try:
-        data = pickle.dumps(entry, protocol=pickle.HIGHEST_PROTOCOL)
-        part.write_bytes(data)
-        os.replace(part, target)  # whole or absent: a worker never reads a half-written file
+        # Whole or absent: a worker never reads a half-written file. No fsync: the folder lives
+        # only as long as the run, and a lost file is parsed again.
+        atomic_write_bytes(shared[0] / name, pickle.dumps(entry, protocol=pickle.HIGHEST_PROTOCOL),
+                           durable=False)
     except Exception:  # an item that does not pickle, a full disk: the workers parse it
-        with contextlib.suppress(OSError):
-            part.unlink()
+        pass

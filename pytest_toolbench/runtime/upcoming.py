@@ -48,22 +48,6 @@ def cases_of(items: Iterable[pytest.Item], benchmark: str) -> Iterator[Any]:
             yield case
 
 
-def upcoming_items(session: pytest.Session, item: pytest.Item, count: int) -> list[pytest.Item]:
-    if count <= 0:
-        return []
-    items = session.items
-    interactor = _xdist_worker_interactor(session.config)
-    if interactor is None:
-        index = _position(session, item)
-        if index is None:
-            return []
-        return items[index + 1 : index + 1 + count]
-    try:
-        return [items[i] for i in _queued_indices(interactor, count)]
-    except Exception:
-        return []
-
-
 def _queued_indices(interactor: Any, count: int) -> list[int]:
     """The indices of the next ``count`` items an xdist worker will run (raises if pytest-xdist's
     internals are not what this module reads)."""
@@ -77,11 +61,12 @@ def _queued_indices(interactor: Any, count: int) -> list[int]:
 
 
 def new_upcoming_items(session: pytest.Session, item: pytest.Item, count: int) -> list[pytest.Item]:
-    """Like :func:`upcoming_items`, but only the items not returned before: the window slides
-    by about one item per test, so handing back all ``count`` items each time cost O(concurrency)
-    per test for nothing (under xdist, a case lookup and a submit for each of 128 items per
-    test). Under xdist the controller appends to the worker's queue as it goes, so the indices
-    handed out are remembered rather than a position."""
+    """Up to ``count`` of the items this process runs after ``item``, without those returned
+    before: the window slides by about one item per test, so handing back all ``count`` items
+    each time cost O(concurrency) per test for nothing (under xdist, a case lookup and a submit
+    for each of 128 items per test). Without xdist they follow ``item`` in ``session.items``;
+    under xdist they are read from the worker's queue, which the controller appends to as it
+    goes, so the indices handed out are remembered rather than a position."""
     interactor = _xdist_worker_interactor(session.config)
     if interactor is not None:
         handed = session.stash.setdefault(_HANDED, set())
