@@ -12,6 +12,7 @@ session/end_summary.py). SIGTERM ends a run like Ctrl-C (session/signals.py).
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from typing import Any
 
 import pytest
@@ -76,15 +77,20 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         run_start.prepare_server(config)
 
 
-@pytest.hookimpl(trylast=True, specname="pytest_sessionstart")
-def pytest_sessionstart_validate(session: pytest.Session) -> None:
+@pytest.hookimpl(wrapper=True, specname="pytest_sessionstart")
+def pytest_sessionstart_validate(session: pytest.Session) -> Generator[None, None, None]:
     """Without a server to start, validate after xdist has started its workers, so their
     start-up (imports, collection) overlaps the controller's reading of the data. No model call
     can come first: a worker runs a test only once the controller's test loop, which begins
-    after every sessionstart hook, hands it one."""
+    after every sessionstart hook, hands it one.
+
+    A wrapper, not ``trylast``: xdist's own sessionstart, which starts the workers, is ``trylast``
+    too and registered later, so pluggy called it after a ``trylast`` validation."""
+    result = yield
     config = session.config
     if run_start.starts_run(config) and not run_start.needs_managed_server(state(config).settings):
         run_start.validate_and_record(config)
+    return result
 
 
 @pytest.hookimpl(optionalhook=True)
