@@ -202,6 +202,37 @@ def test_under_xdist_validation_still_precedes_every_model_call(tmp_path, args, 
     assert needle in proc.stderr and "Traceback" not in proc.stderr and report is None
 
 
+WATCH_VALIDATION = """
+import pytest
+from pytest_toolbench.session import run_start
+
+def pytest_configure(config):
+    validate = run_start.validate_and_record
+
+    def watched(config):
+        dsession = config.pluginmanager.getplugin("dsession")
+        started = getattr(dsession, "nodemanager", None) is not None
+        with open({out!r}, "w") as f:
+            f.write("workers started" if started else "no workers yet")
+        return validate(config)
+
+    run_start.validate_and_record = watched
+"""
+
+
+def test_under_xdist_the_workers_start_before_the_controller_validates(tmp_path):
+    """Their start-up (imports, collection) overlaps the controller's parse of the data: xdist
+    starts them in its own sessionstart hook, which must run before the validation."""
+    out = tmp_path / "seen.txt"
+    (tmp_path / "watch_validation.py").write_text(WATCH_VALIDATION.format(out=str(out)))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), env.get("PYTHONPATH", "")])
+    proc = subprocess.run([*suite_cmd(tmp_path, "--model", "oracle", "-n", "2"), "-p", "watch_validation"],
+                          cwd=REPO, capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert out.read_text() == "workers started"
+
+
 @pytest.mark.parametrize("gates", [[], ["--gate", "toolhop.direct.accuracy>=0"]])
 def test_a_selection_matching_no_case_fails_before_any_model_call(tmp_path, gates):
     with FakeOpenAIServer(wrong) as server:
