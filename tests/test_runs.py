@@ -304,3 +304,16 @@ def test_runs_dir_is_its_own_setting_and_found_from_a_subfolder(tmp_path):
 
     assert nearest(DEFAULT_RUNS_DIR, project / "sub") == project / ".toolbench" / "runs"
     assert find_runs_dir(tmp_path / "x") == tmp_path / "x"
+
+
+def test_a_plain_test_session_under_xdist_leaves_no_run_folder(tmp_path):
+    """The plugin loads in every pytest of an environment that installs it: a project's own
+    tests, run with -n 2, get no (empty) run folder in its .toolbench/runs. The xdist controller
+    once made one at session end, to look for worker journals a plain session never has."""
+    (tmp_path / "test_plain.py").write_text("def test_one():\n    pass\n")
+    plain_env = {k: v for k, v in env().items() if k != "TOOLBENCH_RUNS_DIR"}
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           "-p", "no:randomly", "-n", "2", "test_plain.py"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300, env=plain_env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert not (tmp_path / ".toolbench").exists(), sorted((tmp_path / ".toolbench").rglob("*"))

@@ -35,7 +35,7 @@ from pytest_toolbench.session.selection import load_all_cases
 from pytest_toolbench.session.identity import run_identity, sandbox_warning, wall_time_note
 from pytest_toolbench.session.listing import runs_tests
 from pytest_toolbench.session.signals import interrupts_of
-from pytest_toolbench.session.state import is_xdist_controller, run_dir_of, state
+from pytest_toolbench.session.state import is_xdist_controller, run_dir_of, run_dir_path, state
 from pytest_toolbench.session.transport import take_payloads, worker_output
 
 if TYPE_CHECKING:
@@ -286,8 +286,9 @@ class ControllerHooks:
             return
         xdist = is_xdist_controller(self.config)
         if xdist:  # what only the workers' journals hold goes into the run's journal too
+            # (run_dir_path: a plain test session under xdist has no run folder to make)
             with contextlib.suppress(pytest.exit.Exception):  # the journal failed: noted
-                st.recovered = case_store.merge_worker_journals(run_dir_of(st), st.results,
+                st.recovered = case_store.merge_worker_journals(run_dir_path(st), st.results,
                                                                 self._journal)
         try:
             self._crash_standins()
@@ -303,7 +304,7 @@ class ControllerHooks:
         if (xdist and self._journal_whole and st.interrupted_by is None
                 and exitstatus != pytest.ExitCode.INTERRUPTED):
             with contextlib.suppress(OSError):  # one left behind loses nothing
-                case_store.remove_worker_journals(run_dir_of(st))
+                case_store.remove_worker_journals(run_dir_path(st))
         missing = self._check_completeness()
         interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
         if interrupted and st.interrupted_by is None and not st.output_failures:

@@ -90,8 +90,14 @@ def run_dir(config: pytest.Config) -> Path:
 _MADE_RUN_DIRS: set[Path] = set()
 
 
+def run_dir_path(st: ToolbenchState) -> Path:
+    """The run's folder, not made: for code that only reads or removes what may be in it."""
+    return st.settings.runs_dir / st.run_id
+
+
 def run_dir_of(st: ToolbenchState) -> Path:
-    path = st.settings.runs_dir / st.run_id
+    """The run's folder, made on first use."""
+    path = run_dir_path(st)
     if path not in _MADE_RUN_DIRS:  # once per process, not once per result
         path.mkdir(parents=True, exist_ok=True)
         _MADE_RUN_DIRS.add(path)
