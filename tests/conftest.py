@@ -1,14 +1,20 @@
 """Test-suite settings: real-server tests share one xdist worker so two vLLM servers never
 compete for the two CPU cores (run with --dist loadgroup, as `make test` does)."""
 
+import atexit
 import os
+import shutil
 import tempfile
 
 import pytest
 
 # Suite runs a test starts without --runs-dir write their run folders here, not into the
-# developer's own .toolbench/runs (the default is relative to where pytest runs).
-os.environ.setdefault("TOOLBENCH_RUNS_DIR", tempfile.mkdtemp(prefix="toolbench-test-runs-"))
+# developer's own .toolbench/runs (the default is relative to where pytest runs). Made once, by
+# the process that finds none (xdist workers inherit it), and removed when that process ends:
+# every test run used to leave one in the temporary folder per process.
+if "TOOLBENCH_RUNS_DIR" not in os.environ:
+    os.environ["TOOLBENCH_RUNS_DIR"] = tempfile.mkdtemp(prefix="toolbench-test-runs-")
+    atexit.register(shutil.rmtree, os.environ["TOOLBENCH_RUNS_DIR"], ignore_errors=True)
 # Suite runs a test starts without --data or --data-dir read the bundled samples (data/), as they
 # did before the real data became the default: $TOOLBENCH_DATA is the default of --data, as
 # $TOOLBENCH_RUNS_DIR is of --runs-dir. The real-data tests (test_real_data.py) drop it and serve
