@@ -17,6 +17,8 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, Field, SerializeAsAny
 
+from pytest_toolbench.defaults import DEFAULT_CACHE_DIR, DEFAULT_RUNS_DIR
+
 
 OptionsT = TypeVar("OptionsT", bound=BaseModel)
 
@@ -208,14 +210,14 @@ class RunSettings(BaseModel):
     max_tokens: int | None = option(None, flag="--max-tokens", ge=1,
                                     help="override the preset max_tokens")
     # --- cache, record, replay
-    cache_dir: Path = option(Path(".toolbench/cache"), flag="--cache-dir",
+    cache_dir: Path = option(Path(DEFAULT_CACHE_DIR), flag="--cache-dir",
                              help="response cache directory")
     #: One folder per run (report, journal, logs); options.py gives the flag the
     #: $TOOLBENCH_RUNS_DIR default.
     runs_dir: Path = option(
-        Path(".toolbench/runs"), flag="--runs-dir",
+        Path(DEFAULT_RUNS_DIR), flag="--runs-dir",
         help="one folder per run (report, journal, logs) for `toolbench runs`; "
-             "$TOOLBENCH_RUNS_DIR sets the default (default: .toolbench/runs)")
+             f"$TOOLBENCH_RUNS_DIR sets the default (default: {DEFAULT_RUNS_DIR})")
     use_cache: bool = option(True, flag="--no-cache", negate=True,
                              help="do not read or write the response cache")
     #: A cache miss is an error, never a model call.

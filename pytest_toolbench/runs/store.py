@@ -9,12 +9,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from pytest_toolbench import defaults
 from pytest_toolbench.exitcodes import ToolbenchExit
 from pytest_toolbench.runs.record import Headline, RunIndex, read_index
 
 #: The plugin's default ``--cache-dir`` and ``--runs-dir`` (relative to where pytest runs).
-DEFAULT_CACHE_DIR = Path(".toolbench/cache")
-DEFAULT_RUNS_DIR = Path(".toolbench/runs")
+DEFAULT_CACHE_DIR = Path(defaults.DEFAULT_CACHE_DIR)
+DEFAULT_RUNS_DIR = Path(defaults.DEFAULT_RUNS_DIR)
 #: Overrides the default runs folder (the plugin's and the CLIs').
 RUNS_DIR_ENV = "TOOLBENCH_RUNS_DIR"
 

@@ -21,6 +21,8 @@ import tempfile
 from pathlib import Path
 from typing import Any, Sequence
 
+from pytest_toolbench.defaults import DEFAULT_CACHE_DIR  # the standard library only
+
 #: The SDK process's log, beside its socket in its temporary folder (protocol.py re-exports it).
 LOG_NAME = "sdk.log"
 
@@ -156,9 +158,6 @@ def command_line_cache_empty(args: Sequence[str]) -> bool:
             cache_dir = inline if equals else (args[i + 1] if i + 1 < len(args) else cache_dir)
     return no_cache or not cache_holds_replies(cache_dir)
 
-
-#: ``--cache-dir``'s default (config.py's, which this module cannot import: stdlib only).
-DEFAULT_CACHE_DIR = ".toolbench/cache"
 
 _started_at_import: SdkProcess | None = None
 

@@ -1,0 +1,11 @@
+"""Where the plugin keeps its files by default, relative to the folder pytest runs in.
+
+One definition for the options (config.py), the CLIs (runs/store.py) and the SDK process's start
+(models/sdk_process/launcher.py, which may import nothing but the standard library: so neither
+may this module).
+"""
+
+#: ``--cache-dir``'s default: the response cache.
+DEFAULT_CACHE_DIR = ".toolbench/cache"
+#: ``--runs-dir``'s default (``$TOOLBENCH_RUNS_DIR`` overrides it): one folder per run.
+DEFAULT_RUNS_DIR = ".toolbench/runs"
