@@ -89,7 +89,11 @@ def pytest_sessionstart_validate(session: pytest.Session) -> Generator[None, Non
     result = yield
     config = session.config
     if run_start.starts_run(config) and not run_start.needs_managed_server(state(config).settings):
-        run_start.validate_and_record(config)
+        try:
+            run_start.validate_and_record(config)
+        except BaseException:  # refused (bad data, no case, Ctrl-C): no worker will run
+            run_start.stop_started_workers(config)
+            raise
     return result
 
 

@@ -4,6 +4,8 @@ start, and the one vLLM server of the run prepared; what each xdist worker is to
 
 from __future__ import annotations
 
+import contextlib
+
 import os
 from pathlib import Path
 from typing import Any
@@ -153,6 +155,18 @@ def validate_and_record(config: pytest.Config) -> None:
                      settings=st.settings.model_dump(mode="json", exclude={"api_key"}),
                      data_sources=[d.model_dump(mode="json") for d in st.data_sources],
                      version=__version__)
+
+
+def stop_started_workers(config: pytest.Config) -> None:
+    """Stop the xdist workers of a run refused after they were started (its validation overlaps
+    their start-up). pytest skips the session end of a session that never started, where xdist
+    stops them, so execnet's own exit handler did: it waited a second for workers still busy
+    importing, then killed them."""
+    dsession = config.pluginmanager.getplugin("dsession")
+    group = getattr(getattr(dsession, "nodemanager", None), "group", None)
+    if group is not None:
+        with contextlib.suppress(Exception):  # stopping must not mask why the run was refused
+            group.terminate(timeout=0)
 
 
 def check_baseline_data(config: pytest.Config, selected: dict[str, Any]) -> None:
