@@ -189,9 +189,9 @@ def test_compacting_writers_in_several_processes_lose_nothing(tmp_path):
 # --- the run folder -------------------------------------------------------------------------
 
 
-def suite(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def suite(tmp_path: Path, *args: str, name: str = "toolhop") -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "suites/toolhop", "--data", "sample", "--model", "oracle",
+        [sys.executable, "-m", "pytest", f"suites/{name}", "--data", "sample", "--model", "oracle",
          "-q", "-p", "no:cacheprovider", "-p", "no:randomly", "--cache-dir", str(tmp_path / "cache"),
          "--runs-dir", str(tmp_path / "runs"), "--toolbench-json", str(tmp_path / "mine.json"),
          *args], cwd=REPO, capture_output=True, text=True, timeout=600)
@@ -212,6 +212,19 @@ def test_an_xdist_run_folder_is_report_index_and_one_compressed_journal(tmp_path
     listed = subprocess.run([sys.executable, "-m", "pytest_toolbench.cli", "runs", "--runs-dir",
                              str(tmp_path / "runs")], cwd=REPO, capture_output=True, text=True)
     assert "cases:            18" in listed.stdout and "complete" in listed.stdout
+
+
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_a_finished_familytool_run_keeps_no_scratch_files(tmp_path, workers):
+    """FamilyTool's extraction memo (one file per sample, shared by the workers while the run
+    runs) is a scratch folder of the run: gone once the run has ended whole, as every case's
+    result holds its extraction."""
+    proc = suite(tmp_path, "-n", workers, name="familytool")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    (folder,) = (tmp_path / "runs").iterdir()
+    assert sorted(p.name for p in folder.iterdir()) == ["report.json", "results.jsonl.gz", "run.json"]
+    extracted = [c for c in case_store.read_cases(folder) if "extraction" in c.details]
+    assert extracted and all(c.details["extraction"] for c in extracted)
 
 
 def test_results_only_a_worker_journal_holds_are_merged_into_the_run_journal(tmp_path):

@@ -156,7 +156,13 @@ class BenchmarkEnv(Protocol):
 
     @property
     def run_dir(self) -> Path:
-        """This run's folder, shared by every process of the run (scratch files, memos)."""
+        """This run's folder, shared by every process of the run."""
+        ...
+
+    def scratch_dir(self, name: str) -> Path:
+        """A folder of this run for files its processes share only while it runs (a memo of
+        calls one case makes for others), not made yet; removed once the run has ended with every
+        result in its journal, so nothing a report needs may live only there."""
         ...
 
     def cases(self, benchmark: str) -> Sequence[Case]:

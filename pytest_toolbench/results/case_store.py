@@ -15,11 +15,15 @@ graph, tool documents, system prompt every case's prompt repeats) are interned o
   :func:`resolve_cases`, which fills ``cases`` from the journal exactly as the report would have
   held them (the last result per case id, in the report's order), and reads reports that hold
   their cases inline (``--toolbench-json``, older runs) as they are.
+* Files the run's processes share only while it runs (FamilyTool's extraction memo) live in
+  its ``scratch/`` folder (:func:`scratch_dir`), removed with the worker journals once the run
+  has ended whole (:func:`remove_scratch`): the journal holds what the cases made of them.
 * Older run folders (plain ``results.jsonl``, worker journals beside it) read the same way.
 """
 
 from __future__ import annotations
 
+import shutil
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -72,6 +76,20 @@ def journal_parts(run_dir: Path) -> list[Path]:
 
 def worker_journal_paths(run_dir: Path) -> list[Path]:
     return sorted(Path(run_dir).glob("worker-*.jsonl"))
+
+
+#: The run folder's folder of files shared only while the run runs.
+SCRATCH = "scratch"
+
+
+def scratch_dir(run_dir: Path, name: str) -> Path:
+    """``name``'s folder among the run's scratch files (not made: its user makes it)."""
+    return Path(run_dir) / SCRATCH / name
+
+
+def remove_scratch(run_dir: Path) -> None:
+    """Every scratch file of the run (called once the run has ended whole)."""
+    shutil.rmtree(Path(run_dir) / SCRATCH, ignore_errors=True)
 
 
 def merge_worker_journals(run_dir: Path, results: dict[str, CaseResult],

@@ -25,6 +25,7 @@ from pytest_toolbench.benchmarks.base import (
 )
 from pytest_toolbench.config import RunSettings
 from pytest_toolbench.models.open_protocol import OpenProtocols
+from pytest_toolbench.results import case_store
 from pytest_toolbench.sandbox.interface import SandboxRunner
 
 
@@ -85,6 +86,9 @@ class RunEnvironment:
         if callable(self._run_dir):
             self._run_dir = self._run_dir()
         return self._run_dir
+
+    def scratch_dir(self, name: str) -> Path:
+        return case_store.scratch_dir(self.run_dir, name)
 
     def cases(self, benchmark: str) -> Sequence[Case]:
         if self._cases is not None:

@@ -299,12 +299,15 @@ class ControllerHooks:
                 st.journal.close()
             st.journal = None
         self._journal_whole = not any(f.what == "results journal" for f in st.output_failures)
-        # The workers' journals go once the run's holds their results and no worker can still
-        # be writing one (an interrupted run's workers may run on past this point: kept then).
-        if (xdist and self._journal_whole and st.interrupted_by is None
+        # The workers' journals and the run's scratch files go once the run's journal holds
+        # every result and no worker can still be writing (an interrupted run's workers may run
+        # on past this point: kept then).
+        if (self._journal_whole and st.interrupted_by is None
                 and exitstatus != pytest.ExitCode.INTERRUPTED):
             with contextlib.suppress(OSError):  # one left behind loses nothing
-                case_store.remove_worker_journals(run_dir_path(st))
+                if xdist:
+                    case_store.remove_worker_journals(run_dir_path(st))
+                case_store.remove_scratch(run_dir_path(st))
         missing = self._check_completeness()
         interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
         if interrupted and st.interrupted_by is None and not st.output_failures:

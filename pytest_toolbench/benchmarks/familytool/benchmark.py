@@ -229,7 +229,7 @@ class FamilyToolBenchmark:
             options,
             kgs,
             retrievers,
-            ExtractionMemo(env.run_dir / "familytool-extractions"),
+            ExtractionMemo(env.scratch_dir("familytool-extractions")),
             backend=settings.resolved_backend,
             kg_model=kg_model(env, options),
             temperature=settings.temperature,

@@ -7,7 +7,9 @@ upstream's post-process script does on one results file), so one reply serves bo
 An entry is one gzip file, ``<key>.json.gz``, in one folder: the memo is the run folder's second
 largest part after the journal (FamilyTool's 5,628 cases: 937 entries of the prompt and reply,
 4.66 MB as JSON in 248 two-hex subfolders, 5.68 MB with the folders, against 1.5 MB gzipped in
-one folder). Only this run reads it (each run has its own folder).
+one folder). Only this run reads it (each run has its own folder), and only while it runs: it is
+a scratch folder of the run (``BenchmarkEnv.scratch_dir``), removed once the run has ended whole,
+as every case's result holds its extraction.
 """
 
 from __future__ import annotations
