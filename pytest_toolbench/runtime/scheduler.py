@@ -3,9 +3,9 @@
 pytest runs one test at a time. A model call takes seconds, so a process that waited for each test
 in turn would leave the endpoint idle. Each process therefore owns one asyncio event loop; a test
 submits its own case *and the cases pytest will run next in this process* (see
-:func:`~pytest_toolbench.runtime.upcoming.new_upcoming_items`), then runs the loop until its own result is in. The loop keeps at most
-``concurrency`` cases in flight (FIFO, so the case pytest is waiting for is never starved by later
-ones), and the backends share its connection pool.
+:func:`~pytest_toolbench.runtime.upcoming.new_upcoming_items`), then runs the loop until its own
+result is in. The loop keeps at most ``concurrency`` cases in flight (FIFO, so the case pytest is
+waiting for is never starved by later ones), and the backends share its connection pool.
 
 The loop runs on the thread that waits (pytest's main thread), not in a thread of its own. While
 pytest works between two cases (reports, the next test's set-up) the loop is paused and replies

@@ -5,7 +5,6 @@ start, and the one vLLM server of the run prepared; what each xdist worker is to
 from __future__ import annotations
 
 import contextlib
-
 import os
 from pathlib import Path
 from typing import Any
