@@ -88,11 +88,11 @@ def disk_use(path: str) -> int:
     return total
 
 
-def sandbox_dirs() -> set[str]:
-    import tempfile
-
-    base = tempfile.gettempdir()
-    return {os.path.join(base, n) for n in os.listdir(base) if n.startswith("toolbench-sandbox-")}
+def sandbox_dirs(sb: ToolSandbox) -> set[str]:
+    """The folders of ``sb``'s own workers. Only these: under xdist another process's sandbox
+    (the watchdog test's, mid-flood) shares the temp folder, and its bytes are not ``sb``'s."""
+    with sb._lock:
+        return {w.tmpdir for w in sb._live}
 
 
 @pytest.fixture(scope="module")
@@ -115,13 +115,16 @@ def assert_tool_outcome(out: SandboxOutcome) -> None:
 
 @pytest.mark.parametrize("name", CORPUS)
 def test_every_hostile_tool_is_one_contained_call(sb: ToolSandbox, name: str) -> None:
-    before = sandbox_dirs()
+    before = sandbox_dirs(sb)
     out = call(sb, source(name), name)
     assert_tool_outcome(out)
     innocent(sb)
     innocent(sb, "again")  # a slot taken for good would hang here
-    for path in sandbox_dirs() & before:
+    after = sandbox_dirs(sb)
+    for path in after & before:
         assert disk_use(path) < 1024 * 1024, f"{name} left {disk_use(path)} bytes in {path}"
+    for path in before - after:  # a worker replaced after the tool took its folder with it
+        assert not os.path.exists(path), f"{name}: the replaced worker's {path} is still there"
 
 
 # ------------------------------------------------------------------------ slot and clean-up
