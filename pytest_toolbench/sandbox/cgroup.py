@@ -9,9 +9,15 @@ cgroup was delegated to it (then ``TOOLBENCH_SANDBOX_CGROUP`` names that folder)
 the report says so, and the call's memory is held by the measured equivalent: its address-space
 limit, a tmpfs of bounded size, and a system-call filter that refuses pipes and memfds.
 
-One cgroup per zygote, reused by its calls (one at a time): the call's child moves itself in
-(writes ``0`` to ``cgroup.procs``) before anything else. The zygote removes it when it exits; a
-later pool removes the empty ones dead zygotes left (``sweep``). Stdlib only.
+One cgroup per zygote, reused by its calls (one at a time). The zygote moves itself in once,
+at start, so each call's child is born in it. A child that moved itself in instead (as before)
+paid one kernel grace period per call: a cgroup migration waits for RCU, 10-15 ms of wall clock
+on these machines whenever the last migration was more than a few ms ago, which was most of a
+call's worker-timed latency. The zygote's own pages then count as well: the limit grows by its
+resident size at entry (``create`` takes the allowance, ``enter_for_good`` adds the rest), and a
+call's child asks to be the OOM killer's first choice (``policy.prefer_oom_kill``). The zygote
+moves back out and removes the cgroup when it exits; a later pool removes the ones dead zygotes
+left (``sweep``). Stdlib only.
 """
 
 from __future__ import annotations
@@ -30,6 +36,12 @@ class CallCgroup:
     path: str
     version: int
     limit_bytes: int
+    #: ``cgroup.procs`` of the cgroup the zygote came from, where it goes back before removing.
+    home_procs: str = ""
+
+    @property
+    def limit_file(self) -> str:
+        return os.path.join(self.path, "memory.max" if self.version == 2 else "memory.limit_in_bytes")
 
     @property
     def procs(self) -> str:
@@ -49,7 +61,11 @@ class CallCgroup:
         return 0
 
     def remove(self) -> None:
+        """Back to where the zygote came from (rmdir refuses a cgroup with a process in it),
+        then remove the cgroup. Never raises: a later pool's ``sweep`` removes what is left."""
         try:
+            if self.home_procs:
+                _write(self.home_procs, "0")
             os.rmdir(self.path)
         except OSError:
             pass
@@ -135,7 +151,8 @@ def create(name: str, limit_bytes: int) -> tuple[CallCgroup | None, str]:
                 except OSError:
                     os.rmdir(path)
                     raise
-                return CallCgroup(path, 2, limit_bytes), ""
+                home = os.path.join(mount, own.get("", "/").lstrip("/"), "cgroup.procs")
+                return CallCgroup(path, 2, limit_bytes, home), ""
             if "memory" in opts.split(","):
                 path = os.path.join(_v1_folder(mount, own), f"{PREFIX}-{name}")
                 os.mkdir(path, 0o755)
@@ -147,15 +164,38 @@ def create(name: str, limit_bytes: int) -> tuple[CallCgroup | None, str]:
                 except OSError:
                     os.rmdir(path)
                     raise
-                return CallCgroup(path, 1, limit_bytes), ""
+                return CallCgroup(path, 1, limit_bytes, os.path.join(_v1_folder(mount, own), "cgroup.procs")), ""
         except OSError as exc:
             reasons.append(f"{fstype} at {mount}: {exc.strerror or exc}")
     return None, "; ".join(reasons) or "no cgroup file system with a memory controller is mounted"
 
 
 def enter(cgroup: CallCgroup) -> None:
-    """Move the calling process into ``cgroup`` (a call's child, before anything else)."""
+    """Move the calling process into ``cgroup``."""
     _write(cgroup.procs, "0")
+
+
+def resident_bytes() -> int:
+    """The calling process's resident set, in bytes (0 where /proc cannot say)."""
+    try:
+        with open("/proc/self/statm", encoding="ascii") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def enter_for_good(cgroup: CallCgroup) -> None:
+    """The zygote moves in for its whole life: first the limit grows by the zygote's resident
+    size (the most of its pages that can come to be charged here: pages are charged to the
+    cgroup that faults them, and it faults a copy of a page it touches after a fork), so a
+    call keeps the allowance ``create`` was given; then the zygote moves in."""
+    cgroup.limit_bytes += resident_bytes()
+    if cgroup.version == 1:
+        memsw = os.path.join(cgroup.path, "memory.memsw.limit_in_bytes")
+        if os.path.exists(memsw):  # v1 refuses a memory limit above memsw's: memsw grows first
+            _write(memsw, str(cgroup.limit_bytes))
+    _write(cgroup.limit_file, str(cgroup.limit_bytes))
+    enter(cgroup)
 
 
 def _start_time(pid: int) -> str | None:
@@ -182,9 +222,8 @@ def _owner_alive(name: str) -> bool:
 
 
 def sweep() -> None:
-    """Remove the cgroups of zygotes that are gone (a live zygote's cgroup is empty between
-    calls, so emptiness alone says nothing; its name holds its pid and start time). Never
-    raises; rmdir refuses a populated cgroup anyway."""
+    """Remove the cgroups of zygotes that are gone (its name holds its pid and start time).
+    Never raises; rmdir refuses a populated cgroup anyway."""
     own = _own_cgroups()
     for mount, fstype, opts in _mounts():
         if fstype == "cgroup2":

@@ -74,6 +74,17 @@ def die_with_parent() -> None:
     _libc.prctl(_PR_SET_PDEATHSIG, ctypes.c_ulong(9), ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0))
 
 
+def prefer_oom_kill() -> None:
+    """oom_score_adj 1000: where memory runs out (the zygote's cgroup, shared with the zygote,
+    or the machine), the OOM killer takes this call first, never the zygote or the harness.
+    Raising one's own score needs no privilege. Before the jail: /proc is gone there."""
+    try:
+        with open("/proc/self/oom_score_adj", "w", encoding="ascii") as f:
+            f.write("1000")
+    except OSError:
+        pass  # no /proc: the cgroup's limit still holds
+
+
 def enter_namespaces() -> tuple[bool, str]:
     """unshare(CLONE_NEWNET | NEWIPC | NEWUTS): a fresh network namespace with only a downed
     loopback (no route anywhere), and private SysV IPC. Python 3.11 has no os.unshare."""

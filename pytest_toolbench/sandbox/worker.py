@@ -117,8 +117,7 @@ class Zygote:
         the jail need the zygote's privileges, Landlock needs no_new_privs, the capabilities go
         before the syscall filter (which refuses capset), and the filter comes last."""
         policy.die_with_parent()
-        if self.cgroup is not None:
-            cgroup.enter(self.cgroup)  # before anything allocates: every page counts
+        policy.prefer_oom_kill()  # born in the zygote's cgroup: this call, not the zygote, goes
         if self.jail:
             # From here on no path outside the jail exists for this process: stat, readlink,
             # access and listdir, which Landlock does not govern, find nothing there to probe.
@@ -533,9 +532,10 @@ class Zygote:
         return out
 
     def _setup_cgroup(self) -> None:
-        """A memory cgroup for the calls (``cgroup.create``), checked by a throw-away child
-        that moves itself in; else the address-space limit, the tmpfs size and a filter that
-        refuses pipes and memfds hold a call's memory."""
+        """A memory cgroup for the calls (``cgroup.create``) that the zygote moves into for
+        good, so that every call is born in it (no migration, and its grace period, per call);
+        else the address-space limit, the tmpfs size and a filter that refuses pipes and memfds
+        hold a call's memory."""
         limits = self.config["limits"]
         limit = (int(limits["memory_mb"]) + int(limits.get("disk_mb", 256)) + 64) * MB
         note = "disabled by caller"
@@ -543,24 +543,20 @@ class Zygote:
             cgroup.sweep()
             group, note = cgroup.create(cgroup.zygote_name(), limit)
             if group is not None:
-                pid = os.fork()
-                if pid == 0:  # a throw-away child: can a process of ours move in?
-                    code = 1
-                    try:
-                        cgroup.enter(group)
-                        code = 0
-                    finally:
-                        os._exit(code)
-                _, status = os.waitpid(pid, 0)
-                if status != 0:
+                try:
+                    cgroup.enter_for_good(group)
+                except OSError as exc:
                     group.remove()
-                    group, note = None, f"cannot move a process into {group.path}"
+                    group, note = None, f"cannot move the zygote into {group.path}: {exc.strerror or exc}"
             self.cgroup = group
         if self.cgroup is not None:
             self.info["memory_cap"] = {"mechanism": "cgroup", "version": self.cgroup.version,
-                                       "limit_mb": limit // MB, "path": self.cgroup.path, "note": (
+                                       "limit_mb": limit // MB,
+                                       "zygote_mb": (self.cgroup.limit_bytes - limit) // MB,
+                                       "path": self.cgroup.path, "note": (
                 "every page a call holds counts (pipes, memfds and its tmpfs included); past the "
-                "limit the kernel kills the call")}
+                "limit the kernel kills the call. The zygote lives in it too (calls are born "
+                "there) and the limit holds its resident size on top")}
         else:
             self.info["memory_cap"] = {"mechanism": "rlimit", "limit_mb": int(limits["memory_mb"]), "note": (
                 f"no memory cgroup ({note}): the call's address space is limited, its tmpfs "
