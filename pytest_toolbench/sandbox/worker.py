@@ -113,9 +113,10 @@ class Zygote:
     def confine_child(self, workdir: str, audit: bool = True) -> policy.AuditPolicy | None:
         """Runs in the forked child, before any untrusted code. Raises if a required layer fails
         although the start-up probe verified it (never silently runs a tool with less); in
-        insecure mode the layers are applied best effort. The order matters: the cgroup and
-        the jail need the zygote's privileges, Landlock needs no_new_privs, the capabilities go
-        before the syscall filter (which refuses capset), and the filter comes last."""
+        insecure mode the layers are applied best effort. The order matters: /proc is gone
+        once in the jail, the jail needs the zygote's privileges, Landlock needs no_new_privs,
+        the capabilities go before the syscall filter (which refuses capset), and the filter
+        comes last. (No cgroup step: the child is born in the zygote's.)"""
         policy.die_with_parent()
         policy.prefer_oom_kill()  # born in the zygote's cgroup: this call, not the zygote, goes
         if self.jail:
