@@ -16,13 +16,15 @@ on these machines whenever the last migration was more than a few ms ago, which 
 call's worker-timed latency. The zygote's own pages then count as well: the limit grows by its
 resident size at entry (``create`` takes the allowance, ``enter_for_good`` adds the rest), and a
 call's child asks to be the OOM killer's first choice (``policy.prefer_oom_kill``). The zygote
-moves back out and removes the cgroup when it exits; a later pool removes the ones dead zygotes
-left (``sweep``). Stdlib only.
+moves back out and removes the cgroup when it exits; a pool that kills its zygote removes it
+(``remove_killed``), and a later pool removes any that dead zygotes left (``sweep``). Stdlib only.
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import time
 from dataclasses import dataclass
 
 ENV_VAR = "TOOLBENCH_SANDBOX_CGROUP"
@@ -219,6 +221,26 @@ def _owner_alive(name: str) -> bool:
         return _start_time(int(pid)) == start
     except ValueError:
         return True  # not ours to judge
+
+
+def remove_killed(path: str, zygote_pid: int, wait_s: float = 1.0) -> None:
+    """Remove the cgroup of a zygote the pool has just killed and reaped (it never got to
+    remove its own): retried for up to ``wait_s`` while its children, killed with it, finish
+    exiting. Only a folder named after that zygote; never raises (``sweep`` is the fallback)."""
+    name = os.path.basename(path)
+    if not name.removeprefix(f"{PREFIX}-").startswith(f"{zygote_pid}-"):
+        return
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            os.rmdir(path)
+            return
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            if exc.errno != errno.EBUSY or time.monotonic() > deadline:
+                return
+        time.sleep(0.005)
 
 
 def sweep() -> None:

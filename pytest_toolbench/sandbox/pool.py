@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, Literal, Sequence
 
 from pytest_toolbench.config import SandboxLimits
-from pytest_toolbench.sandbox import cleanup, protocol
+from pytest_toolbench.sandbox import cgroup, cleanup, protocol
 from pytest_toolbench.sandbox.interface import SandboxOutcome
 
 __all__ = ["SandboxOutcome", "SandboxStartError", "ToolSandbox", "JobModule"]
@@ -398,6 +398,12 @@ class _Worker:
                 self.proc.wait(timeout=10)
             except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL cannot be ignored
                 log.warning("sandbox worker %s did not die", self.proc.pid)
+            # Killed, the zygote cannot remove its memory cgroup: an empty one left under the
+            # harness's own cgroup until some later pool's sweep (never, if the harness's cgroup
+            # is a CI job's) is litter that can block its parent's removal.
+            path = getattr(self, "info", {}).get("memory_cap", {}).get("path")
+            if path and self.proc.returncode is not None:
+                cgroup.remove_killed(path, self.proc.pid)
         tail = ""
         try:
             with open(self._stderr_path, "rb") as f:
