@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, Literal, Sequence
 
 from pytest_toolbench.config import SandboxLimits
-from pytest_toolbench.sandbox import cgroup, cleanup, protocol
+from pytest_toolbench.sandbox import cleanup, protocol
 from pytest_toolbench.sandbox.interface import SandboxOutcome
 
 __all__ = ["SandboxOutcome", "SandboxStartError", "ToolSandbox", "JobModule"]
@@ -403,6 +403,8 @@ class _Worker:
             # is a CI job's) is litter that can block its parent's removal.
             path = getattr(self, "info", {}).get("memory_cap", {}).get("path")
             if path and self.proc.returncode is not None:
+                from pytest_toolbench.sandbox import cgroup  # here: the harness's start-up never needs it
+
                 cgroup.remove_killed(path, self.proc.pid)
         tail = ""
         try:
