@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
+import subprocess
+import sys
+import tempfile
 import warnings
 from pathlib import Path
 
@@ -183,3 +187,39 @@ def test_workers_read_what_the_controller_parsed(tmp_path: Path) -> None:
     parsed_files._shared[0] = (folder, True)
     parsed_files.stop_sharing()
     assert not folder.exists()
+
+
+def test_a_killed_controllers_folder_is_removed_by_the_next_one(tmp_path: Path, monkeypatch) -> None:
+    """A controller SIGKILLed mid-run cannot remove its folder of parsed files; the next
+    controller does, before making its own, and never touches a live run's folder."""
+    from pytest_toolbench.benchmarks import parsed_files
+
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # gettempdir() reads TMPDIR again
+    script = ("import sys, time\n"
+              "from pytest_toolbench.benchmarks import parsed_files\n"
+              "print(parsed_files.share_parsed_files(), flush=True)\n"
+              "time.sleep(60)\n")
+    killed = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,
+                              env={**os.environ, "TMPDIR": str(tmp_path)})
+    live = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,
+                            env={**os.environ, "TMPDIR": str(tmp_path)})
+    try:
+        dead_folder = Path(killed.stdout.readline().strip())
+        live_folder = Path(live.stdout.readline().strip())
+        (dead_folder / "items.pickle").write_bytes(b"x" * 1000)
+        killed.send_signal(signal.SIGKILL)
+        killed.wait(10)
+        assert dead_folder.exists()  # nobody removed it
+        mine = parsed_files.share_parsed_files()
+        try:
+            assert not dead_folder.exists(), "the killed controller's folder is still there"
+            assert live_folder.exists(), "a live run's folder was removed"
+            assert mine.parent == tmp_path and mine.name.startswith(parsed_files.FOLDER_PREFIX)
+        finally:
+            parsed_files.stop_sharing()
+        assert not mine.exists()
+    finally:
+        for proc in (killed, live):
+            proc.kill()
+            proc.wait(10)

@@ -19,12 +19,18 @@ parsed in a private folder of the run (:func:`share_parsed_files`, a ``mkdtemp``
 can write to) and each worker reads it from there (:func:`read_shared_parsed_files`): a pickle of
 the items and the warnings, named by the parser and the key above, so a file edited since is
 parsed afresh. A file that cannot be written or read back is simply parsed.
+
+The controller removes that folder at the run's end. A controller killed outright (SIGKILL, a CI
+timeout) cannot, so the folder is made as the sandbox makes its own (``sandbox/cleanup.py``): its
+lock is held while the controller lives, and the next controller removes every such folder whose
+lock nobody holds before it makes its own.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
+import os
 import pickle
 import tempfile
 import threading
@@ -88,12 +94,21 @@ def parsed_once(
 #: The run's folder of parsed files, and whether this process writes it (the controller) or
 #: reads it (a worker); None: neither (no xdist, or a process outside a run).
 _shared: list[tuple[Path, bool] | None] = [None]
+#: The controller's hold on its folder's lock (-1: none), released once the folder is gone.
+_lock_fd: list[int] = [-1]
+FOLDER_PREFIX = "toolbench-parsed-"
 
 
 def share_parsed_files() -> Path:
     """Controller: keep every file parsed from now on for the workers; returns the folder (the
-    caller removes it at the run's end, :func:`stop_sharing`)."""
-    folder = Path(tempfile.mkdtemp(prefix="toolbench-parsed-"))
+    caller removes it at the run's end, :func:`stop_sharing`). First removes the folders of
+    controllers that were killed (nobody holds their lock)."""
+    from pytest_toolbench.sandbox import cleanup  # stdlib only
+
+    base = tempfile.gettempdir()
+    cleanup.sweep_stale(base, FOLDER_PREFIX)
+    path, _lock_fd[0] = cleanup.make_locked_folder(base, FOLDER_PREFIX)
+    folder = Path(path)
     _shared[0] = (folder, True)
     return folder
 
@@ -116,6 +131,9 @@ def stop_sharing() -> None:
         import shutil
 
         shutil.rmtree(shared[0], ignore_errors=True)
+        fd, _lock_fd[0] = _lock_fd[0], -1
+        if fd >= 0:  # only now: another run's sweep must not start on a folder being removed
+            os.close(fd)
 
 
 def _shared_name(parse: Callable[..., object], key: Hashable) -> str | None:
