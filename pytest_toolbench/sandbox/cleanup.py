@@ -13,7 +13,8 @@ Stdlib only (imported by the zygote and by the pool).
 Ownership of a sandbox folder: its pool takes an exclusive ``flock`` on :data:`LOCK_NAME` inside
 it and shares that lock with its zygote, so the lock is held while either lives. A zygote whose
 pool went away removes its own folder; one that is killed too leaves it, and a later pool's
-:func:`sweep_stale` removes it, once it can take the lock (nobody holds it), never before.
+:func:`sweep_stale` removes it, once it can take the lock (nobody holds it), never before. The
+controller's folder of parsed files (benchmarks/parsed_files.py) is owned the same way.
 """
 
 from __future__ import annotations
@@ -212,9 +213,10 @@ def make_locked_folder(base: str, prefix: str) -> tuple[str, int]:
 
 
 def sweep_stale(base: str, prefix: str) -> list[str]:
-    """Remove the folders ``base/prefix*`` of this user that no live pool or zygote owns (their
-    harness and zygotes were killed); returns those removed. A folder whose lock is held (a
-    live run, this process's or another's) is never touched. Never raises."""
+    """Remove the folders ``base/prefix*`` of this user that no live owner holds (a pool and its
+    zygotes, or a run's controller for its parsed files, killed); returns those removed. A
+    folder whose lock is held (a live run, this process's or another's) is never touched.
+    Never raises."""
     removed: list[str] = []
     try:
         entries = os.listdir(base)
