@@ -13,9 +13,9 @@ One cgroup per zygote, reused by its calls (one at a time). The zygote moves its
 at start, so each call's child is born in it. A child that moved itself in instead (as before)
 paid one kernel grace period per call: a cgroup migration waits for RCU, 10-15 ms of wall clock
 on these machines whenever the last migration was more than a few ms ago, which was most of a
-call's worker-timed latency. The zygote's own pages then count as well: the limit grows by its
-resident size at entry (``create`` takes the allowance, ``enter_for_good`` adds the rest), and a
-call's child asks to be the OOM killer's first choice (``policy.prefer_oom_kill``). The zygote
+call's worker-timed latency. The zygote's own pages then count as well: the zygote makes the
+limit its calls' allowance plus its own resident size (``resident_bytes``), and a call's child
+asks to be the OOM killer's first choice (``policy.prefer_oom_kill``). The zygote
 moves back out and removes the cgroup when it exits; a pool that kills its zygote removes it
 (``remove_killed``), and a later pool removes any that dead zygotes left (``sweep``). Stdlib only.
 """
@@ -40,10 +40,6 @@ class CallCgroup:
     limit_bytes: int
     #: ``cgroup.procs`` of the cgroup the zygote came from, where it goes back before removing.
     home_procs: str = ""
-
-    @property
-    def limit_file(self) -> str:
-        return os.path.join(self.path, "memory.max" if self.version == 2 else "memory.limit_in_bytes")
 
     @property
     def procs(self) -> str:
@@ -156,7 +152,8 @@ def create(name: str, limit_bytes: int) -> tuple[CallCgroup | None, str]:
                 home = os.path.join(mount, own.get("", "/").lstrip("/"), "cgroup.procs")
                 return CallCgroup(path, 2, limit_bytes, home), ""
             if "memory" in opts.split(","):
-                path = os.path.join(_v1_folder(mount, own), f"{PREFIX}-{name}")
+                folder = _v1_folder(mount, own)
+                path = os.path.join(folder, f"{PREFIX}-{name}")
                 os.mkdir(path, 0o755)
                 try:
                     _write(os.path.join(path, "memory.limit_in_bytes"), str(limit_bytes))
@@ -166,7 +163,7 @@ def create(name: str, limit_bytes: int) -> tuple[CallCgroup | None, str]:
                 except OSError:
                     os.rmdir(path)
                     raise
-                return CallCgroup(path, 1, limit_bytes, os.path.join(_v1_folder(mount, own), "cgroup.procs")), ""
+                return CallCgroup(path, 1, limit_bytes, os.path.join(folder, "cgroup.procs")), ""
         except OSError as exc:
             reasons.append(f"{fstype} at {mount}: {exc.strerror or exc}")
     return None, "; ".join(reasons) or "no cgroup file system with a memory controller is mounted"
@@ -178,26 +175,15 @@ def enter(cgroup: CallCgroup) -> None:
 
 
 def resident_bytes() -> int:
-    """The calling process's resident set, in bytes (0 where /proc cannot say)."""
+    """The calling process's resident set, in bytes (0 where /proc cannot say). For the zygote
+    that lives in its cgroup, the most of its pages that can come to be charged there: a page
+    is charged to the cgroup that faults it, and the zygote faults a copy of a page it touches
+    after a fork."""
     try:
         with open("/proc/self/statm", encoding="ascii") as f:
             return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
     except (OSError, ValueError, IndexError):
         return 0
-
-
-def enter_for_good(cgroup: CallCgroup) -> None:
-    """The zygote moves in for its whole life: first the limit grows by the zygote's resident
-    size (the most of its pages that can come to be charged here: pages are charged to the
-    cgroup that faults them, and it faults a copy of a page it touches after a fork), so a
-    call keeps the allowance ``create`` was given; then the zygote moves in."""
-    cgroup.limit_bytes += resident_bytes()
-    if cgroup.version == 1:
-        memsw = os.path.join(cgroup.path, "memory.memsw.limit_in_bytes")
-        if os.path.exists(memsw):  # v1 refuses a memory limit above memsw's: memsw grows first
-            _write(memsw, str(cgroup.limit_bytes))
-    _write(cgroup.limit_file, str(cgroup.limit_bytes))
-    enter(cgroup)
 
 
 def _start_time(pid: int) -> str | None:

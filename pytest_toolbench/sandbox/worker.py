@@ -540,12 +540,13 @@ class Zygote:
         limits = self.config["limits"]
         limit = (int(limits["memory_mb"]) + int(limits.get("disk_mb", 256)) + 64) * MB
         note = "disabled by caller"
+        zygote = cgroup.resident_bytes()  # counted too: the zygote lives in the cgroup
         if "cgroup" not in self.disabled:
             cgroup.sweep()
-            group, note = cgroup.create(cgroup.zygote_name(), limit)
+            group, note = cgroup.create(cgroup.zygote_name(), limit + zygote)
             if group is not None:
                 try:
-                    cgroup.enter_for_good(group)
+                    cgroup.enter(group)
                 except OSError as exc:
                     group.remove()
                     group, note = None, f"cannot move the zygote into {group.path}: {exc.strerror or exc}"
@@ -553,7 +554,7 @@ class Zygote:
         if self.cgroup is not None:
             self.info["memory_cap"] = {"mechanism": "cgroup", "version": self.cgroup.version,
                                        "limit_mb": limit // MB,
-                                       "zygote_mb": (self.cgroup.limit_bytes - limit) // MB,
+                                       "zygote_mb": zygote // MB,
                                        "path": self.cgroup.path, "note": (
                 "every page a call holds counts (pipes, memfds and its tmpfs included); past the "
                 "limit the kernel kills the call. The zygote lives in it too (calls are born "
