@@ -1,12 +1,17 @@
 """Where the harness's CPU per model call goes: py-spy over whole perf/run.py commands.
 
-Run: python perf/profile_calls.py --py-spy PATH [--in-flight 64 256] [--cases 1000] [--json PATH]
+Run: python perf/profile_calls.py --py-spy PATH [--in-flight 64 256] [--cases 1000] [--workers N]
+                                  [--rerun] [--json PATH]
 
 For each in-flight count, the same ToolHop direct command as perf/run.py's efficiency runs (the
 fake endpoint at ``--latency``, ``--cases`` x in-flight / 64 cases, ``-n 0``) runs under
 ``py-spy record --subprocesses`` (CPU samples only, idle threads left out), so the pytest
 process and the SDK process it starts are both sampled; the fake endpoint is perf/run.py's child,
-not the command's, and is not. Printed per process, as sampled milliseconds per model call and
+not the command's, and is not. ``--workers N`` runs it with ``-n N`` (cases and in-flight per
+worker as above, so N times as many cases): the controller, each xdist worker and the SDK process
+are then printed apart. ``--rerun`` runs each command once unsampled to fill its response cache
+and samples the fully cached re-run that follows (goal 5's run); its figures are per case, and a
+re-run that sent a request fails. Printed per process, as sampled milliseconds per model call and
 as a share of the process's samples. With ``--gil`` (the default) only the thread holding the GIL
 is sampled: the Python work that serialises each process, the part that bounds its calls per
 second. Without it py-spy samples every thread and counts one waiting for the GIL, or inside
@@ -65,6 +70,8 @@ def process_of(frames: list[str]) -> str:
         return "SDK process"
     if "pytest" in cmd and len(procs) <= 1:
         return "pytest process"
+    if "-c import sys" in cmd:  # execnet's bootstrap (``import sys;exec(eval(...))``, cut at ';')
+        return f"xdist worker (pid {cmd.split(':', 1)[0].removeprefix('process ')})"
     return "other: " + cmd.split(":", 1)[-1][:60]
 
 
@@ -120,35 +127,48 @@ def summarise(stacks: list[tuple[list[str], int]], calls: int, rate: int, top: i
 
 
 def profile_run(py_spy: str, tmp: Path, in_flight: int, cases: int, latency: float, rate: int,
-                top: int, gil: bool) -> dict[str, Any]:
+                top: int, gil: bool, workers: int = 0, rerun: bool = False) -> dict[str, Any]:
     data = make_toolhop_data(tmp / f"data-{in_flight}", cases)
     raw = tmp / f"profile-{in_flight}.txt"
     server = FakeEndpoints(SAMPLE, latency)
     try:
+        command = pytest_cmd(data, server.urls, in_flight, tmp / f"cache-{in_flight}",
+                             extra=["-n", str(workers)])
+        if rerun:  # the first run fills the cache, unsampled
+            first = subprocess.run(command, cwd=REPO, env=harness_env(), capture_output=True, text=True)
+            if first.returncode != 0:
+                return {"rc": first.returncode, "tail": (first.stdout + first.stderr)[-1500:]}
+            server.reset()
         cmd = [py_spy, "record", "--subprocesses", "--nonblocking", "--full-filenames", "--rate", str(rate), "--format", "raw",
-               *(["--gil"] if gil else []), "-o", str(raw), "--", *pytest_cmd(data, server.urls, in_flight, tmp / f"cache-{in_flight}",
-                                                 extra=["-n", "0"])]
+               *(["--gil"] if gil else []), "-o", str(raw), "--", *command]
         proc = subprocess.run(cmd, cwd=REPO, env=harness_env(), capture_output=True, text=True)
         calls = server.stats()["requests"]
     finally:
         server.close()
     if proc.returncode != 0 or not raw.exists():
         return {"rc": proc.returncode, "tail": (proc.stdout + proc.stderr)[-1500:]}
+    if rerun and calls:  # not a cached re-run: its profile would mislead
+        return {"rc": 1, "tail": f"the cached re-run sent {calls} request(s)"}
+    per = cases if rerun else calls
     return {"rc": 0, "calls": calls, "cases": cases, "rate_hz": rate, "gil_only": gil,
-            "processes": summarise(read_raw(raw), calls, rate, top)}
+            "workers": workers, "rerun": rerun,
+            "processes": summarise(read_raw(raw), per, rate, top)}
 
 
 def render(in_flight: int, res: dict[str, Any]) -> str:
     if res.get("rc"):
         return f"== {in_flight} in flight: failed (rc {res['rc']})\n{res.get('tail', '')}"
-    lines = [f"== {in_flight} in flight, -n 0: {res['calls']} model calls, sampled at {res['rate_hz']} Hz"
+    unit = "case" if res.get("rerun") else "call"
+    what = (f"a cached re-run of {res['cases']} cases" if res.get("rerun")
+            else f"{res['calls']} model calls")
+    lines = [f"== {in_flight} in flight, -n {res.get('workers', 0)}: {what}, sampled at {res['rate_hz']} Hz"
              + (", GIL holder only" if res["gil_only"] else ", every thread")]
     for proc, p in res["processes"].items():
         total = p["sampled_ms_per_call"] or 1.0
-        lines.append(f"-- {proc}: {p['sampled_ms_per_call']} sampled ms per call ({p['samples']} samples)")
+        lines.append(f"-- {proc}: {p['sampled_ms_per_call']} sampled ms per {unit} ({p['samples']} samples)")
         for title, key in (("top functions by own time", "top_own"), ("own time by module", "own_by_module"),
                            ("by innermost harness frame, callees included", "by_harness_frame")):
-            lines.append(f"   {title} (ms per call, share):")
+            lines.append(f"   {title} (ms per {unit}, share):")
             lines += [f"     {v:7.3f} {v / total:6.1%}  {k}" for k, v in p[key]]
     return "\n".join(lines)
 
@@ -159,6 +179,9 @@ def main() -> int:
     parser.add_argument("--in-flight", type=int, nargs="+", default=[64, 256])
     parser.add_argument("--cases", type=int, default=1000, help="direct cases at 64 in flight")
     parser.add_argument("--latency", type=float, default=0.5)
+    parser.add_argument("--workers", type=int, default=0, help="xdist workers (-n)")
+    parser.add_argument("--rerun", action="store_true",
+                        help="sample the fully cached re-run, not the first run")
     parser.add_argument("--rate", type=int, default=250, help="samples per second")
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--no-gil", dest="gil", action="store_false",
@@ -169,8 +192,8 @@ def main() -> int:
     results: dict[int, Any] = {}
     with tempfile.TemporaryDirectory(prefix="toolbench-profile-") as tmpname:
         for n in ns.in_flight:
-            results[n] = profile_run(ns.py_spy, Path(tmpname), n, ns.cases * n // 64, ns.latency,
-                                     ns.rate, ns.top, ns.gil)
+            results[n] = profile_run(ns.py_spy, Path(tmpname), n, ns.cases * n // 64 * max(1, ns.workers),
+                                     ns.latency, ns.rate, ns.top, ns.gil, ns.workers, ns.rerun)
             print(render(n, results[n]), flush=True)
     if ns.json:
         ns.json.parent.mkdir(parents=True, exist_ok=True)

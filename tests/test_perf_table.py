@@ -227,3 +227,21 @@ def test_loop_thread_script_runs_each_shape_and_writes_its_figures(tmp_path: Pat
     assert set(figures["best"]) == {"alone", "waking thread (1 ms sleeps)", "thread working 0.5 of each ms"}
     assert all(fig["main_cpu_s"] > 0 and fig["loop_wall_s"] > 0 for fig in figures["best"].values())
     assert "x alone" in proc.stdout
+
+
+def test_profile_names_each_process_of_an_xdist_run(tmp_path: Path) -> None:
+    """perf/profile_calls.py: py-spy's raw stacks of a ``-n 2`` run are split by process, each
+    worker apart (execnet's bootstrap command line holds ';', py-spy's frame separator)."""
+    import profile_calls
+
+    main = 'process 10:"python -m pytest suites/toolhop -n 2"'
+    worker = 'process 11:"python -u -c import sys'
+    raw = tmp_path / "raw.txt"
+    raw.write_text(
+        f"{main};run (a.py:1) 4\n"
+        f"{main};{worker};exec(eval(sys.stdin.readline()))\";work (b.py:2) 3\n"
+        f'{main};process 12:"python -u -c import sys;exec(eval(sys.stdin.readline()))";work (b.py:2) 2\n'
+        f'{main};process 13:"python -m pytest_toolbench.models.sdk_process.server /tmp/s";post (c.py:3) 1\n')
+    summary = profile_calls.summarise(profile_calls.read_raw(raw), calls=1, rate=1000, top=5)
+    assert {name: p["samples"] for name, p in summary.items()} == {
+        "pytest process": 4, "xdist worker (pid 11)": 3, "xdist worker (pid 12)": 2, "SDK process": 1}
