@@ -37,7 +37,6 @@ PIDS_MAX = 64
 class CallCgroup:
     path: str
     version: int
-    limit_bytes: int
     #: ``cgroup.procs`` of the cgroup the zygote came from, where it goes back before removing.
     home_procs: str = ""
 
@@ -150,7 +149,7 @@ def create(name: str, limit_bytes: int) -> tuple[CallCgroup | None, str]:
                     os.rmdir(path)
                     raise
                 home = os.path.join(mount, own.get("", "/").lstrip("/"), "cgroup.procs")
-                return CallCgroup(path, 2, limit_bytes, home), ""
+                return CallCgroup(path, 2, home), ""
             if "memory" in opts.split(","):
                 folder = _v1_folder(mount, own)
                 path = os.path.join(folder, f"{PREFIX}-{name}")
@@ -163,7 +162,7 @@ def create(name: str, limit_bytes: int) -> tuple[CallCgroup | None, str]:
                 except OSError:
                     os.rmdir(path)
                     raise
-                return CallCgroup(path, 1, limit_bytes, os.path.join(folder, "cgroup.procs")), ""
+                return CallCgroup(path, 1, os.path.join(folder, "cgroup.procs")), ""
         except OSError as exc:
             reasons.append(f"{fstype} at {mount}: {exc.strerror or exc}")
     return None, "; ".join(reasons) or "no cgroup file system with a memory controller is mounted"
