@@ -22,6 +22,7 @@ import importlib.util
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -35,6 +36,17 @@ RUNNER = HOSTILE / "run_corpus.py"
 # process (another test's decoy counts the SIGURG), and two attacks could draw the same watched
 # file.
 pytestmark = pytest.mark.xdist_group("sandbox_attacks")
+
+
+@pytest.fixture(autouse=True)
+def one_attack_at_a_time():
+    """The same, whatever spreads the tests (``--dist each``, two runs at once): a lock per user.
+    Groups were once silently ignored (pytest 9.2 with xdist 3.8, tests/conftest.py), and an
+    attack on the other worker then failed one run in two here."""
+    from filelock import FileLock
+
+    with FileLock(os.path.join(tempfile.gettempdir(), f"toolbench-sandbox-attacks-{os.getuid()}.lock")):
+        yield
 
 
 def _load_runner():

@@ -1,8 +1,10 @@
-"""tests/conftest.py's settings hold however the suite is started, not only through `make test`."""
+"""tests/conftest.py's settings hold however the suite is started, not only through `make test`:
+the xdist groups (tests/xdist_groups.py)."""
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -11,6 +13,7 @@ from pathlib import Path
 import pytest
 
 CONFTEST = Path(__file__).parent / "conftest.py"
+GROUPS = Path(__file__).parent / "xdist_groups.py"
 
 GROUPED_TESTS = '''
 import os
@@ -33,11 +36,12 @@ def test_slow(n):
 
 def _run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     shutil.copy(CONFTEST, tmp_path / "conftest.py")
+    shutil.copy(GROUPS, tmp_path / "xdist_groups.py")
     (tmp_path / "test_grouped.py").write_text(GROUPED_TESTS)
     (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    slow: a real-vLLM test\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "TOOLBENCH_RUNS_DIR"))}
     proc = subprocess.run([sys.executable, "-m", "pytest", "-n", "2", "-p", "no:randomly", "-p", "no:cacheprovider",
-                           *args, "test_grouped.py"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                           "-v", "--junitxml=junit.xml", *args, "test_grouped.py"], cwd=tmp_path, env=env, capture_output=True, text=True,
                           timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc
@@ -52,7 +56,7 @@ def test_each_xdist_group_runs_on_one_worker(tmp_path: Path, dist: str | None) -
     """``pytest -n 2`` (xdist's ``load``) spread the sandbox attacks over both workers, where one
     worker's ``kill_all_probe`` reached the other's decoy; and under pytest 9.2 even ``--dist
     loadgroup`` spread every group (pytest-xdist#1386). Any group-blind mode becomes
-    ``loadgroup``, said in the header, and the groups hold."""
+    ``loadgroup``, said in the header, the groups hold, and the test ids stay as they are."""
     proc = _run(tmp_path, *(["--dist", dist] if dist else []))
     grouped, slow = _workers(tmp_path / "workers.txt"), _workers(tmp_path / "slow_workers.txt")
     assert len(grouped) == 6 and len(set(grouped)) == 1, grouped
@@ -61,6 +65,9 @@ def test_each_xdist_group_runs_on_one_worker(tmp_path: Path, dist: str | None) -
         assert f"xdist: --dist {dist or 'load'} -> loadgroup" in proc.stdout
     else:
         assert "-> loadgroup" not in proc.stdout
+    assert "PASSED test_grouped.py::test_grouped[0] " in proc.stdout
+    names = re.findall(r'<testcase [^>]*name="([^"]+)"', (tmp_path / "junit.xml").read_text())
+    assert sorted(names) == sorted([f"test_grouped[{n}]" for n in range(6)] + [f"test_slow[{n}]" for n in range(6)])
 
 
 def test_an_explicit_grouping_mode_is_left_alone(tmp_path: Path) -> None:
