@@ -1,0 +1,119 @@
+"""What the response cache's file-per-entry layout costs, beside one SQLite file holding the same
+entries: CPU per entry written and read back, and bytes on disk, measured in one run, in turn.
+
+Run: python perf/cache_store.py [--entries 3000] [--repeats 3] [--dir .toolbench]
+``--dir``: where the temporary stores go (default: the default cache folder's parent, so the
+figures are those of the file system a run's cache is on). The file layout is the harness's own
+(``models/cache.ResponseStore``); the SQLite one is the alternative the seventh pass proposed
+(perf/README.md), in WAL mode with ``synchronous=NORMAL``, one autocommit insert per entry.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import shutil
+import sqlite3
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from pytest_toolbench.models.base import ChatResponse  # noqa: E402
+from pytest_toolbench.models.cache import ResponseStore  # noqa: E402
+
+#: A short tool-call reply, the common case of a first run.
+REPLY = ChatResponse(message={"role": "assistant", "content": "", "tool_calls": [
+    {"id": "call_0", "type": "function", "function": {"name": "lookup", "arguments": '{"q": "' + "x" * 200 + '"}'}}]},
+    model="m")
+
+
+def files_store(root: Path, keys: list[str]) -> tuple[Callable[[], None], Callable[[], None]]:
+    store = ResponseStore(root)
+
+    def write() -> None:
+        for key in keys:
+            store.save(key, REPLY, {"model": "m", "case_id": "c"})
+
+    def read() -> None:
+        for key in keys:
+            assert store.load(key)[0] is not None
+
+    return write, read
+
+
+def sqlite_store(root: Path, keys: list[str]) -> tuple[Callable[[], None], Callable[[], None]]:
+    import json
+
+    root.mkdir(parents=True)
+    db = sqlite3.connect(root / "responses.sqlite3", timeout=60, isolation_level=None)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=NORMAL")
+    db.execute("CREATE TABLE responses (key TEXT PRIMARY KEY, written REAL, entry BLOB) WITHOUT ROWID")
+
+    def write() -> None:
+        for key in keys:  # the same entry the file store writes
+            entry = {"format": 1, "key": key, "meta": {"model": "m", "case_id": "c"},
+                     "response": REPLY.model_dump(mode="json")}
+            data = json.dumps(entry, ensure_ascii=False, sort_keys=True).encode("utf-8")
+            db.execute("INSERT OR REPLACE INTO responses VALUES (?, ?, ?)", (key, time.time(), data))
+
+    def read() -> None:
+        for key in keys:
+            row = db.execute("SELECT entry FROM responses WHERE key = ?", (key,)).fetchone()
+            ChatResponse.model_validate(json.loads(row[0])["response"])
+
+    return write, read
+
+
+def disk_bytes(root: Path) -> tuple[int, int]:
+    """(bytes allocated, files and folders) under ``root``."""
+    used, count = 0, 0
+    for path in [root, *root.rglob("*")]:
+        used += os.lstat(path).st_blocks * 512
+        count += 1
+    return used, count
+
+
+def cpu_per_entry(fn: Callable[[], None], n: int) -> float:
+    start = time.process_time()
+    fn()
+    return (time.process_time() - start) / n * 1e3
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--entries", type=int, default=3000)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--dir", type=Path, default=Path(".toolbench"))
+    ns = parser.parse_args()
+    ns.dir.mkdir(parents=True, exist_ok=True)
+    figures: dict[str, list[tuple[float, float, int, int]]] = {"files": [], "sqlite": []}
+    for repeat in range(ns.repeats):
+        keys = [hashlib.sha256(f"{repeat}-{i}-{time.time_ns()}".encode()).hexdigest() for i in range(ns.entries)]
+        for name, make in (("files", files_store), ("sqlite", sqlite_store)):  # in turn: same machine state
+            root = Path(tempfile.mkdtemp(prefix=f"cache-store-{name}-", dir=ns.dir)) / "cache"
+            try:
+                write, read = make(root, keys)
+                w, r = cpu_per_entry(write, ns.entries), cpu_per_entry(read, ns.entries)
+                used, count = disk_bytes(root)
+                figures[name].append((w, r, used, count))
+            finally:
+                shutil.rmtree(root.parent, ignore_errors=True)
+    print(f"{ns.entries} entries, {ns.repeats} repeats, in {ns.dir.resolve()} (least CPU of the repeats)")
+    print(f"{'store':8} {'write ms/entry':>15} {'read ms/entry':>14} {'disk':>10} {'inodes':>7}")
+    best = {name: (min(f[0] for f in rows), min(f[1] for f in rows), rows[0][2], rows[0][3])
+            for name, rows in figures.items()}
+    for name, (w, r, used, count) in best.items():
+        print(f"{name:8} {w:15.3f} {r:14.3f} {used / 1e6:8.1f} MB {count:7d}")
+    (fw, fr, fu, _), (sw, sr, su, _) = best["files"], best["sqlite"]
+    print(f"sqlite / files: write {sw / fw:.2f}, read {sr / fr:.2f}, disk {su / fu:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
