@@ -41,7 +41,7 @@ pytestmark = pytest.mark.xdist_group("sandbox_attacks")
 @pytest.fixture(autouse=True)
 def one_attack_at_a_time():
     """The same, whatever spreads the tests (``--dist each``, two runs at once): a lock per user.
-    Groups were once silently ignored (pytest 9.2 with xdist 3.8, tests/conftest.py), and an
+    Groups were once silently ignored (pytest 9.2 with xdist 3.8, tests/xdist_groups.py), and an
     attack on the other worker then failed one run in two here."""
     from filelock import FileLock
 

@@ -40,9 +40,9 @@ def _run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     (tmp_path / "test_grouped.py").write_text(GROUPED_TESTS)
     (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    slow: a real-vLLM test\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "TOOLBENCH_RUNS_DIR"))}
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-n", "2", "-p", "no:randomly", "-p", "no:cacheprovider",
-                           "-v", "--junitxml=junit.xml", *args, "test_grouped.py"], cwd=tmp_path, env=env, capture_output=True, text=True,
-                          timeout=300)
+    cmd = [sys.executable, "-m", "pytest", "-n", "2", "-p", "no:randomly", "-p", "no:cacheprovider", "-v",
+           "--junitxml=junit.xml", *args, "test_grouped.py"]
+    proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc
 
