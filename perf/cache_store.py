@@ -47,8 +47,6 @@ def files_store(root: Path, keys: list[str]) -> tuple[Callable[[], None], Callab
 
 
 def sqlite_store(root: Path, keys: list[str]) -> tuple[Callable[[], None], Callable[[], None]]:
-    import json
-
     root.mkdir(parents=True)
     db = sqlite3.connect(root / "responses.sqlite3", timeout=60, isolation_level=None)
     db.execute("PRAGMA journal_mode=WAL")
@@ -56,16 +54,14 @@ def sqlite_store(root: Path, keys: list[str]) -> tuple[Callable[[], None], Calla
     db.execute("CREATE TABLE responses (key TEXT PRIMARY KEY, written REAL, entry BLOB) WITHOUT ROWID")
 
     def write() -> None:
-        for key in keys:  # the same entry the file store writes
-            entry = {"format": 1, "key": key, "meta": {"model": "m", "case_id": "c"},
-                     "response": REPLY.model_dump(mode="json")}
-            data = json.dumps(entry, ensure_ascii=False, sort_keys=True).encode("utf-8")
+        for key in keys:  # the same bytes the file store writes
+            data = ResponseStore.encode(key, REPLY, {"model": "m", "case_id": "c"})
             db.execute("INSERT OR REPLACE INTO responses VALUES (?, ?, ?)", (key, time.time(), data))
 
     def read() -> None:
         for key in keys:
             row = db.execute("SELECT entry FROM responses WHERE key = ?", (key,)).fetchone()
-            ChatResponse.model_validate(json.loads(row[0])["response"])
+            assert ResponseStore.decode(key, row[0])[0] is not None
 
     return write, read
 

@@ -23,13 +23,14 @@ from __future__ import annotations
 
 import atexit
 import json
-import os
 import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from pytest_toolbench.fileio import atomic_write_bytes
 
 #: xdist's modes that would spread one ``xdist_group`` over several workers.
 GROUP_BLIND_DIST = ("load", "worksteal")
@@ -79,10 +80,7 @@ def write_groups(config: pytest.Config, items: list[pytest.Item]) -> None:
     if folder is None:
         return
     groups = {item.nodeid: group for item in items if (group := group_of(item)) is not None}
-    path = Path(folder) / f"{workerinput['workerid']}.json"
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(groups))
-    os.replace(tmp, path)
+    atomic_write_bytes(Path(folder) / f"{workerinput['workerid']}.json", json.dumps(groups).encode(), durable=False)
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -73,6 +73,11 @@ class ResponseStore:
             return None, False
         except OSError:
             return None, True
+        return self.decode(key, raw)
+
+    @staticmethod
+    def decode(key: str, raw: bytes) -> tuple[ChatResponse | None, bool]:
+        """An entry's bytes -> (response, unreadable): one of another format or key is unreadable."""
         try:
             entry = json.loads(raw)
             if entry.get("format") != CACHE_FORMAT or entry.get("key") != key:
@@ -82,14 +87,19 @@ class ResponseStore:
             return None, True
 
     def save(self, key: str, response: ChatResponse, meta: dict[str, Any] | None = None) -> None:
+        data = self.encode(key, response, meta)
+        atomic_write_bytes(self._path_str(key), data, durable=False)  # a lost entry is only a miss
+
+    @staticmethod
+    def encode(key: str, response: ChatResponse, meta: dict[str, Any] | None = None) -> bytes:
+        """An entry's bytes: the response with its key, format and ``meta``, so it checks itself."""
         entry = {
             "format": CACHE_FORMAT,
             "key": key,
             "meta": meta or {},
             "response": response.model_dump(mode="json"),
         }
-        data = json.dumps(entry, ensure_ascii=False, sort_keys=True).encode("utf-8")
-        atomic_write_bytes(self._path_str(key), data, durable=False)  # a lost entry is only a miss
+        return json.dumps(entry, ensure_ascii=False, sort_keys=True).encode("utf-8")
 
 
 def served_marker(cache_dir: Path, name: str, server_identity: dict[str, Any]) -> Path:
