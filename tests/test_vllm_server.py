@@ -32,6 +32,7 @@ needs_vllm = pytest.mark.skipif(
 )
 #: The tiny model is served eagerly: skipping torch.compile halves startup (about 35 s, not 60).
 TINY_ARGS = ["--enforce-eager", "--max-model-len", "1024"]
+LONG_CONTEXT = 16384  # the killed-server test's context: a request long enough to be seen running
 
 
 def _group_alive(pgid: int) -> list[int]:
@@ -302,7 +303,7 @@ def _wait_until_running(server: VLLMServer, timeout_s: float,
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline and while_true():
         try:
-            with urllib.request.urlopen(url, timeout=2) as reply:
+            with urllib.request.urlopen(url, timeout=10) as reply:  # slow to answer when busy
                 text = reply.read().decode("utf-8", "replace")
         except OSError:
             text = ""
@@ -395,30 +396,34 @@ def test_unparseable_tool_call_comes_back_as_raw_content(tiny_server: VLLMServer
 def test_killed_server_is_detected_and_requests_fail_fast(tiny_model_path: Path, tmp_path: Path) -> None:  # noqa: F811
     import openai
 
+    # A context far past the tiny model's 2,048 positions (vLLM allows it with this switch; RoPE
+    # has no hard limit and the weights are random anyway), so the request below can be long.
     server = VLLMServer(
-        str(tiny_model_path), served_model_name="tiny", extra_args=TINY_ARGS,
-        log_path=tmp_path / "server.log", startup_timeout_s=300,
+        str(tiny_model_path), served_model_name="tiny", log_path=tmp_path / "server.log",
+        extra_args=["--enforce-eager", "--max-model-len", str(LONG_CONTEXT)],
+        env={"VLLM_ALLOW_LONG_MAX_MODEL_LEN": "1"}, startup_timeout_s=300,
     )  # fmt: skip
     with server:
         # Generous bounds: under CPU load (CI, or busy processes beside it) vLLM on the CPU took
         # more than 30 s to start generating once; each wait ends as soon as its event comes.
-        client = _client(server, max_retries=0, timeout=180)
+        client = _client(server, max_retries=0, timeout=600)
         errors: list[BaseException] = []
+        tokens = LONG_CONTEXT - 64
 
         def long_request() -> None:
             try:
                 client.chat.completions.create(
-                    model="tiny", messages=[{"role": "user", "content": "go"}], max_tokens=900,
-                    extra_body={"ignore_eos": True, "min_tokens": 900},
+                    model="tiny", messages=[{"role": "user", "content": "go"}], max_tokens=tokens,
+                    extra_body={"ignore_eos": True, "min_tokens": tokens},
                 )
             except BaseException as exc:  # noqa: BLE001 - recorded for the assertion
                 errors.append(exc)
 
-        # Kill while the request is generating: the tiny model can write 900 tokens in well under
-        # a second, so a fixed sleep raced the reply (vLLM's /metrics says when it is running).
-        # Under heavy load a request can still end between two polls of /metrics (a fresh
-        # clone's make test beside four busy processes saw it once): that attempt did not set
-        # the scene, so the request is sent again, up to three times.
+        # Kill while the request is generating (vLLM's /metrics says when it is running): a
+        # fixed sleep raced the reply. A 900-token request (~1 s quiet) ended between two polls
+        # three times in a row in a fresh clone's make test beside four busy processes, so the
+        # request is ~16,000 tokens: seconds quiet, far longer busy, and killed as soon as it is
+        # seen. Should it still end unseen, that attempt did not set the scene: it is sent again.
         for _attempt in range(3):
             worker = threading.Thread(target=long_request)
             worker.start()
