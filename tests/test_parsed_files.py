@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import pickle
 import shutil
 import signal
 import subprocess
@@ -187,6 +188,57 @@ def test_workers_read_what_the_controller_parsed(tmp_path: Path) -> None:
     parsed_files._shared[0] = (folder, True)
     parsed_files.stop_sharing()
     assert not folder.exists()
+
+
+@pytest.mark.parametrize("swap", ["widened", "link", "not_a_folder", "other_owner"])
+def test_a_worker_unpickles_nothing_from_a_folder_others_could_write(
+    tmp_path: Path, swap: str
+) -> None:
+    """The folder a worker is given must be the controller's private one; a folder others may
+    write to, a link, or another user's folder is ignored (a pickle there would run code): the
+    worker parses the file itself."""
+    from pytest_toolbench.benchmarks import parsed_files
+
+    if swap == "other_owner" and os.geteuid() != 0:
+        pytest.skip("only root can give a folder to another user")
+    data = tmp_path / "numbers.txt"
+    data.write_text("5\n")
+    parser = CountingParser()
+    folder = parsed_files.share_parsed_files()
+    try:
+        assert parsed_once(parser)(data) == [5]
+        (kept,) = folder.glob("*.pickle")
+        ran = tmp_path / "ran"
+
+        class Payload:
+            def __reduce__(self):
+                return (Path.touch, (ran,))
+
+        kept.write_bytes(pickle.dumps((Payload(), ())))
+        parsed_files._shared[0] = None  # as a worker would start: another process
+        given = folder
+        if swap == "widened":
+            folder.chmod(0o777)
+        elif swap == "link":
+            given = tmp_path / "link"
+            given.symlink_to(folder)
+        elif swap == "not_a_folder":
+            given = kept
+        else:
+            os.chown(folder, 65534, 65534)
+        parsed_files.read_shared_parsed_files(given)
+        assert parsed_files._shared[0] is None
+        worker = CountingParser()
+        assert parsed_once(worker)(data) == [5]
+        assert len(worker.calls) == 1 and not ran.exists()
+
+        if swap == "widened":  # the same folder, private again: used (the check is not too strict)
+            folder.chmod(0o700)
+            parsed_files.read_shared_parsed_files(folder)
+            assert parsed_files._shared[0] == (folder, False)
+    finally:
+        parsed_files._shared[0] = (folder, True)
+        parsed_files.stop_sharing()
 
 
 def test_a_killed_controllers_folder_is_removed_by_the_next_one(tmp_path: Path, monkeypatch) -> None:

@@ -16,9 +16,10 @@ file parser in :func:`parsed_once`:
 Under xdist every worker loads the same files again (collection must be the same everywhere),
 and parsing 2,000 ToolHop records costs each process ~0.35 s. So the controller keeps what it
 parsed in a private folder of the run (:func:`share_parsed_files`, a ``mkdtemp`` only its user
-can write to) and each worker reads it from there (:func:`read_shared_parsed_files`): a pickle of
-the items and the warnings, named by the parser and the key above, so a file edited since is
-parsed afresh. A file that cannot be written or read back is simply parsed.
+can write to) and each worker reads it from there (:func:`read_shared_parsed_files`, which first
+checks that the folder is still that private folder: unpickling runs code): a pickle of the items
+and the warnings, named by the parser and the key above, so a file edited since is parsed afresh.
+A file that cannot be written or read back is simply parsed.
 
 The controller removes that folder at the run's end. A controller killed outright (SIGKILL, a CI
 timeout) cannot, so the folder is made as the sandbox makes its own (``sandbox/cleanup.py``): its
@@ -32,6 +33,7 @@ import functools
 import hashlib
 import os
 import pickle
+import stat
 import tempfile
 import threading
 import warnings
@@ -120,8 +122,23 @@ def shared_folder() -> Path | None:
 
 
 def read_shared_parsed_files(folder: str | Path) -> None:
-    """Worker: look for a file's items in the controller's ``folder`` before parsing it."""
-    _shared[0] = (Path(folder), False)
+    """Worker: look for a file's items in the controller's ``folder`` before parsing it.
+
+    Unpickling runs code, so the folder is used only when it is what ``mkdtemp`` made for this
+    user: a real folder (not a link), owned by this process's user, that nobody else may write
+    to. Anything else (a path swapped for another user's folder or a link, modes widened) is
+    ignored and every file is parsed here: slower, never less safe."""
+    path = Path(folder)
+    if _private_folder(path):
+        _shared[0] = (path, False)
+
+
+def _private_folder(path: Path) -> bool:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid() and not st.st_mode & 0o022
 
 
 def stop_sharing() -> None:
