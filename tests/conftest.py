@@ -30,6 +30,17 @@ if "TOOLBENCH_RUNS_DIR" not in os.environ:
 os.environ.setdefault("TOOLBENCH_DATA", "sample")
 
 
+@pytest.fixture(autouse=True)
+def _started_pytest_runs_as_its_command_says():
+    """A pytest a test starts would read the developer's PYTEST_ADDOPTS too (``-rs`` there
+    replaced the FAILED lines a test reads from its run's summary): hidden while a test runs.
+    Not dropped from the process: xdist workers read it (``-p`` plugins) as they start."""
+    addopts = os.environ.pop("PYTEST_ADDOPTS", None)
+    yield
+    if addopts is not None:
+        os.environ["PYTEST_ADDOPTS"] = addopts
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The real-vLLM tests form one group; a worker then hands every test's group to the
