@@ -30,11 +30,12 @@ if "TOOLBENCH_RUNS_DIR" not in os.environ:
 os.environ.setdefault("TOOLBENCH_DATA", "sample")
 
 
-@pytest.fixture(autouse=True)
+@pytest.fixture(scope="session", autouse=True)
 def _started_pytest_runs_as_its_command_says():
     """A pytest a test starts would read the developer's PYTEST_ADDOPTS too (``-rs`` there
-    replaced the FAILED lines a test reads from its run's summary): hidden while a test runs.
-    Not dropped from the process: xdist workers read it (``-p`` plugins) as they start."""
+    replaced the FAILED lines a test reads from its run's summary): hidden from the first
+    fixture on (session scope: before any module fixture that starts a run). Not dropped at
+    import: xdist workers, started later, read it (``-p`` plugins) as they start."""
     addopts = os.environ.pop("PYTEST_ADDOPTS", None)
     yield
     if addopts is not None:
