@@ -256,6 +256,38 @@ def test_sigterm_ignoring_server_is_sigkilled(tmp_path: Path) -> None:
     assert not server.is_alive() and pid is not None and _group_alive(pid) == []
 
 
+def test_stop_returns_once_a_sigkilled_group_is_gone(tmp_path: Path) -> None:
+    """A group member that ignores SIGTERM and holds memory, as vLLM's engine core does, takes a
+    while to die after SIGKILL (1 GB: ~0.1 s quiet, longer busy): stop() waits for it, so the
+    caller never meets it (the killed-server test once found the engine core still there)."""
+    python = _fake_python(
+        tmp_path,
+        "import signal, subprocess, http.server\n"
+        "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        "subprocess.Popen([sys.executable, '-c', 'import signal, time; "
+        "signal.signal(signal.SIGTERM, signal.SIG_IGN); b = bytearray(1 << 30); time.sleep(600)'])\n"
+        "port = int(sys.argv[sys.argv.index('--port') + 1])\n"
+        "class H(http.server.BaseHTTPRequestHandler):\n"
+        "    def do_GET(self):\n"
+        "        body = b'{\"data\": [{\"id\": \"m\"}]}'\n"
+        "        self.send_response(200); self.end_headers(); self.wfile.write(body)\n"
+        "    def log_message(self, *a): pass\n"
+        "http.server.HTTPServer(('127.0.0.1', port), H).serve_forever()",
+    )
+    server = VLLMServer(
+        "m", served_model_name="m", log_path=tmp_path / "server.log", python=python, cpu=True,
+        startup_timeout_s=20, stop_timeout_s=1,
+    )  # fmt: skip
+    with server as s:
+        deadline = time.monotonic() + 20
+        while len(_group_alive(s.pid)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(_group_alive(s.pid)) == 2
+        time.sleep(0.5)  # the child has its 1 GB (bytearray zero-fills every page)
+        pid = s.pid
+    assert _group_alive(pid) == []
+
+
 # ----------------------------------------------------------------------------- real vLLM
 WEATHER_TOOL = {
     "type": "function",

@@ -390,7 +390,10 @@ class VLLMServer:
         return members
 
     def stop(self) -> None:
-        """SIGTERM the whole process group, wait, then SIGKILL what is left. Idempotent."""
+        """SIGTERM the whole process group, wait, then SIGKILL what is left and wait until it is
+        gone: a process holding a model's memory takes a while to die even after SIGKILL (1 GB:
+        ~0.1 s quiet), and a caller that starts the next server at once must not meet it.
+        Idempotent."""
         with self._lock:
             proc = self._proc
             if proc is None or self._stopped:
@@ -417,6 +420,9 @@ class VLLMServer:
                 proc.wait(timeout=5)
             except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL cannot be ignored
                 pass
+            deadline = time.monotonic() + 10  # the rest of the group, being torn down
+            while self._group_members() and time.monotonic() < deadline:
+                time.sleep(0.02)
             _REGISTRY.discard(self)
 
     def __enter__(self) -> "VLLMServer":
