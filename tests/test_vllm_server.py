@@ -233,11 +233,13 @@ def test_never_ready_times_out_and_kills_the_group(tmp_path: Path) -> None:
     server.stop()  # idempotent
 
 
-def test_sigterm_ignoring_server_is_sigkilled(tmp_path: Path) -> None:
-    python = _fake_python(
+def _sigterm_ignoring_server(tmp_path: Path, before: str = "") -> str:
+    """A stand-in that ignores SIGTERM, runs ``before``, then answers /v1/models."""
+    return _fake_python(
         tmp_path,
-        "import signal, http.server, threading\n"
+        "import signal, subprocess, http.server\n"
         "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        f"{before}"
         "port = int(sys.argv[sys.argv.index('--port') + 1])\n"
         "class H(http.server.BaseHTTPRequestHandler):\n"
         "    def do_GET(self):\n"
@@ -246,6 +248,10 @@ def test_sigterm_ignoring_server_is_sigkilled(tmp_path: Path) -> None:
         "    def log_message(self, *a): pass\n"
         "http.server.HTTPServer(('127.0.0.1', port), H).serve_forever()",
     )
+
+
+def test_sigterm_ignoring_server_is_sigkilled(tmp_path: Path) -> None:
+    python = _sigterm_ignoring_server(tmp_path)
     server = VLLMServer(
         "m", served_model_name="m", log_path=tmp_path / "server.log", python=python, cpu=True,
         startup_timeout_s=20, stop_timeout_s=1,
@@ -258,21 +264,12 @@ def test_sigterm_ignoring_server_is_sigkilled(tmp_path: Path) -> None:
 
 def test_stop_returns_once_a_sigkilled_group_is_gone(tmp_path: Path) -> None:
     """A group member that ignores SIGTERM and holds memory, as vLLM's engine core does, takes a
-    while to die after SIGKILL (1 GB: ~0.1 s quiet, longer busy): stop() waits for it, so the
-    caller never meets it (the killed-server test once found the engine core still there)."""
-    python = _fake_python(
+    while to die after SIGKILL (1 GB: ~0.1 s quiet, longer busy): stop() waits for it, so a
+    caller that starts the next server at once never meets it."""
+    python = _sigterm_ignoring_server(
         tmp_path,
-        "import signal, subprocess, http.server\n"
-        "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
         "subprocess.Popen([sys.executable, '-c', 'import signal, time; "
-        "signal.signal(signal.SIGTERM, signal.SIG_IGN); b = bytearray(1 << 30); time.sleep(600)'])\n"
-        "port = int(sys.argv[sys.argv.index('--port') + 1])\n"
-        "class H(http.server.BaseHTTPRequestHandler):\n"
-        "    def do_GET(self):\n"
-        "        body = b'{\"data\": [{\"id\": \"m\"}]}'\n"
-        "        self.send_response(200); self.end_headers(); self.wfile.write(body)\n"
-        "    def log_message(self, *a): pass\n"
-        "http.server.HTTPServer(('127.0.0.1', port), H).serve_forever()",
+        "signal.signal(signal.SIGTERM, signal.SIG_IGN); b = bytearray(1 << 30); time.sleep(600)'])\n",
     )
     server = VLLMServer(
         "m", served_model_name="m", log_path=tmp_path / "server.log", python=python, cpu=True,
