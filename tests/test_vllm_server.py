@@ -233,9 +233,9 @@ def test_never_ready_times_out_and_kills_the_group(tmp_path: Path) -> None:
     server.stop()  # idempotent
 
 
-def _sigterm_ignoring_server(tmp_path: Path, before: str = "") -> str:
-    """A stand-in that ignores SIGTERM, runs ``before``, then answers /v1/models."""
-    return _fake_python(
+def _sigterm_ignoring_server(tmp_path: Path, before: str = "") -> VLLMServer:
+    """A server whose stand-in ignores SIGTERM, runs ``before``, then answers /v1/models."""
+    python = _fake_python(
         tmp_path,
         "import signal, subprocess, http.server\n"
         "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
@@ -248,14 +248,14 @@ def _sigterm_ignoring_server(tmp_path: Path, before: str = "") -> str:
         "    def log_message(self, *a): pass\n"
         "http.server.HTTPServer(('127.0.0.1', port), H).serve_forever()",
     )
-
-
-def test_sigterm_ignoring_server_is_sigkilled(tmp_path: Path) -> None:
-    python = _sigterm_ignoring_server(tmp_path)
-    server = VLLMServer(
+    return VLLMServer(
         "m", served_model_name="m", log_path=tmp_path / "server.log", python=python, cpu=True,
         startup_timeout_s=20, stop_timeout_s=1,
     )  # fmt: skip
+
+
+def test_sigterm_ignoring_server_is_sigkilled(tmp_path: Path) -> None:
+    server = _sigterm_ignoring_server(tmp_path)
     with server as s:
         assert s.base_url.startswith("http://127.0.0.1:") and s.is_alive()
         pid = s.pid
@@ -266,15 +266,11 @@ def test_stop_returns_once_a_sigkilled_group_is_gone(tmp_path: Path) -> None:
     """A group member that ignores SIGTERM and holds memory, as vLLM's engine core does, takes a
     while to die after SIGKILL (1 GB: ~0.1 s quiet, longer busy): stop() waits for it, so a
     caller that starts the next server at once never meets it."""
-    python = _sigterm_ignoring_server(
+    server = _sigterm_ignoring_server(
         tmp_path,
         "subprocess.Popen([sys.executable, '-c', 'import signal, time; "
         "signal.signal(signal.SIGTERM, signal.SIG_IGN); b = bytearray(1 << 30); time.sleep(600)'])\n",
     )
-    server = VLLMServer(
-        "m", served_model_name="m", log_path=tmp_path / "server.log", python=python, cpu=True,
-        startup_timeout_s=20, stop_timeout_s=1,
-    )  # fmt: skip
     with server as s:
         deadline = time.monotonic() + 20
         while len(_group_alive(s.pid)) < 2 and time.monotonic() < deadline:

@@ -80,7 +80,8 @@ def write_groups(config: pytest.Config, items: list[pytest.Item]) -> None:
     if folder is None:
         return
     groups = {item.nodeid: group for item in items if (group := group_of(item)) is not None}
-    atomic_write_bytes(Path(folder) / f"{workerinput['workerid']}.json", json.dumps(groups).encode(), durable=False)
+    path = Path(folder) / f"{workerinput['workerid']}.json"
+    atomic_write_bytes(path, json.dumps(groups).encode(), durable=False)
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -405,25 +405,29 @@ class VLLMServer:
                 os.killpg(pgid, signal.SIGTERM)
             except ProcessLookupError:
                 pass
-            deadline = time.monotonic() + self.stop_timeout_s
-            while time.monotonic() < deadline:
-                proc.poll()  # reap our direct child so it does not linger as a zombie
-                if not self._group_members():
-                    break
-                time.sleep(0.2)
-            else:
+            if not self._group_gone_within(proc, self.stop_timeout_s, poll_s=0.2):
                 try:
                     os.killpg(pgid, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
+                self._group_gone_within(proc, 10, poll_s=0.02)  # being torn down
             try:
                 proc.wait(timeout=5)
             except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL cannot be ignored
                 pass
-            deadline = time.monotonic() + 10  # the rest of the group, being torn down
-            while self._group_members() and time.monotonic() < deadline:
-                time.sleep(0.02)
             _REGISTRY.discard(self)
+
+    def _group_gone_within(self, proc: subprocess.Popen[bytes], timeout_s: float,
+                           *, poll_s: float) -> bool:
+        """Wait until no live member of the group is left; False if some outlast ``timeout_s``."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            proc.poll()  # reap our direct child so it does not linger as a zombie
+            if not self._group_members():
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(poll_s)
 
     def __enter__(self) -> "VLLMServer":
         self.start()
