@@ -60,6 +60,8 @@ def pytest_configure(config: pytest.Config) -> None:
             config.pluginmanager.register(ViewRefresh(st.settings.view_dir, st.settings.runs_dir),
                                           "toolbench-view")
         install_interrupts(config)
+    else:
+        config.pluginmanager.register(transport.WorkerReportHooks(), "toolbench-worker-reports")
 
 
 @pytest.hookimpl(tryfirst=True, specname="pytest_configure")

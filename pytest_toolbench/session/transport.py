@@ -86,8 +86,28 @@ def attach_result(item: pytest.Item, call: pytest.CallInfo[None], report: pytest
         item.stash[SENT_KEY] = True
     if result is not None and report.when == "teardown":
         report.user_properties.extend(summary_properties(result))
+        # The last report of the test: the result has gone to the controller (or, never sent,
+        # is in this worker's journal). Items live until the session ends, so a result left in
+        # the stash kept every transcript of the run in each xdist worker's memory.
+        del item.stash[RESULT_KEY]
     _record_journal_failure(call)
     _attach_output_failures(report)
+
+
+class WorkerReportHooks:
+    """Registered in xdist workers only (plugin.py)."""
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport):  # type: ignore[no-untyped-def]
+        """Once every plugin has taken the report (xdist has sent it to the controller), its
+        result's JSON is dropped: pytest's terminal reporter keeps every report until the
+        session ends, and with it every transcript of the worker's share of the run."""
+        try:
+            return (yield)
+        finally:
+            if any(name == RESULT_PROPERTY for name, _ in report.user_properties):
+                report.user_properties[:] = [
+                    prop for prop in report.user_properties if prop[0] != RESULT_PROPERTY]
 
 
 def take_payloads(
