@@ -646,7 +646,33 @@ def measure_drive(ns: argparse.Namespace, tmp: Path, figures: dict[str, Any]) ->
                            + f"{fmt(floor.get('tests_per_s'), '/s')}",
                  note=f"model calls per second of the whole command, {ns.drive_cases} direct cases, "
                       f"best of the harness's settings: {settings}; pytest: {ns.drive_cases} no-op "
-                      "tests, whole command")]
+                      "tests, whole command"),
+            drive_bound_goal(ns.drive_cases, floor, figures.get("sdk_alone", {}).get(64), value)]
+
+
+def drive_bound_goal(calls: int, floor: dict[str, Any], sdk: dict[str, Any] | None,
+                     harness: float | None) -> Goal:
+    """Goal 3's reference: the drive rate a harness on the real openai SDK reaches at zero cost of
+    its own, over pytest's tests/s. Its CPU is at least pytest's for as many tests plus the SDK's
+    alone for as many calls (start-up + steady CPU per call, perf/sdk_floor.py at 64 in flight);
+    spread perfectly over every core, or pytest's own wall if that is longer. An upper bound: no
+    scheduling, no hand-off between the two, costs anything in it."""
+    cores = os.cpu_count() or 1
+    steady, setup = (sdk or {}).get("cpu_per_call_ms"), (sdk or {}).get("setup_cpu_s")
+    floor_wall, floor_cpu = floor.get("wall_s"), floor.get("cpu_s")
+    bound = None
+    if steady and setup is not None and floor_wall and floor_cpu and floor.get("rc") == 0:
+        sdk_cpu = setup + calls * steady / 1e3
+        bound = round(floor_wall / max(floor_wall, (floor_cpu + sdk_cpu) / cores), 3)
+    return Goal("drive rate bound on the real SDK / pytest tests/s", bound, None,
+                reference=(f"harness {fmt(harness)} = {fmt(ratio(harness, bound))} of it"
+                           if bound and harness else "-"),
+                unchecked="" if sdk else "the SDK-alone reference was skipped (--skip sdk, or no "
+                                         "efficiency step)",
+                note=f"pytest's {calls} no-op tests ({fmt(floor_cpu, 's')} CPU, {fmt(floor_wall, 's')} "
+                     f"wall) + the SDK alone for {calls} calls ({fmt(setup, 's')} start-up + "
+                     f"{fmt(steady)} ms per call), spread over {cores} cores: the most a harness on "
+                     "the real SDK drives with zero work of its own")
 
 
 def folder_files(root: Path) -> list[tuple[str, int]]:

@@ -200,6 +200,22 @@ def test_fixture_floor_is_a_reference_beside_goal_five() -> None:
     assert failed.value is None
 
 
+def test_drive_bound_is_a_reference_beside_goal_three(monkeypatch: pytest.MonkeyPatch) -> None:
+    """pytest's CPU for N no-op tests plus the SDK alone's for N calls, over the cores, or
+    pytest's own wall when longer; over pytest's tests/s."""
+    monkeypatch.setattr(perf_run.os, "cpu_count", lambda: 2)
+    floor = {"wall_s": 1.4, "cpu_s": 1.4, "rc": 0}
+    sdk = {"cpu_per_call_ms": 1.15, "setup_cpu_s": 0.8}
+    goal = perf_run.drive_bound_goal(2000, floor, sdk, 0.26)
+    # (1.4 + 0.8 + 2000 x 1.15 ms) / 2 cores = 2.25 s against pytest's 1.4 s
+    assert goal.value == pytest.approx(1.4 / 2.25, abs=1e-3) and goal.met_cell() == "ref"
+    assert goal.reference == "harness 0.26 = 0.418 of it"
+    cheap_sdk = perf_run.drive_bound_goal(2000, floor, {"cpu_per_call_ms": 0.1, "setup_cpu_s": 0.1}, 0.26)
+    assert cheap_sdk.value == 1.0  # pytest's own wall is the bound then
+    assert perf_run.drive_bound_goal(2000, floor, None, 0.26).met_cell() == "skip"
+    assert perf_run.drive_bound_goal(2000, {**floor, "rc": 1}, sdk, 0.26).value is None
+
+
 def test_best_of_keeps_the_fastest_run_and_never_hides_a_failure(tmp_path: Path) -> None:
     walls = iter([3.0, 2.0, 2.5])
     best = perf_run.best_of(3, lambda i: {"i": i, "wall_s": next(walls), "ok": True}, ok=lambda r: r["ok"])
