@@ -647,17 +647,20 @@ def measure_drive(ns: argparse.Namespace, tmp: Path, figures: dict[str, Any]) ->
                  note=f"model calls per second of the whole command, {ns.drive_cases} direct cases, "
                       f"best of the harness's settings: {settings}; pytest: {ns.drive_cases} no-op "
                       "tests, whole command"),
-            drive_bound_goal(ns.drive_cases, floor, figures.get("sdk_alone", {}).get(64), value)]
+            drive_bound_goal(ns.drive_cases, floor, figures.get("sdk_alone", {}).get(64), value,
+                             ns.load)]
 
 
 def drive_bound_goal(calls: int, floor: dict[str, Any], sdk: dict[str, Any] | None,
-                     harness: float | None) -> Goal:
+                     harness: float | None, load: int = 0) -> Goal:
     """Goal 3's reference: the drive rate a harness on the real openai SDK reaches at zero cost of
     its own, over pytest's tests/s. Its CPU is at least pytest's for as many tests plus the SDK's
     alone for as many calls (start-up + steady CPU per call, perf/sdk_floor.py at 64 in flight);
-    spread perfectly over every core, or pytest's own wall if that is longer. An upper bound: no
-    scheduling, no hand-off between the two, costs anything in it."""
+    spread perfectly over the cores its two processes get, or pytest's own wall if that is longer.
+    Beside ``load`` busy processes, two of 2 + ``load`` runnable processes get their fair share
+    of the cores. An upper bound: no scheduling, no hand-off between the two, costs anything."""
     cores = os.cpu_count() or 1
+    cores = cores if 2 + load <= cores else cores * 2 / (2 + load)
     steady, setup = (sdk or {}).get("cpu_per_call_ms"), (sdk or {}).get("setup_cpu_s")
     floor_wall, floor_cpu = floor.get("wall_s"), floor.get("cpu_s")
     bound = None
@@ -671,7 +674,7 @@ def drive_bound_goal(calls: int, floor: dict[str, Any], sdk: dict[str, Any] | No
                                          "efficiency step)",
                 note=f"pytest's {calls} no-op tests ({fmt(floor_cpu, 's')} CPU, {fmt(floor_wall, 's')} "
                      f"wall) + the SDK alone for {calls} calls ({fmt(setup, 's')} start-up + "
-                     f"{fmt(steady)} ms per call), spread over {cores} cores: the most a harness on "
+                     f"{fmt(steady)} ms per call), spread over {cores:.3g} cores: the most a harness on "
                      "the real SDK drives with zero work of its own")
 
 

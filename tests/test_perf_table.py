@@ -212,6 +212,8 @@ def test_drive_bound_is_a_reference_beside_goal_three(monkeypatch: pytest.Monkey
     assert goal.reference == "harness 0.26 = 0.418 of it"
     cheap_sdk = perf_run.drive_bound_goal(2000, floor, {"cpu_per_call_ms": 0.1, "setup_cpu_s": 0.1}, 0.26)
     assert cheap_sdk.value == 1.0  # pytest's own wall is the bound then
+    loaded = perf_run.drive_bound_goal(2000, floor, sdk, 0.26, load=1)  # 2 of 3 processes' share
+    assert loaded.value == pytest.approx(1.4 / (4.5 / (2 * 2 / 3)), abs=1e-3) and "1.33 cores" in loaded.note
     assert perf_run.drive_bound_goal(2000, floor, None, 0.26).met_cell() == "skip"
     assert perf_run.drive_bound_goal(2000, {**floor, "rc": 1}, sdk, 0.26).value is None
 
