@@ -201,6 +201,12 @@ def pytest_cmd(data_dir: Path, base_urls: list[str], concurrency: int, cache_dir
     return cmd + (extra or [])
 
 
+def usable_cores() -> int:
+    """The cores this script's commands may run on (its CPU affinity: a taskset or cpuset may
+    give it fewer than the machine has)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
 def efficiency_run(server: FakeEndpoints, data_dir: Path, latency: float, concurrency: int,
                    workers: int, cache_dir: Path, extra: list[str] | None = None,
                    scenario: str = "direct") -> dict[str, Any]:
@@ -228,7 +234,7 @@ def efficiency_run(server: FakeEndpoints, data_dir: Path, latency: float, concur
     # How busy the machine was: the harness's CPU (its SDK process and workers included) and the
     # fake endpoint's, over what the machine's cores offered during the command. Near 1.0 the
     # figure is bounded by this machine's CPU, not by the harness waiting.
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    cores = usable_cores()
     machine = {"harness_cpu_s": round(cpu, 2), "endpoint_cpu_s": round(endpoint_cpu, 2), "cores": cores,
                "machine_busy": round((cpu + endpoint_cpu) / (wall * cores), 3)}
     return {"wall_s": round(wall, 3), "rc": rc, "ok": ok, "calls": calls, "in_flight": in_flight, **machine,
@@ -659,7 +665,7 @@ def drive_bound_goal(calls: int, floor: dict[str, Any], sdk: dict[str, Any] | No
     spread perfectly over the cores its two processes get, or pytest's own wall if that is longer.
     Beside ``load`` busy processes, two of 2 + ``load`` runnable processes get their fair share
     of the cores. An upper bound: no scheduling, no hand-off between the two, costs anything."""
-    cores = os.cpu_count() or 1
+    cores: float = usable_cores()
     cores = cores if 2 + load <= cores else cores * 2 / (2 + load)
     steady, setup = (sdk or {}).get("cpu_per_call_ms"), (sdk or {}).get("setup_cpu_s")
     floor_wall, floor_cpu = floor.get("wall_s"), floor.get("cpu_s")

@@ -203,7 +203,7 @@ def test_fixture_floor_is_a_reference_beside_goal_five() -> None:
 def test_drive_bound_is_a_reference_beside_goal_three(monkeypatch: pytest.MonkeyPatch) -> None:
     """pytest's CPU for N no-op tests plus the SDK alone's for N calls, over the cores, or
     pytest's own wall when longer; over pytest's tests/s."""
-    monkeypatch.setattr(perf_run.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(perf_run, "usable_cores", lambda: 2)
     floor = {"wall_s": 1.4, "cpu_s": 1.4, "rc": 0}
     sdk = {"cpu_per_call_ms": 1.15, "setup_cpu_s": 0.8}
     goal = perf_run.drive_bound_goal(2000, floor, sdk, 0.26)
