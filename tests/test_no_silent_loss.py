@@ -13,8 +13,6 @@ import json
 import os
 import subprocess
 import sys
-import textwrap
-import uuid
 import warnings
 from pathlib import Path
 
@@ -28,6 +26,7 @@ from pytest_toolbench import output_errors
 from pytest_toolbench.results.case_result import CaseResult, Outcome
 from pytest_toolbench.results.partial_run import missing_text
 from pytest_toolbench.results.journal import JournalWriteError, ResultJournal, read_journal
+from plugin_env import plugin_env
 
 REPO = Path(__file__).resolve().parents[1]
 RECORDS = json.loads((REPO / "data" / "toolhop" / "ToolHop.json").read_text())
@@ -139,18 +138,6 @@ def test_missing_text_names_at_most_ten_then_and_k_more():
 
 
 # --------------------------------------------------------------------------- end to end
-def _plugin(tmp_path: Path, source: str) -> dict[str, str]:
-    """An environment that loads ``source`` as a plugin in pytest and in every xdist worker."""
-    name = f"toolbench_test_plugin_{uuid.uuid4().hex[:8]}"
-    folder = tmp_path / "plugin"
-    folder.mkdir(exist_ok=True)
-    (folder / f"{name}.py").write_text(textwrap.dedent(source))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(folder), env.get("PYTHONPATH")]))
-    env["PYTEST_PLUGINS"] = name
-    return env
-
-
 def _run(tmp_path: Path, env: dict[str, str], *args: str, runs_dir: Path | None = None):
     report = tmp_path / "report.json"
     cmd = [sys.executable, "-m", "pytest", "suites/toolhop", "-q", "-p", "no:randomly",
@@ -184,7 +171,7 @@ CRASH_PLUGIN = """
 
 def test_a_worker_killed_mid_case_is_an_infrastructure_error_that_fails_the_gates(tmp_path):
     victim = _case_id(RECORDS[1])
-    env = _plugin(tmp_path, CRASH_PLUGIN % (victim, str(tmp_path / "killed-once")))
+    env = plugin_env(tmp_path, CRASH_PLUGIN % (victim, str(tmp_path / "killed-once")))
     proc, report = _run(tmp_path, env, "-n", "2", "--gate", "toolhop.direct.accuracy>=0")
     out = proc.stdout + proc.stderr
     assert (tmp_path / "killed-once").exists(), out[-3000:]
@@ -201,7 +188,7 @@ def test_a_worker_killed_mid_case_is_an_infrastructure_error_that_fails_the_gate
 
 def test_a_lost_worker_leaves_its_remaining_cases_named_missing_and_the_run_incomplete(tmp_path):
     victim = _case_id(RECORDS[1])
-    env = _plugin(tmp_path, CRASH_PLUGIN % (victim, str(tmp_path / "killed-once")))
+    env = plugin_env(tmp_path, CRASH_PLUGIN % (victim, str(tmp_path / "killed-once")))
     proc, report = _run(tmp_path, env, "-n", "1", "--max-worker-restart", "0",
                         "--gate", "toolhop.direct.accuracy>=0")
     out = proc.stdout + proc.stderr
@@ -256,7 +243,7 @@ DROP_PLUGIN = """
 @pytest.mark.parametrize("gated", [True, False])
 def test_a_result_lost_in_transport_makes_the_run_incomplete_and_names_the_case(tmp_path, gated):
     victim = _case_id(RECORDS[2])
-    env = _plugin(tmp_path, DROP_PLUGIN % victim)
+    env = plugin_env(tmp_path, DROP_PLUGIN % victim)
     gates = ["--gate", "toolhop.direct.accuracy>=0"] if gated else []
     proc, report = _run(tmp_path, env, "-n", "0", *gates)
     out = proc.stdout + proc.stderr
@@ -312,7 +299,7 @@ def small_disk(tmp_path):
 
 
 def test_a_disk_that_fills_mid_run_stops_it_with_one_line_and_leaves_no_torn_journal(tmp_path, small_disk):
-    env = _plugin(tmp_path, FILL_PLUGIN % str(small_disk))
+    env = plugin_env(tmp_path, FILL_PLUGIN % str(small_disk))
     runs = small_disk / "runs"
     proc, report = _run(tmp_path, env, "-n", "0", "--no-cache", "--gate", "toolhop.direct.accuracy>=0",
                         runs_dir=runs)

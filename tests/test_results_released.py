@@ -7,17 +7,19 @@ receives every result, and so does the report.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from plugin_env import plugin_env
+
 REPO = Path(__file__).resolve().parents[1]
 
-#: Loaded in the controller and in every worker (PYTEST_PLUGINS): at its session end each process
-#: writes how many items still hold a result and how many CaseResult objects are alive.
+#: Loaded in the controller and in every worker (tests/plugin_env.py): at its session end each
+#: process writes how many items still hold a result, how many kept reports still carry one and
+#: how many CaseResult objects are alive.
 PROBE = '''
 import gc, json, os, pytest
 
@@ -44,11 +46,7 @@ def pytest_sessionfinish(session):
 def test_no_item_keeps_its_result_after_its_test(tmp_path: Path, workers: str) -> None:
     probes = tmp_path / "probes"
     probes.mkdir()
-    (tmp_path / "release_probe.py").write_text(PROBE)
-    # PYTEST_XDIST_*: this test may itself run in an xdist worker, whose name the run would inherit
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "PYTEST_XDIST_"))}
-    env.update(PYTHONPATH=os.pathsep.join(filter(None, [str(tmp_path), env.get("PYTHONPATH")])),
-               PYTEST_PLUGINS="release_probe", PROBE_DIR=str(probes))
+    env = {**plugin_env(tmp_path, PROBE), "PROBE_DIR": str(probes)}
     report = tmp_path / "report.json"
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "suites/toolhop", "-q", "-p", "no:randomly", "-p",
