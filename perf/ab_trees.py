@@ -2,7 +2,8 @@
 
 Run: python perf/ab_trees.py --old ../old-checkout [--new .] [--mode rerun|first|n2]
                              [--cases 1000] [--repeats 3] [--latency 0.05]
-``rerun``: a cached re-run, both trees reading one cache filled once (by the new tree);
+``rerun``: a cached re-run, each tree reading a cache it filled once (the trees may store it in
+different formats);
 ``first``: a first run with a cache of its own per run; ``n2``: the same with ``-n 2``. The two
 trees run in turn, so a machine that slows down (this one moves up to 2x within an hour) slows
 both; prints each run and the least wall and CPU (every process of the command) of each tree.
@@ -43,12 +44,12 @@ def main() -> int:
         server = FakeEndpoints(SAMPLE, ns.latency)
         workers = ["-n", "2" if ns.mode == "n2" else "0"]
         try:
-            if ns.mode == "rerun":
-                wall, _, rc = timed_tree(trees["new"], pytest_cmd(data, server.urls, 64, tmp / "cache", extra=workers))
-                print(f"filling the cache: {wall:.2f}s, rc {rc}", flush=True)
+            for name, tree in trees.items() if ns.mode == "rerun" else ():
+                wall, _, rc = timed_tree(tree, pytest_cmd(data, server.urls, 64, tmp / f"cache-{name}", extra=workers))
+                print(f"filling {name}'s cache: {wall:.2f}s, rc {rc}", flush=True)
             for i in range(ns.repeats):
                 for name, tree in trees.items():
-                    cache = tmp / "cache" if ns.mode == "rerun" else tmp / f"cache-{name}-{i}"
+                    cache = tmp / f"cache-{name}" if ns.mode == "rerun" else tmp / f"cache-{name}-{i}"
                     server.reset()
                     runs[name].append(timed_tree(tree, pytest_cmd(data, server.urls, 64, cache, extra=workers)))
                     wall, cpu, rc = runs[name][-1]

@@ -1,10 +1,12 @@
-"""What the response cache's file-per-entry layout costs, beside one SQLite file holding the same
-entries: CPU per entry written and read back, and bytes on disk, measured in one run, in turn.
+"""What the response cache's store costs, beside one SQLite file holding the same entries: CPU per
+entry written and read back (by a later store, as a re-run reads them), and bytes on disk,
+measured in one run, in turn.
 
 Run: python perf/cache_store.py [--entries 3000] [--repeats 3] [--dir .toolbench]
 ``--dir``: where the temporary stores go (default: the default cache folder's parent, so the
-figures are those of the file system a run's cache is on). The file layout is the harness's own
-(``models/cache.ResponseStore``); the SQLite one is the alternative the seventh pass proposed
+figures are those of the file system a run's cache is on). The harness's store is
+``models/cache_store.ResponseStore`` (pack files; up to the tenth pass a file per
+entry); the SQLite one is the alternative the seventh pass proposed
 (perf/README.md), in WAL mode with ``synchronous=NORMAL``, one autocommit insert per entry.
 """
 
@@ -32,16 +34,18 @@ REPLY = ChatResponse(message={"role": "assistant", "content": "", "tool_calls": 
     model="m")
 
 
-def files_store(root: Path, keys: list[str]) -> tuple[Callable[[], None], Callable[[], None]]:
+def harness_store(root: Path, keys: list[str]) -> tuple[Callable[[], None], Callable[[], None]]:
     store = ResponseStore(root)
 
     def write() -> None:
         for key in keys:
             store.save(key, REPLY, {"model": "m", "case_id": "c"})
+        store.close()
 
     def read() -> None:
+        later = ResponseStore(root)  # a later run's store: indexing the packs is part of its cost
         for key in keys:
-            assert store.load(key)[0] is not None
+            assert later.load(key)[0] is not None
 
     return write, read
 
@@ -54,8 +58,8 @@ def sqlite_store(root: Path, keys: list[str]) -> tuple[Callable[[], None], Calla
     db.execute("CREATE TABLE responses (key TEXT PRIMARY KEY, written REAL, entry BLOB) WITHOUT ROWID")
 
     def write() -> None:
-        for key in keys:  # the same bytes the file store writes
-            data = ResponseStore.encode(key, REPLY, {"model": "m", "case_id": "c"})
+        for key in keys:
+            data = ResponseStore.encode(key, REPLY, {"model": "m", "case_id": "c"})  # the harness's bytes
             db.execute("INSERT OR REPLACE INTO responses VALUES (?, ?, ?)", (key, time.time(), data))
 
     def read() -> None:
@@ -88,10 +92,10 @@ def main() -> int:
     parser.add_argument("--dir", type=Path, default=Path(".toolbench"))
     ns = parser.parse_args()
     ns.dir.mkdir(parents=True, exist_ok=True)
-    figures: dict[str, list[tuple[float, float, int, int]]] = {"files": [], "sqlite": []}
+    figures: dict[str, list[tuple[float, float, int, int]]] = {"harness": [], "sqlite": []}
     for repeat in range(ns.repeats):
         keys = [hashlib.sha256(f"{repeat}-{i}-{time.time_ns()}".encode()).hexdigest() for i in range(ns.entries)]
-        for name, make in (("files", files_store), ("sqlite", sqlite_store)):  # in turn: same machine state
+        for name, make in (("harness", harness_store), ("sqlite", sqlite_store)):  # in turn: same machine state
             root = Path(tempfile.mkdtemp(prefix=f"cache-store-{name}-", dir=ns.dir)) / "cache"
             try:
                 write, read = make(root, keys)
@@ -106,8 +110,8 @@ def main() -> int:
             for name, rows in figures.items()}
     for name, (w, r, used, count) in best.items():
         print(f"{name:8} {w:15.3f} {r:14.3f} {used / 1e6:8.1f} MB {count:7d}")
-    (fw, fr, fu, _), (sw, sr, su, _) = best["files"], best["sqlite"]
-    print(f"sqlite / files: write {sw / fw:.2f}, read {sr / fr:.2f}, disk {su / fu:.2f}")
+    (fw, fr, fu, _), (sw, sr, su, _) = best["harness"], best["sqlite"]
+    print(f"sqlite / harness: write {sw / fw:.2f}, read {sr / fr:.2f}, disk {su / fu:.2f}")
     return 0
 
 

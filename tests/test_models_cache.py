@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import hashlib
 import multiprocessing
+import os
 from pathlib import Path
 from typing import Any
 
@@ -126,23 +128,88 @@ def test_errors_are_not_cached(tmp_path):
     assert len(server.requests) == 2
 
 
+def only_pack(cache: Path) -> Path:
+    (pack,) = [p for p in cache.rglob("*") if p.is_file()]
+    assert pack.parent.parent == cache / "packs" and pack.suffix == ".pack"
+    return pack
+
+
 def test_corrupt_entry_is_a_miss_and_gets_rewritten(tmp_path):
     inner = CountingModel()
-    model = CachedModel(inner, tmp_path)
-    complete(model, request())
-    entry = model.store.path_for(model.key_for(request()))
-    entry.write_text('{"format": 1, "key": "trunc')
+    complete(CachedModel(inner, tmp_path), request())
+    pack = only_pack(tmp_path)
+    key = pack.read_bytes().split(b" ", 1)[0]
+    pack.write_bytes(key + b' {"format": 1, "key": "trunc\n')
+    model = CachedModel(inner, tmp_path)  # a later run
     fresh = complete(model, request())
     assert not fresh.cached and inner.calls == 2 and model.cache_stats.unreadable == 1
     assert complete(model, request()).cached
+    assert complete(CachedModel(inner, tmp_path), request()).cached  # the rewrite wins for the next run too
 
 
-def test_entries_are_sharded_and_leave_no_temp_files(tmp_path):
-    model = CachedModel(CountingModel(), tmp_path)
+def test_entries_are_appended_to_one_pack_per_store_in_the_models_folder(tmp_path):
+    model = CachedModel(CountingModel(name="org/model:v1"), tmp_path)
     complete(model, request())
+    complete(model, request(tools=TOOLS))
+    pack = only_pack(tmp_path)
+    assert pack.parent.name.startswith("org_model_v1-")
+    lines = pack.read_bytes().split(b"\n")
+    assert lines[2:] == [b""] and {line[:64].decode() for line in lines[:2]} == {
+        model.key_for(request()), model.key_for(request(tools=TOOLS))}
+    other = CachedModel(CountingModel(name="other"), tmp_path)
+    complete(other, request())
+    assert len({p.parent for p in tmp_path.rglob("*.pack")}) == 2  # a folder per model
+
+
+def test_a_torn_last_line_is_ignored_and_the_failed_writer_starts_a_new_pack(tmp_path, monkeypatch):
+    from pytest_toolbench.models import cache_store
+
+    store = ResponseStore(tmp_path)
+    good, torn = KEYS[0], KEYS[1]
+    store.save(good, _payload(0, 0))
+    real_write = os.write
+
+    def short_then_full_disk(fd, data):
+        monkeypatch.setattr(cache_store.os, "write", full_disk)
+        return real_write(fd, bytes(data)[:100])
+
+    def full_disk(fd, data):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(cache_store.os, "write", short_then_full_disk)
+    with pytest.raises(OSError):
+        store.save(torn, _payload(0, 1))
+    monkeypatch.setattr(cache_store.os, "write", real_write)
+    store.save(KEYS[2], _payload(0, 2))
+    assert len(list(tmp_path.rglob("*.pack"))) == 2
+    reader = ResponseStore(tmp_path)
+    assert reader.load(good)[0].content.startswith("0-0-")
+    assert reader.load(torn) == (None, False)  # never indexed, so a plain miss
+    assert reader.load(KEYS[2])[0].content.startswith("0-2-")
+
+
+def test_what_another_process_stores_meanwhile_is_found_on_a_miss(tmp_path, monkeypatch):
+    from pytest_toolbench.models import cache_store
+
+    reader, writer = ResponseStore(tmp_path), ResponseStore(tmp_path)
+    assert reader.load(KEYS[0]) == (None, False)
+    writer.save(KEYS[0], _payload(1, 0))
+    monkeypatch.setattr(cache_store, "REFRESH_S", 0.0)
+    assert reader.load(KEYS[0])[0].content.startswith("1-0-")
+    writer.save(KEYS[1], _payload(1, 1))  # appended to a pack already indexed
+    assert reader.load(KEYS[1])[0].content.startswith("1-1-")
+
+
+def test_entries_of_the_older_one_file_layout_are_still_read(tmp_path):
+    inner = CountingModel()
+    model = CachedModel(inner, tmp_path)
     key = model.key_for(request())
-    assert model.store.path_for(key) == tmp_path / key[:2] / key[2:4] / f"{key}.json"
-    assert [p.name for p in tmp_path.rglob("*") if p.is_file()] == [f"{key}.json"]
+    old = tmp_path / key[:2] / key[2:4] / f"{key}.json"
+    old.parent.mkdir(parents=True)
+    answer = ChatResponse(message={"role": "assistant", "content": "stored long ago"}, model="counting")
+    old.write_bytes(ResponseStore.encode(key, answer))
+    hit = complete(model, request())
+    assert hit.cached and hit.content == "stored long ago" and inner.calls == 0
 
 
 # -- many processes on one cache --------------------------------------------------------------
@@ -184,4 +251,5 @@ def test_two_processes_hammering_the_same_keys_never_corrupt(tmp_path):
     for key in KEYS:
         loaded, unreadable = store.load(key)
         assert loaded is not None and not unreadable
-    assert not [p for p in tmp_path.rglob(".tmp-*")]
+    assert len(list(tmp_path.rglob("*.pack"))) == 3  # one per writer, nothing else
+    assert [p for p in tmp_path.rglob("*") if p.is_file() and p.suffix != ".pack"] == []

@@ -124,7 +124,7 @@ def test_a_cache_write_error_is_recorded_for_the_controller_and_the_answer_kept(
     assert response.message["content"] == "hi"
     (failure,) = output_errors.take()
     assert failure.what == "response cache entry"
-    assert failure.path == str(model.store.path_for(model.key_for(request)))
+    assert failure.path == str(model.store.pack_path)
     assert "ENOSPC" in failure.error and "No space left on device" in failure.error
     assert failure.message().startswith("pytest-toolbench: cannot write the response cache entry ")
 
@@ -344,7 +344,8 @@ def test_a_response_cache_that_fills_mid_run_stops_it_naming_the_entry(tmp_path,
                         fh.flush()
                 except OSError:
                     pass
-        return 200, {}, completion("<answer>x</answer>")
+        # 8 KB a reply: each cache entry needs pages of its own, not room left in the last one's.
+        return 200, {}, completion("<answer>x</answer>" + " " * 8192)
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
     with FakeOpenAIServer(fill_on_third) as server:
@@ -357,5 +358,6 @@ def test_a_response_cache_that_fills_mid_run_stops_it_naming_the_entry(tmp_path,
     assert f"cannot write the response cache entry {small_disk / 'cache'}/" in line
     assert "[Errno 28] No space left on device (ENOSPC)" in line
     assert "gates PASSED" not in out and "Traceback" not in out
+    assert report is not None, out[-3000:]
     assert report["partial"] is True and report["run"]["exit_status"] == ToolbenchExit.OUTPUT_ERROR
     assert len(report["cases"]) < N and report["missing_cases"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -14,6 +15,7 @@ from pathlib import Path
 from fake_openai_server import FakeOpenAIServer, delayed, reply
 
 from pytest_toolbench.compare.load import load_record
+from pytest_toolbench.models.cache_store import safe_name
 from pytest_toolbench.runs.prune import Item, parse_duration, parse_size, plan
 
 REPO = Path(__file__).resolve().parents[1]
@@ -163,6 +165,34 @@ def test_prune_by_age_removes_old_runs_and_cache_entries_and_dry_run_keeps_them(
     assert "removed run old" in done.stdout
     assert not old_run.exists() and not old_entry.exists() and not (cache / "aa").exists()
     assert new_run.exists() and new_entry.exists() and live.exists()
+
+
+def make_pack(cache: Path, name: str, mtime: float, size: int = 80) -> Path:
+    path = cache / "packs" / "m-0123456789abcdef" / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"y" * size)
+    os.utime(path, (mtime, mtime))
+    return path
+
+
+def test_prune_removes_old_cache_packs_but_not_one_a_live_process_writes(tmp_path):
+    now = time.time()
+    cache = tmp_path / "cache"
+    host = safe_name(socket.gethostname())
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True).stdout.strip()
+    old = make_pack(cache, f"{host}-{dead}-00aa11bb.pack", now - 40 * DAY)
+    elsewhere = make_pack(cache, f"otherhost-{os.getpid()}-22cc33dd.pack", now - 40 * DAY)
+    writing = make_pack(cache, f"{host}-{os.getpid()}-44ee55ff.pack", now - 40 * DAY)
+    new = make_pack(cache, f"{host}-{dead}-66aa77bb.pack", now - DAY)
+    done = cli("prune", "--cache-dir", str(cache), "--runs-dir", str(tmp_path / "runs"), "--older-than", "30d")
+    assert done.returncode == 0, done.stderr
+    assert "removed 2 cache pack(s)" in done.stdout
+    assert not old.exists() and not elsewhere.exists() and writing.exists() and new.exists()
+    writing.unlink()
+    new.unlink()
+    cli("prune", "--cache-dir", str(cache), "--runs-dir", str(tmp_path / "runs"), "--older-than", "30d")
+    assert not (cache / "packs").exists()  # emptied folders go too
 
 
 def test_prune_by_size_removes_the_oldest_items_first(tmp_path):

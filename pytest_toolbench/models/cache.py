@@ -1,8 +1,8 @@
 """Response cache: a rerun of an unchanged request costs nothing and gives the same answer.
 
-One JSON file per key, in sharded folders, written atomically (temp file in the same folder, then
-``os.replace``), so many pytest-xdist workers can share the folder without locks and an interrupted
-run never leaves a half-written entry; an entry that cannot be read is simply a miss. An entry
+Entries are appended to per-process pack files (models/cache_store.py), so many pytest-xdist
+workers share the folder without locks and an interrupted run never leaves an entry that reads
+back wrong; an entry that cannot be read is simply a miss. An entry
 that cannot be *written* (a full disk, EIO, a file system gone read-only) is not skipped quietly:
 the reply is still returned, and the failure is recorded for the controller
 (output_errors.py), which stops the run with exit status OUTPUT_ERROR. Only answers
@@ -13,18 +13,14 @@ hash...), which inspect_ai's cache leaves out.
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
-from pytest_toolbench.fileio import atomic_write_bytes
 from pytest_toolbench import output_errors
+from pytest_toolbench.models.cache_store import CACHE_FORMAT, ResponseStore, safe_name
 from pytest_toolbench.models.repeat import cache_repeat_extra
 from pytest_toolbench.models.base import (
     CallContext,
@@ -34,9 +30,7 @@ from pytest_toolbench.models.base import (
     ModelCallError,
 )
 
-#: Bump when the stored format or the key recipe changes, so old entries stop matching.
-CACHE_FORMAT = 1
-
+__all__ = ["CACHE_FORMAT", "CacheStats", "CachedModel", "ResponseStore", "cache_key", "served_marker"]
 
 @dataclass
 class CacheStats:
@@ -51,57 +45,6 @@ class CacheStats:
                 "unreadable": self.unreadable, "write_errors": self.write_errors}
 
 
-class ResponseStore:
-    """The on-disk part: key -> ChatResponse, safe for many processes."""
-
-    def __init__(self, cache_dir: Path):
-        self.cache_dir = Path(cache_dir)
-        self._root = str(self.cache_dir)
-
-    def path_for(self, key: str) -> Path:
-        return Path(self._path_str(key))
-
-    def _path_str(self, key: str) -> str:
-        return f"{self._root}/{key[:2]}/{key[2:4]}/{key}.json"
-
-    def load(self, key: str) -> tuple[ChatResponse | None, bool]:
-        """(response, unreadable): a missing file is a plain miss, a broken one is flagged."""
-        try:
-            with open(self._path_str(key), "rb") as handle:  # bare open: one system call per lookup
-                raw = handle.read()
-        except FileNotFoundError:
-            return None, False
-        except OSError:
-            return None, True
-        return self.decode(key, raw)
-
-    @staticmethod
-    def decode(key: str, raw: bytes) -> tuple[ChatResponse | None, bool]:
-        """An entry's bytes -> (response, unreadable): one of another format or key is unreadable."""
-        try:
-            entry = json.loads(raw)
-            if entry.get("format") != CACHE_FORMAT or entry.get("key") != key:
-                return None, True
-            return ChatResponse.model_validate(entry["response"]), False
-        except (ValueError, KeyError, TypeError, AttributeError, ValidationError):
-            return None, True
-
-    def save(self, key: str, response: ChatResponse, meta: dict[str, Any] | None = None) -> None:
-        data = self.encode(key, response, meta)
-        atomic_write_bytes(self._path_str(key), data, durable=False)  # a lost entry is only a miss
-
-    @staticmethod
-    def encode(key: str, response: ChatResponse, meta: dict[str, Any] | None = None) -> bytes:
-        """An entry's bytes: the response with its key, format and ``meta``, so it checks itself."""
-        entry = {
-            "format": CACHE_FORMAT,
-            "key": key,
-            "meta": meta or {},
-            "response": response.model_dump(mode="json"),
-        }
-        return json.dumps(entry, ensure_ascii=False, sort_keys=True).encode("utf-8")
-
-
 def served_marker(cache_dir: Path, name: str, server_identity: dict[str, Any]) -> Path:
     """A file that exists once the cache holds any reply of this model served this way.
 
@@ -109,6 +52,13 @@ def served_marker(cache_dir: Path, name: str, server_identity: dict[str, Any]) -
     at once, beside pytest's own start-up, instead of on that first miss (servers/managed.py)."""
     text = json.dumps({"model": name, "server": server_identity}, sort_keys=True, default=str)
     return Path(cache_dir) / "served" / hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def cache_namespace(name: str, key_extra: dict[str, Any]) -> str:
+    """The packs' folder of one model served one way: its readable name and a hash of its
+    identity, so a run indexes only the entries that can be its own (models/cache_store.py)."""
+    text = json.dumps({"model": name, "extra": key_extra}, sort_keys=True, ensure_ascii=False, default=str)
+    return f"{safe_name(name)}-{hashlib.sha256(text.encode('utf-8')).hexdigest()[:16]}"
 
 
 def cache_key(
@@ -149,10 +99,9 @@ class CachedModel:
         self.name = inner.name
         self.key_extra = dict(key_extra or {})
         self.include_base_url = include_base_url
-        self.store = ResponseStore(cache_dir)
+        self.store = ResponseStore(cache_dir, cache_namespace(inner.name, self.key_extra))
         self.cache_stats = CacheStats()
         self.marker = marker
-        self._executor: concurrent.futures.ThreadPoolExecutor | None = None
 
     def key_for(self, request: ChatRequest) -> str:
         base_url = self.inner.describe().get("base_url") if self.include_base_url else None
@@ -176,11 +125,9 @@ class CachedModel:
         response = await self.inner.complete(request, ctx)  # errors propagate, never stored
         meta = {"model": self.inner.name, "case_id": ctx.case_id}
         try:
-            # On a thread: a new entry often needs new shard folders, file system work that
-            # would block the event loop (and every case on it) on each call. The
-            # call still returns only once its entry is in place.
-            await asyncio.get_running_loop().run_in_executor(
-                self._writer(), self.store.save, key, response, meta)
+            # On the event loop: an append is one write, cheaper than a hand-off to a thread.
+            # The call returns only once its entry is in place.
+            self.store.save(key, response, meta)
             self.cache_stats.writes += 1
             if self.marker is not None:
                 marker, self.marker = self.marker, None  # once per process is enough
@@ -191,19 +138,11 @@ class CachedModel:
             # would make the next run pay again and hide a full disk: the run stops on it.
             self.cache_stats.write_errors += 1
             output_errors.record(output_errors.OutputFailure.of(
-                "response cache entry", self.store.path_for(key), exc))
+                "response cache entry", self.store.pack_path, exc))
         return response
 
-    def _writer(self) -> concurrent.futures.ThreadPoolExecutor:
-        if self._executor is None:
-            self._executor = concurrent.futures.ThreadPoolExecutor(
-                max_workers=4, thread_name_prefix="toolbench-cache-write")
-        return self._executor
-
     async def aclose(self) -> None:
-        if self._executor is not None:  # every write has been awaited: nothing is pending
-            self._executor.shutdown(wait=False)
-            self._executor = None
+        self.store.close()  # every write has returned: nothing is pending
         await self.inner.aclose()
 
     def describe(self) -> dict[str, Any]:

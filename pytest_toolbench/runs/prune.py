@@ -1,21 +1,26 @@
 """``toolbench prune``: remove old run folders and response-cache entries by age or total size.
 
-Items are whole run folders (``runs/<run_id>``) and single cache entries (one JSON file each,
-models/cache.py). An item's age is its last write: the newest file in a run folder, the entry's
-file time for the cache. ``--older-than`` removes every item older than the limit; ``--max-size``
+Items are whole run folders (``runs/<run_id>``) and the response cache's files: packs (one per
+process that stored replies, models/cache_store.py) and entries of the older one-file-per-entry
+layout. An item's age is its last write: the newest file in a run folder, the file's time for the
+cache. ``--older-than`` removes every item older than the limit; ``--max-size``
 then removes the oldest remaining items (runs and cache entries alike) until the total fits. A run
-whose process is still running is never removed.
+whose process is still running is never removed, nor a pack that a process of this host is still
+appending to (what it stored after the removal would be lost).
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
+import socket
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from pytest_toolbench.models.cache_store import PACK_SUFFIX, PACKS, pack_owner, safe_name
 from pytest_toolbench.runs.record import read_index
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*$", re.IGNORECASE)
@@ -85,7 +90,7 @@ class Item:
     path: Path
     mtime: float
     size: int
-    live: bool = False  # a run whose process is still running: never removed
+    live: bool = False  # a run whose process is still running, a pack being written: never removed
 
 
 def _tree(path: Path) -> tuple[int, float]:
@@ -117,7 +122,27 @@ def collect(cache_dir: Path, runs_dir: Path, *, only: Kind | None = None) -> lis
             except OSError:
                 continue
             items.append(Item("cache", f, st.st_mtime, st.st_size))
+        for f in sorted(Path(cache_dir).glob(f"{PACKS}/*/*{PACK_SUFFIX}")):
+            try:
+                st = f.stat()
+            except OSError:
+                continue
+            items.append(Item("cache", f, st.st_mtime, st.st_size, live=_pack_in_use(f.name)))
     return items
+
+
+def _pack_in_use(name: str) -> bool:
+    """Whether the pack's writer, named in its file name, is a live process of this host."""
+    owner = pack_owner(name)
+    if owner is None or owner[0] != safe_name(socket.gethostname()):
+        return False
+    try:
+        os.kill(owner[1], 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    return True
 
 
 def plan(items: list[Item], *, older_than_s: float | None, max_size: int | None,
@@ -145,7 +170,10 @@ def apply(items: list[Item], cache_dir: Path) -> None:
             shutil.rmtree(i.path, ignore_errors=True)
         else:
             i.path.unlink(missing_ok=True)
-    for shard in sorted(Path(cache_dir).glob("??/??"), reverse=True) + sorted(Path(cache_dir).glob("??")):
+    root = Path(cache_dir)
+    folders = [*sorted(root.glob("??/??"), reverse=True), *sorted(root.glob("??")),
+               *sorted(root.glob(f"{PACKS}/*")), root / PACKS]
+    for shard in folders:
         try:
             shard.rmdir()  # only when empty
         except OSError:
@@ -161,12 +189,16 @@ def describe(removed: list[Item], items: list[Item], *, dry_run: bool, now: floa
             days = (now - i.mtime) / 86400
             lines.append(f"{verb} run {i.path.name} ({format_size(i.size)}, {days:.1f} days old)")
     cache = [i for i in removed if i.kind == "cache"]
-    if cache:
-        lines.append(f"{verb} {len(cache)} cache entries ({format_size(sum(i.size for i in cache))})")
+    packs = [i for i in cache if i.path.name.endswith(PACK_SUFFIX)]
+    entries = [i for i in cache if not i.path.name.endswith(PACK_SUFFIX)]
+    if packs:
+        lines.append(f"{verb} {len(packs)} cache pack(s) ({format_size(sum(i.size for i in packs))})")
+    if entries:
+        lines.append(f"{verb} {len(entries)} cache entries ({format_size(sum(i.size for i in entries))})")
     kept = [i for i in items if all(i is not r for r in removed)]
     lines.append(
         f"{verb} {len(removed)} item(s), {format_size(sum(i.size for i in removed))}; kept "
         f"{sum(i.kind == 'run' for i in kept)} run(s) and {sum(i.kind == 'cache' for i in kept)} "
-        f"cache entries, {format_size(sum(i.size for i in kept))}"
+        f"cache file(s), {format_size(sum(i.size for i in kept))}"
     )
     return "\n".join(lines) + "\n"

@@ -1,0 +1,208 @@
+"""The response cache's files: key -> ChatResponse, shared by many processes without locks.
+
+Entries are appended to *packs*: one file per writing store (a process, an xdist worker) under
+``packs/<namespace>/`` (a namespace per model and serving identity), one line per entry: the key,
+a space, the entry's JSON (which names its key and format again, so it checks itself). Why not one
+file per entry, as up to now: creating a file costs 0.1-0.6 ms of kernel time per reply on ext4
+(more where folders were recently deleted, perf/README "tenth pass"), up to a quarter of a first
+run's wall time against a fast endpoint; an append is one ``write``.
+
+What keeps it safe:
+
+- only its writer appends to a pack (its name carries host, pid and a random token; a forked child
+  opens its own), so no lock is needed, on NFS either;
+- a line is complete only with its newline: a torn last line (a crash, a full disk mid-write) is
+  never indexed, and a writer that fails a write starts a new pack rather than append after it;
+- readers index the namespace's packs at the first lookup, and on a miss read what the packs grew
+  by since (at most every ``REFRESH_S``), so what another worker stored meanwhile is found;
+- an entry that cannot be read is a miss, flagged ``unreadable``, and its reply is stored again; a
+  key stored more than once (that, or two workers asking the same at once) reads as any of its
+  readable entries (file times are too coarse to tell which came last).
+
+Entries of the older layout (``<key[:2]>/<key[2:4]>/<key>.json``) are still read, never written.
+``toolbench prune`` removes whole packs by age (runs/prune.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import socket
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from pytest_toolbench.models.base import ChatResponse
+
+#: Bump when the stored format or the key recipe changes, so old entries stop matching.
+CACHE_FORMAT = 1
+PACKS = "packs"
+PACK_SUFFIX = ".pack"
+#: A miss re-reads the packs' growth at most this often: a first run misses on every call.
+REFRESH_S = 0.5
+_KEY_LENGTH = 64  # sha256 hex
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def safe_name(text: str, limit: int = 40) -> str:
+    """``text`` as a file-name part: other characters become ``_``."""
+    return _UNSAFE.sub("_", text)[:limit].strip("._") or "x"
+
+
+def pack_owner(name: str) -> tuple[str, int] | None:
+    """(host, pid) of the process that writes the pack named ``name``, None if not a pack name."""
+    parts = name[: -len(PACK_SUFFIX)].rsplit("-", 2) if name.endswith(PACK_SUFFIX) else []
+    return (parts[0], int(parts[1])) if len(parts) == 3 and parts[1].isdigit() else None
+
+
+class ResponseStore:
+    """key -> ChatResponse on disk, safe for many processes (module docstring)."""
+
+    def __init__(self, cache_dir: Path, namespace: str = "default"):
+        self.cache_dir = Path(cache_dir)
+        self._root = str(self.cache_dir)
+        self.folder = os.path.join(self._root, PACKS, namespace)
+        self._index: dict[str, bytes] = {}
+        self._other: dict[str, list[bytes]] = {}  # a key's further entries, rarely any
+        self._indexed: dict[str, int] = {}  # pack name -> bytes of it indexed (whole lines)
+        self._refreshed: float | None = None  # monotonic time of the last look at the packs
+        self._legacy: bool | None = None  # whether the older layout's folders exist here
+        self._lock = threading.Lock()
+        self._fd = -1
+        self._pid = 0
+        self._pack: str | None = None
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def load(self, key: str) -> tuple[ChatResponse | None, bool]:
+        """(response, unreadable): a missing entry is a plain miss, a broken one is flagged."""
+        raw = self._index.get(key)
+        if raw is None and (self._refreshed is None or time.monotonic() - self._refreshed >= REFRESH_S):
+            self._refresh()
+            raw = self._index.get(key)
+        if raw is None:
+            return self._load_legacy(key)
+        response, unreadable = self.decode(key, raw)
+        for other in self._other.get(key, ()) if unreadable else ():
+            response, unreadable = self.decode(key, other)
+            if not unreadable:
+                break
+        return response, unreadable
+
+    def _refresh(self) -> None:
+        """Index what the packs hold beyond what was indexed: new packs, and lines appended."""
+        self._refreshed = time.monotonic()
+        try:
+            packs = [e for e in os.scandir(self.folder)
+                     if e.name.endswith(PACK_SUFFIX) and e.path != self._pack]
+            sizes = [(e.name, e.path, e.stat().st_size) for e in packs]
+        except OSError:  # no packs yet, or a folder that cannot be read: every lookup misses
+            return
+        for name, path, size in sizes:
+            done = self._indexed.get(name, 0)
+            if size > done:
+                self._index_pack(name, path, done)
+
+    def _index_pack(self, name: str, path: str, start: int) -> None:
+        try:
+            with open(path, "rb") as handle:
+                handle.seek(start)
+                data = handle.read()
+        except OSError:  # removed by a prune meanwhile
+            return
+        end = data.rfind(b"\n") + 1  # a line still being written is indexed next time
+        self._indexed[name] = start + end
+        index = self._index
+        for line in data[:end].split(b"\n"):
+            raw_key, space, entry = line.partition(b" ")
+            if space and len(raw_key) == _KEY_LENGTH:
+                key = raw_key.decode("ascii", "replace")
+                known = index.get(key)
+                if known is not None:
+                    self._other.setdefault(key, []).append(known)
+                index[key] = entry
+
+    def _load_legacy(self, key: str) -> tuple[ChatResponse | None, bool]:
+        """An entry of the older one-file-per-entry layout, if this cache has any."""
+        if self._legacy is None:
+            try:
+                self._legacy = any(len(e.name) == 2 and e.is_dir() for e in os.scandir(self._root))
+            except OSError:
+                self._legacy = False
+        if not self._legacy:
+            return None, False
+        try:
+            with open(self.legacy_path(key), "rb") as handle:
+                raw = handle.read()
+        except FileNotFoundError:
+            return None, False
+        except OSError:
+            return None, True
+        return self.decode(key, raw)
+
+    def legacy_path(self, key: str) -> str:
+        return f"{self._root}/{key[:2]}/{key[2:4]}/{key}.json"
+
+    @staticmethod
+    def decode(key: str, raw: bytes) -> tuple[ChatResponse | None, bool]:
+        """An entry's bytes -> (response, unreadable): one of another format or key is unreadable."""
+        try:
+            entry = json.loads(raw)
+            if entry.get("format") != CACHE_FORMAT or entry.get("key") != key:
+                return None, True
+            return ChatResponse.model_validate(entry["response"]), False
+        except (ValueError, KeyError, TypeError, AttributeError, ValidationError):
+            return None, True
+
+    # -- writing ------------------------------------------------------------------------------
+
+    def save(self, key: str, response: ChatResponse, meta: dict[str, Any] | None = None) -> None:
+        """Append the entry to this store's pack (opened at the first save). Not fsynced: a
+        lost entry is only a miss. OSError (a full disk...) propagates to the caller."""
+        entry = self.encode(key, response, meta)
+        line = b"".join((key.encode("ascii"), b" ", entry, b"\n"))
+        with self._lock:
+            if self._fd < 0 or self._pid != os.getpid():  # a forked child writes a pack of its own
+                self._open_pack()
+            try:
+                view = memoryview(line)
+                while view:
+                    view = view[os.write(self._fd, view):]
+            except OSError:
+                self.close()  # what was written of the line is torn: the next entry starts a new pack
+                raise
+        self._index[key] = entry
+
+    def _open_pack(self) -> None:
+        os.makedirs(self.folder, exist_ok=True)
+        name = f"{safe_name(socket.gethostname())}-{os.getpid()}-{secrets.token_hex(4)}{PACK_SUFFIX}"
+        path = os.path.join(self.folder, name)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
+        self._fd, self._pid, self._pack = os.open(path, flags, 0o644), os.getpid(), path
+
+    @property
+    def pack_path(self) -> Path:
+        """The pack this store appends to (its folder until the first save)."""
+        return Path(self._pack or self.folder)
+
+    def close(self) -> None:
+        if self._fd >= 0 and self._pid == os.getpid():
+            os.close(self._fd)
+        self._fd, self._pack = -1, None
+
+    @staticmethod
+    def encode(key: str, response: ChatResponse, meta: dict[str, Any] | None = None) -> bytes:
+        """An entry's bytes: the response with its key, format and ``meta``, so it checks itself.
+        One line: JSON escapes every newline inside its strings."""
+        entry = {
+            "format": CACHE_FORMAT,
+            "key": key,
+            "meta": meta or {},
+            "response": response.model_dump(mode="json"),
+        }
+        return json.dumps(entry, ensure_ascii=False, sort_keys=True).encode("utf-8")
