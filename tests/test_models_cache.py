@@ -253,3 +253,22 @@ def test_two_processes_hammering_the_same_keys_never_corrupt(tmp_path):
         assert loaded is not None and not unreadable
     assert len(list(tmp_path.rglob("*.pack"))) == 3  # one per writer, nothing else
     assert [p for p in tmp_path.rglob("*") if p.is_file() and p.suffix != ".pack"] == []
+
+
+def test_the_index_holds_where_entries_are_not_the_entries(tmp_path):
+    import tracemalloc
+
+    writer = ResponseStore(tmp_path)
+    keys = [hashlib.sha256(f"big-{i}".encode()).hexdigest() for i in range(300)]
+    for i, key in enumerate(keys):
+        writer.save(key, ChatResponse(message={"role": "assistant", "content": f"{i}-" + "z" * 8000}))
+    writer.close()
+    reader = ResponseStore(tmp_path)
+    tracemalloc.start()
+    try:
+        assert reader.load(keys[0])[0].content.startswith("0-")
+        held, _peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert held < 300_000  # 2.4 MB of entries indexed; about 0.3 KB each kept
+    assert reader.load(keys[-1])[0].content.startswith("299-")

@@ -15,6 +15,8 @@ What keeps it safe:
   never indexed, and a writer that fails a write starts a new pack rather than append after it;
 - readers index the namespace's packs at the first lookup, and on a miss read what the packs grew
   by since (at most every ``REFRESH_S``), so what another worker stored meanwhile is found;
+- the index holds where each entry is (pack, offset, length), not the entry: a process's memory
+  grows by ~0.3 KB per entry of its model's namespace, whatever the replies' size;
 - an entry that cannot be read is a miss, flagged ``unreadable``, and its reply is stored again; a
   key stored more than once (that, or two workers asking the same at once) reads as any of its
   readable entries (file times are too coarse to tell which came last).
@@ -46,6 +48,10 @@ PACK_SUFFIX = ".pack"
 #: A miss re-reads the packs' growth at most this often: a first run misses on every call.
 REFRESH_S = 0.5
 _KEY_LENGTH = 64  # sha256 hex
+#: Packs kept open for reading at once (a cache of many runs has many packs: no fd exhaustion).
+_OPEN_READERS = 32
+#: Where an entry's JSON is: its pack's path, offset, length.
+Where = tuple[str, int, int]
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -67,8 +73,9 @@ class ResponseStore:
         self.cache_dir = Path(cache_dir)
         self._root = str(self.cache_dir)
         self.folder = os.path.join(self._root, PACKS, namespace)
-        self._index: dict[str, bytes] = {}
-        self._other: dict[str, list[bytes]] = {}  # a key's further entries, rarely any
+        self._index: dict[str, Where] = {}
+        self._other: dict[str, list[Where]] = {}  # a key's further entries, rarely any
+        self._readers: dict[str, int] = {}  # pack path -> a descriptor open for reading
         self._indexed: dict[str, int] = {}  # pack name -> bytes of it indexed (whole lines)
         self._refreshed: float | None = None  # monotonic time of the last look at the packs
         self._legacy: bool | None = None  # whether the older layout's folders exist here
@@ -81,18 +88,31 @@ class ResponseStore:
 
     def load(self, key: str) -> tuple[ChatResponse | None, bool]:
         """(response, unreadable): a missing entry is a plain miss, a broken one is flagged."""
-        raw = self._index.get(key)
-        if raw is None and (self._refreshed is None or time.monotonic() - self._refreshed >= REFRESH_S):
+        where = self._index.get(key)
+        if where is None and (self._refreshed is None or time.monotonic() - self._refreshed >= REFRESH_S):
             self._refresh()
-            raw = self._index.get(key)
-        if raw is None:
+            where = self._index.get(key)
+        if where is None:
             return self._load_legacy(key)
-        response, unreadable = self.decode(key, raw)
+        response, unreadable = self.decode(key, self._read(where))
         for other in self._other.get(key, ()) if unreadable else ():
-            response, unreadable = self.decode(key, other)
+            response, unreadable = self.decode(key, self._read(other))
             if not unreadable:
                 break
         return response, unreadable
+
+    def _read(self, where: Where) -> bytes:
+        """An entry's bytes (b"" if its pack is gone or shorter: then it reads as unreadable)."""
+        path, offset, length = where
+        fd = self._readers.get(path)
+        try:
+            if fd is None:
+                if len(self._readers) >= _OPEN_READERS:
+                    os.close(self._readers.pop(next(iter(self._readers))))
+                fd = self._readers[path] = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            return os.pread(fd, length, offset)
+        except OSError:
+            return b""
 
     def _refresh(self) -> None:
         """Index what the packs hold beyond what was indexed: new packs, and lines appended."""
@@ -117,15 +137,19 @@ class ResponseStore:
             return
         end = data.rfind(b"\n") + 1  # a line still being written is indexed next time
         self._indexed[name] = start + end
-        index = self._index
-        for line in data[:end].split(b"\n"):
-            raw_key, space, entry = line.partition(b" ")
-            if space and len(raw_key) == _KEY_LENGTH:
-                key = raw_key.decode("ascii", "replace")
-                known = index.get(key)
-                if known is not None:
-                    self._other.setdefault(key, []).append(known)
-                index[key] = entry
+        pos = 0
+        while pos < end:
+            newline = data.index(b"\n", pos)
+            if newline - pos > _KEY_LENGTH + 1 and data[pos + _KEY_LENGTH] == 0x20:  # "<key> <entry>"
+                key = data[pos:pos + _KEY_LENGTH].decode("ascii", "replace")
+                self._add(key, (path, start + pos + _KEY_LENGTH + 1, newline - pos - _KEY_LENGTH - 1))
+            pos = newline + 1
+
+    def _add(self, key: str, where: Where) -> None:
+        known = self._index.get(key)
+        if known is not None:
+            self._other.setdefault(key, []).append(known)
+        self._index[key] = where
 
     def _load_legacy(self, key: str) -> tuple[ChatResponse | None, bool]:
         """An entry of the older one-file-per-entry layout, if this cache has any."""
@@ -173,10 +197,11 @@ class ResponseStore:
                 view = memoryview(line)
                 while view:
                     view = view[os.write(self._fd, view):]
+                end = os.lseek(self._fd, 0, os.SEEK_CUR)  # only this store appends to its pack
             except OSError:
-                self.close()  # what was written of the line is torn: the next entry starts a new pack
+                self._close_writer()  # what was written of the line is torn: the next entry starts a new pack
                 raise
-        self._index[key] = entry
+            self._add(key, (self._pack, end - len(entry) - 1, len(entry)))
 
     def _open_pack(self) -> None:
         os.makedirs(self.folder, exist_ok=True)
@@ -191,6 +216,12 @@ class ResponseStore:
         return Path(self._pack or self.folder)
 
     def close(self) -> None:
+        self._close_writer()
+        for fd in self._readers.values():
+            os.close(fd)
+        self._readers.clear()
+
+    def _close_writer(self) -> None:
         if self._fd >= 0 and self._pid == os.getpid():
             os.close(self._fd)
         self._fd, self._pack = -1, None
