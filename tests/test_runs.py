@@ -123,7 +123,16 @@ def make_run(root: Path, run_id: str, started: float, *, size: int = 100, status
 
 
 def make_entry(cache: Path, key: str, mtime: float, size: int = 50) -> Path:
-    path = cache / key[:2] / key[2:4] / f"{key}.json"
+    """A cache entry of the one-file-per-entry layout, ``size`` bytes, last written at ``mtime``."""
+    return make_cache_file(cache / key[:2] / key[2:4] / f"{key}.json", mtime, size)
+
+
+def make_pack(cache: Path, name: str, mtime: float, size: int = 80) -> Path:
+    """A cache pack file named ``name`` (host-pid-token.pack), last written at ``mtime``."""
+    return make_cache_file(cache / "packs" / "m-0123456789abcdef" / name, mtime, size)
+
+
+def make_cache_file(path: Path, mtime: float, size: int) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(b"y" * size)
     os.utime(path, (mtime, mtime))
@@ -165,14 +174,6 @@ def test_prune_by_age_removes_old_runs_and_cache_entries_and_dry_run_keeps_them(
     assert "removed run old" in done.stdout
     assert not old_run.exists() and not old_entry.exists() and not (cache / "aa").exists()
     assert new_run.exists() and new_entry.exists() and live.exists()
-
-
-def make_pack(cache: Path, name: str, mtime: float, size: int = 80) -> Path:
-    path = cache / "packs" / "m-0123456789abcdef" / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(b"y" * size)
-    os.utime(path, (mtime, mtime))
-    return path
 
 
 def test_prune_removes_old_cache_packs_but_not_one_a_live_process_writes(tmp_path):
