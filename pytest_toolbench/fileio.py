@@ -1,11 +1,12 @@
 """Atomic file writes: readers (other xdist workers, a later run) never see half a file; and
 :class:`PathLock`, a lock between processes that leaves no file behind.
 
-A write is one temporary file in the target's folder, then ``os.replace``. The response cache
-writes one entry per model call on the event loop, so the path is kept to bare syscalls: folders
-known to exist are remembered (``mkdir`` per write was the largest cost of a cache write), and the
-temporary name is this process's pid and a counter, opened with ``O_EXCL`` (``tempfile.mkstemp``
-draws random names and retries).
+A write is one temporary file in the target's folder, then ``os.replace``. Some writers write
+many small files (FamilyTool's extraction memo; the response cache did, one per model call, until
+it moved to pack files), so the path is kept to bare syscalls: folders known to exist are
+remembered (``mkdir`` per write was the largest cost of a cache write), and the temporary name is
+this process's pid and a counter, opened with ``O_EXCL`` (``tempfile.mkstemp`` draws random names
+and retries).
 """
 
 from __future__ import annotations
@@ -26,8 +27,8 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, *, durable: bo
     place.
 
     ``durable=False`` skips the fsync: for caches, where a power cut may at worst leave an
-    unreadable entry (read back as a miss), and an fsync per entry (milliseconds each, on the
-    event loop) would dominate a run's cost. Readers still never see half a
+    unreadable entry (read back as a miss), and an fsync per entry (milliseconds each) would
+    dominate a run's cost. Readers still never see half a
     file: the rename is atomic either way."""
     target = os.fspath(path)
     folder = os.path.dirname(target) or "."

@@ -32,6 +32,7 @@ from pytest_toolbench.models.base import (
 
 __all__ = ["CACHE_FORMAT", "CacheStats", "CachedModel", "ResponseStore", "cache_key", "served_marker"]
 
+
 @dataclass
 class CacheStats:
     hits: int = 0
