@@ -28,6 +28,7 @@ Entries of the older layout (``<key[:2]>/<key[2:4]>/<key>.json``) are still read
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import secrets
@@ -60,10 +61,23 @@ def safe_name(text: str, limit: int = 40) -> str:
     return _UNSAFE.sub("_", text)[:limit].strip("._") or "x"
 
 
+def _this_host() -> str:
+    return safe_name(socket.gethostname())
+
+
 def pack_owner(name: str) -> tuple[str, int] | None:
     """(host, pid) of the process that writes the pack named ``name``, None if not a pack name."""
     parts = name[: -len(PACK_SUFFIX)].rsplit("-", 2) if name.endswith(PACK_SUFFIX) else []
     return (parts[0], int(parts[1])) if len(parts) == 3 and parts[1].isdigit() else None
+
+
+def pack_writer_alive(name: str) -> bool:
+    """Whether the pack named ``name`` is still being written: its writer, named in the file
+    name, is a live process of this host (another host's cannot be asked; its age decides)."""
+    from pytest_toolbench.models.liveness import process_alive  # psutil: prune only, not a run's start
+
+    owner = pack_owner(name)
+    return owner is not None and owner[0] == _this_host() and process_alive(owner[1])
 
 
 class ResponseStore:
@@ -77,7 +91,7 @@ class ResponseStore:
         self._other: dict[str, list[Where]] = {}  # a key's further entries, rarely any
         self._readers: dict[str, int] = {}  # pack path -> a descriptor open for reading
         self._indexed: dict[str, int] = {}  # pack name -> bytes of it indexed (whole lines)
-        self._refreshed: float | None = None  # monotonic time of the last look at the packs
+        self._refreshed = -math.inf  # monotonic time of the last look at the packs
         self._legacy: bool | None = None  # whether the older layout's folders exist here
         self._lock = threading.Lock()
         self._fd = -1
@@ -89,7 +103,7 @@ class ResponseStore:
     def load(self, key: str) -> tuple[ChatResponse | None, bool]:
         """(response, unreadable): a missing entry is a plain miss, a broken one is flagged."""
         where = self._index.get(key)
-        if where is None and (self._refreshed is None or time.monotonic() - self._refreshed >= REFRESH_S):
+        if where is None and time.monotonic() - self._refreshed >= REFRESH_S:
             self._refresh()
             where = self._index.get(key)
         if where is None:
@@ -205,7 +219,7 @@ class ResponseStore:
 
     def _open_pack(self) -> None:
         os.makedirs(self.folder, exist_ok=True)
-        name = f"{safe_name(socket.gethostname())}-{os.getpid()}-{secrets.token_hex(4)}{PACK_SUFFIX}"
+        name = f"{_this_host()}-{os.getpid()}-{secrets.token_hex(4)}{PACK_SUFFIX}"
         path = os.path.join(self.folder, name)
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
         self._fd, self._pid, self._pack = os.open(path, flags, 0o644), os.getpid(), path

@@ -1,4 +1,5 @@
-"""Is the run's model server still alive? (No pytest import: the SDK process uses it too.)"""
+"""Is a process still alive: the run's model server, the writer of a run or of a cache pack?
+(No pytest import: the SDK process uses it too.)"""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ def process_alive(pid: int) -> bool:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return False
+    except psutil.AccessDenied:  # another user's process (a /proc mounted with hidepid)
+        return True
 
 
 def dead_server_check(pid: int | None) -> Callable[[], str | None] | None:

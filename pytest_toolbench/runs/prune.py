@@ -11,16 +11,14 @@ appending to (what it stored after the removal would be lost).
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
-import socket
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from pytest_toolbench.models.cache_store import PACK_SUFFIX, PACKS, pack_owner, safe_name
+from pytest_toolbench.models.cache_store import PACK_SUFFIX, PACKS, pack_writer_alive
 from pytest_toolbench.runs.record import read_index
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*$", re.IGNORECASE)
@@ -116,33 +114,14 @@ def collect(cache_dir: Path, runs_dir: Path, *, only: Kind | None = None) -> lis
             index = read_index(d)
             items.append(Item("run", d, mtime, size, live=index is not None and index.status == "running"))
     if only != "run" and Path(cache_dir).is_dir():
-        for f in sorted(Path(cache_dir).glob("??/??/*.json")):
+        root = Path(cache_dir)
+        for f in [*sorted(root.glob("??/??/*.json")), *sorted(root.glob(f"{PACKS}/*/*{PACK_SUFFIX}"))]:
             try:
                 st = f.stat()
             except OSError:
                 continue
-            items.append(Item("cache", f, st.st_mtime, st.st_size))
-        for f in sorted(Path(cache_dir).glob(f"{PACKS}/*/*{PACK_SUFFIX}")):
-            try:
-                st = f.stat()
-            except OSError:
-                continue
-            items.append(Item("cache", f, st.st_mtime, st.st_size, live=_pack_in_use(f.name)))
+            items.append(Item("cache", f, st.st_mtime, st.st_size, live=pack_writer_alive(f.name)))
     return items
-
-
-def _pack_in_use(name: str) -> bool:
-    """Whether the pack's writer, named in its file name, is a live process of this host."""
-    owner = pack_owner(name)
-    if owner is None or owner[0] != safe_name(socket.gethostname()):
-        return False
-    try:
-        os.kill(owner[1], 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's live process
-        return True
-    return True
 
 
 def plan(items: list[Item], *, older_than_s: float | None, max_size: int | None,

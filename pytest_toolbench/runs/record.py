@@ -239,12 +239,6 @@ def read_index(run_dir: Path) -> RunIndex | None:
 
 def _alive(index: RunIndex) -> bool:
     """Whether the process that wrote a ``running`` entry is still running (same host only)."""
-    if index.pid is None or index.host != socket.gethostname():
-        return False
-    try:
-        os.kill(index.pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    from pytest_toolbench.models.liveness import process_alive  # psutil: only when a run is listed
+
+    return index.pid is not None and index.host == socket.gethostname() and process_alive(index.pid)
