@@ -275,3 +275,184 @@ def test_a_killed_controllers_folder_is_removed_by_the_next_one(tmp_path: Path, 
         for proc in (killed, live):
             proc.kill()
             proc.wait(10)
+
+
+# --- kept between runs ---------------------------------------------------------------------------
+
+@pytest.fixture
+def kept_folder(tmp_path: Path):
+    """This user's folder of parsed files kept between runs, under a fresh cache folder."""
+    from pytest_toolbench.benchmarks import parsed_files
+
+    folder = parsed_files.keep_parsed_files(tmp_path / "cache")
+    assert folder == tmp_path / "cache" / "parsed" / f"u{os.geteuid()}"
+    try:
+        yield folder
+    finally:
+        parsed_files.stop_keeping()
+
+
+def test_a_later_run_reads_the_kept_parse_with_its_warnings(tmp_path: Path, kept_folder: Path) -> None:
+    data = tmp_path / "numbers.txt"
+    data.write_text("1\n-2\n")
+    first = CountingParser()
+    with pytest.warns(UserWarning, match="negative value"):
+        assert parsed_once(first)(data, 3) == [3, -6]
+    assert len(first.calls) == 1
+    assert (kept_folder.stat().st_mode & 0o777) == 0o700
+    assert len(list(kept_folder.glob("*.pickle"))) == 1
+    later = CountingParser()  # a new process: its own memo, same parser name
+    with pytest.warns(UserWarning, match="negative value"):
+        assert parsed_once(later)(tmp_path / "." / "numbers.txt", 3) == [3, -6]
+    assert later.calls == []
+    with pytest.warns(UserWarning):
+        assert parsed_once(later)(data, 2) == [2, -4]  # other arguments: parsed, kept apart
+    assert len(later.calls) == 1 and len(list(kept_folder.glob("*.pickle"))) == 2
+
+
+def test_a_kept_parse_is_redone_after_an_edit_or_a_code_change(
+    tmp_path: Path, kept_folder: Path, monkeypatch
+) -> None:
+    from pytest_toolbench.benchmarks import parsed_files
+
+    data = tmp_path / "numbers.txt"
+    data.write_text("1\n2\n")
+    assert parsed_once(CountingParser())(data) == [1, 2]
+    before = data.stat()
+    with open(data, "r+") as fh:  # the same size, inode and (set back) mtime: only ctime moves
+        fh.write("3\n4\n")
+    os.utime(data, ns=(before.st_atime_ns, before.st_mtime_ns))
+    later = CountingParser()
+    assert parsed_once(later)(data) == [3, 4]
+    assert len(later.calls) == 1
+    assert len(list(kept_folder.glob("*.pickle"))) == 1  # replaced, not added
+    assert parsed_once(again := CountingParser())(data) == [3, 4] and again.calls == []
+    monkeypatch.setattr(parsed_files, "code_identity", lambda: "another version of the package")
+    edited = CountingParser()
+    assert parsed_once(edited)(data) == [3, 4]
+    assert len(edited.calls) == 1
+
+
+def test_code_identity_moves_with_any_module_of_the_package(tmp_path: Path, monkeypatch) -> None:
+    from pytest_toolbench.benchmarks import parsed_files
+
+    package = tmp_path / "pkg"
+    (package / "benchmarks").mkdir(parents=True)
+    (package / "__init__.py").write_text("__version__ = '1'\n")
+    module = package / "benchmarks" / "schema.py"
+    module.write_text("X = 1\n")
+    fake = type(sys)("pytest_toolbench")
+    fake.__file__, fake.__version__ = str(package / "__init__.py"), "1"
+    monkeypatch.setitem(sys.modules, "pytest_toolbench", fake)
+    identities = []
+    for text in ("X = 1\n", "X = 22\n"):
+        module.write_text(text)
+        parsed_files.code_identity.cache_clear()
+        identities.append(parsed_files.code_identity())
+    parsed_files.code_identity.cache_clear()
+    assert identities[0] != identities[1]
+
+
+def test_errors_are_not_kept(tmp_path: Path, kept_folder: Path) -> None:
+    bad = tmp_path / "bad.txt"
+    bad.write_text("x\n")
+    for _ in range(2):
+        parser = CountingParser()
+        with pytest.raises(DatasetError, match="not an integer"):
+            parsed_once(parser)(bad)
+        assert len(parser.calls) == 1
+    assert list(kept_folder.iterdir()) == []
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root may write anywhere; the modes are what is checked")
+def test_nothing_is_unpickled_from_a_kept_file_or_folder_others_could_write(
+    tmp_path: Path, kept_folder: Path
+) -> None:
+    from pytest_toolbench.benchmarks import parsed_files
+
+    data = tmp_path / "numbers.txt"
+    data.write_text("5\n")
+    assert parsed_once(CountingParser())(data) == [5]
+    (kept,) = kept_folder.glob("*.pickle")
+    kept.chmod(0o666)  # anyone could have put a pickle here
+    parser = CountingParser()
+    assert parsed_once(parser)(data) == [5]
+    assert len(parser.calls) == 1
+    parsed_files.stop_keeping()
+    kept_folder.chmod(0o777)
+    assert parsed_files.keep_parsed_files(tmp_path / "cache") is None  # not private: not used
+    kept_folder.chmod(0o700)
+    link_cache = tmp_path / "link-cache"
+    (link_cache / "parsed").mkdir(parents=True)
+    (link_cache / "parsed" / f"u{os.geteuid()}").symlink_to(kept_folder)
+    assert parsed_files.keep_parsed_files(link_cache) is None  # a link: not used
+
+
+def test_a_kept_file_others_own_is_not_unpickled(tmp_path: Path, kept_folder: Path, monkeypatch) -> None:
+    """As root (who may write anywhere) the owner check is what guards: a kept file whose owner
+    is not this user is parsed again, never loaded."""
+    from pytest_toolbench.benchmarks import parsed_files
+
+    data = tmp_path / "numbers.txt"
+    data.write_text("6\n")
+    assert parsed_once(CountingParser())(data) == [6]
+    monkeypatch.setattr(parsed_files.os, "geteuid", lambda: os.getuid() + 12345)
+    parser = CountingParser()
+    assert parsed_once(parser)(data) == [6]
+    assert len(parser.calls) == 1
+
+
+def test_the_kept_folder_is_bounded_least_recently_used_first(
+    tmp_path: Path, kept_folder: Path, monkeypatch
+) -> None:
+    from pytest_toolbench.benchmarks import parsed_files
+
+    files = []
+    for i in range(3):
+        files.append(tmp_path / f"n{i}.txt")
+        files[-1].write_text("\n".join(["7"] * 200))
+        assert parsed_once(CountingParser())(files[-1])[:1] == [7]
+    kept = sorted(kept_folder.glob("*.pickle"), key=lambda f: f.stat().st_mtime_ns)
+    size = kept[0].stat().st_size
+    for age, f in enumerate(reversed(kept)):  # n0 newest, n2 oldest by use
+        os.utime(f, ns=(1, 10**18 - age * 10**9))
+    monkeypatch.setattr(parsed_files, "KEPT_MAX_BYTES", 3 * size + size // 2)
+    files.append(tmp_path / "n3.txt")
+    files[-1].write_text("\n".join(["8"] * 200))
+    assert parsed_once(CountingParser())(files[-1])[:1] == [8]
+    assert len(list(kept_folder.glob("*.pickle"))) == 3
+    assert not kept[0].exists()  # the least recently used went
+
+
+def test_prune_lists_and_removes_kept_parsed_files(tmp_path: Path, kept_folder: Path) -> None:
+    from pytest_toolbench.runs import prune
+
+    data = tmp_path / "numbers.txt"
+    data.write_text("1\n")
+    assert parsed_once(CountingParser())(data) == [1]
+    (kept,) = kept_folder.glob("*.pickle")
+    os.utime(kept, (1_000, 1_000))
+    items = prune.collect(tmp_path / "cache", tmp_path / "runs")
+    assert [i.path for i in items] == [kept]
+    removed = prune.plan(items, older_than_s=86400, max_size=None)
+    assert "1 kept parsed data file(s)" in prune.describe(removed, items, dry_run=True)
+    prune.apply(removed, tmp_path / "cache")
+    assert not kept.exists()
+
+
+def test_a_run_keeps_its_parsed_data_for_the_next(tmp_path: Path) -> None:
+    """The ToolHop suite's own run keeps the data it parsed in its cache folder, and a second run
+    over the same data scores the same."""
+    cache = tmp_path / "cache"
+    cmd = [sys.executable, "-m", "pytest", "suites/toolhop", "-p", "no:cacheprovider", "-q",
+           "-p", "no:randomly", "-n", "0", "--model", "oracle", "--cache-dir", str(cache),
+           "--runs-dir", str(tmp_path / "runs"), "--scenario", "direct"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+    outs = []
+    for _ in range(2):
+        proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300, env=env)
+        assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+        outs.append(proc.stdout.splitlines()[-1].split(" in ")[0])
+        kept = list((cache / "parsed" / f"u{os.geteuid()}").glob("*.pickle"))
+        assert len(kept) == 1
+    assert outs[0] == outs[1] and "passed" in outs[0]

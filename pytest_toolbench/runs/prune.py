@@ -2,7 +2,8 @@
 
 Items are whole run folders (``runs/<run_id>``) and the response cache's files: packs (one per
 process that stored replies, models/cache_store.py) and entries of the older one-file-per-entry
-layout. An item's age is its last write: the newest file in a run folder, the file's time for the
+layout, and the parsed data files kept between runs (benchmarks/parsed_files.py: this user's
+``parsed/u<uid>/*.pickle``, whose time is their last use). An item's age is its last write: the newest file in a run folder, the file's time for the
 cache. ``--older-than`` removes every item older than the limit; ``--max-size``
 then removes the oldest remaining items (runs and cache entries alike) until the total fits. A run
 whose process is still running is never removed, nor a pack that a process of this host is still
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from pytest_toolbench.benchmarks.parsed_files import KEPT_FOLDER
 from pytest_toolbench.models.cache_store import PACK_SUFFIX, PACKS, pack_writer_alive
 from pytest_toolbench.runs.record import read_index
 
@@ -115,7 +117,8 @@ def collect(cache_dir: Path, runs_dir: Path, *, only: Kind | None = None) -> lis
             items.append(Item("run", d, mtime, size, live=index is not None and index.status == "running"))
     if only != "run" and Path(cache_dir).is_dir():
         root = Path(cache_dir)
-        for f in [*sorted(root.glob("??/??/*.json")), *sorted(root.glob(f"{PACKS}/*/*{PACK_SUFFIX}"))]:
+        for f in [*sorted(root.glob("??/??/*.json")), *sorted(root.glob(f"{PACKS}/*/*{PACK_SUFFIX}")),
+                  *sorted(root.glob(f"{KEPT_FOLDER}/u*/*.pickle"))]:
             try:
                 st = f.stat()
             except OSError:
@@ -169,11 +172,15 @@ def describe(removed: list[Item], items: list[Item], *, dry_run: bool, now: floa
             lines.append(f"{verb} run {i.path.name} ({format_size(i.size)}, {days:.1f} days old)")
     cache = [i for i in removed if i.kind == "cache"]
     packs = [i for i in cache if i.path.name.endswith(PACK_SUFFIX)]
-    entries = [i for i in cache if not i.path.name.endswith(PACK_SUFFIX)]
+    parsed = [i for i in cache if i.path.parent.parent.name == KEPT_FOLDER]
+    entries = [i for i in cache if not i.path.name.endswith(PACK_SUFFIX) and i not in parsed]
     if packs:
         lines.append(f"{verb} {len(packs)} cache pack(s) ({format_size(sum(i.size for i in packs))})")
     if entries:
         lines.append(f"{verb} {len(entries)} cache entries ({format_size(sum(i.size for i in entries))})")
+    if parsed:
+        lines.append(f"{verb} {len(parsed)} kept parsed data file(s) "
+                     f"({format_size(sum(i.size for i in parsed))})")
     kept = [i for i in items if all(i is not r for r in removed)]
     lines.append(
         f"{verb} {len(removed)} item(s), {format_size(sum(i.size for i in removed))}; kept "

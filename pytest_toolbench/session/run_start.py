@@ -47,6 +47,7 @@ def configure_run(config: pytest.Config) -> ToolbenchState:
     share_parsed_files(config)
     try:
         settings = settings_from_config(config)
+        keep_parsed_files(config, settings)
         for gate in settings.gates:
             check_gate_names(parse_gate(gate), registry())
         from pytest_toolbench.compare.baseline import check_baseline_gates, load_baseline
@@ -99,6 +100,16 @@ def share_parsed_files(config: pytest.Config) -> None:
     elif is_xdist_controller(config) and starts_run(config):
         parsed_files.share_parsed_files()
         config.add_cleanup(parsed_files.stop_sharing)
+
+
+def keep_parsed_files(config: pytest.Config, settings: RunSettings) -> None:
+    """A process that runs toolbench cases keeps the data files it parses for the next run, in
+    the response cache's folder (benchmarks/parsed_files.py); a plain test session keeps none."""
+    if runs_tests(config) and has_toolbench_tests(config):
+        from pytest_toolbench.benchmarks import parsed_files
+
+        if parsed_files.keep_parsed_files(settings.cache_dir) is not None:
+            config.add_cleanup(parsed_files.stop_keeping)
 
 
 def check_alluredir(config: pytest.Config) -> None:
