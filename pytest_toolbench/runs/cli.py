@@ -42,7 +42,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     runs.set_defaults(func=cmd_runs)
 
     prune = subparsers.add_parser(
-        "prune", help="remove old run folders and response-cache entries",
+        "prune", help="remove old run folders, response-cache entries and kept parsed data",
         description="Remove run folders and response-cache entries older than --older-than, then "
                     "the oldest ones until the total is under --max-size. Running runs are kept.")
     _runs_dir_arg(prune)
