@@ -456,3 +456,7 @@ def test_a_run_keeps_its_parsed_data_for_the_next(tmp_path: Path) -> None:
         kept = list((cache / "parsed" / f"u{os.geteuid()}").glob("*.pickle"))
         assert len(kept) == 1
     assert outs[0] == outs[1] and "passed" in outs[0]
+    no_cache = tmp_path / "no-cache"
+    proc = subprocess.run([*cmd, "--no-cache", "--cache-dir", str(no_cache)], cwd=REPO,
+                          capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0 and not no_cache.exists()  # --no-cache: nothing written there

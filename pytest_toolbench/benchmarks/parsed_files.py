@@ -255,14 +255,16 @@ def _read_kept(place: tuple[Path, tuple[object, ...]] | None) -> _Entry | None:
             # In this user's private folder; a file another user owns or may write is not read.
             if st.st_uid != os.geteuid() or st.st_mode & 0o022 or not stat.S_ISREG(st.st_mode):
                 return None
-            kept = pickle.load(fh)
+            if pickle.load(fh) != stamp:  # the stamp first: a stale parse is never unpickled
+                return None
+            entry = pickle.load(fh)
     except Exception:  # not kept yet, or unreadable (a torn write, another version's classes)
         return None
-    if not (isinstance(kept, tuple) and len(kept) == 3 and kept[0] == stamp):
+    if not (isinstance(entry, tuple) and len(entry) == 2):
         return None
     with contextlib.suppress(OSError):
         os.utime(file)  # recently used: the size bound removes the others first
-    return kept[1], kept[2]
+    return entry
 
 
 def _write_kept(place: tuple[Path, tuple[object, ...]] | None, entry: _Entry) -> None:
@@ -271,8 +273,8 @@ def _write_kept(place: tuple[Path, tuple[object, ...]] | None, entry: _Entry) ->
     file, stamp = place
     try:
         # Whole or absent (a reader never sees half a file); no fsync: a lost file is parsed again.
-        atomic_write_bytes(file, pickle.dumps((stamp, *entry), protocol=pickle.HIGHEST_PROTOCOL),
-                           durable=False)
+        atomic_write_bytes(file, pickle.dumps(stamp, protocol=pickle.HIGHEST_PROTOCOL)
+                           + pickle.dumps(entry, protocol=pickle.HIGHEST_PROTOCOL), durable=False)
         _bound_kept(file.parent)
     except Exception:  # an item that does not pickle, a full disk: parsed again next run
         pass

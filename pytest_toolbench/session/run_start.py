@@ -104,8 +104,9 @@ def share_parsed_files(config: pytest.Config) -> None:
 
 def keep_parsed_files(config: pytest.Config, settings: RunSettings) -> None:
     """A process that runs toolbench cases keeps the data files it parses for the next run, in
-    the response cache's folder (benchmarks/parsed_files.py); a plain test session keeps none."""
-    if runs_tests(config) and has_toolbench_tests(config):
+    the response cache's folder (benchmarks/parsed_files.py); a plain test session keeps none,
+    nor does a run told ``--no-cache`` (it writes nothing into that folder)."""
+    if settings.use_cache and runs_tests(config) and has_toolbench_tests(config):
         from pytest_toolbench.benchmarks import parsed_files
 
         if parsed_files.keep_parsed_files(settings.cache_dir) is not None:
