@@ -1,13 +1,13 @@
 """``toolbench prune``: remove old run folders and response-cache entries by age or total size.
 
-Items are whole run folders (``runs/<run_id>``) and the response cache's files: packs (one per
-process that stored replies, models/cache_store.py) and entries of the older one-file-per-entry
-layout, and the parsed data files kept between runs (benchmarks/parsed_files.py: this user's
-``parsed/u<uid>/*.pickle``, whose time is their last use). An item's age is its last write: the newest file in a run folder, the file's time for the
-cache. ``--older-than`` removes every item older than the limit; ``--max-size``
-then removes the oldest remaining items (runs and cache entries alike) until the total fits. A run
-whose process is still running is never removed, nor a pack that a process of this host is still
-appending to (what it stored after the removal would be lost).
+Items are whole run folders (``runs/<run_id>``) and the cache folder's files: the response
+cache's packs (one per process that stored replies, models/cache_store.py) and entries of the older
+one-file-per-entry layout, and the parsed data files kept between runs (benchmarks/parsed_files.py:
+``parsed/u<uid>/*.pickle``, whose time is their last use). An item's age is its last write: the
+newest file in a run folder, the file's time for the cache. ``--older-than`` removes every item
+older than the limit; ``--max-size`` then removes the oldest remaining items (runs and cache files
+alike) until the total fits. A run whose process is still running is never removed, nor a pack
+that a process of this host is still appending to (what it stored after the removal would be lost).
 """
 
 from __future__ import annotations
