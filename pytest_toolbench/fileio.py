@@ -74,11 +74,14 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
-def file_version(path: str | os.PathLike[str]) -> tuple[str, int, int, int]:
-    """(resolved path, mtime, size, inode): what tells one version of a file from another, for
-    work done once per file version (parsing, checksums). OSError if it cannot be stat'ed."""
+def file_version(path: str | os.PathLike[str]) -> tuple[str, int, int, int, int, int]:
+    """(resolved path, mtime, ctime, size, inode, device): what tells one version of a file from
+    another, for work done once per file version (parsing, checksums, in a process or kept between
+    runs). The ctime because no tool can set it back: a rewrite that keeps mtime, size and inode
+    is still seen. OSError if it cannot be stat'ed."""
     stat = os.stat(path)
-    return os.path.realpath(path), stat.st_mtime_ns, stat.st_size, stat.st_ino
+    return (os.path.realpath(path), stat.st_mtime_ns, stat.st_ctime_ns, stat.st_size, stat.st_ino,
+            stat.st_dev)
 
 
 def indented_json(obj: Any) -> bytes:

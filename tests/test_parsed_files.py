@@ -65,12 +65,17 @@ def test_an_edited_or_replaced_file_is_parsed_again(tmp_path: Path) -> None:
     data.write_text("3\n4\n")  # same size: the mtime (forced here) tells it apart
     os.utime(data, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
     assert load(data) == [3, 4]
+    before = data.stat()
+    with open(data, "r+") as fh:  # the same size, inode and (set back) mtime: only ctime moves
+        fh.write("7\n8\n")
+    os.utime(data, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert load(data) == [7, 8]
     replacement = tmp_path / "other.txt"
     replacement.write_text("5\n6\n")
     os.utime(replacement, ns=(stat.st_atime_ns, data.stat().st_mtime_ns))
     replacement.replace(data)  # same size and mtime, new inode
     assert load(data) == [5, 6]
-    assert len(parser.calls) == 4
+    assert len(parser.calls) == 5
 
 
 def test_errors_are_not_cached_and_name_the_path_as_given(tmp_path: Path, monkeypatch) -> None:

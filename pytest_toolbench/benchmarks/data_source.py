@@ -124,7 +124,7 @@ def file_sha256(path: str | Path) -> str:
 
 
 @functools.lru_cache(maxsize=256)
-def _sha256_of_version(path: str, mtime_ns: int, size: int, inode: int) -> str:
+def _sha256_of_version(path: str, mtime_ns: int, ctime_ns: int, size: int, inode: int, device: int) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):

@@ -5,7 +5,7 @@ the cases, and a session fixture may read them a third time (Meta-Bench's tool l
 and validating is most of collection time on a large file, so every loader wraps its
 file parser in :func:`parsed_once`:
 
-* the key is the resolved path, the file's version (mtime, size, inode) and the parser's other
+* the key is the resolved path, the file's version (``fileio.file_version``) and the parser's other
   arguments, so an edited or replaced file is parsed again and two spellings of one path share;
 * the parser is always called with the path as the caller spelt it, so its error messages name
   the file the user gave; errors are not cached (the next load reports them again);
@@ -30,8 +30,7 @@ Between runs, each parsed file is also kept in the response cache's folder (:fun
 ``<cache-dir>/parsed/u<uid>``, private to its user like the run's folder), so a run over unchanged
 data does not parse it again: 1,000 ToolHop records cost ~0.1 s to parse and pack, 4 ms to unpickle.
 One file per (parser, data file, arguments), stamped with what must not have changed for the parse
-to hold: the data file's version with its ctime (no tool sets a ctime back, so a rewrite that keeps
-mtime, size and inode is still seen), and this package's code (every module's size and mtime), its
+to hold: the data file's version (``fileio.file_version``, the in-process key's), and this package's code (every module's size and mtime), its
 version and Python's and pydantic's. A stamp that differs is parsed afresh and the file replaced; the
 folder is kept under :data:`KEPT_MAX_BYTES`, least recently used first.
 """
@@ -74,7 +73,7 @@ def parsed_once(
     def load(path: str | Path, *args: P.args, **kwargs: P.kwargs) -> list[T]:
         path = Path(path)
         try:
-            key: Hashable = (file_version(path), args, tuple(sorted(kwargs.items())))
+            key = (file_version(path), args, tuple(sorted(kwargs.items())))
         except OSError:
             return parse(path, *args, **kwargs)  # the parser reports a missing file its own way
         with lock:
@@ -85,7 +84,7 @@ def parsed_once(
             name = _shared_name(parse, key)
             entry = _read_shared(name)
             if entry is None:
-                kept = _kept_place(parse, path, key)
+                kept = _kept_place(parse, key)
                 entry = _read_kept(kept)
                 if entry is None:
                     with warnings.catch_warnings(record=True) as notes:
@@ -170,10 +169,14 @@ def stop_sharing() -> None:
 def _shared_name(parse: Callable[..., object], key: Hashable) -> str | None:
     if _shared[0] is None:
         return None
-    # The parser by name (a worker's is another object): module-level parsers, one per name.
-    qualname = getattr(parse, "__qualname__", type(parse).__qualname__)
-    text = repr((parse.__module__, qualname, key))
+    text = repr((*_parser_id(parse), key))
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest() + ".pickle"
+
+
+def _parser_id(parse: Callable[..., object]) -> tuple[str, str]:
+    """The parser by name, as another process names it too (its function is another object there):
+    module-level parsers, one per name."""
+    return parse.__module__, getattr(parse, "__qualname__", type(parse).__qualname__)
 
 
 def _read_shared(name: str | None) -> _Entry | None:
@@ -228,21 +231,18 @@ def stop_keeping() -> None:
     _kept[0] = None
 
 
-def _kept_place(parse: Callable[..., object], path: Path, key: Hashable) -> tuple[Path, tuple[object, ...]] | None:
-    """Where the file's parse is kept and the stamp it must carry (None: nothing is kept)."""
+def _kept_place(parse: Callable[..., object],
+                key: tuple[tuple[str, int, int, int, int, int], tuple[object, ...], tuple[object, ...]],
+                ) -> tuple[Path, tuple[object, ...]] | None:
+    """Where the file's parse is kept (named by parser, path and arguments) and the stamp it must
+    carry (the file's version of the in-process key, and the code's); None: nothing is kept."""
     folder = _kept[0]
     if folder is None:
         return None
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    qualname = getattr(parse, "__qualname__", type(parse).__qualname__)
-    real, _mtime, _size, _inode = key[0]  # type: ignore[index]
-    name = hashlib.sha256(repr((parse.__module__, qualname, real, key[1:])).encode(
+    (real, *version), arguments = key[0], key[1:]
+    name = hashlib.sha256(repr((*_parser_id(parse), real, arguments)).encode(
         "utf-8", "surrogatepass")).hexdigest()[:40] + ".pickle"
-    stamp = (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino, st.st_dev, code_identity())
-    return folder / name, stamp
+    return folder / name, (*version, code_identity())
 
 
 def _read_kept(place: tuple[Path, tuple[object, ...]] | None) -> _Entry | None:

@@ -276,13 +276,14 @@ def file_sha256(path: str | Path) -> str:
 
 
 def measured(path: Path, counting: str) -> tuple[str, int | None]:
-    """(sha256, records) of ``path``, remembered in the cache per file version (path, mtime,
-    size, inode): a later run over an unchanged file neither hashes nor parses it again (a
-    20 MB JSON costs a quarter of a second); any change to the file measures it anew."""
-    real = os.path.realpath(path)
-    st = os.stat(real)
-    # ctime too: no tool can set it back, so a rewrite that keeps mtime and size is still seen
-    version = (real, st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
+    """(sha256, records) of ``path``, remembered in the cache per file version
+    (``fileio.file_version``: path, mtime, ctime, size, inode, device): a later run over an
+    unchanged file neither hashes nor parses it again (a 20 MB JSON costs a quarter of a second);
+    any change to the file measures it anew."""
+    from pytest_toolbench.fileio import atomic_write_text, file_version
+
+    version = file_version(path)
+    real = version[0]
     memo = cache.assets_cache() / "verified" / (hashlib.sha256(
         f"{real}\0{counting}".encode()).hexdigest()[:32] + ".json")
     try:
@@ -293,8 +294,6 @@ def measured(path: Path, counting: str) -> tuple[str, int | None]:
         pass
     sha, records = file_sha256(real), count_records(real, counting)
     try:
-        from pytest_toolbench.fileio import atomic_write_text
-
         atomic_write_text(memo, json.dumps({"path": version[0], "version": list(version[1:]),
                                             "counting": counting, "sha256": sha, "records": records}))
     except OSError:  # a read-only cache: measured again next time
