@@ -114,13 +114,17 @@ def test_a_new_pool_sweeps_only_folders_nobody_owns(base: Path, tmp_path: Path,
     dead_proc, dead = start_harness(base)
     try:
         # A run killed with its zygotes (the OOM killer, a kill of everything): nobody cleans up.
+        # Stopped first: a harness still running when its zygote dies sees the EOF and removes
+        # that zygote's folder itself (what it should do), which is not the case under test.
+        dead_proc.send_signal(signal.SIGSTOP)
         for pid in dead["zygotes"]:
             os.killpg(pid, signal.SIGKILL)
         dead_proc.kill()
         dead_proc.wait()
         assert wait_until(lambda: not any(alive(pid) for pid in dead["zygotes"]), 5.0)
         time.sleep(0.5)
-        assert all(os.path.isdir(f) for f in dead["folders"])  # left behind
+        left = sorted(str(p) for p in base.iterdir())
+        assert all(os.path.isdir(f) for f in dead["folders"]), left  # left behind
         locked_out = Path(dead["folders"][0]) / "deep"
         locked_out.mkdir()
         (locked_out / "f").write_text("x")
