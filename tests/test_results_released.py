@@ -1,7 +1,8 @@
 """A process lets go of each case's result once the test's last report is made: pytest keeps
 every item, and its terminal reporter every report, until the session ends, so a result left on
 either kept every transcript of the run in each xdist worker's memory. The controller still
-receives every result, and so does the report.
+receives every result, and so does the report; it holds each without the bulk the run's journal
+has (results/held_results.py).
 """
 
 from __future__ import annotations
@@ -35,9 +36,11 @@ def pytest_sessionfinish(session):
     carried = sum(1 for r in reports for name, _ in getattr(r, "user_properties", ())
                   if name == RESULT_PROPERTY)
     gc.collect()
-    alive = sum(1 for o in gc.get_objects() if type(o) is CaseResult)
+    alive = [o for o in gc.get_objects() if type(o) is CaseResult]
+    from pytest_toolbench.results.held_results import is_held
     with open(os.path.join(os.environ["PROBE_DIR"], worker + ".json"), "w") as f:
-        json.dump({"items": len(session.items), "held": held, "alive": alive,
+        json.dump({"items": len(session.items), "held": held, "alive": len(alive),
+                   "whole": sum(1 for o in alive if not is_held(o)),
                    "reports": len(reports), "carried": carried}, f)
 '''
 
@@ -65,3 +68,7 @@ def test_no_item_keeps_its_result_after_its_test(tmp_path: Path, workers: str) -
     assert sum(seen[name]["reports"] for name in ran) == 3 * 18  # every report kept was looked at
     if workers == "2":  # a worker keeps none alive (the controller holds them for its report)
         assert all(seen[w]["alive"] == 0 for w in ran), seen
+    # The controller holds every result without the bulk its journal has (results/held_results.py),
+    # yet the --toolbench-json report above holds them whole, transcripts included.
+    assert seen["controller"]["alive"] >= 18 and seen["controller"]["whole"] == 0, seen
+    assert all(case["transcript"] for case in json.loads(report.read_text())["cases"])

@@ -232,9 +232,27 @@ class HasReportTables(Protocol):
     """Optional: a benchmark whose paper reports more than per-scenario means (leaderboards,
     weighted overalls, tables laid out by split x hops) builds them from the scored results.
     Called once on the controller at session end with that benchmark's non-error and error
-    results alike (sorted by case id, so ``-n 0`` and ``-n 4`` give identical tables)."""
+    results alike (sorted by case id, so ``-n 0`` and ``-n 4`` give identical tables). Those
+    results carry no transcript; a benchmark that declares ``report_details`` (the ``details``
+    keys its tables read, :func:`details_read_at_session_end`) gets only those keys, and reading
+    another raises ``LeftInJournal`` (results/held_results.py)."""
 
     def report_tables(self, results: list[CaseResult]) -> list[ReportTable]: ...
+
+
+def details_read_at_session_end(bench: Any) -> tuple[str, ...] | None:
+    """The ``details`` keys ``bench.report_tables`` reads, from its ``report_details`` (a tuple
+    of key names): the controller holds only those (and the harness's own) of each result until
+    the session end, the rest stays in the run's journal (results/held_results.py). None (hold
+    every key) for a benchmark with report tables that declares nothing: one registered from
+    outside keeps working as it did. A declaration that is not a tuple of names is refused."""
+    declared = getattr(bench, "report_details", None)
+    if declared is None:
+        return None if isinstance(bench, HasReportTables) else ()
+    if not isinstance(declared, (tuple, list)) or not all(isinstance(k, str) for k in declared):
+        raise ValueError(f"{getattr(bench, 'name', bench)!r}: report_details must be a tuple of "
+                         f"details keys, got {declared!r}")
+    return tuple(declared)
 
 
 @runtime_checkable

@@ -171,6 +171,17 @@ def resolve_cases(data: dict[str, Any], report: Path) -> None:
     data["cases"] = cases
 
 
+def journal_cases(run_dir: Path) -> tuple[Path, dict[str, dict[str, Any]]]:
+    """The run's journal and its last JSON value per case id (a report's ``cases`` entries,
+    without a model per case); :class:`CaseStoreError` when it cannot be read."""
+    path = journal_path(run_dir)
+    try:
+        values = pydantic_core.from_json(journal_array(path)) if journal_files(path) else []
+    except (OSError, JournalError, PackedJournalError, ValueError) as exc:
+        raise CaseStoreError(f"cannot read the cases back from {path} ({exc})") from None
+    return path, {c.get("case_id"): c for c in values}
+
+
 def read_cases(run_dir: Path) -> list[CaseResult]:
     """The run's cases from its journal alone (a run killed before its report), report order."""
     results = {r.case_id: r for r in read_journal(journal_path(run_dir))}

@@ -30,6 +30,7 @@ from pytest_toolbench.results.case_result import CaseResult
 from pytest_toolbench.results.case_store import CASES_REF, result_order
 from pytest_toolbench.results.comparison import Comparison
 from pytest_toolbench.results.gates import GateVerdict
+from pytest_toolbench.results.held_results import is_held
 from pytest_toolbench.results.repeats import RepeatStats
 from pytest_toolbench.results.run_sections import (
     DataSourceEntry,
@@ -140,30 +141,38 @@ class RunRecord(BaseModel):
         """The model the run evaluated (its settings, else its cases' model)."""
         return self.run.model or next((c.model for c in self.cases if c.model), "")
 
-    def report_dict(self, cases_ref: dict[str, Any] | None = None) -> dict[str, Any]:
+    def report_dict(self, cases_ref: dict[str, Any] | None = None,
+                    cases: list[dict[str, Any]] | None = None) -> dict[str, Any]:
         """The JSON report's document: ``repeats``, ``baseline`` and ``run.endpoints`` only when
         the run had them. NaN stays a float (the report writes it as the stdlib would).
         ``cases_ref``: the run folder's report, whose cases are in the run's journal
-        (results/case_store.py): that reference stands where ``cases`` would."""
+        (results/case_store.py): that reference stands where ``cases`` would. ``cases``: the
+        cases already as JSON values (results/held_results.py ``whole_cases``), in their place."""
         exclude: dict[str, Any] = {k: True for k in ("repeats", "baseline") if getattr(self, k) is None}
         run_exclude = {k for k in ("endpoints", "data") if getattr(self.run, k) is None}
         if run_exclude:
             exclude["run"] = run_exclude
-        if cases_ref is None:
+        if cases_ref is None and cases is None:
+            if any(is_held(c) for c in self.cases):  # their bulk is in the journal alone
+                raise ValueError("a record holding the controller's held results cannot write its "
+                                 "cases inline: pass them whole (results/held_results.py)")
             return self.model_dump(mode="json", exclude=exclude)
+        slot = (CASES_REF, cases_ref) if cases_ref is not None else ("cases", cases)
         doc = self.model_dump(mode="json", exclude={**exclude, "cases": True})
         out: dict[str, Any] = {}
-        for key, value in doc.items():  # the reference where "cases" was: after the gates
+        for key, value in doc.items():  # in the place of "cases": after the gates
             out[key] = value
             if key == "gates":
-                out[CASES_REF] = cases_ref
+                out[slot[0]] = slot[1]
         return out
 
-    def to_json(self, cases_ref: dict[str, Any] | None = None) -> bytes:
-        """The JSON report: indented, UTF-8, NaN kept as the stdlib writes it (fileio.py). The
-        encoder writes DEL, C1 and bidi controls raw; they are ``\\u`` escapes here, so ``cat``
-        or an editor shows a dataset's or model's text as stored, not reordered or acted on."""
-        return safe_json_bytes(indented_json(self.report_dict(cases_ref)))
+    def to_json(self, cases_ref: dict[str, Any] | None = None,
+                cases: list[dict[str, Any]] | None = None) -> bytes:
+        """The JSON report (:meth:`report_dict`): indented, UTF-8, NaN kept as the stdlib writes
+        it (fileio.py). The encoder writes DEL, C1 and bidi controls raw; they are ``\\u``
+        escapes here, so ``cat`` or an editor shows a dataset's or model's text as stored, not
+        reordered or acted on."""
+        return safe_json_bytes(indented_json(self.report_dict(cases_ref, cases)))
 
     def write(self, path: str | Path, encoded: bytes | None = None) -> Path:
         """Write the JSON report atomically (a CI step never reads half a report): the one

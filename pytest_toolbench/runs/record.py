@@ -18,6 +18,7 @@ import os
 import socket
 import time
 from pathlib import Path
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Iterable, Literal
 
 from pydantic import BaseModel, Field, ValidationError
@@ -182,12 +183,17 @@ def _base_id(case: CaseResult) -> str:
     return case.case_id[: -len(suffix)] if suffix and case.case_id.endswith(suffix) else case.case_id
 
 
-def save_report(run_dir: Path, record: RunRecord, *, cases_in_journal: bool) -> RunIndex:
+def save_report(run_dir: Path, record: RunRecord, *, cases_in_journal: bool,
+                cases: Callable[[], list[dict[str, Any]]] | None = None) -> RunIndex:
     """Write ``report.json`` (the ``--toolbench-json`` document, by the record's one JSON writer)
     and the final ``run.json``. ``cases_in_journal``: the run's journal holds every case of the
-    record, so the report names it instead of repeating them (results/case_store.py)."""
-    ref = case_store.cases_reference(len(record.cases)) if cases_in_journal else None
-    record.write(run_dir / REPORT_NAME, record.to_json(ref))
+    record, so the report names it instead of repeating them (results/case_store.py); else
+    ``cases`` gives them as JSON values (the controller's: results/held_results.py)."""
+    if cases_in_journal:
+        encoded = record.to_json(case_store.cases_reference(len(record.cases)))
+    else:
+        encoded = record.to_json(cases=cases() if cases is not None else None)
+    record.write(run_dir / REPORT_NAME, encoded)
     index = index_from_report(record, run_dir)
     write_index(run_dir, index)
     return index

@@ -22,13 +22,14 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_toolbench.benchmarks import registry
-from pytest_toolbench.benchmarks.base import Case
+from pytest_toolbench.benchmarks.base import Case, details_read_at_session_end
 from pytest_toolbench.exitcodes import ToolbenchExit
 from pytest_toolbench.report import progress
 from pytest_toolbench import output_errors
 from pytest_toolbench.results.case_result import CaseResult, Outcome
 from pytest_toolbench.results.gates import GateVerdict, exit_status, parse_gate
 from pytest_toolbench.results import case_store
+from pytest_toolbench.results.held_results import SESSION_END_DETAILS, held, whole_cases
 from pytest_toolbench.results.safe_text import safe_text
 from pytest_toolbench.output_errors import OutputFailure
 from pytest_toolbench.session.selection import load_all_cases
@@ -83,6 +84,10 @@ class ControllerHooks:
         self._unrecorded_verdicts: list[GateVerdict] = []
         self._late_verdicts: list[GateVerdict] = []
         self._gates_printed = False
+        #: Benchmark -> the details keys held of its results (:meth:`_held_keys`).
+        self._held_details: dict[str, frozenset[str] | None] = {}
+        #: The record's cases whole, as JSON values, for a report that holds them inline.
+        self._cases_json: list[dict[str, Any]] | None = None
 
     @property
     def verdicts(self) -> list[GateVerdict]:
@@ -145,9 +150,23 @@ class ControllerHooks:
     def _add_result(self, report: pytest.TestReport, result: CaseResult, text: str | None) -> None:
         self.st.results[result.case_id] = result
         progress.add_result(self.config, result)
-        self._journal(result, text)
+        if self._journal(result, text):  # from here on the journal holds its bulk
+            self.st.results[result.case_id] = held(result, self._held_keys(result.benchmark))
         if self.st.settings.gates and report.failed:
             self._let_gates_decide(report, result)
+
+    def _held_keys(self, benchmark: str) -> frozenset[str] | None:
+        """The ``details`` keys the session end reads of ``benchmark``'s results (None: all of
+        them: a benchmark that does not say which its report tables read, or says it wrongly)."""
+        if benchmark not in self._held_details:
+            bench = registry().get(benchmark)
+            try:
+                declared = details_read_at_session_end(bench) if bench is not None else None
+            except ValueError:
+                declared = None
+            self._held_details[benchmark] = (None if declared is None
+                                             else frozenset((*SESSION_END_DETAILS, *declared)))
+        return self._held_details[benchmark]
 
     def _crashed_case(self, report: pytest.TestReport) -> bool:
         """A node whose xdist worker died under it: remembered, and at the session end its case
@@ -181,12 +200,12 @@ class ControllerHooks:
                 self.st.results[case_id] = result
                 self._journal(result)
 
-    def _journal(self, result: CaseResult, text: str | None = None) -> None:
+    def _journal(self, result: CaseResult, text: str | None = None) -> bool:
         """Append to the run's journal (``text``: the result's JSON as a worker sent it, written
-        as it is); a failed write (full disk, EIO...) stops the run."""
+        as it is); a failed write (full disk, EIO...) stops the run. True once written."""
         st = self.st
         if any(f.what == "results journal" for f in st.output_failures):
-            return  # stopping already: the journal is not written past its failure
+            return False  # stopping already: the journal is not written past its failure
         try:
             if st.journal is None:
                 st.journal = case_store.run_journal(run_dir_of(st))
@@ -197,6 +216,8 @@ class ControllerHooks:
         except OSError as exc:
             path = case_store.journal_path(run_dir_of(st))  # only named on failure: two Paths a case
             self._stop_on_output_failure(OutputFailure.of("results journal", path, exc))
+            return False
+        return True
 
     def _stop_on_output_failure(self, failure: OutputFailure) -> None:
         """Stop the run at once with one line naming the file and the error (exit OUTPUT_ERROR):
@@ -356,13 +377,14 @@ class ControllerHooks:
         # Its cases are the journal's (stored once, results/case_store.py) unless the journal
         # lost one; --toolbench-json, a file a user moves on its own, holds them inline.
         folder = run_dir_of(st)
-        self._write_output("run folder's report", folder / "report.json",
-                           lambda: save_report(folder, record, cases_in_journal=self._journal_whole))
+        self._write_output("run folder's report", folder / "report.json", lambda: save_report(
+            folder, record, cases_in_journal=self._journal_whole, cases=self._whole_cases))
         if st.settings.json_path:
             json_path = Path(st.settings.json_path)
             if len(st.output_failures) > failed_before:
                 self._note_output_failures(session, record)
-            self._write_output("JSON report", json_path, lambda: record.write(json_path))
+            self._write_output("JSON report", json_path, lambda: record.write(
+                json_path, record.to_json(cases=self._whole_cases())))
         if st.settings.md_path:
             from pytest_toolbench.report.markdown_report import write_markdown_report
 
@@ -373,6 +395,14 @@ class ControllerHooks:
         self._write_output("plots or Allure files", folder, lambda: write_plots_and_allure(
             self.config, record, full_summary, run_dir=folder, data_sources=st.data_sources,
             backend=st.settings.resolved_backend))
+
+    def _whole_cases(self) -> list[dict[str, Any]]:
+        """The record's cases whole, as JSON values, for a report that holds them inline: the
+        held ones (results/held_results.py) read back from the run's journal, once."""
+        if self._cases_json is None:
+            assert self.record is not None
+            self._cases_json = whole_cases(self.record.cases, run_dir_of(self.st))
+        return self._cases_json
 
     def _end(self, pytest_status: int, missing: list[str]) -> RunEnd:
         from pytest_toolbench.session.run_end import RunEnd
@@ -405,7 +435,7 @@ class ControllerHooks:
         that leaves the other reports unwritten."""
         try:
             write()
-        except OSError as exc:
+        except (OSError, case_store.CaseStoreError) as exc:  # the latter: held cases unreadable
             failure = OutputFailure.of(what, path, exc)
             if failure not in self.st.output_failures:
                 self.st.output_failures.append(failure)

@@ -85,6 +85,9 @@ class ToyBenchmark:
     def make_runner(self, env: BenchmarkEnv) -> ToyRunner:
         return ToyRunner(env.options(self), Sampling(temperature=0.0, max_tokens=64))
 
+    #: The ``details`` keys report_tables reads: none (the controller then holds none).
+    report_details: tuple[str, ...] = ()
+
     def report_tables(self, results: list[CaseResult]) -> list[ReportTable]:
         scored = [r for r in results if not r.is_error]
         topics = sorted({str(r.labels["topic"]) for r in scored})

@@ -154,6 +154,8 @@ class FamilyToolBenchmark:
     )
     headline = HEADLINE
     breakdown_labels: tuple[str, ...] = ("split", "hops")
+    #: report_tables reads no ``details`` key: the controller holds none.
+    report_details: tuple[str, ...] = ()
     label_markers: dict[str, str] = {
         "split": "name", "hops": "n", "step": "name", "kg": "mode", "extraction": "method",
     }

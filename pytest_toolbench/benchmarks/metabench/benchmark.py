@@ -94,6 +94,8 @@ class MetaBenchBenchmark:
     )
     headline = HEADLINE
     breakdown_labels: tuple[str, ...] = ()
+    #: The ``details`` keys report_tables reads (tables.py); the controller holds no other.
+    report_details: tuple[str, ...] = ("retriever", "fmd_unit", "embedder", "alpha")
     label_markers: dict[str, str] = {"category": "name", "difficulty": "name", "world": "name"}
 
     # --- data ---------------------------------------------------------------------------------

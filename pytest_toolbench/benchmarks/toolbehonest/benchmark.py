@@ -78,6 +78,8 @@ class ToolBeHonestBenchmark:
              "-: level not in this run (the Overall then pools the levels that ran)",
     ),))
     breakdown_labels: tuple[str, ...] = ("subtask",)
+    #: The ``details`` keys report_tables reads (report.py); the controller holds no other.
+    report_details: tuple[str, ...] = ("matching_score", "condition")
     label_markers: dict[str, str] = {"level": "n", "subtask": "name", "solvable": "value"}
 
     # --- data ---------------------------------------------------------------------------------

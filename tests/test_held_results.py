@@ -1,0 +1,149 @@
+"""The controller holds each journalled result without its bulk (results/held_results.py): what
+scoring reads stays, what it does not is read back from the journal for a report that holds the
+cases inline, and a reader of the left bulk fails loudly instead of reading nothing. The worker
+journals' merge validates only the lines of cases the controller lacks."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pytest_toolbench.results import case_store
+from pytest_toolbench.results.aggregate import RunMetrics
+from pytest_toolbench.results.case_result import CaseResult, Outcome
+from pytest_toolbench.results.held_results import (
+    SESSION_END_DETAILS,
+    LeftInJournal,
+    held,
+    is_held,
+    whole_cases,
+)
+from pytest_toolbench.results.journal import JournalError, _line_case_id, recover_missing
+from pytest_toolbench.results.run_record import RunInfo, RunRecord
+from pytest_toolbench.results.safe_text import safe_json_bytes
+
+#: What the session end would read of these results: the harness's own keys and a table's one.
+KEEP = frozenset((*SESSION_END_DETAILS, "retriever", "cut_replies"))
+PROMPT = [{"role": "system", "content": "graph " * 400}, {"role": "user", "content": "who?"}]
+
+
+def result(i: int, **update: object) -> CaseResult:
+    base = CaseResult(
+        case_id=f"familytool-b-{i}-extract-gs", benchmark="familytool", scenario="extract-gs",
+        outcome=Outcome.PASSED, labels={"hops": 2}, values={"em": 1.0, "nan": float("nan")},
+        details={"extraction": {"prompt": PROMPT, "raw_output": "KG.search(...)"},
+                 "endpoints": {"http://127.0.0.1:1/v1": {"requests": 1, "errors": 0}},
+                 "retriever": "faiss", "cut_replies": None, "long_name": "n" * 2000,
+                 "short_note": "n"},
+        transcript=PROMPT, failure_message="\u202e bidi", latency_s=0.5)
+    return base.model_copy(update=update)
+
+
+def test_a_held_result_keeps_what_the_session_end_reads_and_refuses_reads_of_the_rest():
+    whole = result(1)
+    kept = held(whole, KEEP)
+    assert is_held(kept) and not is_held(whole)
+    assert (kept.values, kept.labels, kept.outcome, kept.latency_s, kept.failure_message) == (
+        whole.values, whole.labels, whole.outcome, whole.latency_s, whole.failure_message)
+    # The keys the session end reads stay (endpoint totals, a table's retriever), short or long.
+    assert kept.details["endpoints"] == whole.details["endpoints"]
+    assert kept.details.get("retriever") == "faiss" and kept.details.get("cut_replies") is None
+    assert kept.details.get("absent", 7) == 7 and "absent" not in kept.details
+    # Any other is in the journal only, short or long: reading one raises, and says where it is.
+    for key in ("extraction", "long_name", "short_note"):
+        assert key in kept.details
+        with pytest.raises(LeftInJournal, match="journal.*report_details"):
+            kept.details[key]
+        with pytest.raises(LeftInJournal):
+            kept.details.get(key)
+    for read in (len, bool, list, lambda t: t[0]):
+        with pytest.raises(LeftInJournal, match="transcript"):
+            read(kept.transcript)
+    # The result itself (a test's teardown may still read it) is untouched.
+    assert whole.transcript == PROMPT and whole.details["extraction"]["prompt"] == PROMPT
+    # A benchmark that does not say what its tables read keeps every key; no transcript still.
+    every = held(whole, None)
+    assert is_held(every) and every.details == whole.details
+    with pytest.raises(LeftInJournal):
+        len(every.transcript)
+
+
+def test_a_benchmark_s_declared_keys_are_checked():
+    from pytest_toolbench.benchmarks import registry
+    from pytest_toolbench.benchmarks.base import details_read_at_session_end
+
+    declared = {name: details_read_at_session_end(b) for name, b in registry().items()}
+    assert declared["metabench"] == ("retriever", "fmd_unit", "embedder", "alpha")
+    assert declared["toolhop"] == () and declared["familytool"] == ()
+
+    class Tables:
+        name = "outside"
+
+        def report_tables(self, results):
+            return []
+
+    assert details_read_at_session_end(Tables()) is None  # says nothing: holds every key
+    bad = Tables()
+    bad.report_details = "retriever"  # type: ignore[attr-defined]
+    with pytest.raises(ValueError, match="'outside': report_details must be a tuple"):
+        details_read_at_session_end(bad)
+
+
+def record_of(cases: list[CaseResult]) -> RunRecord:
+    return RunRecord.build(run=RunInfo(), metrics=RunMetrics(scenarios=[]), cases=cases)
+
+
+def test_a_report_with_inline_cases_reads_the_held_ones_back_from_the_journal(tmp_path: Path):
+    results = [result(i) for i in range(3)] + [result(3, outcome=Outcome.ERROR)]
+    with case_store.run_journal(tmp_path) as journal:
+        for r in results[:3]:
+            journal.append_json(r.model_dump_json())
+    # The last one never reached the journal (its write failed): it is held whole.
+    mixed = [held(r, KEEP) for r in results[:3]] + [results[3]]
+    record = record_of(mixed)
+    with pytest.raises(ValueError, match="held"):  # never silently without the bulk
+        record.to_json()
+    expected = json.loads(record_of(results).to_json())
+    got = json.loads(record.to_json(cases=whole_cases(record.cases, tmp_path)))
+    assert got["cases"][0]["transcript"] == PROMPT
+    assert json.dumps(got, sort_keys=True) == json.dumps(expected, sort_keys=True)
+    assert list(got) == list(expected)  # "cases" in its place
+
+
+def test_a_held_case_the_journal_lost_is_a_clear_error(tmp_path: Path):
+    with case_store.run_journal(tmp_path) as journal:
+        journal.append_json(result(0).model_dump_json())
+    with pytest.raises(case_store.CaseStoreError, match=r"results.jsonl: the journalled case "
+                                                         r"familytool-b-1-extract-gs"):
+        whole_cases([held(result(0), KEEP), held(result(1), None)], tmp_path)
+    assert whole_cases([result(5)], tmp_path)[0]["case_id"] == "familytool-b-5-extract-gs"
+
+
+def test_the_merge_validates_only_the_cases_the_controller_lacks(tmp_path: Path):
+    with case_store.worker_journal(tmp_path, "gw0") as worker:
+        worker.append(result(1))
+        worker.append(result(2, outcome=Outcome.FAILED))
+    path = case_store.worker_journal_paths(tmp_path)[0]
+    lines = path.read_bytes().splitlines()
+    # A line of a case the controller has is not validated: corrupt it past its case id.
+    path.write_bytes(lines[0][:200] + b"\n" + lines[1] + b"\n")
+    received = {"familytool-b-1-extract-gs": held(result(1), KEEP)}
+    assert recover_missing([path], received) == 1
+    assert is_held(received["familytool-b-1-extract-gs"])  # not replaced by the journal's
+    assert received["familytool-b-2-extract-gs"].outcome is Outcome.FAILED
+    assert received["familytool-b-2-extract-gs"].transcript == PROMPT
+    # The same corrupt line for a case it lacks is corruption, named by file and line.
+    with pytest.raises(JournalError, match=r"worker-gw0.jsonl:1: invalid journal record"):
+        recover_missing([path], {})
+
+
+def test_a_line_s_case_id_is_read_as_json_reads_it():
+    tricky = result(1, case_id='a"b\\c\u202e\u00e9-r1')
+    line = safe_json_bytes(tricky.model_dump_json().encode())
+    assert _line_case_id(line) == tricky.case_id
+    # A line written otherwise (keys reordered, spaces) is not guessed at: validated whole.
+    assert _line_case_id(b'{"benchmark": "x", "case_id": "c1"}') is None
+    assert _line_case_id(b'{ "case_id": "c1"}') is None
+    assert _line_case_id(b'{"case_id":"c1"}') == "c1"
