@@ -147,3 +147,20 @@ def test_a_line_s_case_id_is_read_as_json_reads_it():
     assert _line_case_id(b'{"benchmark": "x", "case_id": "c1"}') is None
     assert _line_case_id(b'{ "case_id": "c1"}') is None
     assert _line_case_id(b'{"case_id":"c1"}') == "c1"
+
+
+def test_the_merge_reads_a_worker_journal_a_line_at_a_time_as_journal_lines_reads_it(tmp_path: Path):
+    from pytest_toolbench.results.journal import _streamed_lines, journal_lines
+
+    with case_store.worker_journal(tmp_path, "gw1") as worker:
+        for i in range(3):
+            worker.append(result(i))
+    path = case_store.worker_journal_paths(tmp_path)[0]
+    with path.open("ab") as f:  # a worker killed while writing its last line
+        f.write(b'\n{"case_id":"familytool-b-9-extract-gs","bench')
+    with pytest.warns(UserWarning, match=r"worker-gw1.jsonl:5: skipping a truncated last journal line"):
+        expected = journal_lines(path)
+    with pytest.warns(UserWarning, match=r"worker-gw1.jsonl:5: skipping a truncated last journal line"):
+        assert list(_streamed_lines(path)) == expected
+    with pytest.warns(UserWarning):
+        assert recover_missing([path], {}) == 3

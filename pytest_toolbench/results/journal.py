@@ -475,7 +475,7 @@ def recover_missing(journals: list[Path], results: dict[str, CaseResult]) -> int
     """
     recovered = 0
     for path in sorted(journals):
-        for where, lineno, line in journal_lines(path):
+        for where, lineno, line in _streamed_lines(Path(path)):
             # Only the lines of cases it lacks are validated: the others (all of them, in a run
             # whose reports all arrived) would be every result of the run whole in memory again.
             if _line_case_id(line) in results:
@@ -488,6 +488,25 @@ def recover_missing(journals: list[Path], results: dict[str, CaseResult]) -> int
                 results[result.case_id] = result
                 recovered += 1
     return recovered
+
+
+def _streamed_lines(path: Path) -> Iterator[tuple[str, int, bytes]]:
+    """:func:`journal_lines`, read a line at a time when the journal is one plain file (a
+    worker's, which never compacts): a long run's worker journals are gigabytes, which the
+    session end's merge must not hold in memory at once. Any other journal: as journal_lines."""
+    if len(journal_files(path)) != 1 or not path.exists():
+        yield from journal_lines(path)
+        return
+    with open(path, "rb") as f:
+        for lineno, line in enumerate(f, start=1):
+            if not line.endswith(b"\n"):  # the last line, torn: as _whole_lines says it
+                if line.strip():
+                    warnings.warn(f"{path}:{lineno}: skipping a truncated last journal line "
+                                  f"({len(line)} bytes; the run was interrupted while writing it)",
+                                  stacklevel=3)
+                return
+            if line.strip():
+                yield str(path), lineno, line[:-1]
 
 
 #: A journal line as ``CaseResult.model_dump_json`` writes it: the case id first.
