@@ -17,8 +17,8 @@ from __future__ import annotations
 import os
 import socket
 import time
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Literal
 
 from pydantic import BaseModel, Field, ValidationError
