@@ -61,6 +61,14 @@ def test_a_held_result_keeps_what_the_session_end_reads_and_refuses_reads_of_the
     for read in (len, bool, list, lambda t: t[0]):
         with pytest.raises(LeftInJournal, match="transcript"):
             read(kept.transcript)
+    # Every key at once cannot be given without the left ones: none is.
+    for every_key in (len, bool, list, dict, lambda d: d.items(), lambda d: d.values(),
+                      lambda d: d.keys(), lambda d: [k for k in d]):
+        with pytest.raises(LeftInJournal, match="every key of details"):
+            every_key(kept.details)
+    # Nothing left (the session end reads every key a ToolHop result has): a plain dict.
+    nothing_left = held(result(2, details={"endpoints": {}}), KEEP)
+    assert dict(nothing_left.details) == {"endpoints": {}} and len(nothing_left.details) == 1
     # The result itself (a test's teardown may still read it) is untouched.
     assert whole.transcript == PROMPT and whole.details["extraction"]["prompt"] == PROMPT
     # A benchmark that does not say what its tables read keeps every key; no transcript still.

@@ -63,6 +63,27 @@ class HeldDetails(dict[str, Any]):
     def __contains__(self, key: object) -> bool:
         return key in self.left or super().__contains__(key)
 
+    # Every key, or how many: the left ones cannot be given, so none is (a silent partial view is
+    # what this class exists to prevent). Nothing is left: the plain dict's answer.
+    def __iter__(self) -> Iterator[str]:
+        if self.left:
+            _left("every key of details")
+        return super().__iter__()
+
+    def __len__(self) -> int:
+        if self.left:
+            _left("every key of details")
+        return super().__len__()
+
+    def keys(self) -> Any:
+        return iter(self) and super().keys()
+
+    def items(self) -> Any:
+        return iter(self) and super().items()
+
+    def values(self) -> Any:
+        return iter(self) and super().values()
+
 
 class HeldTranscript(list[dict[str, Any]]):
     """A held result's transcript: in the journal only; any read raises."""
