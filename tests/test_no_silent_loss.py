@@ -318,6 +318,8 @@ def test_a_disk_that_fills_mid_run_stops_it_with_one_line_and_leaves_no_torn_jou
     assert report["partial"] is True and report["run"]["exit_status"] == ToolbenchExit.OUTPUT_ERROR
     assert any(str(journal) in e and "ENOSPC" in e for e in report["run"]["output_errors"])
     assert len(report["cases"]) + len(report["missing_cases"]) == N and report["missing_cases"]
+    # Whole, transcripts included: those the controller held were read back from the journal.
+    assert all(c["transcript"] for c in report["cases"])
     # The journal ends on a whole line, holds only results the report has, and takes new ones
     # once space is back (what a later run reading it relies on).
     raw = journal.read_bytes()
