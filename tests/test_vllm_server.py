@@ -339,9 +339,10 @@ def _wait_until_running(server: VLLMServer, timeout_s: float,
     return False
 
 
-def _slow_refusal_facts(server: VLLMServer, error: BaseException, waited: float) -> str:
+def _slow_refusal_facts(server: VLLMServer, error: BaseException, waited: float, cpu: float) -> str:
     """What a request to a dead server met when it took long to fail: its cause chain, who
-    listened on the port then, the server's group still alive and the load."""
+    listened on the port then, the server's group still alive, the load and the CPU time the
+    requesting thread used meanwhile."""
     causes, cause = [], error
     while cause is not None:
         causes.append(repr(cause))
@@ -352,7 +353,8 @@ def _slow_refusal_facts(server: VLLMServer, error: BaseException, waited: float)
                      if c.laddr and c.laddr.port == port]
     except psutil.Error as exc:
         listeners = [repr(exc)]
-    return (f"refused after {waited:.1f} s; causes {causes}; on port {port}: {listeners}; "
+    return (f"refused after {waited:.1f} s ({cpu:.2f} s of the thread's CPU); causes {causes}; "
+            f"on port {port}: {listeners}; "
             f"group alive: {_group_alive(server.pid)}; load average {os.getloadavg()}")
 
 
@@ -483,13 +485,18 @@ def test_killed_server_is_detected_and_requests_fail_fast(tiny_model_path: Path,
         while server.is_alive() and time.monotonic() < deadline:
             time.sleep(0.05)
         assert not server.is_alive()
-        t0 = time.monotonic()
+        t0, cpu0 = time.monotonic(), time.thread_time()
         with pytest.raises(openai.APIConnectionError) as refused:
             client.chat.completions.create(model="tiny", messages=[{"role": "user", "content": "hi"}])
-        waited = time.monotonic() - t0
-        # Twice in many runs (make test beside four busy processes) this took ~20 s, never
-        # reproduced alone or under load: the message says what the port and the group held then.
-        assert waited < 5, _slow_refusal_facts(server, refused.value, waited)
+        waited, cpu = time.monotonic() - t0, time.thread_time() - cpu0
+        # What this guards: a dead server fails a request at once, not at the client's 600 s
+        # timeout. Quiet it takes milliseconds. Three times in many runs it took 8.5-20 s: once in
+        # CI with the diagnostics below, a genuine ECONNREFUSED with nobody on the port, while the
+        # dead server's engine core and worker computed on (they outlive it by 20-30 s) and the
+        # load average stood at 8 on 2 cores. Why the wait is that long is not established (the
+        # message now also gives this thread's CPU time); a bound a tenth of the timeout still
+        # tells a refusal from a hang.
+        assert waited < 60, _slow_refusal_facts(server, refused.value, waited, cpu)
     # stop() (from __exit__) also cleared what the dead API server left behind (its engine core)
     assert _group_alive(server.pid) == []
 
