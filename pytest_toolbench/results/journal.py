@@ -424,9 +424,7 @@ def _whole_lines(chunk: _Chunk) -> bytes:
         if not chunk.plain:
             raise JournalError(f"{chunk.where}:{lineno}: a line without its newline inside the "
                                "journal")
-        warnings.warn(f"{chunk.where}:{lineno}: skipping a truncated last journal line "
-                      f"({len(torn)} bytes; the run was interrupted while writing it)",
-                      stacklevel=4)
+        _warn_torn(chunk.where, lineno, len(torn), stacklevel=5)
     return data[:whole] if torn else data
 
 
@@ -458,13 +456,19 @@ def read_journal(path: str | os.PathLike[str]) -> list[CaseResult]:
 
     A bad line anywhere else is corruption, not an interruption: JournalError with file:line.
     """
-    results: list[CaseResult] = []
-    for where, lineno, line in journal_lines(path):
-        try:
-            results.append(CaseResult.model_validate_json(line))
-        except (ValidationError, ValueError) as exc:
-            raise JournalError(f"{where}:{lineno}: invalid journal record: {exc}") from exc
-    return results
+    return [_validated(where, lineno, line) for where, lineno, line in journal_lines(path)]
+
+
+def _validated(where: str, lineno: int, line: bytes) -> CaseResult:
+    try:
+        return CaseResult.model_validate_json(line)
+    except (ValidationError, ValueError) as exc:
+        raise JournalError(f"{where}:{lineno}: invalid journal record: {exc}") from exc
+
+
+def _warn_torn(where: str, lineno: int, size: int, *, stacklevel: int) -> None:
+    warnings.warn(f"{where}:{lineno}: skipping a truncated last journal line ({size} bytes; the run "
+                  "was interrupted while writing it)", stacklevel=stacklevel)
 
 
 def recover_missing(journals: list[Path], results: dict[str, CaseResult]) -> int:
@@ -480,10 +484,7 @@ def recover_missing(journals: list[Path], results: dict[str, CaseResult]) -> int
             # whose reports all arrived) would be every result of the run whole in memory again.
             if _line_case_id(line) in results:
                 continue
-            try:
-                result = CaseResult.model_validate_json(line)
-            except (ValidationError, ValueError) as exc:
-                raise JournalError(f"{where}:{lineno}: invalid journal record: {exc}") from exc
+            result = _validated(where, lineno, line)
             if result.case_id not in results:
                 results[result.case_id] = result
                 recovered += 1
@@ -501,9 +502,7 @@ def _streamed_lines(path: Path) -> Iterator[tuple[str, int, bytes]]:
         for lineno, line in enumerate(f, start=1):
             if not line.endswith(b"\n"):  # the last line, torn: as _whole_lines says it
                 if line.strip():
-                    warnings.warn(f"{path}:{lineno}: skipping a truncated last journal line "
-                                  f"({len(line)} bytes; the run was interrupted while writing it)",
-                                  stacklevel=3)
+                    _warn_torn(str(path), lineno, len(line), stacklevel=4)
                 return
             if line.strip():
                 yield str(path), lineno, line[:-1]
