@@ -281,6 +281,44 @@ def test_stop_returns_once_a_sigkilled_group_is_gone(tmp_path: Path) -> None:
     assert _group_alive(pid) == []
 
 
+
+def _wait_group_gone(pgid: int, timeout_s: float) -> list[int]:
+    deadline = time.monotonic() + timeout_s
+    while (left := _group_alive(pgid)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return left
+
+
+def test_the_rest_of_the_group_is_stopped_when_the_api_server_dies_mid_run(tmp_path: Path) -> None:
+    """The API server dies on its own (OOM killer, crash) while its engine core, here a child that
+    ignores SIGTERM, computes on: the watcher stops the group at once, not at the session end."""
+    server = _sigterm_ignoring_server(
+        tmp_path,
+        "subprocess.Popen([sys.executable, '-c', 'import signal, time; "
+        "signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(600)'])\n",
+    )
+    with server as s:
+        deadline = time.monotonic() + 20
+        while len(_group_alive(s.pid)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(_group_alive(s.pid)) == 2
+        os.kill(s.pid, signal.SIGKILL)
+        # poll 0.5 s + SIGTERM ignored for stop_timeout_s (1 s) + SIGKILL; generous when busy
+        assert _wait_group_gone(s.pid, 30) == [], "the engine core outlived its API server"
+        assert not s.is_alive()
+        log = s.log_path.read_text()
+        assert f"the API server (pid {s.pid}) exited with code -9 mid-run" in log
+    server.stop()  # idempotent after the watcher and __exit__
+
+
+def test_a_stopped_server_is_not_reported_as_dead(tmp_path: Path) -> None:
+    server = _sigterm_ignoring_server(tmp_path)
+    with server:
+        pass
+    time.sleep(1.0)  # a watcher still polling would see the leader gone and write its line
+    assert "mid-run" not in server.log_path.read_text()
+
+
 # ----------------------------------------------------------------------------- real vLLM
 WEATHER_TOOL = {
     "type": "function",
@@ -497,7 +535,9 @@ def test_killed_server_is_detected_and_requests_fail_fast(tiny_model_path: Path,
         # message now also gives this thread's CPU time); a bound a tenth of the timeout still
         # tells a refusal from a hang.
         assert waited < 60, _slow_refusal_facts(server, refused.value, waited, cpu)
-    # stop() (from __exit__) also cleared what the dead API server left behind (its engine core)
+        # the watcher stops what the dead API server left (its engine core), before stop() runs
+        assert _wait_group_gone(server.pid, 60) == [], "the engine core outlived its API server"
+        assert "mid-run; stopping the rest of its process group" in server.log_path.read_text()
     assert _group_alive(server.pid) == []
 
 

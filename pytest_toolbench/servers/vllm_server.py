@@ -4,7 +4,9 @@ Lifecycle follows inspect_ai (free port, bounded readiness wait, process-group k
 pass-through) and BFCL (fail fast with the server's log when the process dies during startup).
 The server runs in its own session so ``stop()`` can kill the whole tree (vLLM forks engine-core
 workers); a parent-death signal and an ``atexit`` hook keep a crashed or interrupted pytest from
-leaving a server behind.
+leaving a server behind, and a watcher stops the rest of the group as soon as the API server dies
+mid-run (OOM killer, crash): its engine core would otherwise compute on for 20-30 s, holding its
+cores and its GPU memory while the run goes on.
 """
 
 from __future__ import annotations
@@ -205,6 +207,7 @@ class VLLMServer:
         self._command: list[str] | None = None
         self._stopped = False
         self._lock = threading.Lock()
+        self._stop_requested = threading.Event()  # wakes the watcher at stop()
         self.thread_outlives_server = thread_outlives_server
 
     # ----------------------------------------------------------------- facts
@@ -332,7 +335,34 @@ class VLLMServer:
         except BaseException:
             self.stop()
             raise
+        threading.Thread(target=self._watch, args=(self._proc,), name="vllm-server-watch",
+                         daemon=True).start()
         return self.base_url
+
+    def _watch(self, proc: subprocess.Popen[bytes], poll_s: float = 0.5) -> None:
+        """Stop what is left of the group once its leader, the API server, has died on its own.
+
+        Nothing is served any more (requests fail, the backend stops retrying: liveness.py), but
+        vLLM's engine core and workers outlive their API server by 20-30 s, computing on
+        whatever was in flight. stop() still runs at the session end (idempotent)."""
+        while not self._stop_requested.wait(poll_s):
+            code = proc.poll()
+            if code is None:
+                continue
+            if self._stop_requested.is_set():
+                return
+            left = self._group_members()
+            self._log_line(f"[toolbench] the API server (pid {proc.pid}) exited with code {code} "
+                           f"mid-run; stopping the rest of its process group {left}")
+            self._kill_group(proc)
+            return
+
+    def _log_line(self, line: str) -> None:
+        try:
+            with open(self.log_path, "ab") as log:
+                log.write(f"{line}\n".encode())
+        except OSError:  # the run folder went away: the kill matters, the line does not
+            pass
 
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + self.startup_timeout_s
@@ -400,22 +430,28 @@ class VLLMServer:
                 self._stopped = True
                 return
             self._stopped = True
-            pgid = proc.pid  # start_new_session: the leader's pid is the group id
-            try:
-                os.killpg(pgid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-            if not self._group_gone_within(proc, self.stop_timeout_s, poll_s=0.2):
-                try:
-                    os.killpg(pgid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                self._group_gone_within(proc, 10, poll_s=0.02)  # being torn down
+            self._stop_requested.set()
+            self._kill_group(proc)
             try:
                 proc.wait(timeout=5)
             except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL cannot be ignored
                 pass
             _REGISTRY.discard(self)
+
+    def _kill_group(self, proc: subprocess.Popen[bytes]) -> None:
+        """SIGTERM the group, SIGKILL what outlasts ``stop_timeout_s``, wait until it is gone.
+        Safe to run twice at once (stop() beside the watcher): a gone group is no error."""
+        pgid = proc.pid  # start_new_session: the leader's pid is the group id
+        try:
+            os.killpg(pgid, signal.SIGTERM)
+        except ProcessLookupError:
+            return
+        if not self._group_gone_within(proc, self.stop_timeout_s, poll_s=0.2):
+            try:
+                os.killpg(pgid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self._group_gone_within(proc, 10, poll_s=0.02)  # being torn down
 
     def _group_gone_within(self, proc: subprocess.Popen[bytes], timeout_s: float,
                            *, poll_s: float) -> bool:
