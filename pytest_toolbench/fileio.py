@@ -15,6 +15,7 @@ import fcntl
 import itertools
 import os
 import threading
+from collections.abc import Iterable
 from typing import Any
 
 _known_folders: set[str] = set()
@@ -30,14 +31,23 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, *, durable: bo
     unreadable entry (read back as a miss), and an fsync per entry (milliseconds each) would
     dominate a run's cost. Readers still never see half a
     file: the rename is atomic either way."""
+    atomic_write_chunks(path, (data,), durable=durable)
+
+
+def atomic_write_chunks(path: str | os.PathLike[str], chunks: Iterable[bytes], *,
+                        durable: bool = True) -> None:
+    """:func:`atomic_write_bytes` of ``b"".join(chunks)``, written as they come: a document
+    larger than memory allows (a report holding every case inline) is never whole in memory.
+    Should ``chunks`` raise, the temporary file goes and ``path`` keeps what it held."""
     target = os.fspath(path)
     folder = os.path.dirname(target) or "."
     fd, tmp = _open_temporary(folder, os.path.basename(target))
     try:
         try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
+            for chunk in chunks:
+                view = memoryview(chunk)
+                while view:
+                    view = view[os.write(fd, view):]
             if durable:
                 os.fsync(fd)
         finally:

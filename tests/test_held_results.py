@@ -113,11 +113,47 @@ def test_a_report_with_inline_cases_reads_the_held_ones_back_from_the_journal(tm
     record = record_of(mixed)
     with pytest.raises(ValueError, match="held"):  # never silently without the bulk
         record.to_json()
-    expected = json.loads(record_of(results).to_json())
-    got = json.loads(record.to_json(cases=whole_cases(record.cases, tmp_path)))
+    expected = record_of(results).to_json()
+    got = json.loads(record.to_json(cases=list(whole_cases(record.cases, tmp_path))))
     assert got["cases"][0]["transcript"] == PROMPT
-    assert json.dumps(got, sort_keys=True) == json.dumps(expected, sort_keys=True)
-    assert list(got) == list(expected)  # "cases" in its place
+    assert json.dumps(got, sort_keys=True) == json.dumps(json.loads(expected), sort_keys=True)
+    assert list(got) == list(json.loads(expected))  # "cases" in its place
+    # Streamed, one case at a time, the file is the same bytes as the whole record's.
+    streamed = b"".join(record.json_chunks(whole_cases(record.cases, tmp_path)))
+    assert streamed == record.to_json(cases=list(whole_cases(record.cases, tmp_path)))
+    assert streamed == expected  # and the held cases' text is the whole results' text
+
+
+@pytest.mark.parametrize("count", [0, 1, 4])
+def test_a_streamed_report_is_byte_for_byte_the_whole_one(count: int):
+    """Cases with what could confuse a splice: text quoting the cases entry itself (its newline
+    escaped), bidi and C1 controls, NaN, empty and nested containers, non-ASCII."""
+    cases = [result(i, values={"nan": float("nan"), "inf": float("-inf"), "x": 1e-7},
+                    details={"empty": [], "nested": {"a": [{}], "b": "\u0085\u202e\u00e9"}},
+                    failure_message='\n  "cases": []\n  ],') for i in range(count)]
+    record = record_of(cases)
+    dumped = [c.model_dump(mode="json") for c in cases]
+    whole = record.to_json(cases=dumped)
+    assert whole == record.to_json()  # the dumped values are what the record writes
+    assert b"".join(record.json_chunks(iter(dumped))) == whole
+    if count:
+        assert b"\\u202e" in whole and "\u202e".encode() not in whole  # escaped, as the file
+    assert json.loads(b"".join(record.json_chunks(dumped)))["gates"] == json.loads(whole)["gates"]
+
+
+def test_a_streamed_write_that_fails_leaves_the_old_file_and_no_temporary(tmp_path: Path):
+    record = record_of([result(0)])
+    target = tmp_path / "out.json"
+    record.write(target)
+    before = target.read_bytes()
+
+    def failing():
+        yield result(1).model_dump(mode="json")
+        raise case_store.CaseStoreError("the journal went away")
+
+    with pytest.raises(case_store.CaseStoreError, match="went away"):
+        record.write(target, record.json_chunks(failing()))
+    assert target.read_bytes() == before and sorted(tmp_path.iterdir()) == [target]
 
 
 def test_a_held_case_the_journal_lost_is_a_clear_error(tmp_path: Path):
@@ -125,8 +161,15 @@ def test_a_held_case_the_journal_lost_is_a_clear_error(tmp_path: Path):
         journal.append_json(result(0).model_dump_json())
     with pytest.raises(case_store.CaseStoreError, match=r"results.jsonl: the journalled case "
                                                          r"familytool-b-1-extract-gs"):
-        whole_cases([held(result(0), KEEP), held(result(1), None)], tmp_path)
-    assert whole_cases([result(5)], tmp_path)[0]["case_id"] == "familytool-b-5-extract-gs"
+        list(whole_cases([held(result(0), KEEP), held(result(1), None)], tmp_path))
+    assert next(whole_cases([result(5)], tmp_path))["case_id"] == "familytool-b-5-extract-gs"
+    # A line of a case the report needs that is no JSON past its case id: named, not a crash.
+    plain = tmp_path / "killed-run"  # its journal plain, as a run killed before compaction
+    plain.mkdir()
+    case_store.journal_path(plain).write_bytes(result(0).model_dump_json().encode()[:300] + b"\n")
+    with pytest.raises(case_store.CaseStoreError, match="familytool-b-0-extract-gs cannot be "
+                                                         r"read back \("):
+        list(whole_cases([held(result(0), KEEP)], plain))
 
 
 def test_the_merge_validates_only_the_cases_the_controller_lacks(tmp_path: Path):

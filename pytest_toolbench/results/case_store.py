@@ -35,9 +35,10 @@ from pytest_toolbench.results.case_result import CaseResult
 from pytest_toolbench.results.journal import (
     JournalError,
     ResultJournal,
+    iter_journal_lines,
     journal_array,
     journal_files,
-    journal_lines,
+    line_case_id,
     read_journal,
     recover_missing,
 )
@@ -119,7 +120,7 @@ def count_results(run_dir: Path) -> int:
         try:
             with warnings.catch_warnings():  # a count for a listing: a torn line is not news
                 warnings.simplefilter("ignore")
-                counts.append(len(journal_lines(path)))
+                counts.append(sum(1 for _ in iter_journal_lines(path)))
         except (OSError, ValueError):
             continue
     return max(counts, default=0)
@@ -171,15 +172,17 @@ def resolve_cases(data: dict[str, Any], report: Path) -> None:
     data["cases"] = cases
 
 
-def journal_cases(run_dir: Path) -> tuple[Path, dict[str, dict[str, Any]]]:
-    """The run's journal and its last JSON value per case id (a report's ``cases`` entries,
-    without a model per case); :class:`CaseStoreError` when it cannot be read."""
+def journal_case_lines(run_dir: Path) -> tuple[Path, dict[str | None, bytes]]:
+    """The run's journal and its last line per case id, unparsed: a writer that streams a
+    report's cases (results/held_results.py ``whole_cases``) parses one at a time, so the
+    cases are never all in memory as Python values (a FamilyTool run's 5,628 took ~250 MB).
+    :class:`CaseStoreError` when the journal cannot be read."""
     path = journal_path(run_dir)
     try:
-        values = pydantic_core.from_json(journal_array(path)) if journal_files(path) else []
+        lines = iter_journal_lines(path) if journal_files(path) else iter(())
+        return path, {line_case_id(line): line for _where, _n, line in lines}
     except (OSError, JournalError, PackedJournalError, ValueError) as exc:
         raise CaseStoreError(f"cannot read the cases back from {path} ({exc})") from None
-    return path, {c.get("case_id"): c for c in values}
 
 
 def read_cases(run_dir: Path) -> list[CaseResult]:

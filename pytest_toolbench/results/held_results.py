@@ -117,23 +117,28 @@ def is_held(result: CaseResult) -> bool:
     return isinstance(result.transcript, HeldTranscript)
 
 
-def whole_cases(results: Sequence[CaseResult], run_dir: Path) -> list[dict[str, Any]]:
-    """The report's ``cases`` for ``results``, in their order, as JSON values: a held one as the
-    run's journal holds it (read once, as a report reader reads it: results/case_store.py),
-    any other dumped. A held result is only made once its journal line was written, so the
-    journal has it even when a later write failed. No model per case: a report that holds its
-    cases inline costs no more than it did when the controller held them whole."""
-    if not any(is_held(r) for r in results):
-        return [r.model_dump(mode="json") for r in results]
-    from pytest_toolbench.results.case_store import CaseStoreError, journal_cases
+def whole_cases(results: Sequence[CaseResult], run_dir: Path) -> Iterator[dict[str, Any]]:
+    """The report's ``cases`` for ``results``, in their order, as JSON values, one at a time: a
+    held one parsed from its line in the run's journal (its last, as a report reader reads it:
+    results/case_store.py), any other dumped. A held result is only made once its journal line
+    was written, so the journal has it even when a later write failed. The writer streams them
+    (``RunRecord.json_chunks``): the lines stay bytes until each case's turn, so a report that
+    holds its cases inline costs the journal's text in memory, not every case as Python values."""
+    import pydantic_core
 
-    path, journalled = journal_cases(run_dir)
-    out: list[dict[str, Any]] = []
+    from pytest_toolbench.results.case_store import CaseStoreError, journal_case_lines
+
+    path, lines = (journal_case_lines(run_dir) if any(is_held(r) for r in results)
+                   else (None, {}))
     for r in results:
         if not is_held(r):
-            out.append(r.model_dump(mode="json"))
-        elif r.case_id in journalled:
-            out.append(journalled[r.case_id])
-        else:
+            yield r.model_dump(mode="json")
+            continue
+        line = lines.get(r.case_id)
+        if line is None:
             raise CaseStoreError(f"{path}: the journalled case {r.case_id} cannot be read back")
-    return out
+        try:
+            yield pydantic_core.from_json(line)
+        except ValueError as exc:
+            raise CaseStoreError(f"{path}: the journalled case {r.case_id} cannot be read back "
+                                 f"({exc})") from None

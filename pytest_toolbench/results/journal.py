@@ -444,11 +444,21 @@ def journal_array(path: str | os.PathLike[str]) -> bytes:
 def journal_lines(path: str | os.PathLike[str]) -> list[tuple[str, int, bytes]]:
     """``(file, line number, line)`` for every complete line of the journal, in write order. A
     truncated last line of the plain file (a run killed mid-write) is skipped with a warning."""
-    out: list[tuple[str, int, bytes]] = []
-    for chunk in _chunks(Path(path)):
+    return list(iter_journal_lines(path))
+
+
+def iter_journal_lines(path: str | os.PathLike[str]) -> Iterator[tuple[str, int, bytes]]:
+    """:func:`journal_lines` one at a time, each file's or member's text let go once its lines
+    are out: a reader that keeps the lines holds the journal's text once, not twice."""
+    chunks = _chunks(Path(path))
+    chunks.reverse()
+    while chunks:
+        chunk = chunks.pop()
         lines = _whole_lines(chunk).split(b"\n")
-        out.extend((chunk.where, n, line) for n, line in enumerate(lines, start=1) if line.strip())
-    return out
+        where, chunk = chunk.where, None  # its text: the lines are copies
+        for n, line in enumerate(lines, start=1):
+            if line.strip():
+                yield where, n, line
 
 
 def read_journal(path: str | os.PathLike[str]) -> list[CaseResult]:
@@ -510,6 +520,17 @@ def _streamed_lines(path: Path) -> Iterator[tuple[str, int, bytes]]:
 
 #: A journal line as ``CaseResult.model_dump_json`` writes it: the case id first.
 _CASE_ID_FIRST = re.compile(rb'\{"case_id":("(?:[^"\\]|\\.)*")[,}]')
+
+
+def line_case_id(line: bytes) -> str | None:
+    """The case id of a journal line: read from its start when written as the journal writes
+    it, else from the whole line parsed (ValueError: not JSON)."""
+    found = _line_case_id(line)
+    if found is not None:
+        return found
+    value = pydantic_core.from_json(line)
+    case_id = value.get("case_id") if isinstance(value, dict) else None
+    return case_id if isinstance(case_id, str) else None
 
 
 def _line_case_id(line: bytes) -> str | None:

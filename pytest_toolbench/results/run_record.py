@@ -19,6 +19,7 @@ they are; fields this version does not know are kept (``extra="allow"``) rather 
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,9 @@ from pytest_toolbench.results.run_sections import (
 from pytest_toolbench.results.safe_text import safe_json_bytes
 
 SCHEMA_VERSION = 1
+#: The top-level ``cases`` entry of an indented report whose list is empty: where a streamed
+#: report's cases go (RunRecord.json_chunks); only a top-level key is indented by 2.
+_EMPTY_CASES = b'\n  "cases": []'
 
 
 class Coverage(BaseModel):
@@ -174,13 +178,33 @@ class RunRecord(BaseModel):
         reordered or acted on."""
         return safe_json_bytes(indented_json(self.report_dict(cases_ref, cases)))
 
-    def write(self, path: str | Path, encoded: bytes | None = None) -> Path:
+    def json_chunks(self, cases: Iterable[dict[str, Any]]) -> Iterator[bytes]:
+        """``to_json(cases=list(cases))`` in pieces, byte for byte, one case at a time: a report
+        holding a long run's cases inline is never whole in memory, nor are its cases as Python
+        values (``cases`` may be a generator: results/held_results.py ``whole_cases``)."""
+        head = self.to_json(cases=[])
+        if head.count(_EMPTY_CASES) != 1:  # pragma: no cover - the layout is report_dict's
+            raise ValueError("the report's cases entry is not where a streamed report puts it")
+        bracket = head.index(_EMPTY_CASES) + len(_EMPTY_CASES) - 1  # its "]"
+        opening, closing = head[:bracket], head[bracket:]
+        first = True
+        for case in cases:
+            yield opening + b"\n    " if first else b",\n    "
+            # A case one level down is its own indented text with every line 4 spaces further
+            # in: a newline in JSON text stands between tokens, never inside a string.
+            yield safe_json_bytes(indented_json(case)[:-1]).replace(b"\n", b"\n    ")
+            first = False
+        yield head if first else b"\n  " + closing
+
+    def write(self, path: str | Path, encoded: bytes | Iterable[bytes] | None = None) -> Path:
         """Write the JSON report atomically (a CI step never reads half a report): the one
         writer of ``--toolbench-json`` and the run folder's ``report.json``. ``encoded``: this
-        record's :meth:`to_json` (the run folder's with its journal's reference), when the
-        caller has it already."""
-        from pytest_toolbench.fileio import atomic_write_bytes
+        record's :meth:`to_json` (the run folder's with its journal's reference) or
+        :meth:`json_chunks`, when the caller has it already."""
+        from pytest_toolbench.fileio import atomic_write_chunks
 
         p = Path(path)
-        atomic_write_bytes(p, encoded if encoded is not None else self.to_json())
+        if encoded is None:
+            encoded = self.to_json()
+        atomic_write_chunks(p, (encoded,) if isinstance(encoded, bytes) else encoded)
         return p

@@ -184,16 +184,17 @@ def _base_id(case: CaseResult) -> str:
 
 
 def save_report(run_dir: Path, record: RunRecord, *, cases_in_journal: bool,
-                cases: Callable[[], list[dict[str, Any]]] | None = None) -> RunIndex:
+                cases: Callable[[], Iterable[dict[str, Any]]] | None = None) -> RunIndex:
     """Write ``report.json`` (the ``--toolbench-json`` document, by the record's one JSON writer)
     and the final ``run.json``. ``cases_in_journal``: the run's journal holds every case of the
     record, so the report names it instead of repeating them (results/case_store.py); else
     ``cases`` gives them as JSON values (the controller's: results/held_results.py)."""
     if cases_in_journal:
-        encoded = record.to_json(case_store.cases_reference(len(record.cases)))
+        reference = case_store.cases_reference(len(record.cases))
+        record.write(run_dir / REPORT_NAME, record.to_json(reference))
     else:
-        encoded = record.to_json(cases=cases() if cases is not None else None)
-    record.write(run_dir / REPORT_NAME, encoded)
+        record.write(run_dir / REPORT_NAME,
+                     record.json_chunks(cases()) if cases is not None else None)
     index = index_from_report(record, run_dir)
     write_index(run_dir, index)
     return index

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -87,7 +88,6 @@ class ControllerHooks:
         #: Benchmark -> the details keys held of its results (:meth:`_held_keys`).
         self._held_details: dict[str, frozenset[str] | None] = {}
         #: The record's cases whole, as JSON values, for a report that holds them inline.
-        self._cases_json: list[dict[str, Any]] | None = None
 
     @property
     def verdicts(self) -> list[GateVerdict]:
@@ -384,7 +384,7 @@ class ControllerHooks:
             if len(st.output_failures) > failed_before:
                 self._note_output_failures(session, record)
             self._write_output("JSON report", json_path, lambda: record.write(
-                json_path, record.to_json(cases=self._whole_cases())))
+                json_path, record.json_chunks(self._whole_cases())))
         if st.settings.md_path:
             from pytest_toolbench.report.markdown_report import write_markdown_report
 
@@ -396,13 +396,11 @@ class ControllerHooks:
             self.config, record, full_summary, run_dir=folder, data_sources=st.data_sources,
             backend=st.settings.resolved_backend))
 
-    def _whole_cases(self) -> list[dict[str, Any]]:
-        """The record's cases whole, as JSON values, for a report that holds them inline: the
-        held ones (results/held_results.py) read back from the run's journal, once."""
-        if self._cases_json is None:
-            assert self.record is not None
-            self._cases_json = whole_cases(self.record.cases, run_dir_of(self.st))
-        return self._cases_json
+    def _whole_cases(self) -> Iterator[dict[str, Any]]:
+        """The record's cases whole, as JSON values, one at a time, for a report that holds them
+        inline: the held ones (results/held_results.py) read back from the run's journal."""
+        assert self.record is not None
+        return whole_cases(self.record.cases, run_dir_of(self.st))
 
     def _end(self, pytest_status: int, missing: list[str]) -> RunEnd:
         from pytest_toolbench.session.run_end import RunEnd
