@@ -262,24 +262,33 @@ def test_sigterm_ignoring_server_is_sigkilled(tmp_path: Path) -> None:
     assert not server.is_alive() and pid is not None and _group_alive(pid) == []
 
 
+def _server_with_engine_core(tmp_path: Path, holds: str = "") -> VLLMServer:
+    """A SIGTERM-ignoring stand-in whose child (its "engine core", in its group) ignores SIGTERM
+    too and runs ``holds`` before it sleeps."""
+    return _sigterm_ignoring_server(
+        tmp_path,
+        "subprocess.Popen([sys.executable, '-c', 'import signal, time; "
+        f"signal.signal(signal.SIGTERM, signal.SIG_IGN); {holds}time.sleep(600)'])\n",
+    )
+
+
+def _wait_for_engine_core(server: VLLMServer) -> None:
+    deadline = time.monotonic() + 20
+    while len(_group_alive(server.pid)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(_group_alive(server.pid)) == 2
+
+
 def test_stop_returns_once_a_sigkilled_group_is_gone(tmp_path: Path) -> None:
     """A group member that ignores SIGTERM and holds memory, as vLLM's engine core does, takes a
     while to die after SIGKILL (1 GB: ~0.1 s quiet, longer busy): stop() waits for it, so a
     caller that starts the next server at once never meets it."""
-    server = _sigterm_ignoring_server(
-        tmp_path,
-        "subprocess.Popen([sys.executable, '-c', 'import signal, time; "
-        "signal.signal(signal.SIGTERM, signal.SIG_IGN); b = bytearray(1 << 30); time.sleep(600)'])\n",
-    )
+    server = _server_with_engine_core(tmp_path, "b = bytearray(1 << 30); ")
     with server as s:
-        deadline = time.monotonic() + 20
-        while len(_group_alive(s.pid)) < 2 and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert len(_group_alive(s.pid)) == 2
+        _wait_for_engine_core(s)
         time.sleep(0.5)  # the child has its 1 GB (bytearray zero-fills every page)
         pid = s.pid
     assert _group_alive(pid) == []
-
 
 
 def _wait_group_gone(pgid: int, timeout_s: float) -> list[int]:
@@ -292,16 +301,9 @@ def _wait_group_gone(pgid: int, timeout_s: float) -> list[int]:
 def test_the_rest_of_the_group_is_stopped_when_the_api_server_dies_mid_run(tmp_path: Path) -> None:
     """The API server dies on its own (OOM killer, crash) while its engine core, here a child that
     ignores SIGTERM, computes on: the watcher stops the group at once, not at the session end."""
-    server = _sigterm_ignoring_server(
-        tmp_path,
-        "subprocess.Popen([sys.executable, '-c', 'import signal, time; "
-        "signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(600)'])\n",
-    )
+    server = _server_with_engine_core(tmp_path)
     with server as s:
-        deadline = time.monotonic() + 20
-        while len(_group_alive(s.pid)) < 2 and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert len(_group_alive(s.pid)) == 2
+        _wait_for_engine_core(s)
         os.kill(s.pid, signal.SIGKILL)
         # poll 0.5 s + SIGTERM ignored for stop_timeout_s (1 s) + SIGKILL; generous when busy
         assert _wait_group_gone(s.pid, 30) == [], "the engine core outlived its API server"
