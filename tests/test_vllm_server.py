@@ -307,6 +307,9 @@ def test_the_rest_of_the_group_is_stopped_when_the_api_server_dies_mid_run(tmp_p
         os.kill(s.pid, signal.SIGKILL)
         # poll 0.5 s + SIGTERM ignored for stop_timeout_s (1 s) + SIGKILL; generous when busy
         assert _wait_group_gone(s.pid, 30) == [], "the engine core outlived its API server"
+        # The leader is left unreaped: its pid (the group's id, which the backend's liveness
+        # check names) is no other process's until stop() reaps it.
+        assert psutil.Process(s.pid).status() == psutil.STATUS_ZOMBIE
         assert not s.is_alive()
         log = s.log_path.read_text()
         assert f"the API server (pid {s.pid}) exited with code -9 mid-run" in log

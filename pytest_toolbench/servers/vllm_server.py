@@ -120,6 +120,22 @@ def _die_with_parent() -> None:
         pass
 
 
+def _exit_code_unreaped(proc: subprocess.Popen[bytes]) -> int | None:
+    """``proc``'s exit code (negative: the signal) once it has exited, as ``Popen.returncode``
+    gives it, without reaping it; None while it runs."""
+    if proc.returncode is not None:  # reaped already (stop(), is_alive())
+        return proc.returncode
+    if not hasattr(os, "waitid"):  # pragma: no cover - not Linux: reap, as poll() does
+        return proc.poll()
+    try:
+        info = os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:  # reaped between the two lines by another thread
+        return proc.returncode if proc.returncode is not None else -1
+    if info is None:
+        return None
+    return info.si_status if info.si_code == os.CLD_EXITED else -info.si_status
+
+
 class _Registry:
     """Live servers, stopped at interpreter exit (backstop for a forgotten ``stop()``)."""
 
@@ -344,9 +360,11 @@ class VLLMServer:
 
         Nothing is served any more (requests fail, the backend stops retrying: liveness.py), but
         vLLM's engine core and workers outlive their API server by 20-30 s, computing on
-        whatever was in flight. stop() still runs at the session end (idempotent)."""
+        whatever was in flight. The leader is left a zombie (stop() reaps it at the session
+        end, idempotent): until then its pid, the group's id, which the backend's liveness check
+        and the kills name, cannot be another process's."""
         while not self._stop_requested.wait(poll_s):
-            code = proc.poll()
+            code = _exit_code_unreaped(proc)
             if code is None:
                 continue
             if self._stop_requested.is_set():
@@ -354,7 +372,7 @@ class VLLMServer:
             left = self._group_members()
             self._log_line(f"[toolbench] the API server (pid {proc.pid}) exited with code {code} "
                            f"mid-run; stopping the rest of its process group {left}")
-            self._kill_group(proc)
+            self._kill_group(proc, reap=False)
             return
 
     def _log_line(self, line: str) -> None:
@@ -438,27 +456,29 @@ class VLLMServer:
                 pass
             _REGISTRY.discard(self)
 
-    def _kill_group(self, proc: subprocess.Popen[bytes]) -> None:
+    def _kill_group(self, proc: subprocess.Popen[bytes], *, reap: bool = True) -> None:
         """SIGTERM the group, SIGKILL what outlasts ``stop_timeout_s``, wait until it is gone.
-        Safe to run twice at once (stop() beside the watcher): a gone group is no error."""
+        Safe to run twice at once (stop() beside the watcher): a gone group is no error.
+        ``reap=False``: leave the leader a zombie (the watcher's kill, before stop())."""
         pgid = proc.pid  # start_new_session: the leader's pid is the group id
         try:
             os.killpg(pgid, signal.SIGTERM)
         except ProcessLookupError:
             return
-        if not self._group_gone_within(proc, self.stop_timeout_s, poll_s=0.2):
+        if not self._group_gone_within(proc, self.stop_timeout_s, poll_s=0.2, reap=reap):
             try:
                 os.killpg(pgid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-            self._group_gone_within(proc, 10, poll_s=0.02)  # being torn down
+            self._group_gone_within(proc, 10, poll_s=0.02, reap=reap)  # being torn down
 
     def _group_gone_within(self, proc: subprocess.Popen[bytes], timeout_s: float,
-                           *, poll_s: float) -> bool:
+                           *, poll_s: float, reap: bool = True) -> bool:
         """Wait until no live member of the group is left; False if some outlast ``timeout_s``."""
         deadline = time.monotonic() + timeout_s
         while True:
-            proc.poll()  # reap our direct child so it does not linger as a zombie
+            if reap:
+                proc.poll()  # reap our direct child so it does not linger as a zombie
             if not self._group_members():
                 return True
             if time.monotonic() >= deadline:

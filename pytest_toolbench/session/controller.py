@@ -87,7 +87,6 @@ class ControllerHooks:
         self._gates_printed = False
         #: Benchmark -> the details keys held of its results (:meth:`_held_keys`).
         self._held_details: dict[str, frozenset[str] | None] = {}
-        #: The record's cases whole, as JSON values, for a report that holds them inline.
 
     @property
     def verdicts(self) -> list[GateVerdict]:
