@@ -96,6 +96,12 @@ def test_upstream_rows() -> None:
     assert slower.missed
     died = perf_run.upstream_goal({**up, "ok": False, "rc": 1}, harness, 0.5, 1.3, "why")
     assert died.value is None and died.missed  # a script that died is never a pass
+    # The reach: upstream's wall over 16 rounds of 0.5 s after both imports (0.1 + 0.6 s).
+    ceiling = {"import_pytest_s": 0.1, "import_openai_s": 0.6}
+    bound = perf_run.upstream_bound({**up, "wall_s": 10.6}, harness, ceiling, 0.5, 1.3)
+    assert bound.value == round(10.6 / 8.7, 2) and bound.met is None and not bound.missed
+    assert "16 rounds of 0.5s" in bound.note and "goal 1.3x" in bound.note
+    assert perf_run.upstream_bound({**up, "ok": False}, harness, ceiling, 0.5, 1.3).value is None
 
 
 def test_summary_count() -> None:
@@ -132,6 +138,8 @@ def test_table_fits_100_columns() -> None:
         perf_run.sdk_reference_goal("256 in flight", sdk, floor),
         perf_run.restated_cpu_goal("256 in flight", run256, floor, sdk),
         perf_run.upstream_goal(up, run64, 0.5, 1.0, "never slower"),
+        perf_run.upstream_bound(up, run64, {"import_pytest_s": 0.126, "import_openai_s": 0.566},
+                                0.5, 1.0),
         Goal("drive rate 10 ms / pytest tests/s", 0.177, 0.5, reference="187.2/s (-n 0 x 256) vs 1057.3/s"),
         *perf_run.read_goals("familytool", reads, {"wall_s": 4.1, "rc": 0, "cases": 5628}),
         Goal("familytool run folder / 247.3 MB", 0.999, 0.1, False,
