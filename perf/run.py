@@ -432,11 +432,18 @@ def efficiency_ceiling(run: dict[str, Any], latency: float) -> dict[str, Any]:
         return min(timed([PY, "-c", code])[0] for _ in range(3))
 
     import_pytest, import_openai = fastest("import pytest"), fastest("import openai")
-    rounds = -(-run["calls"] // run["in_flight"])
-    least = rounds * latency + import_pytest + import_openai
+    rounds, least = least_wall(run, latency, import_pytest, import_openai)
     return {"import_pytest_s": round(import_pytest, 3), "import_openai_s": round(import_openai, 3),
             "rounds": rounds, "least_wall_s": round(least, 3),
             "ceiling": round(run["ideal_s"] / least, 3) if run.get("ideal_s") else None}
+
+
+def least_wall(run: dict[str, Any], latency: float, import_pytest: float,
+               import_openai: float) -> tuple[int, float]:
+    """(rounds, seconds): the least wall of ``run``'s calls for any harness on the SDK, with
+    zero cost of its own: both imports, then ``ceil(calls / in_flight)`` rounds of ``latency``."""
+    rounds = -(-run["calls"] // run["in_flight"])
+    return rounds, rounds * latency + import_pytest + import_openai
 
 
 def upstream_run(server: FakeEndpoints, data: Path, threads: int, out: Path) -> dict[str, Any]:
@@ -473,8 +480,8 @@ def upstream_bound(up: dict[str, Any], harness: dict[str, Any], ceiling: dict[st
     openai SDK could take for the same calls (the ceiling's: its rounds of ``latency`` after
     importing pytest and openai, nothing else). Below the goal, the goal is out of reach in this
     run however little the harness costs: upstream's script was that fast."""
-    rounds = -(-harness["calls"] // harness["in_flight"])
-    least = rounds * latency + ceiling["import_pytest_s"] + ceiling["import_openai_s"]
+    rounds, least = least_wall(harness, latency, ceiling["import_pytest_s"],
+                               ceiling["import_openai_s"])
     reach = ratio(up["wall_s"], least, 2) if up["ok"] else None
     return Goal(f"upstream wall / ceiling's wall, {up['threads']}", reach, None, unit="x",
                 reference=f"{up['wall_s']:.2f}s vs {least:.2f}s",
