@@ -504,9 +504,10 @@ def recover_missing(journals: list[Path], results: dict[str, CaseResult]) -> int
 def _streamed_lines(path: Path) -> Iterator[tuple[str, int, bytes]]:
     """:func:`journal_lines`, read a line at a time when the journal is one plain file (a
     worker's, which never compacts): a long run's worker journals are gigabytes, which the
-    session end's merge must not hold in memory at once. Any other journal: as journal_lines."""
+    session end's merge must not hold in memory at once. Any other journal: as
+    :func:`iter_journal_lines`, a file or member at a time."""
     if len(journal_files(path)) != 1 or not path.exists():
-        yield from journal_lines(path)
+        yield from iter_journal_lines(path)
         return
     with open(path, "rb") as f:
         for lineno, line in enumerate(f, start=1):
