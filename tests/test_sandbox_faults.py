@@ -12,6 +12,7 @@ import time
 
 import pytest
 
+from pytest_toolbench import owned_folders
 from pytest_toolbench.config import SandboxLimits
 from pytest_toolbench.sandbox import SandboxStartError, ToolSandbox, cleanup
 from pytest_toolbench.sandbox.pool import FOLDER_PREFIX
@@ -68,23 +69,23 @@ def test_lock_and_sweep_never_race():
 
     def sweeper() -> None:
         while not stop.is_set():
-            removed.extend(cleanup.sweep_stale(base, prefix))
+            removed.extend(owned_folders.sweep_stale(base, prefix, cleanup.remove_tree))
 
     thread = threading.Thread(target=sweeper, daemon=True)
     thread.start()
     try:
         held = []
         for _ in range(400):
-            path, fd = cleanup.make_locked_folder(base, prefix)
+            path, fd = owned_folders.make_locked_folder(base, prefix)
             held.append((path, fd))
-            assert os.path.isdir(path) and os.path.exists(os.path.join(path, cleanup.LOCK_NAME))
+            assert os.path.isdir(path) and os.path.exists(os.path.join(path, owned_folders.LOCK_NAME))
         stop.set()
         thread.join(10)
         assert removed == []
         for path, fd in held:
             assert os.path.isdir(path)
             os.close(fd)
-        assert len(cleanup.sweep_stale(base, prefix)) == 400  # released: now they are stale
+        assert len(owned_folders.sweep_stale(base, prefix, cleanup.remove_tree)) == 400  # released: now they are stale
     finally:
         stop.set()
         cleanup.remove_tree(base)
@@ -95,10 +96,10 @@ def test_folder_staging_left_by_a_killed_harness_is_swept_when_old():
     try:
         staging = os.path.join(base, f".{FOLDER_PREFIX}abc")
         os.mkdir(staging)
-        assert cleanup.sweep_stale(base, FOLDER_PREFIX) == []  # fresh: may be mid-creation
-        old = time.time() - cleanup.STAGING_STALE_S - 10
+        assert owned_folders.sweep_stale(base, FOLDER_PREFIX) == []  # fresh: may be mid-creation
+        old = time.time() - owned_folders.STAGING_STALE_S - 10
         os.utime(staging, (old, old))
-        assert cleanup.sweep_stale(base, FOLDER_PREFIX) == [staging]
+        assert owned_folders.sweep_stale(base, FOLDER_PREFIX) == [staging]
     finally:
         cleanup.remove_tree(base)
 

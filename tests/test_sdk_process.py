@@ -15,6 +15,7 @@ import socket
 import struct
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -333,6 +334,53 @@ def test_stop_ends_the_process_and_removes_its_files() -> None:
     assert process.proc.returncode == 0
     assert not process.folder.exists()
     process.stop()  # twice is harmless (configure, cleanup and unconfigure may all stop it)
+
+
+def _wait_dead(pid: int, timeout_s: float = 30) -> None:
+    import psutil
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                return
+        except psutil.NoSuchProcess:
+            return
+        time.sleep(0.02)
+    pytest.fail(f"process {pid} outlived SIGKILL by {timeout_s} s")
+
+
+def test_a_folder_left_by_a_killed_run_is_swept_by_the_next_one(tmp_path: Path, monkeypatch) -> None:
+    """A run SIGKILLed with its SDK process (its group killed: the OOM killer, a CI timeout)
+    leaves the folder, socket and log; the next run's SDK process removes it, never a live one's
+    (the SDK process holds the lock too, so a live process whose parent died keeps its folder)."""
+    base = Path(tempfile.mkdtemp(prefix="tb-", dir="/tmp"))
+    monkeypatch.setattr(tempfile, "tempdir", str(base))
+    try:
+        code = ("import os, signal, time; from pathlib import Path\n"
+                "from pytest_toolbench.models.sdk_process.launcher import SdkProcess\n"
+                "p = SdkProcess(import_sdk_at_start=False)\n"
+                "while not Path(p.socket_path).exists(): time.sleep(0.02)\n"
+                "print(p.folder, p.proc.pid, flush=True); os.killpg(0, signal.SIGKILL)\n")
+        killed = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
+                                timeout=60, env={**os.environ, "TMPDIR": str(base)}, start_new_session=True)
+        assert killed.returncode == -signal.SIGKILL
+        folder, pid = killed.stdout.split()
+        left = Path(folder)
+        _wait_dead(int(pid))  # SIGKILLed with the group, but its teardown may still be under way
+        assert left.parent == base and sorted(p.name for p in left.iterdir()) == [".owner.lock", "sdk.log", "sdk.sock"]
+        live = SdkProcess(import_sdk_at_start=False)
+        try:
+            assert not left.exists()
+            assert [p.name for p in base.iterdir()] == [live.folder.name]
+            later = SdkProcess(import_sdk_at_start=False)  # sweeps again: the live one stays
+            assert live.folder.exists()
+            later.stop()
+        finally:
+            live.stop()
+        assert list(base.iterdir()) == []
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
 
 
 # ----------------------------------------------------------------------------- protocol

@@ -13,6 +13,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import shutil
 import signal
 import stat
 import sys
@@ -346,7 +347,10 @@ def test_the_servers_temporary_files_go_with_it(tmp_path: Path, monkeypatch) -> 
         folder = Path(s.temp_dir)
         assert stat.S_IMODE(folder.stat().st_mode) == 0o700
         assert folder.parent == Path(tempfile.gettempdir()) and folder.name.startswith("toolbench-vllm-")
-        assert sorted(p.name for p in folder.iterdir()) == ["vllm_dist_0", "x" * 36]
+        assert sorted(p.name for p in folder.iterdir()) == [".owner.lock", "vllm_dist_0", "x" * 36]
+        # The server holds the folder's lock too: a later run sweeps it only once both are gone.
+        held = {os.path.realpath(f"/proc/{s.pid}/fd/{fd}") for fd in os.listdir(f"/proc/{s.pid}/fd")}
+        assert str(folder / ".owner.lock") in held
         line = next(x for x in s.log_path.read_text().splitlines() if x.startswith("TMP "))
         assert line.split()[1] == str(folder)
         user_dir = Path(tempfile.gettempdir()) / f"torchinductor_{getpass.getuser()}"
@@ -355,6 +359,23 @@ def test_the_servers_temporary_files_go_with_it(tmp_path: Path, monkeypatch) -> 
     assert not folder.exists()
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "mine"))
     assert "TORCHINDUCTOR_CACHE_DIR" not in private_temp_env(str(folder), server.build_env())
+
+
+def test_a_folder_left_by_a_killed_run_is_swept_at_the_next_start(tmp_path: Path) -> None:
+    from pytest_toolbench import owned_folders
+    from pytest_toolbench.servers.vllm_server import TEMP_DIR_PREFIX
+
+    left, fd = owned_folders.make_locked_folder(tempfile.gettempdir(), TEMP_DIR_PREFIX)
+    live, live_fd = owned_folders.make_locked_folder(tempfile.gettempdir(), TEMP_DIR_PREFIX)
+    (Path(left) / "0c8e1f6a-sock").touch()
+    os.close(fd)  # its run and server were SIGKILLed: nobody holds the lock
+    try:
+        with _sigterm_ignoring_server(tmp_path) as s:
+            assert not Path(left).exists()
+            assert Path(live).exists() and Path(s.temp_dir).exists()
+    finally:
+        shutil.rmtree(live, ignore_errors=True)
+        os.close(live_fd)
 
 
 def test_a_server_that_fails_to_start_leaves_no_temporary_folder(tmp_path: Path) -> None:

@@ -22,7 +22,7 @@ and the warnings, named by the parser and the key above, so a file edited since 
 A file that cannot be written or read back is simply parsed.
 
 The controller removes that folder at the run's end. A controller killed outright (SIGKILL, a CI
-timeout) cannot, so the folder is made as the sandbox makes its own (``sandbox/cleanup.py``): its
+timeout) cannot, so the folder is made as the sandbox makes its own (``owned_folders.py``): its
 lock is held while the controller lives, and the next controller removes every such folder whose
 lock nobody holds before it makes its own.
 
@@ -118,11 +118,11 @@ def share_parsed_files() -> Path:
     """Controller: keep every file parsed from now on for the workers; returns the folder (the
     caller removes it at the run's end, :func:`stop_sharing`). First removes the folders of
     controllers that were killed (nobody holds their lock)."""
-    from pytest_toolbench.sandbox import cleanup  # stdlib only
+    from pytest_toolbench import owned_folders  # stdlib only
 
     base = tempfile.gettempdir()
-    cleanup.sweep_stale(base, FOLDER_PREFIX)
-    path, _lock_fd[0] = cleanup.make_locked_folder(base, FOLDER_PREFIX)
+    owned_folders.sweep_stale(base, FOLDER_PREFIX)
+    path, _lock_fd[0] = owned_folders.make_locked_folder(base, FOLDER_PREFIX)
     folder = Path(path)
     _shared[0] = (folder, True)
     return folder

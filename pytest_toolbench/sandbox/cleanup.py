@@ -10,20 +10,16 @@ slot with it, so failures are returned as text.
 
 Stdlib only (imported by the zygote and by the pool).
 
-Ownership of a sandbox folder: its pool takes an exclusive ``flock`` on :data:`LOCK_NAME` inside
-it and shares that lock with its zygote, so the lock is held while either lives. A zygote whose
-pool went away removes its own folder; one that is killed too leaves it, and a later pool's
-:func:`sweep_stale` removes it, once it can take the lock (nobody holds it), never before. The
-controller's folder of parsed files (benchmarks/parsed_files.py) is owned the same way.
+Ownership of a sandbox folder (``owned_folders.py``): its pool holds the folder's lock and shares
+it with its zygote, so the lock is held while either lives. A zygote whose pool went away removes
+its own folder; one that is killed too leaves it, and a later pool's sweep removes it (with
+:func:`remove_tree`), once nobody holds the lock, never before.
 """
 
 from __future__ import annotations
 
-import fcntl
 import os
 import stat
-import tempfile
-import time
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
@@ -179,87 +175,3 @@ def usage(path: str, max_bytes: int, max_inodes: int, max_depth: int = 256) -> s
             except OSError:
                 pass
     return None
-
-
-LOCK_NAME = ".owner.lock"
-#: A sandbox folder without a lock file was made by a version before the lock: removed by a
-#: sweep only once untouched this long (a live one of those changes at every call).
-UNLOCKED_STALE_S = 24 * 3600.0
-#: A staging folder (made, locked, then renamed within milliseconds) older than this was cut short.
-STAGING_STALE_S = 600.0
-
-
-def make_locked_folder(base: str, prefix: str) -> tuple[str, int]:
-    """A new folder ``base/prefix*`` whose lock file is already held when it appears under that
-    name: it is made and locked under a name the sweep never looks at (``.``-prefixed), then
-    renamed (atomic), so another run's sweep never finds it unlocked. Returns (path, lock fd;
-    close-on-exec: pass it on to the zygote explicitly). The lock lasts until every process
-    holding that fd has closed it or died."""
-    staging = tempfile.mkdtemp(prefix=f".{prefix}", dir=base)
-    try:
-        fd = os.open(os.path.join(staging, LOCK_NAME),
-                     os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            final = tempfile.mkdtemp(prefix=prefix, dir=base)  # a unique name, replaced below
-            os.rename(staging, final)  # an empty directory is replaced atomically
-        except BaseException:
-            os.close(fd)
-            raise
-    except BaseException:
-        remove_tree(staging)
-        raise
-    return final, fd
-
-
-def sweep_stale(base: str, prefix: str) -> list[str]:
-    """Remove the folders ``base/prefix*`` of this user that no live owner holds (a pool and its
-    zygotes, or a run's controller for its parsed files, killed); returns those removed. A
-    folder whose lock is held (a live run, this process's or another's) is never touched.
-    Never raises."""
-    removed: list[str] = []
-    try:
-        entries = os.listdir(base)
-    except OSError:
-        return removed
-    names = [n for n in entries if n.startswith(prefix)]
-    for name in (n for n in entries if n.startswith(f".{prefix}")):  # a creation cut short
-        path = os.path.join(base, name)
-        try:
-            st = os.lstat(path)
-        except OSError:
-            continue
-        if (stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid()
-                and time.time() - st.st_mtime > STAGING_STALE_S and remove_tree(path) is None):
-            removed.append(path)
-    for name in names:
-        path = os.path.join(base, name)
-        try:
-            st = os.lstat(path)
-        except OSError:
-            continue
-        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
-            continue
-        try:
-            fd = os.open(os.path.join(path, LOCK_NAME), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-        except FileNotFoundError:  # no lock file: an older version's folder, or one being made now
-            if time.time() - st.st_mtime > UNLOCKED_STALE_S and remove_tree(path) is None:
-                removed.append(path)
-            continue
-        except OSError:
-            continue
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:  # held: the folder is alive
-            os.close(fd)
-            continue
-        try:
-            # Still the folder's own lock file, not one its owner unlinked while removing the
-            # folder itself (it holds the lock until the folder is gone).
-            if os.fstat(fd).st_ino == os.lstat(os.path.join(path, LOCK_NAME)).st_ino and remove_tree(path) is None:
-                removed.append(path)
-        except OSError:
-            pass
-        finally:
-            os.close(fd)
-    return removed

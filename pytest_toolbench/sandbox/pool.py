@@ -31,6 +31,7 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import Any, Literal, Sequence
 
+from pytest_toolbench import owned_folders
 from pytest_toolbench.config import SandboxLimits
 from pytest_toolbench.sandbox import cleanup, protocol
 from pytest_toolbench.sandbox.interface import SandboxOutcome
@@ -226,7 +227,7 @@ class _Worker:
         # pool and shared with the zygote: the folder is a live one while either of them
         # lives, so no other run's sweep ever removes it.
         try:
-            self.tmpdir, self._lock_fd = cleanup.make_locked_folder(tempfile.gettempdir(), FOLDER_PREFIX)
+            self.tmpdir, self._lock_fd = owned_folders.make_locked_folder(tempfile.gettempdir(), FOLDER_PREFIX)
         except OSError as exc:
             raise SandboxStartError(f"cannot make the sandbox folder in {tempfile.gettempdir()}: {exc}") from exc
         self._stderr_path = os.path.join(self.tmpdir, ".worker-stderr")
@@ -619,7 +620,7 @@ def sweep_stale_folders() -> list[str]:
     """Remove the sandbox folders that earlier harness processes left in the temp dir and that
     nobody owns any more (harness and zygote both killed); a live pool's folder, in this
     process or another run's, holds its lock and is never touched. Never raises."""
-    removed = cleanup.sweep_stale(tempfile.gettempdir(), FOLDER_PREFIX)
+    removed = owned_folders.sweep_stale(tempfile.gettempdir(), FOLDER_PREFIX, cleanup.remove_tree)
     if removed:
         log.info("sandbox: removed %d stale folder(s) of earlier runs: %s", len(removed), ", ".join(removed))
     return removed

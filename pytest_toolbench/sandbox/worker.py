@@ -67,7 +67,7 @@ class Zygote:
         self.config = config
         self.fd_in, self.fd_out = config["fd_in"], config["fd_out"]
         # Held (shared with the pool) while this zygote lives: a pool that starts later sweeps a
-        # sandbox folder only once nobody holds its lock (cleanup.sweep_stale).
+        # sandbox folder only once nobody holds its lock (owned_folders.sweep_stale).
         self.lock_fd: int | None = config.get("lock_fd")
         self.tmpdir = os.path.realpath(config["tmpdir"])
         self.jail: str | None = None  # the calls' file-system root, once built (_setup_jail)

@@ -33,6 +33,7 @@ from typing import Any, Sequence
 
 import httpx
 
+from pytest_toolbench import owned_folders
 from pytest_toolbench.models.model_families import resolve_tool_config
 
 #: How many log lines a startup error quotes.
@@ -72,14 +73,26 @@ def _user_name() -> str:
         return f"uid_{os.getuid()}"
 
 
-def _make_private_temp_dir() -> str | None:
-    """A new folder only this user can enter, or None where its path would be too long for a
-    socket inside it (vLLM then uses the shared temporary folder, as without the harness)."""
-    folder = tempfile.mkdtemp(prefix="toolbench-vllm-")
+#: Name of every server's temporary folder (``<tempdir>/toolbench-vllm-*``), which the sweep knows.
+TEMP_DIR_PREFIX = "toolbench-vllm-"
+
+
+def _make_private_temp_dir() -> tuple[str, int] | None:
+    """A new folder only this user can enter and its held lock (owned_folders.py), or None where
+    its path would be too long for a socket inside it (vLLM then uses the shared temporary
+    folder, as without the harness). First removes the folders of servers killed with their run."""
+    base = tempfile.gettempdir()
+    owned_folders.sweep_stale(base, TEMP_DIR_PREFIX)
+    folder, lock_fd = owned_folders.make_locked_folder(base, TEMP_DIR_PREFIX)
     if len(folder) > _MAX_TEMP_DIR_CHARS:
-        os.rmdir(folder)
+        _remove_temp_dir(folder, lock_fd)
         return None
-    return folder
+    return folder, lock_fd
+
+
+def _remove_temp_dir(folder: str, lock_fd: int) -> None:
+    shutil.rmtree(folder, ignore_errors=True)
+    os.close(lock_fd)  # only now: another run's sweep must not start on a folder being removed
 
 
 class VLLMStartupError(RuntimeError):
@@ -269,6 +282,7 @@ class VLLMServer:
         self._command: list[str] | None = None
         self._stopped = False
         self.temp_dir: str | None = None  # the server's own temporary folder while it runs
+        self._temp_lock_fd = -1
         self._lock = threading.Lock()
         self._stop_requested = threading.Event()  # wakes the watcher at stop()
         self.thread_outlives_server = thread_outlives_server
@@ -374,8 +388,11 @@ class VLLMServer:
             self._command = self.build_command(self._port)
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
             env = self.build_env()
-            self.temp_dir = _make_private_temp_dir()
-            if self.temp_dir is not None:
+            # Its lock is held here and by the server: a later start sweeps the folder only once
+            # both are gone (a run SIGKILLed, its server following by the parent-death signal).
+            private = _make_private_temp_dir()
+            if private is not None:
+                self.temp_dir, self._temp_lock_fd = private
                 env.update(private_temp_env(self.temp_dir, env))
             with open(self.log_path, "ab") as log:
                 log.write(f"$ {' '.join(self._command)}\n".encode())
@@ -391,6 +408,7 @@ class VLLMServer:
                         stdout=log,
                         stderr=subprocess.STDOUT,
                         env=env,
+                        pass_fds=(self._temp_lock_fd,) if self._temp_lock_fd >= 0 else (),
                         start_new_session=True,
                         preexec_fn=_die_with_parent if use_pdeathsig else None,
                     )
@@ -510,8 +528,9 @@ class VLLMServer:
             _REGISTRY.discard(self)
 
     def _remove_temp_dir(self) -> None:
-        if self.temp_dir is not None:
-            shutil.rmtree(self.temp_dir, ignore_errors=True)
+        if self.temp_dir is not None and self._temp_lock_fd >= 0:
+            fd, self._temp_lock_fd = self._temp_lock_fd, -1
+            _remove_temp_dir(self.temp_dir, fd)
 
     def _kill_group(self, proc: subprocess.Popen[bytes], *, reap: bool = True) -> None:
         """SIGTERM the group, SIGKILL what outlasts ``stop_timeout_s``, wait until it is gone.

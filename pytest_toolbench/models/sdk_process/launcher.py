@@ -13,6 +13,7 @@ the run's settings, keeping the process, stopping it, or starting one the guess 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import shlex
 import subprocess
@@ -21,6 +22,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Sequence
 
+from pytest_toolbench import owned_folders  # the standard library only
 from pytest_toolbench.defaults import DEFAULT_CACHE_DIR  # the standard library only
 
 #: The SDK process's log, beside its socket in its temporary folder (protocol.py re-exports it).
@@ -61,10 +63,13 @@ class SdkProcess:
     endpoint, a bad key) are reported alike, by the first request that meets them."""
 
     def __init__(self, *, import_sdk_at_start: bool = True) -> None:
-        self.folder = Path(tempfile.mkdtemp(prefix="toolbench-sdk-"))
-        if len(str(self.folder)) > 80:  # a Unix socket path is limited to ~107 bytes
-            self.folder.rmdir()
-            self.folder = Path(tempfile.mkdtemp(prefix="toolbench-sdk-", dir="/tmp"))
+        # Its folder's lock is held here and by the SDK process: a later run removes the folder
+        # (socket and log) only once both are gone, e.g. SIGKILLed together with their group.
+        folder, self._lock_fd = _locked_folder(tempfile.gettempdir())
+        if len(folder) > 80:  # a Unix socket path is limited to ~107 bytes
+            _remove_folder(folder, self._lock_fd)
+            folder, self._lock_fd = _locked_folder("/tmp")
+        self.folder = Path(folder)
         self.socket_path = str(self.folder / "sdk.sock")
         self.log_path = self.folder / LOG_NAME
         with open(self.log_path, "wb") as log:
@@ -72,7 +77,7 @@ class SdkProcess:
                 [sys.executable, "-m", "pytest_toolbench.models.sdk_process.server", self.socket_path,
                  *(() if import_sdk_at_start else (IMPORT_ON_FIRST_CALL,))],
                 stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT,
-                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                env={**os.environ, "PYTHONUNBUFFERED": "1"}, pass_fds=(self._lock_fd,),
             )
 
     def address(self) -> dict[str, Any]:
@@ -87,12 +92,30 @@ class SdkProcess:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
-        for path in (Path(self.socket_path), self.log_path):
-            path.unlink(missing_ok=True)
-        try:
-            self.folder.rmdir()
-        except OSError:
-            pass
+        _remove_folder(str(self.folder), self._lock_fd)
+        self._lock_fd = -1
+
+
+#: Name of every SDK process folder (``<tempdir>/toolbench-sdk-*``), which the sweep knows.
+FOLDER_PREFIX = "toolbench-sdk-"
+
+
+def _locked_folder(base: str) -> tuple[str, int]:
+    """First removes the folders of SDK processes that were killed with their run (nobody holds
+    their lock), then makes this one's."""
+    owned_folders.sweep_stale(base, FOLDER_PREFIX)
+    return owned_folders.make_locked_folder(base, FOLDER_PREFIX)
+
+
+def _remove_folder(folder: str, lock_fd: int) -> None:
+    """The socket, the log (it only matters after a crash) and the lock file, then the lock."""
+    for name in ("sdk.sock", LOG_NAME, owned_folders.LOCK_NAME):
+        with contextlib.suppress(OSError):
+            os.unlink(os.path.join(folder, name))
+    with contextlib.suppress(OSError):
+        os.rmdir(folder)
+    if lock_fd >= 0:  # only now: another run's sweep must not start on a folder being removed
+        os.close(lock_fd)
 
 
 def names_suites(arg: str) -> bool:

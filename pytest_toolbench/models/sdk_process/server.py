@@ -27,6 +27,7 @@ import sys
 from typing import Any
 
 from pytest_toolbench.models.base import CallContext, ChatRequest
+from pytest_toolbench.owned_folders import LOCK_NAME
 from pytest_toolbench.models.call_log import CURRENT_CALL_LOG, CaseCallLog
 from pytest_toolbench.models.sdk_process.launcher import IMPORT_ON_FIRST_CALL
 from pytest_toolbench.models.openai_backend import OpenAIBackend
@@ -140,9 +141,10 @@ def main() -> None:
     socket_path = sys.argv[1]
     asyncio.run(main_async(socket_path))
     # A clean stop leaves nothing behind, also when the parent was killed and cannot clean up: the
-    # socket, the log beside it (it only matters after a crash) and their temporary folder.
+    # socket, the log beside it (it only matters after a crash), the lock file and their folder
+    # (the lock itself goes with this process; launcher.py). Killed too, a later run sweeps it.
     folder = os.path.dirname(socket_path)
-    for path in (socket_path, os.path.join(folder, LOG_NAME)):
+    for path in (socket_path, os.path.join(folder, LOG_NAME), os.path.join(folder, LOCK_NAME)):
         with contextlib.suppress(OSError):
             os.unlink(path)
     with contextlib.suppress(OSError):
