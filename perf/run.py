@@ -40,6 +40,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+import minimal_harness  # perf/minimal_harness.py: the simplest pytest harness on the SDK
 from goal_table import WIDTH, Goal, fmt, ratio, render  # perf/goal_table.py: the rows and the 100-column table
 
 REPO = Path(__file__).resolve().parents[1]
@@ -233,15 +234,32 @@ def usable_cores() -> int:
 def efficiency_run(server: FakeEndpoints, data_dir: Path, latency: float, concurrency: int,
                    workers: int, cache_dir: Path, extra: list[str] | None = None,
                    scenario: str = "direct") -> dict[str, Any]:
-    server.reset()
     extra = [*(extra or []), "-n", str(workers)]
+    return measured_command(server, pytest_cmd(data_dir, server.urls, concurrency, cache_dir, scenario, extra),
+                            latency, concurrency * max(1, workers))
+
+
+def minimal_harness_run(server: FakeEndpoints, data_dir: Path, latency: float, in_flight: int,
+                        folder: Path) -> dict[str, Any]:
+    """perf/minimal_harness.py's test folder over the same data and endpoint, measured as the
+    harness's runs are: the efficiency the simplest pytest harness on the SDK reaches."""
+    suite = minimal_harness.write_suite(folder)
+    cmd = [PY, "-m", "pytest", str(suite), "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
+           "-n", "0", "--rootdir", str(suite)]
+    env = {"MINIMAL_DATA": str(data_dir / "toolhop" / "ToolHop.json"), "MINIMAL_URL": server.urls[0],
+           "MINIMAL_IN_FLIGHT": str(in_flight)}
+    return measured_command(server, cmd, latency, in_flight, env=env, cwd=suite)
+
+
+def measured_command(server: FakeEndpoints, cmd: list[str], latency: float, in_flight: int,
+                     env: dict[str, str] | None = None, cwd: Path = REPO) -> dict[str, Any]:
+    """One command against ``server``: its wall, CPU and efficiency, and where its time went."""
+    server.reset()
     started_at = time.time()
     endpoint_cpu = process_cpu_s(server.proc.pid)
-    wall, rc, tail, rss, cpu = timed_usage(pytest_cmd(data_dir, server.urls, concurrency, cache_dir,
-                                                      scenario, extra))
+    wall, rc, tail, rss, cpu = timed_usage(cmd, env, cwd=cwd)
     endpoint_cpu = process_cpu_s(server.proc.pid) - endpoint_cpu
     stats = server.stats()
-    in_flight = concurrency * max(1, workers)
     calls = stats["requests"]
     ideal = calls * latency / in_flight
     ok = rc == 0 and calls > 0  # the gold-playing endpoint makes every case pass
@@ -493,10 +511,39 @@ def upstream_bound(up: dict[str, Any], harness: dict[str, Any], ceiling: dict[st
 def drop_goal(effs: dict[int, float | None], a: int, b: int) -> Goal:
     """Goal 2: from ``a`` to ``b`` in flight efficiency falls by no more than 0.05 (a rise is a
     negative drop)."""
-    drop = round(effs[a] - effs[b], 3) if effs[a] is not None and effs[b] is not None else None
-    return Goal(f"efficiency drop, {a} -> {b}", drop, 0.05, False,
+    return Goal(f"efficiency drop, {a} -> {b}", efficiency_drop(effs, a, b), 0.05, False,
                 reference=f"{fmt(effs[a])} -> {fmt(effs[b])}", note="the worse of the two steps sets the goal; "
                 "a negative drop is a rise")
+
+
+def simplest_goals(simplest: dict[int, dict[str, Any]], effs: dict[int, float | None],
+                   ceiling: dict[str, Any]) -> list[Goal]:
+    """Goal 2's reach, measured: the simplest pytest harness on the SDK (perf/minimal_harness.py:
+    pytest's own per-test work and the SDK's per-call work in one process, nothing else) at 64,
+    128 and 256 in flight, over the same data and endpoint. Its efficiency over the ceiling is
+    what the 0.95 goal asks of a harness with no work of its own; its drops, what the 0.05 goal
+    does. A reference, not an upper bound: a cleverer arrangement (the SDK in a process of its
+    own, as the harness has) may do better."""
+    if not simplest:
+        return [Goal("simplest harness / ceiling, 64", None, None,
+                     unchecked="the simplest harness was skipped (--skip simplest)")]
+    eff = {n: r["efficiency"] for n, r in simplest.items()}
+    mine = ", ".join(f"{n}: {fmt(ratio(effs[n], eff[n]))}" for n in sorted(eff))
+    notes = "; ".join(f"{n} in flight: {run_note(r)}" for n, r in sorted(simplest.items()))
+    return [
+        Goal("simplest harness / ceiling, 64", ratio(eff[64], ceiling["ceiling"]), None,
+             reference=f"{fmt(eff[64])} of ceiling {fmt(ceiling['ceiling'])}",
+             note=f"perf/minimal_harness.py: pytest + the SDK in one process, no harness work; the "
+                  f"harness's efficiency over its, per in-flight count: {mine}. {notes}"),
+        Goal("simplest harness drop, 64 -> 128", efficiency_drop(eff, 64, 128), None,
+             reference=f"{fmt(eff[64])} -> {fmt(eff[128])}", note="what the 0.05 goal asks, with no harness work"),
+        Goal("simplest harness drop, 128 -> 256", efficiency_drop(eff, 128, 256), None,
+             reference=f"{fmt(eff[128])} -> {fmt(eff[256])}", note="what the 0.05 goal asks, with no harness work"),
+    ]
+
+
+def efficiency_drop(effs: dict[int, float | None], a: int, b: int) -> float | None:
+    return round(effs[a] - effs[b], 3) if effs.get(a) is not None and effs.get(b) is not None else None
 
 
 def run_note(run: dict[str, Any]) -> str:
@@ -555,12 +602,26 @@ def measure_efficiency(ns: argparse.Namespace, tmp: Path, figures: dict[str, Any
             return best_efficiency_run(ns.repeats, server, data_dir, ns.latency, in_flight, workers,
                                        cache, extra)
 
+        # The simplest pytest harness on the SDK (perf/minimal_harness.py) runs right after the
+        # harness's run of the same size, as upstream's script does: the drops' reach.
+        simplest: dict[int, dict[str, Any]] = {}
+
+        def simplest_run(n: int) -> None:
+            if "simplest" not in ns.skip:
+                simplest[n] = best_of(ns.repeats, lambda i: minimal_harness_run(
+                    server, data[sizes[n]], ns.latency, n, tmp / f"simplest-{n}-{i}"), ok=lambda r: r["ok"])
+
         runs["c64_n0"] = timed_run(data[sizes[64]], 64, 0, cache64)
+        simplest_run(64)
         if "upstream" not in ns.skip:
             upstream[64] = best_of(ns.repeats, lambda i: upstream_run(
                 server, data[sizes[64]], 64, tmp / f"upstream-64-{i}.jsonl"), ok=lambda r: r["ok"])
         runs["c128_n0"] = timed_run(data[sizes[128]], 128, 0, tmp / "cache-128" / "cache")
+        simplest_run(128)
         runs["c256_n0"] = timed_run(data[sizes[256]], 256, 0, tmp / "cache-256" / "cache")
+        simplest_run(256)
+        if simplest:
+            figures["simplest_harness"] = simplest
         if "upstream" not in ns.skip:
             upstream[256] = best_of(ns.repeats, lambda i: upstream_run(
                 server, data[sizes[256]], 256, tmp / f"upstream-256-{i}.jsonl"), ok=lambda r: r["ok"])
@@ -611,6 +672,7 @@ def measure_efficiency(ns: argparse.Namespace, tmp: Path, figures: dict[str, Any
              note=run_note(runs["c256_n0"])),
         drop_goal(effs, 64, 128),
         drop_goal(effs, 128, 256),
+        *simplest_goals(simplest, effs, ceiling),
         Goal("-n 2 x 64 / 64-in-flight figure", ratio(runs["c64_n2"]["efficiency"], effs[64]),
              0.9, reference=f"{fmt(runs['c64_n2']['efficiency'])} vs {fmt(effs[64])}", note=run_note(runs["c64_n2"])),
         Goal("64 in flight, --sdk-process inline", runs["c64_n0_inline"]["efficiency"], None,
@@ -990,7 +1052,7 @@ def measure_retrieval(ns: argparse.Namespace, tmp: Path, figures: dict[str, Any]
 
 # ----------------------------------------------------------------------------- main
 #: Parts of the efficiency step that --skip can leave out (their rows then say "skip").
-SUB_STEPS = ("upstream", "sdk")
+SUB_STEPS = ("upstream", "sdk", "simplest")
 
 STEPS: dict[str, Callable[[argparse.Namespace, Path, dict[str, Any]], list[Goal]]] = {
     "efficiency": measure_efficiency,
@@ -1015,8 +1077,8 @@ def main() -> int:
                         help="extra pytest args for the sandbox run, e.g. --sandbox-insecure")
     parser.add_argument("--only", nargs="*", choices=list(STEPS), default=None)
     parser.add_argument("--skip", nargs="*", default=[], choices=[*STEPS, *SUB_STEPS],
-                        help="steps to skip; upstream and sdk are the efficiency step's references "
-                             "(upstream's script, the SDK alone)")
+                        help="steps to skip; upstream, sdk and simplest are the efficiency step's "
+                             "references (upstream's script, the SDK alone, the simplest harness)")
     parser.add_argument("--drive-latency", type=float, default=0.01,
                         help="endpoint latency of the drive-rate runs, seconds")
     parser.add_argument("--drive-cases", type=int, default=2000, help="direct cases per drive-rate run")

@@ -133,6 +133,8 @@ def test_table_fits_100_columns() -> None:
         Goal("efficiency / ceiling, 64 in flight", 0.909, 0.95, reference="0.805 of ceiling 0.886",
              note="x " * 200),
         perf_run.drop_goal({64: 0.805, 128: 0.767, 256: 0.45}, 64, 128),
+        *perf_run.simplest_goals({64: run64, 128: run64, 256: run256}, {64: 0.805, 128: 0.767, 256: 0.45},
+                                 {"ceiling": 0.886}),
         perf_run.rerun_goal("--cache-only", {"speedup": 2.47, "wall_s": 3.9, "rc": 0, "calls_sent": 0}, floor),
         perf_run.cpu_per_call_goal("256 in flight", run256, floor, "; marginal 1000 -> 4000: 6.46 ms"),
         perf_run.sdk_reference_goal("256 in flight", sdk, floor),
@@ -197,6 +199,38 @@ def test_each_floor_file_runs_its_tests(tmp_path: Path, shape: str) -> None:
     failed and every ratio read against it unmeasured)."""
     floor = perf_run.pytest_floor(tmp_path, 3, 1.0, shape=shape)
     assert floor["rc"] == 0 and floor["shape"] == shape, floor["tail"]
+
+
+def test_simplest_harness_rows_are_goal_twos_reach() -> None:
+    """The simplest harness's efficiency over the ceiling and its own drops are references; the
+    harness's efficiency over it is named per in-flight count; a skipped one says so."""
+    simplest = {64: _run(1000, 9.56, 2.6), 128: _run(2000, 10.09, 4.4, in_flight=128),
+                256: _run(4000, 10.68, 7.0, in_flight=256)}
+    effs = {64: 0.807, 128: 0.743, 256: 0.668}
+    rows = perf_run.simplest_goals(simplest, effs, {"ceiling": 0.88})
+    assert [g.name for g in rows] == ["simplest harness / ceiling, 64", "simplest harness drop, 64 -> 128",
+                                      "simplest harness drop, 128 -> 256"]
+    assert all(g.met is None and not g.missed for g in rows)
+    assert rows[0].value == ratio(0.817, 0.88) and rows[1].value == 0.043 and rows[2].value == 0.042
+    assert "64: 0.988" in rows[0].note and "256: 0.913" in rows[0].note
+    failed = perf_run.simplest_goals({**simplest, 256: _run(4000, 10.68, 7.0, 256, ok=False)}, effs,
+                                     {"ceiling": 0.88})
+    assert failed[2].value is None and failed[2].value_cell() == "n/a"
+    skipped = perf_run.simplest_goals({}, effs, {"ceiling": 0.88})
+    assert skipped[0].met_cell() == "skip" and not skipped[0].missed
+
+
+def test_the_simplest_harness_sends_every_case_and_passes(tmp_path: Path) -> None:
+    """perf/minimal_harness.py is a real pytest run over the real SDK: every case's request
+    reaches the endpoint, at most ``in_flight`` at a time, and every test passes."""
+    data = perf_run.make_toolhop_data(tmp_path / "data", 12)
+    server = perf_run.FakeEndpoints(perf_run.SAMPLE, 0.05)
+    try:
+        run = perf_run.minimal_harness_run(server, data, 0.05, 4, tmp_path / "simplest")
+    finally:
+        server.close()
+    assert run["ok"] and run["calls"] == 12 and run["peak_in_flight"] == 4, run["tail"]
+    assert "12 passed" in run["tail"]
 
 
 def test_fixture_floor_is_a_reference_beside_goal_five() -> None:
