@@ -378,6 +378,17 @@ def test_a_folder_left_by_a_killed_run_is_swept_at_the_next_start(tmp_path: Path
         os.close(live_fd)
 
 
+def test_a_temporary_folder_that_cannot_be_made_leaves_vllm_its_default(tmp_path: Path, monkeypatch) -> None:
+    from pytest_toolbench import owned_folders
+
+    def refuse(base: str, prefix: str) -> tuple[str, int]:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(owned_folders, "make_locked_folder", refuse)
+    with _sigterm_ignoring_server(tmp_path) as s:
+        assert s.temp_dir is None and s.is_alive()
+
+
 def test_a_server_that_fails_to_start_leaves_no_temporary_folder(tmp_path: Path) -> None:
     server = VLLMServer("m", served_model_name="m", log_path=tmp_path / "l", cpu=True,
                         python=str(tmp_path / "no-such-python"))

@@ -80,10 +80,15 @@ TEMP_DIR_PREFIX = "toolbench-vllm-"
 def _make_private_temp_dir() -> tuple[str, int] | None:
     """A new folder only this user can enter and its held lock (owned_folders.py), or None where
     its path would be too long for a socket inside it (vLLM then uses the shared temporary
-    folder, as without the harness). First removes the folders of servers killed with their run."""
+    folder, as without the harness), or where it cannot be made (a full or read-only temporary
+    folder: the server's own start then says what it meets). First removes the folders of
+    servers killed with their run."""
     base = tempfile.gettempdir()
     owned_folders.sweep_stale(base, TEMP_DIR_PREFIX)
-    folder, lock_fd = owned_folders.make_locked_folder(base, TEMP_DIR_PREFIX)
+    try:
+        folder, lock_fd = owned_folders.make_locked_folder(base, TEMP_DIR_PREFIX)
+    except OSError:
+        return None
     if len(folder) > _MAX_TEMP_DIR_CHARS:
         _remove_temp_dir(folder, lock_fd)
         return None
