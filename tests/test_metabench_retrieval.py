@@ -6,7 +6,6 @@ all-MiniLM-L6-v2 + FAISS)."""
 from __future__ import annotations
 
 import asyncio
-import time
 
 import numpy as np
 import pytest
@@ -167,18 +166,15 @@ def test_alpha_ablation_moves_table_3():
     assert all(t[alpha]["simple.hr_1"] < 100.0 for alpha in t)
 
 
-def test_cold_index_build_including_pools_is_timed_honestly():
-    """The issue's "builds in seconds": weights load + encode of every library text + the pool
-    and FAISS index of every dialogue, from an empty cache. Measured on the shared (loaded) 2-core
-    box: ~11 s load (importing torch and sentence-transformers included), ~31 s encode of ~1,600
-    unique short texts (the only slow step; the paper-size library would be ~20k texts),
-    0.3 s for every pool. So "in seconds" holds for the index from cached embeddings, not for a
-    cold encode. The bounds leave room for a loaded machine but catch a per-dialogue re-encode."""
+def test_a_cold_build_encodes_the_library_once_and_pools_encode_nothing():
+    """A cold build (weights, every library text, the pool and FAISS index of every dialogue, from
+    an empty cache) encodes the whole library in one call and no pool encodes again: a
+    per-dialogue re-encode would make the build's one slow step (~30-120 s of a 2-core CPU for
+    ~1,600 texts) run per dialogue. Its time is perf/retrieval.py's figure, not a bound here."""
     cold = cold_build()
-    assert cold.encode_calls == 1  # the whole library, deduplicated, in one encode
+    assert cold.build_encode_calls == 1  # the whole library, deduplicated, in one encode
+    assert cold.pool_encode_calls == 0
     assert cold.texts > 1500  # descriptions + required-parameter descriptions, deduplicated
-    assert cold.pools_s < 5, f"pools took {cold.pools_s:.1f}s"
-    assert cold.total_s < 120, f"cold build took {cold.total_s:.1f}s ({cold})"
 
 
 def test_a_second_build_and_its_queries_never_load_the_model(tmp_path):
@@ -188,12 +184,10 @@ def test_a_second_build_and_its_queries_never_load_the_model(tmp_path):
     d = next(d for d in METABENCH.load_dialogues(None) if d.id == "simple/open-world/function_missing/0001")
     first = retriever().search(d, call)  # a warm library; this query is encoded and cached
     fresh = Embedders(cold.folder)  # a new session: new embedder objects, same disk cache
-    start = time.perf_counter()
     r = MetaBenchRetriever(library(), fresh, MetaBenchOptions()).build()
     for dialogue in METABENCH.load_dialogues(None):
         r.pool(dialogue)
     assert r.search(d, call) == first
-    assert time.perf_counter() - start < 10
     assert fresh.get()._model is None  # the weights were never loaded
     assert np.array_equal(r._vectors["tool"], retriever()._vectors["tool"])
     other = {"name": "meta_tool", "parameters": {"tool_description": "never asked before", "param_description": []}}
