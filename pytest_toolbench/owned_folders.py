@@ -7,7 +7,7 @@ exclusive ``flock`` on :data:`LOCK_NAME` inside it its owner holds (and may pass
 uses the folder, so the lock lasts while either lives); a later run's :func:`sweep_stale` removes
 a folder once it can take that lock, never before, and only this user's.
 
-Stdlib only (the sandbox's zygote imports it).
+Stdlib only (the SDK process's launcher imports it before anything else of the plugin).
 """
 
 from __future__ import annotations
@@ -49,6 +49,23 @@ def make_locked_folder(base: str, prefix: str) -> tuple[str, int]:
         _rmtree(staging)
         raise
     return final, fd
+
+
+def claim_folder(base: str, prefix: str) -> tuple[str, int]:
+    """:func:`make_locked_folder`, after sweeping the folders ``base/prefix*`` whose owners were
+    killed (the sweep of every harness folder but the sandbox's, which logs what it removed)."""
+    sweep_stale(base, prefix)
+    return make_locked_folder(base, prefix)
+
+
+def release_folder(path: str, lock_fd: int, remove: Callable[[str], str | None] | None = None) -> str | None:
+    """Remove a folder made by :func:`make_locked_folder`, then close its lock (only then: another
+    run's sweep must not start on a folder still being removed). Returns None once the folder is
+    gone, else why not (``remove`` as for :func:`sweep_stale`)."""
+    problem = (remove or _rmtree)(path)
+    if lock_fd >= 0:
+        os.close(lock_fd)
+    return problem
 
 
 def sweep_stale(base: str, prefix: str, remove: Callable[[str], str | None] | None = None) -> list[str]:

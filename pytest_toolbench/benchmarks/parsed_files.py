@@ -120,9 +120,7 @@ def share_parsed_files() -> Path:
     controllers that were killed (nobody holds their lock)."""
     from pytest_toolbench import owned_folders  # stdlib only
 
-    base = tempfile.gettempdir()
-    owned_folders.sweep_stale(base, FOLDER_PREFIX)
-    path, _lock_fd[0] = owned_folders.make_locked_folder(base, FOLDER_PREFIX)
+    path, _lock_fd[0] = owned_folders.claim_folder(tempfile.gettempdir(), FOLDER_PREFIX)
     folder = Path(path)
     _shared[0] = (folder, True)
     return folder
@@ -158,12 +156,10 @@ def stop_sharing() -> None:
     """Remove the controller's folder (a worker only forgets it)."""
     shared, _shared[0] = _shared[0], None
     if shared is not None and shared[1]:
-        import shutil
+        from pytest_toolbench import owned_folders  # stdlib only
 
-        shutil.rmtree(shared[0], ignore_errors=True)
         fd, _lock_fd[0] = _lock_fd[0], -1
-        if fd >= 0:  # only now: another run's sweep must not start on a folder being removed
-            os.close(fd)
+        owned_folders.release_folder(str(shared[0]), fd)
 
 
 def _shared_name(parse: Callable[..., object], key: Hashable) -> str | None:

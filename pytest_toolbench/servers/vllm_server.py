@@ -19,7 +19,6 @@ import hashlib
 import json
 import os
 import re
-import shutil
 import signal
 import socket
 import subprocess
@@ -83,21 +82,14 @@ def _make_private_temp_dir() -> tuple[str, int] | None:
     folder, as without the harness), or where it cannot be made (a full or read-only temporary
     folder: the server's own start then says what it meets). First removes the folders of
     servers killed with their run."""
-    base = tempfile.gettempdir()
-    owned_folders.sweep_stale(base, TEMP_DIR_PREFIX)
     try:
-        folder, lock_fd = owned_folders.make_locked_folder(base, TEMP_DIR_PREFIX)
+        folder, lock_fd = owned_folders.claim_folder(tempfile.gettempdir(), TEMP_DIR_PREFIX)
     except OSError:
         return None
     if len(folder) > _MAX_TEMP_DIR_CHARS:
-        _remove_temp_dir(folder, lock_fd)
+        owned_folders.release_folder(folder, lock_fd)
         return None
     return folder, lock_fd
-
-
-def _remove_temp_dir(folder: str, lock_fd: int) -> None:
-    shutil.rmtree(folder, ignore_errors=True)
-    os.close(lock_fd)  # only now: another run's sweep must not start on a folder being removed
 
 
 class VLLMStartupError(RuntimeError):
@@ -535,7 +527,7 @@ class VLLMServer:
     def _remove_temp_dir(self) -> None:
         if self.temp_dir is not None and self._temp_lock_fd >= 0:
             fd, self._temp_lock_fd = self._temp_lock_fd, -1
-            _remove_temp_dir(self.temp_dir, fd)
+            owned_folders.release_folder(self.temp_dir, fd)
 
     def _kill_group(self, proc: subprocess.Popen[bytes], *, reap: bool = True) -> None:
         """SIGTERM the group, SIGKILL what outlasts ``stop_timeout_s``, wait until it is gone.

@@ -13,7 +13,6 @@ the run's settings, keeping the process, stopping it, or starting one the guess 
 from __future__ import annotations
 
 import atexit
-import contextlib
 import os
 import shlex
 import subprocess
@@ -65,10 +64,10 @@ class SdkProcess:
     def __init__(self, *, import_sdk_at_start: bool = True) -> None:
         # Its folder's lock is held here and by the SDK process: a later run removes the folder
         # (socket and log) only once both are gone, e.g. SIGKILLed together with their group.
-        folder, self._lock_fd = _locked_folder(tempfile.gettempdir())
+        folder, self._lock_fd = owned_folders.claim_folder(tempfile.gettempdir(), FOLDER_PREFIX)
         if len(folder) > 80:  # a Unix socket path is limited to ~107 bytes
-            _remove_folder(folder, self._lock_fd)
-            folder, self._lock_fd = _locked_folder("/tmp")
+            owned_folders.release_folder(folder, self._lock_fd)
+            folder, self._lock_fd = owned_folders.claim_folder("/tmp", FOLDER_PREFIX)
         self.folder = Path(folder)
         self.socket_path = str(self.folder / "sdk.sock")
         self.log_path = self.folder / LOG_NAME
@@ -92,30 +91,13 @@ class SdkProcess:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
-        _remove_folder(str(self.folder), self._lock_fd)
+        # The socket, the log (it only matters after a crash) and the lock file, then the lock.
+        owned_folders.release_folder(str(self.folder), self._lock_fd)
         self._lock_fd = -1
 
 
 #: Name of every SDK process folder (``<tempdir>/toolbench-sdk-*``), which the sweep knows.
 FOLDER_PREFIX = "toolbench-sdk-"
-
-
-def _locked_folder(base: str) -> tuple[str, int]:
-    """First removes the folders of SDK processes that were killed with their run (nobody holds
-    their lock), then makes this one's."""
-    owned_folders.sweep_stale(base, FOLDER_PREFIX)
-    return owned_folders.make_locked_folder(base, FOLDER_PREFIX)
-
-
-def _remove_folder(folder: str, lock_fd: int) -> None:
-    """The socket, the log (it only matters after a crash) and the lock file, then the lock."""
-    for name in ("sdk.sock", LOG_NAME, owned_folders.LOCK_NAME):
-        with contextlib.suppress(OSError):
-            os.unlink(os.path.join(folder, name))
-    with contextlib.suppress(OSError):
-        os.rmdir(folder)
-    if lock_fd >= 0:  # only now: another run's sweep must not start on a folder being removed
-        os.close(lock_fd)
 
 
 def names_suites(arg: str) -> bool:
