@@ -143,6 +143,8 @@ def test_table_fits_100_columns() -> None:
         perf_run.upstream_bound(up, run64, {"import_pytest_s": 0.126, "import_openai_s": 0.566},
                                 0.5, 1.0),
         Goal("drive rate 10 ms / pytest tests/s", 0.177, 0.5, reference="187.2/s (-n 0 x 256) vs 1057.3/s"),
+        perf_run.simplest_drive_goal({"-n 0 x 64": _drive(2000, 4.0, 3.0)}, {"tests_per_s": 1057.3}, 0.177, 2000),
+        perf_run.simplest_endpoints_goal({64: run64, 256: run256}, 256, 0.363),
         *perf_run.read_goals("familytool", reads, {"wall_s": 4.1, "rc": 0, "cases": 5628}),
         Goal("familytool run folder / 247.3 MB", 0.999, 0.1, False,
              reference="247.1 MB (5628 cases)", note="/a/very/long/path/" * 20),
@@ -218,6 +220,41 @@ def test_simplest_harness_rows_are_goal_twos_reach() -> None:
     assert failed[2].value is None and failed[2].value_cell() == "n/a"
     skipped = perf_run.simplest_goals({}, effs, {"ceiling": 0.88})
     assert skipped[0].met_cell() == "skip" and not skipped[0].missed
+
+
+def _drive(calls: int, wall: float, busy: float | None, ok: bool = True) -> dict:
+    """A drive run's figures with its rates, as perf/run.py's measure_drive keeps them."""
+    return perf_run.with_rates({**_run(calls, wall, 3.0, ok=ok), "busy_s": busy})
+
+
+def test_simplest_harness_drive_rate_is_goal_threes_reach() -> None:
+    """The simplest harness's best drive rate over pytest's tests/s, a reference naming the
+    harness's share of it; a failed setting never wins, a skipped harness says so."""
+    floor = {"tests_per_s": 1500.0, "wall_s": 1.33, "rc": 0}
+    simplest = {"-n 0 x 64": _drive(2000, 4.0, 3.0), "-n 0 x 256": _drive(2000, 5.0, 4.0)}
+    row = perf_run.simplest_drive_goal(simplest, floor, 0.3, 2000)
+    assert row.value == ratio(500.0, 1500.0) and row.met_cell() == "ref" and not row.missed
+    assert row.reference == "harness 0.3 = 0.901 of it"  # 0.3 / 0.333
+    assert "(-n 0 x 64)" in row.note and "-n 0 x 256: 400/s (busy span 500/s" in row.note
+    failed = {"-n 0 x 64": _drive(2000, 1.0, None, ok=False), "-n 0 x 256": _drive(2000, 5.0, 4.0)}
+    row = perf_run.simplest_drive_goal(failed, floor, 0.3, 2000)
+    assert row.value == ratio(400.0, 1500.0) and "-n 0 x 64: n/a/s" not in row.note
+    assert "-n 0 x 64: n/a (busy span n/a" in row.note
+    assert perf_run.simplest_drive_goal({}, floor, 0.3, 2000).met_cell() == "skip"
+    none_ok = {"-n 0 x 64": _drive(2000, 1.0, None, ok=False)}
+    assert perf_run.simplest_drive_goal(none_ok, floor, 0.3, 2000).value is None
+
+
+def test_simplest_harness_at_the_endpoints_in_flight_is_their_reach() -> None:
+    """4 endpoints x 64 keep 256 in flight: the simplest harness's 256 over its 64 is the
+    reference; an in-flight count it did not run at says skip."""
+    simplest = {64: _run(1000, 9.56, 2.6), 256: _run(4000, 10.68, 7.0, in_flight=256)}
+    row = perf_run.simplest_endpoints_goal(simplest, 256, 0.67)
+    assert row.name == "simplest harness 256 / 64 in flight" and row.met_cell() == "ref"
+    assert row.value == ratio(simplest[256]["efficiency"], simplest[64]["efficiency"])
+    assert "harness efficiency 0.67" in row.note
+    assert perf_run.simplest_endpoints_goal(simplest, 192, 0.67).met_cell() == "skip"
+    assert perf_run.simplest_endpoints_goal({}, 256, 0.67).met_cell() == "skip"
 
 
 def test_the_simplest_harness_sends_every_case_and_passes(tmp_path: Path) -> None:
