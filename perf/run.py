@@ -337,22 +337,27 @@ FLOOR_TESTS = {
 }
 
 
-def pytest_floor(tmp: Path, n: int, first_wall: float, shape: str = "noop") -> dict[str, Any]:
+def pytest_floor(tmp: Path, n: int, first_wall: float, shape: str = "noop",
+                 plugin: bool = True) -> dict[str, Any]:
     """Wall time and CPU of ``n`` parametrised no-op tests in this checkout (same plugins, same
     options): a cached re-run can never be faster than pytest running as many items, and no
     harness can spend less CPU per case, nor drive more cases per second, than pytest per test.
     The least wall and the least CPU of ``FLOOR_REPEATS`` runs (each a whole command).
-    ``shape``: which of :data:`FLOOR_TESTS` (``fixture``: the same with one fixture per test)."""
+    ``shape``: which of :data:`FLOOR_TESTS` (``fixture``: the same with one fixture per test).
+    ``plugin=False``: with ``-p no:toolbench``, pytest's own floor (this package's plugin loads
+    through its entry point in every pytest command of the environment otherwise)."""
     folder = tmp / f"floor-{shape}-{n}"
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "test_floor.py").write_text(FLOOR_TESTS[shape].replace("{n}", str(n)))
     runs = [timed_usage([PY, "-m", "pytest", str(folder), "-q", "-p", "no:cacheprovider",
-                         "-p", "no:randomly", "-n", "0", "--rootdir", str(folder)])
+                         "-p", "no:randomly", "-n", "0", "--rootdir", str(folder),
+                         *(() if plugin else ("-p", "no:toolbench"))])
             for _ in range(FLOOR_REPEATS)]
     failed = [tail for _, rc, tail, _, _ in runs if rc != 0]
     rc = 1 if failed else 0
     wall, cpu = min(r[0] for r in runs), min(r[4] for r in runs)
-    return {"wall_s": round(wall, 3), "rc": rc, "cases": n, "shape": shape, "repeats": FLOOR_REPEATS,
+    return {"wall_s": round(wall, 3), "rc": rc, "cases": n, "shape": shape, "plugin": plugin,
+            "repeats": FLOOR_REPEATS,
             "walls_s": [round(r[0], 3) for r in runs], "cpus_s": [round(r[4], 3) for r in runs],
             "max_speedup": round(first_wall / wall, 2) if rc == 0 else None,
             "tail": failed[0][-300:] if failed else "",
@@ -582,6 +587,23 @@ def fixture_floor_goal(rerun: dict[str, Any], floor: dict[str, Any], fixture_flo
                      "structure and zero harness work")
 
 
+def plugin_floor_goal(floor: dict[str, Any], bare: dict[str, Any]) -> Goal:
+    """A reference beside every floor: pytest's no-op floor as a user of this package has it
+    (the plugin loads through its entry point, also in a run with no toolbench test) over
+    pytest's own (``-p no:toolbench``). The floors the goals divide by are the first: what the
+    plugin costs a command before any case is in both sides of those ratios."""
+    ok = floor.get("rc") == 0 and bare.get("rc") == 0
+    wall, own = (floor["wall_s"], bare["wall_s"]) if ok else (None, None)
+    extra_wall = round(floor["wall_s"] - bare["wall_s"], 3) if ok else None
+    extra_cpu = round(floor["cpu_s"] - bare["cpu_s"], 3) if ok else None
+    return Goal(f"pytest floor / -p no:toolbench, {floor.get('cases')} no-op tests", ratio(wall, own, 2),
+                None, unit="x", reference=f"{fmt(wall, 's')} vs {fmt(own, 's')}",
+                note=f"what the plugin costs a pytest command of its environment, a run with no "
+                     f"toolbench test included: {fmt(extra_wall, 's')} wall, {fmt(extra_cpu, 's')} CPU "
+                     "(its imports, option declarations, configure and per-test hooks); the floors "
+                     "the goals divide by include it")
+
+
 # ----------------------------------------------------------------------------- measurements
 def measure_efficiency(ns: argparse.Namespace, tmp: Path, figures: dict[str, Any]) -> list[Goal]:
     """Goals 1, 2 (64/128/256 and -n 2), 4 and 5: the runs share one fake endpoint; the floor,
@@ -647,6 +669,8 @@ def measure_efficiency(ns: argparse.Namespace, tmp: Path, figures: dict[str, Any
         floor = figures["pytest_floor"] = pytest_floor(tmp, ns.cases, runs["c64_n0"]["wall_s"])
         fixture_floor = figures["pytest_floor_fixture"] = pytest_floor(
             tmp, ns.cases, runs["c64_n0"]["wall_s"], shape="fixture")
+        bare_floor = figures["pytest_floor_bare"] = pytest_floor(
+            tmp / "bare", ns.cases, runs["c64_n0"]["wall_s"], plugin=False)
         floor256 = figures["pytest_floor_256"] = pytest_floor(tmp, sizes[256], runs["c256_n0"]["wall_s"])
         ceiling = figures["ceiling_64"] = efficiency_ceiling(runs["c64_n0"], ns.latency)
         if "sdk" not in ns.skip:
@@ -684,6 +708,7 @@ def measure_efficiency(ns: argparse.Namespace, tmp: Path, figures: dict[str, Any
         rerun_goal("cached re-run", reruns["cached_rerun"], floor),
         rerun_goal("--cache-only", reruns["cache_only"], floor),
         fixture_floor_goal(reruns["cached_rerun"], floor, fixture_floor),
+        plugin_floor_goal(floor, bare_floor),
         cpu_per_call_goal("64", c64, floor),
     ]
     if sdk:

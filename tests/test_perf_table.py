@@ -195,12 +195,25 @@ def test_pytest_floor_is_the_least_of_its_repeats(tmp_path: Path, monkeypatch: p
     assert failed["cpu_per_test_ms"] is None and failed["tests_per_s"] is None
 
 
+def test_bare_floor_leaves_the_plugin_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """plugin=False runs the same command with -p no:toolbench, and only then."""
+    commands: list[list[str]] = []
+    monkeypatch.setattr(perf_run, "timed_usage", lambda cmd: commands.append(cmd) or (1.0, 0, "", 0, 1.0))
+    perf_run.pytest_floor(tmp_path, 10, 5.0)
+    perf_run.pytest_floor(tmp_path / "bare", 10, 5.0, plugin=False)
+    with_plugin, bare = commands[0], commands[-1]
+    assert "no:toolbench" not in with_plugin and bare[-2:] == ["-p", "no:toolbench"]
+    assert [a.replace(str(tmp_path / "bare"), str(tmp_path)) for a in bare[:-2]] == with_plugin
+
+
 @pytest.mark.parametrize("shape", sorted(perf_run.FLOOR_TESTS))
 def test_each_floor_file_runs_its_tests(tmp_path: Path, shape: str) -> None:
     """The floor files are real pytest files: n tests pass (a broken one would leave the floor
     failed and every ratio read against it unmeasured)."""
     floor = perf_run.pytest_floor(tmp_path, 3, 1.0, shape=shape)
     assert floor["rc"] == 0 and floor["shape"] == shape, floor["tail"]
+    bare = perf_run.pytest_floor(tmp_path / "bare", 3, 1.0, shape=shape, plugin=False)
+    assert bare["rc"] == 0 and not bare["plugin"], bare["tail"]
 
 
 def test_simplest_harness_rows_are_goal_twos_reach() -> None:
@@ -277,6 +290,18 @@ def test_fixture_floor_is_a_reference_beside_goal_five() -> None:
     assert "1.25x the no-op floor" in goal.note and "at most 0.8 of the floor's speed-up" in goal.note
     failed = perf_run.fixture_floor_goal(rerun, {"wall_s": 1.6, "rc": 0}, {"wall_s": 2.0, "rc": 1, "cases": 1000})
     assert failed.value is None
+
+
+def test_plugin_floor_is_the_floor_with_the_plugin_over_pytests_own() -> None:
+    """The no-op floor as users have it (the plugin loaded) over pytest's own, with what the
+    plugin adds in wall and CPU; a failed floor on either side reads n/a."""
+    floor = {"wall_s": 1.32, "cpu_s": 1.3, "rc": 0, "cases": 1000}
+    bare = {"wall_s": 1.05, "cpu_s": 1.01, "rc": 0, "cases": 1000}
+    goal = perf_run.plugin_floor_goal(floor, bare)
+    assert goal.value == 1.26 and goal.met_cell() == "ref" and goal.reference == "1.32s vs 1.05s"
+    assert "0.27s wall, 0.29s CPU" in goal.note
+    failed = perf_run.plugin_floor_goal(floor, {**bare, "rc": 1})
+    assert failed.value is None and "n/a wall, n/a CPU" in failed.note
 
 
 def test_drive_bound_is_a_reference_beside_goal_three(monkeypatch: pytest.MonkeyPatch) -> None:
