@@ -206,6 +206,28 @@ def test_bare_floor_leaves_the_plugin_out(tmp_path: Path, monkeypatch: pytest.Mo
     assert [a.replace(str(tmp_path / "bare"), str(tmp_path)) for a in bare[:-2]] == with_plugin
 
 
+def test_paired_floors_run_in_turn_and_keep_each_ones_least(tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """With and without the plugin alternate (a slow stretch of the machine meets both), each
+    side the least wall and the least CPU of its runs; a failed run is never hidden."""
+    walls = iter([1.5, 1.2, 1.4, 1.3, 1.6, 1.1])  # plugin, bare, plugin, bare, ...
+    cpus = iter([1.45, 1.25, 1.5, 1.15, 1.35, 1.2])
+    commands: list[list[str]] = []
+
+    def fake(cmd: list[str]) -> tuple[float, int, str, int, float]:
+        commands.append(cmd)
+        return next(walls), 0, "", 0, next(cpus)
+
+    monkeypatch.setattr(perf_run, "timed_usage", fake)
+    plugin, bare = perf_run.paired_floors(tmp_path, 1000, 10.0)
+    assert [("no:toolbench" in c) for c in commands] == [False, True] * 3
+    assert plugin["wall_s"] == 1.4 and plugin["cpu_s"] == 1.35 and plugin["walls_s"] == [1.5, 1.4, 1.6]
+    assert bare["wall_s"] == 1.1 and bare["cpu_s"] == 1.15 and bare["repeats"] == 3
+    statuses = iter([0, 0, 0, 1, 0, 0])
+    monkeypatch.setattr(perf_run, "timed_usage", lambda cmd: (1.0, next(statuses), "boom", 0, 1.0))
+    assert perf_run.paired_floors(tmp_path, 1000, 10.0)[1]["rc"] == 1
+
+
 @pytest.mark.parametrize("shape", sorted(perf_run.FLOOR_TESTS))
 def test_each_floor_file_runs_its_tests(tmp_path: Path, shape: str) -> None:
     """The floor files are real pytest files: n tests pass (a broken one would leave the floor
