@@ -420,12 +420,11 @@ class _Worker:
             except OSError:
                 pass
         self._req_w = self._rep_r = -1
-        problem = cleanup.remove_tree(self.tmpdir)
+        # remove_tree: no tool's tree (mode 000 folders, deep nesting) defeats it
+        fd, self._lock_fd = self._lock_fd, -1
+        problem = owned_folders.release_folder(self.tmpdir, fd, cleanup.remove_tree)
         if problem:
             log.warning("sandbox: could not remove %s: %s", self.tmpdir, problem)
-        if self._lock_fd >= 0:  # only now: a sweep must not start on a folder still being removed
-            os.close(self._lock_fd)
-            self._lock_fd = -1
         return tail
 
 
