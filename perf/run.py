@@ -338,26 +338,36 @@ FLOOR_TESTS = {
 
 
 def pytest_floor(tmp: Path, n: int, first_wall: float, shape: str = "noop",
-                 plugin: bool = True, repeats: int = FLOOR_REPEATS) -> dict[str, Any]:
+                 plugin: bool = True) -> dict[str, Any]:
     """Wall time and CPU of ``n`` parametrised no-op tests in this checkout (same plugins, same
     options): a cached re-run can never be faster than pytest running as many items, and no
     harness can spend less CPU per case, nor drive more cases per second, than pytest per test.
-    The least wall and the least CPU of ``repeats`` runs (each a whole command).
+    The least wall and the least CPU of ``FLOOR_REPEATS`` runs (each a whole command).
     ``shape``: which of :data:`FLOOR_TESTS` (``fixture``: the same with one fixture per test).
     ``plugin=False``: with ``-p no:toolbench``, pytest's own floor (this package's plugin loads
     through its entry point in every pytest command of the environment otherwise)."""
+    cmd = floor_command(tmp, n, shape, plugin)
+    return floor_figures([timed_usage(cmd) for _ in range(FLOOR_REPEATS)], n, first_wall, shape, plugin)
+
+
+def floor_command(tmp: Path, n: int, shape: str, plugin: bool) -> list[str]:
+    """The floor's test file written under ``tmp``, and the pytest command that runs it."""
     folder = tmp / f"floor-{shape}-{n}"
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "test_floor.py").write_text(FLOOR_TESTS[shape].replace("{n}", str(n)))
-    runs = [timed_usage([PY, "-m", "pytest", str(folder), "-q", "-p", "no:cacheprovider",
-                         "-p", "no:randomly", "-n", "0", "--rootdir", str(folder),
-                         *(() if plugin else ("-p", "no:toolbench"))])
-            for _ in range(repeats)]
+    return [PY, "-m", "pytest", str(folder), "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
+            "-n", "0", "--rootdir", str(folder), *(() if plugin else ("-p", "no:toolbench"))]
+
+
+def floor_figures(runs: list[tuple[float, int, str, int, float]], n: int, first_wall: float,
+                  shape: str, plugin: bool) -> dict[str, Any]:
+    """A floor's figures from its runs (``timed_usage``'s): the least wall and the least CPU, each
+    run's kept; any failed run makes the floor failed."""
     failed = [tail for _, rc, tail, _, _ in runs if rc != 0]
     rc = 1 if failed else 0
     wall, cpu = min(r[0] for r in runs), min(r[4] for r in runs)
     return {"wall_s": round(wall, 3), "rc": rc, "cases": n, "shape": shape, "plugin": plugin,
-            "repeats": repeats,
+            "repeats": len(runs),
             "walls_s": [round(r[0], 3) for r in runs], "cpus_s": [round(r[4], 3) for r in runs],
             "max_speedup": round(first_wall / wall, 2) if rc == 0 else None,
             "tail": failed[0][-300:] if failed else "",
@@ -589,23 +599,18 @@ def fixture_floor_goal(rerun: dict[str, Any], floor: dict[str, Any], fixture_flo
 
 def paired_floors(tmp: Path, n: int, first_wall: float) -> tuple[dict[str, Any], dict[str, Any]]:
     """The no-op floor with the plugin and without (``-p no:toolbench``), run in turn
-    ``FLOOR_REPEATS`` times, each the least of its runs: three runs of one in a row met a slow
-    stretch of this machine that the other's missed (with ``--load 1`` the bare floor once read
-    1.67-1.71 s against 1.46-1.54 s with the plugin, where by hand, in turn, it reads 0.3 s less)."""
-    runs: dict[bool, list[dict[str, Any]]] = {True: [], False: []}
+    ``FLOOR_REPEATS`` times, each side's figures as :func:`pytest_floor` gives them: three runs
+    of one in a row met a slow stretch of this machine that the other's missed (with ``--load 1``
+    the bare floor once read 1.67-1.71 s against 1.46-1.54 s with the plugin, where by hand, in
+    turn, it reads 0.3 s less)."""
+    cmds = {plugin: floor_command(tmp / ("with-plugin" if plugin else "bare"), n, "noop", plugin)
+            for plugin in (True, False)}
+    runs: dict[bool, list[tuple[float, int, str, int, float]]] = {True: [], False: []}
     for _ in range(FLOOR_REPEATS):
-        for plugin in (True, False):
-            runs[plugin].append(pytest_floor(tmp / ("with-plugin" if plugin else "bare"), n,
-                                             first_wall, plugin=plugin, repeats=1))
-
-    def least(done: list[dict[str, Any]]) -> dict[str, Any]:
-        failed = [r for r in done if r["rc"] != 0]
-        chosen = failed[0] if failed else min(done, key=lambda r: r["wall_s"])
-        cpu = chosen["cpu_s"] if failed else min(r["cpu_s"] for r in done)  # as pytest_floor's
-        return {**chosen, "cpu_s": cpu, "repeats": len(done), "walls_s": [r["wall_s"] for r in done],
-                "cpus_s": [r["cpu_s"] for r in done]}
-
-    return least(runs[True]), least(runs[False])
+        for plugin, cmd in cmds.items():
+            runs[plugin].append(timed_usage(cmd))
+    plugin_floor, bare = (floor_figures(runs[p], n, first_wall, "noop", p) for p in (True, False))
+    return plugin_floor, bare
 
 
 def plugin_floor_goal(floor: dict[str, Any], bare: dict[str, Any]) -> Goal:
