@@ -10,7 +10,8 @@ waiting for is never starved by later ones), and the backends share its connecti
 The loop runs on the thread that waits (pytest's main thread), not in a thread of its own. While
 pytest works between two cases (reports, the next test's set-up) the loop is paused and replies
 wait in their socket or pipe, which costs them a millisecond or two against an endpoint's tens to
-thousands. A loop thread beside pytest's cost far more: every case crossed threads twice (the
+thousands, provided every test gives the loop a pass, one whose result is already in too
+(:meth:`CaseScheduler._one_pass`). A loop thread beside pytest's cost far more: every case crossed threads twice (the
 loop thread ran it while pytest worked, then pytest blocked on its future and was woken), and the
 runner's work and pytest's took the GIL from each other at a fine grain; pytest's own per-test
 code took 2.2x its floor's time, 1.46x with the loop here (perf/README.md, "A loop thread in the
