@@ -11,12 +11,12 @@ The loop runs on the thread that waits (pytest's main thread), not in a thread o
 pytest works between two cases (reports, the next test's set-up) the loop is paused and replies
 wait in their socket or pipe, which costs them a millisecond or two against an endpoint's tens to
 thousands, provided every test gives the loop a pass, one whose result is already in too
-(:meth:`CaseScheduler._one_pass`). A loop thread beside pytest's cost far more: every case crossed threads twice (the
-loop thread ran it while pytest worked, then pytest blocked on its future and was woken), and the
-runner's work and pytest's took the GIL from each other at a fine grain; pytest's own per-test
-code took 2.2x its floor's time, 1.46x with the loop here (perf/README.md, "A loop thread in the
-pytest process"). The run-ahead does not suffer: a test waits only for a case submitted before the
-ones after it, and every loop pass serves them all.
+(:meth:`CaseScheduler._one_pass`). A loop thread beside pytest's cost far more: every case
+crossed threads twice (the loop thread ran it while pytest worked, then pytest blocked on its
+future and was woken), and the runner's work and pytest's took the GIL from each other at a fine
+grain; pytest's own per-test code took 2.2x its floor's time, 1.46x with the loop here
+(perf/README.md, "A loop thread in the pytest process"). The run-ahead does not suffer: a test
+waits only for a case submitted before the ones after it, and every loop pass serves them all.
 """
 
 from __future__ import annotations
@@ -77,11 +77,12 @@ class CaseScheduler:
         loop, but the cases queued behind it do: the wait that finished a case stops the loop
         as soon as that case is done, before the cases its place (and its neighbours') went to
         have sent their requests, and replies read in that pass finish more cases without
-        freeing their places either. With no pass until some test had to wait, a window's
-        places refilled once per window of tests, ~0.7 ms of pytest's work per test later: at
-        64 in flight the fake endpoint of perf/run.py saw each window's requests ~40 ms late,
-        and the busy span's efficiency fell 0.90 -> 0.83 -> 0.68 at 64 -> 128 -> 256 in flight
-        (0.92, 0.90, 0.86 with this pass; perf/README.md, fifteenth pass)."""
+        freeing their places either. With no pass until some test had to wait, the places
+        were refilled a window of tests (~0.7 ms of pytest's work each) later: at 64 and 256 in
+        flight perf/run.py's endpoint saw a request arrive 36 and 159 ms on average after the
+        reply whose place it took (25 and 84 ms with this pass), and the busy span's
+        efficiency fell 0.90 -> 0.83 -> 0.68 at 64 -> 128 -> 256 in flight (0.92, 0.90, 0.86
+        with it; perf/README.md, fifteenth pass)."""
         self._loop.stop()
         self._loop.run_forever()
 
