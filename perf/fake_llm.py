@@ -12,7 +12,8 @@ several ports at once (several "endpoints" of one model). Every chat request is 
   its real number of turns (hops + 1), as ``--model oracle`` and the upstream gold chain would.
 
 The record is found by its question inside the user message. ``GET /stats`` returns the
-counters (requests per port, peak in flight, first/last arrival); ``POST /reset`` clears them.
+counters (requests per port, peak in flight, first/last arrival, and when each request arrived and
+each reply left, for perf/run.py's turnaround); ``POST /reset`` clears them.
 
 Run: python perf/fake_llm.py --data FILE.json [--latency 0.5] [--endpoints N]  (prints the ports)
 """
@@ -72,11 +73,14 @@ class Stats:
         self.peak = 0
         self.first: float | None = None
         self.last: float | None = None
+        #: When each request arrived and each reply left (``time.time()``), in that order.
+        self.arrivals: list[float] = []
+        self.replies: list[float] = []
 
     def as_dict(self) -> dict[str, Any]:
         return {"requests": sum(self.requests.values()), "per_port": self.requests,
                 "peak_in_flight": self.peak, "first": self.first, "last": self.last,
-                "now": time.time()}
+                "arrivals": self.arrivals, "replies": self.replies, "now": time.time()}
 
 
 async def serve_connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
@@ -101,6 +105,7 @@ async def serve_connection(reader: asyncio.StreamReader, writer: asyncio.StreamW
             elif path.endswith("/chat/completions") and method == "POST":
                 now = time.time()
                 stats.first = stats.first or now
+                stats.arrivals.append(now)
                 stats.requests[port] = stats.requests.get(port, 0) + 1
                 stats.in_flight += 1
                 stats.peak = max(stats.peak, stats.in_flight)
@@ -111,6 +116,7 @@ async def serve_connection(reader: asyncio.StreamReader, writer: asyncio.StreamW
                 finally:
                     stats.in_flight -= 1
                 stats.last = time.time()
+                stats.replies.append(stats.last)
                 status, payload = 200, {
                     "id": "chatcmpl-perf", "object": "chat.completion", "created": int(now),
                     "model": body.get("model", "perf-model"),

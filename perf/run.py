@@ -270,7 +270,9 @@ def measured_command(server: FakeEndpoints, cmd: list[str], latency: float, in_f
     phases = ({"to_first_request_s": round(first - started_at, 3),
                "busy_s": round(last - first, 3),
                "after_last_reply_s": round(started_at + wall - last, 3),
-               "busy_efficiency": round(ideal / (last - first), 3) if last > first else None}
+               "busy_efficiency": round(ideal / (last - first), 3) if last > first else None,
+               "turnaround": window_turnaround(stats.get("arrivals", []), stats.get("replies", []),
+                                               in_flight)}
               if ok and first and last else {})
     # How busy the machine was: the harness's CPU (its SDK process and workers included) and the
     # fake endpoint's, over what the machine's cores offered during the command. Near 1.0 the
@@ -283,6 +285,25 @@ def measured_command(server: FakeEndpoints, cmd: list[str], latency: float, in_f
             # A failed run scores nothing: its wall time says nothing about the harness.
             "efficiency": round(ideal / wall, 3) if ok else None, "per_port": stats["per_port"],
             **phases, "tail": tail[-400:] if ok else tail}
+
+
+def window_turnaround(arrivals: list[float], replies: list[float], in_flight: int) -> dict[str, float] | None:
+    """How long a place in the in-flight window stood empty: request k + ``in_flight``'s arrival
+    after reply k left (both in time order, at the endpoint's clock), mean, p90 and max in ms.
+
+    What no profile shows: a harness that keeps its window full sends the next request as soon
+    as a reply frees a place, and this is the delay between the two. A busy-span efficiency below
+    1 with a turnaround near zero is the endpoint's or the machine's, not the harness's (the
+    fifteenth pass of perf/README.md found a window's places refilled a window of tests late this
+    way). A negative gap is a window wider than ``in_flight``. None: too few calls to fill one."""
+    arrivals, replies = sorted(arrivals), sorted(replies)
+    gaps = sorted(arrivals[k + in_flight] - replies[k]
+                  for k in range(min(len(arrivals) - in_flight, len(replies))))
+    if not gaps:
+        return None
+    ms = [g * 1e3 for g in gaps]
+    return {"mean_ms": round(sum(ms) / len(ms), 1), "p90_ms": round(ms[int(0.9 * (len(ms) - 1))], 1),
+            "max_ms": round(ms[-1], 1), "gaps": len(ms)}
 
 
 def best_of(repeats: int, run: Callable[[int], dict[str, Any]], ok: Callable[[dict[str, Any]], bool],
@@ -561,11 +582,18 @@ def efficiency_drop(effs: dict[int, float | None], a: int, b: int) -> float | No
     return round(effs[a] - effs[b], 3) if effs.get(a) is not None and effs.get(b) is not None else None
 
 
+def turnaround_note(turnaround: dict[str, float] | None) -> str:
+    """:func:`window_turnaround`'s figures as the run notes print them."""
+    if not turnaround:
+        return "turnaround n/a"
+    return f"turnaround {turnaround['mean_ms']} ms, p90 {turnaround['p90_ms']} ms"
+
+
 def run_note(run: dict[str, Any]) -> str:
     """Calls, wall, ideal and where the time went (start-up, busy span, exit) of one run."""
     return (f"{run['calls']} calls, {run['wall_s']}s vs ideal {run['ideal_s']}s; first request at "
             f"{fmt(run.get('to_first_request_s'), 's')}, busy span {fmt(run.get('busy_s'), 's')} (efficiency "
-            f"{fmt(run.get('busy_efficiency'))}), exit {fmt(run.get('after_last_reply_s'), 's')} after the last "
+            f"{fmt(run.get('busy_efficiency'))}; {turnaround_note(run.get('turnaround'))}), exit {fmt(run.get('after_last_reply_s'), 's')} after the last "
             f"reply; CPU: harness {run['harness_cpu_s']}s + endpoint {run['endpoint_cpu_s']}s = "
             f"{run['machine_busy']:.0%} of {run['cores']} cores; rc {run['rc']}"
             + ("" if run.get("ok") else f"; {run.get('tail', '')[-200:]}"))

@@ -303,6 +303,25 @@ def test_the_simplest_harness_sends_every_case_and_passes(tmp_path: Path) -> Non
         server.close()
     assert run["ok"] and run["calls"] == 12 and run["peak_in_flight"] == 4, run["tail"]
     assert "12 passed" in run["tail"]
+    # 12 calls, 4 in flight: 8 gaps between a reply leaving and the request that took its place
+    turnaround = run["turnaround"]
+    assert turnaround is not None and turnaround["gaps"] == 8, turnaround
+    assert 0 <= turnaround["mean_ms"] <= turnaround["p90_ms"] <= turnaround["max_ms"], turnaround
+    assert "turnaround" in perf_run.run_note(run)
+
+
+def test_turnaround_is_the_wait_for_each_freed_place() -> None:
+    """Request k + in_flight arrives after reply k left; times in any order, in seconds."""
+    # 2 in flight: replies at 1.0, 1.1, 2.0, 2.1; requests 3..6 at 1.01, 1.13, 2.0, 2.15 (and
+    # requests 1, 2 at 0): gaps 10, 30, 0, 50 ms -> mean 22.5, p90 the 4th smallest's index 2: 30
+    arrivals = [2.15, 0.0, 1.01, 0.0, 2.0, 1.13]
+    replies = [2.1, 1.0, 2.0, 1.1, 3.0, 3.1]
+    figures = perf_run.window_turnaround(arrivals, replies, 2)
+    assert figures == {"mean_ms": 22.5, "p90_ms": 30.0, "max_ms": 50.0, "gaps": 4}
+    # a window wider than in_flight reads negative; fewer calls than the window: nothing to say
+    assert perf_run.window_turnaround([0.0, 0.0, 0.5], [1.0, 1.0, 1.0], 1)["mean_ms"] == -750.0
+    assert perf_run.window_turnaround([0.0, 0.0], [1.0, 1.0], 2) is None
+    assert perf_run.turnaround_note(None) == "turnaround n/a"
 
 
 def test_fixture_floor_is_a_reference_beside_goal_five() -> None:
