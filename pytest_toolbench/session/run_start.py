@@ -50,12 +50,15 @@ def configure_run(config: pytest.Config) -> ToolbenchState:
         keep_parsed_files(config, settings)
         for gate in settings.gates:
             check_gate_names(parse_gate(gate), registry())
-        from pytest_toolbench.compare.baseline import check_baseline_gates, load_baseline
-
-        check_baseline_gates(settings.gates, settings.baseline_path)
         baseline = None
-        if not is_worker(config) and settings.baseline_path is not None:
-            baseline = load_baseline(settings.baseline_path, settings.gates)
+        # The comparison's modules (~35 ms of imports) only where a gate or --baseline needs them:
+        # this runs in every pytest command of the environment and in every xdist worker.
+        if settings.gates or settings.baseline_path is not None:
+            from pytest_toolbench.compare.baseline import check_baseline_gates, load_baseline
+
+            check_baseline_gates(settings.gates, settings.baseline_path)
+            if not is_worker(config) and settings.baseline_path is not None:
+                baseline = load_baseline(settings.baseline_path, settings.gates)
         if starts_run(config):
             from pytest_toolbench.output_paths import check_run_outputs
 
