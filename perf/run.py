@@ -79,6 +79,7 @@ class FakeEndpoints:
         if not line:
             raise RuntimeError("fake endpoint did not start")
         self.ports = [int(p) for p in line.split(",")]
+        self.latency = latency
         self.urls = [f"http://127.0.0.1:{p}/v1" for p in self.ports]
 
     def _get(self, path: str) -> dict[str, Any]:
@@ -503,16 +504,14 @@ def least_wall(run: dict[str, Any], latency: float, import_pytest: float,
 def upstream_run(server: FakeEndpoints, data: Path, threads: int, out: Path) -> dict[str, Any]:
     """perf/upstream_style.py (a thread pool of the synchronous openai client, as ToolHop's own
     script scaled out) over the same data as the harness run it is compared with."""
-    server.reset()
-    wall, rc, tail, _ = timed([PY, str(REPO / "perf" / "upstream_style.py"), "--data-dir", str(data),
-                               "--base-url", server.urls[0], "--threads", str(threads), "--out", str(out)],
-                              env={"PYTHONPATH": str(REPO)})
-    calls = server.stats()["requests"]
+    # Measured as the harness's runs are (its start-up, busy span and turnaround beside theirs).
+    run = measured_command(server, [PY, str(REPO / "perf" / "upstream_style.py"), "--data-dir", str(data),
+                                    "--base-url", server.urls[0], "--threads", str(threads), "--out", str(out)],
+                           server.latency, threads, env={"PYTHONPATH": str(REPO)})
     records = len(json.loads((data / "toolhop" / "ToolHop.json").read_text(encoding="utf-8")))
     # A script that died early, or skipped a record, would look fast: it scores nothing.
-    ok = rc == 0 and calls >= records
-    return {"threads": threads, "wall_s": round(wall, 3), "rc": rc, "calls": calls, "records": records,
-            "ok": ok, "tail": "" if ok else tail[-400:]}
+    ok = run["rc"] == 0 and run["calls"] >= records
+    return {**run, "threads": threads, "records": records, "ok": ok, "tail": "" if ok else run["tail"][-400:]}
 
 
 def upstream_goal(up: dict[str, Any], harness: dict[str, Any], latency: float, target: float,
@@ -525,7 +524,15 @@ def upstream_goal(up: dict[str, Any], harness: dict[str, Any], latency: float, t
                 reference=f"{up['wall_s']:.2f}s vs {harness['wall_s']:.2f}s",
                 note=f"{why}; perf/upstream_style.py, {up['threads']} threads, {up['calls']} calls of "
                      f"{up['records']} records (efficiency {up_eff}), rc {up['rc']}; the harness: "
-                     f"-n 0 x {harness['in_flight']}, the same data" + (f"; {up['tail']}" if up["tail"] else ""))
+                     f"-n 0 x {harness['in_flight']}, the same data; first request, busy span "
+                     f"(efficiency; turnaround), upstream vs the harness: {phases_note(up)} vs "
+                     f"{phases_note(harness)}" + (f"; {up['tail']}" if up["tail"] else ""))
+
+
+def phases_note(run: dict[str, Any]) -> str:
+    """A run's start-up, busy span and turnaround in one short phrase (``measured_command``'s)."""
+    return (f"{fmt(run.get('to_first_request_s'), 's')}, {fmt(run.get('busy_s'), 's')} "
+            f"({fmt(run.get('busy_efficiency'))}; {turnaround_note(run.get('turnaround'))})")
 
 
 def upstream_bound(up: dict[str, Any], harness: dict[str, Any], ceiling: dict[str, Any],
