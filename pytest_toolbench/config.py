@@ -179,7 +179,9 @@ class RunSettings(BaseModel):
              "not retried and silently consumes a turn (default: retry, then the case "
              "is an infrastructure error)")
     concurrency: int = option(8, flag="--concurrency", ge=1,
-                              help="cases (and requests) in flight per pytest process")
+                              help="model requests in flight per pytest process (as many cases "
+                                   "run at once, a quarter more where the backend holds its "
+                                   "requests to this itself: the openai one does)")
     #: HTTP transport under the openai SDK (models/openai_backend.py explains the default).
     http_transport: Literal["aiohttp", "httpx"] = option(
         "aiohttp", flag="--http-transport",

@@ -181,3 +181,33 @@ def test_asking_for_a_finished_case_lets_the_queued_ones_move():
         scheduler.close()
     # After closing, a finished case is still read back (no pass on a closed loop).
     assert scheduler.result("c1").case_id == "c1"
+
+
+@pytest.mark.parametrize("ready", [0, 2])
+def test_ready_cases_run_beyond_the_concurrency(ready):
+    """``ready`` more cases than ``concurrency`` run at once (their requests wait at the model's
+    own limit); without it, no more than ``concurrency``."""
+    scheduler = CaseScheduler(2, ready)
+    running, most = [0], [0]
+
+    def job(c: Case):
+        async def go() -> CaseResult:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+            await asyncio.sleep(0.05)
+            running[0] -= 1
+            return passed(c)
+        return go
+
+    cases = [case(i) for i in range(8)]
+    for c in cases:
+        scheduler.submit(c, job(c))
+    assert [scheduler.result(c.id).outcome for c in cases] == [Outcome.PASSED] * 8
+    assert most[0] == 2 + ready
+    scheduler.close()
+
+
+def test_ready_cases_are_a_quarter_of_the_concurrency():
+    from pytest_toolbench.runtime.scheduler import ready_cases
+
+    assert [ready_cases(n) for n in (1, 4, 8, 64, 256)] == [1, 1, 2, 16, 64]

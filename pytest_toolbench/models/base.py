@@ -192,3 +192,21 @@ class ChatModel(Protocol):
     def describe(self) -> dict[str, Any]:
         """Run metadata: backend, base URL, server args... (goes into the JSON report)."""
         ...
+
+
+def limits_its_requests(model: Any) -> bool:
+    """Whether ``model`` holds its own requests in flight to ``--concurrency`` (a class that
+    says ``LIMITS_REQUESTS = True``: the openai backend's semaphore, the SDK process's), not only
+    through how many cases run at once. The scheduler may then start a few cases more than that
+    (runtime/scheduler.py), whose requests wait at the model's limit, never at the endpoint.
+    Wrappers are looked through (``inner``; a managed server not started yet: its
+    ``template``); a model that says nothing is taken to set no limit of its own."""
+    for _ in range(32):  # a chain of wrappers, never a cycle
+        if model is None:
+            return False
+        if getattr(type(model), "LIMITS_REQUESTS", False):
+            return True
+        # the instance's own attributes: a wrapper's __getattr__ would answer for its inner model
+        own = getattr(model, "__dict__", {})
+        model = own.get("inner") or own.get("template")
+    return False

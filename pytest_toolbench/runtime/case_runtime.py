@@ -18,14 +18,14 @@ from typing import Any
 
 from pytest_toolbench.benchmarks.base import Case, CaseRunner
 from pytest_toolbench.config import RunSettings
-from pytest_toolbench.models.base import CallContext, ChatModel, ChatRequest, ChatResponse
+from pytest_toolbench.models.base import CallContext, ChatModel, ChatRequest, ChatResponse, limits_its_requests
 from pytest_toolbench.models.call_log import CURRENT_CALL_LOG, CaseCallLog, current_call_log
 from pytest_toolbench.benchmarks.result_builders import base_fields, error_result
 from pytest_toolbench.results.case_result import CaseResult, InfraError
 from pytest_toolbench.results.journal import ResultJournal
 from pytest_toolbench.models.recording import RecordingModel
 from pytest_toolbench.models.repeat import CURRENT_REPEAT
-from pytest_toolbench.runtime.scheduler import CaseScheduler
+from pytest_toolbench.runtime.scheduler import CaseScheduler, ready_cases
 
 
 class CaseRuntime:
@@ -35,7 +35,8 @@ class CaseRuntime:
         self.model: ChatModel = (
             RecordingModel(logged, settings.record_path) if settings.record_path else logged
         )
-        self.scheduler = CaseScheduler(settings.concurrency)
+        ready = ready_cases(settings.concurrency) if limits_its_requests(model) else 0
+        self.scheduler = CaseScheduler(settings.concurrency, ready)
         self.runners: dict[str, CaseRunner] = {}
         #: Under xdist, each worker also journals its results (the controller's backstop).
         self.worker_journal: ResultJournal | None = None

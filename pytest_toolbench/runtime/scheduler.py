@@ -5,7 +5,11 @@ in turn would leave the endpoint idle. Each process therefore owns one asyncio e
 submits its own case *and the cases pytest will run next in this process* (see
 :func:`~pytest_toolbench.runtime.upcoming.new_upcoming_items`), then runs the loop until its own
 result is in. The loop keeps at most ``concurrency`` cases in flight (FIFO, so the case pytest is
-waiting for is never starved by later ones), and the backends share its connection pool.
+waiting for is never starved by later ones), and the backends share its connection pool. Where
+the model holds its requests to ``concurrency`` itself (``limits_its_requests``: the openai backend,
+the shared SDK process) a few more cases run (:func:`ready_cases`): their requests wait at the
+model's limit, so a place freed at the endpoint is taken at once, not after the reply has crossed
+to this process and a new case has been started and its request built and sent over.
 
 The loop runs on the thread that waits (pytest's main thread), not in a thread of its own. While
 pytest works between two cases (reports, the next test's set-up) the loop is paused and replies
@@ -37,9 +41,20 @@ CaseJob = Callable[[], Awaitable[CaseResult]]
 CLOSE_TIMEOUT_S = 30.0
 
 
+def ready_cases(concurrency: int) -> int:
+    """Cases started beyond ``concurrency`` when the model holds its requests to it itself: a
+    quarter of it (one at least). At 64 and 256 in flight perf/run.py's endpoint saw each freed
+    place taken 12-13 and ~35 ms after its reply left, against 20-30 and 60-70 ms with none
+    (perf/README.md, sixteenth pass)."""
+    return max(1, concurrency // 4)
+
+
 class CaseScheduler:
-    def __init__(self, concurrency: int):
+    def __init__(self, concurrency: int, ready: int = 0):
+        """``ready``: cases run beyond ``concurrency`` (:func:`ready_cases`), only for a model
+        that keeps its requests within ``concurrency`` itself: the endpoint never sees more."""
         self.concurrency = max(1, concurrency)
+        self.ready = max(0, ready)
         self._loop = asyncio.new_event_loop()
         #: The loop belongs to the thread that made it: only that thread submits and waits.
         self._owner = threading.get_ident()
@@ -93,7 +108,7 @@ class CaseScheduler:
 
     async def _guarded(self, case: Case, job: CaseJob) -> CaseResult:
         if self._semaphore is None:
-            self._semaphore = asyncio.Semaphore(self.concurrency)
+            self._semaphore = asyncio.Semaphore(self.concurrency + self.ready)
         async with self._semaphore:
             try:
                 return await job()

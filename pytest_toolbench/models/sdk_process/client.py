@@ -39,6 +39,10 @@ START_TIMEOUT_S = 60.0
 class RemoteBackend:
     """``ChatModel`` whose calls run in the shared SDK process."""
 
+    #: The SDK process's backend holds the requests of the processes it serves to
+    #: ``--concurrency`` each (models/sdk_process/server.py; models/base.py).
+    LIMITS_REQUESTS = True
+
     def __init__(self, local: OpenAIBackend, link: SdkLink, *, server_pid: int | None = None):
         #: The in-process backend this stands for: name, describe() and the spec sent over.
         self.local = local
