@@ -408,3 +408,24 @@ def test_profile_names_each_process_of_an_xdist_run(tmp_path: Path) -> None:
     summary = profile_calls.summarise(profile_calls.read_raw(raw), calls=1, rate=1000, top=5)
     assert {name: p["samples"] for name, p in summary.items()} == {
         "pytest process": 4, "xdist worker (pid 11)": 3, "xdist worker (pid 12)": 2, "SDK process": 1}
+
+
+def test_a_commands_own_peak_leaves_out_the_script_that_spawned_it() -> None:
+    """Linux hands a parent's high-water mark to the child it spawns: the collection step's
+    memory per case read perf/run.py's own RSS for its small sizes (s17). The launcher's figure
+    is the command's; the plain one is at least the parent's."""
+    ballast = bytearray(300 * 1024 * 1024)
+    for i in range(0, len(ballast), 4096):  # touched, so it is resident
+        ballast[i] = 1
+    cmd = [sys.executable, "-c", "print('done')"]
+    wall, rc, tail, own = perf_run.timed_own_peak(cmd)
+    _, _, _, inherited = perf_run.timed(cmd)
+    del ballast
+    assert rc == 0 and "done" in tail and wall > 0
+    assert inherited > 300 * 1024  # KiB: the parent's 300 MB counted
+    assert 0 < own < 100 * 1024  # a bare interpreter, not the parent
+
+
+def test_a_failed_command_keeps_its_return_code_through_the_launcher() -> None:
+    wall, rc, tail, own = perf_run.timed_own_peak([sys.executable, "-c", "import sys; sys.exit(3)"])
+    assert rc == 3 and own > 0
