@@ -139,9 +139,11 @@ def test_a_record_given_as_it_is_makes_the_same_case():
     assert (again.id, again.labels, again.sample) == (case.id, case.labels, case.sample)
 
 
-def test_the_runtime_unpacks_on_the_submitting_thread_once_per_case(monkeypatch):
-    """The runtime unpacks a case's record once, when it queues the case, on the caller's thread
-    (the thread that also runs the case loop, runtime/scheduler.py)."""
+def test_the_runtime_unpacks_on_the_submitting_thread_once_per_case_when_it_starts(monkeypatch):
+    """The runtime unpacks a case's record once, when the case starts (not when it is queued: the
+    first test queues twice --concurrency cases, and unpacking them all held back the first
+    requests), on the caller's thread (the thread that also runs the case loop,
+    runtime/scheduler.py)."""
     import threading
 
     from pytest_toolbench.config import RunSettings
@@ -178,6 +180,7 @@ def test_the_runtime_unpacks_on_the_submitting_thread_once_per_case(monkeypatch)
     try:
         first = runtime.submit(case)
         assert runtime.submit(case) is first  # resubmitted by the run-ahead window: no new work
+        assert unpacked_on == []  # queued, not started
         runtime.result(case)
     finally:
         runtime.close()

@@ -45,6 +45,7 @@ from pytest_toolbench.models.openai_backend import OpenAIBackend
 from pytest_toolbench.models.reachability import EndpointUnreachable
 from pytest_toolbench.models.sdk_process.client import RemoteBackend, SdkProcess
 from pytest_toolbench.models.sdk_process.protocol import (
+    FLUSH_AT_FRAMES,
     FrameLink,
     Hello,
     SdkAddress,
@@ -53,7 +54,7 @@ from pytest_toolbench.models.sdk_process.protocol import (
     encode_error,
     frame,
 )
-from pytest_toolbench.models.sdk_process.server import SdkServer
+from pytest_toolbench.models.sdk_process.server import STARTS_PER_TURN, SdkServer, _Connection
 from state_probe import probe_env, write_probe
 
 REPO = Path(__file__).resolve().parents[1]
@@ -491,6 +492,87 @@ def test_frames_sent_in_one_turn_of_the_loop_leave_in_one_write() -> None:
     assert transport.writes == [frame({"id": 0}) + frame({"id": 1}) + frame({"id": 2}), frame({"id": 3})]
     assert other_transport.writes == [frame({"id": 4})] and other_transport.closed
     assert len(lost) == 1 and isinstance(lost[0], ConnectionResetError)
+
+
+def test_a_burst_of_frames_leaves_in_batches_before_the_turn_ends() -> None:
+    """A run's first turn queues a request per case it starts: FLUSH_AT_FRAMES of them leave at
+    once, so the SDK process starts on them while the rest are built; the remainder leaves at
+    the turn's end."""
+
+    async def go() -> _Transport:
+        link, transport, _, _ = framed_link()
+        for i in range(FLUSH_AT_FRAMES * 2 + 3):
+            link.send({"id": i})
+        assert transport.writes == [b"".join(frame({"id": i}) for i in range(FLUSH_AT_FRAMES)),
+                                    b"".join(frame({"id": i}) for i in range(FLUSH_AT_FRAMES, 2 * FLUSH_AT_FRAMES))]
+        await asyncio.sleep(0)
+        return transport
+
+    transport = asyncio.run(go())
+    assert len(transport.writes) == 3  # no empty write from the cancelled end-of-turn flush
+    assert transport.writes[2] == b"".join(frame({"id": i}) for i in range(2 * FLUSH_AT_FRAMES, 2 * FLUSH_AT_FRAMES + 3))
+
+
+class _StartOrder:
+    """An SdkServer stand-in whose ``complete`` records which calls started, turn by turn."""
+
+    def __init__(self) -> None:
+        self.started: list[int] = []
+        self.release = asyncio.Event()
+
+    async def complete(self, backend: Any, message: dict[str, Any], link: FrameLink) -> None:
+        self.started.append(message["id"])
+        await self.release.wait()
+        link.send({"id": message["id"], "response": "ok"})
+
+
+def test_the_sdk_process_starts_a_burst_of_calls_a_few_a_turn_in_order() -> None:
+    """A burst of calls is started STARTS_PER_TURN a turn of the loop, in the order they came:
+    the first ones' connections and requests go on between the later ones' building."""
+
+    async def go() -> tuple[list[list[int]], list[int]]:
+        server = _StartOrder()
+        conn = _Connection(server)  # type: ignore[arg-type]
+        conn.link.connection_made(_Transport())  # type: ignore[arg-type]
+        conn.backend = object()  # type: ignore[assignment]  # the hello is done
+        calls = STARTS_PER_TURN * 2 + 1
+        for i in range(calls):
+            conn.on_message({"op": "complete", "id": i})
+        conn.on_message({"op": "cancel", "id": calls - 1})  # cancelled before it started
+        turns = []
+        for _ in range(4):
+            await asyncio.sleep(0)
+            turns.append(list(server.started))
+        server.release.set()
+        for _ in range(3):
+            await asyncio.sleep(0)
+        return turns, sorted(conn.tasks)
+
+    turns, still_running = asyncio.run(go())
+    assert turns[0] == []  # the starter runs in the next turn, then a task's first step the one after
+    assert turns[1] == list(range(STARTS_PER_TURN))
+    assert turns[2] == list(range(2 * STARTS_PER_TURN))
+    assert turns[3] == turns[2]  # the cancelled call never started
+    assert still_running == []
+
+
+def test_calls_not_started_when_the_connection_ends_are_dropped() -> None:
+    async def go() -> tuple[list[int], dict[int, Any]]:
+        server = _StartOrder()
+        conn = _Connection(server)  # type: ignore[arg-type]
+        conn.link.connection_made(_Transport())  # type: ignore[arg-type]
+        conn.backend = object()  # type: ignore[assignment]
+        for i in range(STARTS_PER_TURN * 3):
+            conn.on_message({"op": "complete", "id": i})
+        await asyncio.sleep(0)  # the starter makes the first few tasks
+        await asyncio.sleep(0)  # they start
+        conn.link.connection_lost(ConnectionResetError())
+        for _ in range(5):
+            await asyncio.sleep(0)
+        return server.started, conn.waiting
+
+    started, waiting = asyncio.run(go())
+    assert started == list(range(STARTS_PER_TURN)) and waiting == {}
 
 
 # ----------------------------------------------------------------------------- when it starts

@@ -94,7 +94,7 @@ class Case:
 
     def with_sample_unpacked(self) -> Case:
         """This case holding its record unpacked (itself if it was not packed). The case runtime
-        calls it once, when it queues the case, so a runner that reads :attr:`sample` twice does
+        calls it once, when the case starts, so a runner that reads :attr:`sample` twice does
         not unpack twice."""
         sample = self.sample
         return self if sample is self.stored_sample else replace(self, stored_sample=sample)

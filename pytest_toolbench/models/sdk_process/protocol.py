@@ -66,6 +66,11 @@ class Hello(BaseModel):
         return {**self.model_dump(mode="json", exclude={"backend"}), "backend": self.backend.to_wire()}
 #: A frame larger than this is a broken peer, not a reply (a chat reply is kilobytes).
 MAX_FRAME = 256 * 1024 * 1024
+#: Frames queued in one turn that leave at once rather than at the turn's end: a run's first
+#: turn queues a request per case it starts (320 at 256 in flight), and the SDK process, idle
+#: until they came, then built them all before its first connection opened; sent in batches,
+#: its work overlaps the pytest process's.
+FLUSH_AT_FRAMES = 16
 
 
 #: Environment variables the SDK and its HTTP stacks read when a client is built or a request is
@@ -159,12 +164,17 @@ class FrameLink(asyncio.Protocol):
 
     # -- sending ---------------------------------------------------------------------------------
     def send(self, message: dict[str, Any]) -> None:
-        """Queue ``message``; it leaves with the others queued in this turn of the event loop.
-        Dropped when the connection has ended (nobody would read it)."""
+        """Queue ``message``; it leaves with the others queued in this turn of the event loop,
+        or at once with them when :data:`FLUSH_AT_FRAMES` are queued. Dropped when the
+        connection has ended (nobody would read it)."""
         if self._lost:
             return
         self._queued.append(frame(message))
-        if self._flush_handle is None:
+        if len(self._queued) >= FLUSH_AT_FRAMES:
+            if self._flush_handle is not None:
+                self._flush_handle.cancel()
+            self.flush()
+        elif self._flush_handle is None:
             self._flush_handle = asyncio.get_running_loop().call_soon(self.flush)
 
     def flush(self) -> None:
