@@ -631,8 +631,8 @@ def run_note(run: dict[str, Any]) -> str:
     """Calls, wall, ideal and where the time went (start-up, busy span, exit) of one run."""
     return (f"{run['calls']} calls, {run['wall_s']}s vs ideal {run['ideal_s']}s; first request at "
             f"{fmt(run.get('to_first_request_s'), 's')}, busy span {fmt(run.get('busy_s'), 's')} (efficiency "
-            f"{fmt(run.get('busy_efficiency'))}; {turnaround_note(run.get('turnaround'))}), exit {fmt(run.get('after_last_reply_s'), 's')} after the last "
-            f"reply; CPU: harness {run['harness_cpu_s']}s + endpoint {run['endpoint_cpu_s']}s = "
+            f"{fmt(run.get('busy_efficiency'))}; {turnaround_note(run.get('turnaround'))}), "
+            f"exit {fmt(run.get('after_last_reply_s'), 's')} after the last reply; CPU: harness {run['harness_cpu_s']}s + endpoint {run['endpoint_cpu_s']}s = "
             f"{run['machine_busy']:.0%} of {run['cores']} cores; rc {run['rc']}"
             + ("" if run.get("ok") else f"; {run.get('tail', '')[-200:]}"))
 
