@@ -12,6 +12,7 @@ under ``/proc``, where no file can be created whoever asks (the write probe's ca
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -135,7 +136,9 @@ def test_check_folder_rejects_a_read_only_folder(tmp_path):
     ro.mkdir()
     ro.chmod(0o555)
     try:
-        with pytest.raises(ValueError, match="not writable"):
+        # The words every account reads (output_paths.py, c8fd0cc): root fails the write probe,
+        # an ordinary user os.access; both say where and why.
+        with pytest.raises(ValueError, match=re.escape(f"--runs-dir {ro}/runs: cannot write in {ro}: Permission denied") + "$"):
             check_folder(ro / "runs", "--runs-dir")
     finally:
         ro.chmod(0o755)
