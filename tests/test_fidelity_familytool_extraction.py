@@ -6,7 +6,8 @@ that upstream's ``KG_search`` + ``calculate_f1em_score_single_sample`` + coverag
 Retrieval with all-MiniLM-L6-v2 vectors, the harness's default embedder). Every line is checked
 twice: through the extraction and scoring functions (one test per line, so a failure names it) and
 through the suite itself, ``--model replay:`` on the real data, one ``--repeats`` index per reply.
-The file is read from ``../shared`` (never copied here); without it the tests skip.
+The file is read from ``../shared`` (``TOOLBENCH_SHARED_DIR`` names another; never copied here);
+without it the tests skip.
 """
 
 from __future__ import annotations

@@ -11,8 +11,6 @@ project's :func:`parse_open_reply` (the entry point the open protocol uses). The
 from __future__ import annotations
 
 import json
-import os
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,12 +18,8 @@ import pytest
 from pytest_toolbench.benchmarks.toolhop.open_parsers import OpenParseError, deterministic_ids, parse_open_reply
 from shared_data import SHARED_FIDELITY
 
-#: ``../shared/fidelity`` (tests/shared_data.py); ``TOOLBENCH_SHARED_DIR`` names another shared/.
-FIDELITY_DIR = (
-    Path(os.environ["TOOLBENCH_SHARED_DIR"]) / "fidelity"
-    if os.environ.get("TOOLBENCH_SHARED_DIR") else SHARED_FIDELITY
-)
-FIDELITY_FILE = FIDELITY_DIR / "toolhop-open-parsers.jsonl"
+#: ``../shared/fidelity`` (tests/shared_data.py; ``TOOLBENCH_SHARED_DIR`` names another shared/).
+FIDELITY_FILE = SHARED_FIDELITY / "toolhop-open-parsers.jsonl"
 #: Upstream's ids are "call_" + sha256(clock); the file writes them as this placeholder.
 NORMALISED_ID = "ID"
 
