@@ -70,6 +70,56 @@ def test_meter_counts_requests_in_flight_and_usage():
     assert meter.reading().since(start) == MeterReading(0, 4, 10, 5)
 
 
+def test_work_waiting_for_the_first_request_starts_once_when_it_leaves():
+    meter = RequestMeter()
+    started: list[str] = []
+    meter.when_waiting(lambda: started.append("a"))
+    meter.when_waiting(lambda: started.append("b"))
+    assert started == []  # no request yet: the process has not waited
+    with meter.request():
+        assert started == ["a", "b"]
+    with meter.request():
+        pass
+    assert started == ["a", "b"]  # once, not per request
+    meter.when_waiting(lambda: started.append("c"))  # registered after a request: at once
+    assert started == ["a", "b", "c"]
+
+
+THREAD_PROBE = """
+import threading
+_start = threading.Thread.start
+def start(self):
+    with open({path!r}, "a") as f:
+        f.write(self.name + "\\n")
+    return _start(self)
+threading.Thread.start = start
+"""
+
+
+@pytest.mark.parametrize(("model", "warmed"), [("oracle", False), ("m", True)])
+def test_finish_imports_warm_only_once_the_run_waits_on_a_model(
+        tmp_path: Path, model: str, warmed: bool):
+    """-n 0: the thread importing what the end of the run needs starts with the first request
+    (a run answered locally, as a fully cached re-run is, never waits: there it would only take
+    the GIL from the cases)."""
+    probe = tmp_path / "thread_probe.py"
+    names = tmp_path / "threads.txt"
+    probe.write_text(THREAD_PROBE.format(path=str(names)))
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")},
+           "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
+    with FakeOpenAIServer(reply(content="<answer>x</answer>")) as server:
+        proc = subprocess.run(
+            [sys.executable, "-m", "pytest", *SUITE, "-n", "0", "-p", "thread_probe", "--no-cache",
+             "--model", model, "--base-url", server.base_url, "--api-key", "t",
+             "--cache-dir", str(tmp_path / "cache"), "--runs-dir", str(tmp_path / "runs")],
+            cwd=REPO, capture_output=True, text=True, timeout=300, env=env,
+        )
+    assert proc.returncode in (0, 1), proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "9 " in proc.stdout.splitlines()[-1]  # nine cases ran
+    started = names.read_text().split() if names.exists() else []
+    assert ("toolbench-warm-imports" in started) is warmed, started
+
+
 def test_a_worker_sends_its_meter_only_when_it_moved():
     """The controller keeps each worker's last reading, so an unchanged one is not sent again
     (a JSON dump per report, three reports per test, for nothing)."""

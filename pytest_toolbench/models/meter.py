@@ -4,12 +4,15 @@ Why: the live progress line (report/progress.py) shows how busy the endpoint is 
 has cost so far, while cases are still running. Per-case usage only arrives with a finished case;
 this meter is updated by the HTTP backend around every attempt it sends, so it is live. Replies
 answered from the response cache never reach the backend and are not counted.
+
+It is also where a process first waits on a model: work worth doing only while the process
+would otherwise wait is started by :meth:`RequestMeter.when_waiting` (session/controller.py).
 """
 
 from __future__ import annotations
 
 import threading
-from typing import Any, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 
 class MeterReading(NamedTuple):
@@ -43,6 +46,8 @@ class _InFlight:
         with meter._lock:
             meter._in_flight += 1
             meter._requests += 1
+        if meter._on_first_request:
+            meter._start_waiting_work()
 
     def __exit__(self, *_exc: object) -> None:
         meter = self._meter
@@ -58,6 +63,27 @@ class RequestMeter:
         self._prompt = 0
         self._completion = 0
         self._block = _InFlight(self)
+        #: Called once, by the first request (:meth:`when_waiting`).
+        self._on_first_request: list[Callable[[], None]] = []
+
+    def when_waiting(self, start: Callable[[], None]) -> None:
+        """Call ``start`` when this process sends its first request (at once if it has sent one).
+
+        For work that costs nothing only while the process waits on the model, such as imports
+        on a second thread: a run answered by the response cache never waits, and a second
+        thread's Python work then takes the GIL each time a case's code lets it go (a zlib
+        decompress, a terminal write), the case waiting for the switch interval to get it back."""
+        with self._lock:
+            if not self._requests:
+                self._on_first_request.append(start)
+                return
+        start()
+
+    def _start_waiting_work(self) -> None:
+        with self._lock:
+            starts, self._on_first_request = self._on_first_request, []
+        for start in starts:
+            start()
 
     def request(self) -> _InFlight:
         """Count one HTTP attempt as in flight while the block runs (``with meter.request():``)."""

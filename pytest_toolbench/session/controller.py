@@ -25,6 +25,7 @@ import pytest
 from pytest_toolbench.benchmarks import registry
 from pytest_toolbench.benchmarks.base import Case, details_read_at_session_end
 from pytest_toolbench.exitcodes import ToolbenchExit
+from pytest_toolbench.models.meter import REQUEST_METER
 from pytest_toolbench.report import progress
 from pytest_toolbench import output_errors
 from pytest_toolbench.results.case_result import CaseResult, Outcome
@@ -50,6 +51,11 @@ if TYPE_CHECKING:
 #: third-party modules: the harness's own go through pytest's assertion-rewriting import hook,
 #: which is not meant to run on two threads at once.
 FINISH_MODULES = ("numpy", "rich.console", "rich.table", "rich.box", "rich.text")
+
+
+def _warm_imports() -> None:
+    threading.Thread(target=_import_modules, args=(FINISH_MODULES,),
+                     name="toolbench-warm-imports", daemon=True).start()
 
 
 def _import_modules(names: tuple[str, ...]) -> None:
@@ -104,10 +110,15 @@ class ControllerHooks:
         # numpy users (pytest.approx reads sys.modules['numpy'] while it is half imported).
         if self.st.startup is not None:  # the live progress line owns the terminal line now
             self.st.startup.line_busy = True
-        has_cases = any(self.st.cases.values())
-        if (has_cases or is_xdist_controller(config)) and runs_tests(config):
-            threading.Thread(target=_import_modules, args=(FINISH_MODULES,),
-                             name="toolbench-warm-imports", daemon=True).start()
+        if not runs_tests(config):
+            return
+        if is_xdist_controller(config):  # it runs no case: it waits from the start
+            _warm_imports()
+        elif any(self.st.cases.values()):
+            # Here the cases run in this process: it waits once a request leaves for the model.
+            # Started at once, the imports took 0.1-0.2 s from a fully cached re-run, which never
+            # waits (models/meter.py when_waiting).
+            REQUEST_METER.when_waiting(_warm_imports)
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_finish(self, session: pytest.Session) -> None:
