@@ -116,8 +116,8 @@ class ControllerHooks:
             _warm_imports()
         elif any(self.st.cases.values()):
             # Here the cases run in this process: it waits once a request leaves for the model.
-            # Started at once, the imports took 0.1-0.2 s from a fully cached re-run, which never
-            # waits (models/meter.py when_waiting).
+            # A fully cached re-run never waits; started at once, the thread took the GIL from
+            # its cases (~0.06 s of its wall: perf/README.md, eighteenth pass).
             REQUEST_METER.when_waiting(_warm_imports)
 
     @pytest.hookimpl(trylast=True)
