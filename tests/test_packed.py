@@ -1,5 +1,6 @@
-"""Records kept packed until a case runs, and JSON arrays read a record at a time
-(benchmarks/packed.py): both must give back exactly what ``json.loads`` gives."""
+"""Records kept out of Python objects until a case runs (as a byte range of their file, or
+packed), and JSON arrays read a record at a time (benchmarks/packed.py): all must give back
+exactly what ``json.loads`` gives."""
 
 from __future__ import annotations
 
@@ -12,7 +13,12 @@ from pydantic import BaseModel
 
 from pytest_toolbench.benchmarks.base import Case
 from pytest_toolbench.benchmarks.dataset_errors import DatasetWarning
-from pytest_toolbench.benchmarks.packed import NotAJsonArray, PackedRecord, iter_json_array
+from pytest_toolbench.benchmarks.packed import (
+    FileSpanRecord,
+    NotAJsonArray,
+    PackedRecord,
+    iter_json_array,
+)
 from pytest_toolbench.benchmarks.toolhop.benchmark import TOOLHOP
 from pytest_toolbench.benchmarks.toolhop.schema import ToolHopRecord
 from shared_data import REAL_TOOLHOP
@@ -113,7 +119,7 @@ def test_real_toolhop_records_unpack_to_what_validation_gives():
         )
 
 
-def test_toolhop_cases_keep_the_record_packed_and_share_its_labels():
+def test_toolhop_cases_keep_the_record_as_its_file_holds_it_and_share_its_labels():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DatasetWarning)
         cases = TOOLHOP.load_cases(None, TOOLHOP.scenarios)
@@ -122,7 +128,7 @@ def test_toolhop_cases_keep_the_record_packed_and_share_its_labels():
         by_sample.setdefault(case.sample_id, []).append(case)
     first = by_sample[cases[0].sample_id]
     assert [c.scenario for c in first] == list(TOOLHOP.scenarios)
-    assert all(isinstance(c.stored_sample, PackedRecord) for c in first)
+    assert all(isinstance(c.stored_sample, FileSpanRecord) for c in first)
     assert all(c.labels is first[0].labels for c in first)
     record = first[0].sample
     assert isinstance(record, ToolHopRecord) and str(record.id) == first[0].sample_id
@@ -154,13 +160,13 @@ def test_the_runtime_unpacks_on_the_submitting_thread_once_per_case_when_it_star
         warnings.simplefilter("ignore", DatasetWarning)
         case = TOOLHOP.load_cases(None, ("direct",))[0]
     unpacked_on: list[str] = []
-    real_unpack = PackedRecord.unpack
+    real_unpack = FileSpanRecord.unpack
 
     def tracking_unpack(self):
         unpacked_on.append(threading.current_thread().name)
         return real_unpack(self)
 
-    monkeypatch.setattr(PackedRecord, "unpack", tracking_unpack)
+    monkeypatch.setattr(FileSpanRecord, "unpack", tracking_unpack)
     seen: list[object] = []
 
     class Runner:
@@ -186,4 +192,4 @@ def test_the_runtime_unpacks_on_the_submitting_thread_once_per_case_when_it_star
         runtime.close()
     assert unpacked_on == [threading.current_thread().name]
     assert len(seen) == 1 and isinstance(seen[0], ToolHopRecord) and seen[0] == case.sample
-    assert isinstance(case.stored_sample, PackedRecord)  # the collected case stays packed
+    assert isinstance(case.stored_sample, FileSpanRecord)  # the collected case stays kept

@@ -79,7 +79,7 @@ class Case:
     #: Subgroup labels, also turned into pytest markers (e.g. hops=3 -> @mark.hops(n=3)).
     labels: dict[str, str | int] = field(default_factory=dict)
     #: The validated upstream record (benchmark-specific pydantic model), or a
-    #: :class:`~pytest_toolbench.benchmarks.packed.PackedRecord` of it; runners read
+    #: :class:`~pytest_toolbench.benchmarks.packed.KeptRecord` of it; runners read
     #: :attr:`sample`, which unpacks.
     stored_sample: Any = None
     #: ``--repeats K``: which run of the case this is (1..K; None without repeats). The id then

@@ -124,13 +124,23 @@ def data_text(path: Path, empty: str) -> str:
     """The whole text of a UTF-8 data file. Bytes that are not UTF-8 raise a one-line
     :class:`DatasetError` naming the file and the byte (not a ``UnicodeDecodeError`` from the
     middle of a run); a file of nothing but whitespace raises one saying ``empty``."""
+    return data_bytes_and_text(path, empty)[1]
+
+
+def data_bytes_and_text(path: Path, empty: str) -> tuple[bytes, str]:
+    """:func:`data_text` with the bytes it was decoded from (a loader that keeps records as byte
+    ranges of the file, benchmarks/packed.py). The text is what text-mode reading gives: newlines
+    ``\\r\\n`` and ``\\r`` read as ``\\n``."""
+    raw = Path(path).read_bytes()
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise DatasetError(path, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
     if not text.strip():
         raise DatasetError(path, empty)
-    return text
+    return raw, text
 
 
 def text_lines(path: Path) -> Iterator[tuple[int, str]]:

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pytest_toolbench.benchmarks.base import Case, CaseRunner
+from pytest_toolbench.benchmarks.dataset_errors import DatasetError
 from pytest_toolbench.config import RunSettings
 from pytest_toolbench.models.base import CallContext, ChatModel, ChatRequest, ChatResponse, limits_its_requests
 from pytest_toolbench.models.call_log import CURRENT_CALL_LOG, CaseCallLog, current_call_log
@@ -70,7 +71,10 @@ class CaseRuntime:
             # Unpacked once per case, however often the runner reads it, and only when the case
             # starts: the first test submits twice --concurrency cases, and unpacking them all
             # there (~0.2 ms each) held back every first request (0.1-0.15 s at 256 in flight).
-            unpacked = case.with_sample_unpacked()
+            try:
+                unpacked = case.with_sample_unpacked()
+            except DatasetError as exc:  # its data file changed or went away since collection
+                return data_error_result(case, exc)
             try:
                 result = await asyncio.wait_for(runner.run(unpacked, model), timeout)
             except asyncio.TimeoutError:
@@ -144,3 +148,10 @@ def case_timeout_result(case: Case, timeout_s: float) -> CaseResult:
         kind="case_timeout",
         message=f"case {case.id} did not finish within --case-timeout {timeout_s:g}s",
     ))
+
+
+def data_error_result(case: Case, exc: DatasetError) -> CaseResult:
+    """A case whose record could not be read back when it started (its data file changed or went
+    away since the run read it, benchmarks/packed.py): an error naming the file, never a score."""
+    return error_result(base_fields(case), InfraError(kind="data_error", message=str(exc),
+                                                      hint="run again to read the data afresh"))

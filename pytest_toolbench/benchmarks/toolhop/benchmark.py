@@ -84,7 +84,7 @@ class ToolHopBenchmark:
         ]
 
     def make_case(self, entry: ToolHopEntry | ToolHopRecord, scenario: str) -> Case:
-        """The case keeps its record packed (benchmarks/packed.py); ``case.sample`` unpacks it."""
+        """The case keeps its record as its file holds it (benchmarks/packed.py); ``case.sample`` unpacks it."""
         if isinstance(entry, ToolHopRecord):  # a record at hand (tests, tools)
             entry = ToolHopEntry.of(entry)
         return Case(
@@ -93,7 +93,7 @@ class ToolHopBenchmark:
             scenario=scenario,
             sample_id=entry.sample_id,
             labels=entry.labels,
-            stored_sample=entry.packed,
+            stored_sample=entry.kept,
         )
 
     def make_runner(self, env: BenchmarkEnv) -> ToolHopRunner:

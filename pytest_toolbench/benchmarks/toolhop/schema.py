@@ -23,13 +23,19 @@ from pytest_toolbench.benchmarks.dataset_errors import (
     DatasetError,
     DatasetWarning,
     check_record_texts,
-    data_text,
+    data_bytes_and_text,
     describe_validation_error,
     is_int_digits_error,
     raise_collected,
     too_long_number,
 )
-from pytest_toolbench.benchmarks.packed import NotAJsonArray, PackedRecord, iter_json_array_at
+from pytest_toolbench.benchmarks.packed import (
+    FileSpans,
+    KeptRecord,
+    NotAJsonArray,
+    PackedRecord,
+    iter_json_array_at,
+)
 from pytest_toolbench.benchmarks.parsed_files import parsed_once
 
 #: Upstream ``data/ToolHop.json`` as published (Git LFS pointer in ``MananDesai54/llm-benchmarking``).
@@ -214,35 +220,34 @@ def parse_record(raw: Any, path: Path, index: int) -> ToolHopRecord:
 
 @dataclass(frozen=True, slots=True)
 class ToolHopEntry:
-    """A validated record as a run keeps it: what collection needs, the rest packed
-    (benchmarks/packed.py; a record unpacks when its case runs). The scenarios' cases of one
-    record share its sample id and labels."""
+    """A validated record as a run keeps it: what collection needs, the rest kept as its place in
+    the data file (benchmarks/packed.py; a record unpacks when its case runs). The scenarios'
+    cases of one record share its sample id and labels."""
 
     id: int
     sample_id: str  # str(id), made once for the record's cases
     labels: dict[str, str | int]
-    packed: PackedRecord[ToolHopRecord]
+    kept: KeptRecord[ToolHopRecord]
 
     @classmethod
-    def of(cls, record: ToolHopRecord, source: str | None = None) -> ToolHopEntry:
-        """``record``'s entry; ``source`` is the JSON text it was validated from, if at hand."""
+    def of(cls, record: ToolHopRecord, kept: KeptRecord[ToolHopRecord] | None = None) -> ToolHopEntry:
+        """``record``'s entry; ``kept``: the record as its file holds it, if at hand (else packed)."""
         labels: dict[str, str | int] = {
             "hops": record.hops, "domain": record.domain, "answer_type": record.answer_type,
         }
-        packed = (
-            PackedRecord.pack(ToolHopRecord, source) if source is not None
-            else PackedRecord.of_value(ToolHopRecord, record.model_dump())
-        )
-        return cls(record.id, str(record.id), labels, packed)
+        if kept is None:
+            kept = PackedRecord.of_value(ToolHopRecord, record.model_dump())
+        return cls(record.id, str(record.id), labels, kept)
 
     def unpack(self) -> ToolHopRecord:
-        return self.packed.unpack()
+        return self.kept.unpack()
 
 
 def _parse_toolhop_file(path: Path) -> list[ToolHopEntry]:
     """Load a ToolHop JSON array (the real file or a subset in the same shape), one record at a
     time, so a large file's records never all exist unpacked at once."""
-    text = data_text(path, empty="the file is empty (no records)")
+    raw, text = data_bytes_and_text(path, empty="the file is empty (no records)")
+    spans = FileSpans(path, raw, text)
     entries: list[ToolHopEntry] = []
     flagged: list[tuple[int, str]] = []
     seen: dict[int, int] = {}
@@ -267,7 +272,7 @@ def _parse_toolhop_file(path: Path) -> list[ToolHopEntry]:
                 continue
             seen[record.id] = index
             flagged.extend((record.id, w) for w in record.validation_warnings())
-            entries.append(ToolHopEntry.of(record, source))
+            entries.append(ToolHopEntry.of(record, spans.keep(ToolHopRecord, source, start)))
     except json.JSONDecodeError as exc:
         raise DatasetError(path, f"invalid JSON: {exc.msg}", line=exc.lineno, column=exc.colno) from None
     except NotAJsonArray as exc:
