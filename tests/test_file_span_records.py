@@ -14,11 +14,10 @@ import pytest
 
 from pytest_toolbench.benchmarks.dataset_errors import DatasetError, DatasetWarning
 from pytest_toolbench.benchmarks.packed import FileSpanRecord, FileSpans, PackedRecord
-from pytest_toolbench.benchmarks.toolhop.benchmark import TOOLHOP
 from pytest_toolbench.benchmarks.toolhop.schema import ToolHopRecord, load_toolhop_entries
 from shared_data import REAL_TOOLHOP
 
-BUNDLED = Path(__file__).resolve().parents[1] / "data" / "toolhop" / "ToolHop.json"
+from test_packed import BUNDLED_TOOLHOP as BUNDLED
 
 
 def bundled_records() -> list[dict]:
@@ -146,38 +145,3 @@ def test_a_file_rewritten_with_the_same_bytes_still_reads(tmp_path):
     path.unlink()
     path.write_text(text, encoding="utf-8")
     assert entries[1].unpack() == ToolHopRecord.model_validate(bundled_records()[1])
-
-
-def test_the_runtime_reports_a_changed_file_as_a_data_error_not_a_score(tmp_path):
-    """The case errors (kind ``data_error``, the file named): not an internal error with a
-    traceback, and the runner never sees another record."""
-    from pytest_toolbench.config import RunSettings
-    from pytest_toolbench.results.case_result import Outcome
-    from pytest_toolbench.runtime.case_runtime import CaseRuntime
-
-    path = tmp_path / "data.json"
-    path.write_text(json.dumps(bundled_records()), encoding="utf-8")
-    case = TOOLHOP.make_case(entries_of(path)[0], "direct")
-    path.write_text("[]", encoding="utf-8")
-    ran: list[object] = []
-
-    class Runner:
-        async def run(self, c, model):  # pragma: no cover - must not run
-            ran.append(c)
-
-    class Model:
-        name = "m"
-
-        async def aclose(self):
-            pass
-
-    runtime = CaseRuntime(RunSettings(model="m", backend="openai", concurrency=1), Model())
-    runtime.register_runner("toolhop", Runner())
-    try:
-        result = runtime.result(case)
-    finally:
-        runtime.close()
-    assert ran == []
-    assert result.outcome == Outcome.ERROR and result.error is not None
-    assert result.error.kind == "data_error" and str(path) in result.error.message
-    assert "changed since the run parsed it" in result.error.message

@@ -4,8 +4,10 @@ exactly what ``json.loads`` gives."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+from pathlib import Path
 import warnings
 
 import pytest
@@ -20,8 +22,10 @@ from pytest_toolbench.benchmarks.packed import (
     iter_json_array,
 )
 from pytest_toolbench.benchmarks.toolhop.benchmark import TOOLHOP
-from pytest_toolbench.benchmarks.toolhop.schema import ToolHopRecord
+from pytest_toolbench.benchmarks.toolhop.schema import ToolHopRecord, load_toolhop_entries
 from shared_data import REAL_TOOLHOP
+
+BUNDLED_TOOLHOP = Path(__file__).resolve().parents[1] / "data" / "toolhop" / "ToolHop.json"
 
 VALID = [
     "[]",
@@ -152,9 +156,7 @@ def test_the_runtime_unpacks_on_the_submitting_thread_once_per_case_when_it_star
     runtime/scheduler.py)."""
     import threading
 
-    from pytest_toolbench.config import RunSettings
     from pytest_toolbench.results.case_result import CaseResult, Outcome
-    from pytest_toolbench.runtime.case_runtime import CaseRuntime
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DatasetWarning)
@@ -175,21 +177,56 @@ def test_the_runtime_unpacks_on_the_submitting_thread_once_per_case_when_it_star
             return CaseResult(case_id=c.id, benchmark=c.benchmark, scenario=c.scenario,
                               outcome=Outcome.PASSED)
 
+    with toolhop_runtime(Runner(), concurrency=2) as runtime:
+        first = runtime.submit(case)
+        assert runtime.submit(case) is first  # resubmitted by the run-ahead window: no new work
+        assert unpacked_on == []  # queued, not started
+        runtime.result(case)
+    assert unpacked_on == [threading.current_thread().name]
+    assert len(seen) == 1 and isinstance(seen[0], ToolHopRecord) and seen[0] == case.sample
+    assert isinstance(case.stored_sample, FileSpanRecord)  # the collected case stays kept
+
+
+def test_the_runtime_reports_a_changed_data_file_as_a_data_error_not_a_score(tmp_path):
+    """A case whose file changed since collection errors (kind ``data_error``, the file named):
+    not an internal error with a traceback, and the runner never sees another record."""
+    from pytest_toolbench.results.case_result import Outcome
+
+    path = tmp_path / "data.json"
+    path.write_text(BUNDLED_TOOLHOP.read_text(encoding="utf-8"), encoding="utf-8")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DatasetWarning)
+        case = TOOLHOP.make_case(load_toolhop_entries(path)[0], "direct")
+    path.write_text("[]", encoding="utf-8")
+    ran: list[object] = []
+
+    class Runner:
+        async def run(self, c, model):  # pragma: no cover - must not run
+            ran.append(c)
+
+    with toolhop_runtime(Runner(), concurrency=1) as runtime:
+        result = runtime.result(case)
+    assert ran == []
+    assert result.outcome == Outcome.ERROR and result.error is not None
+    assert result.error.kind == "data_error" and str(path) in result.error.message
+    assert "changed since the run parsed it" in result.error.message
+
+
+@contextlib.contextmanager
+def toolhop_runtime(runner, concurrency: int):
+    """A case runtime whose ToolHop cases go to ``runner`` (no model is called)."""
+    from pytest_toolbench.config import RunSettings
+    from pytest_toolbench.runtime.case_runtime import CaseRuntime
+
     class Model:
         name = "m"
 
         async def aclose(self):
             pass
 
-    runtime = CaseRuntime(RunSettings(model="m", backend="openai", concurrency=2), Model())
-    runtime.register_runner("toolhop", Runner())
+    runtime = CaseRuntime(RunSettings(model="m", backend="openai", concurrency=concurrency), Model())
+    runtime.register_runner("toolhop", runner)
     try:
-        first = runtime.submit(case)
-        assert runtime.submit(case) is first  # resubmitted by the run-ahead window: no new work
-        assert unpacked_on == []  # queued, not started
-        runtime.result(case)
+        yield runtime
     finally:
         runtime.close()
-    assert unpacked_on == [threading.current_thread().name]
-    assert len(seen) == 1 and isinstance(seen[0], ToolHopRecord) and seen[0] == case.sample
-    assert isinstance(case.stored_sample, FileSpanRecord)  # the collected case stays kept
