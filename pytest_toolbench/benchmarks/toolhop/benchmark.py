@@ -84,7 +84,8 @@ class ToolHopBenchmark:
         ]
 
     def make_case(self, entry: ToolHopEntry | ToolHopRecord, scenario: str) -> Case:
-        """The case keeps its record as its file holds it (benchmarks/packed.py); ``case.sample`` unpacks it."""
+        """The case keeps where its record lies in its file (benchmarks/packed.py); ``case.sample``
+        reads it back."""
         if isinstance(entry, ToolHopRecord):  # a record at hand (tests, tools)
             entry = ToolHopEntry.of(entry)
         return Case(
