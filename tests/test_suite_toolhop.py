@@ -287,6 +287,42 @@ def test_failing_endpoint_is_an_error_apart_from_wrong_answers(tmp_path):
     assert "infrastructure error" in proc.stdout
 
 
+EDIT_PLUGIN = """
+import os
+
+import pytest
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtestloop(session):
+    # After collection, before any case starts: every record's place in the file moves by a byte.
+    with open(os.environ["TOOLBENCH_TEST_EDIT"], "r+b") as fh:
+        data = fh.read()
+        fh.seek(0)
+        fh.write(b" " + data)
+"""
+
+
+def test_a_data_file_edited_mid_run_errors_its_cases_naming_the_file(tmp_path, monkeypatch):
+    """A case reads its record back from the file when it starts (benchmarks/packed.py): a file
+    edited after collection is an error of kind data_error for every case that starts after,
+    named in the summary, and never scores other text as the record."""
+    data = tmp_path / "data" / "toolhop" / "ToolHop.json"
+    data.parent.mkdir(parents=True)
+    data.write_bytes(BUNDLED.read_bytes())
+    (tmp_path / "edit_data_plugin.py").write_text(EDIT_PLUGIN, encoding="utf-8")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")])))
+    monkeypatch.setenv("TOOLBENCH_TEST_EDIT", str(data))
+    proc, report = run_suite(tmp_path, "--model", "oracle", "--data-dir", str(tmp_path / "data"),
+                             "--scenario", "direct", "--limit", "2", "-p", "edit_data_plugin")
+    assert proc.returncode != 0, proc.stdout[-2000:]
+    assert "2 errors" in proc.stdout and "failed" not in proc.stdout.splitlines()[-1]
+    assert {c["error"]["kind"] for c in report["cases"]} == {"data_error"}
+    assert all(str(data) in c["error"]["message"] for c in report["cases"])
+    assert "infrastructure error (data_error), not scored" in proc.stdout
+    assert "changed since the run parsed it" in proc.stdout
+
+
 def test_rerun_of_finished_suite_makes_no_model_calls(tmp_path):
     agent = GoldAgent(load_records(BUNDLED))
     with FakeOpenAIServer(agent) as server:

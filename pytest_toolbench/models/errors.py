@@ -43,6 +43,9 @@ KIND_HINTS: dict[str, tuple[str, str]] = {
     "replay_exhausted": ("the replay file has no more replies for the case",
                          "record again with --record"),
     "internal_error": ("the harness raised an exception", "see the case's error message"),
+    "data_error": ("a case's record could not be read back from its data file: the file changed "
+                   "or went away after the run read it",
+                   "leave the data files alone while a run uses them; run again to read them afresh"),
     "sandbox_failed": ("the tool sandbox failed on the harness's side (a worker killed, stopped "
                        "or hung from outside, or one that would not restart)",
                        "see the log for the worker's stderr; check for memory pressure or another "

@@ -153,5 +153,4 @@ def case_timeout_result(case: Case, timeout_s: float) -> CaseResult:
 def data_error_result(case: Case, exc: DatasetError) -> CaseResult:
     """A case whose record could not be read back when it started (its data file changed or went
     away since the run read it, benchmarks/packed.py): an error naming the file, never a score."""
-    return error_result(base_fields(case), InfraError(kind="data_error", message=str(exc),
-                                                      hint="run again to read the data afresh"))
+    return error_result(base_fields(case), InfraError(kind="data_error", message=str(exc)))
