@@ -22,7 +22,7 @@ again: it uses ``model_construct``, which is only right for records whose fields
 values (no nested models); both kinds refuse any other model.
 
 :func:`iter_json_array` keeps a whole file's records from existing at once: parsing a 100,000-case
-file with one ``json.loads`` would build every record's objects before the first was packed.
+file with one ``json.loads`` would build every record's objects before the first was kept.
 """
 
 from __future__ import annotations
@@ -31,10 +31,10 @@ import json
 import os
 import re
 import zlib
-from pathlib import Path
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 from typing import Any, Generic, NoReturn, TypeVar, get_args, get_origin
 
 from pydantic import BaseModel
@@ -129,10 +129,12 @@ class FileSpanRecord(KeptRecord[M]):
                 os.close(fd)
         except OSError as exc:
             raise DatasetError(self.path, f"cannot be read again since the run parsed it "
-                                          f"({exc.strerror or exc}); run again to read it afresh") from None
+                                          f"({exc.strerror or exc}); run again to read it afresh"
+                               ) from None
         if len(data) != self.size or zlib.crc32(data) != self.crc:
             raise DatasetError(self.path, f"changed since the run parsed it (bytes {self.start}-"
-                                          f"{self.start + self.size} differ); run again to read it afresh")
+                                          f"{self.start + self.size} differ); run again to read "
+                                          "it afresh")
         return data
 
 
