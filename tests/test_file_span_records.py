@@ -86,7 +86,8 @@ def test_a_file_with_carriage_returns_keeps_its_records_packed(tmp_path, newline
 
 def test_spans_must_be_kept_in_file_order():
     spans = FileSpans("x.json", '["\u00e9", "\u00e9"]'.encode(), '["\u00e9", "\u00e9"]')
-    spans.keep(ToolHopRecord, '"\u00e9"', 8)
+    second = spans.keep(ToolHopRecord, '"\u00e9"', 6)  # character 6, byte 7 (the first é is 2)
+    assert isinstance(second, FileSpanRecord) and (second.start, second.size) == (7, 4)
     with pytest.raises(ValueError, match="order"):
         spans.keep(ToolHopRecord, '"\u00e9"', 1)
 
