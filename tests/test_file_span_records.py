@@ -12,12 +12,13 @@ from pathlib import Path
 
 import pytest
 
+from pytest_toolbench.benchmarks.data_source import BUNDLED_DATA_DIR
 from pytest_toolbench.benchmarks.dataset_errors import DatasetError, DatasetWarning
 from pytest_toolbench.benchmarks.packed import FileSpanRecord, FileSpans, PackedRecord
 from pytest_toolbench.benchmarks.toolhop.schema import ToolHopRecord, load_toolhop_entries
 from shared_data import REAL_TOOLHOP
 
-from test_packed import BUNDLED_TOOLHOP as BUNDLED
+BUNDLED = BUNDLED_DATA_DIR / "toolhop" / "ToolHop.json"
 
 
 def bundled_records() -> list[dict]:

@@ -7,13 +7,13 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-from pathlib import Path
 import warnings
 
 import pytest
 from pydantic import BaseModel
 
 from pytest_toolbench.benchmarks.base import Case
+from pytest_toolbench.benchmarks.data_source import BUNDLED_DATA_DIR
 from pytest_toolbench.benchmarks.dataset_errors import DatasetWarning
 from pytest_toolbench.benchmarks.packed import (
     FileSpanRecord,
@@ -25,7 +25,7 @@ from pytest_toolbench.benchmarks.toolhop.benchmark import TOOLHOP
 from pytest_toolbench.benchmarks.toolhop.schema import ToolHopRecord, load_toolhop_entries
 from shared_data import REAL_TOOLHOP
 
-BUNDLED_TOOLHOP = Path(__file__).resolve().parents[1] / "data" / "toolhop" / "ToolHop.json"
+BUNDLED_TOOLHOP = BUNDLED_DATA_DIR / "toolhop" / "ToolHop.json"
 
 VALID = [
     "[]",
