@@ -35,6 +35,7 @@ from fake_openai_server import (
 from pytest_toolbench.models.base import (
     CallContext,
     ChatRequest,
+    ChatResponse,
     ContextLengthExceeded,
     LostTurn,
     ModelCallError,
@@ -714,3 +715,217 @@ def test_the_sdk_import_waits_for_the_first_call_only_where_the_cache_holds_repl
     assert not command_line_cache_empty(["suites/toolhop", f"--cache-dir={cache}"])
     assert command_line_cache_empty(["suites/toolhop", "--cache-dir", str(cache), "--no-cache"])
     assert command_line_cache_empty(["suites/toolhop", "--cache-dir", str(tmp_path / "other")])
+
+
+# ----------------------------------------------------------------------------- the first request
+
+
+def _read_frame(conn: socket.socket) -> dict[str, Any]:
+    import json
+
+    header = b""
+    while len(header) < 4:
+        header += conn.recv(4 - len(header))
+    (size,) = struct.unpack(">I", header)
+    body = b""
+    while len(body) < size:
+        body += conn.recv(size - len(body))
+    return json.loads(body)
+
+
+def _listening(path: str) -> socket.socket:
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(path)
+    server.listen(4)
+    server.settimeout(5)
+    return server
+
+
+def _remote_at(path: str, tmp_path: Path) -> RemoteBackend:
+    address = SdkAddress(socket=path, pid=os.getpid(), log=str(tmp_path / "sdk.log"))
+    return RemoteBackend(local_backend(["http://127.0.0.1:9/v1"]), SdkLink(address=address))
+
+
+def test_connect_soon_says_hello_before_the_loop_runs_and_the_first_call_uses_that_connection(
+        tmp_path: Path) -> None:
+    """The hello is written by connect_soon itself, before the loop has run once (a task would
+    run only after the cases' first steps); the first call then goes over that connection."""
+    path = str(tmp_path / "s.sock")
+    with _listening(path) as server:
+        model = _remote_at(path, tmp_path)
+        loop = asyncio.new_event_loop()
+        try:
+            model.connect_soon(loop)
+            conn, _ = server.accept()  # connected already: the loop has not run
+            with conn:
+                conn.settimeout(5)
+                hello = _read_frame(conn)
+                assert hello["op"] == "hello" and hello["backend"]["model"] == "test-model"
+                conn.sendall(frame({"op": "ready"}))
+                request = ChatRequest(messages=[{"role": "user", "content": "hi"}])
+                call_task = loop.create_task(model.complete(request, CallContext(case_id="c")))
+
+                def answer() -> None:
+                    message = _read_frame(conn)
+                    assert message["op"] == "complete"
+                    response = ChatResponse(message={"role": "assistant", "content": "over it"})
+                    conn.sendall(frame({"id": message["id"], "response": response.model_dump(mode="json"),
+                                        "log": None}))
+
+                loop.run_until_complete(asyncio.sleep(0.05))
+                with pytest.raises(OSError):
+                    server.settimeout(0.01)
+                    server.accept()  # no second connection was made
+                answer()
+                result = loop.run_until_complete(asyncio.wait_for(call_task, 5))
+                loop.run_until_complete(model.aclose())
+        finally:
+            loop.close()
+    assert result.content == "over it"
+
+
+def test_the_case_runtime_connects_its_model_to_the_sdk_process_when_it_is_built(tmp_path: Path) -> None:
+    """Through the layers a run puts around the model (the cache, the reply log)."""
+    from pytest_toolbench.config import RunSettings
+    from pytest_toolbench.models.cache import CachedModel
+    from pytest_toolbench.runtime.case_runtime import CaseRuntime
+
+    path = str(tmp_path / "s.sock")
+    with _listening(path) as server:
+        model = CachedModel(_remote_at(path, tmp_path), tmp_path / "cache")
+        runtime = CaseRuntime(RunSettings(concurrency=4), model)
+        conn, _ = server.accept()  # raises (timeout) if nothing connected
+        with conn:
+            conn.settimeout(5)
+            assert _read_frame(conn)["op"] == "hello"
+            runtime.close()
+
+
+def test_connect_soon_before_the_sdk_process_listens_leaves_the_connection_to_the_first_call(
+        tmp_path: Path) -> None:
+    model = _remote_at(str(tmp_path / "nobody.sock"), tmp_path)
+    loop = asyncio.new_event_loop()
+    try:
+        model.connect_soon(loop)
+        assert model._connecting is None and model._loop is None
+    finally:
+        loop.close()
+
+
+def test_a_run_that_never_calls_closes_an_early_connection_quietly(tmp_path: Path) -> None:
+    """A cached re-run connects early and never calls: closing the loop (as the scheduler does,
+    cancelling what is pending) closes the connection, logs nothing and leaks no socket."""
+    import gc
+    import warnings
+
+    path = str(tmp_path / "s.sock")
+    logged: list[Any] = []
+    with _listening(path) as server:
+        for answered in (False, True):  # cancelled before it ran, and while awaiting the greeting
+            model = _remote_at(path, tmp_path)
+            loop = asyncio.new_event_loop()
+            loop.set_exception_handler(lambda _loop, context: logged.append(context))
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                model.connect_soon(loop)
+                conn, _ = server.accept()
+                if answered:
+                    loop.run_until_complete(asyncio.sleep(0.02))  # the task runs, awaits "ready"
+                pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+                for task in pending:
+                    task.cancel()
+                loop.run_until_complete(asyncio.wait(pending))
+                loop.run_until_complete(model.aclose())
+                loop.close()
+                del model, pending
+                gc.collect()
+            with conn:
+                conn.settimeout(5)
+                _read_frame(conn)  # the hello
+                assert conn.recv(1) == b""  # then the end of stream: the socket was closed
+            assert not [w for w in caught if issubclass(w.category, ResourceWarning)], caught
+    assert logged == []
+
+
+def test_the_sdk_process_builds_the_client_at_the_hello_before_any_call() -> None:
+    import openai  # noqa: F401  (as in the SDK process, which imported it at start)
+
+    async def go() -> Any:
+        conn = _Connection(SdkServer())
+        conn.link.connection_made(_Transport())  # type: ignore[arg-type]
+        hello = Hello(backend=local_backend(["http://127.0.0.1:9/v1"]).spec)
+        conn.on_message(hello.to_wire())
+        assert conn.backend is not None and conn.backend._client is None
+        await asyncio.sleep(0)
+        built = conn.backend._client
+        await conn.backend.aclose()
+        return built
+
+    assert asyncio.run(go()) is not None
+
+
+def test_the_sdk_process_imports_what_a_client_needs_before_its_first_hello() -> None:
+    """After warm_client_imports, building the SDK's client imports nothing more (without it,
+    it does: the control). Fails when an SDK version moves what its client imports."""
+    code = ("import sys, openai, aiohttp\n"
+            "from pytest_toolbench.models.sdk_process.server import warm_client_imports\n"
+            "if sys.argv[1] == 'warm':\n    warm_client_imports()\n"
+            "before = set(sys.modules)\n"
+            "openai.AsyncOpenAI(api_key='k', base_url='http://127.0.0.1:9/v1', "
+            "http_client=openai.DefaultAioHttpClient())\n"
+            "print(len(set(sys.modules) - before))\n")
+    counts = {mode: int(subprocess.run([sys.executable, "-c", code, mode], capture_output=True, text=True,
+                                       check=True, cwd=REPO).stdout.strip()) for mode in ("warm", "cold")}
+    assert counts["warm"] == 0 and counts["cold"] > 0, counts
+
+
+class _CountingClient:
+    def __init__(self, url: str, built: list[str], closed: list[str]) -> None:
+        self.url, self.closed = url, closed
+        built.append(url)
+
+    async def post(self, path: str, *, body: dict[str, Any], cast_to: Any) -> dict[str, Any]:
+        return completion(self.url)
+
+    async def close(self) -> None:
+        self.closed.append(self.url)
+
+
+def test_pool_clients_are_built_on_each_endpoints_first_request_and_closed_once(monkeypatch) -> None:
+    urls = ["http://127.0.0.1:1/v1", "http://127.0.0.1:2/v1", "http://127.0.0.1:3/v1"]
+    model = local_backend(urls)
+    built: list[str] = []
+    closed: list[str] = []
+    monkeypatch.setattr(model, "_new_client", lambda url: _CountingClient(url, built, closed))
+
+    async def go() -> None:
+        model.prepare()
+        assert built == [urls[0]]  # the base URL's client, which is also its endpoint's
+        request = ChatRequest(messages=[{"role": "user", "content": "hi"}])
+        await asyncio.gather(*(model.complete(request, CallContext(case_id=f"c{i}")) for i in range(6)))
+        await model.aclose()
+
+    asyncio.run(go())
+    assert sorted(built) == urls and sorted(closed) == urls
+
+
+def test_a_client_that_cannot_be_built_at_the_hello_fails_the_first_call_as_before(monkeypatch) -> None:
+    model = local_backend(["http://127.0.0.1:9/v1"])
+    attempts: list[str] = []
+
+    def refuse(url: str) -> Any:
+        attempts.append(url)
+        raise RuntimeError("no client")
+
+    monkeypatch.setattr(model, "_new_client", refuse)
+
+    async def go() -> Any:
+        model.prepare()  # swallowed: nothing is built
+        request = ChatRequest(messages=[{"role": "user", "content": "hi"}])
+        try:
+            return await model.complete(request, CallContext(case_id="c"))
+        except Exception as exc:  # noqa: BLE001  (whatever the call raised before prepare existed)
+            return exc
+
+    error = asyncio.run(go())
+    assert len(attempts) == 2 and isinstance(error, RuntimeError) and str(error) == "no client"

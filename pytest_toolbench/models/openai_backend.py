@@ -356,9 +356,9 @@ class OpenAIBackend:
         self._client, self._loop, self._semaphore, self._clients = None, None, None, {}
         # Connections belong to the loop that opened them; from another loop just drop them.
         if loop is asyncio.get_running_loop():
-            for c in [client, *others] if client is not None else others:
-                if c is not None:
-                    await c.close()
+            # The base URL's client is also its pool endpoint's: closed once.
+            for c in {id(c): c for c in [client, *others] if c is not None}.values():
+                await c.close()
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -402,18 +402,35 @@ class OpenAIBackend:
             kwargs[key] = {**base, **value} if isinstance(base, dict) and isinstance(value, dict) else value
         return kwargs
 
+    def prepare(self) -> None:
+        """Build this loop's client now rather than at the first call (the shared SDK process
+        calls it when a pytest process says hello, while that process is still building its
+        first requests): a client's construction (its SSL context, the first one's imports) took
+        50-110 ms, on the way of the run's first request. A failure is left to the first call,
+        which builds again and fails where it always did."""
+        try:
+            self._loop_state()
+        except Exception:  # e.g. no API key: the first call raises it as a call's error
+            pass
+
     def _loop_state(self) -> tuple[openai.AsyncOpenAI, asyncio.Semaphore]:
         """Client and semaphore for the running loop (a new loop, e.g. in tests, gets new ones)."""
         loop = asyncio.get_running_loop()
         if self._loop is not loop or self._client is None or self._semaphore is None:
-            self._loop = loop
+            self._loop, self._clients = loop, {}
             self._client = self._new_client(self.base_url)
-            self._clients = (
-                {e.url: self._new_client(e.url) for e in self.pool.endpoints}
-                if self.pool is not None else {}
-            )
+            if self.pool is not None:  # the pool's first endpoint is the base URL: one client
+                self._clients[self.base_url] = self._client  # type: ignore[index]
             self._semaphore = asyncio.Semaphore(self.concurrency)
         return self._client, self._semaphore
+
+    def _endpoint_client(self, url: str) -> openai.AsyncOpenAI:
+        """The pool endpoint's client, built on its first request: the first request of a run
+        over N endpoints no longer waits for N + 1 clients' construction (~50 ms each)."""
+        client = self._clients.get(url)
+        if client is None:
+            client = self._clients[url] = self._new_client(url)
+        return client
 
     def _new_client(self, url: str | None) -> openai.AsyncOpenAI:
         """The SDK's own client over real HTTP. aiohttp underneath (the SDK's
@@ -443,7 +460,7 @@ class OpenAIBackend:
                 sent[0] += 1
             endpoint = self.pool.acquire() if self.pool is not None else None
             if endpoint is not None:
-                client = self._clients[endpoint.url]
+                client = self._endpoint_client(endpoint.url)
             self.stats.attempts += 1
             self.reachability.request_started()
             started = time.perf_counter()

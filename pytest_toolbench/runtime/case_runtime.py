@@ -38,6 +38,7 @@ class CaseRuntime:
         )
         ready = ready_cases(settings.concurrency) if limits_its_requests(model) else 0
         self.scheduler = CaseScheduler(settings.concurrency, ready)
+        connect_early(model, self.scheduler.loop)
         self.runners: dict[str, CaseRunner] = {}
         #: Under xdist, each worker also journals its results (the controller's backstop).
         self.worker_journal: ResultJournal | None = None
@@ -135,6 +136,17 @@ class ReplyLogModel:
         if item == "inner":
             raise AttributeError(item)
         return getattr(self.inner, item)
+
+
+def connect_early(model: Any, loop: asyncio.AbstractEventLoop) -> None:
+    """The model's connection to the run's SDK process, started before any case (its layers
+    are followed through ``inner``; models/sdk_process/client.py says why)."""
+    while model is not None:
+        connect_soon = getattr(type(model), "connect_soon", None)
+        if connect_soon is not None:
+            connect_soon(model, loop)
+            return
+        model = model.__dict__.get("inner") if hasattr(model, "__dict__") else None
 
 
 def _no_factory(benchmark: str) -> CaseRunner:

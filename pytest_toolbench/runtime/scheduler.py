@@ -61,6 +61,11 @@ class CaseScheduler:
         self._tasks: dict[str, asyncio.Task[CaseResult]] = {}
         self._semaphore: asyncio.Semaphore | None = None
 
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        """The loop the cases run in (it runs only while a test waits, on the owner's thread)."""
+        return self._loop
+
     # -- submitting and waiting
     def future_of(self, case_id: str) -> asyncio.Task[CaseResult] | None:
         """The task of a case already queued, else None."""

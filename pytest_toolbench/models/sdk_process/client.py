@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import socket
 import time
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,7 @@ from pytest_toolbench.models.sdk_process.protocol import (
     Hello,
     SdkLink,
     decode_error,
+    frame,
     sdk_environment,
 )
 from pytest_toolbench.models.liveness import process_alive
@@ -98,6 +100,38 @@ class RemoteBackend:
         REQUEST_METER.add_usage(response.usage)
         return response
 
+    def connect_soon(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Connect and say hello now, before this process builds its first requests; ``loop``
+        (not running yet) takes the connection over when it runs. Why: a call connected only
+        once every case queued in the same pass had built its request, and the SDK process
+        built its client only when the calls came in. Greeted first, it builds the client
+        (server.py) while the cases are built. The socket is connected and the hello written
+        here, synchronously: a task would run after the cases' first steps. When the SDK
+        process is not listening yet, the first call connects as before; a failure is raised
+        by the first call, as when the call itself connected."""
+        if self._loop is loop or self._gone is not None:
+            return
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.connect(self.address.socket)
+            sock.sendall(frame(self._hello().to_wire()))
+            sock.setblocking(False)
+        except OSError:  # not listening yet (or gone): the first call connects and says why
+            sock.close()
+            return
+        self._loop, self._link, self._pending = loop, None, {}
+        unclaimed = [sock]  # _connect takes it; a task cancelled before it ran never does
+        self._connecting = loop.create_task(self._connect(unclaimed))
+
+        def settle(task: asyncio.Task[None]) -> None:
+            # Retrieved here too: a run that never calls (answered from the cache) must not log it.
+            if not task.cancelled():
+                task.exception()
+            for left in unclaimed:
+                left.close()
+
+        self._connecting.add_done_callback(settle)
+
     async def aclose(self) -> None:
         link, self._link, self._loop, self._connecting = self._link, None, None, None
         if link is not None:
@@ -121,7 +155,14 @@ class RemoteBackend:
         assert self._link is not None
         return self._link
 
-    async def _connect(self) -> None:
+    def _hello(self) -> Hello:
+        return Hello(backend=self.local.spec, processes=self.link.processes,
+                     server_pid=self.server_pid, env=sdk_environment())
+
+    async def _connect(self, greeted: list[socket.socket] | None = None) -> None:
+        """Connect and wait for the SDK process's greeting. ``greeted``: a socket connected and
+        greeted already (:meth:`connect_soon`), taken out of the list here."""
+        sock = greeted.pop() if greeted else None
         deadline = time.monotonic() + START_TIMEOUT_S
         pid = self.address.pid
         loop = asyncio.get_running_loop()
@@ -139,19 +180,28 @@ class RemoteBackend:
             self._on_lost(link, exc)
 
         link = FrameLink(on_message, on_lost)
-        while True:
+        if sock is not None:
             try:
-                await loop.create_unix_connection(lambda: link, self.address.socket)
-                break
-            except (FileNotFoundError, ConnectionRefusedError):
-                if not process_alive(pid) or time.monotonic() > deadline:
-                    self._gone = f"the SDK process (pid {pid}) did not start: {self._log_tail()}"
-                    raise ModelCallError("sdk_process_gone", self._gone) from None
-                await asyncio.sleep(0.01)
-        hello = Hello(backend=self.local.spec, processes=self.link.processes,
-                      server_pid=self.server_pid, env=sdk_environment())
-        link.send(hello.to_wire())
-        greeting = await ready
+                await loop.create_unix_connection(lambda: link, sock=sock)
+            except BaseException:
+                sock.close()
+                raise
+        else:
+            while True:
+                try:
+                    await loop.create_unix_connection(lambda: link, self.address.socket)
+                    break
+                except (FileNotFoundError, ConnectionRefusedError):
+                    if not process_alive(pid) or time.monotonic() > deadline:
+                        self._gone = f"the SDK process (pid {pid}) did not start: {self._log_tail()}"
+                        raise ModelCallError("sdk_process_gone", self._gone) from None
+                    await asyncio.sleep(0.01)
+            link.send(self._hello().to_wire())
+        try:
+            greeting = await ready
+        except BaseException:  # cancelled (the run ends) or lost: the connection goes too
+            link.close()
+            raise
         if greeting.get("op") != "ready":
             link.close()
             raise ModelCallError("sdk_process_gone", f"unexpected greeting {greeting!r}")

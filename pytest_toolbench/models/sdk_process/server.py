@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import importlib
 import os
 import signal
 import sys
@@ -116,6 +117,10 @@ class _Connection:
         if self.backend is None:
             self.backend = self.server.backend_for(Hello.model_validate(message))
             self.link.send({"op": "ready"})
+            if "openai" in sys.modules:  # never the SDK's import for a run the cache may answer
+                # Its client is built while the pytest process builds its first requests
+                # (client.py connects before them), not when the first of them comes in.
+                asyncio.get_running_loop().call_soon(self.backend.prepare)
             return
         if message.get("op") == "cancel":
             call_id = message.get("id")
@@ -164,6 +169,23 @@ async def main_async(socket_path: str) -> None:
             await backend.aclose()
 
 
+#: What the SDK's HTTP stack imports only when its first client is built (openai 3's ``httpx2``
+#: imports ``httpcore2`` for the client's SSL context: ~50 modules). A name missing in another
+#: SDK version is skipped; tests/test_sdk_process.py checks that nothing is left for the client.
+CLIENT_IMPORTS = ("httpcore2",)
+
+
+def warm_client_imports() -> None:
+    """Import :data:`CLIENT_IMPORTS` at start-up, with the SDK: the first client took 70-110 ms
+    to build, a later one 35-50 (its SSL context), and the first client is built on the way of
+    the run's first request. Only imports, which the first client would make anyway: a throwaway
+    client built instead cost its own SSL context too, on the way of a hello that came
+    meanwhile."""
+    for name in CLIENT_IMPORTS:
+        with contextlib.suppress(ImportError):
+            importlib.import_module(name)
+
+
 def main() -> None:
     # Ctrl-C goes to the whole process group: the pytest process handles it and closes its
     # connections; this process follows when its parent closes stdin.
@@ -171,6 +193,8 @@ def main() -> None:
     if IMPORT_ON_FIRST_CALL not in sys.argv[2:]:  # else the backend imports it on first use
         import openai  # noqa: F401  (the import this process exists to take off the pytest process)
         import aiohttp  # noqa: F401
+
+        warm_client_imports()
 
     socket_path = sys.argv[1]
     asyncio.run(main_async(socket_path))
