@@ -801,6 +801,24 @@ def test_the_case_runtime_connects_its_model_to_the_sdk_process_when_it_is_built
             runtime.close()
 
 
+def test_a_managed_server_not_started_yet_is_not_connected_early(tmp_path: Path) -> None:
+    """Its template's URL is not known before the server has started: the first call connects
+    (through the backend the server's answer builds), as before."""
+    from pytest_toolbench.config import RunSettings
+    from pytest_toolbench.models.lazy_server import LazyServerModel
+    from pytest_toolbench.runtime.case_runtime import CaseRuntime
+
+    path = str(tmp_path / "s.sock")
+    with _listening(path) as server:
+        lazy = LazyServerModel(_remote_at(path, tmp_path), lambda answer: _remote_at(path, tmp_path),
+                               tmp_path / "rv", 1.0)
+        runtime = CaseRuntime(RunSettings(concurrency=4), lazy)
+        server.settimeout(0.2)
+        with pytest.raises(OSError):
+            server.accept()
+        runtime.close()
+
+
 def test_connect_soon_before_the_sdk_process_listens_leaves_the_connection_to_the_first_call(
         tmp_path: Path) -> None:
     model = _remote_at(str(tmp_path / "nobody.sock"), tmp_path)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any, Callable, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -194,6 +194,18 @@ class ChatModel(Protocol):
         ...
 
 
+def model_layers(model: Any, through: tuple[str, ...] = ("inner",)) -> Iterator[Any]:
+    """``model`` and the models it wraps, outermost first, followed through each layer's own
+    attributes named in ``through`` (the instance's: a wrapper's ``__getattr__`` would answer
+    for its inner model); at most 32 deep: a chain of wrappers, never a cycle."""
+    for _ in range(32):
+        if model is None:
+            return
+        yield model
+        own = getattr(model, "__dict__", {})
+        model = next((own[name] for name in through if own.get(name) is not None), None)
+
+
 def limits_its_requests(model: Any) -> bool:
     """Whether ``model`` holds its own requests in flight to ``--concurrency`` (a class that
     says ``LIMITS_REQUESTS = True``: the openai backend's semaphore, the SDK process's), not only
@@ -201,12 +213,5 @@ def limits_its_requests(model: Any) -> bool:
     (runtime/scheduler.py), whose requests wait at the model's limit, never at the endpoint.
     Wrappers are looked through (``inner``; a managed server not started yet: its
     ``template``); a model that says nothing is taken to set no limit of its own."""
-    for _ in range(32):  # a chain of wrappers, never a cycle
-        if model is None:
-            return False
-        if getattr(type(model), "LIMITS_REQUESTS", False):
-            return True
-        # the instance's own attributes: a wrapper's __getattr__ would answer for its inner model
-        own = getattr(model, "__dict__", {})
-        model = own.get("inner") or own.get("template")
-    return False
+    return any(getattr(type(layer), "LIMITS_REQUESTS", False)
+               for layer in model_layers(model, ("inner", "template")))

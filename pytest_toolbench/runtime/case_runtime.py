@@ -19,7 +19,7 @@ from typing import Any
 from pytest_toolbench.benchmarks.base import Case, CaseRunner
 from pytest_toolbench.benchmarks.dataset_errors import DatasetError
 from pytest_toolbench.config import RunSettings
-from pytest_toolbench.models.base import CallContext, ChatModel, ChatRequest, ChatResponse, limits_its_requests
+from pytest_toolbench.models.base import CallContext, ChatModel, ChatRequest, ChatResponse, limits_its_requests, model_layers
 from pytest_toolbench.models.call_log import CURRENT_CALL_LOG, CaseCallLog, current_call_log
 from pytest_toolbench.benchmarks.result_builders import base_fields, error_result
 from pytest_toolbench.results.case_result import CaseResult, InfraError
@@ -139,14 +139,14 @@ class ReplyLogModel:
 
 
 def connect_early(model: Any, loop: asyncio.AbstractEventLoop) -> None:
-    """The model's connection to the run's SDK process, started before any case (its layers
-    are followed through ``inner``; models/sdk_process/client.py says why)."""
-    while model is not None:
-        connect_soon = getattr(type(model), "connect_soon", None)
+    """The model's connection to the run's SDK process, started before any case
+    (models/sdk_process/client.py says why). Not through a managed server's ``template``: its
+    URL is not known until the server has started."""
+    for layer in model_layers(model):
+        connect_soon = getattr(type(layer), "connect_soon", None)
         if connect_soon is not None:
-            connect_soon(model, loop)
+            connect_soon(layer, loop)
             return
-        model = model.__dict__.get("inner") if hasattr(model, "__dict__") else None
 
 
 def _no_factory(benchmark: str) -> CaseRunner:

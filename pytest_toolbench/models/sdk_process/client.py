@@ -119,9 +119,7 @@ class RemoteBackend:
         except OSError:  # not listening yet (or gone): the first call connects and says why
             sock.close()
             return
-        self._loop, self._link, self._pending = loop, None, {}
         unclaimed = [sock]  # _connect takes it; a task cancelled before it ran never does
-        self._connecting = loop.create_task(self._connect(unclaimed))
 
         def settle(task: asyncio.Task[None]) -> None:
             # Retrieved here too: a run that never calls (answered from the cache) must not log it.
@@ -130,7 +128,7 @@ class RemoteBackend:
             for left in unclaimed:
                 left.close()
 
-        self._connecting.add_done_callback(settle)
+        self._start_connecting(loop, unclaimed).add_done_callback(settle)
 
     async def aclose(self) -> None:
         link, self._link, self._loop, self._connecting = self._link, None, None, None
@@ -146,14 +144,20 @@ class RemoteBackend:
         if self._gone is not None:
             raise ModelCallError("sdk_process_gone", self._gone)
         if self._loop is not loop:  # first call, or a new event loop (tests): a new connection
-            self._loop, self._link, self._pending = loop, None, {}
-            self._connecting = loop.create_task(self._connect())
+            self._start_connecting(loop)
         assert self._connecting is not None
         await asyncio.shield(self._connecting)
         if self._gone is not None:  # lost while this call waited for the connection
             raise ModelCallError("sdk_process_gone", self._gone)
         assert self._link is not None
         return self._link
+
+    def _start_connecting(self, loop: asyncio.AbstractEventLoop,
+                          greeted: list[socket.socket] | None = None) -> asyncio.Task[None]:
+        """A new connection in ``loop``: every call of this loop awaits its task."""
+        self._loop, self._link, self._pending = loop, None, {}
+        self._connecting = loop.create_task(self._connect(greeted))
+        return self._connecting
 
     def _hello(self) -> Hello:
         return Hello(backend=self.local.spec, processes=self.link.processes,
