@@ -35,6 +35,7 @@ from pytest_toolbench.report.plots import plots_dir_for, run_figures, write_plot
 from pytest_toolbench.results.aggregate import RunMetrics
 from pytest_toolbench.results.case_result import CaseResult, InfraError, Outcome
 from pytest_toolbench.results.gates import GateVerdict
+from shared_data import BUNDLED_TOOLHOP
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -369,7 +370,7 @@ def _by_record(body: dict, index: int):
     tool call the server left in the text (a parse failure, scored wrong), 9003 plain wrong."""
     from fake_openai_server import completion, error_body
 
-    records = json.loads((REPO / "data" / "toolhop" / "ToolHop.json").read_text())
+    records = json.loads(BUNDLED_TOOLHOP.read_text())
     question = body["messages"][0]["content"].rsplit("Question: ", 1)[1]
     rid = next(r["id"] for r in records if r["question"] == question)
     if rid == 9001:

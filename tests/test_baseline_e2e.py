@@ -20,9 +20,10 @@ import pytest
 
 from fake_openai_server import FakeOpenAIServer, completion
 from pytest_toolbench.exitcodes import ToolbenchExit
+from shared_data import BUNDLED_TOOLHOP
 
 REPO = Path(__file__).resolve().parents[1]
-RECORDS = json.loads((REPO / "data" / "toolhop" / "ToolHop.json").read_text())
+RECORDS = json.loads(BUNDLED_TOOLHOP.read_text())
 SCENARIOS = ("direct", "mandatory", "free")
 
 

@@ -20,9 +20,9 @@ import pytest
 
 from fake_openai_server import FakeOpenAIServer, completion, delayed, error_body, reply, tool_call
 from pytest_toolbench.exitcodes import ToolbenchExit
+from shared_data import BUNDLED_TOOLHOP as BUNDLED
 
 REPO = Path(__file__).resolve().parents[1]
-BUNDLED = REPO / "data" / "toolhop" / "ToolHop.json"
 RECORDS = json.loads(BUNDLED.read_text())
 N = len(RECORDS)  # records in the bundled sample (one case per record and scenario)
 
@@ -191,7 +191,7 @@ def test_under_xdist_validation_still_precedes_every_model_call(tmp_path, args, 
     it), yet a worker runs nothing before the controller's test loop: no request is sent."""
     bad = tmp_path / "bad"
     (bad / "toolhop").mkdir(parents=True)
-    records = json.loads((REPO / "data" / "toolhop" / "ToolHop.json").read_text())
+    records = json.loads(BUNDLED.read_text())
     records[1]["answer"] = 5
     (bad / "toolhop" / "ToolHop.json").write_text(json.dumps(records))
     args = [str(bad) if a == "BAD" else a for a in args]

@@ -8,8 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from shared_data import BUNDLED_TOOLHOP as BUNDLED
+
 REPO = Path(__file__).resolve().parents[1]
-BUNDLED = REPO / "data" / "toolhop" / "ToolHop.json"
 
 
 def _run(tmp_path: Path, *args: str) -> str:
@@ -40,7 +41,6 @@ def test_a_users_odd_file_is_warned_about_once_with_xdist(tmp_path: Path) -> Non
     # about the user's data, located there: not at the harness's line that reported it
     assert "session/selection.py" not in summary[1] and "issue_" not in summary[1], summary[1]
     assert "<dataset>:0: DatasetWarning: " in summary[1], summary[1]
-
 
 
 def test_an_error_filter_still_stops_the_run_on_a_data_warning(tmp_path: Path) -> None:

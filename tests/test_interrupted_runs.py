@@ -26,9 +26,10 @@ from pytest_toolbench.results.partial_run import RUN_COMPLETED, interrupted_verd
 from pytest_toolbench.results.gates import GateVerdict, exit_status
 from pytest_toolbench.session.finish import RunEnd, run_status, run_verdicts
 from pytest_toolbench.session.signals import Interrupts
+from shared_data import BUNDLED_TOOLHOP
 
 REPO = Path(__file__).resolve().parents[1]
-N = len(json.loads((REPO / "data" / "toolhop" / "ToolHop.json").read_text()))
+N = len(json.loads(BUNDLED_TOOLHOP.read_text()))
 SELECTED = 3 * N  # every record in each of ToolHop's three scenarios
 GATE = "toolhop.direct.accuracy>=0"  # passes on any answer: only the interruption can fail
 

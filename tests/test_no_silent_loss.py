@@ -27,9 +27,10 @@ from pytest_toolbench.results.case_result import CaseResult, Outcome
 from pytest_toolbench.results.partial_run import missing_text
 from pytest_toolbench.results.journal import JournalWriteError, ResultJournal, read_journal
 from plugin_env import plugin_env
+from shared_data import BUNDLED_TOOLHOP
 
 REPO = Path(__file__).resolve().parents[1]
-RECORDS = json.loads((REPO / "data" / "toolhop" / "ToolHop.json").read_text())
+RECORDS = json.loads(BUNDLED_TOOLHOP.read_text())
 N = len(RECORDS)
 
 

@@ -33,13 +33,12 @@ from pytest_toolbench.benchmarks.toolhop.open_parsers import deterministic_ids, 
 from pytest_toolbench.models.open_protocol import OpenProtocolModel, plan_open_protocol
 from pytest_toolbench.benchmarks.toolhop.open_parsers import TOOLHOP_OPEN_PARSER
 from pytest_toolbench.results.case_result import Outcome
+from shared_data import BUNDLED_TOOLHOP as BUNDLED
 
 
 def build_model(settings, **kw):
     """The factory as the fixtures call it: with the registered benchmarks' open protocols."""
     return _build_model(settings, open_protocols=run_open_protocols(_registry()), **kw)
-
-BUNDLED = Path(__file__).resolve().parents[1] / "data" / "toolhop" / "ToolHop.json"
 
 
 @pytest.fixture(scope="module")

@@ -22,9 +22,9 @@ from fake_openai_server import FakeOpenAIServer, completion, tool_call
 from pytest_toolbench.report.markdown_report import cell
 from pytest_toolbench.text_table import TextTable, render_table
 from pytest_toolbench.results.safe_text import safe_data, safe_json, safe_json_bytes, safe_text
+from shared_data import BUNDLED_TOOLHOP as BUNDLED
 
 REPO = Path(__file__).resolve().parents[1]
-BUNDLED = REPO / "data" / "toolhop" / "ToolHop.json"
 
 #: Cursor up, erase line, a window-title OSC ended by BEL, then a right-to-left override.
 HOSTILE = "\x1b[1A\x1b[2K\x1b]0;pwned\x07\u202e"

@@ -34,9 +34,9 @@ from pytest_toolbench.results.repeats import (
 )
 from pytest_toolbench.models.repeat import CURRENT_REPEAT
 from pytest_toolbench.runtime.repeat import expand_repeats
+from shared_data import BUNDLED_TOOLHOP as BUNDLED
 
 REPO = Path(__file__).resolve().parents[1]
-BUNDLED = REPO / "data" / "toolhop" / "ToolHop.json"
 ACC = MetricSpec(name="accuracy", value="answer_correct")
 SPECS = {"toolhop": (ACC,)}
 

@@ -21,6 +21,7 @@ from pytest_toolbench.config import SandboxLimits
 from pytest_toolbench.sandbox import SandboxOutcome, ToolSandbox
 
 import sandbox_env
+from shared_data import BUNDLED_TOOLHOP
 
 JOB = "pytest_toolbench.benchmarks.toolhop.execution:call_tool"
 PRELOAD = ("pytest_toolbench.benchmarks.toolhop.execution",)
@@ -321,7 +322,7 @@ def test_sigterm_ends_a_run_within_seconds_whatever_its_tools_do(tmp_path: Path)
     import time
 
     repo = Path(__file__).resolve().parents[1]
-    records = json.loads((repo / "data" / "toolhop" / "ToolHop.json").read_text(encoding="utf-8"))
+    records = json.loads(BUNDLED_TOOLHOP.read_text(encoding="utf-8"))
     # Where no tmpfs can be had, the watchdog kills a call past 256 levels at once: stay below.
     depth = 1400 if sandbox_env.has("tmpfs") else 200
     hostile = ("    import os, time\n    path = '.'\n    for _ in range(%d):\n" % depth +

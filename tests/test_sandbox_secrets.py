@@ -15,9 +15,9 @@ import pytest
 
 from fake_openai_server import FakeOpenAIServer, completion, tool_call
 from pytest_toolbench.exitcodes import ToolbenchExit
+from shared_data import BUNDLED_TOOLHOP as BUNDLED
 
 REPO = Path(__file__).resolve().parents[1]
-BUNDLED = REPO / "data" / "toolhop" / "ToolHop.json"
 SECRET = "sk-SECRET-xyz-e2e-4242"
 
 # Same name and signature as the bundled record's first tool; its body tries every way out and

@@ -21,8 +21,7 @@ from fake_openai_server import FakeOpenAIServer, completion, delayed, error_body
 from pytest_toolbench.results.case_store import read_cases
 
 REPO = Path(__file__).resolve().parents[1]
-BUNDLED = REPO / "data" / "toolhop" / "ToolHop.json"
-from shared_data import REAL_TOOLHOP as SHARED_TOOLHOP, SHARED_DATASETS as SHARED
+from shared_data import BUNDLED_TOOLHOP as BUNDLED, REAL_TOOLHOP as SHARED_TOOLHOP, SHARED_DATASETS as SHARED
 
 # Verbatim from upstream code/evaluation_*.py (typo "final nswer" included).
 UPSTREAM_PROMPTS = {

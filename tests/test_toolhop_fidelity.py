@@ -9,7 +9,6 @@ import copy
 import io
 import json
 import warnings
-from pathlib import Path
 
 import pytest
 
@@ -26,8 +25,7 @@ from pytest_toolbench.benchmarks.toolhop.schema import load_toolhop_file
 from pytest_toolbench.config import RunSettings
 from pytest_toolbench.models.factory import build_model
 from pytest_toolbench.results.case_result import Outcome
-
-BUNDLED = Path(__file__).resolve().parents[1] / "data" / "toolhop" / "ToolHop.json"
+from shared_data import BUNDLED_TOOLHOP as BUNDLED
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,6 @@ arguments in upstream data/ToolHop.json), and that every call is schema-valid.""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -20,10 +19,10 @@ from pytest_toolbench.benchmarks.toolhop.oracle import toolhop_oracle
 from pytest_toolbench.benchmarks.toolhop.prompts import build_tools
 from pytest_toolbench.benchmarks.toolhop.schema import ToolHopRecord
 from pytest_toolbench.models.base import ChatRequest
+from shared_data import BUNDLED_TOOLHOP
 
-REPO = Path(__file__).resolve().parents[1]
 BUNDLED = {r["id"]: ToolHopRecord.model_validate(r)
-           for r in json.loads((REPO / "data" / "toolhop" / "ToolHop.json").read_text())}
+           for r in json.loads(BUNDLED_TOOLHOP.read_text())}
 
 SOURCE = """def film_release_year_finder(actors, genre, director=None):
     return 2011

@@ -18,8 +18,7 @@ from pytest_toolbench.benchmarks.toolhop.prompts import (
 )
 from pytest_toolbench.benchmarks.toolhop.schema import load_toolhop_file
 
-from shared_data import REAL_TOOLHOP as REAL80
-BUNDLED = Path(__file__).resolve().parents[1] / "data" / "toolhop" / "ToolHop.json"
+from shared_data import BUNDLED_TOOLHOP as BUNDLED, REAL_TOOLHOP as REAL80
 
 # Copied by hand from upstream code/evaluation_*.py, not imported: the test must fail if the module drifts.
 SPEC_DIRECT = "You will be asked a question, and should provide a short answer.\nIf the answer is a date, format is as follows: YYYY-MM-DD (ISO standard)\nIf the answer is a name, format it as follows: Firstname Lastname\nIf the answer contains any number, format it as a number, not a word, and only output that number. Do not include leading 0s.\n\nPlease provide the answer in the following format: <answer>your answer here</answer>\nAnswer as short as possible.\nQuestion: {question}"

@@ -33,13 +33,13 @@ from pytest_toolbench.models.base import (
     Usage,
 )
 from pytest_toolbench.results.case_result import Outcome
+from shared_data import BUNDLED_TOOLHOP as BUNDLED
 
 REPO = Path(__file__).resolve().parents[1]
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore::pytest_toolbench.benchmarks.dataset_errors.DatasetWarning"
 )
-BUNDLED = REPO / "data" / "toolhop" / "ToolHop.json"
 
 
 # --------------------------------------------------------------------------- fakes

@@ -21,9 +21,7 @@ from pytest_toolbench.benchmarks.toolhop.schema import (
     upstream_def_name,
 )
 
-REPO = Path(__file__).resolve().parents[1]
-BUNDLED = REPO / "data" / "toolhop" / "ToolHop.json"
-from shared_data import REAL_TOOLHOP as REAL80
+from shared_data import BUNDLED_TOOLHOP as BUNDLED, REAL_TOOLHOP as REAL80
 
 
 def load_quiet(path: Path) -> list[ToolHopRecord]:

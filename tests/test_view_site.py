@@ -18,6 +18,7 @@ from view_runs import REPO, make_runs
 
 from pytest_toolbench.view.case_data import CHUNK, sandbox_limit
 from pytest_toolbench.view.site import build_site, js_literal
+from shared_data import BUNDLED_TOOLHOP
 
 
 @pytest.fixture(scope="module")
@@ -275,7 +276,7 @@ def test_toolbench_list_fits_80_columns_and_lists_values_in_the_data(tmp_path: P
     assert "data/toolhop/ToolHop.json (6 records)" in out
     # another folder: its own values, and a benchmark without data there says so
     (tmp_path / "toolhop").mkdir()
-    shutil.copy(REPO / "data" / "toolhop" / "ToolHop.json", tmp_path / "toolhop" / "ToolHop.json")
+    shutil.copy(BUNDLED_TOOLHOP, tmp_path / "toolhop" / "ToolHop.json")
     proc = subprocess.run([sys.executable, "-m", "pytest_toolbench.cli", "list", "--data-dir",
                            str(tmp_path), "--benchmark", "toolhop", "--benchmark", "familytool"],
                           cwd=REPO, capture_output=True, text=True, timeout=300)
