@@ -24,6 +24,7 @@ from pytest_toolbench.results.case_result import CaseResult, InfraError, Outcome
 REPO = Path(__file__).resolve().parents[1]
 LINE = re.compile(r"toolbench (\d+)/(\d+) cases \| [^\r\n]*")
 SUITE = ["suites/toolhop", "-p", "no:randomly", "-p", "no:cacheprovider", "--limit", "3"]
+pytest_plugins = ["pytester"]  # one test runs a session in this process
 
 
 def result(case_id: str, scenario: str, outcome: Outcome, values: dict[str, float]) -> CaseResult:
@@ -83,6 +84,38 @@ def test_work_waiting_for_the_first_request_starts_once_when_it_leaves():
     assert started == ["a", "b"]  # once, not per request
     meter.when_waiting(lambda: started.append("c"))  # registered after a request: at once
     assert started == ["a", "b", "c"]
+
+
+def test_work_still_waiting_when_a_run_ends_is_forgotten():
+    """A run that never sent a request (answered from the cache) leaves nothing for a later
+    session in the same process to start; what already started, or another's, is kept."""
+    meter = RequestMeter()
+    started: list[str] = []
+
+    def mine() -> None:
+        started.append("mine")
+
+    meter.when_waiting(mine)
+    meter.when_waiting(lambda: started.append("other"))
+    meter.forget(mine)
+    with meter.request():
+        pass
+    assert started == ["other"]
+    meter.forget(mine)  # after the first request: nothing left to drop, no error
+    assert started == ["other"]
+
+
+def test_an_ended_run_that_sent_no_request_leaves_no_start_behind(pytester: pytest.Pytester):
+    """In one process: a session answered without a request (the oracle) ends with the meter's
+    list of starts empty, so the next session's first request does not start its imports."""
+    from pytest_toolbench.models.meter import REQUEST_METER
+
+    pytester.makeini("[pytest]\n")
+    result = pytester.inline_run(str(REPO / "suites" / "toolhop"), "--data", "sample", "--model",
+                                 "oracle", "--limit", "1", "-p", "no:cacheprovider", "--runs-dir",
+                                 str(pytester.path / "runs"), "--cache-dir", str(pytester.path / "cache"))
+    assert result.ret == 0
+    assert REQUEST_METER._on_first_request == []
 
 
 THREAD_PROBE = """

@@ -79,6 +79,13 @@ class RequestMeter:
                 return
         start()
 
+    def forget(self, start: Callable[[], None]) -> None:
+        """Drop ``start`` if it still waits for a first request (a run that ended without
+        sending one, e.g. answered from the cache): the meter lives as long as the process, and
+        a later session in it (pytester, an in-process runner) would otherwise fire it."""
+        with self._lock:
+            self._on_first_request = [s for s in self._on_first_request if s is not start]
+
     def _start_waiting_work(self) -> None:
         with self._lock:
             starts, self._on_first_request = self._on_first_request, []

@@ -588,6 +588,7 @@ class ControllerHooks:
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         """The gate table goes last, after pytest's own closing lines, so a CI log ends on it."""
+        REQUEST_METER.forget(_warm_imports)  # this run never waited: not the next session's work
         self._late_interrupt()
         st, end, verdicts = self.st, self.end, self.verdicts
         reporter = config.pluginmanager.get_plugin("terminalreporter")
