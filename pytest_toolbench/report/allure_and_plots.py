@@ -4,11 +4,13 @@ and the Allure 3 HTML build, written from the run's record by the controller's s
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_toolbench.results.run_record import RunRecord
+if TYPE_CHECKING:  # configure_allure runs in every pytest command and xdist worker: ~50 ms of
+    # the record's models, which only the controller's session end needs
+    from pytest_toolbench.results.run_record import RunRecord
 
 
 def configure_allure(config: pytest.Config) -> None:
