@@ -160,13 +160,16 @@ class RunSettings(BaseModel):
     retry_after_max_s: float = option(
         60.0, flag="--retry-after-max", metavar="SECONDS", ge=0, allow_inf_nan=False,
         help="longest Retry-After wait honoured; a server asking for more waits this long")
-    #: An endpoint that never answered since the run's first request is given up after this long.
+    #: An endpoint that never answered (or never served a usable reply) since the run's first
+    #: request is given up after this long (models/reachability.py).
     unreachable_after_s: float = option(
         10.0, flag="--unreachable-after", metavar="SECONDS", ge=0, allow_inf_nan=False,
         help="give up an endpoint that has not answered once since the run's first request "
              "and fails every attempt (connection refused, DNS, TLS, timeouts) after this "
-             "long: every case then fails at once as an infrastructure error naming the URL "
-             "and the cause")
+             "long, or that has answered only with server errors (5xx, replies that are no "
+             "chat completion) once this long has passed and a call has spent all its "
+             "retries: every case then fails at once as an infrastructure error naming the "
+             "URL and the cause")
     #: A whole case (every call, retry and tool); None: no limit.
     case_timeout_s: float | None = option(
         None, flag="--case-timeout", metavar="SECONDS", gt=0, allow_inf_nan=False,

@@ -28,13 +28,14 @@ from typing import Any
 import openai  # noqa: F401
 import pytest
 
-from fake_openai_server import FakeOpenAIServer, error_body, reply, scripted
+from fake_openai_server import FakeOpenAIServer, completion, error_body, fail_then, reply, scripted
 from pytest_toolbench.models.base import CallContext, ChatRequest, ModelCallError
 from pytest_toolbench.models.spec import BackendSpec
 from pytest_toolbench.models.openai_backend import OpenAIBackend
 from pytest_toolbench.models.reachability import EndpointUnreachable, transport_failure_kind
 from pytest_toolbench.results.case_result import CaseResult, InfraError, Outcome
 from pytest_toolbench.results.infra_errors import summarize_errors, unreachable_lines
+from shared_data import BUNDLED_TOOLHOP
 
 REPO = Path(__file__).resolve().parents[1]
 TRANSPORTS = ["aiohttp", "httpx"]
@@ -261,12 +262,13 @@ def test_an_endpoint_that_answered_once_keeps_its_retries(transport):
 
 
 def test_an_http_error_status_is_an_answer():
-    """A 500 means something listens: the endpoint is not given up when it then refuses."""
-    with FakeOpenAIServer(scripted((500, {}, error_body(500)), (200, {}, {}))) as server:
+    """A 400 means something listens: the endpoint is not given up as unreachable when it then
+    refuses (a 5xx is an answer too, but one that serves nothing: the section below)."""
+    with FakeOpenAIServer(scripted((400, {}, error_body(400)), (200, {}, {}))) as server:
         url = server.base_url
         model = backend(url, max_retries=0, unreachable_after_s=0.0)
         first, _ = calls(model, 1)
-    assert first[0].kind == "http_500"
+    assert first[0].kind == "http_400"
     results, _ = calls(model, 2)
     assert {type(r) for r in results} == {ModelCallError}
     assert {r.kind for r in results} == {"connection_refused"}
@@ -306,6 +308,79 @@ def test_calls_keep_their_own_retries_when_the_bound_is_off():
     results, _ = calls(model, 2)
     assert {type(r) for r in results} == {ModelCallError} and {r.attempts for r in results} == {3}
     assert {r.kind for r in results} == {"connection_refused"}
+
+
+# ----------------------------------------------------------------------------- server errors only
+def server_error(status: int = 500) -> Any:
+    return lambda body, index: (status, {}, error_body(status, f"backend down ({index})"))
+
+
+def test_an_endpoint_serving_only_server_errors_is_given_up_once_a_call_spent_its_retries():
+    """Every answer a 500: once a call has spent its 3 attempts past the bound, the calls in
+    flight stop at their next attempt and every later call fails at once, without a request,
+    with one line naming the URL, the statuses seen and the last error."""
+    with FakeOpenAIServer(server_error()) as server:
+        url = server.base_url
+        model = backend(url, max_retries=2, unreachable_after_s=0.2)
+        results, _ = calls(model, 6)
+        sent = len(server.requests)
+        later, elapsed = calls(model, 4)
+        assert len(server.requests) == sent  # no request once given up
+    verdict = assert_given_up(results + later, "http_500", url, "server errors only")
+    assert sent <= 6 * 3
+    assert "not one usable reply since the run began" in verdict.message
+    assert "http_500 x" in verdict.message and "all its 3 attempts" in verdict.message
+    assert "backend down" in verdict.message  # the last error, quoted
+    assert {r.attempts for r in later} == {0} and elapsed < 1.0
+
+
+def test_replies_that_are_no_chat_completion_count_as_server_errors():
+    """A gateway's HTML page with status 200, every time: given up as well (bad_response)."""
+    with FakeOpenAIServer(lambda body, index: (200, {}, "<html>502 Bad Gateway</html>")) as server:
+        url = server.base_url
+        results, _ = calls(backend(url, max_retries=1, unreachable_after_s=0.0), 3)
+    assert_given_up(results, "bad_response", url, "server errors only")
+
+
+def test_a_server_that_served_once_keeps_its_retries_through_server_errors():
+    """One usable reply, then only 500s: each call spends its own attempts and ends with its own
+    http_500 error; the endpoint is never given up for them."""
+    with FakeOpenAIServer(scripted((200, {}, completion("ok")), server_error())) as server:
+        model = backend(server.base_url, max_retries=2, unreachable_after_s=0.0)
+        first, _ = calls(model, 1)
+        results, _ = calls(model, 4)
+    assert first[0].content == "ok"
+    assert {type(r) for r in results} == {ModelCallError}, results
+    assert {(r.kind, r.attempts) for r in results} == {("http_500", 3)}
+
+
+def test_a_server_warming_up_within_a_calls_retries_is_waited_for():
+    """503s for the first requests, then up: the calls retry through them and all succeed."""
+    with FakeOpenAIServer(fail_then(3, reply("up"), status=503)) as server:
+        results, _ = calls(backend(server.base_url, max_retries=4, unreachable_after_s=0.0), 2)
+    assert [r.content for r in results] == ["up", "up"], results
+
+
+def test_server_errors_are_not_given_up_before_the_bound():
+    """Calls that spend their retries on 500s inside the bound keep their own errors."""
+    with FakeOpenAIServer(server_error(502)) as server:
+        results, _ = calls(backend(server.base_url, max_retries=1, unreachable_after_s=60.0), 3)
+    assert {type(r) for r in results} == {ModelCallError}, results
+    assert {(r.kind, r.attempts) for r in results} == {("http_502", 2)}
+
+
+def test_rate_limits_are_not_server_errors():
+    """429 on every attempt: the endpoint works, it is busy; each call keeps its own error."""
+    with FakeOpenAIServer(fail_then(10**6, reply("never"))) as server:
+        results, _ = calls(backend(server.base_url, max_retries=1, unreachable_after_s=0.0), 3)
+    assert {type(r) for r in results} == {ModelCallError}, results
+    assert {r.kind for r in results} == {"http_429"}
+
+
+def test_server_errors_keep_their_retries_when_the_bound_is_off():
+    with FakeOpenAIServer(server_error()) as server:
+        results, _ = calls(backend(server.base_url, max_retries=1, unreachable_after_s=None), 2)
+    assert {type(r) for r in results} == {ModelCallError} and {r.attempts for r in results} == {2}
 
 
 # ----------------------------------------------------------------------------- classification
@@ -390,3 +465,35 @@ def test_a_suite_run_against_a_dead_port_ends_within_the_bound(tmp_path, workers
     assert all(url in c["error"]["message"] for c in cases)
     assert "timed out" not in out.lower(), out[-3000:]
     assert f"endpoint {url} unreachable: connection refused" in " ".join(out.split()), out[-3000:]
+
+
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_a_suite_run_against_an_endpoint_serving_only_server_errors_ends_early(tmp_path, workers):
+    """Every bundled case against a server that answers every request with a 500: once one call has spent
+    its retries past the bound the rest fail at once, so the endpoint sees about one round of
+    calls, not every case's retries; every case is an infrastructure error of kind http_500 and
+    the output says "server errors only" with the URL. With two workers the shared SDK process
+    gives the verdict once for both."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+    report = tmp_path / "report.json"
+    with FakeOpenAIServer(server_error()) as server:
+        url = server.base_url
+        proc = subprocess.run(
+            [sys.executable, "-m", "pytest", "suites/toolhop", "-q", "-p", "no:randomly",
+             "-p", "no:cacheprovider", "-n", workers, "--limit", "8", "--no-cache",
+             "--concurrency", "2", "--max-retries", "1", "--unreachable-after", "0",
+             "--runs-dir", str(tmp_path / "runs"), "--toolbench-json", str(report),
+             "--base-url", url, "--api-key", "t", "--model", "m"],
+            cwd=REPO, capture_output=True, text=True, timeout=300, env=env)
+        sent = len(server.requests)
+    out = proc.stdout + proc.stderr
+    cases = json.loads(report.read_text())["cases"]
+    assert len(cases) == 3 * len(json.loads(BUNDLED_TOOLHOP.read_text()))  # every scenario
+    assert {c["outcome"] for c in cases} == {"error"}, out[-3000:]
+    assert {c["error"]["kind"] for c in cases} == {"http_500"}
+    assert all(url in c["error"]["message"] for c in cases)
+    # Two attempts for each call in flight when the first gave up (2 per process, a quarter
+    # more started ahead), not 2 for each of the 18 cases.
+    print("requests sent:", sent)
+    assert sent <= 4 * int(workers or 1) * 2 + 4, (sent, out[-3000:])
+    assert f"endpoint {url} unreachable: server errors only" in " ".join(out.split()), out[-3000:]

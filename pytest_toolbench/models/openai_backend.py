@@ -282,6 +282,11 @@ class OpenAIBackend:
             raise
         except (openai.OpenAIError, ModelCallError) as exc:
             self.stats.failures += 1
+            # Every attempt spent on server errors by an endpoint that never served: the run's
+            # verdict (models/reachability.py), not this call's own error.
+            if attempts[0] > self.max_retries and self._is_retryable(exc) \
+                    and self.reachability.call_exhausted(error_kind(exc), attempts[0]):
+                raise self.reachability.error(sent[0]) from exc
             if isinstance(exc, openai.BadRequestError) and is_context_overflow(exc):
                 raise ContextLengthExceeded(f"{self.name}: {_short(exc)}") from exc
             raise self._call_error(exc, attempts[0], ctx) from exc
@@ -481,6 +486,7 @@ class OpenAIBackend:
                 self._release(endpoint, exc)
                 if isinstance(exc, openai.APIStatusError):
                     self.reachability.reply_received()
+                    self.reachability.server_failed(kind, _short(exc, 300))
                 elif isinstance(exc, openai.APIConnectionError) and self._counts_as_unreachable(kind):
                     if self.reachability.transport_failed(kind, exc):
                         raise self.reachability.error() from exc
@@ -493,7 +499,9 @@ class OpenAIBackend:
                     raise
                 self.reachability.reply_received()
                 self.stats.errors["bad_response"] += 1
-                raise InvalidReply(f"unreadable reply: {_short(exc)}") from exc
+                invalid = InvalidReply(f"unreadable reply: {_short(exc)}")
+                self.reachability.server_failed("bad_response", invalid.message)
+                raise invalid from exc
             latency = time.perf_counter() - started
             if spent is not None:
                 spent[0] += latency
@@ -509,11 +517,15 @@ class OpenAIBackend:
         except InvalidReply as exc:
             self.stats.errors["bad_response"] += 1
             self._release(endpoint, exc)
+            self.reachability.server_failed("bad_response", exc.message)
             raise
         except Exception as exc:  # a reply shaped unlike a chat.completion
             self.stats.errors["bad_response"] += 1
             self._release(endpoint, exc)
-            raise InvalidReply(f"unexpected reply shape: {_short(exc)}") from exc
+            invalid = InvalidReply(f"unexpected reply shape: {_short(exc)}")
+            self.reachability.server_failed("bad_response", invalid.message)
+            raise invalid from exc
+        self.reachability.reply_served()
         self._release(endpoint, None)
         return response
 

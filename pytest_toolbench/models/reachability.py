@@ -17,6 +17,14 @@ Two things a connection failure must not cost a run:
   and in every process sharing it (the SDK process, models/sdk_process), fails at once with the
   same one-line :class:`EndpointUnreachable`, without a request. An endpoint that answered once
   is never declared: later faults are retried as before (a restart, a network blip).
+* **Hours on a failing endpoint.** An endpoint that answers, but only with server errors (5xx,
+  or 200s that are no chat completion: a proxy with no backend, a gateway's error page), was
+  retried by every call through all its attempts: ~95 s a call at the defaults, hours for a
+  real set at ``--concurrency 8``. While it has never served a usable reply since the run began,
+  once a call has spent every attempt on server errors and ``unreachable_after_s`` has passed
+  since the first request, it is given up the same way. One call's whole retry policy is the
+  endpoint's grace (a server warming up that answers within it is waited for); one usable reply
+  at any time and it is never given up for server errors.
 
 Nothing here imports openai, httpx or aiohttp: the exception chain is read by class names, so a
 run that never sends a request does not pay for those imports.
@@ -127,8 +135,15 @@ def transport_failure_detail(exc: BaseException, limit: int = 300) -> str:
 
 
 class EndpointUnreachable(ModelCallError):
-    """The endpoint has not answered once since the run began and every attempt failed at the
-    transport for the whole bound: this call and every later one fail at once (never retried)."""
+    """The endpoint is given up for the run: it has not answered once since the run began and
+    every attempt failed at the transport for the whole bound, or it has answered only with
+    server errors (``Reachability.call_exhausted``). This call and every later one fail at once
+    (never retried)."""
+
+
+def is_server_failure(kind: str) -> bool:
+    """An answer that serves nothing: a 5xx status, or a reply that is no chat completion."""
+    return kind == "bad_response" or (kind.startswith("http_5") and kind[5:].isdigit())
 
 
 class Reachability:
@@ -146,6 +161,11 @@ class Reachability:
         #: kind -> failed attempts, and kind -> the last such error's detail, while never answered.
         self.failures: Counter = Counter()
         self.details: dict[str, str] = {}
+        #: A usable reply (a chat completion) since the run began: never given up for server errors.
+        self.served = False
+        #: kind -> attempts answered with a server error, and the last one's detail, while never served.
+        self.server_failures: Counter = Counter()
+        self.server_details: dict[str, str] = {}
         #: (kind, message, hint) once the endpoint is given up.
         self.verdict: tuple[str, str, str] | None = None
 
@@ -157,6 +177,31 @@ class Reachability:
     def reply_received(self) -> None:
         """Any HTTP reply (an error status or an unreadable body included): the endpoint is up."""
         self.answered = True
+
+    def reply_served(self) -> None:
+        """A usable reply: the endpoint serves, whatever it answered before or answers later."""
+        self.answered = self.served = True
+
+    def server_failed(self, kind: str, detail: str) -> None:
+        """One attempt answered with a server error (``http_5xx``, ``bad_response``)."""
+        if not self.served and is_server_failure(kind):
+            self.server_failures[kind] += 1
+            self.server_details[kind] = " ".join(detail.split())[:300]
+
+    def call_exhausted(self, kind: str, attempts: int, url: str | None = None) -> bool:
+        """A call has spent all its ``attempts``, the last answered with ``kind``. True when
+        this gives the endpoint up: it never served a usable reply since the run began, the
+        last answer was a server error, and ``unreachable_after_s`` has passed since the first
+        request."""
+        if self.verdict is not None:
+            return True
+        if (self.served or self.unreachable_after_s is None or not is_server_failure(kind)
+                or self.first_request_at is None or not self.server_failures):
+            return False
+        if self.clock() - self.first_request_at < self.unreachable_after_s:
+            return False
+        self._give_up_failing(url or self.url, attempts)
+        return True
 
     def transport_failed(self, kind: str, exc: BaseException, url: str | None = None) -> bool:
         """One attempt failed with ``kind``; True when this gives the endpoint up."""
@@ -197,6 +242,23 @@ class Reachability:
         )
         cause = f"endpoint {url} {UNREACHABLE_MARK} {_LABELS.get(kind, kind)}; not one reply since the run began"
         option = _OPTIONS.get(kind, "check the endpoint (--base-url)")
+        self.verdict = (kind, " ".join(message.split()), encode_hint(cause, option))
+
+
+    def _give_up_failing(self, url: str, attempts: int) -> None:
+        kind = self.server_failures.most_common(1)[0][0]
+        elapsed = self.clock() - (self.first_request_at or self.clock())
+        seen = ", ".join(f"{k} x{n}" for k, n in self.server_failures.most_common())
+        label = "server errors only (HTTP 5xx, or replies that are no chat completion)"
+        message = (
+            f"endpoint {url} {UNREACHABLE_MARK} {label}; not one usable reply since the run began "
+            f"({sum(self.server_failures.values())} attempts answered in {elapsed:.1f} s: {seen}; "
+            f"a call spent all its {attempts} attempts); no more requests are sent to it in this "
+            f"run. Last error: {self.server_details[kind]}"
+        )
+        cause = f"endpoint {url} {UNREACHABLE_MARK} {label}; not one usable reply since the run began"
+        option = ("check the server at --base-url (its log); --unreachable-after gives a server "
+                  "that is still starting longer")
         self.verdict = (kind, " ".join(message.split()), encode_hint(cause, option))
 
 
