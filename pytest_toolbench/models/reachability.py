@@ -244,7 +244,6 @@ class Reachability:
         option = _OPTIONS.get(kind, "check the endpoint (--base-url)")
         self.verdict = (kind, " ".join(message.split()), encode_hint(cause, option))
 
-
     def _give_up_failing(self, url: str, attempts: int) -> None:
         kind = self.server_failures.most_common(1)[0][0]
         elapsed = self.clock() - (self.first_request_at or self.clock())
