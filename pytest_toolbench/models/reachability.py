@@ -233,33 +233,29 @@ class Reachability:
     def _give_up(self, url: str) -> None:
         definite = [k for k in _DEFINITE_KINDS if self.failures[k]]
         kind = max(definite or self.failures, key=lambda k: self.failures[k])
-        elapsed = self.clock() - (self.first_request_at or self.clock())
-        seen = ", ".join(f"{k} x{n}" for k, n in self.failures.most_common())
-        message = (
-            f"endpoint {url} {UNREACHABLE_MARK} {_LABELS.get(kind, kind)}; not one reply since the "
-            f"run began ({sum(self.failures.values())} attempts failed in {elapsed:.1f} s: {seen}); "
-            f"no more requests are sent to it in this run. Last error: {self.details[kind]}"
-        )
-        cause = f"endpoint {url} {UNREACHABLE_MARK} {_LABELS.get(kind, kind)}; not one reply since the run began"
-        option = _OPTIONS.get(kind, "check the endpoint (--base-url)")
-        self.verdict = (kind, " ".join(message.split()), encode_hint(cause, option))
+        self._set_verdict(kind, url, f"{_LABELS.get(kind, kind)}; not one reply", self.failures,
+                          "failed", self.details[kind],
+                          _OPTIONS.get(kind, "check the endpoint (--base-url)"))
 
     def _give_up_failing(self, url: str, attempts: int) -> None:
         kind = self.server_failures.most_common(1)[0][0]
-        elapsed = self.clock() - (self.first_request_at or self.clock())
-        seen = ", ".join(f"{k} x{n}" for k, n in self.server_failures.most_common())
-        label = "server errors only (HTTP 5xx, or replies that are no chat completion)"
-        message = (
-            f"endpoint {url} {UNREACHABLE_MARK} {label}; not one usable reply since the run began "
-            f"({sum(self.server_failures.values())} attempts answered in {elapsed:.1f} s: {seen}; "
-            f"a call spent all its {attempts} attempts); no more requests are sent to it in this "
-            f"run. Last error: {self.server_details[kind]}"
-        )
-        cause = f"endpoint {url} {UNREACHABLE_MARK} {label}; not one usable reply since the run began"
-        option = ("check the server at --base-url (its log); --unreachable-after gives a server "
-                  "that is still starting longer")
-        self.verdict = (kind, " ".join(message.split()), encode_hint(cause, option))
+        self._set_verdict(
+            kind, url, "server errors only (HTTP 5xx, or replies that are no chat completion); "
+            "not one usable reply", self.server_failures, "answered", self.server_details[kind],
+            "check the server at --base-url (its log); --unreachable-after gives a server that is "
+            "still starting longer", extra=f"; a call spent all its {attempts} attempts")
 
+    def _set_verdict(self, kind: str, url: str, cause: str, counts: Counter, outcome: str,
+                     last_error: str, option: str, extra: str = "") -> None:
+        """The one line both ways of giving up share: ``endpoint URL unreachable: <cause> since
+        the run began (N attempts <outcome> in T s: <kind> xN...<extra>); no more requests are
+        sent to it in this run. Last error: ...``, and its hint."""
+        elapsed = self.clock() - (self.first_request_at or self.clock())
+        seen = ", ".join(f"{k} x{n}" for k, n in counts.most_common())
+        cause = f"endpoint {url} {UNREACHABLE_MARK} {cause} since the run began"
+        message = (f"{cause} ({sum(counts.values())} attempts {outcome} in {elapsed:.1f} s: {seen}"
+                   f"{extra}); no more requests are sent to it in this run. Last error: {last_error}")
+        self.verdict = (kind, " ".join(message.split()), encode_hint(cause, option))
 
 _OPTIONS = {
     "connection_refused": "start the server, or fix the host and port in --base-url",
