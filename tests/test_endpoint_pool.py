@@ -110,6 +110,37 @@ def test_requests_avoid_a_broken_endpoint_over_http() -> None:
                                                   good.base_url: {"requests": 1, "errors": 0}}
 
 
+@pytest.mark.parametrize("bad_200", [
+    "<html>502 Bad Gateway</html>",  # not JSON: the SDK hands the text back
+    {"object": "chat.completion", "choices": []},  # no choices
+    {"object": "chat.completion", "choices": {"first": {}}},  # another shape (no choices[0])
+], ids=["not_json", "no_choices", "other_shape"])
+def test_a_replica_answering_bad_200s_is_taken_out_like_a_failing_one(bad_200: object) -> None:
+    """Every kind of 200 that is no chat completion counts against its replica, as a 5xx does:
+    once only the reply without choices did, and a replica behind a proxy answering HTML kept
+    its share of every call's attempts."""
+    with FakeOpenAIServer(reply(content="ok")) as good, \
+            FakeOpenAIServer(lambda body, i: (200, {}, bad_200)) as bad:
+        backend = OpenAIBackend(BackendSpec(model="m", base_url=None, api_key="k", max_retries=3, concurrency=4,
+                                backoff_initial_s=0.0, backoff_max_s=0.0,
+                                base_urls=[bad.base_url, good.base_url]))
+        backend.pool.failure_threshold = 2
+
+        async def main() -> None:
+            for i in range(6):
+                r = await backend.complete(ChatRequest(messages=[{"role": "user", "content": "q"}]),
+                                           CallContext(case_id=f"c{i}", turn=0))
+                assert r.message["content"] == "ok"
+            await backend.aclose()
+
+        asyncio.run(main())
+        snap = backend.pool.snapshot()
+        assert snap[bad.base_url]["errors"] == {"bad_response": 2}
+        assert snap[bad.base_url]["cooldowns"] == 1
+        assert len(bad.requests) == 2  # out of rotation after two bad replies in a row
+        assert backend.stats.errors == {"bad_response": 2}
+
+
 @pytest.mark.parametrize("how", ["repeated", "file"])
 def test_a_suite_run_spreads_cases_over_every_endpoint(tmp_path: Path, how: str) -> None:
     """The whole command as a user types it (xdist workers, each with its own pool): both

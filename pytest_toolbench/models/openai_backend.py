@@ -494,14 +494,11 @@ class OpenAIBackend:
             except BaseException as exc:  # e.g. a 200 whose body is not JSON: the SDK lets it through
                 if spent is not None:
                     spent[0] += time.perf_counter() - started
-                self._release(endpoint, exc)
                 if not isinstance(exc, Exception):  # cancelled: not the endpoint's fault
+                    self._release(endpoint, exc)
                     raise
                 self.reachability.reply_received()
-                self.stats.errors["bad_response"] += 1
-                invalid = InvalidReply(f"unreadable reply: {_short(exc)}")
-                self.reachability.server_failed("bad_response", invalid.message)
-                raise invalid from exc
+                raise self._bad_reply(endpoint, InvalidReply(f"unreadable reply: {_short(exc)}")) from exc
             latency = time.perf_counter() - started
             if spent is not None:
                 spent[0] += latency
@@ -515,19 +512,24 @@ class OpenAIBackend:
         try:
             response = self._to_response(completion, latency, usage)
         except InvalidReply as exc:
-            self.stats.errors["bad_response"] += 1
-            self._release(endpoint, exc)
-            self.reachability.server_failed("bad_response", exc.message)
+            self._bad_reply(endpoint, exc)
             raise
         except Exception as exc:  # a reply shaped unlike a chat.completion
-            self.stats.errors["bad_response"] += 1
-            self._release(endpoint, exc)
-            invalid = InvalidReply(f"unexpected reply shape: {_short(exc)}")
-            self.reachability.server_failed("bad_response", invalid.message)
-            raise invalid from exc
+            raise self._bad_reply(endpoint, InvalidReply(f"unexpected reply shape: {_short(exc)}")) from exc
         self.reachability.reply_served()
         self._release(endpoint, None)
         return response
+
+    def _bad_reply(self, endpoint: Any, invalid: InvalidReply) -> InvalidReply:
+        """A 200 that is no usable chat completion (not JSON, no choices, another shape), treated
+        alike wherever it is found: counted, held against its endpoint in the pool like a 5xx
+        (its retry then goes to another replica), and counted towards the endpoint's "server
+        errors only" verdict. Before, only a reply without choices counted in the pool, so a
+        replica behind a proxy answering HTML kept its share of the attempts."""
+        self.stats.errors["bad_response"] += 1
+        self._release(endpoint, invalid)
+        self.reachability.server_failed("bad_response", invalid.message)
+        return invalid
 
     def _release(self, endpoint: Any, exc: BaseException | None) -> None:
         """End an attempt on a pooled endpoint: its health and this case's per-endpoint counts."""
@@ -540,7 +542,7 @@ class OpenAIBackend:
             self.pool.release(endpoint, "cancelled", health=False)
             kind = "cancelled"
         else:
-            kind = error_kind(exc) if isinstance(exc, (openai.OpenAIError, ModelCallError)) else "bad_response"
+            kind = error_kind(exc)  # an SDK error or an InvalidReply (_bad_reply)
             self.pool.release(endpoint, kind, health=is_retryable(exc))
         log = current_call_log()
         if log is not None:
