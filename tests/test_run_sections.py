@@ -19,7 +19,7 @@ from pytest_toolbench.results.run_sections import (
     SettingsSection,
 )
 from pytest_toolbench.runs.record import index_from_report
-from pytest_toolbench.sandbox.pool import merge_isolation_states
+from pytest_toolbench.sandbox.isolation_report import merge_isolation_states
 
 #: A report written before the sections were typed (an oracle run on the sample, trimmed to one
 #: case; its server and endpoints as a vLLM run writes them).

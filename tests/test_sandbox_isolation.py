@@ -290,7 +290,7 @@ def test_bubblewrap_layer_when_present():
 def test_merged_isolation_is_off_when_any_pool_lacked_a_layer():
     """Under xdist each worker has its own pool: one pool without Landlock makes the run's
     reported isolation off, whatever the others had."""
-    from pytest_toolbench.sandbox.pool import merge_isolation_states
+    from pytest_toolbench.sandbox.isolation_report import merge_isolation_states
 
     with ToolSandbox(SandboxLimits(workers=1)) as secure:
         good = secure.isolation_state()
@@ -309,7 +309,7 @@ def test_a_layer_listed_missing_is_never_reported_on():
     """Issue 23: a worker whose seccomp filter loaded but whose probe was not refused reported
     ``seccomp: true`` beside ``missing_layers: [seccomp]``; per pool and merged over xdist
     workers' pools, a missing layer's flag is false."""
-    from pytest_toolbench.sandbox.pool import isolation_state, merge_isolation_states
+    from pytest_toolbench.sandbox.isolation_report import isolation_state, merge_isolation_states
 
     described = {"kernel_isolation": False, "insecure": True, "isolation": {
         "landlock_abi": 3, "seccomp": True, "missing_layers": ["landlock", "seccomp"],

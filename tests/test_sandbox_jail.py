@@ -174,7 +174,7 @@ def test_without_a_jail_the_host_view_is_reported(layer: str, why: str) -> None:
         assert box.isolation_state()["filesystem_view"] == "host"
         got = tool(box, PROBE, "path_probe", paths=["/etc/passwd"])
         assert got["visible"] == ["/etc/passwd"]  # what the jail hides
-    from pytest_toolbench.sandbox.pool import merge_isolation_states
+    from pytest_toolbench.sandbox.isolation_report import merge_isolation_states
 
     jail = {"kernel_isolation": True, "insecure": False, "missing_layers": [], "landlock_abi": 3,
             "seccomp": True, "bubblewrap": False, "network_namespace": True, "filesystem_view": "jail"}

@@ -10,7 +10,7 @@ import pytest
 
 from pytest_toolbench.config import SandboxLimits
 from pytest_toolbench.sandbox import ToolSandbox
-from pytest_toolbench.sandbox.pool import isolation_state, merge_isolation_states
+from pytest_toolbench.sandbox.isolation_report import isolation_state, merge_isolation_states
 from pytest_toolbench.session.identity import sandbox_warning
 
 SOURCE = "pytest_toolbench.sandbox.jobs:run_source"

@@ -30,17 +30,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
-from filelock import FileLock
-
 from pytest_toolbench.environments import DEFAULT_EMBEDDER
 from pytest_toolbench.fileio import atomic_write_bytes
 from pytest_toolbench.lazy_import import LazyModule
 
 if TYPE_CHECKING:
     import faiss
+    import filelock
     import numpy as np
 else:
     np = LazyModule("numpy")  # imported when an index is built, not by every pytest process
+    filelock = LazyModule("filelock")  # ~25 ms: only where embeddings are encoded
 
 _MINILM_ALIASES = {DEFAULT_EMBEDDER, f"sentence-transformers/{DEFAULT_EMBEDDER}"}
 
@@ -181,7 +181,7 @@ class EmbeddingCache:
         if cached is not None:
             return cached
         path.parent.mkdir(parents=True, exist_ok=True)
-        with FileLock(str(path) + ".lock"):  # one worker encodes, the others wait and load
+        with filelock.FileLock(str(path) + ".lock"):  # one worker encodes, the others wait and load
             cached = self._load(path, len(texts))
             if cached is not None:
                 return cached
@@ -237,7 +237,7 @@ class EmbeddingCache:
         if any(h not in known for h in hashes):
             path = self._text_store(key)
             path.parent.mkdir(parents=True, exist_ok=True)
-            with FileLock(str(path) + ".lock"):  # another worker may have just added them
+            with filelock.FileLock(str(path) + ".lock"):  # another worker may have just added them
                 known.update(self._read_text_store(key))
                 todo = list(dict.fromkeys(t for t, h in zip(texts, hashes) if h not in known))
                 if todo:

@@ -12,13 +12,18 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from filelock import FileLock
 from pydantic import BaseModel, ValidationError
 
+from pytest_toolbench.lazy_import import LazyModule
 from pytest_toolbench.models.base import CallContext, ChatRequest, ChatResponse, ModelCallError
 from pytest_toolbench.models.parse_check import detect_parse_failure
+
+if TYPE_CHECKING:
+    import filelock
+else:
+    filelock = LazyModule("filelock")  # ~25 ms: only where a run records replies
 
 
 class ReplayFormatError(ValueError):
@@ -103,7 +108,7 @@ def append_recording(path: Path | str, case_id: str, responses: list[dict[str, A
     if finish_reasons and any(finish_reasons):
         record["finish_reasons"] = finish_reasons
     line = json.dumps(record, ensure_ascii=False)
-    with FileLock(str(path) + ".lock"):
+    with filelock.FileLock(str(path) + ".lock"):
         with open(path, "a", encoding="utf-8") as handle:
             handle.write(line + "\n")
             handle.flush()

@@ -13,6 +13,7 @@ pytest_toolbench.session.fixtures``, or ``pytest_plugins`` in a conftest, as thi
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -22,8 +23,6 @@ from pytest_toolbench.config import RunSettings
 from pytest_toolbench.environments.retrieval import Embedders
 from pytest_toolbench.exitcodes import ToolbenchExit
 from pytest_toolbench.models.base import ChatModel
-from pytest_toolbench.models.factory import build_model
-from pytest_toolbench.models.spec import ServerInfo
 from pytest_toolbench.session.sdk import sdk_link
 from pytest_toolbench.session.state import record_sandbox_state, run_dir, state
 from pytest_toolbench.session.transport import RESULT_KEY
@@ -33,9 +32,13 @@ from pytest_toolbench.results import case_store
 from pytest_toolbench.results.safe_text import safe_text
 from pytest_toolbench.runtime.case_runtime import CaseRuntime
 from pytest_toolbench.runtime.environment import RunEnvironment
-from pytest_toolbench.servers.managed import server_info
 from pytest_toolbench.runtime.upcoming import case_of, cases_of, current_item, new_upcoming_items
-from pytest_toolbench.sandbox.pool import ToolSandbox
+
+if TYPE_CHECKING:
+    # Each loads in the fixture that needs it: this module is registered in every pytest
+    # command of the environment and every xdist worker, most of which start no model.
+    from pytest_toolbench.models.spec import ServerInfo
+    from pytest_toolbench.sandbox.pool import ToolSandbox
 
 
 @pytest.fixture(scope="session")
@@ -47,6 +50,9 @@ def toolbench_settings(pytestconfig: pytest.Config) -> RunSettings:
 def toolbench_server_info(pytestconfig: pytest.Config) -> ServerInfo | None:
     """URL, served name, pid and identity of the run's managed model server (None when not
     managed); an xdist worker is told them by the controller (session/run_start.py)."""
+    from pytest_toolbench.models.spec import ServerInfo
+    from pytest_toolbench.servers.managed import server_info
+
     if hasattr(pytestconfig, "workerinput"):
         told = pytestconfig.workerinput.get("toolbench_server")
         return ServerInfo.model_validate(told) if told is not None else None
@@ -59,6 +65,8 @@ def toolbench_model(
     toolbench_server_info: ServerInfo | None,
 ) -> ChatModel:
     """The model under test (closed by the runtime, in the loop that used it)."""
+    from pytest_toolbench.models.factory import build_model
+
     try:
         return build_model(toolbench_settings, server=toolbench_server_info,
                            sdk=sdk_link(pytestconfig), open_protocols=run_open_protocols(registry()))

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
 from pytest_toolbench.benchmarks.data_source import file_sha256
-from pytest_toolbench.sandbox.pool import merge_isolation_states
+from pytest_toolbench.sandbox.isolation_report import merge_isolation_states
 from pytest_toolbench.session.state import ToolbenchState
 
 #: When this process imported the plugin (about when pytest started): the run's wall time counts

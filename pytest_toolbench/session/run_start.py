@@ -15,10 +15,8 @@ from pytest_toolbench import __version__
 from pytest_toolbench.benchmarks import registry
 from pytest_toolbench.benchmarks.base import run_open_protocols
 from pytest_toolbench.config import RunSettings
-from pytest_toolbench.models.factory import build_model
 from pytest_toolbench.options import check_base_url, settings_from_config
 from pytest_toolbench.results.gates import check_gate_names, parse_gate
-from pytest_toolbench.servers.managed import ManagedServer, server_info_for_worker
 from pytest_toolbench.session import sdk
 from pytest_toolbench.session.data import WORKER_KEY, resolve_run_data, worker_data_dir
 from pytest_toolbench.session.identity import new_run_id
@@ -78,6 +76,8 @@ def configure_run(config: pytest.Config) -> ToolbenchState:
             # the model under test is built (session/fixtures.py toolbench_model): without them
             # --decoding open planned no parser and warned "no upstream open-model parser fits"
             # for every model, one whose family a benchmark's parser reads included.
+            from pytest_toolbench.models.factory import build_model
+
             build_model(settings, open_protocols=run_open_protocols(registry())
                         if settings.open_protocol else None)
         # the real data fetched and verified now, once, before xdist starts its workers
@@ -148,6 +148,7 @@ def prepare_server(config: pytest.Config) -> None:
     validate_and_record(config)
     st = state(config)
     from pytest_toolbench.runtime.startup_progress import StartupProgress
+    from pytest_toolbench.servers.managed import ManagedServer
 
     st.startup = StartupProgress()
     config.add_cleanup(st.startup.close)
@@ -203,6 +204,8 @@ def worker_input(node: Any) -> None:
     the controller reports the data's warnings (it loads the suites' data before any case), and
     the data folder it resolved (session/data.py), and where the controller keeps the data files
     it parsed."""
+    from pytest_toolbench.servers.managed import server_info_for_worker
+
     st = state(node.config)
     node.workerinput["toolbench_run_id"] = st.run_id
     node.workerinput["toolbench_server"] = server_info_for_worker(st.server)

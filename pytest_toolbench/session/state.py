@@ -17,12 +17,12 @@ from pytest_toolbench.results.case_result import CaseResult
 from pytest_toolbench.session.case_tracker import CaseTracker
 from pytest_toolbench.results.journal import ResultJournal
 from pytest_toolbench.output_errors import OutputFailure
-from pytest_toolbench.servers.managed import ManagedServer
 
 if TYPE_CHECKING:  # loaded only by the runs that use them, off the start-up path
     from pytest_toolbench.compare.load import LoadedRun
     from pytest_toolbench.models.sdk_process.launcher import SdkProcess
     from pytest_toolbench.runtime.startup_progress import StartupProgress
+    from pytest_toolbench.servers.managed import ManagedServer
 
 STATE_KEY = pytest.StashKey["ToolbenchState"]()
 

@@ -17,12 +17,10 @@ from typing import TYPE_CHECKING, Any
 from pytest_toolbench.benchmarks.base import BenchmarkEnv, Case, require_embedder
 from pytest_toolbench.benchmarks.data_source import BUNDLED_DATA_DIR, DataSource, is_within
 from pytest_toolbench.benchmarks.familytool.kg import KnowledgeGraph, load_triples
-from pytest_toolbench.benchmarks.familytool.memo import ExtractionMemo
 from pytest_toolbench.benchmarks.familytool.options import FamilyToolOptions
 from pytest_toolbench.benchmarks.familytool.schema import SPLITS, FamilyToolRecord, load_records
 from pytest_toolbench.results.aggregate import ReportTable
 from pytest_toolbench.results.case_result import CaseResult
-from pytest_toolbench.models.recording import RecordingModel
 from pytest_toolbench.results.headline import Headline, HeadlineColumn, HeadlineGrid
 from pytest_toolbench.results.metrics import MetricSpec
 
@@ -91,6 +89,8 @@ def kg_model(env: BenchmarkEnv, options: FamilyToolOptions) -> ChatModel | None:
     )
     model = build_model(second, open_protocols=protocols)
     if settings.record_path:
+        from pytest_toolbench.models.recording import RecordingModel  # filelock: only where recording
+
         model = RecordingModel(model, settings.record_path)
     return model
 
@@ -218,6 +218,7 @@ class FamilyToolBenchmark:
         loads up front (a one-line stop if it cannot) only when a case of this process uses
         relation retrieval: golden-KG and GS runs never load it."""
         from pytest_toolbench.benchmarks.familytool.retriever import RelationRetriever, get_embedder
+        from pytest_toolbench.benchmarks.familytool.memo import ExtractionMemo  # asyncio
         from pytest_toolbench.benchmarks.familytool.runner import FamilyToolRunner
 
         settings = env.settings
