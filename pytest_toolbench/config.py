@@ -17,6 +17,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, Field, SerializeAsAny
 
+from pytest_toolbench.deferred_model import DeferredModel
 from pytest_toolbench.defaults import DEFAULT_CACHE_DIR, DEFAULT_RUNS_DIR
 
 
@@ -73,7 +74,7 @@ def option(
     return Field(default, description=help, json_schema_extra=extra, exclude=exclude, **constraints)
 
 
-class SandboxLimits(BaseModel):
+class SandboxLimits(DeferredModel):
     """Limits for the process that runs untrusted tool code."""
 
     #: Warm worker processes per pytest process.
@@ -101,7 +102,7 @@ class SandboxLimits(BaseModel):
     file_size_mb: int = 16  # largest file a tool may write (inside its temp dir)
 
 
-class VLLMSettings(BaseModel):
+class VLLMSettings(DeferredModel):
     extra_args: list[str] = option(
         flag="--vllm-arg", default_factory=list, metavar="ARG", repeatable=True,
         help="extra argument passed to the vLLM server (repeatable), e.g. "
@@ -120,7 +121,7 @@ class VLLMSettings(BaseModel):
     python: str | None = None  # interpreter that has vllm installed (default: this one)
 
 
-class RunSettings(BaseModel):
+class RunSettings(DeferredModel):
     # --- model under test
     model: str = option(
         EMBEDDED_MODEL, flag="--model", flag_default=None, min_length=1,

@@ -18,8 +18,9 @@ from pathlib import Path
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
+from pytest_toolbench.deferred_model import DeferredModel
 from pytest_toolbench.fileio import file_version
 
 #: What a data file is (pytest_toolbench.datasets.resolve.FileProvenance.kind).
@@ -29,7 +30,7 @@ DataKind = Literal["real", "sample", "reconstruction", "local"]
 BUNDLED_DATA_DIR = Path(__file__).resolve().parents[2] / "data"
 
 
-class DataSource(BaseModel):
+class DataSource(DeferredModel):
     benchmark: str
     path: Path
     records: int

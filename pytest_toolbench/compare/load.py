@@ -14,8 +14,9 @@ from pathlib import Path
 
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
+from pytest_toolbench.deferred_model import DeferredModel
 from pytest_toolbench.results import case_store
 from pytest_toolbench.results.aggregate import RunMetrics, aggregate
 from pytest_toolbench.results.case_result import CaseResult
@@ -28,7 +29,7 @@ class RunLoadError(ValueError):
     """A report file that is missing or not a toolbench JSON report (message: one line)."""
 
 
-class LoadedRun(BaseModel):
+class LoadedRun(DeferredModel):
     """One run as a column of a comparison: its record (results/run_record.py, what the JSON
     report holds) and the label and file it is shown by."""
 

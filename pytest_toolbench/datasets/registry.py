@@ -34,7 +34,9 @@ import os
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
+
+from pytest_toolbench.deferred_model import DeferredModel
 
 #: A JSON registry file that replaces the built-in pins (tests, mirrors with other files).
 REGISTRY_ENV = "TOOLBENCH_DATA_REGISTRY"
@@ -42,7 +44,7 @@ REGISTRY_ENV = "TOOLBENCH_DATA_REGISTRY"
 Host = Literal["huggingface", "github", "none"]
 
 
-class PinnedFile(BaseModel):
+class PinnedFile(DeferredModel):
     """One file of a benchmark's real data."""
 
     #: The name the loader reads in ``DIR/<benchmark>/`` (``--data-dir`` layout).
@@ -59,7 +61,7 @@ class PinnedFile(BaseModel):
     counting: Literal["json-array", "lines"] = "json-array"
 
 
-class BenchmarkData(BaseModel):
+class BenchmarkData(DeferredModel):
     """Where one benchmark's real files live and what they must be."""
 
     benchmark: str
@@ -81,7 +83,7 @@ class BenchmarkData(BaseModel):
         return f"{self.host}:{self.repo}"
 
 
-class Registry(BaseModel):
+class Registry(DeferredModel):
     benchmarks: list[BenchmarkData]
     #: Where the pins came from: "built-in" or the registry file's path.
     origin: str = "built-in"

@@ -18,8 +18,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
+from pytest_toolbench.deferred_model import DeferredModel
 from pytest_toolbench.datasets import cache
 from pytest_toolbench.datasets.download import ProgressFactory
 from pytest_toolbench.datasets.fetch import Choice, DataRefused, check, fetch, file_url
@@ -28,7 +29,7 @@ from pytest_toolbench.datasets.registry import BenchmarkData, Registry, load_reg
 DataKind = Literal["real", "sample", "reconstruction", "local"]
 
 
-class FileProvenance(BaseModel):
+class FileProvenance(DeferredModel):
     """Where one file of a run's data came from and what it was checked against."""
 
     benchmark: str
@@ -64,7 +65,7 @@ class FileProvenance(BaseModel):
         return (self.sha256 or "")[:12]
 
 
-class Resolution(BaseModel):
+class Resolution(DeferredModel):
     #: The folder to read (``--data-dir`` layout); None when no targeted benchmark has real files.
     data_dir: Path | None = None
     files: list[FileProvenance] = Field(default_factory=list)

@@ -18,10 +18,12 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any, Callable, Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
+
+from pytest_toolbench.deferred_model import DeferredModel
 
 
-class Sampling(BaseModel):
+class Sampling(DeferredModel):
     """Decoding parameters sent with every request (part of the cache key)."""
 
     model_config = ConfigDict(frozen=True)
@@ -66,7 +68,7 @@ def content_text(content: Any) -> str:
     return ""
 
 
-class ChatRequest(BaseModel):
+class ChatRequest(DeferredModel):
     """One chat-completion request in OpenAI wire format."""
 
     messages: list[dict[str, Any]]
@@ -86,7 +88,7 @@ class ChatRequest(BaseModel):
         return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
-class Usage(BaseModel):
+class Usage(DeferredModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
 
@@ -97,7 +99,7 @@ class Usage(BaseModel):
         )
 
 
-class ParseFailure(BaseModel):
+class ParseFailure(DeferredModel):
     """The model's text held a tool call the server's parser did not extract, or bad JSON args."""
 
     reason: Literal["unextracted_tool_call", "invalid_arguments_json"]
@@ -105,7 +107,7 @@ class ParseFailure(BaseModel):
     detail: str = ""
 
 
-class ChatResponse(BaseModel):
+class ChatResponse(DeferredModel):
     """One assistant turn. ``message`` is the OpenAI-format assistant message as returned."""
 
     message: dict[str, Any]
@@ -125,7 +127,7 @@ class ChatResponse(BaseModel):
         return list(self.message.get("tool_calls") or [])
 
 
-class CallContext(BaseModel):
+class CallContext(DeferredModel):
     """What a backend may know about the call besides the request.
 
     ``oracle`` is the benchmark's reference policy (used only by the oracle backend);

@@ -22,8 +22,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from pydantic import BaseModel
 
+from pytest_toolbench.deferred_model import DeferredModel
 from pytest_toolbench.models.base import CallContext, ChatModel, ChatRequest, ChatResponse, ModelCallError
 from pytest_toolbench.models.errors import encode_hint, kind_hint
 
@@ -33,7 +33,7 @@ FAILED_FILE = "vllm-failed.json"
 POLL_S = 0.2
 
 
-class ServerAnswer(BaseModel):
+class ServerAnswer(DeferredModel):
     """The owner's answer once the server serves (``vllm-ready.json``)."""
 
     base_url: str

@@ -24,7 +24,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
+
+from pytest_toolbench.deferred_model import DeferredModel
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +37,7 @@ TEMPLATES_DIR = Path(__file__).parent / "templates"
 UNKNOWN_FAMILY = "unknown"
 
 
-class ToolConfig(BaseModel):
+class ToolConfig(DeferredModel):
     """The server flags one family needs. ``chat_template`` is a file path or None (model's own)."""
 
     model_config = ConfigDict(frozen=True)

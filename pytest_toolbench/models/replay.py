@@ -14,8 +14,9 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
+from pytest_toolbench.deferred_model import DeferredModel
 from pytest_toolbench.lazy_import import LazyModule
 from pytest_toolbench.models.base import CallContext, ChatRequest, ChatResponse, ModelCallError
 from pytest_toolbench.models.parse_check import detect_parse_failure
@@ -30,7 +31,7 @@ class ReplayFormatError(ValueError):
     """A recording line that is not a valid record; the message names file and line."""
 
 
-class ReplayRecord(BaseModel):
+class ReplayRecord(DeferredModel):
     case_id: str
     responses: list[dict[str, Any]]
     #: Optional (older recordings have none): the replies' finish reasons, in the same order.

@@ -14,8 +14,9 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, SerializationInfo, field_serializer
+from pydantic import ConfigDict, Field, SecretStr, SerializationInfo, field_serializer
 
+from pytest_toolbench.deferred_model import DeferredModel
 from pytest_toolbench.models.reachability import DEFAULT_UNREACHABLE_AFTER_S
 
 if TYPE_CHECKING:
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
 WIRE = {"reveal_secrets": True}
 
 
-class BackendSpec(BaseModel):
+class BackendSpec(DeferredModel):
     """One OpenAI-compatible backend (models/openai_backend.py), as JSON-able values."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -79,7 +80,7 @@ class BackendSpec(BaseModel):
         return self.model_dump(mode="json", context=WIRE)
 
 
-class ServerInfo(BaseModel):
+class ServerInfo(DeferredModel):
     """The run's managed vLLM server as its clients see it (xdist workers get it as JSON)."""
 
     model_config = ConfigDict(frozen=True, populate_by_name=True)

@@ -20,8 +20,9 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
+from pytest_toolbench.deferred_model import DeferredModel
 from pytest_toolbench.fileio import atomic_write_text
 from pytest_toolbench.report.allure_report import display_model
 from pytest_toolbench.results.aggregate import MetricValue, RunMetrics
@@ -33,13 +34,13 @@ RUNS_DIR = "toolbench-runs"
 OLD_ENVIRONMENT, OLD_EXECUTOR = "environment.properties", "executor.json"
 
 
-class Headline(BaseModel):
+class Headline(DeferredModel):
     scenario: str  # "toolhop.mandatory"
     metric: str
     text: str  # "100.0% n=2"
 
 
-class AllureRunEntry(BaseModel):
+class AllureRunEntry(DeferredModel):
     """One run's entry in the folder's ``toolbench-runs/``: what the report's first screen shows
     of it, taken from its record (results/run_record.py) when the run ends."""
 

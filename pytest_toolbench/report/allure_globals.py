@@ -16,12 +16,12 @@ import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
-from pydantic import BaseModel
 
+from pytest_toolbench.deferred_model import DeferredModel
 from pytest_toolbench.results.safe_text import safe_json
 
 
-class GlobalItem(BaseModel):
+class GlobalItem(DeferredModel):
     name: str
     body: bytes
     mime: str

@@ -24,13 +24,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
+from pytest_toolbench.deferred_model import DeferredModel
 from pytest_toolbench.results.aggregate import MetricValue, RunMetrics
 from pytest_toolbench.results.headline import DEFAULT_HEADLINE, Headline
 
 
-class Bar(BaseModel):
+class Bar(DeferredModel):
     label: str
     #: None where the metric is undefined (n = 0); rates in percent.
     value: float | None
@@ -39,14 +40,14 @@ class Bar(BaseModel):
     n: int = 0
 
 
-class Panel(BaseModel):
+class Panel(DeferredModel):
     title: str
     is_rate: bool
     higher_is_better: bool
     bars: list[Bar]
 
 
-class FigureSpec(BaseModel):
+class FigureSpec(DeferredModel):
     #: The file's stem: ``overview`` or the benchmark's name.
     name: str
     title: str

@@ -14,8 +14,9 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
+from pytest_toolbench.deferred_model import DeferredModel
 from pytest_toolbench.results.bootstrap import Estimate, bootstrap_mean, bootstrap_ratio
 from pytest_toolbench.results.case_result import CaseResult
 from pytest_toolbench.results.metrics import MetricSpec
@@ -39,7 +40,7 @@ PATH_GRAMMAR = (
 )
 
 
-class MetricValue(BaseModel):
+class MetricValue(DeferredModel):
     name: str
     value: float | None
     ci_low: float | None
@@ -51,7 +52,7 @@ class MetricValue(BaseModel):
     is_rate: bool = True
 
 
-class GroupMetrics(BaseModel):
+class GroupMetrics(DeferredModel):
     label: str
     group: str
     #: All cases in the group, infrastructure errors included (as ScenarioMetrics.n_cases).
@@ -60,7 +61,7 @@ class GroupMetrics(BaseModel):
     n_errors: int = 0
 
 
-class ScenarioMetrics(BaseModel):
+class ScenarioMetrics(DeferredModel):
     benchmark: str
     scenario: str
     n_cases: int  # all cases, errors included
@@ -83,7 +84,7 @@ class ScenarioMetrics(BaseModel):
         return self.n_errors / self.n_cases if self.n_cases else 0.0
 
 
-class MetricPath(BaseModel):
+class MetricPath(DeferredModel):
     """A parsed ``toolhop.mandatory[hops=3].accuracy.ci_low`` address."""
 
     benchmark: str
@@ -116,7 +117,7 @@ class MetricPath(BaseModel):
         return f"{self.benchmark}.{self.scenario}{sub}.{self.metric}{suffix}"
 
 
-class ReportTable(BaseModel):
+class ReportTable(DeferredModel):
     """A benchmark's own summary table (e.g. a paper's results table or a leaderboard), shown
     after the generic per-scenario tables and kept in the JSON report under ``metrics.tables``.
 
@@ -133,7 +134,7 @@ class ReportTable(BaseModel):
     values: dict[str, float | None] = Field(default_factory=dict)
 
 
-class RunMetrics(BaseModel):
+class RunMetrics(DeferredModel):
     scenarios: list[ScenarioMetrics]
     #: Benchmark-specific tables from ``Benchmark.report_tables`` (optional hook).
     tables: list[ReportTable] = Field(default_factory=list)

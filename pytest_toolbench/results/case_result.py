@@ -10,8 +10,9 @@ from __future__ import annotations
 from enum import Enum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
+from pytest_toolbench.deferred_model import DeferredModel
 from pytest_toolbench.models.base import Usage
 
 
@@ -21,7 +22,7 @@ class Outcome(str, Enum):
     ERROR = "error"  # infrastructure failure; excluded from metrics, counted apart
 
 
-class InfraError(BaseModel):
+class InfraError(DeferredModel):
     kind: str
     message: str
     #: Requests sent before giving up (None: the error did not come from an endpoint call).
@@ -36,7 +37,7 @@ class InfraError(BaseModel):
                    hint=getattr(exc, "hint", None))
 
 
-class CaseResult(BaseModel):
+class CaseResult(DeferredModel):
     #: A value may be nan where the benchmark's upstream gives nan (e.g. a mean of no scores):
     #: JSON keeps it as ``NaN``, as json.dumps writes it, so the xdist transport and the journal
     #: read it back (pydantic's default would write null, which ``values`` rejects).

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
+from pytest_toolbench.deferred_model import DeferredModel
 from pytest_toolbench.results.aggregate import MetricPath
 
 
-class McNemar(BaseModel):
+class McNemar(DeferredModel):
     """McNemar's test on paired binary outcomes.
 
     ``b``: cases the first run got right and the second wrong; ``c``: the other way round.
@@ -29,7 +30,7 @@ class McNemar(BaseModel):
     method: Literal["exact", "chi2"]
 
 
-class CaseChanges(BaseModel):
+class CaseChanges(DeferredModel):
     """One scenario's cases that changed between the reference (A) and run ``run``."""
 
     run: int
@@ -39,7 +40,7 @@ class CaseChanges(BaseModel):
     better: list[str] = Field(default_factory=list)
 
 
-class RunRef(BaseModel):
+class RunRef(DeferredModel):
     """Which run a column is: its label (the model, made unique), file and run id."""
 
     label: str
@@ -53,7 +54,7 @@ class RunRef(BaseModel):
     data: str | None = None
 
 
-class RunValue(BaseModel):
+class RunValue(DeferredModel):
     """One run's value of a metric as that run reports it (all of its scored cases)."""
 
     value: float | None
@@ -62,7 +63,7 @@ class RunValue(BaseModel):
     n: int
 
 
-class PairedDiff(BaseModel):
+class PairedDiff(DeferredModel):
     """``run`` minus the reference over the cases both scored, with a paired bootstrap interval;
     McNemar's test when the metric's per-case values are all 0/1 in both runs."""
 
@@ -74,7 +75,7 @@ class PairedDiff(BaseModel):
     mcnemar: McNemar | None = None
 
 
-class MetricComparison(BaseModel):
+class MetricComparison(DeferredModel):
     benchmark: str
     scenario: str
     metric: str
@@ -97,7 +98,7 @@ class MetricComparison(BaseModel):
         return self.metric if self.label is None else f"{self.metric} [{self.label}={self.group}]"
 
 
-class PairCoverage(BaseModel):
+class PairCoverage(DeferredModel):
     """How the cases of one scenario pair up between the reference and ``run``.
 
     Nothing is dropped silently: cases in one run only are counted here, and paired cases where
@@ -110,7 +111,7 @@ class PairCoverage(BaseModel):
     error_in_either: int = 0
 
 
-class ScenarioComparison(BaseModel):
+class ScenarioComparison(DeferredModel):
     benchmark: str
     scenario: str
     coverage: list[PairCoverage]
@@ -119,7 +120,7 @@ class ScenarioComparison(BaseModel):
     changes: list[CaseChanges] = Field(default_factory=list)
 
 
-class Comparison(BaseModel):
+class Comparison(DeferredModel):
     runs: list[RunRef]
     confidence: float
     n_boot: int

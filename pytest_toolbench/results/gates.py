@@ -20,8 +20,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Protocol
 
-from pydantic import BaseModel
 
+from pytest_toolbench.deferred_model import DeferredModel
 from pytest_toolbench.exitcodes import ToolbenchExit
 from pytest_toolbench.results.aggregate import ERROR_RATE, PATH_GRAMMAR, MetricPath, RunMetrics
 from pytest_toolbench.results.infra_errors import describe_errors
@@ -73,7 +73,7 @@ BASELINE_GRAMMAR = (
 )
 
 
-class Gate(BaseModel):
+class Gate(DeferredModel):
     path: str
     op: Op
     #: The number to compare with; for a ``baseline`` gate, the offset added to the baseline value.
@@ -95,7 +95,7 @@ class Gate(BaseModel):
         return f"{path}{self.op}{self.threshold:g}"
 
 
-class GateVerdict(BaseModel):
+class GateVerdict(DeferredModel):
     gate: str
     actual: float | None
     passed: bool

@@ -13,12 +13,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from pydantic import BaseModel
 
+from pytest_toolbench.deferred_model import DeferredModel
 from pytest_toolbench.models.errors import UNREACHABLE_MARK, kind_hint
 
 
-class ErrorSummary(BaseModel):
+class ErrorSummary(DeferredModel):
     """The infrastructure errors of one kind in one scenario."""
 
     kind: str

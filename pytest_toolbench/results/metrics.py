@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel
+from pytest_toolbench.deferred_model import DeferredModel
 
 
-class MetricSpec(BaseModel):
+
+class MetricSpec(DeferredModel):
     name: str
     kind: Literal["mean", "ratio"] = "mean"
     #: For "mean": the per-case value to average. For "ratio": the numerator value.

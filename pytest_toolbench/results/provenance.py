@@ -21,7 +21,8 @@ import hashlib
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from pydantic import BaseModel
+from pytest_toolbench.deferred_model import DeferredModel
+
 
 #: How each kind reads in the outputs.
 KIND_TEXT = {
@@ -38,7 +39,7 @@ KIND_SHORT = {"sample": "sample", "reconstruction": "reconstruction", "unknown":
 ALLOW_FLAG = "--allow-different-data"
 
 
-class BenchmarkData(BaseModel):
+class BenchmarkData(DeferredModel):
     """One benchmark's data in a run."""
 
     benchmark: str

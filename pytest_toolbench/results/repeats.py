@@ -26,8 +26,9 @@ from collections.abc import Iterable, Sequence
 from math import comb
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
+from pytest_toolbench.deferred_model import DeferredModel
 from pytest_toolbench.results.aggregate import ReportTable, RunMetrics, aggregate
 from pytest_toolbench.results.bootstrap import bootstrap_mean
 from pytest_toolbench.results.case_result import CaseResult, Outcome
@@ -63,7 +64,7 @@ def base_case_id(result: CaseResult) -> str:
     return result.case_id
 
 
-class PassAtK(BaseModel):
+class PassAtK(DeferredModel):
     k: int
     #: Mean over cases of the unbiased per-case estimate, with a bootstrap CI over cases.
     pass_at: float | None
@@ -74,14 +75,14 @@ class PassAtK(BaseModel):
     n_cases: int
 
 
-class BinaryMetricRepeats(BaseModel):
+class BinaryMetricRepeats(DeferredModel):
     metric: str
     #: Mean over every scored repeat (the same number as the metric table's value).
     mean: float | None
     by_k: list[PassAtK]
 
 
-class UnstableCase(BaseModel):
+class UnstableCase(DeferredModel):
     case_id: str  # without the repeat suffix
     benchmark: str
     scenario: str
@@ -93,7 +94,7 @@ class UnstableCase(BaseModel):
     metrics: list[str] = Field(default_factory=list)
 
 
-class ScenarioRepeats(BaseModel):
+class ScenarioRepeats(DeferredModel):
     benchmark: str
     scenario: str
     n_cases: int  # distinct cases (not runs)
@@ -101,7 +102,7 @@ class ScenarioRepeats(BaseModel):
     n_unstable: int
 
 
-class RepeatStats(BaseModel):
+class RepeatStats(DeferredModel):
     repeats: int
     scenarios: list[ScenarioRepeats]
     unstable: list[UnstableCase]

@@ -23,8 +23,9 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
+from pytest_toolbench.deferred_model import DeferredModel
 from pytest_toolbench.fileio import indented_json
 from pytest_toolbench.results.aggregate import RunMetrics
 from pytest_toolbench.results.case_result import CaseResult
@@ -48,7 +49,7 @@ SCHEMA_VERSION = 1
 _EMPTY_CASES = b'\n  "cases": []'
 
 
-class Coverage(BaseModel):
+class Coverage(DeferredModel):
     """How much of one benchmark's suite the run covered (distinct cases, not repeats)."""
 
     cases: int
@@ -56,12 +57,12 @@ class Coverage(BaseModel):
     subset: bool = False
 
 
-class CacheCounts(BaseModel):
+class CacheCounts(DeferredModel):
     model_calls: int = 0
     replies_from_cache: int = 0
 
 
-class RunInfo(BaseModel):
+class RunInfo(DeferredModel):
     """Who ran what, where and how it ended: the report's ``run`` section."""
 
     model_config = ConfigDict(extra="allow")
@@ -109,7 +110,7 @@ class RunInfo(BaseModel):
                 for url, c in (self.endpoints or {}).items()}
 
 
-class RunRecord(BaseModel):
+class RunRecord(DeferredModel):
     """One run: its identity and status, metrics, gate verdicts, every case, and (when asked
     for) its repeat statistics and ``--baseline`` comparison."""
 

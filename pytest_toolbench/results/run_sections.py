@@ -15,10 +15,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer
+from pydantic import ConfigDict, SerializerFunctionWrapHandler, model_serializer
+
+from pytest_toolbench.deferred_model import DeferredModel
 
 
-class RecordSection(BaseModel):
+class RecordSection(DeferredModel):
     """A section written as it was read: only the keys it was given (a default filled in for
     an older record's missing key is not written), extra keys kept after the declared ones."""
 

@@ -21,8 +21,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Literal
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import Field, ValidationError
 
+from pytest_toolbench.deferred_model import DeferredModel
 from pytest_toolbench.fileio import atomic_write_text
 from pytest_toolbench.results import case_store
 from pytest_toolbench.results.safe_text import safe_json
@@ -38,7 +39,7 @@ REPORT_NAME = "report.json"
 Status = Literal["running", "finished", "interrupted", "incomplete"]
 
 
-class Headline(BaseModel):
+class Headline(DeferredModel):
     """The first declared metric of one (benchmark, scenario)."""
 
     benchmark: str
@@ -51,7 +52,7 @@ class Headline(BaseModel):
     is_rate: bool = True
 
 
-class DataFingerprint(BaseModel):
+class DataFingerprint(DeferredModel):
     benchmark: str
     path: str
     sha256: str | None = None
@@ -63,7 +64,7 @@ class DataFingerprint(BaseModel):
     bundled: bool | None = None
 
 
-class RunIndex(BaseModel):
+class RunIndex(DeferredModel):
     run_id: str
     model: str = ""
     backend: str = ""

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel
+from pytest_toolbench.deferred_model import DeferredModel
 
 
-class SandboxOutcome(BaseModel):
+
+class SandboxOutcome(DeferredModel):
     #: crashed: the call's own process died, or the job itself raised (the tool's doing);
     #: unavailable: the sandbox failed on the harness's side (its zygote gone, stopped or hung,
     #: or a new one that would not start): an infrastructure error, never the tool's.

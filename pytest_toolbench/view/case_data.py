@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pydantic import BaseModel
 
+from pytest_toolbench.deferred_model import DeferredModel
 from pytest_toolbench.results.case_result import CaseResult
 
 #: Cases per chunk file: one page of the list loads one chunk.
@@ -27,7 +27,7 @@ _LIMIT_FEEDBACK = re.compile(r"an error occured when call .*?: (timed out after 
                              re.S)
 
 
-class CaseEntry(BaseModel):
+class CaseEntry(DeferredModel):
     """One row of the case list (kept small: 10,000 of them are parsed at page load)."""
 
     i: int

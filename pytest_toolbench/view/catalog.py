@@ -17,20 +17,21 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
+from pytest_toolbench.deferred_model import DeferredModel
+
 
 WIDTH = 80
 #: Most values listed per marker before "... (N more)".
 SHOWN_VALUES = 12
 
 
-class MarkerValues(BaseModel):
+class MarkerValues(DeferredModel):
     name: str
     keyword: str
     values: list[str]
 
 
-class BenchmarkEntry(BaseModel):
+class BenchmarkEntry(DeferredModel):
     name: str
     title: str
     source: str

@@ -6,13 +6,13 @@ from __future__ import annotations
 import math
 import time
 
-from pydantic import BaseModel
 
+from pytest_toolbench.deferred_model import DeferredModel
 from pytest_toolbench.exitcodes import ToolbenchExit
 from pytest_toolbench.results.aggregate import MetricValue
 
 
-class Cell(BaseModel):
+class Cell(DeferredModel):
     """One metric value in a table: the text shown and the number a sort uses."""
 
     text: str

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from pydantic import BaseModel
 
+from pytest_toolbench.deferred_model import DeferredModel
 from pytest_toolbench.compare.core import compare_runs
 from pytest_toolbench.compare.same_data import keys_mismatch
 from pytest_toolbench.results.comparison import MetricComparison
@@ -22,7 +22,7 @@ from pytest_toolbench.view.cells import interval, number
 from pytest_toolbench.view.load import ViewRun
 
 
-class DiffRow(BaseModel):
+class DiffRow(DeferredModel):
     metric: str
     a: str
     b: str
@@ -33,14 +33,14 @@ class DiffRow(BaseModel):
     better: bool | None
 
 
-class Flip(BaseModel):
+class Flip(DeferredModel):
     id: str
     #: Case index in run A / B (None: not found there).
     a: int | None
     b: int | None
 
 
-class DiffScenario(BaseModel):
+class DiffScenario(DeferredModel):
     benchmark: str
     scenario: str
     coverage: str
@@ -50,7 +50,7 @@ class DiffScenario(BaseModel):
     better: list[Flip]
 
 
-class DiffPage(BaseModel):
+class DiffPage(DeferredModel):
     a: str
     b: str
     a_model: str

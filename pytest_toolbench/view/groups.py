@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pydantic import BaseModel
 
+from pytest_toolbench.deferred_model import DeferredModel
 from pytest_toolbench.view.load import ViewRun
 
 
-class DataGroup(BaseModel):
+class DataGroup(DeferredModel):
     """Runs on the same data and the same coverage."""
 
     letter: str

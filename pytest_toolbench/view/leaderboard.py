@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pydantic import BaseModel
 
+from pytest_toolbench.deferred_model import DeferredModel
 from pytest_toolbench.results.aggregate import ScenarioMetrics
 from pytest_toolbench.results.gates import GateVerdict
 from pytest_toolbench.results.headline import Headline, headline_of
@@ -25,13 +25,13 @@ from pytest_toolbench.view.groups import DataGroup
 from pytest_toolbench.view.load import ViewRun
 
 
-class Column(BaseModel):
+class Column(DeferredModel):
     benchmark: str
     scenario: str
     metric: str
 
 
-class Row(BaseModel):
+class Row(DeferredModel):
     key: str
     model: str
     backend: str
@@ -48,7 +48,7 @@ class Row(BaseModel):
     cells: list[Cell]
 
 
-class PaperTable(BaseModel):
+class PaperTable(DeferredModel):
     benchmark: str
     title: str
     columns: list[str]
@@ -57,14 +57,14 @@ class PaperTable(BaseModel):
     notes: list[str]
 
 
-class GroupBoard(BaseModel):
+class GroupBoard(DeferredModel):
     group: DataGroup
     columns: list[Column]
     rows: list[Row]
     tables: list[PaperTable]
 
 
-class Leaderboard(BaseModel):
+class Leaderboard(DeferredModel):
     boards: list[GroupBoard]
     skipped: list[str]
 

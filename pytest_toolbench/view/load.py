@@ -15,15 +15,15 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from pydantic import BaseModel
 
+from pytest_toolbench.deferred_model import DeferredModel
 from pytest_toolbench.compare.load import LoadedRun, RunLoadError, load_record
 from pytest_toolbench.results.provenance import BenchmarkData, run_data
 from pytest_toolbench.results.run_record import RunRecord
 from pytest_toolbench.runs.record import REPORT_NAME
 
 
-class ViewRun(BaseModel):
+class ViewRun(DeferredModel):
     """One run as the site shows it: its record and a file-name-safe unique key."""
 
     key: str
@@ -54,7 +54,7 @@ class ViewRun(BaseModel):
                          path=self.path)
 
 
-class LoadResult(BaseModel):
+class LoadResult(DeferredModel):
     runs: list[ViewRun]
     #: One line per record that could not be read (``path: why``).
     skipped: list[str]

@@ -7,22 +7,22 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import BaseModel
 
+from pytest_toolbench.deferred_model import DeferredModel
 from pytest_toolbench.results.aggregate import GroupMetrics, ScenarioMetrics
 from pytest_toolbench.results.infra_errors import ErrorSummary
 from pytest_toolbench.view.cells import Cell, exit_text, metric_cell, table_value, when
 from pytest_toolbench.view.load import ViewRun
 
 
-class MetricRow(BaseModel):
+class MetricRow(DeferredModel):
     name: str
     meaning: str
     cell: Cell
     higher_is_better: bool
 
 
-class Breakdown(BaseModel):
+class Breakdown(DeferredModel):
     label: str
     metrics: list[str]
     #: (group, cases, errors, one cell per metric).
@@ -32,13 +32,13 @@ class Breakdown(BaseModel):
     plot: dict[str, Any]
 
 
-class ErrorLine(BaseModel):
+class ErrorLine(DeferredModel):
     kind: str
     count: int
     text: str
 
 
-class ScenarioSection(BaseModel):
+class ScenarioSection(DeferredModel):
     benchmark: str
     scenario: str
     n_cases: int
@@ -50,7 +50,7 @@ class ScenarioSection(BaseModel):
     breakdowns: list[Breakdown]
 
 
-class TableView(BaseModel):
+class TableView(DeferredModel):
     benchmark: str
     title: str
     columns: list[str]
@@ -58,7 +58,7 @@ class TableView(BaseModel):
     note: str
 
 
-class RunPage(BaseModel):
+class RunPage(DeferredModel):
     key: str
     model: str
     run_id: str

@@ -25,8 +25,8 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
 
+from pytest_toolbench.deferred_model import DeferredModel
 from pytest_toolbench.view.case_data import CHUNK, case_entry, case_payload
 from pytest_toolbench.view.diff_page import DiffPage, build_diff, diff_file, refusal
 from pytest_toolbench.view.groups import data_groups
@@ -39,7 +39,7 @@ PACKAGE = Path(__file__).resolve().parent
 MAX_PAIRS = 60
 
 
-class SiteResult(BaseModel):
+class SiteResult(DeferredModel):
     out: str
     index: str
     runs: int

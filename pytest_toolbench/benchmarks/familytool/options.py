@@ -6,8 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
+from pytest_toolbench.deferred_model import DeferredModel
 from pytest_toolbench.environments import DEFAULT_EMBEDDER
 
 Split = Literal["b", "e"]
@@ -15,7 +16,7 @@ KGMode = Literal["golden", "extracted", "full"]
 Method = Literal["gs", "rr"]
 
 
-class FamilyToolOptions(BaseModel):
+class FamilyToolOptions(DeferredModel):
     split: list[Split] = Field(
         default_factory=list, description="splits to run (b, e; default both)",
         json_schema_extra={"repeatable": True},

@@ -12,8 +12,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
+from pytest_toolbench.deferred_model import DeferredModel
 from pytest_toolbench.benchmarks.dataset_errors import DatasetError, raise_collected, text_lines, json_value
 
 SPLITS = ("b", "e")
@@ -41,7 +42,7 @@ def golden_group(user_content: str) -> str | None:
     return match.group(0) if match else None
 
 
-class FamilyToolRecord(BaseModel):
+class FamilyToolRecord(DeferredModel):
     """One validated record; the raw message list is kept verbatim in ``messages``."""
 
     model_config = ConfigDict(frozen=True)

@@ -9,15 +9,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import Field, field_validator
 
+from pytest_toolbench.deferred_model import DeferredModel
 from pytest_toolbench.environments import DEFAULT_EMBEDDER
 
 #: The paper's retriever (README of qinshengqian/Meta-Tool); not downloadable here.
 PAPER_EMBEDDER = "intfloat/multilingual-e5-large"
 
 
-class MetaBenchOptions(BaseModel):
+class MetaBenchOptions(DeferredModel):
     retriever: Literal["meta_tool", "keyword", "dialogue_history"] = Field(
         "meta_tool",
         description="meta_tool: Algorithm 1 (paper's method); keyword: ToolSearcher baseline "

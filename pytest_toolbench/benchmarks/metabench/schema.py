@@ -10,8 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import ConfigDict, Field, ValidationError, model_validator
 
+from pytest_toolbench.deferred_model import DeferredModel
 from pytest_toolbench.benchmarks.dataset_errors import (
     DatasetError,
     data_text,
@@ -34,7 +35,7 @@ NON_DIALOGUE_DIRS = ("library",)
 TurnKind = Literal["chat", "call", "meta_tool"]
 
 
-class Call(BaseModel):
+class Call(DeferredModel):
     model_config = ConfigDict(frozen=True)
 
     name: str
@@ -44,7 +45,7 @@ class Call(BaseModel):
         return {"name": self.name, "parameters": self.parameters}
 
 
-class Message(BaseModel):
+class Message(DeferredModel):
     model_config = ConfigDict(extra="forbid")
 
     role: Literal["user", "assistant", "tool"]
@@ -70,13 +71,13 @@ class Message(BaseModel):
         return self
 
 
-class GoldRetrieval(BaseModel):
+class GoldRetrieval(DeferredModel):
     turn: int
     call_index: int = 0
     tool_name: str
 
 
-class Dialogue(BaseModel):
+class Dialogue(DeferredModel):
     # Frozen: one parse is shared by the cases and the retriever's library (parsed_files.py).
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -292,7 +293,7 @@ def load_dialogues(directory: str | Path) -> list[Dialogue]:
     return [d for d, _, _ in located]
 
 
-class JudgedTurn(BaseModel):
+class JudgedTurn(DeferredModel):
     """What one case carries: a dialogue and the index of the assistant turn it judges."""
 
     model_config = ConfigDict(frozen=True)

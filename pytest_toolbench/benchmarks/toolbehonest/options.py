@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
+from pytest_toolbench.deferred_model import DeferredModel
 from pytest_toolbench.environments import DEFAULT_EMBEDDER
 
 
-class ToolBeHonestOptions(BaseModel):
+class ToolBeHonestOptions(DeferredModel):
     lang: Literal["en", "zh"] = Field(
         "en", description="prompt language and data file test_<lang>.json (upstream: en)"
     )

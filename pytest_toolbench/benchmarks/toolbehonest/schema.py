@@ -13,8 +13,9 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ConfigDict, ValidationError
 
+from pytest_toolbench.deferred_model import DeferredModel
 from pytest_toolbench.benchmarks.data_source import file_sha256
 from pytest_toolbench.benchmarks.dataset_errors import (
     DatasetError,
@@ -70,7 +71,7 @@ def remove_finish_if_last(tools: list[str]) -> list[str]:
     return tools
 
 
-class ToolBHRecord(BaseModel):
+class ToolBHRecord(DeferredModel):
     """One upstream record (both variants). Frozen: records are shared by six cases each."""
 
     model_config = ConfigDict(extra="allow", strict=True, frozen=True)

@@ -14,8 +14,8 @@ from __future__ import annotations
 import re
 from typing import Literal, Protocol
 
-from pydantic import BaseModel
 
+from pytest_toolbench.deferred_model import DeferredModel
 from pytest_toolbench.benchmarks.toolbehonest.schema import UNSOLVABLE, ToolBHRecord
 
 ProgressType = Literal["hard", "soft"]
@@ -142,7 +142,7 @@ def _condition(pred: list[str], gold: list[str], pr: float) -> Condition:
     )
 
 
-class PlanScore(BaseModel):
+class PlanScore(DeferredModel):
     progress_rate: float
     condition: Condition | None = None  # unsolvable variant only
     #: L3 only: one MS per gold UnsolvableQuery step; None on the solvable side (upstream "").

@@ -8,13 +8,15 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
+
+from pytest_toolbench.deferred_model import DeferredModel
 
 #: The longest tool timeout accepted (an hour).
 MAX_TOOL_TIMEOUT_S = 3600.0
 
 
-class ToolHopOptions(BaseModel):
+class ToolHopOptions(DeferredModel):
     #: "upstream": substring test over the whole final message with the rstrip('.0') quirk
     #: (upstream ``code/evaluation_*.py``).
     #: "strict": extract <answer>...</answer>, normalised exact match (NOT upstream; labelled).

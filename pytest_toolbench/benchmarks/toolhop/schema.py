@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
+from pydantic import ConfigDict, ValidationError, field_validator, model_validator
 
+from pytest_toolbench.deferred_model import DeferredModel
 from pytest_toolbench.benchmarks.data_source import BUNDLED_DATA_DIR, file_sha256, is_within
 from pytest_toolbench.benchmarks.dataset_errors import (
     DatasetError,
@@ -64,7 +65,7 @@ def upstream_def_name(source: str) -> str:
     return parts[1].split("(")[0].strip()
 
 
-class ToolHopRecord(BaseModel):
+class ToolHopRecord(DeferredModel):
     """One upstream record, keys in upstream order. Immutable: records are shared by cases."""
 
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)

@@ -22,8 +22,9 @@ import re
 import struct
 from typing import Any, Callable, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
+from pytest_toolbench.deferred_model import DeferredModel
 from pytest_toolbench.models.base import ContextLengthExceeded, LostTurn, ModelCallError
 from pytest_toolbench.models.reachability import EndpointUnreachable
 from pytest_toolbench.models.sdk_process.launcher import LOG_NAME
@@ -32,7 +33,7 @@ from pytest_toolbench.models.spec import BackendSpec
 _HEADER = struct.Struct(">I")
 
 
-class SdkAddress(BaseModel):
+class SdkAddress(DeferredModel):
     """Where the run's SDK process listens (``SdkProcess.address()``; xdist workers get it as JSON)."""
 
     model_config = ConfigDict(frozen=True)
@@ -42,7 +43,7 @@ class SdkAddress(BaseModel):
     log: str
 
 
-class SdkLink(BaseModel):
+class SdkLink(DeferredModel):
     """How one pytest process uses the run's SDK process: its address, and how many pytest
     processes share it (the shared backend's request limit is ``--concurrency`` times that)."""
 
@@ -52,7 +53,7 @@ class SdkLink(BaseModel):
     processes: int = Field(1, ge=1)
 
 
-class Hello(BaseModel):
+class Hello(DeferredModel):
     """A connection's first message: which backend it calls (one connection per backend)."""
 
     op: Literal["hello"] = "hello"
