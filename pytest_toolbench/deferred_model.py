@@ -8,6 +8,10 @@ cost ~115 ms of such a command (42 models; perf/README.md, twenty-third pass). W
 ``defer_build`` the fields are read when the class is made and the validator on the first
 validation, once per process, so a model that is used costs the same and one that is not costs
 little. Models use it as they would ``BaseModel``; their own ``model_config`` is merged with it.
+
+Not deferred: the models every model call validates, in ``models/base.py``, ``models/spec.py``
+and ``models/sdk_process/protocol.py``. The shared SDK process imports them while pytest starts,
+on the other core; deferred, they would be built when the first request arrives, on its path.
 """
 
 from __future__ import annotations

@@ -18,12 +18,10 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any, Callable, Literal, Protocol, runtime_checkable
 
-from pydantic import ConfigDict, Field
-
-from pytest_toolbench.deferred_model import DeferredModel
+from pydantic import BaseModel, ConfigDict, Field
 
 
-class Sampling(DeferredModel):
+class Sampling(BaseModel):
     """Decoding parameters sent with every request (part of the cache key)."""
 
     model_config = ConfigDict(frozen=True)
@@ -68,7 +66,7 @@ def content_text(content: Any) -> str:
     return ""
 
 
-class ChatRequest(DeferredModel):
+class ChatRequest(BaseModel):
     """One chat-completion request in OpenAI wire format."""
 
     messages: list[dict[str, Any]]
@@ -88,7 +86,7 @@ class ChatRequest(DeferredModel):
         return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
-class Usage(DeferredModel):
+class Usage(BaseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
 
@@ -99,7 +97,7 @@ class Usage(DeferredModel):
         )
 
 
-class ParseFailure(DeferredModel):
+class ParseFailure(BaseModel):
     """The model's text held a tool call the server's parser did not extract, or bad JSON args."""
 
     reason: Literal["unextracted_tool_call", "invalid_arguments_json"]
@@ -107,7 +105,7 @@ class ParseFailure(DeferredModel):
     detail: str = ""
 
 
-class ChatResponse(DeferredModel):
+class ChatResponse(BaseModel):
     """One assistant turn. ``message`` is the OpenAI-format assistant message as returned."""
 
     message: dict[str, Any]
@@ -127,7 +125,7 @@ class ChatResponse(DeferredModel):
         return list(self.message.get("tool_calls") or [])
 
 
-class CallContext(DeferredModel):
+class CallContext(BaseModel):
     """What a backend may know about the call besides the request.
 
     ``oracle`` is the benchmark's reference policy (used only by the oracle backend);

@@ -14,9 +14,8 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import ConfigDict, Field, SecretStr, SerializationInfo, field_serializer
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, SerializationInfo, field_serializer
 
-from pytest_toolbench.deferred_model import DeferredModel
 from pytest_toolbench.models.reachability import DEFAULT_UNREACHABLE_AFTER_S
 
 if TYPE_CHECKING:
@@ -29,7 +28,7 @@ if TYPE_CHECKING:
 WIRE = {"reveal_secrets": True}
 
 
-class BackendSpec(DeferredModel):
+class BackendSpec(BaseModel):
     """One OpenAI-compatible backend (models/openai_backend.py), as JSON-able values."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -80,7 +79,7 @@ class BackendSpec(DeferredModel):
         return self.model_dump(mode="json", context=WIRE)
 
 
-class ServerInfo(DeferredModel):
+class ServerInfo(BaseModel):
     """The run's managed vLLM server as its clients see it (xdist workers get it as JSON)."""
 
     model_config = ConfigDict(frozen=True, populate_by_name=True)

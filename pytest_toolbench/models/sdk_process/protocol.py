@@ -22,9 +22,8 @@ import re
 import struct
 from typing import Any, Callable, Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field
 
-from pytest_toolbench.deferred_model import DeferredModel
 from pytest_toolbench.models.base import ContextLengthExceeded, LostTurn, ModelCallError
 from pytest_toolbench.models.reachability import EndpointUnreachable
 from pytest_toolbench.models.sdk_process.launcher import LOG_NAME
@@ -33,7 +32,7 @@ from pytest_toolbench.models.spec import BackendSpec
 _HEADER = struct.Struct(">I")
 
 
-class SdkAddress(DeferredModel):
+class SdkAddress(BaseModel):
     """Where the run's SDK process listens (``SdkProcess.address()``; xdist workers get it as JSON)."""
 
     model_config = ConfigDict(frozen=True)
@@ -43,7 +42,7 @@ class SdkAddress(DeferredModel):
     log: str
 
 
-class SdkLink(DeferredModel):
+class SdkLink(BaseModel):
     """How one pytest process uses the run's SDK process: its address, and how many pytest
     processes share it (the shared backend's request limit is ``--concurrency`` times that)."""
 
@@ -53,7 +52,7 @@ class SdkLink(DeferredModel):
     processes: int = Field(1, ge=1)
 
 
-class Hello(DeferredModel):
+class Hello(BaseModel):
     """A connection's first message: which backend it calls (one connection per backend)."""
 
     op: Literal["hello"] = "hello"
