@@ -12,7 +12,6 @@ from typing import Literal
 from pytest_toolbench.deferred_model import DeferredModel
 
 
-
 class MetricSpec(DeferredModel):
     name: str
     kind: Literal["mean", "ratio"] = "mean"

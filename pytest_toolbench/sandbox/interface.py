@@ -19,7 +19,6 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from pytest_toolbench.deferred_model import DeferredModel
 
 
-
 class SandboxOutcome(DeferredModel):
     #: crashed: the call's own process died, or the job itself raised (the tool's doing);
     #: unavailable: the sandbox failed on the harness's side (its zygote gone, stopped or hung,
