@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pytest_toolbench.config import EMBEDDED_MODEL, RunSettings
-from pytest_toolbench.benchmarks import registry
+from pytest_toolbench.benchmarks import declarations
 from pytest_toolbench.benchmarks.options import add_benchmark_options, benchmark_options_from
 from pytest_toolbench.option_sources import (
     ToolbenchGroup,
@@ -26,7 +26,7 @@ def add_options(parser: pytest.Parser) -> None:
     ini key (option_sources.py)."""
     g = ToolbenchGroup(parser, parser.getgroup("toolbench", "pytest-toolbench: LLM tool-use benchmarks"))
     add_setting_flags(g, RunSettings, defaults={"--runs-dir": default_runs_dir()})
-    for benchmark in registry().values():
+    for benchmark in declarations().values():
         add_benchmark_options(parser, benchmark.name, benchmark.title, benchmark.options_model)
 
 
@@ -86,7 +86,7 @@ def settings_from_config(config: pytest.Config) -> RunSettings:
         values["data_dir"] = _absolute(config, str(config.rootpath / "data"))
     values["benchmark_options"] = {
         b.name: benchmark_options_from(config.getoption, b.name, b.options_model)
-        for b in registry().values()
+        for b in declarations().values()
     }
     return RunSettings(**values)
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # keep this package light: sandbox workers import benchmark jobs from it
     from pytest_toolbench.benchmarks.base import Benchmark
+    from pytest_toolbench.benchmarks.declaration import Declaration
 
 #: The entry point group through which other packages register benchmarks.
 ENTRY_POINT_GROUP = "pytest_toolbench.benchmarks"
@@ -30,6 +31,21 @@ def registry() -> "dict[str, Benchmark]":
 
     bundled = {b.name: b for b in (TOOLHOP, FAMILYTOOL, TOOLBEHONEST, METABENCH)}
     return {**bundled, **_registered(tuple(bundled))}
+
+
+def declarations() -> "dict[str, Declaration]":
+    """Every benchmark's name, title, options model and label markers, in :func:`registry`'s
+    order: what every pytest command reads (flags, markers, option values) without loading the
+    bundled benchmarks (benchmarks/declaration.py)."""
+    from pytest_toolbench.benchmarks.declaration import Declaration
+    from pytest_toolbench.benchmarks.familytool.options import DECLARATION as FAMILYTOOL
+    from pytest_toolbench.benchmarks.metabench.options import DECLARATION as METABENCH
+    from pytest_toolbench.benchmarks.toolbehonest.options import DECLARATION as TOOLBEHONEST
+    from pytest_toolbench.benchmarks.toolhop.options import DECLARATION as TOOLHOP
+
+    bundled = {d.name: d for d in (TOOLHOP, FAMILYTOOL, TOOLBEHONEST, METABENCH)}
+    installed = {name: Declaration.of(b) for name, b in _registered(tuple(bundled)).items()}
+    return {**bundled, **installed}
 
 
 @functools.cache

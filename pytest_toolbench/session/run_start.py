@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from pytest_toolbench import __version__
-from pytest_toolbench.benchmarks import registry
+from pytest_toolbench.benchmarks import declarations, registry
 from pytest_toolbench.benchmarks.base import run_open_protocols
 from pytest_toolbench.config import RunSettings
 from pytest_toolbench.options import check_base_url, settings_from_config
@@ -33,7 +33,7 @@ PARSED_FILES_KEY = "toolbench_parsed_files"
 def register_markers(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "toolbench(benchmark): a pytest-toolbench suite test")
     config.addinivalue_line("markers", "scenario(name): benchmark scenario of a case")
-    for benchmark in registry().values():
+    for benchmark in declarations().values():  # without loading the benchmarks' modules
         config.addinivalue_line("markers", f"{benchmark.name}: a {benchmark.name} case")
         for label, keyword in benchmark.label_markers.items():
             config.addinivalue_line("markers", f"{label}({keyword}): case label {label}")

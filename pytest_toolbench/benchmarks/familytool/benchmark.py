@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_toolbench.benchmarks.base import BenchmarkEnv, Case, require_embedder
 from pytest_toolbench.benchmarks.data_source import BUNDLED_DATA_DIR, DataSource, is_within
 from pytest_toolbench.benchmarks.familytool.kg import KnowledgeGraph, load_triples
-from pytest_toolbench.benchmarks.familytool.options import FamilyToolOptions
+from pytest_toolbench.benchmarks.familytool.options import DECLARATION, FamilyToolOptions
 from pytest_toolbench.benchmarks.familytool.schema import SPLITS, FamilyToolRecord, load_records
 from pytest_toolbench.results.aggregate import ReportTable
 from pytest_toolbench.results.case_result import CaseResult
@@ -126,9 +126,9 @@ def _pct(total: float, n: int) -> float | None:
 
 
 class FamilyToolBenchmark:
-    name = "familytool"
-    title = "FamilyTool"
-    options_model = FamilyToolOptions
+    name = DECLARATION.name
+    title = DECLARATION.title
+    options_model = DECLARATION.options_model
     #: --decoding open: the raw text reaches the runner, which parses it as upstream's vLLM parsers
     #: do (Hermes2Pro for Qwen, Llama3Json for Llama-3.1; UnifiedToolHub ``models/``; tooluse.py); extraction
     #: replies are read whole, thinking included (upstream ``pipeline/KG_extraction.py``).
@@ -156,9 +156,7 @@ class FamilyToolBenchmark:
     breakdown_labels: tuple[str, ...] = ("split", "hops")
     #: report_tables reads no ``details`` key: the controller holds none.
     report_details: tuple[str, ...] = ()
-    label_markers: dict[str, str] = {
-        "split": "name", "hops": "n", "step": "name", "kg": "mode", "extraction": "method",
-    }
+    label_markers: dict[str, str] = DECLARATION.label_markers
 
     def load_cases(
         self, data_dir: Path | None, scenarios: tuple[str, ...], options: FamilyToolOptions | None = None

@@ -8,6 +8,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from pytest_toolbench.benchmarks.declaration import Declaration
 from pytest_toolbench.deferred_model import DeferredModel
 from pytest_toolbench.environments import DEFAULT_EMBEDDER
 
@@ -88,3 +89,13 @@ class FamilyToolOptions(DeferredModel):
         description="relation-retrieval embedder: a name or local folder (upstream: "
         "jinaai/jina-embeddings-v3)",
     )
+
+
+#: What pytest reads of FamilyTool in every command (benchmarks/declaration.py); the benchmark
+#: class takes these attributes from here.
+DECLARATION = Declaration(
+    name="familytool", title="FamilyTool", options_model=FamilyToolOptions,
+    label_markers={
+        "split": "name", "hops": "n", "step": "name", "kg": "mode", "extraction": "method",
+    },
+)

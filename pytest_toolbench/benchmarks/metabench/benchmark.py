@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from pytest_toolbench.benchmarks.base import BenchmarkEnv, Case, EnvironmentUnavailable
 from pytest_toolbench.benchmarks.data_source import BUNDLED_DATA_DIR, DataSource
 from pytest_toolbench.benchmarks.metabench.fields import CLOSED_CALL_CATEGORY
-from pytest_toolbench.benchmarks.metabench.options import MetaBenchOptions
+from pytest_toolbench.benchmarks.metabench.options import DECLARATION, MetaBenchOptions
 from pytest_toolbench.benchmarks.metabench.pool import DISTRACTOR_FILE, build_library, load_distractors
 from pytest_toolbench.benchmarks.metabench.schema import (
     Dialogue,
@@ -77,9 +77,9 @@ def _ratio(name: str, num: str, den: str, scenarios: tuple[str, ...], descriptio
 
 
 class MetaBenchBenchmark:
-    name = "metabench"
-    title = "Meta-Bench"
-    options_model = MetaBenchOptions
+    name = DECLARATION.name
+    title = DECLARATION.title
+    options_model = DECLARATION.options_model
     scenarios: tuple[str, ...] = SCENARIOS
     metrics: tuple[MetricSpec, ...] = (
         _ratio("t_acc", "t_hits", "gt_calls", CALL_SCENARIOS, "T-Acc: gold calls whose tool name is matched"),
@@ -96,7 +96,7 @@ class MetaBenchBenchmark:
     breakdown_labels: tuple[str, ...] = ()
     #: The ``details`` keys report_tables reads (tables.py); the controller holds no other.
     report_details: tuple[str, ...] = ("retriever", "fmd_unit", "embedder", "alpha")
-    label_markers: dict[str, str] = {"category": "name", "difficulty": "name", "world": "name"}
+    label_markers: dict[str, str] = DECLARATION.label_markers
 
     # --- data ---------------------------------------------------------------------------------
 

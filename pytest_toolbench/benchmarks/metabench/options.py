@@ -11,6 +11,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
+from pytest_toolbench.benchmarks.declaration import Declaration
 from pytest_toolbench.deferred_model import DeferredModel
 from pytest_toolbench.environments import DEFAULT_EMBEDDER
 
@@ -134,3 +135,11 @@ class MetaBenchOptions(DeferredModel):
                 f"keyword_text {value!r} must use only the fields {{name}} and {{description}} ({exc!r})"
             ) from None
         return value
+
+
+#: What pytest reads of Meta-Bench in every command (benchmarks/declaration.py); the benchmark
+#: class takes these attributes from here.
+DECLARATION = Declaration(
+    name="metabench", title="Meta-Bench", options_model=MetaBenchOptions,
+    label_markers={"category": "name", "difficulty": "name", "world": "name"},
+)

@@ -17,7 +17,7 @@ from pathlib import Path
 from pytest_toolbench.benchmarks.base import BenchmarkEnv, Case, require_embedder
 from pytest_toolbench.benchmarks.data_source import BUNDLED_DATA_DIR, DataSource, is_within
 from pytest_toolbench.benchmarks.toolbehonest import report
-from pytest_toolbench.benchmarks.toolbehonest.options import ToolBeHonestOptions
+from pytest_toolbench.benchmarks.toolbehonest.options import DECLARATION, ToolBeHonestOptions
 from pytest_toolbench.benchmarks.toolbehonest.prompts import LEVELS
 from pytest_toolbench.benchmarks.toolbehonest.runner import ToolBeHonestRunner, upstream_sampling
 from pytest_toolbench.benchmarks.toolbehonest.schema import (
@@ -43,9 +43,9 @@ def _mean(name: str, value: str, description: str) -> MetricSpec:
 
 
 class ToolBeHonestBenchmark:
-    name = "toolbehonest"
-    title = "ToolBeHonest"
-    options_model = ToolBeHonestOptions
+    name = DECLARATION.name
+    title = DECLARATION.title
+    options_model = DECLARATION.options_model
     scenarios: tuple[str, ...] = SCENARIOS
     metrics: tuple[MetricSpec, ...] = (
         _mean("l1_em", "l1_em", "L1 solvability detection, exact match (unsolvable; Table 2)"),
@@ -80,7 +80,7 @@ class ToolBeHonestBenchmark:
     breakdown_labels: tuple[str, ...] = ("subtask",)
     #: The ``details`` keys report_tables reads (report.py); the controller holds no other.
     report_details: tuple[str, ...] = ("matching_score", "condition")
-    label_markers: dict[str, str] = {"level": "n", "subtask": "name", "solvable": "value"}
+    label_markers: dict[str, str] = DECLARATION.label_markers
 
     # --- data ---------------------------------------------------------------------------------
 

@@ -10,6 +10,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from pytest_toolbench.benchmarks.declaration import Declaration
 from pytest_toolbench.deferred_model import DeferredModel
 from pytest_toolbench.environments import DEFAULT_EMBEDDER
 
@@ -48,3 +49,11 @@ class ToolBeHonestOptions(DeferredModel):
         "step: nan = upstream (the scenario's L3-MS and the Overall become nan); skip = leave "
         "the record out of L3-MS and the Overall",
     )
+
+
+#: What pytest reads of ToolBeHonest in every command (benchmarks/declaration.py); the benchmark
+#: class takes these attributes from here.
+DECLARATION = Declaration(
+    name="toolbehonest", title="ToolBeHonest", options_model=ToolBeHonestOptions,
+    label_markers={"level": "n", "subtask": "name", "solvable": "value"},
+)

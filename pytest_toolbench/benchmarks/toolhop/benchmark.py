@@ -8,7 +8,7 @@ from pytest_toolbench.benchmarks.base import BenchmarkEnv, Case
 from pytest_toolbench.benchmarks.data_source import BUNDLED_DATA_DIR, DataSource, is_within
 from pytest_toolbench.benchmarks.toolhop.decoding import toolhop_sampling
 from pytest_toolbench.benchmarks.toolhop.open_parsers import TOOLHOP_OPEN_PARSER
-from pytest_toolbench.benchmarks.toolhop.options import ToolHopOptions
+from pytest_toolbench.benchmarks.toolhop.options import DECLARATION, ToolHopOptions
 from pytest_toolbench.benchmarks.toolhop.prompts import SCENARIOS
 from pytest_toolbench.benchmarks.toolhop.runner import NoToolSandbox, ToolHopRunner, ToolSandboxLike
 from pytest_toolbench.benchmarks.toolhop.schema import (
@@ -26,9 +26,9 @@ DEFAULT_DATA_DIR = BUNDLED_DATA_DIR
 
 
 class ToolHopBenchmark:
-    name = "toolhop"
-    title = "ToolHop"
-    options_model = ToolHopOptions
+    name = DECLARATION.name
+    title = DECLARATION.title
+    options_model = DECLARATION.options_model
     #: --decoding open: evaluation_open.py's parse_qwen25 / parse_llama31 read the raw text.
     open_protocol = "parsed"
     open_parser = TOOLHOP_OPEN_PARSER
@@ -62,7 +62,7 @@ class ToolHopBenchmark:
     #: with its CI and n; ``-v`` adds the invocation error rates and the breakdown by hops.
     headline = Headline(metrics=("accuracy",))
     breakdown_labels: tuple[str, ...] = ("hops",)
-    label_markers: dict[str, str] = {"hops": "n", "domain": "name"}
+    label_markers: dict[str, str] = DECLARATION.label_markers
 
     def load_cases(self, data_dir: Path | None, scenarios: tuple[str, ...], options: object = None) -> list[Case]:
         """One case per (record, scenario): scenario-major, then file order."""

@@ -10,6 +10,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from pytest_toolbench.benchmarks.declaration import Declaration
 from pytest_toolbench.deferred_model import DeferredModel
 
 #: The longest tool timeout accepted (an hour).
@@ -52,3 +53,11 @@ class ToolHopOptions(DeferredModel):
         description="deviation: run tool sources in a clean namespace instead of emulating the "
         "upstream script's globals",
     )
+
+
+#: What pytest reads of ToolHop in every command (benchmarks/declaration.py); the benchmark
+#: class takes these attributes from here.
+DECLARATION = Declaration(
+    name="toolhop", title="ToolHop", options_model=ToolHopOptions,
+    label_markers={"hops": "n", "domain": "name"},
+)
