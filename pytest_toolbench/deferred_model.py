@@ -1,10 +1,12 @@
 """The base of the harness's pydantic models: each builds its validator on first use.
 
 Every pytest command in an environment with the plugin installed imports the settings, the
-benchmarks' records and the results' models (their flags are declared at ``pytest_addoption``),
-and most of those commands validate few of them: a project's own unit tests, ``--help``, an
-xdist worker that runs no case of a benchmark. Building a validator when its class is created
-cost ~115 ms of such a command (42 models; perf/README.md, twenty-third pass). With
+benchmarks' options and the session's models (results, journal, run record), and most of those
+commands validate few of them: a project's own unit tests, ``--help``, an xdist worker that runs
+no case of a benchmark. A no-op test command loads 26 of these models and validates 5 (the
+settings and the four benchmarks' options); building each validator when its class was created
+cost such a command ~115 ms when it also loaded the benchmarks' modules (42 models;
+perf/README.md, twenty-third pass). With
 ``defer_build`` the fields are read when the class is made and the validator on the first
 validation, once per process, so a model that is used costs the same and one that is not costs
 little. Models use it as they would ``BaseModel``; their own ``model_config`` is merged with it.
