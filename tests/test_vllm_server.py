@@ -320,6 +320,41 @@ def test_the_rest_of_the_group_is_stopped_when_the_api_server_dies_mid_run(tmp_p
     server.stop()  # idempotent after the watcher and __exit__
 
 
+def test_the_watcher_and_stop_at_once_signal_no_reaped_group(tmp_path: Path, monkeypatch) -> None:
+    """The API server dies and stop() comes while the watcher is about to stop the group (the
+    run ending as the server crashes). Once stop() has reaped the leader, its pid, the group's
+    id, may be another process's: no signal may go to that group after the reap. The watcher's
+    log line is held here until stop() returns (or 3 s), widening the window to a certainty."""
+    server = _server_with_engine_core(tmp_path)
+    stop_returned, watcher_logging = threading.Event(), threading.Event()
+    signals: list[tuple[int, bool]] = []  # (signal, leader reaped already)
+    real_killpg, real_log_line = os.killpg, server._log_line
+
+    def recording_killpg(pgid: int, sig: int) -> None:
+        if pgid == server.pid:
+            signals.append((sig, server._proc.returncode is not None))
+        real_killpg(pgid, sig)
+
+    def held_log_line(line: str) -> None:
+        watcher_logging.set()
+        stop_returned.wait(3)
+        real_log_line(line)
+
+    monkeypatch.setattr(vllm_server.os, "killpg", recording_killpg)
+    server.start()
+    monkeypatch.setattr(server, "_log_line", held_log_line)
+    _wait_for_engine_core(server)
+    os.kill(server.pid, signal.SIGKILL)
+    assert watcher_logging.wait(30), "the watcher never saw its API server die"
+    server.stop()
+    stop_returned.set()
+    watchers = [t for t in threading.enumerate() if t.name == "vllm-server-watch"]
+    for thread in watchers:
+        thread.join(30)
+    assert _group_alive(server.pid) == [] and not server.is_alive()
+    assert signals and not [s for s in signals if s[1]], f"signalled after the reap: {signals}"
+
+
 def test_a_stopped_server_is_not_reported_as_dead(tmp_path: Path) -> None:
     server = _sigterm_ignoring_server(tmp_path)
     with server:

@@ -179,7 +179,7 @@ def _die_with_parent() -> None:
 def _exit_code_unreaped(proc: subprocess.Popen[bytes]) -> int | None:
     """``proc``'s exit code (negative: the signal) once it has exited, as ``Popen.returncode``
     gives it, without reaping it; None while it runs."""
-    if proc.returncode is not None:  # reaped already (stop(), is_alive())
+    if proc.returncode is not None:  # reaped already (stop())
         return proc.returncode
     if not hasattr(os, "waitid"):  # pragma: no cover - not Linux: reap, as poll() does
         return proc.poll()
@@ -434,12 +434,16 @@ class VLLMServer:
             code = _exit_code_unreaped(proc)
             if code is None:
                 continue
-            if self._stop_requested.is_set():
-                return
-            left = self._group_members()
-            self._log_line(f"[toolbench] the API server (pid {proc.pid}) exited with code {code} "
-                           f"mid-run; stopping the rest of its process group {left}")
-            self._kill_group(proc, reap=False)
+            # Under stop()'s lock: a stop() that came first has reaped the leader, and its pid,
+            # the group's id, may be another process's by now; one that comes later waits, and
+            # then finds the group gone (its leader a zombie until stop() reaps it).
+            with self._lock:
+                if self._stop_requested.is_set():
+                    return
+                left = self._group_members()
+                self._log_line(f"[toolbench] the API server (pid {proc.pid}) exited with code "
+                               f"{code} mid-run; stopping the rest of its process group {left}")
+                self._kill_group(proc)
             return
 
     def _log_line(self, line: str) -> None:
@@ -455,7 +459,7 @@ class VLLMServer:
         with httpx.Client(timeout=5.0, trust_env=False) as client:
             healthy = False
             while True:
-                code = self._proc.poll() if self._proc else None
+                code = _exit_code_unreaped(self._proc) if self._proc else None
                 if code is not None:
                     raise VLLMStartupError(
                         f"vLLM server for {self.model_path} exited with code {code} during startup "
@@ -481,7 +485,9 @@ class VLLMServer:
                 time.sleep(0.5)
 
     def is_alive(self) -> bool:
-        return self._proc is not None and self._proc.poll() is None
+        """Whether the API server runs; an exited one is not reaped here (stop() reaps it), so
+        its pid, its group's id, stays no other process's for stop()'s signals."""
+        return self._proc is not None and _exit_code_unreaped(self._proc) is None
 
     def _group_members(self) -> list[int]:
         """Live (non-zombie) processes of the server's process group."""
@@ -517,7 +523,7 @@ class VLLMServer:
             self._stopped = True
             self._stop_requested.set()
             self._kill_group(proc)
-            try:
+            try:  # reaped only now: every signal above named a group id no other process had
                 proc.wait(timeout=5)
             except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL cannot be ignored
                 pass
@@ -529,29 +535,27 @@ class VLLMServer:
             fd, self._temp_lock_fd = self._temp_lock_fd, -1
             owned_folders.release_folder(self.temp_dir, fd)
 
-    def _kill_group(self, proc: subprocess.Popen[bytes], *, reap: bool = True) -> None:
+    def _kill_group(self, proc: subprocess.Popen[bytes]) -> None:
         """SIGTERM the group, SIGKILL what outlasts ``stop_timeout_s``, wait until it is gone.
-        Safe to run twice at once (stop() beside the watcher): a gone group is no error.
-        ``reap=False``: leave the leader a zombie (the watcher's kill, before stop())."""
+        The leader is not reaped here (stop() reaps it after): while it is a zombie its pid, the
+        group's id, is no other process's, so a signal to the group reaches only this server."""
         pgid = proc.pid  # start_new_session: the leader's pid is the group id
         try:
             os.killpg(pgid, signal.SIGTERM)
         except ProcessLookupError:
             return
-        if not self._group_gone_within(proc, self.stop_timeout_s, poll_s=0.2, reap=reap):
+        if not self._group_gone_within(self.stop_timeout_s, poll_s=0.2):
             try:
                 os.killpg(pgid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-            self._group_gone_within(proc, 10, poll_s=0.02, reap=reap)  # being torn down
+            self._group_gone_within(10, poll_s=0.02)  # being torn down
 
-    def _group_gone_within(self, proc: subprocess.Popen[bytes], timeout_s: float,
-                           *, poll_s: float, reap: bool = True) -> bool:
-        """Wait until no live member of the group is left; False if some outlast ``timeout_s``."""
+    def _group_gone_within(self, timeout_s: float, *, poll_s: float) -> bool:
+        """Wait until no live (non-zombie) member of the group is left; False if some outlast
+        ``timeout_s``."""
         deadline = time.monotonic() + timeout_s
         while True:
-            if reap:
-                proc.poll()  # reap our direct child so it does not linger as a zombie
             if not self._group_members():
                 return True
             if time.monotonic() >= deadline:
