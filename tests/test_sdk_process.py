@@ -249,11 +249,14 @@ def test_a_dead_sdk_process_is_an_infrastructure_error_not_a_hang() -> None:
             model = RemoteBackend(local_backend([server.base_url]), link(process))
             request = ChatRequest(messages=[{"role": "user", "content": "hi"}])
 
+            killed_at: list[float] = []
+
             async def go() -> Any:
                 task = asyncio.ensure_future(model.complete(request, CallContext(case_id="c")))
                 while not server.requests:
                     await asyncio.sleep(0.02)
                 os.kill(process.proc.pid, signal.SIGKILL)
+                killed_at.append(time.monotonic())
                 try:
                     return await asyncio.wait_for(task, 10)
                 except ModelCallError as exc:
@@ -261,9 +264,10 @@ def test_a_dead_sdk_process_is_an_infrastructure_error_not_a_hang() -> None:
                 finally:
                     await model.aclose()
 
-            started = time.monotonic()
             error = asyncio.run(go())
-            assert time.monotonic() - started < 10
+            # From the kill: the SDK process's own start before its first request (openai's
+            # import) took over 10 s beside four busy loops on 2 cores, and is not what is bounded.
+            assert time.monotonic() - killed_at[0] < 10
         assert isinstance(error, ModelCallError) and error.kind == "sdk_process_gone"
     finally:
         process.stop()
