@@ -725,7 +725,7 @@ def _exit_watch(server: VLLMServer) -> _ExitSeen:
         deadline = time.monotonic() + 1200
         while server.pid is None and time.monotonic() < deadline:
             time.sleep(0.02)
-        pid = server.pid  # kept: the server forgets it once stopped
+        pid = server.pid  # read once: from here this pid is watched, whatever the server does
         while pid is not None and time.monotonic() < deadline:
             try:
                 ended = psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
