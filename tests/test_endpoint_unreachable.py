@@ -467,8 +467,9 @@ def test_a_suite_run_against_a_dead_port_ends_within_the_bound(tmp_path, workers
     assert f"endpoint {url} unreachable: connection refused" in " ".join(out.split()), out[-3000:]
 
 
-def _toolhop_run(folder: Path, workers: str, url: str) -> tuple[float, str, Path]:
-    """The bundled ToolHop suite's first 8 cases against ``url``: wall seconds, output, report."""
+def _toolhop_run(folder: Path, workers: str, url: str, *extra: str) -> tuple[float, str, Path]:
+    """The bundled ToolHop suite's first 8 cases against ``url`` (``extra``: more flags): wall
+    seconds, output, report."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
     report = folder / "report.json"
     started = time.monotonic()
@@ -476,7 +477,7 @@ def _toolhop_run(folder: Path, workers: str, url: str) -> tuple[float, str, Path
         [sys.executable, "-m", "pytest", "suites/toolhop", "-q", "-p", "no:randomly",
          "-p", "no:cacheprovider", "-n", workers, "--limit", "8", "--no-cache",
          "--runs-dir", str(folder / "runs"), "--toolbench-json", str(report),
-         "--base-url", url, "--api-key", "t", "--model", "m"],
+         "--base-url", url, "--api-key", "t", "--model", "m", *extra],
         cwd=REPO, capture_output=True, text=True, timeout=300, env=env)
     return time.monotonic() - started, proc.stdout + proc.stderr, report
 
@@ -488,19 +489,11 @@ def test_a_suite_run_against_an_endpoint_serving_only_server_errors_ends_early(t
     calls, not every case's retries; every case is an infrastructure error of kind http_500 and
     the output says "server errors only" with the URL. With two workers the shared SDK process
     gives the verdict once for both."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
-    report = tmp_path / "report.json"
     with FakeOpenAIServer(server_error()) as server:
         url = server.base_url
-        proc = subprocess.run(
-            [sys.executable, "-m", "pytest", "suites/toolhop", "-q", "-p", "no:randomly",
-             "-p", "no:cacheprovider", "-n", workers, "--limit", "8", "--no-cache",
-             "--concurrency", "2", "--max-retries", "1", "--unreachable-after", "0",
-             "--runs-dir", str(tmp_path / "runs"), "--toolbench-json", str(report),
-             "--base-url", url, "--api-key", "t", "--model", "m"],
-            cwd=REPO, capture_output=True, text=True, timeout=300, env=env)
+        _, out, report = _toolhop_run(tmp_path, workers, url, "--concurrency", "2",
+                                      "--max-retries", "1", "--unreachable-after", "0")
         sent = len(server.requests)
-    out = proc.stdout + proc.stderr
     cases = json.loads(report.read_text())["cases"]
     assert len(cases) == 3 * len(json.loads(BUNDLED_TOOLHOP.read_text()))  # every scenario
     assert {c["outcome"] for c in cases} == {"error"}, out[-3000:]
