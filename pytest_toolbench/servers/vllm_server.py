@@ -493,14 +493,10 @@ class VLLMServer:
         """Live (non-zombie) processes of the server's process group."""
         if self._proc is None:
             return []
-        try:
-            import psutil
-        except ImportError:  # pragma: no cover - psutil is a dependency
-            try:
-                os.killpg(self._proc.pid, 0)
-                return [self._proc.pid]
-            except OSError:
-                return []
+        # psutil is a dependency: a fallback on killpg(pgid, 0) would count the unreaped (zombie)
+        # leader as live and wait out its bound on every stop().
+        import psutil
+
         members = []
         for proc in psutil.process_iter(["pid", "status"]):
             try:
