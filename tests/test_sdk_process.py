@@ -305,17 +305,21 @@ def test_an_sdk_process_that_cannot_start_says_why(tmp_path: Path) -> None:
         process.stop()
 
 
+def _wait_for_socket(socket_path: str | Path) -> None:
+    """Wait until an SDK process's socket exists: a wait for its start-up, not a bound on it (its
+    imports took 11 s beside six busy loops)."""
+    deadline = time.monotonic() + 120
+    while not Path(socket_path).exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
 def test_it_exits_when_its_parent_goes_and_cleans_up(tmp_path: Path) -> None:
     """A parent killed outright (no cleanup) must not leave the process behind."""
     code = ("import sys, time; from pytest_toolbench.models.sdk_process.client import SdkProcess; "
             "p = SdkProcess(); print(p.proc.pid, p.socket_path, flush=True); time.sleep(60)")
     parent = subprocess.Popen([sys.executable, "-c", code], cwd=REPO, stdout=subprocess.PIPE, text=True)
     pid_text, socket_path = parent.stdout.readline().split()  # type: ignore[union-attr]
-    # A wait for start-up, not a bound on it: the SDK process's imports took 11 s beside six
-    # busy loops (the bound under test is the 10 s after the kill, below).
-    deadline = time.monotonic() + 120
-    while not Path(socket_path).exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
+    _wait_for_socket(socket_path)  # the bound under test is the 10 s after the kill, below
     assert Path(socket_path).exists()
     parent.kill()
     parent.wait()
@@ -335,9 +339,7 @@ def test_it_exits_when_its_parent_goes_and_cleans_up(tmp_path: Path) -> None:
 
 def test_stop_ends_the_process_and_removes_its_files() -> None:
     process = SdkProcess()
-    deadline = time.monotonic() + 120  # a wait for start-up (slow on a busy machine), not a bound
-    while not Path(process.socket_path).exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
+    _wait_for_socket(process.socket_path)
     process.stop()
     assert process.proc.returncode == 0
     assert not process.folder.exists()
