@@ -53,6 +53,15 @@ def _check_contradictions(values: dict[str, object]) -> None:
                          "response cache that --no-cache turns off; give one of them")
 
 
+def _check_model_name(values: dict[str, object]) -> None:
+    """An endpoint's URL given as --model (``--model http://host:8000/v1``) would be sent as the
+    model's name to api.openai.com and end in a key error that never names the mix-up."""
+    model = str(values.get("model") or "")
+    if model.lower().startswith(("http://", "https://")):
+        raise ValueError(f"--model {model!r}: that is an endpoint's URL, not a model's name; pass "
+                         "it as --base-url and the served model's name as --model")
+
+
 def check_base_url(url: str, source: str) -> None:
     """An http(s) URL with a host (and a valid port, if any): one ValueError line otherwise, so a
     typo is a usage error at configure, not an infrastructure error in every case."""
@@ -77,6 +86,7 @@ def settings_from_config(config: pytest.Config) -> RunSettings:
     values = settings_values(RunSettings, config.getoption, lambda p: _absolute(config, p))
     _check_urls_and_ids(config)
     _check_contradictions(values)
+    _check_model_name(values)
     values["model"] = values.get("model") or EMBEDDED_MODEL
     urls = _base_urls(values.get("base_urls", ()), values.get("base_urls_file"))
     values["base_urls"] = tuple(urls)

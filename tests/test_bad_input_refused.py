@@ -139,6 +139,7 @@ BAD_COMMANDS = [
     (["--repeats", "1000000000"], "--repeats 1000000000: must be between 1 and 1000"),
     (["--scenario="], "--scenario '': must not be empty"),
     (["--model="], "--model '': must not be empty"),
+    (["--model=http://127.0.0.1:9/v1"], "--model 'http://127.0.0.1:9/v1': that is an endpoint's URL"),
     (["--max-tokens", "-5"], "--max-tokens -5: must be at least 1"),
     (["--temperature", "-1"], "--temperature -1.0: must be between 0 and 2"),
 ]
