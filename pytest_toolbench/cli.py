@@ -17,6 +17,7 @@ from collections.abc import Sequence
 SUBCOMMANDS: tuple[str, ...] = (
     "pytest_toolbench.compare.cli",
     "pytest_toolbench.runs.cli",
+    "pytest_toolbench.session.finish_cli",
     "pytest_toolbench.datasets.cli",
     "pytest_toolbench.view.cli",
 )

@@ -22,6 +22,18 @@ def resolve_run(ref: str, runs_dir: Path) -> Path:
     path = Path(ref)
     if path.exists() or "/" in ref or ref.endswith(".json"):  # a path: load_run says what is wrong
         return path
+    folder = resolve_run_dir(ref, runs_dir)
+    report = folder / REPORT_NAME
+    if not report.exists():
+        raise RunLoadError(f"{ref}: run {folder.name} has no {REPORT_NAME} (it did not finish; "
+                           "`toolbench runs` shows its status, and `toolbench finish` scores a "
+                           "run that was killed)")
+    return report
+
+
+def resolve_run_dir(ref: str, runs_dir: Path) -> Path:
+    """The folder of the run whose id is ``ref`` (or starts with it, uniquely) under
+    ``runs_dir``; RunLoadError (one line) when none or several match."""
     root = Path(runs_dir)
     folders = sorted(d for d in root.iterdir() if d.is_dir()) if root.is_dir() else []
     exact = [d for d in folders if d.name == ref]
@@ -32,11 +44,7 @@ def resolve_run(ref: str, runs_dir: Path) -> Path:
     if not matches:
         raise RunLoadError(f"{ref}: no such report file, and no run with that id in {root} "
                            "(`toolbench runs` lists them; --runs-dir picks another runs folder)")
-    report = matches[0] / REPORT_NAME
-    if not report.exists():
-        raise RunLoadError(f"{ref}: run {matches[0].name} has no {REPORT_NAME} (it did not finish; "
-                           "`toolbench runs` shows its status)")
-    return report
+    return matches[0]
 
 
 def benchmarks_of(run: LoadedRun) -> set[str]:
@@ -60,4 +68,4 @@ def _describe(run: LoadedRun) -> str:
     return f"{where} ({', '.join(sorted(benchmarks_of(run))) or 'no benchmark'})"
 
 
-__all__ = ["benchmarks_of", "check_same_benchmarks", "resolve_run"]
+__all__ = ["benchmarks_of", "check_same_benchmarks", "resolve_run", "resolve_run_dir"]

@@ -30,15 +30,21 @@ def missing_note(missing: list[str], selected: int, interrupted_by: str | None =
             "cases that reported")
 
 
+#: Said of a run scored after it was killed: its selection was never written down.
+MISSING_UNKNOWN = ("which selected cases have no result is unknown (the run was killed before "
+                   "its end)")
+
+
 def partial_notes(failures: list[OutputFailure], interrupted_by: str | None, missing: list[str],
-                  selected: int) -> list[str]:
+                  selected: int, *, missing_unknown: bool = False) -> list[str]:
     """The PARTIAL RESULTS lines above a partial run's metrics: each unwritten output, the
     interruption, then the cases without a result."""
     notes = [f"PARTIAL RESULTS: {f.message().removeprefix('pytest-toolbench: ')}; the run "
              "stopped" for f in failures]
     if interrupted_by is not None:
         notes.append(f"PARTIAL RESULTS: the run was interrupted ({interrupted_by}); "
-                     "metrics cover only the cases that finished")
+                     "metrics cover only the cases that finished"
+                     + (f"; {MISSING_UNKNOWN}" if missing_unknown else ""))
     if missing:
         notes.append(missing_note(missing, selected, interrupted_by))
     return notes
@@ -64,13 +70,15 @@ def not_run_message(interrupted_by: str | None) -> str:
 
 
 def interrupted_verdict(interrupted_by: str, missing: list[str], selected: int, *,
-                        while_writing: bool = False) -> GateVerdict:
+                        while_writing: bool = False, missing_unknown: bool = False) -> GateVerdict:
     """The failed verdict of a run stopped by Ctrl-C or SIGTERM: whatever the gates say about
     the cases that finished, the run did not evaluate what was asked. ``while_writing``: the
     signal came only while the reports were written (they were finished first)."""
     if while_writing:
         reason = (f"the run was interrupted ({interrupted_by}) while its reports were written; "
                   "they were finished first")
+    elif missing_unknown:
+        reason = f"the run was interrupted ({interrupted_by}): {MISSING_UNKNOWN}"
     else:
         lost = missing_text(missing, selected) if missing else "every selected case had reported"
         reason = f"the run was interrupted ({interrupted_by}): {lost}"
@@ -85,6 +93,7 @@ def output_verdict(failures: list[OutputFailure]) -> GateVerdict:
 
 
 __all__ = [
+    "MISSING_UNKNOWN",
     "RUN_COMPLETED",
     "SHOWN_MISSING",
     "completeness_verdict",

@@ -3,7 +3,9 @@
 * ``run.json``: a small index entry (model, suites, dates, headline metric per scenario, partial
   flag, data fingerprints) that ``toolbench runs`` lists without opening the big report. Written
   when the run starts (status ``running``, with the controller's pid, so a run killed with SIGKILL
-  still shows up as ``incomplete``) and rewritten when it ends.
+  still shows up as ``incomplete``, and with what its end needs to score it, :class:`RunStart`,
+  so ``toolbench finish`` can write the report of a run killed before its end) and rewritten
+  when it ends.
 * ``report.json``: the same JSON as ``--toolbench-json`` (settings, data sources, metrics, gates),
   written at the end of every run, also when it was interrupted (marked partial), but for its
   cases: ``cases_journal`` names the run's journal, which holds them once (the report holds them
@@ -64,6 +66,20 @@ class DataFingerprint(DeferredModel):
     bundled: bool | None = None
 
 
+class RunStart(DeferredModel):
+    """What the end of a run needs besides its results, kept from its start: a run killed
+    outright (SIGKILL, the OOM killer, a lost CI runner) never reaches its end, and
+    ``toolbench finish`` scores its journal from this (session/killed_run.py)."""
+
+    #: config.RunSettings as JSON, without the API key (the report's ``run.settings``).
+    settings: dict[str, Any]
+    pytest_args: list[str] = Field(default_factory=list)
+    #: The data sources as JSON (the report's ``run.data_sources``).
+    data_sources: list[dict[str, Any]] = Field(default_factory=list)
+    #: Benchmark -> cases in its whole suite.
+    suite_sizes: dict[str, int] = Field(default_factory=dict)
+
+
 class RunIndex(DeferredModel):
     run_id: str
     model: str = ""
@@ -95,6 +111,8 @@ class RunIndex(DeferredModel):
     #: failed gates by name. Both 0: the run had no gates.
     gates_passed: int = 0
     gates_failed: list[str] = Field(default_factory=list)
+    #: Kept while the run runs (None once it has ended: its report holds the same).
+    start: RunStart | None = None
 
 
 def _fingerprints(data_sources: Iterable[dict[str, Any] | DataSourceEntry]) -> list[DataFingerprint]:
@@ -126,14 +144,19 @@ def record_start(
     started: float,
     data_sources: Iterable[dict[str, Any]],
     version: str,
+    pytest_args: Iterable[str] = (),
+    suite_sizes: dict[str, int] | None = None,
 ) -> Path:
     """The index entry of a run that has just started (status ``running``)."""
+    data_sources = list(data_sources)
+    start = RunStart(settings=settings, pytest_args=list(pytest_args), data_sources=data_sources,
+                     suite_sizes=dict(suite_sizes or {}))
     return write_index(run_dir, RunIndex(
         run_id=run_id, model=str(settings.get("model", "")), backend=str(settings.get("backend", "")),
         suites=list(suites), started=started, status="running", partial=True,
         repeats=int(settings.get("repeats", 1) or 1), data=_fingerprints(data_sources),
         path=str(run_dir), json_path=settings.get("json_path"), toolbench_version=version,
-        pid=os.getpid(), host=socket.gethostname(),
+        pid=os.getpid(), host=socket.gethostname(), start=start,
     ))
 
 
@@ -209,7 +232,7 @@ def mark_ended(run_dir: Path, *, partial: bool, interrupted_by: str | None,
         return
     write_index(run_dir, index.model_copy(update={
         "finished": time.time(), "status": "interrupted" if partial else "finished",
-        "partial": partial, "interrupted_by": interrupted_by, "pid": None,
+        "partial": partial, "interrupted_by": interrupted_by, "pid": None, "start": None,
         "exit_status": exit_status,
     }))
 

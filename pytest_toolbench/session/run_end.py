@@ -33,6 +33,9 @@ class RunEnd:
     missing: list[str] = field(default_factory=list)
     selected: int = 0
     output_failures: list[OutputFailure] = field(default_factory=list)
+    #: Which selected cases have no result is not known (a run killed before its end, scored
+    #: later by ``toolbench finish``: its selection died with it); ``missing`` is then empty.
+    missing_unknown: bool = False
 
     @property
     def partial(self) -> bool:
@@ -42,7 +45,8 @@ class RunEnd:
 
     def notes(self) -> list[str]:
         """The PARTIAL RESULTS lines above the metrics (results/partial_run.py)."""
-        return partial_notes(self.output_failures, self.interrupted_by, self.missing, self.selected)
+        return partial_notes(self.output_failures, self.interrupted_by, self.missing, self.selected,
+                             missing_unknown=self.missing_unknown)
 
 
 def run_verdicts(end: RunEnd) -> list[GateVerdict]:
@@ -51,7 +55,8 @@ def run_verdicts(end: RunEnd) -> list[GateVerdict]:
     (terminal, Markdown, JUnit, Allure) never reads "all passed" on a run that failed this way."""
     out = []
     if end.interrupted_by is not None:
-        out.append(interrupted_verdict(end.interrupted_by, end.missing, end.selected))
+        out.append(interrupted_verdict(end.interrupted_by, end.missing, end.selected,
+                                       missing_unknown=end.missing_unknown))
     elif end.missing:
         out.append(completeness_verdict(end.missing, end.selected))
     if end.output_failures:

@@ -1,0 +1,219 @@
+"""Score a run that was killed before its end: SIGKILL, the OOM killer, a CI runner that vanished.
+
+Such a run keeps every result it journalled (results/journal.py) and, from its start, what its
+end needs besides them (runs/record.py ``RunStart``: settings, command line, data sources, suite
+sizes), but no report: ``toolbench runs`` lists it as incomplete, and ``compare``, ``view`` and
+``--baseline`` cannot read it. :func:`finish_killed_run` does with those results what the run's
+own end would have done (session/finish.py, the same code): the results only an xdist worker's
+journal holds go into the run's journal, which is compacted; the worker journals and scratch
+files go; the metrics are scored; ``report.json`` and the final ``run.json`` are written,
+marked partial and interrupted (``killed``). Which selected cases never ran is unknown (the
+selection died with the run): the report says so instead of naming them. Plots, Allure and
+Markdown, which the run would have written with its end, are not: ``toolbench view`` and
+``compare`` read ``report.json``.
+"""
+
+from __future__ import annotations
+
+import socket
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from pytest_toolbench.benchmarks import declarations, registry
+from pytest_toolbench.benchmarks.data_source import DataSource
+from pytest_toolbench.config import RunSettings
+from pytest_toolbench.exitcodes import ToolbenchExit
+from pytest_toolbench.results import case_store
+from pytest_toolbench.results.case_result import CaseResult
+from pytest_toolbench.results.journal import JournalError, read_journal
+from pytest_toolbench.results.packed_journal import PackedJournalError
+from pytest_toolbench.results.run_record import RunRecord
+from pytest_toolbench.runs.record import REPORT_NAME, RunIndex, RunStart, mark_ended, read_index, save_report
+from pytest_toolbench.session.finish import RunIdentity, run_record, score_run
+from pytest_toolbench.session.run_end import RunEnd
+
+#: How the report names the interruption (``run.interrupted_by``, the listing's status).
+KILLED = "killed"
+
+
+class KilledRunError(ValueError):
+    """A run that cannot be finished (message: one line, naming the run)."""
+
+
+@dataclass
+class FinishedRun:
+    """What :func:`finish_killed_run` did: the run's new index entry and record (None when no
+    case had finished), and what the journals said on the way (a torn last line, results only
+    a worker had kept)."""
+
+    index: RunIndex
+    record: RunRecord | None
+    notes: list[str] = field(default_factory=list)
+
+
+def finish_killed_run(run_dir: Path, *, force: bool = False) -> FinishedRun:
+    """Write the report of the run in ``run_dir``, which was killed before its end.
+
+    Refused (:class:`KilledRunError`) for a run that ended (it has its report), one still
+    running, one started on another host (unless ``force``: this host cannot tell whether it
+    still runs there, and finishing a live run would remove the journals it writes), and one
+    recorded by a version that did not keep its start."""
+    run_dir = Path(run_dir)
+    index = _killed_index(run_dir, force=force)
+    assert index.start is not None  # (_killed_index refuses a run without it)
+    start = index.start
+    settings = _settings(start, run_dir)
+    finished = _last_write(run_dir) or index.started or 0.0
+    results, notes = _collect_results(run_dir)
+    if not results:
+        mark_ended(run_dir, partial=True, interrupted_by=KILLED,
+                   exit_status=int(ToolbenchExit.INTERRUPTED))
+        return FinishedRun(read_index(run_dir) or index, None,
+                           [*notes, "no case had finished: nothing to score"])
+    benchmarks = _benchmarks(results, run_dir)
+    data_sources = _data_sources(start, run_dir)
+    scores = score_run(results, benchmarks, settings, _baseline(settings, run_dir), data_sources)
+    started = index.started if index.started is not None else finished
+    identity = RunIdentity(
+        run_id=index.run_id, started=started, finished=finished, wall_s=max(0.0, finished - started),
+        settings=settings, pytest_args=start.pytest_args,
+        datasets={str(d.get("path")): str(d.get("sha256")) for d in start.data_sources
+                  if d.get("path") and d.get("sha256")},
+        data_sources=start.data_sources, suite_sizes=start.suite_sizes,
+    )
+    end = RunEnd(pytest_status=int(ToolbenchExit.INTERRUPTED), interrupted_by=KILLED,
+                 missing_unknown=True)
+    record = run_record(scores, end, results, identity)
+    try:
+        new_index = save_report(run_dir, record, cases_in_journal=True)
+    except OSError as exc:
+        raise KilledRunError(f"run {run_dir.name}: cannot write its report ({exc})") from None
+    return FinishedRun(new_index, record, notes)
+
+
+def _killed_index(run_dir: Path, *, force: bool) -> RunIndex:
+    """The run's index entry, if the run is one that :func:`finish_killed_run` may finish."""
+    name = run_dir.name
+    index = read_index(run_dir)
+    if index is None:
+        raise KilledRunError(f"{run_dir}: no run recorded there (no run.json and no journal)")
+    if (run_dir / REPORT_NAME).exists():
+        raise KilledRunError(f"run {name} has its report already ({index.status}): nothing to finish")
+    if index.status in ("finished", "interrupted"):
+        raise KilledRunError(f"run {name} ended ({index.status}) before any case's result: "
+                             "nothing to finish")
+    if index.status == "running":
+        raise KilledRunError(f"run {name} is still running (pid {index.pid} on this host): stop it "
+                             "first, or wait for its end")
+    here = socket.gethostname()
+    if index.host is not None and index.host != here and not force:
+        raise KilledRunError(f"run {name} was started on host {index.host!r}, not here ({here!r}): "
+                             "this host cannot tell whether it still runs there; finish it there, "
+                             "or pass --force if it is gone")
+    if index.start is None:
+        raise KilledRunError(f"run {name}: its run.json keeps no start (settings, data sources), "
+                             "as a run started by an older pytest-toolbench does not; it cannot "
+                             "be scored")
+    return index
+
+
+def _settings(start: RunStart, run_dir: Path) -> RunSettings:
+    """The run's settings from their JSON, each benchmark's options by its own model (a plain
+    ``BaseModel`` field would keep none of their values)."""
+    values: dict[str, Any] = dict(start.settings)
+    options = values.pop("benchmark_options", None) or {}
+    declared = declarations()
+    try:
+        settings = RunSettings.model_validate(values)
+        settings.benchmark_options = {
+            name: declared[name].options_model.model_validate(value)
+            for name, value in options.items() if name in declared
+        }
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(x) for x in first.get("loc", ())) or "settings"
+        raise KilledRunError(f"run {run_dir.name}: its recorded settings do not validate here "
+                             f"({where}: {first.get('msg')}); a pytest-toolbench of another "
+                             "version wrote them") from None
+    return settings
+
+
+def _last_write(run_dir: Path) -> float | None:
+    """When the run last journalled a result: the time it ended, as near as the folder knows."""
+    times = []
+    for part in case_store.journal_parts(run_dir):
+        try:
+            times.append(part.stat().st_mtime)
+        except OSError:
+            continue
+    return max(times, default=None)
+
+
+def _collect_results(run_dir: Path) -> tuple[list[CaseResult], list[str]]:
+    """Every journalled result (the last per case, as a report keeps), the worker journals'
+    included; they end in the run's journal, compacted, and the worker journals and scratch
+    files go once it holds them."""
+    notes: list[str] = []
+    with warnings.catch_warnings(record=True) as caught:  # a torn last line: a note, not a warning
+        warnings.simplefilter("always")
+        try:
+            journalled = read_journal(case_store.journal_path(run_dir))
+            results = {r.case_id: r for r in journalled}
+            journal = case_store.run_journal(run_dir)
+            try:
+                recovered = case_store.merge_worker_journals(run_dir, results, journal.append)
+            finally:
+                journal.close()  # compacts what the killed run left plain, with the recovered
+        except (JournalError, PackedJournalError) as exc:
+            raise KilledRunError(f"run {run_dir.name}: its journal cannot be read ({exc})") from None
+        except OSError as exc:
+            raise KilledRunError(f"run {run_dir.name}: cannot read or write its journal "
+                                 f"({exc})") from None
+    notes += [str(w.message) for w in caught]
+    if recovered:
+        notes.append(f"{recovered} result(s) only the xdist workers' journals held were added to "
+                     "the run's journal")
+    if journal.compact_error is None:
+        case_store.remove_worker_journals(run_dir)
+        case_store.remove_scratch(run_dir)
+    else:  # the journal is whole, only not compacted: keep the rest as the run's end would
+        notes.append(f"the journal was not compacted ({journal.compact_error})")
+    return list(results.values()), notes
+
+
+def _benchmarks(results: list[CaseResult], run_dir: Path) -> dict[str, Any]:
+    names = {r.benchmark for r in results}
+    known = registry()
+    unknown = sorted(names - set(known))
+    if unknown:
+        raise KilledRunError(f"run {run_dir.name}: benchmark(s) {', '.join(unknown)} not installed "
+                             "here; finish it where its benchmarks are")
+    return {n: known[n] for n in sorted(names)}
+
+
+def _data_sources(start: RunStart, run_dir: Path) -> list[DataSource]:
+    try:
+        return [DataSource.model_validate(d) for d in start.data_sources]
+    except ValidationError as exc:
+        raise KilledRunError(f"run {run_dir.name}: its recorded data sources do not validate here "
+                             f"({exc.errors()[0].get('msg')})") from None
+
+
+def _baseline(settings: RunSettings, run_dir: Path) -> Any:
+    """The run's ``--baseline``, loaded as its start loaded it (None without one)."""
+    if settings.baseline_path is None:
+        return None
+    from pytest_toolbench.compare.baseline import load_baseline
+
+    try:
+        return load_baseline(settings.baseline_path, settings.gates)
+    except ValueError as exc:  # RunLoadError included
+        raise KilledRunError(f"run {run_dir.name}: its --baseline cannot be read any more "
+                             f"({exc})") from None
+
+
+__all__ = ["KILLED", "FinishedRun", "KilledRunError", "finish_killed_run"]

@@ -1,0 +1,149 @@
+"""A run killed outright (SIGKILL: the OOM killer, a lost CI runner) is scored by `toolbench finish`.
+
+The end-to-end test kills a real ``pytest suites/toolhop -n 2`` run (its whole process group) once
+some results are journalled, then reads what the finished run folder gives a CI system: the
+report's partial flag, interruption, gates and exit status, its metrics against the results the
+journals held, and `toolbench runs` / `compare` reading it like any other run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from fake_openai_server import FakeOpenAIServer, delayed, reply
+from pytest_toolbench.exitcodes import ToolbenchExit
+from pytest_toolbench.results import case_store
+from pytest_toolbench.results.journal import read_journal
+from pytest_toolbench.results.partial_run import MISSING_UNKNOWN, RUN_COMPLETED
+from pytest_toolbench.runs.record import RunIndex, RunStart, read_index, write_index
+from pytest_toolbench.session.killed_run import KILLED, KilledRunError, finish_killed_run
+
+REPO = Path(__file__).resolve().parents[1]
+GATE = "toolhop.direct.accuracy>=0"  # passes on any answer: only the kill can fail the gates
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pytest_toolbench.cli", *args], cwd=REPO,
+                          capture_output=True, text=True, timeout=120)
+
+
+def _journalled(run_dir: Path) -> dict[str, str]:
+    """Case id -> scenario of every result the run's journal and the workers' journals hold."""
+    out: dict[str, str] = {}
+    for path in [case_store.journal_path(run_dir), *case_store.worker_journal_paths(run_dir)]:
+        out.update({r.case_id: r.scenario for r in read_journal(path)})
+    return out
+
+
+def _killed_run(tmp_path: Path) -> Path:
+    """A ``-n 2`` ToolHop run over the bundled sample, SIGKILLed with its workers (and its SDK
+    process) once four results are journalled; returns its run folder."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+    with FakeOpenAIServer(delayed(0.3, reply("<answer>x</answer>"))) as server:
+        cmd = [sys.executable, "-m", "pytest", "suites/toolhop", "-q", "-p", "no:randomly",
+               "-p", "no:cacheprovider", "--data", "sample", "-n", "2", "--concurrency", "1",
+               "--runs-dir", str(tmp_path / "runs"), "--no-cache", "--base-url", server.base_url,
+               "--api-key", "t", "--model", "m", "--gate", GATE]
+        proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True, env=env, start_new_session=True)
+        deadline = time.monotonic() + 180
+        runs = tmp_path / "runs"
+        while not (runs.is_dir() and any(case_store.count_results(d) >= 4 for d in runs.iterdir())):
+            assert proc.poll() is None, f"the run ended before it was killed: {proc.communicate()}"
+            assert time.monotonic() < deadline, "no four results within 180 s"
+            time.sleep(0.05)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate(timeout=60)
+    (run_dir,) = runs.iterdir()
+    return run_dir
+
+
+def test_finish_scores_a_killed_run_from_its_journals_and_compare_reads_it(tmp_path):
+    run_dir = _killed_run(tmp_path)
+    assert not (run_dir / "report.json").exists()
+    assert read_index(run_dir).status == "incomplete"  # type: ignore[union-attr]
+    journalled = _journalled(run_dir)  # before finish: the workers' journals go then
+
+    done = cli("finish", run_dir.name[:15], "--runs-dir", str(tmp_path / "runs"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"{len(journalled)} results scored from its journal" in done.stdout
+    assert f"partial ({KILLED})" in done.stdout
+
+    report = json.loads((run_dir / "report.json").read_text())
+    run = report["run"]
+    assert report["partial"] and run["interrupted_by"] == KILLED and run["missing_cases"] == []
+    assert run["exit_status"] == ToolbenchExit.INTERRUPTED
+    assert run["settings"]["model"] == "m" and run["settings"]["gates"] == [GATE]
+    assert "--api-key" in run["pytest_args"] and "t" not in run["pytest_args"]  # redacted at start
+    assert run["coverage"]["toolhop"]["suite_cases"] == 18  # the sample's 6 records x 3 scenarios
+    # every result either journal held, once; the workers' journals merged, then removed
+    cases = case_store.read_cases(run_dir)
+    assert {c.case_id for c in cases} == set(journalled)
+    assert report["cases_journal"]["count"] == len(journalled)
+    assert sorted(p.name for p in run_dir.iterdir()) == ["report.json", "results.jsonl.gz", "run.json"]
+    # the metrics: "x" answers nothing right, over each scenario's journalled cases
+    for scenario in report["metrics"]["scenarios"]:
+        n = sum(1 for s in journalled.values() if s == scenario["scenario"])
+        accuracy = scenario["metrics"]["accuracy"]
+        assert (accuracy["value"], accuracy["n"]) == (0.0, n)
+    # the gates: the --gate as asked, and the run's own verdict saying what is not known
+    verdicts = {g["gate"]: g for g in report["gates"]}
+    assert verdicts[GATE]["passed"] and not verdicts[RUN_COMPLETED]["passed"]
+    assert verdicts[RUN_COMPLETED]["reason"] == f"the run was interrupted ({KILLED}): {MISSING_UNKNOWN}"
+
+    listed = cli("runs", "--runs-dir", str(tmp_path / "runs"))
+    assert f"partial ({KILLED})" in listed.stdout and "exit 2 INTERRUPTED" in listed.stdout
+    compared = cli("compare", run_dir.name, str(run_dir / "report.json"), "--runs-dir",
+                   str(tmp_path / "runs"))
+    assert compared.returncode == 0, compared.stdout + compared.stderr
+    assert f"{sum(1 for s in journalled.values() if s == 'direct')} paired" in compared.stdout
+
+    again = cli("finish", run_dir.name, "--runs-dir", str(tmp_path / "runs"))
+    assert again.returncode == 2 and "has its report already" in again.stderr
+
+
+# --------------------------------------------------------------------------- refusals
+def _index(run_dir: Path, **fields) -> None:
+    run_dir.mkdir(parents=True, exist_ok=True)
+    fields.setdefault("start", RunStart(settings={"model": "m"}))
+    write_index(run_dir, RunIndex(run_id=run_dir.name, status="running", partial=True,
+                                  started=time.time(), **fields))
+
+
+def test_a_live_run_is_not_finished(tmp_path):
+    _index(tmp_path / "live", pid=os.getpid(), host=socket.gethostname())
+    with pytest.raises(KilledRunError, match="is still running"):
+        finish_killed_run(tmp_path / "live")
+
+
+def test_a_run_from_another_host_needs_force(tmp_path):
+    _index(tmp_path / "far", pid=1, host="elsewhere.invalid")
+    with pytest.raises(KilledRunError, match="started on host 'elsewhere.invalid'.*--force"):
+        finish_killed_run(tmp_path / "far")
+    done = finish_killed_run(tmp_path / "far", force=True)  # no result journalled: ended, unscored
+    assert done.record is None and done.notes[-1] == "no case had finished: nothing to score"
+    assert done.index.status == "interrupted" and done.index.interrupted_by == KILLED
+    with pytest.raises(KilledRunError, match="ended \\(interrupted\\) before any case's result"):
+        finish_killed_run(tmp_path / "far", force=True)
+
+
+def test_a_run_that_kept_no_start_cannot_be_scored(tmp_path):
+    _index(tmp_path / "old", pid=None, start=None)
+    with pytest.raises(KilledRunError, match="keeps no start"):
+        finish_killed_run(tmp_path / "old")
+
+
+def test_an_unknown_run_is_one_line(tmp_path):
+    (tmp_path / "runs").mkdir()
+    done = cli("finish", "nope", "--runs-dir", str(tmp_path / "runs"))
+    assert done.returncode == 2 and done.stderr.count("\n") == 1
+    assert "nope: no such report file, and no run with that id" in done.stderr
