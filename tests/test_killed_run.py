@@ -23,7 +23,7 @@ from fake_openai_server import FakeOpenAIServer, delayed, reply
 from pytest_toolbench.exitcodes import ToolbenchExit
 from pytest_toolbench.results import case_store
 from pytest_toolbench.results.journal import read_journal
-from pytest_toolbench.results.partial_run import MISSING_UNKNOWN, RUN_COMPLETED
+from pytest_toolbench.results.partial_run import MISSING_UNKNOWN, RUN_COMPLETED, missing_text
 from pytest_toolbench.runs.record import RunIndex, RunStart, read_index, write_index
 from pytest_toolbench.session.killed_run import KILLED, KilledRunError, finish_killed_run
 
@@ -44,13 +44,13 @@ def _journalled(run_dir: Path) -> dict[str, str]:
     return out
 
 
-def _killed_run(tmp_path: Path) -> Path:
-    """A ``-n 2`` ToolHop run over the bundled sample, SIGKILLed with its workers (and its SDK
-    process) once four results are journalled; returns its run folder."""
+def _killed_run(tmp_path: Path, workers: str) -> Path:
+    """A ToolHop run over the bundled sample (``-n workers``), SIGKILLed with its workers (and
+    its SDK process) once four results are journalled; returns its run folder."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
     with FakeOpenAIServer(delayed(0.3, reply("<answer>x</answer>"))) as server:
         cmd = [sys.executable, "-m", "pytest", "suites/toolhop", "-q", "-p", "no:randomly",
-               "-p", "no:cacheprovider", "--data", "sample", "-n", "2", "--concurrency", "1",
+               "-p", "no:cacheprovider", "--data", "sample", "-n", workers, "--concurrency", "1",
                "--runs-dir", str(tmp_path / "runs"), "--no-cache", "--base-url", server.base_url,
                "--api-key", "t", "--model", "m", "--gate", GATE]
         proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -67,11 +67,20 @@ def _killed_run(tmp_path: Path) -> Path:
     return run_dir
 
 
-def test_finish_scores_a_killed_run_from_its_journals_and_compare_reads_it(tmp_path):
-    run_dir = _killed_run(tmp_path)
+@pytest.mark.parametrize(("workers", "selection_kept"), [("2", True), ("2", False), ("0", True)],
+                         ids=["-n 2", "-n 2, killed before its selection was kept", "-n 0"])
+def test_finish_scores_a_killed_run_from_its_journals_and_compare_reads_it(tmp_path, workers,
+                                                                           selection_kept):
+    run_dir = _killed_run(tmp_path, workers)
     assert not (run_dir / "report.json").exists()
     assert read_index(run_dir).status == "incomplete"  # type: ignore[union-attr]
     journalled = _journalled(run_dir)  # before finish: the workers' journals go then
+    selection = case_store.read_selection(run_dir)
+    assert selection is not None and len(selection) == 18  # the sample's 6 records x 3 scenarios
+    if not selection_kept:  # as a run killed before it had collected
+        (run_dir / case_store.SCRATCH / case_store.SELECTION).unlink()
+    missing = [i for i in selection if i not in journalled] if selection_kept else []
+    assert not selection_kept or 0 < len(missing) < 18
 
     done = cli("finish", run_dir.name[:15], "--runs-dir", str(tmp_path / "runs"))
     assert done.returncode == 0, done.stdout + done.stderr
@@ -80,11 +89,11 @@ def test_finish_scores_a_killed_run_from_its_journals_and_compare_reads_it(tmp_p
 
     report = json.loads((run_dir / "report.json").read_text())
     run = report["run"]
-    assert report["partial"] and run["interrupted_by"] == KILLED and run["missing_cases"] == []
+    assert report["partial"] and run["interrupted_by"] == KILLED and run["missing_cases"] == missing
     assert run["exit_status"] == ToolbenchExit.INTERRUPTED
     assert run["settings"]["model"] == "m" and run["settings"]["gates"] == [GATE]
     assert "--api-key" in run["pytest_args"] and "t" not in run["pytest_args"]  # redacted at start
-    assert run["coverage"]["toolhop"]["suite_cases"] == 18  # the sample's 6 records x 3 scenarios
+    assert run["coverage"]["toolhop"]["suite_cases"] == 18
     # every result either journal held, once; the workers' journals merged, then removed
     cases = case_store.read_cases(run_dir)
     assert {c.case_id for c in cases} == set(journalled)
@@ -98,7 +107,8 @@ def test_finish_scores_a_killed_run_from_its_journals_and_compare_reads_it(tmp_p
     # the gates: the --gate as asked, and the run's own verdict saying what is not known
     verdicts = {g["gate"]: g for g in report["gates"]}
     assert verdicts[GATE]["passed"] and not verdicts[RUN_COMPLETED]["passed"]
-    assert verdicts[RUN_COMPLETED]["reason"] == f"the run was interrupted ({KILLED}): {MISSING_UNKNOWN}"
+    lost = missing_text(missing, 18) if selection_kept else MISSING_UNKNOWN
+    assert verdicts[RUN_COMPLETED]["reason"] == f"the run was interrupted ({KILLED}): {lost}"
 
     listed = cli("runs", "--runs-dir", str(tmp_path / "runs"))
     assert f"partial ({KILLED})" in listed.stdout and "exit 2 INTERRUPTED" in listed.stdout

@@ -17,7 +17,9 @@ graph, tool documents, system prompt every case's prompt repeats) are interned o
   their cases inline (``--toolbench-json``, older runs) as they are.
 * Files the run's processes share only while it runs (FamilyTool's extraction memo) live in
   its ``scratch/`` folder (:func:`scratch_dir`), removed with the worker journals once the run
-  has ended whole (:func:`remove_scratch`): the journal holds what the cases made of them.
+  has ended whole (:func:`remove_scratch`): the journal holds what the cases made of them. The
+  selection (:func:`write_selection`) is one: a run killed before its end names from it the
+  cases it left without a result when ``toolbench finish`` scores it (session/killed_run.py).
 * Older run folders (plain ``results.jsonl``, worker journals beside it) read the same way.
 """
 
@@ -86,6 +88,37 @@ SCRATCH = "scratch"
 def scratch_dir(run_dir: Path, name: str) -> Path:
     """``name``'s folder among the run's scratch files (not made: its user makes it)."""
     return Path(run_dir) / SCRATCH / name
+
+
+#: The selected cases' ids, one per line, gzip: written once the selection is known.
+SELECTION = "selection.txt.gz"
+
+
+def write_selection(run_dir: Path, case_ids: list[str]) -> None:
+    """Keep the ids of the selected cases (after -k/-m, repeats expanded) among the scratch
+    files. Not durable (no fsync): it matters only if the run is killed, and a machine that goes
+    down may at worst lose it, leaving the missing cases unnamed."""
+    import gzip
+
+    from pytest_toolbench.fileio import atomic_write_bytes
+
+    path = Path(run_dir) / SCRATCH / SELECTION
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = gzip.compress("".join(f"{i}\n" for i in case_ids).encode("utf-8"), compresslevel=1,
+                         mtime=0)
+    atomic_write_bytes(path, data, durable=False)
+
+
+def read_selection(run_dir: Path) -> list[str] | None:
+    """The ids :func:`write_selection` kept, in selection order; None when none were kept (or
+    they cannot be read: the missing cases are then unknown, not wrongly named)."""
+    import gzip
+
+    try:
+        text = gzip.decompress((Path(run_dir) / SCRATCH / SELECTION).read_bytes()).decode("utf-8")
+    except (OSError, EOFError, UnicodeDecodeError):  # gzip.BadGzipFile is an OSError
+        return None
+    return text.splitlines()
 
 
 def remove_scratch(run_dir: Path) -> None:

@@ -75,6 +75,7 @@ class ControllerHooks:
         self.gated_failures: set[str] = set()  # node ids --lf/--ff must still see as failed
         self.session: pytest.Session | None = None  # its exitstatus is final at unconfigure
         self._cases_by_id: dict[str, Case] | None = None  # xdist: node parameter id -> case
+        self._selection_kept = False  # (:meth:`_keep_selection`)
         self._crashed: dict[str, tuple[Case, str]] = {}  # case id -> (case, xdist's crash text)
         self._stopping = False  # an output failure has stopped the run
         #: Every result of the run is in its journal (no journal write failed): the run folder's
@@ -124,6 +125,7 @@ class ControllerHooks:
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """In-process: the selected nodes, after -k/-m/--lf deselection (session/case_tracker.py)."""
         self.st.tracker.expect_items(session.items)
+        self._keep_selection()
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
@@ -134,6 +136,18 @@ class ControllerHooks:
 
             self._cases_by_id = cases_by_id(self.st.cases, self.st.settings.repeats)
         self.st.tracker.expect_node_ids(ids, self._cases_by_id)
+        self._keep_selection()  # every worker collects the same nodes (xdist checks): the first
+
+    def _keep_selection(self) -> None:
+        """The selected cases' ids in the run's scratch files, once: should the run be killed
+        outright, ``toolbench finish`` names from them the cases it left without a result."""
+        st = self.st
+        if self._selection_kept or not st.targeted or not runs_tests(self.config):
+            return
+        self._selection_kept = True
+        ids = [case.id for case in st.tracker.expected.values() if case is not None]
+        with contextlib.suppress(OSError):  # only a killed run's list of missing cases needs it
+            case_store.write_selection(run_dir_of(st), ids)
 
     @pytest.hookimpl(wrapper=True, tryfirst=True, specname="pytest_runtest_logreport")
     def pytest_runtest_logreport_whole(self, report: pytest.TestReport):  # type: ignore[no-untyped-def]

@@ -24,7 +24,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                     "as its own end would have: merge the xdist workers' journals into the run's, "
                     "compute the metrics and write its report.json and run.json, marked partial "
                     "(interrupted: killed), so `toolbench compare`, `view` and --baseline read "
-                    "it. Which selected cases never ran is unknown and said so. Refused for a "
+                    "it, naming the selected cases left without a result. Refused for a "
                     "run that has its report, one still running, and one started on another "
                     "host (--force).")
     finish.add_argument("run", metavar="RUN", help="the run id as `toolbench runs` prints it (or "

@@ -7,10 +7,11 @@ sizes), but no report: ``toolbench runs`` lists it as incomplete, and ``compare`
 own end would have done (session/finish.py, the same code): the results only an xdist worker's
 journal holds go into the run's journal, which is compacted; the worker journals and scratch
 files go; the metrics are scored; ``report.json`` and the final ``run.json`` are written,
-marked partial and interrupted (``killed``). Which selected cases never ran is unknown (the
-selection died with the run): the report says so instead of naming them. Plots, Allure and
-Markdown, which the run would have written with its end, are not: ``toolbench view`` and
-``compare`` read ``report.json``.
+marked partial and interrupted (``killed``). The selected cases without a result are named from
+the selection the run kept among its scratch files (results/case_store.py ``write_selection``);
+a run killed before it had collected kept none, and its report says they are unknown. Plots,
+Allure and Markdown, which the run would have written with its end, are not: ``toolbench
+view`` and ``compare`` read ``report.json``.
 """
 
 from __future__ import annotations
@@ -68,6 +69,7 @@ def finish_killed_run(run_dir: Path, *, force: bool = False) -> FinishedRun:
     start = index.start
     settings = _settings(start, run_dir)
     finished = _last_write(run_dir) or index.started or 0.0
+    selection = case_store.read_selection(run_dir)  # (before the scratch files go)
     results, notes = _collect_results(run_dir)
     if not results:
         mark_ended(run_dir, partial=True, interrupted_by=KILLED,
@@ -85,8 +87,13 @@ def finish_killed_run(run_dir: Path, *, force: bool = False) -> FinishedRun:
                   if d.get("path") and d.get("sha256")},
         data_sources=start.data_sources, suite_sizes=start.suite_sizes,
     )
-    end = RunEnd(pytest_status=int(ToolbenchExit.INTERRUPTED), interrupted_by=KILLED,
-                 missing_unknown=True)
+    if selection is None:
+        end = RunEnd(pytest_status=int(ToolbenchExit.INTERRUPTED), interrupted_by=KILLED,
+                     missing_unknown=True)
+    else:
+        reported = {r.case_id for r in results}
+        end = RunEnd(pytest_status=int(ToolbenchExit.INTERRUPTED), interrupted_by=KILLED,
+                     missing=[i for i in selection if i not in reported], selected=len(selection))
     record = run_record(scores, end, results, identity)
     try:
         new_index = save_report(run_dir, record, cases_in_journal=True)
