@@ -74,6 +74,7 @@ def test_finish_scores_a_killed_run_from_its_journals_and_compare_reads_it(tmp_p
     run_dir = _killed_run(tmp_path, workers)
     assert not (run_dir / "report.json").exists()
     assert read_index(run_dir).status == "incomplete"  # type: ignore[union-attr]
+    assert "killed (toolbench finish scores it)" in cli("runs", "--runs-dir", str(tmp_path / "runs")).stdout
     journalled = _journalled(run_dir)  # before finish: the workers' journals go then
     selection = case_store.read_selection(run_dir)
     assert selection is not None and len(selection) == 18  # the sample's 6 records x 3 scenarios

@@ -79,6 +79,8 @@ def status_text(index: RunIndex) -> str:
         return "complete"
     if index.status == "interrupted":
         return f"partial ({index.interrupted_by})" if index.interrupted_by else "partial"
+    if index.status == "incomplete" and index.report is None and index.start is not None:
+        return "killed (toolbench finish scores it)"  # its start is kept: session/killed_run.py
     return index.status  # running / incomplete
 
 
