@@ -502,5 +502,5 @@ def test_a_suite_run_against_an_endpoint_serving_only_server_errors_ends_early(t
     # Two attempts for each call in flight when the first gave up (2 per process, a quarter
     # more started ahead), not 2 for each of the 18 cases.
     print("requests sent:", sent)
-    assert sent <= 4 * int(workers or 1) * 2 + 4, (sent, out[-3000:])
+    assert sent <= 4 * (int(workers) or 1) * 2 + 4, (sent, out[-3000:])  # -n 0: one process
     assert f"endpoint {url} unreachable: server errors only" in " ".join(out.split()), out[-3000:]
