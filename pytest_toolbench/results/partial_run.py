@@ -30,9 +30,10 @@ def missing_note(missing: list[str], selected: int, interrupted_by: str | None =
             "cases that reported")
 
 
-#: Said of a run scored after it was killed: its selection was never written down.
-MISSING_UNKNOWN = ("which selected cases have no result is unknown (the run was killed before "
-                   "its end)")
+#: Said of a run scored after it was killed (``toolbench finish``) before it had kept its
+#: selection (results/case_store.py ``write_selection``): the cases it left are not known.
+MISSING_UNKNOWN = ("which selected cases have no result is unknown (the run was killed before it "
+                   "had kept its selection)")
 
 
 def partial_notes(failures: list[OutputFailure], interrupted_by: str | None, missing: list[str],
