@@ -155,6 +155,16 @@ def test_runs_lists_newest_first_including_a_killed_run(tmp_path):
                                                  "--json", "-n", "1").stdout)] == ["killed"]
 
 
+def test_a_partial_run_of_repeats_says_how_many_runs_it_has():
+    from pytest_toolbench.runs.listing import render_runs
+    from pytest_toolbench.runs.record import RunIndex
+
+    whole = RunIndex(run_id="whole", n_cases=5, n_runs=15, repeats=3)
+    part = RunIndex(run_id="part", status="interrupted", partial=True, n_cases=5, n_runs=7, repeats=3)
+    out = blocks(render_runs([whole, part], 80))
+    assert [field(b, "cases") for b in out] == ["5 x3", "5 x3 (7 of 15 runs)"]
+
+
 def test_prune_by_age_removes_old_runs_and_cache_entries_and_dry_run_keeps_them(tmp_path):
     now = time.time()
     cache = tmp_path / "cache"

@@ -48,7 +48,11 @@ def _date(r: RunIndex) -> str:
 def _cases(r: RunIndex) -> str:
     if r.status in ("running", "incomplete") and not r.n_cases:
         return f"{r.n_runs} so far"
-    return str(r.n_cases) + (f" x{r.repeats}" if r.repeats > 1 else "")
+    if r.repeats <= 1:
+        return str(r.n_cases)
+    planned = r.n_cases * r.repeats
+    # a partial run of repeats ran fewer: "1199 x3" alone read as 3,597 results where 1,199 were
+    return f"{r.n_cases} x{r.repeats}" + (f" ({r.n_runs} of {planned} runs)" if r.n_runs != planned else "")
 
 
 def _cells(r: RunIndex) -> list[str]:
