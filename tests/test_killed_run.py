@@ -158,3 +158,16 @@ def test_an_unknown_run_is_one_line(tmp_path):
     done = cli("finish", "nope", "--runs-dir", str(tmp_path / "runs"))
     assert done.returncode == 2 and done.stderr.count("\n") == 1
     assert "nope: no such report file, and no run with that id" in done.stderr
+
+
+def test_a_refused_run_is_left_as_it_was(tmp_path):
+    """A refusal found from the run's start (here a benchmark not installed) comes before the
+    folder is touched: the workers' journals are not merged away."""
+    run_dir = tmp_path / "elsewhere-made"
+    _index(run_dir, pid=None, suites=["nosuch"])
+    worker = run_dir / "worker-gw0.jsonl"
+    worker.write_text("")
+    before = sorted(p.name for p in run_dir.iterdir())
+    with pytest.raises(KilledRunError, match="benchmark\\(s\\) nosuch not installed here"):
+        finish_killed_run(run_dir)
+    assert sorted(p.name for p in run_dir.iterdir()) == before

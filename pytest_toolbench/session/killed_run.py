@@ -67,7 +67,12 @@ def finish_killed_run(run_dir: Path, *, force: bool = False) -> FinishedRun:
     index = _killed_index(run_dir, force=force)
     assert index.start is not None  # (_killed_index refuses a run without it)
     start = index.start
+    # Everything that can refuse the run is read before its folder is touched (the merge below
+    # compacts the journal and removes the workers' journals).
     settings = _settings(start, run_dir)
+    _benchmarks(index.suites, run_dir)  # the benchmarks it targeted are installed here
+    data_sources = _data_sources(start, run_dir)
+    baseline = _baseline(settings, run_dir)
     finished = _last_write(run_dir) or index.started or 0.0
     selection = case_store.read_selection(run_dir)  # (before the scratch files go)
     results, notes = _collect_results(run_dir)
@@ -76,9 +81,8 @@ def finish_killed_run(run_dir: Path, *, force: bool = False) -> FinishedRun:
                    exit_status=int(ToolbenchExit.INTERRUPTED))
         return FinishedRun(read_index(run_dir) or index, None,
                            [*notes, "no case had finished: nothing to score"])
-    benchmarks = _benchmarks(results, run_dir)
-    data_sources = _data_sources(start, run_dir)
-    scores = score_run(results, benchmarks, settings, _baseline(settings, run_dir), data_sources)
+    benchmarks = _benchmarks(sorted({r.benchmark for r in results}), run_dir)  # as its end would
+    scores = score_run(results, benchmarks, settings, baseline, data_sources)
     started = index.started if index.started is not None else finished
     identity = RunIdentity(
         run_id=index.run_id, started=started, finished=finished, wall_s=max(0.0, finished - started),
@@ -87,13 +91,10 @@ def finish_killed_run(run_dir: Path, *, force: bool = False) -> FinishedRun:
                   if d.get("path") and d.get("sha256")},
         data_sources=start.data_sources, suite_sizes=start.suite_sizes,
     )
-    if selection is None:
-        end = RunEnd(pytest_status=int(ToolbenchExit.INTERRUPTED), interrupted_by=KILLED,
-                     missing_unknown=True)
-    else:
-        reported = {r.case_id for r in results}
-        end = RunEnd(pytest_status=int(ToolbenchExit.INTERRUPTED), interrupted_by=KILLED,
-                     missing=[i for i in selection if i not in reported], selected=len(selection))
+    reported = {r.case_id for r in results}
+    end = RunEnd(pytest_status=int(ToolbenchExit.INTERRUPTED), interrupted_by=KILLED,
+                 missing=[i for i in selection or () if i not in reported],
+                 selected=len(selection or ()), missing_unknown=selection is None)
     record = run_record(scores, end, results, identity)
     try:
         new_index = save_report(run_dir, record, cases_in_journal=True)
@@ -192,10 +193,10 @@ def _collect_results(run_dir: Path) -> tuple[list[CaseResult], list[str]]:
     return list(results.values()), notes
 
 
-def _benchmarks(results: list[CaseResult], run_dir: Path) -> dict[str, Any]:
-    names = {r.benchmark for r in results}
+def _benchmarks(names: list[str], run_dir: Path) -> dict[str, Any]:
+    """The benchmarks ``names``, installed here (else a refusal naming those that are not)."""
     known = registry()
-    unknown = sorted(names - set(known))
+    unknown = sorted(set(names) - set(known))
     if unknown:
         raise KilledRunError(f"run {run_dir.name}: benchmark(s) {', '.join(unknown)} not installed "
                              "here; finish it where its benchmarks are")

@@ -33,8 +33,8 @@ class RunEnd:
     missing: list[str] = field(default_factory=list)
     selected: int = 0
     output_failures: list[OutputFailure] = field(default_factory=list)
-    #: Which selected cases have no result is not known (a run killed before its end, scored
-    #: later by ``toolbench finish``: its selection died with it); ``missing`` is then empty.
+    #: Which selected cases have no result is not known (``toolbench finish`` of a run killed
+    #: before it had kept its selection); ``missing`` is then empty.
     missing_unknown: bool = False
 
     @property
