@@ -123,6 +123,29 @@ def sweep_stale(base: str, prefix: str, remove: Callable[[str], str | None] | No
     return removed
 
 
+def private_folder(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is a real folder (not a link) of this user's that nobody else may write
+    to: what a file read back from it (a pickle, a kept estimate) may be trusted for."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid() and not st.st_mode & 0o022
+
+
+def user_folder(base: str | os.PathLike[str], name: str) -> str | None:
+    """``base/name/u<uid>``, made private (0700) if new: this user's corner of a folder users may
+    share (the response cache's). None when it cannot be made, or is not private (a link, another
+    owner, widened modes): the caller then keeps nothing there."""
+    folder = os.path.join(base, name, f"u{os.geteuid()}")
+    try:
+        os.makedirs(os.path.dirname(folder), exist_ok=True)
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+    except OSError:
+        return None
+    return folder if private_folder(folder) else None
+
+
 def _rmtree(path: str) -> str | None:
     try:
         shutil.rmtree(path)

@@ -322,6 +322,21 @@ def test_a_data_file_edited_mid_run_errors_its_cases_naming_the_file(tmp_path, m
     assert "changed since the run parsed it" in proc.stdout
 
 
+def estimates_kept(cache: Path) -> set[str]:
+    """The keys of the bootstrap estimates kept in a response cache's folder."""
+    from pytest_toolbench.results import estimate_memo
+
+    file = cache / estimate_memo.FOLDER / f"u{os.geteuid()}" / estimate_memo.FILE
+    return set(json.loads(file.read_text())["entries"])
+
+
+def test_a_run_told_no_cache_writes_nothing_in_the_cache_folder(tmp_path):
+    proc, report = run_suite(tmp_path, "--model", "oracle", "--no-cache", "--scenario", "direct",
+                             "--limit", "2")
+    assert proc.returncode == 0 and report is not None, proc.stdout[-2000:]
+    assert not (tmp_path / "cache").exists()
+
+
 def test_rerun_of_finished_suite_makes_no_model_calls(tmp_path):
     agent = GoldAgent(load_records(BUNDLED))
     with FakeOpenAIServer(agent) as server:
@@ -329,10 +344,13 @@ def test_rerun_of_finished_suite_makes_no_model_calls(tmp_path):
         _, first = run_suite(tmp_path, *args)
         calls = len(server.requests)
         assert calls > 0
+        kept = estimates_kept(tmp_path / "cache")
+        assert kept  # the intervals, kept for a re-run (results/estimate_memo.py)
         _, second = run_suite(tmp_path, *args)
         assert len(server.requests) == calls
         url = server.base_url
     assert metric_table(first) == metric_table(second)
+    assert estimates_kept(tmp_path / "cache") == kept  # each read back: none computed anew
     assert all(c["cached_calls"] == c["model_calls"] > 0 for c in second["cases"])
 
     # --cache-only: the server is gone; the finished run re-scores from the cache alone, a

@@ -51,6 +51,7 @@ from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import Concatenate, ParamSpec, TypeVar
 
+from pytest_toolbench import owned_folders
 from pytest_toolbench.fileio import atomic_write_bytes, file_version
 
 P = ParamSpec("P")
@@ -118,8 +119,6 @@ def share_parsed_files() -> Path:
     """Controller: keep every file parsed from now on for the workers; returns the folder (the
     caller removes it at the run's end, :func:`stop_sharing`). First removes the folders of
     controllers that were killed (nobody holds their lock)."""
-    from pytest_toolbench import owned_folders  # stdlib only
-
     path, _lock_fd[0] = owned_folders.claim_folder(tempfile.gettempdir(), FOLDER_PREFIX)
     folder = Path(path)
     _shared[0] = (folder, True)
@@ -140,24 +139,14 @@ def read_shared_parsed_files(folder: str | Path) -> None:
     to. Anything else (a path swapped for another user's folder or a link, modes widened) is
     ignored and every file is parsed here: slower, never less safe."""
     path = Path(folder)
-    if _private_folder(path):
+    if owned_folders.private_folder(path):
         _shared[0] = (path, False)
-
-
-def _private_folder(path: Path) -> bool:
-    try:
-        st = os.lstat(path)
-    except OSError:
-        return False
-    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid() and not st.st_mode & 0o022
 
 
 def stop_sharing() -> None:
     """Remove the controller's folder (a worker only forgets it)."""
     shared, _shared[0] = _shared[0], None
     if shared is not None and shared[1]:
-        from pytest_toolbench import owned_folders  # stdlib only
-
         fd, _lock_fd[0] = _lock_fd[0], -1
         owned_folders.release_folder(str(shared[0]), fd)
 
@@ -213,13 +202,8 @@ def keep_parsed_files(cache_dir: str | Path) -> Path | None:
     may share): in a folder of this user's own, made private (0700). Unpickling runs code, so a
     folder that is not private to this user (a link, another owner, widened modes) is not used:
     every file is then parsed, as before. Returns the folder, or None."""
-    folder = Path(cache_dir) / KEPT_FOLDER / f"u{os.geteuid()}"
-    try:
-        folder.parent.mkdir(parents=True, exist_ok=True)
-        folder.mkdir(mode=0o700, exist_ok=True)
-    except OSError:
-        return None
-    _kept[0] = folder if _private_folder(folder) else None
+    folder = owned_folders.user_folder(cache_dir, KEPT_FOLDER)
+    _kept[0] = Path(folder) if folder is not None else None
     return _kept[0]
 
 

@@ -8,9 +8,11 @@ and a candidate run over the same sample ids, for a later paired gate) see the s
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 
 from pytest_toolbench.lazy_import import LazyModule
+from pytest_toolbench.results import estimate_memo
 
 if TYPE_CHECKING:
     import numpy as np
@@ -65,10 +67,26 @@ def percentile_interval(
     return low, high
 
 
+def _kept_or_computed(kind: str, columns: tuple[ArrayLike, ...], n_boot: int, seed: int,
+                      confidence: float, compute: Callable[[], Estimate]) -> Estimate:
+    """``compute()``, or the estimate kept for the same inputs (estimate_memo.py: a cached re-run
+    ends without importing numpy)."""
+    memo = estimate_memo.active()
+    if memo is None:
+        return compute()
+    key = estimate_memo.input_key(kind, columns, n_boot, seed, confidence)  # type: ignore[arg-type]
+    return Estimate(*memo.estimate(key, compute))
+
+
 def bootstrap_mean(
     values: ArrayLike, *, n_boot: int = 2000, seed: int = 0, confidence: float = 0.95
 ) -> Estimate:
     """Mean of per-case values with a percentile-bootstrap CI."""
+    return _kept_or_computed("mean", (values,), n_boot, seed, confidence,
+                             lambda: _bootstrap_mean(values, n_boot, seed, confidence))
+
+
+def _bootstrap_mean(values: ArrayLike, n_boot: int, seed: int, confidence: float) -> Estimate:
     x = np.asarray(values, dtype=np.float64)
     n = int(x.size)
     if n == 0:
@@ -97,6 +115,13 @@ def bootstrap_ratio(
     A ratio whose total denominator is 0 is undefined: value None. Resamples that draw only
     zero-denominator cases are dropped from the interval rather than counted as 0.
     """
+    return _kept_or_computed(
+        "ratio", (numerators, denominators), n_boot, seed, confidence,
+        lambda: _bootstrap_ratio(numerators, denominators, n_boot, seed, confidence))
+
+
+def _bootstrap_ratio(numerators: ArrayLike, denominators: ArrayLike, n_boot: int, seed: int,
+                     confidence: float) -> Estimate:
     num = np.asarray(numerators, dtype=np.float64)
     den = np.asarray(denominators, dtype=np.float64)
     if num.shape != den.shape:

@@ -20,6 +20,7 @@ from pytest_toolbench import __version__
 from pytest_toolbench.benchmarks.base import Benchmark, HasReportTables
 from pytest_toolbench.config import RunSettings
 from pytest_toolbench.models.endpoint_pool import endpoint_totals
+from pytest_toolbench.results import estimate_memo
 from pytest_toolbench.results.aggregate import RunMetrics, aggregate
 from pytest_toolbench.results.case_result import CaseResult
 from pytest_toolbench.results.comparison import Comparison
@@ -74,7 +75,12 @@ def score_run(results: Sequence[CaseResult], benchmarks: Mapping[str, Benchmark]
     """Metrics, repeat statistics, report tables, the baseline comparison and the gate verdicts
     of ``results``; ``benchmarks``: those the results belong to; ``baseline``: the loaded
     ``--baseline`` run (compare/load.py), if any."""
-    results = list(results)
+    with estimate_memo.kept(settings.cache_dir if settings.use_cache else None):
+        return _scores(list(results), benchmarks, settings, baseline, data_sources)
+
+
+def _scores(results: list[CaseResult], benchmarks: Mapping[str, Benchmark], settings: RunSettings,
+            baseline: LoadedRun | None, data_sources: Sequence[DataSource]) -> Scores:
     specs = {n: b.metrics for n, b in benchmarks.items()}
     order = {n: b.scenarios for n, b in benchmarks.items()}
     repeated = settings.repeats > 1
