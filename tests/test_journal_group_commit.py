@@ -96,6 +96,31 @@ def test_an_idle_fsync_thread_wakes_for_a_new_line(tmp_path: Path) -> None:
     journal.close()
 
 
+def test_sync_soon_ends_the_pause_and_returns_at_once(tmp_path: Path, monkeypatch) -> None:
+    """At a run's end the last group commit starts at once (its fsync overlaps the end's work)
+    instead of after the thread's pause; the caller does not wait for it."""
+    import time
+
+    from pytest_toolbench.results import journal as journal_module
+
+    monkeypatch.setattr(journal_module, "SYNC_INTERVAL_S", 60.0)  # a pause no test would outwait
+    journal = ResultJournal(tmp_path / "results.jsonl")
+    journal.append(result(0))
+    deadline = time.monotonic() + 10
+    while journal._synced < 1 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    journal.append(result(1))  # while the thread pauses: left for the next commit
+    time.sleep(0.1)
+    assert journal._synced == 1
+    started = time.monotonic()
+    journal.sync_soon()
+    assert time.monotonic() - started < 1.0
+    while journal._synced < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert journal._synced == journal._written == 2
+    journal.close()
+
+
 def test_a_result_passed_on_as_json_is_the_same_line(tmp_path: Path) -> None:
     """The controller journals a worker's JSON as received: the same bytes append() writes for
     the result it validates to, control characters escaped alike."""

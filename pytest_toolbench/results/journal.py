@@ -144,6 +144,8 @@ class ResultJournal:
         self._syncer_idle = False
         #: Someone waits in flush(): the fsync thread does not pace itself.
         self._flushing = 0
+        #: Set by :meth:`sync_soon`: no more pauses between group commits (the run is ending).
+        self._hurry = False
         #: A failed write whose rollback failed too may have left part of a line behind.
         self._maybe_torn = False
         #: A write failed: the disk is failing, so nothing is renamed or compacted any more.
@@ -250,7 +252,7 @@ class ResultJournal:
             if full:
                 self._pack(self._set_aside(reopen=True))
             with self._cond:  # let lines gather: the next fsync covers them all
-                if not self._closed and not self._flushing:
+                if not self._closed and not self._flushing and not self._hurry:
                     self._cond.wait(SYNC_INTERVAL_S)
 
     def _set_aside(self, *, reopen: bool) -> Path | None:
@@ -300,6 +302,14 @@ class ResultJournal:
             _pack_file(self._packed, pending)
         except (OSError, ValueError) as exc:
             self.compact_error = f"{pending}: {exc}"
+
+    def sync_soon(self) -> None:
+        """Start the group commit of what was appended now, not after the thread's pause, and
+        return at once: the fsync (the GIL released) overlaps what the caller does next, and a
+        :meth:`flush` or :meth:`close` after that finds it done."""
+        with self._cond:
+            self._hurry = True
+            self._cond.notify_all()
 
     def flush(self) -> None:
         """Wait until every appended line is fsynced."""

@@ -340,6 +340,11 @@ class ControllerHooks:
         except pytest.exit.Exception:  # the journal failed: noted in st.output_failures
             pass
         if st.journal is not None:  # the last group commit: every result is on disk from here
+            st.journal.sync_soon()
+            if st.results:
+                # The end's modules (the record's models, the summary's rendering) load while
+                # that fsync runs (it releases the GIL), off the path to the first request.
+                from pytest_toolbench.session import end_summary, finish  # noqa: F401
             with contextlib.suppress(OSError):  # a failed write already stopped the run
                 st.journal.close()
             st.journal = None
@@ -365,8 +370,6 @@ class ControllerHooks:
 
     def _finish_run(self, session: pytest.Session, end: RunEnd) -> None:
         """Score the results, build the run's one record, and write every report from it."""
-        # The end of the run's modules (the record's models, the summary's rendering) load here,
-        # off the path to the first request.
         from pytest_toolbench.session import end_summary
         from pytest_toolbench.session.finish import covered_cases, run_record, score_run
 
