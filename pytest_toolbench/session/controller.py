@@ -376,7 +376,9 @@ class ControllerHooks:
         st = self.st
         results = list(st.results.values())
         benchmarks = {n: b for n, b in registry().items() if n in {r.benchmark for r in results}}
-        scores = score_run(results, benchmarks, st.settings, st.baseline, st.data_sources)
+        settings = st.settings
+        scores = score_run(results, benchmarks, settings, st.baseline, st.data_sources,
+                           keep_estimates_in=settings.cache_dir if settings.use_cache else None)
         self._ensure_suite_sizes(covered_cases(results))
         record = run_record(scores, end, results, run_identity(self.config, st))
         self.record = record

@@ -14,6 +14,7 @@ from __future__ import annotations
 import platform
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_toolbench import __version__
@@ -71,11 +72,13 @@ class RunIdentity:
 
 def score_run(results: Sequence[CaseResult], benchmarks: Mapping[str, Benchmark],
               settings: RunSettings, baseline: LoadedRun | None = None,
-              data_sources: Sequence[DataSource] = ()) -> Scores:
+              data_sources: Sequence[DataSource] = (),
+              keep_estimates_in: Path | None = None) -> Scores:
     """Metrics, repeat statistics, report tables, the baseline comparison and the gate verdicts
     of ``results``; ``benchmarks``: those the results belong to; ``baseline``: the loaded
-    ``--baseline`` run (compare/load.py), if any."""
-    with estimate_memo.kept(settings.cache_dir if settings.use_cache else None):
+    ``--baseline`` run (compare/load.py), if any; ``keep_estimates_in``: the response cache's
+    folder, where the bootstrap intervals are kept for a re-run (results/estimate_memo.py)."""
+    with estimate_memo.kept(keep_estimates_in):
         return _scores(list(results), benchmarks, settings, baseline, data_sources)
 
 

@@ -82,6 +82,7 @@ def finish_killed_run(run_dir: Path, *, force: bool = False) -> FinishedRun:
         return FinishedRun(read_index(run_dir) or index, None,
                            [*notes, "no case had finished: nothing to score"])
     benchmarks = _benchmarks(sorted({r.benchmark for r in results}), run_dir)  # as its end would
+    # No estimates kept: the run's --cache-dir may be relative to a folder this is not run in.
     scores = score_run(results, benchmarks, settings, baseline, data_sources)
     started = index.started if index.started is not None else finished
     identity = RunIdentity(
