@@ -83,7 +83,9 @@ def test_finish_scores_a_killed_run_from_its_journals_and_compare_reads_it(tmp_p
     missing = [i for i in selection if i not in journalled] if selection_kept else []
     assert not selection_kept or 0 < len(missing) < 18
 
-    done = cli("finish", run_dir.name[:15], "--runs-dir", str(tmp_path / "runs"))
+    out_json, out_md = tmp_path / "ci" / "report.json", tmp_path / "ci" / "summary.md"
+    done = cli("finish", run_dir.name[:15], "--runs-dir", str(tmp_path / "runs"),
+               "--toolbench-json", str(out_json), "--toolbench-md", str(out_md))
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"{len(journalled)} results scored from its journal" in done.stdout
     assert f"partial ({KILLED})" in done.stdout
@@ -110,6 +112,15 @@ def test_finish_scores_a_killed_run_from_its_journals_and_compare_reads_it(tmp_p
     assert verdicts[GATE]["passed"] and not verdicts[RUN_COMPLETED]["passed"]
     lost = missing_text(missing, 18) if selection_kept else MISSING_UNKNOWN
     assert verdicts[RUN_COMPLETED]["reason"] == f"the run was interrupted ({KILLED}): {lost}"
+
+    # the reports a CI step asked for beside the folder: the same record, its cases inline
+    inline = json.loads(out_json.read_text())
+    assert {k: v for k, v in inline.items() if k not in ("cases", "cases_journal")} == {
+        k: v for k, v in report.items() if k not in ("cases", "cases_journal")}
+    assert sorted(c["case_id"] for c in inline["cases"]) == sorted(journalled)
+    summary = out_md.read_text()
+    assert f"run `{run['run_id']}`" in summary or run["run_id"] in summary
+    assert RUN_COMPLETED in summary and KILLED in summary
 
     listed = cli("runs", "--runs-dir", str(tmp_path / "runs"))
     assert f"partial ({KILLED})" in listed.stdout and "exit 2 INTERRUPTED" in listed.stdout
@@ -158,6 +169,20 @@ def test_an_unknown_run_is_one_line(tmp_path):
     done = cli("finish", "nope", "--runs-dir", str(tmp_path / "runs"))
     assert done.returncode == 2 and done.stderr.count("\n") == 1
     assert "nope: no such report file, and no run with that id" in done.stderr
+
+
+def test_an_output_path_that_cannot_be_written_refuses_before_the_folder_is_touched(tmp_path):
+    run_dir = tmp_path / "runs" / "20260101-000000-abcdef"
+    _index(run_dir, pid=None)
+    worker = run_dir / "worker-gw0.jsonl"
+    worker.write_text("")
+    before = sorted(p.name for p in run_dir.iterdir())
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    done = cli("finish", str(run_dir), "--toolbench-json", str(blocker / "report.json"))
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith(f"toolbench finish: --toolbench-json {blocker / 'report.json'}")
+    assert sorted(p.name for p in run_dir.iterdir()) == before
 
 
 def test_a_refused_run_is_left_as_it_was(tmp_path):

@@ -9,11 +9,19 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from pytest_toolbench.exitcodes import ToolbenchExit
 from pytest_toolbench.runs.store import RUNS_DIR_ENV, DEFAULT_RUNS_DIR, find_runs_dir
+
+if TYPE_CHECKING:
+    from pytest_toolbench.results.run_record import RunRecord
 
 #: Exit status of a run that cannot be finished (the message says why), as other commands' 2.
 REFUSED = 2
+#: The run was finished (its folder has its report) but a report asked for beside it was not
+#: written: the plugin's status for an output that could not be written.
+OUTPUT_FAILED = int(ToolbenchExit.OUTPUT_ERROR)
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -35,28 +43,67 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     finish.add_argument("--force", action="store_true",
                         help="finish a run started on another host (sharing this runs folder) "
                              "that is known to be gone")
+    finish.add_argument("--toolbench-json", type=Path, default=None, metavar="PATH",
+                        help="also write the JSON report there, cases inline, as the run's own "
+                             "--toolbench-json would have been (a CI step's artifact)")
+    finish.add_argument("--toolbench-md", type=Path, default=None, metavar="PATH",
+                        help="also write the Markdown summary there (appended when PATH is "
+                             "$GITHUB_STEP_SUMMARY), as the run's own --toolbench-md")
     finish.set_defaults(func=cmd_finish)
 
 
 def cmd_finish(args: argparse.Namespace) -> int:
     from pytest_toolbench.compare.run_refs import resolve_run_dir
+    from pytest_toolbench.output_paths import check_output_paths
     from pytest_toolbench.runs.listing import render_runs
     from pytest_toolbench.results.safe_text import safe_text
     from pytest_toolbench.session.killed_run import finish_killed_run
     from pytest_toolbench.text_table import output_width
 
     try:
+        # Paths the run's folder is not: checked before it is touched (its journals merged).
+        check_output_paths([("--toolbench-json", args.toolbench_json),
+                            ("--toolbench-md", args.toolbench_md)], [])
         folder = Path(args.run)
         if "/" not in args.run and not (folder / "run.json").is_file():  # a run id, not its folder
             folder = resolve_run_dir(args.run, find_runs_dir(args.runs_dir))
         done = finish_killed_run(folder, force=args.force)
-    except ValueError as exc:  # KilledRunError, RunLoadError
+    except ValueError as exc:  # KilledRunError, RunLoadError, an output path
         print(f"toolbench finish: {safe_text(str(exc))}", file=sys.stderr)
         return REFUSED
     for note in done.notes:
         print(f"note: {safe_text(note)}")
+    failed = False
     if done.record is not None:
         print(f"run {done.index.run_id}: {len(done.record.cases)} results scored from its journal; "
               f"report written: {done.index.report}")
+        failed = not write_outputs(done.record, args.toolbench_json, args.toolbench_md,
+                                   notes=done.notes)
+    elif args.toolbench_json or args.toolbench_md:
+        print("note: no report to write (no case had finished)")
     sys.stdout.write(render_runs([done.index], output_width()))
-    return 0
+    return OUTPUT_FAILED if failed else 0
+
+
+def write_outputs(record: RunRecord, json_path: Path | None, md_path: Path | None, *,
+                  notes: list[str]) -> bool:
+    """The reports the run's end would have written beside its folder's; each failure is one
+    line on stderr (the run's folder has its report either way). Returns whether all were."""
+    from pytest_toolbench.report.markdown_report import write_markdown_report
+    from pytest_toolbench.results.safe_text import safe_text
+
+    written = True
+    for what, path, write in (
+            ("JSON report", json_path, lambda p: record.write(p)),
+            ("Markdown summary", md_path, lambda p: write_markdown_report(p, record, notes=notes))):
+        if path is None:
+            continue
+        try:
+            write(path)
+        except OSError as exc:
+            print(f"toolbench finish: {what} {path}: not written ({safe_text(str(exc))})",
+                  file=sys.stderr)
+            written = False
+        else:
+            print(f"{what} written: {path}")
+    return written

@@ -9,9 +9,10 @@ journal holds go into the run's journal, which is compacted; the worker journals
 files go; the metrics are scored; ``report.json`` and the final ``run.json`` are written,
 marked partial and interrupted (``killed``). The selected cases without a result are named from
 the selection the run kept among its scratch files (results/case_store.py ``write_selection``);
-a run killed before it had collected kept none, and its report says they are unknown. Plots,
-Allure and Markdown, which the run would have written with its end, are not: ``toolbench
-view`` and ``compare`` read ``report.json``.
+a run killed before it had collected kept none, and its report says they are unknown. Plots
+and Allure, which the run would have written with its end, are not: ``toolbench view`` and
+``compare`` read ``report.json``; ``toolbench finish --toolbench-json/--toolbench-md`` writes the
+JSON report and the Markdown summary from the record returned here (finish_cli.py).
 """
 
 from __future__ import annotations
