@@ -22,6 +22,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     view.add_argument("paths", nargs="*", type=Path, metavar="RUNS_DIR",
                       help=f"runs folders, run folders or --toolbench-json files (default: "
                            f"${RUNS_DIR_ENV}, else the nearest {DEFAULT_RUNS_DIR})")
+    # The other commands name the runs folder by --runs-dir: the same words work here.
+    view.add_argument("--runs-dir", dest="runs_dirs", type=Path, action="append", default=[],
+                      metavar="RUNS_DIR", help="a runs folder, as the plugin's --runs-dir and the "
+                                               "other toolbench commands take it (repeatable; the "
+                                               "same as a RUNS_DIR argument)")
     view.add_argument("--out", type=Path, default=DEFAULT_OUT,
                       help=f"the site's folder (default {DEFAULT_OUT})")
     view.add_argument("--serve", action="store_true",
@@ -39,7 +44,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def cmd_view(args: argparse.Namespace) -> int:
     from pytest_toolbench.view.site import MAX_PAIRS, build_site
 
-    paths = args.paths or [find_runs_dir(None)]
+    paths = [*args.paths, *args.runs_dirs] or [find_runs_dir(None)]
     missing = [p for p in paths if not p.exists()]
     if missing:
         print(f"toolbench view: no such file or folder: {missing[0]}", file=sys.stderr)
