@@ -227,6 +227,30 @@ def test_prune_needs_a_limit_and_rejects_bad_ones(tmp_path):
     assert bad.returncode == 2 and "--older-than 'soon'" in bad.stderr
 
 
+def test_a_named_folder_that_does_not_exist_is_named(tmp_path):
+    """A mistyped --runs-dir (or $TOOLBENCH_RUNS_DIR, or prune's --cache-dir) read as an empty
+    history ("no runs found", "would remove 0 item(s)") without a word on where it looked: the
+    folder is named on stderr now. Still exit 0: a CI step may list or prune before the first
+    run has made the folder."""
+    nope = tmp_path / "nope"
+    for args in (("runs", "--runs-dir", str(nope)),
+                 ("prune", "--older-than", "1d", "--runs-dir", str(nope), "--cache-dir", str(tmp_path)),
+                 ("prune", "--older-than", "1d", "--cache-dir", str(nope), "--runs-dir", str(tmp_path))):
+        proc = cli(*args)
+        assert proc.returncode == 0 and proc.stderr == f"toolbench {args[0]}: note: no such folder: {nope}\n"
+    quiet = cli("prune", "--older-than", "1d", "--cache-dir", str(nope), "--runs-dir", str(tmp_path),
+                "--only", "runs")
+    assert quiet.returncode == 0 and quiet.stderr == ""  # a folder it would not look in
+    env = {k: v for k, v in os.environ.items() if k != "TOOLBENCH_RUNS_DIR"}
+    by_env = subprocess.run([sys.executable, "-m", "pytest_toolbench.cli", "runs"], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=60,
+                            env={**env, "TOOLBENCH_RUNS_DIR": str(nope)})
+    assert by_env.returncode == 0 and str(nope) in by_env.stderr
+    nothing = subprocess.run([sys.executable, "-m", "pytest_toolbench.cli", "runs"], cwd=tmp_path,
+                             capture_output=True, text=True, timeout=60, env=env)
+    assert nothing.returncode == 0 and "no .toolbench/runs in this folder or above" in nothing.stdout
+
+
 def test_duration_and_size_units():
     assert parse_duration("30d") == 30 * DAY and parse_duration("12h") == 12 * 3600
     assert parse_duration("2w") == 14 * DAY and parse_duration("7") == 7 * DAY

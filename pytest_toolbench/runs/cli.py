@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -60,8 +61,27 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     prune.set_defaults(func=cmd_prune)
 
 
+def _note_missing(command: str, folders: list[tuple[Path, bool]]) -> None:
+    """A folder the user named (an option, or ``$TOOLBENCH_RUNS_DIR``) that does not exist is
+    named on stderr: a mistyped path would otherwise read as an empty history. Not an error: a CI
+    step may list or prune before the first run has made the folder."""
+    for folder, named in folders:
+        if named and not folder.is_dir():
+            print(f"toolbench {command}: note: no such folder: {folder}", file=sys.stderr)
+
+
+def _runs_dir_named(args: argparse.Namespace) -> bool:
+    return args.runs_dir is not None or bool(os.environ.get(RUNS_DIR_ENV))
+
+
 def cmd_runs(args: argparse.Namespace) -> int:
-    runs = list_runs(find_runs_dir(args.runs_dir))
+    runs_dir = find_runs_dir(args.runs_dir)
+    _note_missing("runs", [(runs_dir, _runs_dir_named(args))])
+    if not runs_dir.is_dir() and not args.json and not _runs_dir_named(args):
+        print(f"no runs found: no {DEFAULT_RUNS_DIR} in this folder or above it "
+              "(--runs-dir names a runs folder)")
+        return 0
+    runs = list_runs(runs_dir)
     if args.limit is not None:
         runs = runs[: args.limit]
     if args.json:
@@ -82,8 +102,10 @@ def cmd_prune(args: argparse.Namespace) -> int:
         print(f"toolbench prune: {exc}", file=sys.stderr)
         return 2
     only = {"runs": "run", "cache": "cache"}.get(args.only or "")
-    cache_dir = find_cache_dir(args.cache_dir)
-    items = pruning.collect(cache_dir, find_runs_dir(args.runs_dir), only=only)  # type: ignore[arg-type]
+    cache_dir, runs_dir = find_cache_dir(args.cache_dir), find_runs_dir(args.runs_dir)
+    _note_missing("prune", [(runs_dir, _runs_dir_named(args) and only != "cache"),
+                            (cache_dir, args.cache_dir is not None and only != "run")])
+    items = pruning.collect(cache_dir, runs_dir, only=only)  # type: ignore[arg-type]
     removed = pruning.plan(items, older_than_s=older, max_size=size)
     if not args.dry_run:
         pruning.apply(removed, cache_dir)
