@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import warnings
 import zlib
 from pathlib import Path
@@ -22,6 +23,7 @@ from pytest_toolbench.results.journal import (
     JournalError,
     ResultJournal,
     journal_files,
+    pack_leftovers,
     packed_path,
     pending_paths,
     read_journal,
@@ -169,6 +171,31 @@ def test_a_compaction_killed_before_it_removed_its_pending_file_is_read_once(tmp
     (tmp_path / block.source).write_bytes(block.lines + result(4).model_dump_json().encode() + b"\n")
     assert pending_paths(path) == [tmp_path / block.source]
     assert same(read_journal(path), [result(i) for i in range(5)])
+
+
+def test_toolbench_finish_packs_what_a_killed_compaction_left_plain(tmp_path):
+    """pack_leftovers (``toolbench finish``): a pending file a member already holds in part is
+    stored from the end of that part, one nothing holds from its start; the lines read back
+    once each, in write order, and no pending file is left."""
+    path = tmp_path / "results.jsonl"
+    with ResultJournal(path, compact=True) as journal:
+        for i in range(4):
+            journal.append(result(i))
+    (block,) = read_blocks(packed_path(path))
+    # killed after the member's fsync, before the unlink, with a line added after the member
+    held = tmp_path / block.source
+    held.write_bytes(block.lines + result(4).model_dump_json().encode() + b"\n")
+    # killed before any member of a later pending file was written
+    later = tmp_path / f"results.jsonl.{time.time_ns()}.{os.getpid()}.pending"
+    later.write_bytes(b"".join(result(i).model_dump_json().encode() + b"\n" for i in (5, 6)))
+    assert pending_paths(path) == [held, later]
+    assert pack_leftovers(path) == 2
+    assert pending_paths(path) == [] and not path.exists()
+    blocks = read_blocks(packed_path(path))
+    assert [(b.source, b.start) for b in blocks] == [(held.name, 0), (held.name, block.end),
+                                                     (later.name, 0)]
+    assert same(read_journal(path), [result(i) for i in range(7)])
+    assert pack_leftovers(path) == 0  # nothing left: nothing read
 
 
 def _append_many(path: str, worker: int, count: int) -> None:

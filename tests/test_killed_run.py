@@ -168,7 +168,7 @@ def test_an_unknown_run_is_one_line(tmp_path):
     (tmp_path / "runs").mkdir()
     done = cli("finish", "nope", "--runs-dir", str(tmp_path / "runs"))
     assert done.returncode == 2 and done.stderr.count("\n") == 1
-    assert "nope: no such report file, and no run with that id" in done.stderr
+    assert done.stderr.startswith(f"toolbench finish: nope: no run with that id in {tmp_path / 'runs'} ")
 
 
 def test_an_output_path_that_cannot_be_written_refuses_before_the_folder_is_touched(tmp_path):

@@ -22,7 +22,7 @@ def resolve_run(ref: str, runs_dir: Path) -> Path:
     path = Path(ref)
     if path.exists() or "/" in ref or ref.endswith(".json"):  # a path: load_run says what is wrong
         return path
-    folder = resolve_run_dir(ref, runs_dir)
+    folder = resolve_run_dir(ref, runs_dir, nor="no such report file")
     report = folder / REPORT_NAME
     if not report.exists():
         raise RunLoadError(f"{ref}: run {folder.name} has no {REPORT_NAME} (it did not finish; "
@@ -31,9 +31,11 @@ def resolve_run(ref: str, runs_dir: Path) -> Path:
     return report
 
 
-def resolve_run_dir(ref: str, runs_dir: Path) -> Path:
+def resolve_run_dir(ref: str, runs_dir: Path, *, nor: str = "") -> Path:
     """The folder of the run whose id is ``ref`` (or starts with it, uniquely) under
-    ``runs_dir``; RunLoadError (one line) when none or several match."""
+    ``runs_dir``; RunLoadError (one line) when none or several match. ``nor``: what else ``ref``
+    was looked for as, when the caller also took it for something else (compare: a report
+    file), said first in the error."""
     root = Path(runs_dir)
     folders = sorted(d for d in root.iterdir() if d.is_dir()) if root.is_dir() else []
     exact = [d for d in folders if d.name == ref]
@@ -42,7 +44,7 @@ def resolve_run_dir(ref: str, runs_dir: Path) -> Path:
         names = ", ".join(d.name for d in matches[:5]) + (" ..." if len(matches) > 5 else "")
         raise RunLoadError(f"{ref}: matches {len(matches)} runs ({names}); give more of the run id")
     if not matches:
-        raise RunLoadError(f"{ref}: no such report file, and no run with that id in {root} "
+        raise RunLoadError(f"{ref}: {nor + ', and ' if nor else ''}no run with that id in {root} "
                            "(`toolbench runs` lists them; --runs-dir picks another runs folder)")
     return matches[0]
 

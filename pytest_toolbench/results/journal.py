@@ -360,17 +360,38 @@ class ResultJournal:
         self.close()
 
 
-def _pack_file(packed: PackedJournal, pending: Path) -> None:
-    """Every whole line of ``pending`` into ``packed``, then remove it. A writer that opened the
-    plain file before it was renamed may still add a line under its lock: read again until
-    nothing new came (a torn line left by a killed writer is dropped with the file)."""
+def pack_leftovers(path: Path) -> int:
+    """Store the pending files a killed compaction left beside the journal at ``path`` in its
+    ``.gz``, each from the end of what a member already holds (a compaction packs a pending file
+    from its start, so what it stored before the kill is a prefix); returns how many. Only for a
+    journal whose writers are all gone (``toolbench finish``): a live writer's pending file is
+    its own to pack. A failure leaves the file as it was (the reader reads it as it is)."""
+    leftovers = pending_paths(path)
+    if not leftovers:
+        return 0
+    held: dict[str, int] = {}
+    for block in read_blocks(packed_path(path)):
+        held[block.source] = max(held.get(block.source, 0), block.end)
+    packed = PackedJournal(packed_path(path))
+    try:
+        for pending in leftovers:
+            _pack_file(packed, pending, start=held.get(pending.name, 0))
+    finally:
+        packed.close()
+    return len(leftovers)
+
+
+def _pack_file(packed: PackedJournal, pending: Path, start: int = 0) -> None:
+    """Every whole line of ``pending`` from byte ``start`` into ``packed``, then remove it. A
+    writer that opened the plain file before it was renamed may still add a line under its lock:
+    read again until nothing new came (a torn line left by a killed writer is dropped with the
+    file)."""
     fd = os.open(pending, os.O_RDWR | os.O_CLOEXEC)
     try:
-        start = 0
         while True:
             with _locked(fd):
                 size = os.fstat(fd).st_size
-                data = os.pread(fd, size - start, start)
+                data = os.pread(fd, max(0, size - start), start)
                 whole = data.rfind(b"\n") + 1
                 if whole == 0:
                     os.unlink(pending)

@@ -5,8 +5,9 @@ end needs besides them (runs/record.py ``RunStart``: settings, command line, dat
 sizes), but no report: ``toolbench runs`` lists it as incomplete, and ``compare``, ``view`` and
 ``--baseline`` cannot read it. :func:`finish_killed_run` does with those results what the run's
 own end would have done (session/finish.py, the same code): the results only an xdist worker's
-journal holds go into the run's journal, which is compacted; the worker journals and scratch
-files go; the metrics are scored; ``report.json`` and the final ``run.json`` are written,
+journal holds go into the run's journal, which is compacted (a pending file a compaction cut short
+by the kill left plain included: results/journal.py ``pack_leftovers``); the worker journals and
+scratch files go; the metrics are scored; ``report.json`` and the final ``run.json`` are written,
 marked partial and interrupted (``killed``). The selected cases without a result are named from
 the selection the run kept among its scratch files (results/case_store.py ``write_selection``);
 a run killed before it had collected kept none, and its report says they are unknown. Plots
@@ -31,7 +32,7 @@ from pytest_toolbench.config import RunSettings
 from pytest_toolbench.exitcodes import ToolbenchExit
 from pytest_toolbench.results import case_store
 from pytest_toolbench.results.case_result import CaseResult
-from pytest_toolbench.results.journal import JournalError, read_journal
+from pytest_toolbench.results.journal import JournalError, pack_leftovers, read_journal
 from pytest_toolbench.results.packed_journal import PackedJournalError
 from pytest_toolbench.results.run_record import RunRecord
 from pytest_toolbench.runs.record import REPORT_NAME, RunIndex, RunStart, mark_ended, read_index, save_report
@@ -190,6 +191,10 @@ def _collect_results(run_dir: Path) -> tuple[list[CaseResult], list[str]]:
     if journal.compact_error is None:
         case_store.remove_worker_journals(run_dir)
         case_store.remove_scratch(run_dir)
+        try:  # a compaction the kill cut short left a plain pending file: stored compressed too
+            pack_leftovers(case_store.journal_path(run_dir))
+        except (OSError, PackedJournalError) as exc:
+            notes.append(f"a pending part of the journal was left as it is, plain ({exc})")
     else:  # the journal is whole, only not compacted: keep the rest as the run's end would
         notes.append(f"the journal was not compacted ({journal.compact_error})")
     return list(results.values()), notes
