@@ -22,13 +22,14 @@ from pytest_toolbench.results.case_result import CaseResult, Outcome
 from pytest_toolbench.results.journal import (
     JournalError,
     ResultJournal,
+    held_ranges,
     journal_files,
     pack_leftovers,
     packed_path,
     pending_paths,
     read_journal,
 )
-from pytest_toolbench.results.packed_journal import PackedJournalError, read_blocks
+from pytest_toolbench.results.packed_journal import Block, PackedJournalError, read_blocks
 from spawned import run_in_processes
 
 REPO = Path(__file__).resolve().parents[1]
@@ -196,6 +197,15 @@ def test_toolbench_finish_packs_what_a_killed_compaction_left_plain(tmp_path):
                                                      (later.name, 0)]
     assert same(read_journal(path), [result(i) for i in range(7)])
     assert pack_leftovers(path) == 0  # nothing left: nothing read
+
+
+def test_held_ranges_are_per_pending_file_and_in_order_whatever_the_member_order():
+    """What both the reader (skips these ranges) and pack_leftovers (goes on from the last end)
+    read: members of two pending files, one of them out of order on disk."""
+    blocks = [Block("a.pending", 40, 90, b""), Block("b.pending", 0, 10, b""),
+              Block("a.pending", 0, 40, b"")]
+    assert held_ranges(blocks) == {"a.pending": [(0, 40), (40, 90)], "b.pending": [(0, 10)]}
+    assert held_ranges([]) == {}
 
 
 def _append_many(path: str, worker: int, count: int) -> None:

@@ -53,7 +53,7 @@ from pydantic import ValidationError
 
 from pytest_toolbench.fileio import names_open_file
 from pytest_toolbench.results.case_result import CaseResult
-from pytest_toolbench.results.packed_journal import PackedJournal, read_blocks
+from pytest_toolbench.results.packed_journal import Block, PackedJournal, read_blocks
 from pytest_toolbench.results.safe_text import safe_json_bytes
 
 
@@ -369,16 +369,25 @@ def pack_leftovers(path: Path) -> int:
     leftovers = pending_paths(path)
     if not leftovers:
         return 0
-    held: dict[str, int] = {}
-    for block in read_blocks(packed_path(path)):
-        held[block.source] = max(held.get(block.source, 0), block.end)
+    held = held_ranges(read_blocks(packed_path(path)))
     packed = PackedJournal(packed_path(path))
     try:
         for pending in leftovers:
-            _pack_file(packed, pending, start=held.get(pending.name, 0))
+            ranges = held.get(pending.name, [])
+            _pack_file(packed, pending, start=max((end for _, end in ranges), default=0))
     finally:
         packed.close()
     return len(leftovers)
+
+
+def held_ranges(blocks: list[Block]) -> dict[str, list[tuple[int, int]]]:
+    """Per pending file's name, the byte ranges ``(start, end)`` of it that members hold, in
+    order: what a reader skips of a pending file and where :func:`pack_leftovers` goes on from
+    (a killed compaction left both the member and the file)."""
+    held: dict[str, list[tuple[int, int]]] = {}
+    for block in blocks:
+        held.setdefault(block.source, []).append((block.start, block.end))
+    return {name: sorted(ranges) for name, ranges in held.items()}
 
 
 def _pack_file(packed: PackedJournal, pending: Path, start: int = 0) -> None:
@@ -417,16 +426,16 @@ def _chunks(path: Path) -> list[_Chunk]:
     files (ordered by the time in their names; a member by its source's), then the plain file.
     Ranges of a pending file that a member already holds are left out (a killed compaction)."""
     chunks: list[_Chunk] = []
-    covered: dict[str, list[tuple[int, int]]] = {}
     gz = packed_path(path)
-    for block in read_blocks(gz):
-        covered.setdefault(block.source, []).append((block.start, block.end))
+    blocks = read_blocks(gz)
+    covered = held_ranges(blocks)
+    for block in blocks:
         chunks.append(_Chunk((*_pending_order(block.source, path), block.start),
                              f"{gz} ({block.source})", block.lines, False))
     for pending in pending_paths(path):
         data = pending.read_bytes()
         keep, at = [], 0
-        for start, end in sorted(covered.get(pending.name, [])):
+        for start, end in covered.get(pending.name, []):
             keep.append(data[at:start])
             at = max(at, end)
         keep.append(data[at:])
