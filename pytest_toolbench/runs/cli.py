@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -17,6 +16,7 @@ from pytest_toolbench.runs.store import (
     find_cache_dir,
     find_runs_dir,
     list_runs,
+    runs_dir_named,
 )
 from pytest_toolbench.text_table import output_width
 
@@ -70,14 +70,10 @@ def _note_missing(command: str, folders: list[tuple[Path, bool]]) -> None:
             print(f"toolbench {command}: note: no such folder: {folder}", file=sys.stderr)
 
 
-def _runs_dir_named(args: argparse.Namespace) -> bool:
-    return args.runs_dir is not None or bool(os.environ.get(RUNS_DIR_ENV))
-
-
 def cmd_runs(args: argparse.Namespace) -> int:
     runs_dir = find_runs_dir(args.runs_dir)
-    _note_missing("runs", [(runs_dir, _runs_dir_named(args))])
-    if not runs_dir.is_dir() and not args.json and not _runs_dir_named(args):
+    _note_missing("runs", [(runs_dir, runs_dir_named(args.runs_dir))])
+    if not runs_dir.is_dir() and not args.json and not runs_dir_named(args.runs_dir):
         print(f"no runs found: no {DEFAULT_RUNS_DIR} in this folder or above it "
               "(--runs-dir names a runs folder)")
         return 0
@@ -103,7 +99,7 @@ def cmd_prune(args: argparse.Namespace) -> int:
         return 2
     only = {"runs": "run", "cache": "cache"}.get(args.only or "")
     cache_dir, runs_dir = find_cache_dir(args.cache_dir), find_runs_dir(args.runs_dir)
-    _note_missing("prune", [(runs_dir, _runs_dir_named(args) and only != "cache"),
+    _note_missing("prune", [(runs_dir, runs_dir_named(args.runs_dir) and only != "cache"),
                             (cache_dir, args.cache_dir is not None and only != "run")])
     items = pruning.collect(cache_dir, runs_dir, only=only)  # type: ignore[arg-type]
     removed = pruning.plan(items, older_than_s=older, max_size=size)

@@ -44,6 +44,13 @@ def find_runs_dir(given: Path | None = None) -> Path:
     return Path(env) if env else nearest(DEFAULT_RUNS_DIR)
 
 
+def runs_dir_named(given: Path | None = None) -> bool:
+    """Whether :func:`find_runs_dir` returns a folder the user named (the option or the
+    environment variable), not the default it looks for: a named folder that does not exist is
+    worth a note, an absent default is only a project with no runs yet."""
+    return given is not None or bool(os.environ.get(RUNS_DIR_ENV))
+
+
 def find_cache_dir(given: Path | None = None) -> Path:
     """The CLIs' response cache: ``--cache-dir``, else the nearest ``.toolbench/cache``."""
     return Path(given) if given is not None else nearest(DEFAULT_CACHE_DIR)
