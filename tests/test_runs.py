@@ -349,6 +349,25 @@ def test_compare_takes_run_ids_and_refuses_runs_of_different_benchmarks(tmp_path
     unknown = cli("compare", first, "no-such-run", *cache)
     assert unknown.returncode == 2 and "no-such-run: no such report file, and no run with that id" \
         in unknown.stderr and unknown.stderr.count("\n") == 1
+    # a run's folder, as a shell tab-completes it, stands for its report (compare and --baseline)
+    runs = tmp_path / "runs"
+    folders = cli("compare", str(runs / first), str(runs / second))
+    assert folders.returncode == 0 and "toolhop/direct B vs A: 6 paired" in folders.stdout, folders.stderr
+    from pytest_toolbench.compare.baseline import load_baseline
+
+    assert load_baseline(runs / first, []).run_id == first
+    unfinished = runs / "20200101-000000-aaaaaa"
+    unfinished.mkdir()
+    (unfinished / "run.json").write_text((runs / first / "run.json").read_text())
+    other = tmp_path / "not-a-run"
+    other.mkdir()
+    for folder, said in ((unfinished, "has no report.json (it did not finish"),
+                         (other, "a folder that is not a run's")):
+        refused = cli("compare", str(runs / first), str(folder))
+        assert refused.returncode == 2 and said in refused.stderr, refused.stderr
+        assert refused.stderr.count("\n") == 1 and str(folder) in refused.stderr
+    by_id = cli("compare", first, unfinished.name, *cache)
+    assert by_id.returncode == 2 and "has no report.json (it did not finish" in by_id.stderr
 
 
 def test_no_command_ends_in_a_traceback_when_its_output_is_piped_into_head(tmp_path):

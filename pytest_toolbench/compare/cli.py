@@ -30,8 +30,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         ),
     )
     p.add_argument("runs", nargs="+", metavar="RUN", help="two or more runs, each a report file "
-                   "(--toolbench-json) or a run id as `toolbench runs` prints it (or a unique "
-                   "prefix of one); the first is the reference")
+                   "(--toolbench-json), a run folder, or a run id as `toolbench runs` prints it "
+                   "(or a unique prefix of one); the first is the reference")
     p.add_argument("--runs-dir", type=Path, default=None,
                    help="where run ids are looked up: the plugin's --runs-dir (default "
                         f"${RUNS_DIR_ENV}, else the nearest {DEFAULT_RUNS_DIR} at or above the "

@@ -23,6 +23,7 @@ from pytest_toolbench.results.case_result import CaseResult
 from pytest_toolbench.results.metrics import MetricSpec
 from pytest_toolbench.results.run_record import RunInfo, RunRecord
 from pytest_toolbench.results.run_sections import SettingsSection
+from pytest_toolbench.runs.record import INDEX_NAME, REPORT_NAME
 
 
 class RunLoadError(ValueError):
@@ -113,12 +114,29 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
+def report_file(path: Path) -> Path:
+    """The report a path names: the path itself, or a run folder's ``report.json`` (the folder
+    is what a user tab-completes under ``.toolbench/runs``). RunLoadError (one line) for a run
+    folder with no report yet and for any other folder."""
+    if not path.is_dir():
+        return path
+    report = path / REPORT_NAME
+    if report.is_file():
+        return report
+    if (path / INDEX_NAME).is_file():
+        raise RunLoadError(f"{path}: run {path.name} has no {REPORT_NAME} (it did not finish; "
+                           "`toolbench runs` shows its status, and `toolbench finish` scores a "
+                           "run that was killed)")
+    raise RunLoadError(f"{path}: a folder that is not a run's (no {INDEX_NAME} or {REPORT_NAME}"
+                       " in it), nor a report file")
+
+
 def load_record(path: str | Path) -> RunRecord:
-    """Read one JSON report as its record; :class:`RunLoadError` with a one-line message on
-    bad input. A run folder's report gets its cases from the run's journal
+    """Read one JSON report (or a run folder's) as its record; :class:`RunLoadError` with a
+    one-line message on bad input. A run folder's report gets its cases from the run's journal
     (results/case_store.py); ``--toolbench-json`` and older reports hold them inline."""
     with _gc_paused():
-        return _load_record(Path(path))
+        return _load_record(report_file(Path(path)))
 
 
 def _load_record(p: Path) -> RunRecord:
@@ -150,8 +168,9 @@ def _load_record(p: Path) -> RunRecord:
 
 
 def load_run(path: str | Path) -> LoadedRun:
-    """Load one report; raise :class:`RunLoadError` with a one-line message on bad input."""
-    p = Path(path)
+    """Load one report (or a run folder's); raise :class:`RunLoadError` with a one-line message
+    on bad input."""
+    p = report_file(Path(path))
     record = load_record(p)
     model = record.model or p.stem
     return LoadedRun(label=model, record=record, path=str(p))

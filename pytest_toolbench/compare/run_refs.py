@@ -1,5 +1,6 @@
-"""What ``toolbench compare`` accepts for a run: a report path, or a run id as ``toolbench runs``
-prints it (its folder's ``report.json``), so nobody has to dig the path out of the runs folder.
+"""What ``toolbench compare`` accepts for a run: a report path, a run folder, or a run id as
+``toolbench runs`` prints it (its folder's ``report.json``), so nobody has to dig the path out of
+the runs folder.
 
 A unique prefix of a run id works too (``20260101-1200`` when only one run starts so). And before
 comparing, runs that share no benchmark are refused: pairing a ToolHop run with a FamilyTool run
@@ -11,24 +12,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from pytest_toolbench.compare.load import LoadedRun, RunLoadError
-from pytest_toolbench.runs.record import REPORT_NAME
+from pytest_toolbench.compare.load import LoadedRun, RunLoadError, report_file
 
 
 def resolve_run(ref: str, runs_dir: Path) -> Path:
-    """The report file ``ref`` names: a path (it exists, has a "/" or ends in .json), else a run
-    id (or a unique prefix of one) under ``runs_dir``. RunLoadError (one line) for an id that
-    names no run."""
+    """The report file ``ref`` names: a path (it exists, has a "/" or ends in .json; a run
+    folder stands for its report), else a run id (or a unique prefix of one) under
+    ``runs_dir``. RunLoadError (one line) for an id that names no run, or a run with no
+    report."""
     path = Path(ref)
     if path.exists() or "/" in ref or ref.endswith(".json"):  # a path: load_run says what is wrong
-        return path
-    folder = resolve_run_dir(ref, runs_dir, nor="no such report file")
-    report = folder / REPORT_NAME
-    if not report.exists():
-        raise RunLoadError(f"{ref}: run {folder.name} has no {REPORT_NAME} (it did not finish; "
-                           "`toolbench runs` shows its status, and `toolbench finish` scores a "
-                           "run that was killed)")
-    return report
+        return report_file(path)
+    return report_file(resolve_run_dir(ref, runs_dir, nor="no such report file"))
 
 
 def resolve_run_dir(ref: str, runs_dir: Path, *, nor: str = "") -> Path:
