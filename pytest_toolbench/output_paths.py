@@ -15,6 +15,10 @@ or a missing device) fails, the same as the real write would.
 A read-only ``--cache-dir`` is an error, not a warning that the cache is off: a run that silently
 re-pays every model call next time is the surprise this check exists to remove; ``--no-cache``
 (or ``--cache-only``, which never writes the cache) is the way to run without writing it.
+
+Every path is checked before any is refused, one message each: a read-only checkout (a CI
+workspace mounted read-only, an installed copy) fails the runs folder and the response cache
+both, and a user fixing them one try at a time would pay a start-up per try.
 """
 
 from __future__ import annotations
@@ -87,15 +91,44 @@ def check_file(path: Path, option: str) -> None:
     check_folder(path.parent, option, named=path)
 
 
+class OutputPathsError(ValueError):
+    """Every output path that cannot be written: one message (``args``) per path, so a run in a
+    read-only checkout learns of its runs folder and its cache in one go, not one per try."""
+
+    def __str__(self) -> str:
+        return "; ".join(str(a) for a in self.args)
+
+
+def problems_of(exc: ValueError) -> tuple[str, ...]:
+    """The messages of a refusal, one per line to print: an :class:`OutputPathsError`'s each,
+    any other error's one."""
+    return tuple(str(a) for a in exc.args) if isinstance(exc, OutputPathsError) else (str(exc),)
+
+
+#: Where the folders a run writes by default can go instead, said after their problem: a
+#: read-only checkout (a mounted CI workspace, an installed copy) fails both defaults.
+ELSEWHERE = {
+    "--runs-dir": "--runs-dir or $TOOLBENCH_RUNS_DIR puts the run folders elsewhere",
+    "--cache-dir": "--cache-dir puts the response cache elsewhere; --no-cache writes none",
+}
+
+
 def check_output_paths(files: Iterable[tuple[str, Path | None]],
                        folders: Iterable[tuple[str, Path | None]]) -> None:
-    """Each given (option, path) pair, files then folders; the first problem is a ValueError."""
-    for option, path in files:
-        if path is not None:
-            check_file(Path(path), option)
-    for option, path in folders:
-        if path is not None:
-            check_folder(Path(path), option)
+    """Each given (option, path) pair, files then folders; :class:`OutputPathsError` with a
+    message per path that cannot be written."""
+    problems = []
+    for option, path, check in [*((o, p, check_file) for o, p in files),
+                                *((o, p, check_folder) for o, p in folders)]:
+        if path is None:
+            continue
+        try:
+            check(Path(path), option)
+        except ValueError as exc:
+            hint = ELSEWHERE.get(option)
+            problems.append(f"{exc} ({hint})" if hint else str(exc))
+    if problems:
+        raise OutputPathsError(*problems)
 
 
 def check_run_outputs(config: Any, settings: Any) -> None:
@@ -121,4 +154,5 @@ def check_run_outputs(config: Any, settings: Any) -> None:
     )
 
 
-__all__ = ["check_file", "check_folder", "check_output_paths", "check_run_outputs"]
+__all__ = ["OutputPathsError", "check_file", "check_folder", "check_output_paths", "problems_of",
+           "check_run_outputs"]

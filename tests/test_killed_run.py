@@ -183,6 +183,13 @@ def test_an_output_path_that_cannot_be_written_refuses_before_the_folder_is_touc
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
     assert done.stderr.startswith(f"toolbench finish: --toolbench-json {blocker / 'report.json'}")
     assert sorted(p.name for p in run_dir.iterdir()) == before
+    both = cli("finish", str(run_dir), "--toolbench-json", str(blocker / "report.json"),
+               "--toolbench-md", str(blocker / "summary.md"))  # each its own line, not one repr
+    assert both.returncode == 2 and both.stderr.splitlines() == [
+        f"toolbench finish: --toolbench-json {blocker / 'report.json'}: {blocker} is not a folder",
+        f"toolbench finish: --toolbench-md {blocker / 'summary.md'}: {blocker} is not a folder"], \
+        both.stderr
+    assert sorted(p.name for p in run_dir.iterdir()) == before
 
 
 def test_a_refused_run_is_left_as_it_was(tmp_path):

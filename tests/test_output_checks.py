@@ -61,6 +61,39 @@ def test_an_unwritable_output_is_one_line_exit_4_before_any_model_call(tmp_path,
     assert report is None
 
 
+def test_every_unwritable_output_is_its_own_line_and_the_default_folders_say_where_else(tmp_path):
+    """A read-only checkout fails both default folders: the run says so at once, one ERROR line
+    each, with the options that move them, not one folder per try."""
+    runs, cache = _blocked(tmp_path, "runs"), _blocked(tmp_path, "cache")
+    with FakeOpenAIServer(wrong) as server:
+        proc, report = run_suite(tmp_path, *http(server), "--runs-dir", str(runs),
+                                 "--cache-dir", str(cache))
+        assert server.requests == []
+    assert proc.returncode == ToolbenchExit.USAGE_ERROR and report is None
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("ERROR:")]
+    assert errors == [
+        f"ERROR: pytest-toolbench: --runs-dir {runs}: cannot be created, {runs.parent} is not a "
+        "folder (--runs-dir or $TOOLBENCH_RUNS_DIR puts the run folders elsewhere)",
+        f"ERROR: pytest-toolbench: --cache-dir {cache}: cannot be created, {cache.parent} is not "
+        "a folder (--cache-dir puts the response cache elsewhere; --no-cache writes none)"], proc.stderr
+
+
+def test_check_output_paths_gathers_every_problem(tmp_path):
+    from pytest_toolbench.output_paths import OutputPathsError, check_output_paths, problems_of
+
+    bad = _blocked(tmp_path, "r.json")
+    check_output_paths([("--toolbench-json", tmp_path / "ok.json"), ("--record", None)],
+                       [("--runs-dir", tmp_path / "runs")])  # nothing wrong: nothing raised
+    with pytest.raises(OutputPathsError) as raised:
+        check_output_paths([("--toolbench-json", bad), ("--toolbench-md", tmp_path / "ok.md")],
+                           [("--alluredir", bad.parent / "allure")])
+    assert problems_of(raised.value) == (f"--toolbench-json {bad}: {bad.parent} is not a folder",
+                                         f"--alluredir {bad.parent / 'allure'}: cannot be "
+                                         f"created, {bad.parent} is not a folder")
+    assert str(raised.value) == "; ".join(problems_of(raised.value))
+    assert problems_of(ValueError("one")) == ("one",)
+
+
 def test_a_run_folder_that_cannot_take_a_file_is_exit_4_not_a_crash(tmp_path):
     """/proc takes no new file even from root: only the write probe can tell (os.access says yes
     to root); the run used to crash with exit 3 at its first result."""

@@ -54,7 +54,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def cmd_finish(args: argparse.Namespace) -> int:
     from pytest_toolbench.compare.run_refs import resolve_run_dir
-    from pytest_toolbench.output_paths import check_output_paths
+    from pytest_toolbench.output_paths import check_output_paths, problems_of
     from pytest_toolbench.runs.listing import render_runs
     from pytest_toolbench.results.safe_text import safe_text
     from pytest_toolbench.session.killed_run import finish_killed_run
@@ -68,8 +68,9 @@ def cmd_finish(args: argparse.Namespace) -> int:
         if "/" not in args.run and not (folder / "run.json").is_file():  # a run id, not its folder
             folder = resolve_run_dir(args.run, find_runs_dir(args.runs_dir))
         done = finish_killed_run(folder, force=args.force)
-    except ValueError as exc:  # KilledRunError, RunLoadError, an output path
-        print(f"toolbench finish: {safe_text(str(exc))}", file=sys.stderr)
+    except ValueError as exc:  # KilledRunError, RunLoadError, the output paths
+        for problem in problems_of(exc):
+            print(f"toolbench finish: {safe_text(problem)}", file=sys.stderr)
         return REFUSED
     for note in done.notes:
         print(f"note: {safe_text(note)}")

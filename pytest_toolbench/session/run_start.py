@@ -82,8 +82,10 @@ def configure_run(config: pytest.Config) -> ToolbenchState:
                         if settings.open_protocol else None)
         # the real data fetched and verified now, once, before xdist starts its workers
         settings = resolve_run_data(config, settings)
-    except ValueError as exc:
-        raise pytest.UsageError(f"pytest-toolbench: {exc}") from exc
+    except ValueError as exc:  # one ERROR line per problem (every unwritable output)
+        from pytest_toolbench.output_paths import problems_of
+
+        raise pytest.UsageError(*(f"pytest-toolbench: {p}" for p in problems_of(exc))) from exc
     run_id = config.workerinput["toolbench_run_id"] if is_worker(config) else new_run_id()  # type: ignore[attr-defined]
     st = config.stash[STATE_KEY] = ToolbenchState(settings=settings, run_id=run_id, baseline=baseline)
     st.sdk = sdk.decide(config, settings)
