@@ -147,7 +147,7 @@ def check_run_outputs(config: Any, settings: Any) -> None:
     check_output_paths(
         files=[("--toolbench-json", settings.json_path), ("--toolbench-md", settings.md_path),
                ("--record", settings.record_path), ("--junitxml", given("--junitxml", "xmlpath"))],
-        folders=[("--runs-dir", settings.runs_dir),
+        folders=[("--runs-dir", settings.runs_dir), ("--toolbench-view", settings.view_dir),
                  ("--cache-dir", settings.cache_dir if writes_cache else None),
                  ("--alluredir", given("--alluredir", "allure_report_dir")),
                  ("--allure-html", given("--allure-html", "--allure-html"))],

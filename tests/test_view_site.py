@@ -264,6 +264,70 @@ def test_toolbench_view_command_builds_and_says_where(runs: dict, tmp_path: Path
     assert missing.returncode == 2 and "no such file or folder" in missing.stderr
 
 
+def _view(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pytest_toolbench.cli", "view", *args],
+                          cwd=REPO, capture_output=True, text=True, timeout=timeout)
+
+
+def test_toolbench_view_builds_only_into_a_folder_it_may_clear(runs: dict, tmp_path: Path) -> None:
+    """A build clears its folder's data/, static/ and pages first: --out . in the project would
+    have deleted the project's data/. A folder the view did not build is refused before the
+    runs are read; one it built (its marker, or an older site's files alone) is rebuilt."""
+    history = str(runs["tmp"] / "runs")
+    project = tmp_path / "project"
+    (project / "data").mkdir(parents=True)
+    (project / "data" / "keep.json").write_text("{}")
+    refused = _view(history, "--out", str(project))
+    assert refused.returncode == 2 and refused.stdout == "", refused.stdout
+    assert refused.stderr == (f"toolbench view: --out {project}: a folder toolbench view did not "
+                              "build (it holds data), which a build would clear; give a new or "
+                              "empty folder\n")
+    assert (project / "data" / "keep.json").read_text() == "{}"
+    site = tmp_path / "site"
+    assert _view(history, "--out", str(site)).returncode == 0
+    assert (site / ".toolbench-view").is_file()
+    (site / ".toolbench-view").unlink()  # a site built before the marker: only a site's files
+    (site / "data" / "stale").mkdir()
+    rebuilt = _view(history, "--out", str(site))
+    assert rebuilt.returncode == 0 and not (site / "data" / "stale").exists(), rebuilt.stderr
+    a_file = tmp_path / "a-file"
+    a_file.write_text("")
+    for out, said in ((a_file, "not a folder"), (a_file / "site", "is not a folder")):
+        bad = _view(history, "--out", str(out))
+        assert bad.returncode == 2 and said in bad.stderr and "Traceback" not in bad.stderr, bad.stderr
+    negative = _view(history, "--out", str(site), "--max-pairs", "-1")
+    assert negative.returncode == 2 and "--max-pairs -1: must be 0 or more" in negative.stderr
+
+
+def test_toolbench_view_serve_says_a_port_in_use_before_building(runs: dict, tmp_path: Path) -> None:
+    import socket
+    import urllib.request
+
+    history = str(runs["tmp"] / "runs")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        busy = _view(history, "--out", str(tmp_path / "site"), "--serve", "--port", str(port))
+    assert busy.returncode == 2 and "Traceback" not in busy.stderr, busy.stderr
+    assert busy.stderr.startswith(f"toolbench view: --port {port}: cannot serve on 127.0.0.1:{port} (")
+    assert not (tmp_path / "site").exists()  # refused before the build
+    assert "not a port" in _view(history, "--port", "70000", "--serve").stderr
+    server = subprocess.Popen([sys.executable, "-m", "pytest_toolbench.cli", "view", history, "--out",
+                               str(tmp_path / "site"), "--serve", "--port", "0"], cwd=REPO,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        for line in server.stdout:
+            if line.startswith("serving "):
+                url = line.split(" on ", 1)[1].split()[0]
+                break
+        with urllib.request.urlopen(url + "index.html", timeout=30) as page:
+            assert page.status == 200 and b"Leaderboard" in page.read()
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
 def test_toolbench_list_fits_80_columns_and_lists_values_in_the_data(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "pytest_toolbench.cli", "list"], cwd=REPO,
                           capture_output=True, text=True, timeout=300)
@@ -316,7 +380,8 @@ def test_dataframes_read_many_runs_in_three_lines(runs: dict) -> None:
 
 def test_toolbench_view_option_refreshes_the_site_at_the_end_of_a_run(tmp_path: Path) -> None:
     """``--toolbench-view DIR``: the site of every run in --runs-dir, this one included, built
-    after the run's record is written; a site that cannot be written leaves the exit status alone."""
+    after the run's record is written; a folder it cannot write, or one it did not build, is
+    refused at configure, as every other output."""
     from view_runs import run_suite
 
     site = tmp_path / "site"
@@ -336,5 +401,35 @@ def test_toolbench_view_option_refreshes_the_site_at_the_end_of_a_run(tmp_path: 
          "--cache-dir", str(tmp_path / "cache"), "--runs-dir", str(tmp_path / "runs"),
          "--toolbench-view", str(blocker / "site")],
         cwd=REPO, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stdout[-3000:]
-    assert f"toolbench view: could not refresh {blocker / 'site'}" in proc.stdout
+    # checked with the other outputs, before any case: exit 4, one line
+    assert proc.returncode == 4, proc.stdout[-3000:]
+    assert f"ERROR: pytest-toolbench: --toolbench-view {blocker / 'site'}: cannot be created" \
+        in proc.stderr, proc.stderr
+    project = tmp_path / "project"
+    (project / "data").mkdir(parents=True)
+    foreign = subprocess.run(
+        [sys.executable, "-m", "pytest", "suites/toolhop", "-q", "-p", "no:randomly", "-p",
+         "no:cacheprovider", "--data", "sample", "--model", "oracle", "--limit", "1", "--no-plots",
+         "--cache-dir", str(tmp_path / "cache"), "--runs-dir", str(tmp_path / "runs"),
+         "--toolbench-view", str(project)],
+        cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert foreign.returncode == 4 and project.joinpath("data").is_dir(), foreign.stdout[-3000:]
+    assert f"--toolbench-view {project}: a folder toolbench view did not build" in foreign.stderr
+
+
+def test_a_site_that_cannot_be_refreshed_at_the_end_is_a_line_not_an_exit_status(tmp_path: Path):
+    """The folder changed between configure and the run's end: the run is recorded; the site's
+    failure is one line."""
+    from types import SimpleNamespace
+
+    from pytest_toolbench.view.pytest_hook import ViewRefresh
+
+    site = tmp_path / "site"
+    (site / "notes").mkdir(parents=True)  # appeared after the check
+    hook = ViewRefresh(site, tmp_path / "runs")
+    session = SimpleNamespace(config=SimpleNamespace(pluginmanager=SimpleNamespace(
+        get_plugin=lambda name: None)))
+    hook.pytest_sessionfinish(session)  # type: ignore[arg-type]
+    assert hook.line is not None and hook.line.startswith(f"toolbench view: could not refresh {site}")
+    assert "a folder toolbench view did not build (it holds notes)" in hook.line
+    assert (site / "notes").is_dir()

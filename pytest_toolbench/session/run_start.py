@@ -61,6 +61,12 @@ def configure_run(config: pytest.Config) -> ToolbenchState:
             from pytest_toolbench.output_paths import check_run_outputs
 
             check_run_outputs(config, settings)  # every output writable before any model call
+            if settings.view_dir is not None and not is_worker(config):
+                from pytest_toolbench.view.site_folder import out_folder_problem
+
+                why = out_folder_problem(settings.view_dir)  # a folder its build would clear
+                if why is not None:
+                    raise ValueError(f"--toolbench-view {settings.view_dir}: {why}")
         if not is_worker(config) and settings.backend != "auto":
             from pytest_toolbench.models.providers import find_provider
             from pytest_toolbench.option_sources import from_command_line, ini_name

@@ -31,7 +31,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                       help=f"the site's folder (default {DEFAULT_OUT})")
     view.add_argument("--serve", action="store_true",
                       help="then serve it on http://127.0.0.1:PORT until Ctrl-C")
-    view.add_argument("--port", type=int, default=8000, help="port for --serve (default 8000)")
+    view.add_argument("--port", type=port, default=8000,
+                      help="port for --serve (default 8000; 0: any free port)")
     view.add_argument("--max-pairs", type=int, default=None,
                       help="most side-by-side pages (each a paired bootstrap; default 60)")
     view.set_defaults(func=cmd_view)
@@ -41,23 +42,64 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     add_list_parser(subparsers)
 
 
+def port(text: str) -> int:
+    """A --port value (argparse names the type by this function: "invalid port value")."""
+    port = int(text)
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is not a port (0 to 65535)")
+    return port
+
+
 def cmd_view(args: argparse.Namespace) -> int:
+    from pytest_toolbench.output_paths import check_folder
     from pytest_toolbench.view.site import MAX_PAIRS, build_site
+    from pytest_toolbench.view.site_folder import SiteFolderError, out_folder_problem
+
+    def fail(msg: str) -> int:
+        print(f"toolbench view: {msg}", file=sys.stderr)
+        return 2
 
     paths = [*args.paths, *args.runs_dirs] or [find_runs_dir(None)]
     missing = [p for p in paths if not p.exists()]
     if missing:
-        print(f"toolbench view: no such file or folder: {missing[0]}", file=sys.stderr)
-        return 2
-    result = build_site(paths, args.out, max_pairs=args.max_pairs if args.max_pairs is not None
-                        else MAX_PAIRS)
+        return fail(f"no such file or folder: {missing[0]}")
+    if args.max_pairs is not None and args.max_pairs < 0:
+        return fail(f"--max-pairs {args.max_pairs}: must be 0 or more")
+    # The site's folder before the runs are read (seconds for a large history): one the view
+    # did not build is refused, since a build clears its data/ and static/ first.
+    why = out_folder_problem(args.out)
+    if why is not None:
+        return fail(f"--out {args.out}: {why}")
+    try:
+        check_folder(args.out, "--out")
+    except ValueError as exc:
+        return fail(str(exc))
+    httpd = None
+    if args.serve:  # bound first: a port in use is said now, not after the build
+        from pytest_toolbench.view.serve import bind
+
+        try:
+            httpd = bind(args.out, args.port)
+        except OSError as exc:
+            return fail(f"--port {args.port}: cannot serve on 127.0.0.1:{args.port} "
+                        f"({exc.strerror or exc}); give another --port, or open the site from disk")
+    try:
+        result = build_site(paths, args.out, max_pairs=args.max_pairs
+                            if args.max_pairs is not None else MAX_PAIRS)
+    except (OSError, SiteFolderError) as exc:  # a write failed, or the folder changed since
+        if httpd is not None:
+            httpd.server_close()
+        if isinstance(exc, OSError):
+            return fail(f"--out {args.out}: the site was not written ({exc.strerror or exc}: "
+                        f"{exc.filename or args.out})")
+        return fail(f"--out {exc}")
     for line in result.skipped:
         print(f"toolbench view: skipped {line}", file=sys.stderr)
     print(f"toolbench view: {result.runs} run(s), {result.pairs} side-by-side page(s) in "
           f"{result.seconds:.1f} s")
     print(f"open {Path(result.index).resolve().as_uri()}")
-    if args.serve:
+    if httpd is not None:
         from pytest_toolbench.view.serve import serve
 
-        serve(Path(result.out), args.port)
+        serve(httpd, Path(result.out))
     return 0

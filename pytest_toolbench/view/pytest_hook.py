@@ -2,8 +2,10 @@
 the runs folder (this one included), so the leaderboard a team opens is never a run behind.
 
 Registered by the plugin on the controller only (plugin.py), after the controller's own session
-end has written this run's ``report.json``. A site that cannot be built is one line in the
-terminal, never a changed exit status: the run's results are already recorded.
+end has written this run's ``report.json``. Its folder is checked with the run's other outputs
+at configure (writable, and one a build may clear: view/site_folder.py); a site that still
+cannot be built at the end is one line in the terminal, never a changed exit status: the run's
+results are already recorded.
 """
 
 from __future__ import annotations

@@ -8,11 +8,17 @@ import http.server
 from pathlib import Path
 
 
-def serve(folder: Path, port: int) -> None:
-    """Serve ``folder`` on 127.0.0.1 (never on every interface: a run's transcripts are private)
-    until Ctrl-C."""
+def bind(folder: Path, port: int) -> http.server.ThreadingHTTPServer:
+    """A server for ``folder`` bound to 127.0.0.1:``port`` (never to every interface: a run's
+    transcripts are private; 0: any free port). Bound before the site is built, so a port in
+    use is said at once, not after the build; OSError when it cannot be bound."""
     handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(folder))
-    with http.server.ThreadingHTTPServer(("127.0.0.1", port), handler) as httpd:
+    return http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
+
+
+def serve(httpd: http.server.ThreadingHTTPServer, folder: Path) -> None:
+    """Serve what :func:`bind` bound until Ctrl-C."""
+    with httpd:
         host, real_port = httpd.server_address[:2]
         print(f"serving {folder} on http://{host}:{real_port}/ (Ctrl-C stops)", flush=True)
         try:

@@ -13,6 +13,8 @@ Layout of ``OUT``::
     static/                    app.js, app.css, vendor/
 
 The old ``data/`` and pages are replaced on every build, so a pruned run leaves no page behind.
+That clearing is why a build refuses a folder it did not make (site_folder.py): ``--out .`` in
+the project would otherwise delete the project's own ``data/``.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from pytest_toolbench.view.groups import data_groups
 from pytest_toolbench.view.leaderboard import build_leaderboard
 from pytest_toolbench.view.load import ViewRun, load_view_runs
 from pytest_toolbench.view.run_page import build_run_page
+from pytest_toolbench.view.site_folder import MARKER, SiteFolderError, out_folder_problem
 
 PACKAGE = Path(__file__).resolve().parent
 #: Most pairs given a side-by-side page (newest pairs first); each is a paired bootstrap.
@@ -128,7 +131,12 @@ def build_site(paths: Sequence[str | Path], out: str | Path, *, n_boot: int = 20
     pairs, lookup = _pairs(runs, max_pairs)
     diffs: list[DiffPage] = [build_diff(a, b, specs, labels, n_boot=n_boot) for a, b in pairs]
 
+    why = out_folder_problem(out)
+    if why is not None:  # checked again: the folder may have changed while the runs were read
+        raise SiteFolderError(f"{out}: {why}")
     out.mkdir(parents=True, exist_ok=True)
+    (out / MARKER).write_text("built by toolbench view; the next build clears this folder's "
+                              "pages, data/ and static/\n", encoding="utf-8")
     for old in [*out.glob("run-*.html"), *out.glob("diff-*.html")]:
         old.unlink()
     shutil.rmtree(out / "data", ignore_errors=True)
