@@ -222,6 +222,35 @@ def test_prune_by_size_removes_the_oldest_items_first(tmp_path):
     assert not entry.exists() and newer.exists()
 
 
+def test_prune_removes_only_what_the_harness_wrote(tmp_path):
+    """A mistyped --runs-dir . or --cache-dir ~ once removed every old folder there (a project's
+    .git, data/ and suites/) and every two-level *.json: only run folders (a run id's name, or
+    a run's files) and the cache's own file names are items; the rest is named, and stays."""
+    now = time.time()
+    project = tmp_path / "project"
+    project.mkdir()
+    run = make_run(tmp_path, "20250101-000000-abcdef", now - 40 * DAY).rename(
+        project / "20250101-000000-abcdef")
+    renamed = make_run(tmp_path, "my-baseline", now - 40 * DAY).rename(project / "my-baseline")
+    bare = project / "20250102-000000-123456"  # killed before it wrote a file
+    bare.mkdir()
+    mine = [project / ".git" / "HEAD", project / "data" / "keep.json", project / "ab" / "cd" / "notes.json",
+            project / "ab" / "cd" / ("ef01" + "0" * 60 + ".json")]  # a key's name in the wrong folders
+    for f in mine:
+        make_cache_file(f, now - 40 * DAY, 10)
+    for d in (project / ".git", project / "data", project / "ab" / "cd", project / "ab", bare):
+        os.utime(d, (now - 40 * DAY, now - 40 * DAY))
+    entry = make_entry(project, "0a1b" + "2" * 60, now - 40 * DAY)
+    done = cli("prune", "--runs-dir", str(project), "--cache-dir", str(project), "--older-than", "1d")
+    assert done.returncode == 0, done.stderr
+    assert not run.exists() and not renamed.exists() and not bare.exists() and not entry.exists()
+    assert not (project / "0a").exists()  # the entry's emptied shard folders
+    assert all(f.exists() for f in mine), sorted(project.rglob("*"))
+    assert done.stderr == (f"toolbench prune: note: left alone 3 folder(s) of {project} that are "
+                           "not runs (.git, ab, data)\n")
+    assert "removed 4 item(s)" in done.stdout
+
+
 def test_prune_needs_a_limit_and_rejects_bad_ones(tmp_path):
     assert cli("prune", "--cache-dir", str(tmp_path)).returncode == 2
     bad = cli("prune", "--cache-dir", str(tmp_path), "--older-than", "soon")

@@ -105,5 +105,10 @@ def cmd_prune(args: argparse.Namespace) -> int:
     removed = pruning.plan(items, older_than_s=older, max_size=size)
     if not args.dry_run:
         pruning.apply(removed, cache_dir)
+    foreign = pruning.foreign_folders(runs_dir) if only != "cache" else []
+    if foreign:  # a runs folder named by mistake (the project, a home): its folders are not runs
+        names = ", ".join(d.name for d in foreign[:5]) + (" ..." if len(foreign) > 5 else "")
+        print(f"toolbench prune: note: left alone {len(foreign)} folder(s) of {runs_dir} that "
+              f"are not runs ({names})", file=sys.stderr)
     sys.stdout.write(pruning.describe(removed, items, dry_run=args.dry_run))
     return 0

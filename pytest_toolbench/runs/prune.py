@@ -8,6 +8,11 @@ newest file in a run folder, the file's time for the cache. ``--older-than`` rem
 older than the limit; ``--max-size`` then removes the oldest remaining items (runs and cache files
 alike) until the total fits. A run whose process is still running is never removed, nor a pack
 that a process of this host is still appending to (what it stored after the removal would be lost).
+
+Only what the harness wrote is an item: a folder of the runs folder is a run when its name is a
+run id or it holds a run's files, and a cache file only by the names the cache gives. A mistyped
+``--runs-dir .`` or ``--cache-dir ~`` would otherwise remove a project's or a home's folders; what
+is left alone for that reason is named (:func:`foreign_folders`).
 """
 
 from __future__ import annotations
@@ -21,7 +26,8 @@ from typing import Literal
 
 from pytest_toolbench.benchmarks.parsed_files import KEPT_FOLDER
 from pytest_toolbench.models.cache_store import PACK_SUFFIX, PACKS, pack_writer_alive
-from pytest_toolbench.runs.record import read_index
+from pytest_toolbench.results import case_store
+from pytest_toolbench.runs.record import INDEX_NAME, REPORT_NAME, read_index
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*$", re.IGNORECASE)
 #: Every unit spelt so that it cannot be misread; a bare number is days.
@@ -43,6 +49,11 @@ _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?)(b?)\s*$", re.IGNORECASE
 _POWERS = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4}
 
 Kind = Literal["run", "cache"]
+#: A run folder's name as the plugin makes it (session/identity.py ``new_run_id``).
+_RUN_ID = re.compile(r"\d{8}-\d{6}-[0-9a-f]{6}")
+#: An entry of the cache's older layout: ``<key[:2]>/<key[2:4]>/<key>.json``, key a sha256.
+_OLD_ENTRY = re.compile(r"([0-9a-f]{2})([0-9a-f]{2})[0-9a-f]{60}\.json")
+_HEX2 = re.compile(r"[0-9a-f]{2}")
 
 
 def parse_duration(text: str) -> float:
@@ -106,18 +117,39 @@ def _tree(path: Path) -> tuple[int, float]:
     return size, newest
 
 
+def is_run_folder(folder: Path) -> bool:
+    """Whether ``folder`` is a run's: named by a run id, or holding a run's index, report or
+    journal (a run folder renamed by hand still is)."""
+    return bool(_RUN_ID.fullmatch(folder.name)) or (folder / INDEX_NAME).exists() \
+        or (folder / REPORT_NAME).exists() or bool(case_store.journal_parts(folder))
+
+
+def foreign_folders(runs_dir: Path) -> list[Path]:
+    """The folders of ``runs_dir`` that are not runs: never pruned, named to the user."""
+    root = Path(runs_dir)
+    if not root.is_dir():
+        return []
+    return sorted(d for d in root.iterdir() if d.is_dir() and not is_run_folder(d))
+
+
+def _old_entry(path: Path) -> bool:
+    m = _OLD_ENTRY.fullmatch(path.name)
+    return m is not None and (path.parent.parent.name, path.parent.name) == m.groups()
+
+
 def collect(cache_dir: Path, runs_dir: Path, *, only: Kind | None = None) -> list[Item]:
-    """Run folders under ``runs_dir`` and cache entries under ``cache_dir``."""
+    """Run folders under ``runs_dir`` and cache entries under ``cache_dir``; nothing else."""
     items: list[Item] = []
     root = Path(runs_dir)
     if only != "cache" and root.is_dir():
-        for d in sorted(p for p in root.iterdir() if p.is_dir()):
+        for d in sorted(p for p in root.iterdir() if p.is_dir() and is_run_folder(p)):
             size, mtime = _tree(d)
             index = read_index(d)
             items.append(Item("run", d, mtime, size, live=index is not None and index.status == "running"))
     if only != "run" and Path(cache_dir).is_dir():
         root = Path(cache_dir)
-        for f in [*sorted(root.glob("??/??/*.json")), *sorted(root.glob(f"{PACKS}/*/*{PACK_SUFFIX}")),
+        for f in [*sorted(f for f in root.glob("??/??/*.json") if _old_entry(f)),
+                  *sorted(root.glob(f"{PACKS}/*/*{PACK_SUFFIX}")),
                   *sorted(root.glob(f"{KEPT_FOLDER}/u*/*.pickle"))]:
             try:
                 st = f.stat()
@@ -153,7 +185,8 @@ def apply(items: list[Item], cache_dir: Path) -> None:
         else:
             i.path.unlink(missing_ok=True)
     root = Path(cache_dir)
-    folders = [*sorted(root.glob("??/??"), reverse=True), *sorted(root.glob("??")),
+    shards = [*sorted(root.glob("??/??"), reverse=True), *sorted(root.glob("??"))]
+    folders = [*(d for d in shards if all(_HEX2.fullmatch(n) for n in d.relative_to(root).parts)),
                *sorted(root.glob(f"{PACKS}/*")), root / PACKS]
     for shard in folders:
         try:
