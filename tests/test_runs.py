@@ -251,6 +251,17 @@ def test_prune_removes_only_what_the_harness_wrote(tmp_path):
     assert "removed 4 item(s)" in done.stdout
 
 
+def test_runs_limit_is_a_count_of_newest_runs(tmp_path):
+    for i in range(3):
+        make_run(tmp_path, f"r{i}", time.time() - i * DAY)
+    runs = ("--runs-dir", str(tmp_path / "runs"))
+    newest = cli("runs", *runs, "--limit", "2", "--json")
+    assert [r["run_id"] for r in json.loads(newest.stdout)] == ["r0", "r1"]
+    for bad in ("0", "-3"):  # -3 once listed all but the oldest three; 0 "no runs found"
+        proc = cli("runs", *runs, "--limit", bad)
+        assert proc.returncode == 2 and f"--limit: {bad}: must be at least 1" in proc.stderr
+
+
 def test_prune_needs_a_limit_and_rejects_bad_ones(tmp_path):
     assert cli("prune", "--cache-dir", str(tmp_path)).returncode == 2
     bad = cli("prune", "--cache-dir", str(tmp_path), "--older-than", "soon")

@@ -21,6 +21,15 @@ from pytest_toolbench.runs.store import (
 from pytest_toolbench.text_table import output_width
 
 
+def count(text: str) -> int:
+    """A --limit value: 1 or more (``runs[:-3]`` once listed all but the oldest three, and 0
+    printed "no runs found" beside a full history). argparse names the type by this function."""
+    n = int(text)
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{n}: must be at least 1")
+    return n
+
+
 def _runs_dir_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--runs-dir", type=Path, default=None,
                    help=f"the plugin's --runs-dir (default ${RUNS_DIR_ENV}, else the nearest "
@@ -39,7 +48,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                                              "headline metric per scenario, status), newest first.")
     _runs_dir_arg(runs)
     runs.add_argument("--json", action="store_true", help="print the index entries as JSON")
-    runs.add_argument("-n", "--limit", type=int, default=None, help="show only the newest N runs")
+    runs.add_argument("-n", "--limit", type=count, default=None, help="show only the newest N runs")
     runs.set_defaults(func=cmd_runs)
 
     prune = subparsers.add_parser(
