@@ -118,6 +118,14 @@ def check_output_paths(files: Iterable[tuple[str, Path | None]],
     """Each given (option, path) pair, files then folders; :class:`OutputPathsError` with a
     message per path that cannot be written."""
     problems = []
+    first_named: dict[Path, str] = {}
+    for option, path in files:  # two outputs in one file: the one written last is all it holds
+        if path is None:
+            continue
+        same = first_named.setdefault(Path(os.path.abspath(path)).resolve(), option)
+        if same != option:
+            problems.append(f"{option} {path}: the file {same} writes too; give each output "
+                            "its own file")
     for option, path, check in [*((o, p, check_file) for o, p in files),
                                 *((o, p, check_folder) for o, p in folders)]:
         if path is None:

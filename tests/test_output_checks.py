@@ -94,6 +94,23 @@ def test_check_output_paths_gathers_every_problem(tmp_path):
     assert problems_of(ValueError("one")) == ("one",)
 
 
+def test_two_outputs_in_one_file_are_refused(tmp_path, monkeypatch):
+    """--toolbench-json and --toolbench-md (or --junitxml) naming one file: the report written
+    last was all it held, and the run said nothing."""
+    from pytest_toolbench.output_paths import OutputPathsError, check_output_paths, problems_of
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "link.out").symlink_to(tmp_path / "out")
+    with pytest.raises(OutputPathsError) as raised:
+        check_output_paths([("--toolbench-json", Path("out")), ("--toolbench-md", Path("sub/../out")),
+                            ("--junitxml", tmp_path / "link.out"), ("--record", Path("rec"))], [])
+    assert problems_of(raised.value) == (
+        "--toolbench-md sub/../out: the file --toolbench-json writes too; give each output its own file",
+        f"--junitxml {tmp_path / 'link.out'}: the file --toolbench-json writes too; give each "
+        "output its own file")
+
+
 def test_a_run_folder_that_cannot_take_a_file_is_exit_4_not_a_crash(tmp_path):
     """/proc takes no new file even from root: only the write probe can tell (os.access says yes
     to root); the run used to crash with exit 3 at its first result."""
