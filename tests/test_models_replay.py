@@ -80,6 +80,15 @@ def test_malformed_line_names_file_and_line(tmp_path, bad_line, needle):
     assert needle in str(info.value)
 
 
+def test_a_file_that_is_not_utf8_names_file_and_line(tmp_path):
+    path = tmp_path / "binary.jsonl"
+    good = json.dumps({"case_id": "a", "responses": [SECOND]}).encode()
+    path.write_bytes(good + b"\n" + good + b"\n\xff\xfe{}\n")
+    with pytest.raises(ReplayFormatError) as info:
+        ReplayModel(path)
+    assert str(info.value).startswith(f"{path}:3: not UTF-8 text (byte {2 * len(good) + 2}: ")
+
+
 def test_missing_file_is_a_clear_error(tmp_path):
     with pytest.raises(ReplayFormatError, match="cannot read replay file"):
         ReplayModel(tmp_path / "nope.jsonl")

@@ -47,9 +47,15 @@ def load_records(path: Path) -> dict[str, ReplayRecord]:
     """case_id -> its record (replies and their finish reasons); the latest line wins."""
     path = Path(path)
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        data = path.read_bytes()
     except OSError as exc:
         raise ReplayFormatError(f"cannot read replay file {path}: {exc}") from exc
+    try:
+        lines = data.decode("utf-8").splitlines()
+    except UnicodeDecodeError as exc:  # a binary or mis-encoded file: where, not just what
+        number = data.count(b"\n", 0, exc.start) + 1
+        raise ReplayFormatError(f"{path}:{number}: not UTF-8 text (byte {exc.start}: "
+                                f"{exc.reason}); a replay file is what --record wrote") from None
     cases: dict[str, ReplayRecord] = {}
     for number, line in enumerate(lines, start=1):
         if not line.strip():
