@@ -76,6 +76,11 @@ def check_base_url(url: str, source: str) -> None:
     if not ok:
         raise ValueError(f"{source} {url!r}: not an http(s) URL with a host "
                          "(e.g. http://localhost:8000/v1)")
+    from pytest_toolbench.models.endpoint_pool import credentials_problem
+
+    problem = credentials_problem(url, source)
+    if problem is not None:
+        raise ValueError(problem)
 
 
 def settings_from_config(config: pytest.Config) -> RunSettings:

@@ -77,6 +77,29 @@ def test_urls_file(tmp_path: Path) -> None:
     path.write_text("http://a/v1\nnot a url\n")
     with pytest.raises(ValueError, match=r"urls\.txt:2: not an http\(s\) URL"):
         read_urls_file(path)
+    # a file named by mistake (a .env) shows the start of its line only, never the secret
+    path.write_text("OPENAI_API_KEY=sk-0123456789abcdef\n")
+    with pytest.raises(ValueError) as shown:
+        read_urls_file(path)
+    assert str(shown.value) == f"{path}:1: not an http(s) URL: 'OPENAI_API_K...'"
+
+
+def test_a_url_with_credentials_is_refused_its_password_masked(tmp_path: Path) -> None:
+    """aiohttp refuses such a URL (every call an unreadable reply), the SDK sends the key as a
+    Bearer token anyway, and the URL went into every report, JUnit file and Allure result."""
+    from pytest_toolbench.models.endpoint_pool import credentials_problem
+    from pytest_toolbench.options import check_base_url
+
+    assert credentials_problem("http://10.0.0.1:8000/v1", "--base-url") is None
+    with pytest.raises(ValueError) as refused:
+        check_base_url("http://alice:s3cret@10.0.0.1:8000/v1", "--base-url")
+    assert str(refused.value).startswith("--base-url 'http://alice:***@10.0.0.1:8000/v1': a user "
+                                         "name or password in the URL")
+    assert "s3cret" not in str(refused.value)
+    path = tmp_path / "urls.txt"
+    path.write_text("http://10.0.0.1:8000/v1\nhttps://bob@10.0.0.2/v1\n")
+    with pytest.raises(ValueError, match=r"urls\.txt:2: 'https://bob@10\.0\.0\.2/v1': a user name"):
+        read_urls_file(path)
 
 
 def test_requests_avoid_a_broken_endpoint_over_http() -> None:

@@ -82,6 +82,28 @@ class EndpointPool:
         return {e.url: e.as_dict() for e in self.endpoints}
 
 
+def credentials_problem(url: str, where: str) -> str | None:
+    """Why a base URL that carries a user name or password (``http://user:pw@host/v1``) is
+    refused, the password masked; None without one. The SDK sends the key as a Bearer token
+    (``--api-key``, ``$OPENAI_API_KEY``), aiohttp refuses such a URL outright (every call an
+    unreadable reply), and the URL is written into every report, JUnit file and Allure result
+    of the run, password and all."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url.strip())
+    except ValueError:
+        return None
+    if parts.username is None and parts.password is None:
+        return None
+    user = parts.username or ""
+    masked = parts._replace(netloc=f"{user}{':***' if parts.password is not None else ''}@"
+                                   f"{parts.netloc.rpartition('@')[2]}").geturl()
+    return (f"{where} {masked!r}: a user name or password in the URL is neither sent as the key "
+            "nor kept out of the reports; give the key as --api-key (or $OPENAI_API_KEY) and the "
+            "URL without it")
+
+
 def read_urls_file(path: str | Path) -> list[str]:
     """One URL per line; blank lines and ``#`` comments skipped. A bad line is one error naming
     the file and the line."""
@@ -96,7 +118,12 @@ def read_urls_file(path: str | Path) -> list[str]:
         if not line:
             continue
         if not line.startswith(("http://", "https://")) or " " in line:
-            raise ValueError(f"{p}:{lineno}: not an http(s) URL: {line!r}")
+            # the start only: a file named by mistake (.env) must not put its secrets in a log
+            shown = line if len(line) <= 12 else line[:12] + "..."
+            raise ValueError(f"{p}:{lineno}: not an http(s) URL: {shown!r}")
+        problem = credentials_problem(line, f"{p}:{lineno}:")
+        if problem is not None:
+            raise ValueError(problem)
         urls.append(line)
     if not urls:
         raise ValueError(f"{p}: no URL in the file")
