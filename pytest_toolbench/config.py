@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field, SerializeAsAny
 
 from pytest_toolbench.deferred_model import DeferredModel
 from pytest_toolbench.defaults import DEFAULT_CACHE_DIR, DEFAULT_RUNS_DIR
+from pytest_toolbench.secret_args import redact_secret_args
 
 
 OptionsT = TypeVar("OptionsT", bound=BaseModel)
@@ -326,6 +327,14 @@ class RunSettings(DeferredModel):
     vllm: VLLMSettings = Field(default_factory=VLLMSettings)
     #: Benchmark name -> that benchmark's own options model (declared in its folder).
     benchmark_options: dict[str, SerializeAsAny[BaseModel]] = Field(default_factory=dict)
+
+    def recorded(self) -> dict[str, Any]:
+        """The settings as a run's record keeps them: JSON values, without the API key, and
+        with any secret among the vLLM server's arguments masked (``--vllm-arg=--hf-token=X``;
+        secret_args.py)."""
+        dumped = self.model_dump(mode="json", exclude={"api_key"})
+        dumped["vllm"]["extra_args"] = redact_secret_args(self.vllm.extra_args)
+        return dumped
 
     def options_for(self, name: str, model: type[OptionsT]) -> OptionsT:
         """The named benchmark's options (its defaults, i.e. upstream behaviour, when unset)."""

@@ -32,8 +32,8 @@ import pytest
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
-#: Option names whose values must not be written into config files (see plugin.redact_secret_args).
-_SECRET_SUFFIXES = ("-key", "-token", "-secret", "-password")
+from pytest_toolbench.secret_args import is_secret_flag
+
 _RESOLVED_KEY = pytest.StashKey[frozenset[str]]()
 _TRUE = {"1", "true", "yes", "on", "y", "t"}
 _FALSE = {"0", "false", "no", "off", "n", "f", ""}
@@ -64,7 +64,8 @@ def ini_name(flag: str) -> str:
 
 
 def is_secret(flag: str) -> bool:
-    return flag.lower().endswith(_SECRET_SUFFIXES)
+    """An option whose value must not be written into a config file (secret_args.py)."""
+    return is_secret_flag(flag)
 
 
 def describe_default(default: Any, action: str | None) -> str:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, SerializationInfo, field_serializer
 
 from pytest_toolbench.models.reachability import DEFAULT_UNREACHABLE_AFTER_S
+from pytest_toolbench.secret_args import MASK, is_secret_flag, redact_secret_args
 
 if TYPE_CHECKING:
     # Only backend_spec (pytest process) reads settings; the shared SDK process imports this
@@ -98,8 +99,22 @@ class ServerInfo(BaseModel):
     error: str | None = None
 
     def record(self) -> dict[str, Any]:
-        """The run record's ``run.server`` section (its keys as they have always been)."""
+        """The server's facts as JSON, whole: what an xdist worker is told (its cache keys are
+        built from ``describe``, so nothing is masked here)."""
         return self.model_dump(mode="json", by_alias=True)
+
+    def reported(self) -> dict[str, Any]:
+        """The run record's ``run.server`` section (its keys as they have always been), with
+        secrets masked: a secret among the server's arguments (``--vllm-arg=--hf-token=X``)
+        and the value of a secret-named ``VLLM_*`` variable (``VLLM_API_KEY``)."""
+        out = self.record()
+        facts = out.get("describe") or {}
+        if isinstance(facts.get("server_args"), list):
+            facts["server_args"] = redact_secret_args(facts["server_args"])
+        if isinstance(facts.get("vllm_env"), dict):
+            facts["vllm_env"] = {k: MASK if is_secret_flag("--" + k.lower().replace("_", "-"))
+                                 else v for k, v in facts["vllm_env"].items()}
+        return out
 
     @property
     def family(self) -> str | None:

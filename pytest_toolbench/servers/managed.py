@@ -117,6 +117,12 @@ def server_info(server: ManagedServer | None) -> ServerInfo | None:
 
 
 def server_info_for_worker(server: ManagedServer | None) -> dict[str, Any] | None:
-    """The server's facts as JSON: what an xdist worker is told and the record's ``run.server``."""
+    """The server's facts as JSON: what an xdist worker is told."""
     info = server_info(server)
     return info.record() if info is not None else None
+
+
+def server_record(server: ManagedServer | None) -> dict[str, Any] | None:
+    """The record's ``run.server``: the server's facts, secrets masked (``ServerInfo.reported``)."""
+    info = server_info(server)
+    return info.reported() if info is not None else None

@@ -34,6 +34,7 @@ import httpx
 
 from pytest_toolbench import owned_folders
 from pytest_toolbench.models.model_families import resolve_tool_config
+from pytest_toolbench.secret_args import redact_secret_args
 
 #: How many log lines a startup error quotes.
 LOG_TAIL_LINES = 60
@@ -392,7 +393,8 @@ class VLLMServer:
                 self.temp_dir, self._temp_lock_fd = private
                 env.update(private_temp_env(self.temp_dir, env))
             with open(self.log_path, "ab") as log:
-                log.write(f"$ {' '.join(self._command)}\n".encode())
+                # the log travels with the run (a CI artifact): --hf-token=X and kin masked
+                log.write(f"$ {' '.join(redact_secret_args(self._command))}\n".encode())
                 log.flush()
                 use_pdeathsig = sys.platform.startswith("linux") and (
                     threading.current_thread() is threading.main_thread()

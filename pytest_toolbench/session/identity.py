@@ -6,10 +6,11 @@ from __future__ import annotations
 import time
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any
 
 from pytest_toolbench.benchmarks.data_source import file_sha256
 from pytest_toolbench.sandbox.isolation_report import merge_isolation_states
+from pytest_toolbench.secret_args import redact_secret_args
 from pytest_toolbench.session.state import ToolbenchState
 
 #: When this process imported the plugin (about when pytest started): the run's wall time counts
@@ -59,35 +60,6 @@ def sandbox_warning(states: list[dict[str, Any]]) -> str | None:
 
 
 
-_SECRET_OPTION_SUFFIXES = ("-key", "-token", "-secret", "-password")
-
-
-
-def redact_secret_args(args: Iterable[object]) -> list[str]:
-    """The command line as reported, with the value of any key/token/secret option masked.
-
-    Reports are shared (CI artifacts, Allure); a secret passed as ``--api-key X`` must not travel
-    with them.
-    """
-    out: list[str] = []
-    hide_next = False
-    for raw in args:
-        arg = str(raw)
-        if hide_next:
-            out.append("***")
-            hide_next = False
-            continue
-        name, eq, _ = arg.partition("=")
-        secret = name.startswith("--") and name.lower().endswith(_SECRET_OPTION_SUFFIXES)
-        if secret and eq:
-            out.append(f"{name}=***")
-        else:
-            out.append(arg)
-            hide_next = secret
-    return out
-
-
-
 def dataset_checksums(data_dir: Path | None, benchmarks: set[str]) -> dict[str, str]:
     out: dict[str, str] = {}
     if data_dir is None:
@@ -102,14 +74,14 @@ def dataset_checksums(data_dir: Path | None, benchmarks: set[str]) -> dict[str, 
 
 def run_identity(config: Any, st: ToolbenchState) -> RunIdentity:
     """The run's identity for its record, as of now (its end)."""
-    from pytest_toolbench.servers.managed import server_info_for_worker
+    from pytest_toolbench.servers.managed import server_record
     from pytest_toolbench.session.finish import RunIdentity
 
     return RunIdentity(
         run_id=st.run_id, started=st.started, finished=time.time(),
         wall_s=time.monotonic() - PROCESS_T0, settings=st.settings,
         pytest_args=redact_secret_args(config.invocation_params.args),
-        server=server_info_for_worker(st.server),
+        server=server_record(st.server),
         datasets=dataset_checksums(st.settings.data_dir, {r.benchmark for r in st.results.values()}),
         data_sources=[d.model_dump(mode="json") for d in st.data_sources],
         sandbox=merge_isolation_states(st.sandbox_states),  # None: no tool sandbox started

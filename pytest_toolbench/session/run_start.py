@@ -173,10 +173,10 @@ def validate_and_record(config: pytest.Config) -> None:
         check_baseline_data(config, selected)
     if st.targeted:
         from pytest_toolbench.runs.record import record_start
-        from pytest_toolbench.session.identity import redact_secret_args
+        from pytest_toolbench.secret_args import redact_secret_args
 
         record_start(run_dir_of(st), run_id=st.run_id, suites=st.targeted, started=st.started,
-                     settings=st.settings.model_dump(mode="json", exclude={"api_key"}),
+                     settings=st.settings.recorded(),
                      data_sources=[d.model_dump(mode="json") for d in st.data_sources],
                      version=__version__, suite_sizes=dict(st.suite_sizes),
                      pytest_args=redact_secret_args(config.invocation_params.args))
