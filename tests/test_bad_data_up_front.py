@@ -118,6 +118,29 @@ def test_toolhop_deeply_nested_array_is_one_line(tmp_path):
     assert one_line(err.value) == f"{path}: invalid JSON: nested too deeply"
 
 
+@pytest.mark.parametrize("newline", [b"\n", b"\r\n", b"\r"])
+def test_toolhop_non_utf8_byte_names_line_and_byte_in_it(tmp_path, newline):
+    # ToolHop is one JSON document; a user opens it at a line, not at a byte offset into megabytes
+    path = tmp_path / "ToolHop.json"
+    path.write_bytes(newline.join([b"[", b'  {"question": "x",', b'   "answer": "Ren\xe9e"}', b"]"]))
+    with pytest.raises(DatasetError) as err:
+        load_toolhop_file(path)
+    assert one_line(err.value).startswith(f"{path} line 3: not UTF-8 text (")
+    assert one_line(err.value).endswith(" at byte 17 of the line)")
+
+
+@pytest.mark.parametrize("content,line,byte", [
+    (b"\xff[]", 1, 0), (b"[\n\xff]", 2, 0), (b"[\r\n\r\n \xff]", 3, 1),
+])
+def test_non_utf8_byte_at_a_line_start(tmp_path, content, line, byte):
+    path = tmp_path / "ToolHop.json"
+    path.write_bytes(content)
+    with pytest.raises(DatasetError) as err:
+        load_toolhop_file(path)
+    assert one_line(err.value).startswith(f"{path} line {line}: not UTF-8 text (")
+    assert f" at byte {byte} of the line)" in str(err.value)
+
+
 @pytest.mark.parametrize("content", ["", " \n", "[]", "[\n]\n"])
 def test_toolhop_empty_file_names_the_file(tmp_path, content):
     path = tmp_path / "ToolHop.json"

@@ -122,8 +122,8 @@ def raise_collected(errors: list[DatasetError]) -> None:
 
 def data_text(path: Path, empty: str) -> str:
     """The whole text of a UTF-8 data file. Bytes that are not UTF-8 raise a one-line
-    :class:`DatasetError` naming the file and the byte (not a ``UnicodeDecodeError`` from the
-    middle of a run); a file of nothing but whitespace raises one saying ``empty``."""
+    :class:`DatasetError` naming the file, the line and the byte in it (not a
+    ``UnicodeDecodeError`` from the middle of a run); a file of nothing but whitespace raises one saying ``empty``."""
     return data_bytes_and_text(path, empty)[1]
 
 
@@ -135,12 +135,24 @@ def data_bytes_and_text(path: Path, empty: str) -> tuple[bytes, str]:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise DatasetError(path, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+        line, byte = _line_of_byte(raw, exc.start)
+        raise DatasetError(path, f"not UTF-8 text ({exc.reason} at byte {byte} of the line)",
+                           line=line) from None
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     if not text.strip():
         raise DatasetError(path, empty)
     return raw, text
+
+
+def _line_of_byte(raw: bytes, offset: int) -> tuple[int, int]:
+    """``(line number, byte within the line)`` of ``raw[offset]``, lines split as
+    :func:`text_lines` splits them: a user fixing a JSON document of one line per record (ToolHop,
+    Meta-Bench's pool) opens it at a line, not at a byte offset into megabytes."""
+    before = raw[:offset].splitlines(keepends=True)
+    if not before or before[-1].endswith((b"\n", b"\r")):
+        return len(before) + 1, 0
+    return len(before), len(before[-1])
 
 
 def text_lines(path: Path) -> Iterator[tuple[int, str]]:
