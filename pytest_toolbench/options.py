@@ -18,6 +18,7 @@ from pytest_toolbench.option_sources import (
     settings_values,
 )
 from pytest_toolbench.runs.store import default_runs_dir
+from pytest_toolbench.secret_args import masked_url
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -73,8 +74,8 @@ def check_base_url(url: str, source: str) -> None:
         ok = parts.scheme in ("http", "https") and bool(parts.hostname) and " " not in url.strip()
     except ValueError:
         ok = False
-    if not ok:
-        raise ValueError(f"{source} {url!r}: not an http(s) URL with a host "
+    if not ok:  # shown with its password masked: a broken URL may still carry one
+        raise ValueError(f"{source} {masked_url(url)!r}: not an http(s) URL with a host "
                          "(e.g. http://localhost:8000/v1)")
     from pytest_toolbench.models.endpoint_pool import credentials_problem
 

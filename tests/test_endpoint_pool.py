@@ -96,6 +96,10 @@ def test_a_url_with_credentials_is_refused_its_password_masked(tmp_path: Path) -
     assert str(refused.value).startswith("--base-url 'http://alice:***@10.0.0.1:8000/v1': a user "
                                          "name or password in the URL")
     assert "s3cret" not in str(refused.value)
+    for broken in ("http://alice:s3cret@10.0.0.1:80x/v1", "http://alice:s3/cret@10.0.0.1/v1"):
+        with pytest.raises(ValueError) as refused:  # no URL, but a password all the same
+            check_base_url(broken, "--base-url")
+        assert "not an http(s) URL" in str(refused.value) and "s3" not in str(refused.value)
     path = tmp_path / "urls.txt"
     path.write_text("http://10.0.0.1:8000/v1\nhttps://bob@10.0.0.2/v1\n")
     with pytest.raises(ValueError, match=r"urls\.txt:2: 'https://bob@10\.0\.0\.2/v1': a user name"):

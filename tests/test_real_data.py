@@ -245,6 +245,34 @@ def test_server_down_is_one_line_with_the_url_the_cause_and_the_ways_out(env):
     assert proc.returncode == 4 and "connection refused" in error_lines(proc)[0]
 
 
+def test_a_mirror_password_in_the_endpoints_stays_out_of_the_reports(tmp_path: Path, hub: FakeDataHub, env):
+    """A mirror behind basic auth, given as $HF_ENDPOINT / $TOOLBENCH_GITHUB_RAW_BASE with its
+    password: the password is used, but the data provenance, the terminal and an error line show
+    it masked."""
+    secret = "s3cret-Pa55"
+    with_password = f"http://mirror-user:{secret}@127.0.0.1:{hub.port}"
+    env = {**env, "HF_ENDPOINT": with_password, "TOOLBENCH_GITHUB_RAW_BASE": with_password}
+    for suite in ("toolhop", "familytool"):
+        proc = run_suite(env, suite, "-n", "0", "--limit", "1", "--toolbench-json", str(tmp_path / "r.json"))
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        written = (tmp_path / "r.json").read_text(encoding="utf-8")
+        assert secret not in written and secret not in proc.stdout + proc.stderr
+        sources = report(tmp_path)["run"]["data_sources"]
+        assert sources and all(src["url"].startswith(f"http://mirror-user:***@127.0.0.1:{hub.port}/")
+                               for src in sources)
+    listed = toolbench(env, "data", "list", "--json")
+    assert listed.returncode == 0 and secret not in listed.stdout + listed.stderr
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    down = f"http://mirror-user:{secret}@127.0.0.1:{port}"
+    proc = run_suite({**env, "HF_ENDPOINT": down, "TOOLBENCH_GITHUB_RAW_BASE": down,
+                      "HF_HOME": str(tmp_path / "empty-hf")}, "toolhop", "-n", "0")
+    assert proc.returncode == 4 and secret not in proc.stdout + proc.stderr
+    [line] = error_lines(proc)
+    assert f"http://mirror-user:***@127.0.0.1:{port}{TOOLHOP_URL}" in line and "connection refused" in line
+
+
 def test_hf_hub_offline_reads_only_the_cache(hub: FakeDataHub, env):
     offline = {**env, "HF_HUB_OFFLINE": "1"}
     proc = run_suite(offline, "toolhop", "-n", "0")

@@ -1,5 +1,6 @@
 """Secrets never travel with a run's reports (secret_args.py): an option's value, a secret among
-the vLLM server's pass-through arguments, a secret-named ``VLLM_*`` variable of the server."""
+the vLLM server's pass-through arguments, a secret-named ``VLLM_*`` variable of the server, a
+password in a URL."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 
 from pytest_toolbench.config import RunSettings, VLLMSettings
 from pytest_toolbench.models.spec import ServerInfo
-from pytest_toolbench.secret_args import redact_secret_args
+from pytest_toolbench.secret_args import masked_url, masked_urls_in, redact_secret_args
 from test_ci_gates import run_suite
 
 
@@ -71,3 +72,23 @@ def test_no_report_of_a_run_holds_a_secret_given_to_vllm(tmp_path: Path):
     assert "SECRET" not in proc.stdout + proc.stderr
     assert report["run"]["settings"]["vllm"]["extra_args"] == ["--hf-token=***", "--api-key", "***"]
     assert json.dumps(report["run"]["pytest_args"]).count("***") == 3
+
+
+@pytest.mark.parametrize("url,shown", [
+    ("http://localhost:8000/v1", "http://localhost:8000/v1"),
+    ("https://user:pw@mirror.corp/hf", "https://user:***@mirror.corp/hf"),
+    ("https://user@mirror.corp/hf", "https://user@mirror.corp/hf"),  # a user name alone is no secret
+    ("https://:pw@mirror.corp", "https://:***@mirror.corp"),
+    ("https://user:p/w#x?y@mirror.corp:9/v1", "https://user:***@mirror.corp:9/v1"),  # no parser would split it
+    ("user:pw@mirror.corp", "user:***@mirror.corp"),
+    ("https://mirror.corp/v1/@x", "https://mirror.corp/v1/@x"),
+])
+def test_masked_url(url, shown):
+    assert masked_url(url) == shown
+
+
+def test_masked_urls_in_a_message():
+    text = ("ProxyError: http://proxy-user:hunter2@proxy:3128 refused; "
+            "Invalid URL 'https://u:p4ss@mirror/x' and https://plain.host/y")
+    assert masked_urls_in(text) == ("ProxyError: http://proxy-user:***@proxy:3128 refused; "
+                                    "Invalid URL 'https://u:***@mirror/x' and https://plain.host/y")

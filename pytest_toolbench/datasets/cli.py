@@ -21,6 +21,7 @@ from pytest_toolbench.datasets.download import Progress, human_bytes
 from pytest_toolbench.datasets.fetch import Choice, DataRefused, cached_path, check, file_url
 from pytest_toolbench.datasets.registry import Registry, load_registry
 from pytest_toolbench.datasets.resolve import choices_for, parse_revisions, resolve
+from pytest_toolbench.secret_args import masked_url
 
 USAGE_ERROR = 4
 
@@ -84,7 +85,7 @@ def rows(registry: Registry) -> list[dict[str, Any]]:
             out.append({"benchmark": spec.benchmark, "source": spec.source,
                         "revision": spec.revision, "file": file.path, "sha256": sha,
                         "size": file.size, "records": file.records, "cached": found is not None,
-                        "where": str(found) if found else file_url(spec, file, str(spec.revision)),
+                        "where": str(found) if found else masked_url(file_url(spec, file, str(spec.revision))),
                         "note": spec.note})
     return out
 

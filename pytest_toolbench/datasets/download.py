@@ -23,6 +23,8 @@ import uuid
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Callable
 
+from pytest_toolbench.secret_args import masked_urls_in
+
 if TYPE_CHECKING:
     import filelock
 
@@ -104,7 +106,12 @@ ProgressFactory = Callable[[str, "int | None"], Progress]
 
 def network_cause(exc: BaseException) -> str:
     """A network failure in a few words (connection refused, DNS, timeout, cut short...),
-    for httpx and for huggingface_hub's own HTTP stack alike (read by class name and message)."""
+    for httpx and for huggingface_hub's own HTTP stack alike (read by class name and message).
+    A URL the message quotes has its password masked (a mirror's, a proxy's)."""
+    return masked_urls_in(_network_cause(exc))
+
+
+def _network_cause(exc: BaseException) -> str:
     seen: set[int] = set()
     chain: list[BaseException] = []
     e: BaseException | None = exc

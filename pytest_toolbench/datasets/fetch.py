@@ -28,6 +28,7 @@ from pytest_toolbench.datasets.download import (
     network_cause,
 )
 from pytest_toolbench.datasets.registry import BenchmarkData, PinnedFile
+from pytest_toolbench.secret_args import masked_url
 
 COMMIT = re.compile(r"[0-9a-f]{40}")
 
@@ -101,6 +102,7 @@ def fetch(choice: Choice, file: PinnedFile, *, progress: ProgressFactory | None 
     only the cache is read. Raises :class:`DataRefused`."""
     spec, revision = choice.spec, choice.revision
     url = file_url(spec, file, revision)
+    shown = masked_url(url)  # a mirror's password ($HF_ENDPOINT) stays out of the error line
     name = spec.benchmark
     moving = not COMMIT.fullmatch(revision)  # a branch or tag: look for a newer commit when online
     if not force and (cache.offline() or not moving):
@@ -109,7 +111,7 @@ def fetch(choice: Choice, file: PinnedFile, *, progress: ProgressFactory | None 
             return Fetched(found, _commit_of(spec, found, revision), downloaded=False)
     if cache.offline():
         raise DataRefused(f"cannot get the real {name} data: {file.path} is not in the cache and "
-                          f"{cache.offline_variable()} is set (offline), so {url} was not tried; "
+                          f"{cache.offline_variable()} is set (offline), so {shown} was not tried; "
                           + ways_out(name))
     try:
         if spec.host == "huggingface":
@@ -121,11 +123,11 @@ def fetch(choice: Choice, file: PinnedFile, *, progress: ProgressFactory | None 
             found = cached_path(spec, file, revision)
             if found is not None:
                 return Fetched(found, _commit_of(spec, found, revision), downloaded=False)
-        raise DataRefused(f"cannot get the real {name} data: {file.path} from {url}: {exc}; "
+        raise DataRefused(f"cannot get the real {name} data: {file.path} from {shown}: {exc}; "
                           + ways_out(name)) from None
     except ChecksumMismatch as exc:
         raise DataRefused(mismatch_line(name, file, exc.what, exc.expected, exc.actual,
-                                        f"downloaded from {url}, not kept")) from None
+                                        f"downloaded from {shown}, not kept")) from None
 
 
 class _HubFailed(Exception):

@@ -25,6 +25,7 @@ from pytest_toolbench.datasets import cache
 from pytest_toolbench.datasets.download import ProgressFactory
 from pytest_toolbench.datasets.fetch import Choice, DataRefused, check, fetch, file_url
 from pytest_toolbench.datasets.registry import BenchmarkData, Registry, load_registry
+from pytest_toolbench.secret_args import masked_url
 
 DataKind = Literal["real", "sample", "reconstruction", "local"]
 
@@ -134,7 +135,7 @@ def resolve(names: Sequence[str], revisions: Mapping[str, str] | None = None, *,
                                 f"pinned {spec.revision}")
             prov = FileProvenance(
                 benchmark=spec.benchmark, kind="real", source=spec.source,
-                url=file_url(spec, file, choice.revision), upstream_path=file.path,
+                url=masked_url(file_url(spec, file, choice.revision)), upstream_path=file.path,
                 revision=choice.revision, pinned_revision=spec.revision, pinned=choice.pinned,
                 commit=got.commit, path=got.path, sha256=checked.sha256,
                 expected_sha256=file.sha256 if choice.pinned else None, size=checked.size,
@@ -258,7 +259,7 @@ def provenance_of_file(benchmark: str, path: str | Path, sha256: str, *, bundled
     if spec is not None and match is not None:
         return FileProvenance(
             benchmark=benchmark, kind="real", source=spec.source,
-            url=file_url(spec, match, str(spec.revision)), upstream_path=match.path,
+            url=masked_url(file_url(spec, match, str(spec.revision))), upstream_path=match.path,
             revision=spec.revision, pinned_revision=spec.revision, pinned=True, path=Path(path),
             sha256=sha256, expected_sha256=match.sha256, records=records,
             expected_records=match.records,

@@ -90,16 +90,15 @@ def credentials_problem(url: str, where: str) -> str | None:
     of the run, password and all."""
     from urllib.parse import urlsplit
 
+    from pytest_toolbench.secret_args import masked_url
+
     try:
         parts = urlsplit(url.strip())
     except ValueError:
         return None
     if parts.username is None and parts.password is None:
         return None
-    user = parts.username or ""
-    masked = parts._replace(netloc=f"{user}{':***' if parts.password is not None else ''}@"
-                                   f"{parts.netloc.rpartition('@')[2]}").geturl()
-    return (f"{where} {masked!r}: a user name or password in the URL is neither sent as the key "
+    return (f"{where} {masked_url(url.strip())!r}: a user name or password in the URL is neither sent as the key "
             "nor kept out of the reports; give the key as --api-key (or $OPENAI_API_KEY) and the "
             "URL without it")
 
