@@ -28,7 +28,7 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable, Mapping
 
 
 #: Less free space than this in an output's folder is refused: a report, a journal or a cache
@@ -114,9 +114,12 @@ ELSEWHERE = {
 
 
 def check_output_paths(files: Iterable[tuple[str, Path | None]],
-                       folders: Iterable[tuple[str, Path | None]]) -> None:
+                       folders: Iterable[tuple[str, Path | None]],
+                       refuse: Mapping[str, Callable[[Path], str | None]] | None = None) -> None:
     """Each given (option, path) pair, files then folders; :class:`OutputPathsError` with a
-    message per path that cannot be written."""
+    message per path that cannot be written. ``refuse`` adds, by option, why a writable folder
+    may still not be used (``--toolbench-view``: a folder its build would clear), one list of
+    problems still."""
     problems = []
     first_named: dict[Path, str] = {}
     for option, path in files:  # two outputs in one file: the one written last is all it holds
@@ -135,13 +138,19 @@ def check_output_paths(files: Iterable[tuple[str, Path | None]],
         except ValueError as exc:
             hint = ELSEWHERE.get(option)
             problems.append(f"{exc} ({hint})" if hint else str(exc))
+            continue
+        why = (refuse or {}).get(option, lambda _: None)(Path(path))
+        if why is not None:
+            problems.append(f"{option} {path}: {why}")
     if problems:
         raise OutputPathsError(*problems)
 
 
-def check_run_outputs(config: Any, settings: Any) -> None:
+def check_run_outputs(config: Any, settings: Any,
+                      refuse: Mapping[str, Callable[[Path], str | None]] | None = None) -> None:
     """The run's outputs: reports and recordings (files), runs, cache and Allure (folders).
-    ``--junitxml`` is pytest's own option, checked here too since it is written at the end."""
+    ``--junitxml`` is pytest's own option, checked here too since it is written at the end.
+    ``refuse``: as :func:`check_output_paths` takes it."""
     base = Path(config.invocation_params.dir)
 
     def given(option: str, dest: str) -> Path | None:
@@ -159,6 +168,7 @@ def check_run_outputs(config: Any, settings: Any) -> None:
                  ("--cache-dir", settings.cache_dir if writes_cache else None),
                  ("--alluredir", given("--alluredir", "allure_report_dir")),
                  ("--allure-html", given("--allure-html", "--allure-html"))],
+        refuse=refuse,
     )
 
 

@@ -411,10 +411,14 @@ def test_toolbench_view_option_refreshes_the_site_at_the_end_of_a_run(tmp_path: 
         [sys.executable, "-m", "pytest", "suites/toolhop", "-q", "-p", "no:randomly", "-p",
          "no:cacheprovider", "--data", "sample", "--model", "oracle", "--limit", "1", "--no-plots",
          "--cache-dir", str(tmp_path / "cache"), "--runs-dir", str(tmp_path / "runs"),
-         "--toolbench-view", str(project)],
+         "--toolbench-view", str(project), "--toolbench-json", str(blocker / "r.json")],
         cwd=REPO, capture_output=True, text=True, timeout=300)
     assert foreign.returncode == 4 and project.joinpath("data").is_dir(), foreign.stdout[-3000:]
-    assert f"--toolbench-view {project}: a folder toolbench view did not build" in foreign.stderr
+    # in one go with the other outputs' problems, not after they are fixed
+    errors = [line for line in foreign.stderr.splitlines() if line.startswith("ERROR: pytest-toolbench:")]
+    assert len(errors) == 2, foreign.stderr
+    assert f"--toolbench-json {blocker / 'r.json'}: {blocker} is not a folder" in errors[0]
+    assert f"--toolbench-view {project}: a folder toolbench view did not build" in errors[1]
 
 
 def test_a_site_that_cannot_be_refreshed_at_the_end_is_a_line_not_an_exit_status(tmp_path: Path):

@@ -60,13 +60,13 @@ def configure_run(config: pytest.Config) -> ToolbenchState:
         if starts_run(config):
             from pytest_toolbench.output_paths import check_run_outputs
 
-            check_run_outputs(config, settings)  # every output writable before any model call
+            refuse = {}
             if settings.view_dir is not None and not is_worker(config):
                 from pytest_toolbench.view.site_folder import out_folder_problem
 
-                why = out_folder_problem(settings.view_dir)  # a folder its build would clear
-                if why is not None:
-                    raise ValueError(f"--toolbench-view {settings.view_dir}: {why}")
+                refuse["--toolbench-view"] = out_folder_problem  # a folder its build would clear
+            # every output writable before any model call, each problem in the one list
+            check_run_outputs(config, settings, refuse)
         if not is_worker(config) and settings.backend != "auto":
             from pytest_toolbench.models.providers import find_provider
             from pytest_toolbench.option_sources import from_command_line, ini_name
