@@ -162,6 +162,19 @@ def test_toolbench_compare_refuses_unlike_runs_and_allows_them_on_request(runs):
     assert disjoint.returncode == 4 and "no case in common" in disjoint.stderr
 
 
+def test_runs_of_different_benchmarks_are_named_not_counted():
+    from pytest_toolbench.compare.same_data import keys_mismatch
+
+    toolhop = run_data([{"benchmark": "toolhop", "sha256": "a" * 64, "kind": "sample", "bundled": True}])
+    familytool = run_data([{"benchmark": "familytool", "sha256": "b" * 64, "kind": "sample",
+                            "bundled": True}])
+    what = keys_mismatch("the baseline", familytool, {("familytool", "extraction", "b-0")},
+                         "this run", toolhop, {("toolhop", "direct", "1"), ("toolhop", "free", "1")})
+    assert what == "the baseline ran familytool and this run ran toolhop: no benchmark in common"
+    assert keys_mismatch("A", [], set(), "B", toolhop, set()) == (
+        "A ran nothing and B ran toolhop: no benchmark in common")
+
+
 def test_fingerprints_and_mismatches_in_memory():
     sample = [{"benchmark": "toolhop", "sha256": "a" * 64, "kind": "sample", "bundled": True,
                "records": 6}]

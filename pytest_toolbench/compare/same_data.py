@@ -44,6 +44,12 @@ def keys_mismatch(ref_name: str, ref_data: Sequence[BenchmarkData], ref_keys: se
     shared = {k[0] for k in ref_keys} & {k[0] for k in other_keys}
     if not shared:  # no results on one side: judge by the benchmarks the data names
         shared = {d.benchmark for d in ref_data} & {d.benchmark for d in other_data}
+    if not shared:  # not "no case in common (only in A: 0, only in B: 0)", which reads as a bug
+        def ran(keys: set[CaseKey], data: Sequence[BenchmarkData]) -> str:
+            return ", ".join(sorted({k[0] for k in keys} | {d.benchmark for d in data})) or "nothing"
+
+        return (f"{ref_name} ran {ran(ref_keys, ref_data)} and {other_name} ran "
+                f"{ran(other_keys, other_data)}: no benchmark in common")
     ref_in = {k for k in ref_keys if k[0] in shared}
     other_in = {k for k in other_keys if k[0] in shared}
     common = ref_in & other_in
