@@ -351,6 +351,14 @@ def test_toolbench_list_fits_80_columns_and_lists_values_in_the_data(tmp_path: P
                           cwd=REPO, capture_output=True, text=True, timeout=300)
     assert "hops(n=...): 3, 4, 5, 6, 7" in proc.stdout
     assert "familytool" in proc.stdout and "data: not readable here" in proc.stdout
+    # named as `toolbench data fetch toolhop` names it
+    named = subprocess.run([sys.executable, "-m", "pytest_toolbench.cli", "list", "toolhop"],
+                           cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert named.returncode == 0 and "toolhop - ToolHop" in named.stdout
+    assert "familytool - FamilyTool" not in named.stdout
+    unknown = subprocess.run([sys.executable, "-m", "pytest_toolbench.cli", "list", "toolhopp"],
+                             cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert unknown.returncode == 2 and "unknown benchmark 'toolhopp'" in unknown.stderr
 
 
 def test_dataframes_read_many_runs_in_three_lines(runs: dict) -> None:

@@ -133,8 +133,11 @@ def add_list_parser(subparsers: argparse._SubParsersAction) -> None:
                    help="read marker values from DIR/<benchmark>/ (the pytest option's layout; "
                         "default: the bundled samples, data/<benchmark>/; `toolbench data list` "
                         "shows the real data)")
+    # positional as `toolbench data fetch toolhop` takes it; --benchmark kept for scripts
+    p.add_argument("names", nargs="*", metavar="BENCHMARK",
+                   help="only these benchmarks (default: every one)")
     p.add_argument("--benchmark", action="append", default=None, metavar="NAME",
-                   help="only this benchmark (repeatable)")
+                   help="only this benchmark (repeatable; the same as naming it)")
     p.add_argument("--json", action="store_true", help="print the listing as JSON")
     p.set_defaults(func=cmd_list)
 
@@ -145,13 +148,14 @@ def cmd_list(args: argparse.Namespace) -> int:
     from pytest_toolbench.benchmarks import registry
 
     reg = registry()
-    if args.benchmark:
-        unknown = [n for n in args.benchmark if n not in reg]
+    wanted = list(dict.fromkeys([*args.names, *(args.benchmark or [])]))
+    if wanted:
+        unknown = [n for n in wanted if n not in reg]
         if unknown:
             print(f"toolbench list: unknown benchmark {unknown[0]!r} (known: {', '.join(reg)})",
                   file=sys.stderr)
             return 2
-        reg = {n: reg[n] for n in args.benchmark}
+        reg = {n: reg[n] for n in wanted}
     entries = list_benchmarks(reg, args.data_dir)
     if args.json:
         print(json.dumps([e.model_dump() for e in entries], indent=2))
