@@ -44,10 +44,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def port(text: str) -> int:
     """A --port value (argparse names the type by this function: "invalid port value")."""
-    port = int(text)
-    if not 0 <= port <= 65535:
-        raise argparse.ArgumentTypeError(f"{port} is not a port (0 to 65535)")
-    return port
+    number = int(text)
+    if not 0 <= number <= 65535:
+        raise argparse.ArgumentTypeError(f"{number} is not a port (0 to 65535)")
+    return number
 
 
 def cmd_view(args: argparse.Namespace) -> int:
