@@ -83,10 +83,20 @@ def test_finish_scores_a_killed_run_from_its_journals_and_compare_reads_it(tmp_p
     missing = [i for i in selection if i not in journalled] if selection_kept else []
     assert not selection_kept or 0 < len(missing) < 18
 
+    nodes = case_store.read_selection_nodes(run_dir)
+    assert nodes is None if not selection_kept else sorted(nodes) == sorted(selection)
+
     out_json, out_md = tmp_path / "ci" / "report.json", tmp_path / "ci" / "summary.md"
+    out_junit = tmp_path / "ci" / "junit.xml"
     done = cli("finish", run_dir.name[:15], "--runs-dir", str(tmp_path / "runs"),
-               "--toolbench-json", str(out_json), "--toolbench-md", str(out_md))
-    assert done.returncode == 0, done.stdout + done.stderr
+               "--toolbench-json", str(out_json), "--toolbench-md", str(out_md),
+               "--junitxml", str(out_junit))
+    if selection_kept:
+        assert done.returncode == 0, done.stdout + done.stderr
+    else:  # no node id to name a testcase by: said, the other reports written all the same
+        assert done.returncode == ToolbenchExit.OUTPUT_ERROR, done.stdout + done.stderr
+        assert f"JUnit XML {out_junit}: not written (the run kept no pytest node ids" in done.stderr
+        assert not out_junit.exists() and not list(out_junit.parent.glob(".*.tmp"))
     assert f"{len(journalled)} results scored from its journal" in done.stdout
     assert f"partial ({KILLED})" in done.stdout
 
@@ -121,6 +131,8 @@ def test_finish_scores_a_killed_run_from_its_journals_and_compare_reads_it(tmp_p
     summary = out_md.read_text()
     assert f"run `{run['run_id']}`" in summary or run["run_id"] in summary
     assert RUN_COMPLETED in summary and KILLED in summary
+    if selection_kept:
+        _check_junit(out_junit, nodes, journalled, missing, report)
 
     listed = cli("runs", "--runs-dir", str(tmp_path / "runs"))
     assert f"partial ({KILLED})" in listed.stdout and "exit 2 INTERRUPTED" in listed.stdout
@@ -131,6 +143,40 @@ def test_finish_scores_a_killed_run_from_its_journals_and_compare_reads_it(tmp_p
 
     again = cli("finish", run_dir.name, "--runs-dir", str(tmp_path / "runs"))
     assert again.returncode == 2 and "has its report already" in again.stderr
+
+
+def _check_junit(path: Path, nodes: dict[str, str], journalled: dict[str, str], missing: list[str],
+                 report: dict) -> None:
+    """The JUnit XML `finish --junitxml` wrote: named as pytest names the cases' testcases, one
+    per selected case (with --gate, a finished one passes or is skipped; one left without a
+    result is an error), one per gate, the data on the suite, the run's time."""
+    import xml.etree.ElementTree as ET
+
+    suite = ET.parse(path).getroot().find("testsuite")
+    assert suite is not None
+    cases = {(tc.get("classname"), tc.get("name")): tc for tc in suite.iter("testcase")}
+    gate_classes = {"toolbench-gates", "toolbench-error-rate", "toolbench-run"}
+    gates = {name: tc for (cls, name), tc in cases.items() if cls in gate_classes}
+    assert sorted(gates) == sorted(g["gate"] for g in report["gates"])
+    assert gates[RUN_COMPLETED].find("failure") is not None and gates[GATE].find("failure") is None
+    for case_id, nodeid in nodes.items():
+        path_part, _, name = nodeid.rpartition("::")
+        tc = cases[(path_part.removesuffix(".py").replace("/", "."), name)]
+        error = tc.find("error")
+        if case_id in missing:
+            assert error is not None and error.get("message") == f"not run: the run was interrupted ({KILLED})"
+        else:  # "x" is a wrong answer: under --gate a passed testcase saying so
+            assert case_id in journalled and error is None and tc.find("failure") is None
+            props = {p.get("name"): p.get("value") for p in tc.iter("property")}
+            assert props["toolbench.outcome"] == "failed"
+    assert len(cases) == len(nodes) + len(gates)
+    listed = [tc.get("name") for tc in suite.iter("testcase") if tc.get("classname") not in gate_classes]
+    assert listed == [nodeid.rpartition("::")[2] for nodeid in nodes.values()]  # selection order
+    assert int(suite.get("tests")) == len(cases) and int(suite.get("errors")) == len(missing)
+    assert int(suite.get("failures")) == sum(1 for g in report["gates"] if not g["passed"])
+    assert float(suite.get("time")) == pytest.approx(report["run"]["wall_s"], abs=0.01)
+    suite_props = {p.get("name") for p in suite.find("properties").iter("property")}
+    assert "toolbench.data.toolhop" in suite_props
 
 
 # --------------------------------------------------------------------------- refusals

@@ -22,7 +22,9 @@ import pytest
 from _pytest.junitxml import LogXML, bin_xml_escape, xml_key
 from _pytest.reports import TestReport
 
+from pytest_toolbench.results.case_result import CaseResult, Outcome
 from pytest_toolbench.results.gates import GateVerdict
+from pytest_toolbench.results.junit_properties import summary_properties
 from pytest_toolbench.results.safe_text import safe_text
 
 GATE_CLASSNAME = "toolbench-gates"
@@ -37,17 +39,13 @@ def gate_nodeid(verdict: GateVerdict) -> str:
     return f"{prefix}::{verdict.gate}"
 
 
-def writing_junit(config: pytest.Config) -> bool:
-    """Whether this run writes a JUnit XML (``--junitxml``)."""
-    return config.stash.get(xml_key, None) is not None
+def junit_of(config: pytest.Config) -> LogXML | None:
+    """The run's JUnit XML writer (``--junitxml``), None when it writes none."""
+    return config.stash.get(xml_key, None)
 
 
-def write_missing_testcases(config: pytest.Config, nodeids: Iterable[str], message: str) -> int:
-    """One testcase with an ``<error>`` per selected node that never reported (if a JUnit XML is
-    being written); returns how many."""
-    xml = config.stash.get(xml_key, None)
-    if xml is None:
-        return 0
+def write_missing_testcases(xml: LogXML, nodeids: Iterable[str], message: str) -> int:
+    """One testcase with an ``<error>`` per selected node that never reported; returns how many."""
     n = 0
     for nodeid in nodeids:
         node = _open_testcase_node(xml, nodeid)
@@ -66,13 +64,27 @@ def write_missing_testcases(config: pytest.Config, nodeids: Iterable[str], messa
 Ended = tuple[str, str, str, list[tuple[str, object]]]
 
 
-def write_unreported_testcases(config: pytest.Config, ended: Iterable[Ended]) -> int:
+def ended_of(nodeid: str, result: CaseResult, *, gated: bool) -> Ended:
+    """How the case's own reports would have shown it, for a case whose reports never came (an
+    xdist worker's journal, a run killed outright): with gates a wrong answer passes and an
+    infrastructure error is skipped, as session/controller.py lets the gates decide."""
+    props = summary_properties(result)
+    if result.outcome is Outcome.PASSED or (gated and result.outcome is Outcome.FAILED):
+        return nodeid, "passed", "", props
+    if result.outcome is Outcome.FAILED:
+        return nodeid, "failed", safe_text(result.failure_message or "wrong answer"), props
+    kind = result.error.kind if result.error else "error"
+    if gated:
+        return (nodeid, "skipped", f"infrastructure error ({kind}), not scored; counted by the "
+                "error-rate gate", props)
+    message = result.error.message if result.error else ""
+    return nodeid, "error", safe_text(f"infrastructure error ({kind}), not scored: {message}"), props
+
+
+def write_unreported_testcases(xml: LogXML, ended: Iterable[Ended]) -> int:
     """A testcase for each case whose result the controller has (an xdist worker's journal) but
     whose test reports it never got: an interrupted worker stops before sending them, and pytest
     leaves such a test as a testcase without a name. Returns how many."""
-    xml = config.stash.get(xml_key, None)
-    if xml is None:
-        return 0
     n = 0
     for nodeid, outcome, message, props in ended:
         node = _open_testcase_node(xml, nodeid)
@@ -107,17 +119,16 @@ def _report(nodeid: str, outcome: str, when: str, node: object, longrepr: object
     return report
 
 
-def write_data_properties(config: pytest.Config, record: object) -> int:
-    """The run's data as testsuite-level ``<properties>`` (if a JUnit XML is being written):
+def write_data_properties(xml: LogXML, record: object) -> int:
+    """The run's data as testsuite-level ``<properties>``:
     ``toolbench.data`` (every benchmark: real or sample, revision, fingerprint),
     ``toolbench.data.kind``, ``toolbench.data.fingerprint``, one ``toolbench.data.<benchmark>``
     each, and with ``--baseline`` the comparison's data notes (``toolbench.baseline.data``).
     Returns how many were added (none twice)."""
     from pytest_toolbench.results.provenance import provenance_dict
 
-    xml = config.stash.get(xml_key, None)
     run = getattr(record, "run", None)
-    if xml is None or run is None:
+    if run is None:
         return 0
     data = run.data or provenance_dict(run.data_sources)
     props = [("toolbench.data", data.get("text", "")),
@@ -142,11 +153,8 @@ def write_data_properties(config: pytest.Config, record: object) -> int:
     return n
 
 
-def write_gate_testcases(config: pytest.Config, verdicts: Iterable[GateVerdict]) -> int:
-    """Add one testcase per verdict to the JUnit XML (if one is being written); returns how many."""
-    xml = config.stash.get(xml_key, None)
-    if xml is None:
-        return 0
+def write_gate_testcases(xml: LogXML, verdicts: Iterable[GateVerdict]) -> int:
+    """Add one testcase per verdict to the JUnit XML; returns how many."""
     n = 0
     for verdict in verdicts:
         # a reason quotes case ids and endpoint errors: escaped like every text a CI log shows

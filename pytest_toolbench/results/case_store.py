@@ -92,33 +92,55 @@ def scratch_dir(run_dir: Path, name: str) -> Path:
 
 #: The selected cases' ids, one per line, gzip: written once the selection is known.
 SELECTION = "selection.txt.gz"
+#: Their pytest node ids, line for line (``toolbench finish --junitxml`` names its testcases so).
+SELECTION_NODES = "selection-nodes.txt.gz"
 
 
-def write_selection(run_dir: Path, case_ids: list[str]) -> None:
-    """Keep the ids of the selected cases (after -k/-m, repeats expanded) among the scratch
-    files. Not durable (no fsync): it matters only if the run is killed, and a machine that goes
-    down may at worst lose it, leaving the missing cases unnamed."""
-    import gzip
-
-    from pytest_toolbench.fileio import atomic_write_bytes
-
-    path = Path(run_dir) / SCRATCH / SELECTION
-    path.parent.mkdir(parents=True, exist_ok=True)
-    data = gzip.compress("".join(f"{i}\n" for i in case_ids).encode("utf-8"), compresslevel=1,
-                         mtime=0)
-    atomic_write_bytes(path, data, durable=False)
+def write_selection(run_dir: Path, case_ids: list[str], node_ids: list[str] | None = None) -> None:
+    """Keep the ids of the selected cases (after -k/-m, repeats expanded), and their node ids
+    line for line, among the scratch files. Not durable (no fsync): it matters only if the run
+    is killed, and a machine that goes down may at worst lose it, leaving the missing cases
+    unnamed."""
+    _write_lines(Path(run_dir) / SCRATCH / SELECTION, case_ids)
+    if node_ids is not None:
+        _write_lines(Path(run_dir) / SCRATCH / SELECTION_NODES, node_ids)
 
 
 def read_selection(run_dir: Path) -> list[str] | None:
     """The ids :func:`write_selection` kept, in selection order; None when none were kept (or
     they cannot be read: the missing cases are then unknown, not wrongly named)."""
+    return _read_lines(Path(run_dir) / SCRATCH / SELECTION)
+
+
+def read_selection_nodes(run_dir: Path) -> dict[str, str] | None:
+    """Each kept case id's node id; None when they were not kept (a run of an older version) or
+    do not pair line for line with the ids."""
+    ids = read_selection(run_dir)
+    nodes = _read_lines(Path(run_dir) / SCRATCH / SELECTION_NODES)
+    if ids is None or nodes is None or len(ids) != len(nodes):
+        return None
+    return dict(zip(ids, nodes))
+
+
+def _write_lines(path: Path, lines: list[str]) -> None:
+    import gzip
+
+    from pytest_toolbench.fileio import atomic_write_bytes
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = gzip.compress("".join(f"{line}\n" for line in lines).encode("utf-8"), compresslevel=1,
+                         mtime=0)
+    atomic_write_bytes(path, data, durable=False)
+
+
+def _read_lines(path: Path) -> list[str] | None:
     import gzip
 
     try:
-        text = gzip.decompress((Path(run_dir) / SCRATCH / SELECTION).read_bytes()).decode("utf-8")
+        text = gzip.decompress(path.read_bytes()).decode("utf-8")
     except (OSError, EOFError, UnicodeDecodeError):  # gzip.BadGzipFile is an OSError
         return None
-    return text.splitlines()
+    return text.split("\n")[:-1]  # as written: not splitlines, which an id's U+2028 would split
 
 
 def remove_scratch(run_dir: Path) -> None:

@@ -42,7 +42,6 @@ from pytest_toolbench.session.state import is_xdist_controller, run_dir_of, run_
 from pytest_toolbench.session.transport import take_payloads, worker_output
 
 if TYPE_CHECKING:
-    from pytest_toolbench.report.junit_gates import Ended
     from pytest_toolbench.results.run_record import RunRecord
     from pytest_toolbench.session.run_end import RunEnd
 
@@ -139,15 +138,16 @@ class ControllerHooks:
         self._keep_selection()  # every worker collects the same nodes (xdist checks): the first
 
     def _keep_selection(self) -> None:
-        """The selected cases' ids in the run's scratch files, once: should the run be killed
-        outright, ``toolbench finish`` names from them the cases it left without a result."""
+        """The selected cases' ids and node ids in the run's scratch files, once: should the run
+        be killed outright, ``toolbench finish`` names from them the cases it left without a
+        result (and, with --junitxml, each case's testcase)."""
         st = self.st
         if self._selection_kept or not st.targeted or not runs_tests(self.config):
             return
         self._selection_kept = True
-        ids = [case.id for case in st.tracker.expected.values() if case is not None]
+        cases = [(case.id, nodeid) for nodeid, case in st.tracker.expected.items() if case is not None]
         with contextlib.suppress(OSError):  # only a killed run's list of missing cases needs it
-            case_store.write_selection(run_dir_of(st), ids)
+            case_store.write_selection(run_dir_of(st), [i for i, _ in cases], [n for _, n in cases])
 
     @pytest.hookimpl(wrapper=True, tryfirst=True, specname="pytest_runtest_logreport")
     def pytest_runtest_logreport_whole(self, report: pytest.TestReport):  # type: ignore[no-untyped-def]
@@ -523,38 +523,20 @@ class ControllerHooks:
         from pytest_toolbench.results.partial_run import not_run_message
 
         st = self.st
-        if not junit_gates.writing_junit(self.config):
+        xml = junit_gates.junit_of(self.config)
+        if xml is None:
             return
-        junit_gates.write_unreported_testcases(self.config, [
-            self._junit_outcome(nodeid, result)
+        gated = bool(st.settings.gates)
+        junit_gates.write_unreported_testcases(xml, [
+            junit_gates.ended_of(nodeid, result, gated=gated)
             for nodeid, result in st.tracker.unreported(st.results)])
         not_run = st.tracker.missing_nodes(st.results) if self.end and self.end.missing else []
         if not_run:
-            junit_gates.write_missing_testcases(self.config, not_run,
-                                                not_run_message(st.interrupted_by))
+            junit_gates.write_missing_testcases(xml, not_run, not_run_message(st.interrupted_by))
         if self.record is not None:  # what data the run was on, on the suite
-            junit_gates.write_data_properties(self.config, self.record)
+            junit_gates.write_data_properties(xml, self.record)
         if self.verdicts:
-            junit_gates.write_gate_testcases(self.config, self.verdicts)
-
-    def _junit_outcome(self, nodeid: str, result: CaseResult) -> Ended:
-        """How the case's own reports would have shown it, for a case whose result came from a
-        worker's journal: with gates a wrong answer passes and an infrastructure error is
-        skipped (:meth:`_let_gates_decide`)."""
-        from pytest_toolbench.session.transport import summary_properties
-
-        props = summary_properties(result)
-        gated = bool(self.st.settings.gates)
-        if result.outcome is Outcome.PASSED or (gated and result.outcome is Outcome.FAILED):
-            return nodeid, "passed", "", props
-        if result.outcome is Outcome.FAILED:
-            return nodeid, "failed", safe_text(result.failure_message or "wrong answer"), props
-        kind = result.error.kind if result.error else "error"
-        if gated:
-            return (nodeid, "skipped", f"infrastructure error ({kind}), not scored; counted by "
-                    "the error-rate gate", props)
-        message = result.error.message if result.error else ""
-        return nodeid, "error", safe_text(f"infrastructure error ({kind}), not scored: {message}"), props
+            junit_gates.write_gate_testcases(xml, self.verdicts)
 
     @pytest.hookimpl(trylast=True)
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:

@@ -15,7 +15,7 @@ from pytest_toolbench.exitcodes import ToolbenchExit
 from pytest_toolbench.runs.store import RUNS_DIR_ENV, DEFAULT_RUNS_DIR, find_runs_dir
 
 if TYPE_CHECKING:
-    from pytest_toolbench.results.run_record import RunRecord
+    from pytest_toolbench.session.killed_run import FinishedRun
 
 #: Exit status of a run that cannot be finished (the message says why), as other commands' 2.
 REFUSED = 2
@@ -49,6 +49,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     finish.add_argument("--toolbench-md", type=Path, default=None, metavar="PATH",
                         help="also write the Markdown summary there (appended when PATH is "
                              "$GITHUB_STEP_SUMMARY), as the run's own --toolbench-md")
+    finish.add_argument("--junitxml", type=Path, default=None, metavar="PATH",
+                        help="also write a JUnit XML there, as the run's own --junitxml would "
+                             "have been: a testcase per case that finished, one with an error "
+                             "per selected case left without a result, one per gate")
     finish.set_defaults(func=cmd_finish)
 
 
@@ -63,7 +67,7 @@ def cmd_finish(args: argparse.Namespace) -> int:
     try:
         # Paths the run's folder is not: checked before it is touched (its journals merged).
         check_output_paths([("--toolbench-json", args.toolbench_json),
-                            ("--toolbench-md", args.toolbench_md)], [])
+                            ("--toolbench-md", args.toolbench_md), ("--junitxml", args.junitxml)], [])
         folder = Path(args.run)
         if "/" not in args.run and not (folder / "run.json").is_file():  # a run id, not its folder
             folder = resolve_run_dir(args.run, find_runs_dir(args.runs_dir))
@@ -78,33 +82,52 @@ def cmd_finish(args: argparse.Namespace) -> int:
     if done.record is not None:
         print(f"run {done.index.run_id}: {len(done.record.cases)} results scored from its journal; "
               f"report written: {done.index.report}")
-        failed = not write_outputs(done.record, args.toolbench_json, args.toolbench_md,
-                                   notes=done.notes)
-    elif args.toolbench_json or args.toolbench_md:
+        failed = not write_outputs(done, args.toolbench_json, args.toolbench_md, args.junitxml)
+    elif args.toolbench_json or args.toolbench_md or args.junitxml:
         print("note: no report to write (no case had finished)")
     sys.stdout.write(render_runs([done.index], output_width()))
     return OUTPUT_FAILED if failed else 0
 
 
-def write_outputs(record: RunRecord, json_path: Path | None, md_path: Path | None, *,
-                  notes: list[str]) -> bool:
+def write_outputs(done: FinishedRun, json_path: Path | None, md_path: Path | None,
+                  junit_path: Path | None) -> bool:
     """The reports the run's end would have written beside its folder's; each failure is one
     line on stderr (the run's folder has its report either way). Returns whether all were."""
     from pytest_toolbench.report.markdown_report import write_markdown_report
     from pytest_toolbench.results.safe_text import safe_text
 
+    record = done.record
+    assert record is not None
     written = True
     for what, path, write in (
             ("JSON report", json_path, lambda p: record.write(p)),
-            ("Markdown summary", md_path, lambda p: write_markdown_report(p, record, notes=notes))):
+            ("Markdown summary", md_path, lambda p: write_markdown_report(p, record, notes=done.notes)),
+            ("JUnit XML", junit_path, lambda p: _write_junit(p, done))):
         if path is None:
             continue
         try:
             write(path)
-        except OSError as exc:
+        except (OSError, _NoNodeIds) as exc:
             print(f"toolbench finish: {what} {path}: not written ({safe_text(str(exc))})",
                   file=sys.stderr)
             written = False
         else:
             print(f"{what} written: {path}")
     return written
+
+
+class _NoNodeIds(Exception):
+    """The run kept no node ids, so no testcase could be named as its own file would name it."""
+
+
+def _write_junit(path: Path, done: FinishedRun) -> None:
+    from pytest_toolbench.report.junit_finish import write_killed_run_junit
+    from pytest_toolbench.results.partial_run import not_run_message
+    from pytest_toolbench.session.killed_run import KILLED
+
+    assert done.record is not None
+    if done.nodes is None or done.selection is None:
+        raise _NoNodeIds("the run kept no pytest node ids (it was killed before it had collected, "
+                         "or started by an older pytest-toolbench)")
+    write_killed_run_junit(path, done.record, done.nodes, done.selection,
+                           not_run_message=not_run_message(KILLED))

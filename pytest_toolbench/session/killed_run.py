@@ -12,8 +12,8 @@ marked partial and interrupted (``killed``). The selected cases without a result
 the selection the run kept among its scratch files (results/case_store.py ``write_selection``);
 a run killed before it had collected kept none, and its report says they are unknown. Plots
 and Allure, which the run would have written with its end, are not: ``toolbench view`` and
-``compare`` read ``report.json``; ``toolbench finish --toolbench-json/--toolbench-md`` writes the
-JSON report and the Markdown summary from the record returned here (finish_cli.py).
+``compare`` read ``report.json``; ``toolbench finish --toolbench-json/--toolbench-md/--junitxml`` writes the
+JSON report, the Markdown summary and the JUnit XML from what is returned here (finish_cli.py).
 """
 
 from __future__ import annotations
@@ -56,6 +56,10 @@ class FinishedRun:
     index: RunIndex
     record: RunRecord | None
     notes: list[str] = field(default_factory=list)
+    #: The selected cases' ids in selection order, and each one's pytest node id, as the run
+    #: kept them (None: not kept; a run killed before collecting, or by an older version).
+    selection: list[str] | None = None
+    nodes: dict[str, str] | None = None
 
 
 def finish_killed_run(run_dir: Path, *, force: bool = False) -> FinishedRun:
@@ -77,12 +81,13 @@ def finish_killed_run(run_dir: Path, *, force: bool = False) -> FinishedRun:
     baseline = _baseline(settings, run_dir)
     finished = _last_write(run_dir) or index.started or 0.0
     selection = case_store.read_selection(run_dir)  # (before the scratch files go)
+    nodes = case_store.read_selection_nodes(run_dir)
     results, notes = _collect_results(run_dir)
     if not results:
         mark_ended(run_dir, partial=True, interrupted_by=KILLED,
                    exit_status=int(ToolbenchExit.INTERRUPTED))
         return FinishedRun(read_index(run_dir) or index, None,
-                           [*notes, "no case had finished: nothing to score"])
+                           [*notes, "no case had finished: nothing to score"], selection, nodes)
     benchmarks = _benchmarks(sorted({r.benchmark for r in results}), run_dir)  # as its end would
     # No estimates kept: the run's --cache-dir may be relative to a folder this is not run in.
     scores = score_run(results, benchmarks, settings, baseline, data_sources)
@@ -103,7 +108,7 @@ def finish_killed_run(run_dir: Path, *, force: bool = False) -> FinishedRun:
         new_index = save_report(run_dir, record, cases_in_journal=True)
     except OSError as exc:
         raise KilledRunError(f"run {run_dir.name}: cannot write its report ({exc})") from None
-    return FinishedRun(new_index, record, notes)
+    return FinishedRun(new_index, record, notes, selection, nodes)
 
 
 def _killed_index(run_dir: Path, *, force: bool) -> RunIndex:

@@ -14,7 +14,7 @@ import pytest
 
 from pytest_toolbench import output_errors
 from pytest_toolbench.results.case_result import CaseResult
-from pytest_toolbench.results.safe_text import safe_text
+from pytest_toolbench.results.junit_properties import summary_properties
 from pytest_toolbench.output_errors import OutputFailure
 from pytest_toolbench.session.state import STATE_KEY, is_worker
 
@@ -54,20 +54,6 @@ def _attach_output_failures(report: pytest.TestReport) -> None:
     layer) ride on its next report to the controller, which stops the run on them."""
     for failure in output_errors.take():
         report.user_properties.append((OUTPUT_ERROR_PROPERTY, failure.to_json()))
-
-
-
-def summary_properties(result: CaseResult) -> list[tuple[str, object]]:
-    props: list[tuple[str, object]] = [("toolbench.outcome", result.outcome.value)]
-    props += [(f"toolbench.{k}", v) for k, v in sorted(result.values.items())]
-    if result.error is not None:
-        props.append(("toolbench.error_kind", result.error.kind))
-    if result.failure_message:
-        props.append(("toolbench.failure_message", safe_text(result.failure_message[:500])))
-    retries = result.details.get("endpoint_retries")
-    if retries:
-        props.append(("toolbench.endpoint_retries", retries["count"]))
-    return props
 
 
 def attach_result(item: pytest.Item, call: pytest.CallInfo[None], report: pytest.TestReport) -> None:
