@@ -10,6 +10,9 @@ A selected case that never ran (the run was interrupted, its worker lost) would 
 from the file, which then reads ``tests=8 failures=0 errors=0`` for a run that skipped 24 cases:
 each such case gets its testcase with an ``<error message="not run: ...">``, so a JUnit reader
 counts it.
+
+The writers take the ``LogXML`` itself: the run's (:func:`junit_of`), or one that
+``toolbench finish --junitxml`` makes for a run killed outright (report/junit_finish.py).
 """
 
 from __future__ import annotations
