@@ -87,10 +87,10 @@ def test_finish_scores_a_killed_run_from_its_journals_and_compare_reads_it(tmp_p
     assert nodes is None if not selection_kept else sorted(nodes) == sorted(selection)
 
     out_json, out_md = tmp_path / "ci" / "report.json", tmp_path / "ci" / "summary.md"
-    out_junit = tmp_path / "ci" / "junit.xml"
+    out_junit, out_allure = tmp_path / "ci" / "junit.xml", tmp_path / "ci" / "allure"
     done = cli("finish", run_dir.name[:15], "--runs-dir", str(tmp_path / "runs"),
                "--toolbench-json", str(out_json), "--toolbench-md", str(out_md),
-               "--junitxml", str(out_junit))
+               "--junitxml", str(out_junit), "--alluredir", str(out_allure))
     if selection_kept:
         assert done.returncode == 0, done.stdout + done.stderr
     else:  # no node id to name a testcase by: said, the other reports written all the same
@@ -133,6 +133,7 @@ def test_finish_scores_a_killed_run_from_its_journals_and_compare_reads_it(tmp_p
     assert RUN_COMPLETED in summary and KILLED in summary
     if selection_kept:
         _check_junit(out_junit, nodes, journalled, missing, report)
+    _check_allure(out_allure, report)
 
     listed = cli("runs", "--runs-dir", str(tmp_path / "runs"))
     assert f"partial ({KILLED})" in listed.stdout and "exit 2 INTERRUPTED" in listed.stdout
@@ -177,6 +178,22 @@ def _check_junit(path: Path, nodes: dict[str, str], journalled: dict[str, str], 
     assert float(suite.get("time")) == pytest.approx(report["run"]["wall_s"], abs=0.01)
     suite_props = {p.get("name") for p in suite.find("properties").iter("property")}
     assert "toolbench.data.toolhop" in suite_props
+
+
+def _check_allure(alluredir: Path, report: dict) -> None:
+    """The run-level Allure files `finish --alluredir` wrote, as the run's own end would have:
+    the run among the folder's, each gate a check, the metrics as the run's attachments."""
+    run_id = report["run"]["run_id"]
+    assert (alluredir / "toolbench-runs" / f"{run_id}.json").is_file()
+    for name in ("environment.xml", "categories.json", "allurerc.mjs"):
+        assert (alluredir / name).stat().st_size > 0, name
+    assert "<key>m</key><value>gates FAILED" in (alluredir / "environment.xml").read_text()
+    checks = {json.loads(p.read_text())["name"] for p in alluredir.glob("*-check.json")}
+    assert checks == {f"m · gate {g['gate']}" for g in report["gates"]}
+    attachments = [a for p in alluredir.glob("*-globals.json")
+                   for a in json.loads(p.read_text())["attachments"]]
+    text = next(a for a in attachments if a["name"] == f"m · run {run_id} · toolbench metrics")
+    assert KILLED in (alluredir / text["source"]).read_text()
 
 
 # --------------------------------------------------------------------------- refusals

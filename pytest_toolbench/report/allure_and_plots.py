@@ -4,6 +4,7 @@ and the Allure 3 HTML build, written from the run's record by the controller's s
 from __future__ import annotations
 
 from pathlib import Path
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -84,8 +85,23 @@ def write_plots_and_allure(
             except ValueError:  # no metric with a value in either run: nothing to draw
                 pass
     alluredir = config.getoption("--alluredir", None)
-    if not alluredir:
-        return images
+    if alluredir:
+        write_run_allure(alluredir, record, summary, images=images, data_sources=data_sources,
+                         backend=backend)
+    return images
+
+
+def write_run_allure(alluredir: str | Path, record: RunRecord, summary: str, *,
+                     images: Sequence[Path] = (), data_sources: Sequence[Any] = (),
+                     backend: str = "") -> None:
+    """The run's run-level Allure files in ``alluredir``: its entry among the folder's runs,
+    the environment and categories rebuilt, each gate as a check, and the metrics (text, HTML,
+    JSON) and ``images`` as the run's global attachments. Without pytest: ``toolbench finish
+    --alluredir`` writes them for a run killed before its end (session/finish_cli.py)."""
+    settings = record.run.settings
+    metrics = record.metrics
+    run_id = record.run.run_id or ""
+    model = str(settings.model or "")
     from pytest_toolbench.report.allure_report import attach_run_metrics, display_model
     from pytest_toolbench.report.allure_run import (
         environment_of,
@@ -115,7 +131,6 @@ def write_plots_and_allure(
                        metrics_html=render_metrics_html(metrics, record.gates, header),
                        images=images, prefix=prefix,
                        environment=environment_of(alluredir, model))
-    return images
 
 
 class AllureHtmlBuilder:

@@ -53,6 +53,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                         help="also write a JUnit XML there, as the run's own --junitxml would "
                              "have been: a testcase per case that finished, one with an error "
                              "per selected case left without a result, one per gate")
+    finish.add_argument("--alluredir", type=Path, default=None, metavar="DIR",
+                        help="also write the run-level Allure files there, as the run's own end "
+                             "would have (the metrics, each gate as a check, the environment); "
+                             "its cases' own results are there already if the run had it")
     finish.set_defaults(func=cmd_finish)
 
 
@@ -67,7 +71,8 @@ def cmd_finish(args: argparse.Namespace) -> int:
     try:
         # Paths the run's folder is not: checked before it is touched (its journals merged).
         check_output_paths([("--toolbench-json", args.toolbench_json),
-                            ("--toolbench-md", args.toolbench_md), ("--junitxml", args.junitxml)], [])
+                            ("--toolbench-md", args.toolbench_md), ("--junitxml", args.junitxml)],
+                           [("--alluredir", args.alluredir)])
         folder = Path(args.run)
         if "/" not in args.run and not (folder / "run.json").is_file():  # a run id, not its folder
             folder = resolve_run_dir(args.run, find_runs_dir(args.runs_dir))
@@ -82,15 +87,16 @@ def cmd_finish(args: argparse.Namespace) -> int:
     if done.record is not None:
         print(f"run {done.index.run_id}: {len(done.record.cases)} results scored from its journal; "
               f"report written: {done.index.report}")
-        failed = not write_outputs(done, args.toolbench_json, args.toolbench_md, args.junitxml)
-    elif args.toolbench_json or args.toolbench_md or args.junitxml:
+        failed = not write_outputs(done, args.toolbench_json, args.toolbench_md, args.junitxml,
+                                   args.alluredir)
+    elif args.toolbench_json or args.toolbench_md or args.junitxml or args.alluredir:
         print("note: no report to write (no case had finished)")
     sys.stdout.write(render_runs([done.index], output_width()))
     return OUTPUT_FAILED if failed else 0
 
 
 def write_outputs(done: FinishedRun, json_path: Path | None, md_path: Path | None,
-                  junit_path: Path | None) -> bool:
+                  junit_path: Path | None, alluredir: Path | None) -> bool:
     """The reports the run's end would have written beside its folder's; each failure is one
     line on stderr (the run's folder has its report either way). Returns whether all were."""
     from pytest_toolbench.report.markdown_report import write_markdown_report
@@ -101,8 +107,9 @@ def write_outputs(done: FinishedRun, json_path: Path | None, md_path: Path | Non
     written = True
     for what, path, write in (
             ("JSON report", json_path, lambda p: record.write(p)),
-            ("Markdown summary", md_path, lambda p: write_markdown_report(p, record, notes=done.notes)),
-            ("JUnit XML", junit_path, lambda p: _write_junit(p, done))):
+            ("Markdown summary", md_path, lambda p: write_markdown_report(p, record, notes=done.report_notes)),
+            ("JUnit XML", junit_path, lambda p: _write_junit(p, done)),
+            ("Allure files", alluredir, lambda p: _write_allure(p, done))):
         if path is None:
             continue
         try:
@@ -131,3 +138,16 @@ def _write_junit(path: Path, done: FinishedRun) -> None:
                          "or started by an older pytest-toolbench)")
     write_killed_run_junit(path, done.record, done.nodes, done.selection,
                            not_run_message=not_run_message(KILLED))
+
+
+def _write_allure(alluredir: Path, done: FinishedRun) -> None:
+    from pytest_toolbench.report.allure_and_plots import write_run_allure
+    from pytest_toolbench.report.terminal import render_run
+    from pytest_toolbench.session.end_summary import run_headlines
+
+    record = done.record
+    assert record is not None
+    _, summary = render_run(record, notes=done.report_notes, data_sources=done.data_sources,
+                            verbose=False, width=120, headlines=run_headlines(record))
+    write_run_allure(alluredir, record, summary, data_sources=done.data_sources,
+                     backend=str(record.run.settings.backend or ""))

@@ -10,10 +10,11 @@ by the kill left plain included: results/journal.py ``pack_leftovers``); the wor
 scratch files go; the metrics are scored; ``report.json`` and the final ``run.json`` are written,
 marked partial and interrupted (``killed``). The selected cases without a result are named from
 the selection the run kept among its scratch files (results/case_store.py ``write_selection``);
-a run killed before it had collected kept none, and its report says they are unknown. Plots
-and Allure, which the run would have written with its end, are not: ``toolbench view`` and
-``compare`` read ``report.json``; ``toolbench finish --toolbench-json/--toolbench-md/--junitxml`` writes the
-JSON report, the Markdown summary and the JUnit XML from what is returned here (finish_cli.py).
+a run killed before it had collected kept none, and its report says they are unknown. Plots,
+which the run would have written with its end, are not (``toolbench view`` and ``compare`` read
+``report.json``); the reports a CI step expects beside the folder are written from what is
+returned here by ``toolbench finish --toolbench-json``, ``--toolbench-md``, ``--junitxml`` and
+``--alluredir`` (finish_cli.py).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from pytest_toolbench.results.journal import JournalError, pack_leftovers, read_
 from pytest_toolbench.results.packed_journal import PackedJournalError
 from pytest_toolbench.results.run_record import RunRecord
 from pytest_toolbench.runs.record import REPORT_NAME, RunIndex, RunStart, mark_ended, read_index, save_report
+from pytest_toolbench.session.end_summary import run_notes
 from pytest_toolbench.session.finish import RunIdentity, run_record, score_run
 from pytest_toolbench.session.run_end import RunEnd
 
@@ -60,6 +62,11 @@ class FinishedRun:
     #: kept them (None: not kept; a run killed before collecting, or by an older version).
     selection: list[str] | None = None
     nodes: dict[str, str] | None = None
+    #: The data the run read, as its start recorded it (the Allure files describe each).
+    data_sources: list[DataSource] = field(default_factory=list)
+    #: The lines under the metrics in the Markdown summary and the Allure text, as the run's own
+    #: end would have written them (the interruption and the cases it left first), then ``notes``.
+    report_notes: list[str] = field(default_factory=list)
 
 
 def finish_killed_run(run_dir: Path, *, force: bool = False) -> FinishedRun:
@@ -87,7 +94,8 @@ def finish_killed_run(run_dir: Path, *, force: bool = False) -> FinishedRun:
         mark_ended(run_dir, partial=True, interrupted_by=KILLED,
                    exit_status=int(ToolbenchExit.INTERRUPTED))
         return FinishedRun(read_index(run_dir) or index, None,
-                           [*notes, "no case had finished: nothing to score"], selection, nodes)
+                           [*notes, "no case had finished: nothing to score"], selection, nodes,
+                           data_sources)
     benchmarks = _benchmarks(sorted({r.benchmark for r in results}), run_dir)  # as its end would
     # No estimates kept: the run's --cache-dir may be relative to a folder this is not run in.
     scores = score_run(results, benchmarks, settings, baseline, data_sources)
@@ -104,11 +112,12 @@ def finish_killed_run(run_dir: Path, *, force: bool = False) -> FinishedRun:
                  missing=[i for i in selection or () if i not in reported],
                  selected=len(selection or ()), missing_unknown=selection is None)
     record = run_record(scores, end, results, identity)
+    report_notes = [*run_notes(record, end.notes(), data_sources, start.suite_sizes), *notes]
     try:
         new_index = save_report(run_dir, record, cases_in_journal=True)
     except OSError as exc:
         raise KilledRunError(f"run {run_dir.name}: cannot write its report ({exc})") from None
-    return FinishedRun(new_index, record, notes, selection, nodes)
+    return FinishedRun(new_index, record, notes, selection, nodes, data_sources, report_notes)
 
 
 def _killed_index(run_dir: Path, *, force: bool) -> RunIndex:
