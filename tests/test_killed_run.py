@@ -253,6 +253,17 @@ def test_an_output_path_that_cannot_be_written_refuses_before_the_folder_is_touc
         f"toolbench finish: --toolbench-md {blocker / 'summary.md'}: {blocker} is not a folder"], \
         both.stderr
     assert sorted(p.name for p in run_dir.iterdir()) == before
+    # the run's own files: a summary written over its journal would lose its results
+    own = cli("finish", str(run_dir), "--toolbench-md", str(run_dir / "results.jsonl.gz"),
+              "--junitxml", str(run_dir / "report.json"), "--alluredir", str(run_dir))
+    assert own.returncode == 2 and own.stderr.splitlines() == [
+        f"toolbench finish: --toolbench-md {run_dir / 'results.jsonl.gz'}: a file of the run's "
+        "folder, which finish writes (or reads); give a path outside it",
+        f"toolbench finish: --junitxml {run_dir / 'report.json'}: a file of the run's folder, "
+        "which finish writes (or reads); give a path outside it",
+        f"toolbench finish: --alluredir {run_dir}: the run's own folder; give a path outside it"], \
+        own.stderr
+    assert sorted(p.name for p in run_dir.iterdir()) == before
 
 
 def test_a_refused_run_is_left_as_it_was(tmp_path):

@@ -76,6 +76,7 @@ def cmd_finish(args: argparse.Namespace) -> int:
         folder = Path(args.run)
         if "/" not in args.run and not (folder / "run.json").is_file():  # a run id, not its folder
             folder = resolve_run_dir(args.run, find_runs_dir(args.runs_dir))
+        _check_not_the_runs_own(folder, args)
         done = finish_killed_run(folder, force=args.force)
     except ValueError as exc:  # KilledRunError, RunLoadError, the output paths
         for problem in problems_of(exc):
@@ -93,6 +94,33 @@ def cmd_finish(args: argparse.Namespace) -> int:
         print("note: no report to write (no case had finished)")
     sys.stdout.write(render_runs([done.index], output_width()))
     return OUTPUT_FAILED if failed else 0
+
+
+def _check_not_the_runs_own(folder: Path, args: argparse.Namespace) -> None:
+    """ValueError when an output would overwrite a file the run's folder holds (its report,
+    index or journal) or be the folder itself: finish writes them, and a report written over
+    the journal would lose the run's results."""
+    from pytest_toolbench.output_paths import OutputPathsError
+    from pytest_toolbench.results.case_store import journal_path
+    from pytest_toolbench.results.journal import packed_path
+    from pytest_toolbench.runs.record import INDEX_NAME, REPORT_NAME
+
+    journal = journal_path(folder)
+    own = {p.resolve() for p in (folder / INDEX_NAME, folder / REPORT_NAME, journal,
+                                 packed_path(journal))}
+    problems = []
+    for option, path in (("--toolbench-json", args.toolbench_json), ("--toolbench-md", args.toolbench_md),
+                         ("--junitxml", args.junitxml), ("--alluredir", args.alluredir)):
+        if path is None:
+            continue
+        resolved = Path(path).expanduser().resolve()
+        if resolved == folder.resolve():
+            problems.append(f"{option} {path}: the run's own folder; give a path outside it")
+        elif resolved in own:
+            problems.append(f"{option} {path}: a file of the run's folder, which finish writes "
+                            "(or reads); give a path outside it")
+    if problems:
+        raise OutputPathsError(*problems)
 
 
 def write_outputs(done: FinishedRun, json_path: Path | None, md_path: Path | None,
