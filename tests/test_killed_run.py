@@ -83,7 +83,7 @@ def test_finish_scores_a_killed_run_from_its_journals_and_compare_reads_it(tmp_p
     missing = [i for i in selection if i not in journalled] if selection_kept else []
     assert not selection_kept or 0 < len(missing) < 18
 
-    nodes = case_store.read_selection_nodes(run_dir)
+    nodes = case_store.read_selection_nodes(run_dir, case_store.read_selection(run_dir))
     assert nodes is None if not selection_kept else sorted(nodes) == sorted(selection)
 
     out_json, out_md = tmp_path / "ci" / "report.json", tmp_path / "ci" / "summary.md"

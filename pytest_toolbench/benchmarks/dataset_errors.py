@@ -123,7 +123,8 @@ def raise_collected(errors: list[DatasetError]) -> None:
 def data_text(path: Path, empty: str) -> str:
     """The whole text of a UTF-8 data file. Bytes that are not UTF-8 raise a one-line
     :class:`DatasetError` naming the file, the line and the byte in it (not a
-    ``UnicodeDecodeError`` from the middle of a run); a file of nothing but whitespace raises one saying ``empty``."""
+    ``UnicodeDecodeError`` from the middle of a run); a file of nothing but whitespace raises
+    one saying ``empty``."""
     return data_bytes_and_text(path, empty)[1]
 
 

@@ -3,8 +3,8 @@ and the Allure 3 HTML build, written from the run's record by the controller's s
 
 from __future__ import annotations
 
-from pathlib import Path
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest

@@ -53,12 +53,11 @@ class _RunSpan:
         return datetime.fromtimestamp(self.started, timezone.utc)
 
 
-def write_killed_run_junit(path: Path, record: RunRecord, nodes: dict[str, str],
-                           selection: list[str], *, not_run_message: str) -> tuple[int, int]:
+def write_killed_run_junit(path: Path, record: RunRecord, nodes: dict[str, str], *,
+                           not_run_message: str) -> None:
     """Write the JUnit XML of the killed run ``record`` to ``path``: ``nodes`` maps each selected
-    case's id to its node id, ``selection`` is their order. Returns (testcases of results,
-    testcases of cases without one). A result whose case has no node id (it cannot happen for
-    a run that kept them) is named ``<benchmark>::<case id>``."""
+    case's id to its node id, in selection order. A result whose case has no node id (it cannot
+    happen for a run that kept them) is named ``<benchmark>::<case id>``, after the others."""
     path = Path(os.path.expanduser(str(path)))
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     xml = LogXML(str(tmp), None, family="xunit2")
@@ -66,15 +65,14 @@ def write_killed_run_junit(path: Path, record: RunRecord, nodes: dict[str, str],
     xml.suite_start = _RunSpan(started, record.run.wall_s or 0.0)  # type: ignore[assignment]
     gated = bool(record.run.settings.gates)
     results = {c.case_id: c for c in record.cases}
-    ended = missing = 0
-    # in selection order, as the run's own file would list them
-    for case_id in [*selection, *(i for i in results if i not in nodes)]:
+    for case_id, nodeid in nodes.items():  # in selection order, as the run's own file lists them
         result = results.get(case_id)
-        nodeid = nodes.get(case_id) or f"{result.benchmark if result else 'unknown'}::{case_id}"
         if result is not None:
-            ended += write_unreported_testcases(xml, [ended_of(nodeid, result, gated=gated)])
+            write_unreported_testcases(xml, [ended_of(nodeid, result, gated=gated)])
         else:
-            missing += write_missing_testcases(xml, [nodeid], not_run_message)
+            write_missing_testcases(xml, [nodeid], not_run_message)
+    write_unreported_testcases(xml, [ended_of(f"{r.benchmark}::{i}", r, gated=gated)
+                                     for i, r in results.items() if i not in nodes])
     write_data_properties(xml, record)
     if record.gates:
         write_gate_testcases(xml, record.gates)
@@ -83,4 +81,3 @@ def write_killed_run_junit(path: Path, record: RunRecord, nodes: dict[str, str],
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
-    return ended, missing

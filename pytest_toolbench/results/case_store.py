@@ -112,10 +112,10 @@ def read_selection(run_dir: Path) -> list[str] | None:
     return _read_lines(Path(run_dir) / SCRATCH / SELECTION)
 
 
-def read_selection_nodes(run_dir: Path) -> dict[str, str] | None:
-    """Each kept case id's node id; None when they were not kept (a run of an older version) or
-    do not pair line for line with the ids."""
-    ids = read_selection(run_dir)
+def read_selection_nodes(run_dir: Path, ids: list[str] | None) -> dict[str, str] | None:
+    """Each of the kept case ``ids`` (as :func:`read_selection` gave them) with its node id, in
+    selection order; None when they were not kept (a run of an older version) or do not pair
+    line for line with the ids."""
     nodes = _read_lines(Path(run_dir) / SCRATCH / SELECTION_NODES)
     if ids is None or nodes is None or len(ids) != len(nodes):
         return None

@@ -161,11 +161,10 @@ def _write_junit(path: Path, done: FinishedRun) -> None:
     from pytest_toolbench.session.killed_run import KILLED
 
     assert done.record is not None
-    if done.nodes is None or done.selection is None:
+    if done.nodes is None:
         raise _NoNodeIds("the run kept no pytest node ids (it was killed before it had collected, "
                          "or started by an older pytest-toolbench)")
-    write_killed_run_junit(path, done.record, done.nodes, done.selection,
-                           not_run_message=not_run_message(KILLED))
+    write_killed_run_junit(path, done.record, done.nodes, not_run_message=not_run_message(KILLED))
 
 
 def _write_allure(alluredir: Path, done: FinishedRun) -> None:

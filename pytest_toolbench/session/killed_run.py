@@ -58,9 +58,8 @@ class FinishedRun:
     index: RunIndex
     record: RunRecord | None
     notes: list[str] = field(default_factory=list)
-    #: The selected cases' ids in selection order, and each one's pytest node id, as the run
-    #: kept them (None: not kept; a run killed before collecting, or by an older version).
-    selection: list[str] | None = None
+    #: Each selected case's id and pytest node id, in selection order, as the run kept them
+    #: (None: not kept; a run killed before collecting, or by an older version).
     nodes: dict[str, str] | None = None
     #: The data the run read, as its start recorded it (the Allure files describe each).
     data_sources: list[DataSource] = field(default_factory=list)
@@ -88,14 +87,13 @@ def finish_killed_run(run_dir: Path, *, force: bool = False) -> FinishedRun:
     baseline = _baseline(settings, run_dir)
     finished = _last_write(run_dir) or index.started or 0.0
     selection = case_store.read_selection(run_dir)  # (before the scratch files go)
-    nodes = case_store.read_selection_nodes(run_dir)
+    nodes = case_store.read_selection_nodes(run_dir, selection)
     results, notes = _collect_results(run_dir)
     if not results:
         mark_ended(run_dir, partial=True, interrupted_by=KILLED,
                    exit_status=int(ToolbenchExit.INTERRUPTED))
         return FinishedRun(read_index(run_dir) or index, None,
-                           [*notes, "no case had finished: nothing to score"], selection, nodes,
-                           data_sources)
+                           [*notes, "no case had finished: nothing to score"], nodes, data_sources)
     benchmarks = _benchmarks(sorted({r.benchmark for r in results}), run_dir)  # as its end would
     # No estimates kept: the run's --cache-dir may be relative to a folder this is not run in.
     scores = score_run(results, benchmarks, settings, baseline, data_sources)
@@ -117,7 +115,7 @@ def finish_killed_run(run_dir: Path, *, force: bool = False) -> FinishedRun:
         new_index = save_report(run_dir, record, cases_in_journal=True)
     except OSError as exc:
         raise KilledRunError(f"run {run_dir.name}: cannot write its report ({exc})") from None
-    return FinishedRun(new_index, record, notes, selection, nodes, data_sources, report_notes)
+    return FinishedRun(new_index, record, notes, nodes, data_sources, report_notes)
 
 
 def _killed_index(run_dir: Path, *, force: bool) -> RunIndex:
