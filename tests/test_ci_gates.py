@@ -243,8 +243,16 @@ def test_a_selection_matching_no_case_fails_before_any_model_call(tmp_path, gate
 
 
 def test_deselecting_every_case_fails_with_no_cases(tmp_path):
-    proc, _ = run_suite(tmp_path, "--model", "oracle", "-k", "no_such_case")
+    proc, _ = run_suite(tmp_path, "--model", "oracle", "-k", "no_such_case", "--gate",
+                        "toolhop.direct.accuracy>=0")
     assert proc.returncode == ToolbenchExit.NO_CASES
+    # the JUnit file says so: the gate failed on nothing, and the data the run was on
+    suite = ET.parse(tmp_path / "junit.xml").getroot().find("testsuite")
+    assert suite is not None
+    (gate,) = suite.iter("testcase")
+    assert gate.get("name") == "toolhop.direct.accuracy>=0" and gate.find("failure") is not None
+    suite_props = props(suite.find("properties"))
+    assert suite_props["toolbench.data.kind"] == "sample" and "toolbench.data.toolhop" in suite_props
 
 
 def test_dataset_errors_list_every_bad_record_on_one_line_each(tmp_path):

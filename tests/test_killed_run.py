@@ -44,11 +44,19 @@ def _journalled(run_dir: Path) -> dict[str, str]:
     return out
 
 
-def _killed_run(tmp_path: Path, workers: str) -> Path:
+def _killed_run(tmp_path: Path, workers: str, *, results: int = 4) -> Path:
     """A ToolHop run over the bundled sample (``-n workers``), SIGKILLed with its workers (and
-    its SDK process) once four results are journalled; returns its run folder."""
+    its SDK process) once ``results`` results are journalled (0: once it has kept its selection,
+    every request still waiting on the endpoint); returns its run folder."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
-    with FakeOpenAIServer(delayed(0.3, reply("<answer>x</answer>"))) as server:
+    delay = 0.3 if results else 120.0
+
+    def ready(run_dir: Path) -> bool:
+        if results:
+            return case_store.count_results(run_dir) >= results
+        return (run_dir / case_store.SCRATCH / case_store.SELECTION_NODES).is_file()
+
+    with FakeOpenAIServer(delayed(delay, reply("<answer>x</answer>"))) as server:
         cmd = [sys.executable, "-m", "pytest", "suites/toolhop", "-q", "-p", "no:randomly",
                "-p", "no:cacheprovider", "--data", "sample", "-n", workers, "--concurrency", "1",
                "--runs-dir", str(tmp_path / "runs"), "--no-cache", "--base-url", server.base_url,
@@ -57,9 +65,9 @@ def _killed_run(tmp_path: Path, workers: str) -> Path:
                                 text=True, env=env, start_new_session=True)
         deadline = time.monotonic() + 180
         runs = tmp_path / "runs"
-        while not (runs.is_dir() and any(case_store.count_results(d) >= 4 for d in runs.iterdir())):
+        while not (runs.is_dir() and any(ready(d) for d in runs.iterdir())):
             assert proc.poll() is None, f"the run ended before it was killed: {proc.communicate()}"
-            assert time.monotonic() < deadline, "no four results within 180 s"
+            assert time.monotonic() < deadline, f"not ready to kill ({results} results) in 180 s"
             time.sleep(0.05)
         os.killpg(proc.pid, signal.SIGKILL)
         proc.communicate(timeout=60)
@@ -194,6 +202,46 @@ def _check_allure(alluredir: Path, report: dict) -> None:
                    for a in json.loads(p.read_text())["attachments"]]
     text = next(a for a in attachments if a["name"] == f"m · run {run_id} · toolbench metrics")
     assert KILLED in (alluredir / text["source"]).read_text()
+
+
+def test_a_run_killed_before_any_result_still_gets_its_junit_file(tmp_path):
+    """Killed once it has collected, before any reply: nothing to score, but the CI step's JUnit
+    file still names every selected case as not run, with the run's own failed verdict and its
+    data, as the run's own end writes it when no case ran; the reports with metrics are not
+    written, and say so."""
+    import xml.etree.ElementTree as ET
+
+    run_dir = _killed_run(tmp_path, "0", results=0)
+    nodes = case_store.read_selection_nodes(run_dir, case_store.read_selection(run_dir))
+    assert nodes is not None and len(nodes) == 18
+    started = read_index(run_dir).started  # type: ignore[union-attr]
+    out_junit, out_json = tmp_path / "ci" / "junit.xml", tmp_path / "ci" / "report.json"
+    out_junit.parent.mkdir()
+    done = cli("finish", str(run_dir), "--junitxml", str(out_junit), "--toolbench-json",
+               str(out_json))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "note: no JSON report to write (no case had finished: nothing was scored)" in done.stdout
+    assert f"JUnit XML written: {out_junit}" in done.stdout and not out_json.exists()
+    index = read_index(run_dir)
+    assert index is not None and index.status == "interrupted" and index.interrupted_by == KILLED
+    assert index.exit_status == ToolbenchExit.INTERRUPTED and index.finished >= started
+
+    suite = ET.parse(out_junit).getroot().find("testsuite")
+    assert suite is not None
+    testcases = list(suite.iter("testcase"))
+    listed = [tc.get("name") for tc in testcases if tc.get("classname") != "toolbench-run"]
+    assert listed == [nodeid.rpartition("::")[2] for nodeid in nodes.values()]  # selection order
+    for tc in testcases[:18]:
+        error = tc.find("error")
+        assert error is not None and error.get("message") == f"not run: the run was interrupted ({KILLED})"
+    (verdict,) = [tc for tc in testcases if tc.get("classname") == "toolbench-run"]
+    failure = verdict.find("failure")
+    assert failure is not None and "the run was interrupted (killed)" in failure.get("message", "")
+    assert "18 of 18 selected cases" in failure.get("message", "")
+    assert (int(suite.get("tests")), int(suite.get("errors")), int(suite.get("failures"))) == (19, 18, 1)
+    assert float(suite.get("time")) == pytest.approx(index.finished - started, abs=0.01)
+    props = {p.get("name"): p.get("value") for p in suite.find("properties").iter("property")}
+    assert props["toolbench.data.kind"] == "sample" and "toolbench.data.toolhop" in props
 
 
 # --------------------------------------------------------------------------- refusals

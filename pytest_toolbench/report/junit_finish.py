@@ -6,7 +6,8 @@ fails on the missing file. The run kept each selected case's node id beside its 
 ``--junitxml`` would have: a testcase per case that finished, as its reports would have shown it
 (with ``--gate`` a wrong answer passes and an infrastructure error is skipped), one with an
 ``<error>`` per selected case left without a result, the data as suite properties and each gate
-as its own testcase. It is pytest's own writer (``LogXML``) fed the reports the run would have
+as its own testcase. A run killed before any case finished gets one all the same: an error per
+selected case, the data and the run's own verdicts. It is pytest's own writer (``LogXML``) fed the reports the run would have
 sent, as report/junit_gates.py feeds it at a run's end, so a reader sees the same layout.
 
 The file is written beside its place and renamed into it: a reader never sees half a file.
@@ -14,8 +15,10 @@ The file is written beside its place and renamed into it: a reader never sees ha
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
+from collections.abc import Iterator, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -25,12 +28,14 @@ from _pytest.junitxml import LogXML
 from pytest_toolbench.report.junit_gates import (
     ended_of,
     write_data_properties,
+    write_data_source_properties,
     write_gate_testcases,
     write_missing_testcases,
     write_unreported_testcases,
 )
 
 if TYPE_CHECKING:
+    from pytest_toolbench.results.gates import GateVerdict
     from pytest_toolbench.results.run_record import RunRecord
 
 
@@ -58,25 +63,46 @@ def write_killed_run_junit(path: Path, record: RunRecord, nodes: dict[str, str],
     """Write the JUnit XML of the killed run ``record`` to ``path``: ``nodes`` maps each selected
     case's id to its node id, in selection order. A result whose case has no node id (it cannot
     happen for a run that kept them) is named ``<benchmark>::<case id>``, after the others."""
+    gated = bool(record.run.settings.gates)
+    results = {c.case_id: c for c in record.cases}
+    with _junit_file(path, _RunSpan(record.run.started or 0.0, record.run.wall_s or 0.0)) as xml:
+        for case_id, nodeid in nodes.items():  # in selection order, as the run's own file lists them
+            result = results.get(case_id)
+            if result is not None:
+                write_unreported_testcases(xml, [ended_of(nodeid, result, gated=gated)])
+            else:
+                write_missing_testcases(xml, [nodeid], not_run_message)
+        write_unreported_testcases(xml, [ended_of(f"{r.benchmark}::{i}", r, gated=gated)
+                                         for i, r in results.items() if i not in nodes])
+        write_data_properties(xml, record)
+        if record.gates:
+            write_gate_testcases(xml, record.gates)
+
+
+def write_unscored_run_junit(path: Path, nodes: dict[str, str], *, started: float, wall_s: float,
+                             data_sources: Sequence[object], verdicts: Sequence[GateVerdict],
+                             not_run_message: str) -> None:
+    """Write the JUnit XML of a run killed before any case finished, so nothing was scored: a
+    testcase with an error per selected case (``nodes``, as above), the data its start recorded
+    as the suite's properties, and ``verdicts`` (the run's own, with gates) as testcases. As the
+    run's own end writes it when no case ran, where a CI reader would otherwise get no file."""
+    with _junit_file(path, _RunSpan(started, wall_s)) as xml:
+        write_missing_testcases(xml, nodes.values(), not_run_message)
+        write_data_source_properties(xml, data_sources)
+        if verdicts:
+            write_gate_testcases(xml, verdicts)
+
+
+@contextlib.contextmanager
+def _junit_file(path: Path, span: _RunSpan) -> Iterator[LogXML]:
+    """pytest's writer for ``path``, its suite timed as ``span``; the file is written beside
+    its place and renamed into it once the block has added every testcase."""
     path = Path(os.path.expanduser(str(path)))
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     xml = LogXML(str(tmp), None, family="xunit2")
-    started = record.run.started or 0.0
-    xml.suite_start = _RunSpan(started, record.run.wall_s or 0.0)  # type: ignore[assignment]
-    gated = bool(record.run.settings.gates)
-    results = {c.case_id: c for c in record.cases}
-    for case_id, nodeid in nodes.items():  # in selection order, as the run's own file lists them
-        result = results.get(case_id)
-        if result is not None:
-            write_unreported_testcases(xml, [ended_of(nodeid, result, gated=gated)])
-        else:
-            write_missing_testcases(xml, [nodeid], not_run_message)
-    write_unreported_testcases(xml, [ended_of(f"{r.benchmark}::{i}", r, gated=gated)
-                                     for i, r in results.items() if i not in nodes])
-    write_data_properties(xml, record)
-    if record.gates:
-        write_gate_testcases(xml, record.gates)
+    xml.suite_start = span  # type: ignore[assignment]
     try:
+        yield xml
         xml.pytest_sessionfinish()
         os.replace(tmp, path)
     finally:

@@ -133,20 +133,39 @@ def write_data_properties(xml: LogXML, record: object) -> int:
     run = getattr(record, "run", None)
     if run is None:
         return 0
-    data = run.data or provenance_dict(run.data_sources)
-    props = [("toolbench.data", data.get("text", "")),
-             ("toolbench.data.kind", data.get("kind", "unknown")),
-             ("toolbench.data.fingerprint", data.get("fingerprint") or "unknown")]
-    for b in data.get("benchmarks", []):
-        props.append((f"toolbench.data.{b.get('benchmark')}",
-                      f"{b.get('kind')} revision {b.get('revision') or 'none'} "
-                      f"fingerprint {b.get('fingerprint') or 'unknown'}"))
+    props = _data_props(run.data or provenance_dict(run.data_sources))
     baseline = getattr(record, "baseline", None)
     if baseline is not None:
         props.append(("toolbench.baseline.data", "; ".join(
             f"{r.label}: {r.data or 'unknown'}" for r in baseline.runs)))
         if baseline.different_data:
             props.append(("toolbench.baseline.different_data", "; ".join(baseline.different_data)))
+    return _add_global_properties(xml, props)
+
+
+def write_data_source_properties(xml: LogXML, data_sources: Iterable[object]) -> int:
+    """The same data properties for a run with no record (no case finished, so none was
+    scored), from the data sources its start recorded: a CI reader still sees what data the
+    run was on. Returns how many were added (none twice)."""
+    from pytest_toolbench.results.provenance import provenance_dict
+
+    sources = list(data_sources)
+    return _add_global_properties(xml, _data_props(provenance_dict(sources))) if sources else 0
+
+
+def _data_props(data: dict) -> list[tuple[str, object]]:
+    props: list[tuple[str, object]] = [
+        ("toolbench.data", data.get("text", "")),
+        ("toolbench.data.kind", data.get("kind", "unknown")),
+        ("toolbench.data.fingerprint", data.get("fingerprint") or "unknown")]
+    for b in data.get("benchmarks", []):
+        props.append((f"toolbench.data.{b.get('benchmark')}",
+                      f"{b.get('kind')} revision {b.get('revision') or 'none'} "
+                      f"fingerprint {b.get('fingerprint') or 'unknown'}"))
+    return props
+
+
+def _add_global_properties(xml: LogXML, props: list[tuple[str, object]]) -> int:
     have = {name for name, _ in xml.global_properties}
     n = 0
     for name, value in props:

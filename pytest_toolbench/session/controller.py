@@ -535,6 +535,8 @@ class ControllerHooks:
             junit_gates.write_missing_testcases(xml, not_run, not_run_message(st.interrupted_by))
         if self.record is not None:  # what data the run was on, on the suite
             junit_gates.write_data_properties(xml, self.record)
+        else:  # no case ran, so nothing was scored: the data its start read, all the same
+            junit_gates.write_data_source_properties(xml, st.data_sources)
         if self.verdicts:
             junit_gates.write_gate_testcases(xml, self.verdicts)
 

@@ -33,13 +33,14 @@ from pytest_toolbench.config import RunSettings
 from pytest_toolbench.exitcodes import ToolbenchExit
 from pytest_toolbench.results import case_store
 from pytest_toolbench.results.case_result import CaseResult
+from pytest_toolbench.results.gates import GateVerdict
 from pytest_toolbench.results.journal import JournalError, pack_leftovers, read_journal
 from pytest_toolbench.results.packed_journal import PackedJournalError
 from pytest_toolbench.results.run_record import RunRecord
 from pytest_toolbench.runs.record import REPORT_NAME, RunIndex, RunStart, mark_ended, read_index, save_report
 from pytest_toolbench.session.end_summary import run_notes
 from pytest_toolbench.session.finish import RunIdentity, run_record, score_run
-from pytest_toolbench.session.run_end import RunEnd
+from pytest_toolbench.session.run_end import RunEnd, run_verdicts
 
 #: How the report names the interruption (``run.interrupted_by``, the listing's status).
 KILLED = "killed"
@@ -66,6 +67,10 @@ class FinishedRun:
     #: The lines under the metrics in the Markdown summary and the Allure text, as the run's own
     #: end would have written them (the interruption and the cases it left first), then ``notes``.
     report_notes: list[str] = field(default_factory=list)
+    #: No case finished (``record`` None), with gates: the run's own failed verdicts, as its end
+    #: would have given them (the interruption), for the JUnit file; the --gate expressions
+    #: themselves had nothing to be evaluated on.
+    unscored_verdicts: list[GateVerdict] = field(default_factory=list)
 
 
 def finish_killed_run(run_dir: Path, *, force: bool = False) -> FinishedRun:
@@ -89,11 +94,14 @@ def finish_killed_run(run_dir: Path, *, force: bool = False) -> FinishedRun:
     selection = case_store.read_selection(run_dir)  # (before the scratch files go)
     nodes = case_store.read_selection_nodes(run_dir, selection)
     results, notes = _collect_results(run_dir)
-    if not results:
+    if not results:  # nothing to score, but what a CI reader needs of the run all the same
+        end = _killed_end(selection, reported=set())
         mark_ended(run_dir, partial=True, interrupted_by=KILLED,
-                   exit_status=int(ToolbenchExit.INTERRUPTED))
+                   exit_status=int(ToolbenchExit.INTERRUPTED), finished=finished or None)
         return FinishedRun(read_index(run_dir) or index, None,
-                           [*notes, "no case had finished: nothing to score"], nodes, data_sources)
+                           [*notes, "no case had finished: nothing to score"], nodes, data_sources,
+                           report_notes=[*end.notes(), *notes],
+                           unscored_verdicts=run_verdicts(end) if settings.gates else [])
     benchmarks = _benchmarks(sorted({r.benchmark for r in results}), run_dir)  # as its end would
     # No estimates kept: the run's --cache-dir may be relative to a folder this is not run in.
     scores = score_run(results, benchmarks, settings, baseline, data_sources)
@@ -105,10 +113,7 @@ def finish_killed_run(run_dir: Path, *, force: bool = False) -> FinishedRun:
                   if d.get("path") and d.get("sha256")},
         data_sources=start.data_sources, suite_sizes=start.suite_sizes,
     )
-    reported = {r.case_id for r in results}
-    end = RunEnd(pytest_status=int(ToolbenchExit.INTERRUPTED), interrupted_by=KILLED,
-                 missing=[i for i in selection or () if i not in reported],
-                 selected=len(selection or ()), missing_unknown=selection is None)
+    end = _killed_end(selection, reported={r.case_id for r in results})
     record = run_record(scores, end, results, identity)
     report_notes = [*run_notes(record, end.notes(), data_sources, start.suite_sizes), *notes]
     try:
@@ -116,6 +121,14 @@ def finish_killed_run(run_dir: Path, *, force: bool = False) -> FinishedRun:
     except OSError as exc:
         raise KilledRunError(f"run {run_dir.name}: cannot write its report ({exc})") from None
     return FinishedRun(new_index, record, notes, nodes, data_sources, report_notes)
+
+
+def _killed_end(selection: list[str] | None, *, reported: set[str]) -> RunEnd:
+    """How the killed run ended: interrupted, the selected cases without a result named (or,
+    its selection not kept, said to be unknown)."""
+    return RunEnd(pytest_status=int(ToolbenchExit.INTERRUPTED), interrupted_by=KILLED,
+                  missing=[i for i in selection or () if i not in reported],
+                  selected=len(selection or ()), missing_unknown=selection is None)
 
 
 def _killed_index(run_dir: Path, *, force: bool) -> RunIndex:
