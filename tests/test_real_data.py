@@ -287,6 +287,21 @@ def test_hf_hub_offline_reads_only_the_cache(hub: FakeDataHub, env):
     assert not hub.log
 
 
+def test_a_run_refused_for_its_data_leaves_nothing_in_a_new_folder(tmp_path: Path, env):
+    """Run from a folder of its own (the cache and runs folders default to `.toolbench` there),
+    offline with no data: refused, and nothing made there (the kept-parse folder was made at
+    configure, before the data was resolved)."""
+    here = tmp_path / "new-project"
+    here.mkdir()
+    offline = {k: v for k, v in env.items() if k != "TOOLBENCH_RUNS_DIR"}
+    offline["HF_HUB_OFFLINE"] = "1"
+    proc = subprocess.run([sys.executable, "-m", "pytest", str(REPO / "suites" / "toolhop"),
+                           "--model", "oracle", "-q", "-p", "no:cacheprovider", "-p", "no:randomly"],
+                          cwd=here, env=offline, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 4 and "HF_HUB_OFFLINE is set" in proc.stdout + proc.stderr
+    assert list(here.iterdir()) == []
+
+
 def test_another_revision_is_chosen_knowingly(tmp_path: Path, hub: FakeDataHub, env):
     """--data-revision toolhop=main: the branch's file (other bytes) is used; the checks only warn
     and the report says the revision is not the pinned one."""

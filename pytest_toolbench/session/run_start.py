@@ -45,7 +45,6 @@ def configure_run(config: pytest.Config) -> ToolbenchState:
     share_parsed_files(config)
     try:
         settings = settings_from_config(config)
-        keep_parsed_files(config, settings)
         for gate in settings.gates:
             check_gate_names(parse_gate(gate), registry())
         baseline = None
@@ -88,6 +87,9 @@ def configure_run(config: pytest.Config) -> ToolbenchState:
                         if settings.open_protocol else None)
         # the real data fetched and verified now, once, before xdist starts its workers
         settings = resolve_run_data(config, settings)
+        # only now: a run refused above (no data offline, an unwritable output) leaves no
+        # folder behind in the cache's place, which may be a folder the user never chose
+        keep_parsed_files(config, settings)
     except ValueError as exc:  # one ERROR line per problem (every unwritable output)
         from pytest_toolbench.output_paths import problems_of
 
