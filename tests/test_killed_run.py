@@ -314,6 +314,33 @@ def test_an_output_path_that_cannot_be_written_refuses_before_the_folder_is_touc
     assert sorted(p.name for p in run_dir.iterdir()) == before
 
 
+def test_two_finishes_of_one_run_take_turns(tmp_path):
+    """A retried CI step: two finishes of one run at once. Each merged the workers' journals and
+    removed the scratch files the other was reading; now the second waits for the first's lock,
+    then finds the run ended, and the lock file is gone."""
+    from pytest_toolbench.fileio import PathLock
+    from pytest_toolbench.session.killed_run import FINISH_LOCK
+
+    run_dir = tmp_path / "runs" / "20260101-000000-abcdef"
+    _index(run_dir, pid=None)
+    (run_dir / "worker-gw0.jsonl").write_text("")
+    held = PathLock(run_dir / FINISH_LOCK)
+    held.acquire()  # as a finish under way
+    cmd = [sys.executable, "-m", "pytest_toolbench.cli", "finish", str(run_dir)]
+    procs = [subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True) for _ in range(2)]
+    time.sleep(1.5)
+    assert [p.poll() for p in procs] == [None, None]  # both wait for the lock
+    held.release()
+    outs = [p.communicate(timeout=60) for p in procs]
+    codes = sorted(p.returncode for p in procs)
+    assert codes == [0, 2], outs
+    refused = next(err for (_, err), p in zip(outs, procs) if p.returncode == 2)
+    assert refused.strip() == ("toolbench finish: run 20260101-000000-abcdef ended (interrupted) "
+                               "before any case's result: nothing to finish")
+    assert not (run_dir / FINISH_LOCK).exists()
+
+
 def test_a_refused_run_is_left_as_it_was(tmp_path):
     """A refusal found from the run's start (here a benchmark not installed) comes before the
     folder is touched: the workers' journals are not merged away."""

@@ -19,8 +19,10 @@ returned here by ``toolbench finish --toolbench-json``, ``--toolbench-md``, ``--
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +33,7 @@ from pytest_toolbench.benchmarks import declarations, registry
 from pytest_toolbench.benchmarks.data_source import DataSource
 from pytest_toolbench.config import RunSettings
 from pytest_toolbench.exitcodes import ToolbenchExit
+from pytest_toolbench.fileio import PathLock
 from pytest_toolbench.results import case_store
 from pytest_toolbench.results.case_result import CaseResult
 from pytest_toolbench.results.gates import GateVerdict
@@ -44,6 +47,8 @@ from pytest_toolbench.session.run_end import RunEnd, run_verdicts
 
 #: How the report names the interruption (``run.interrupted_by``, the listing's status).
 KILLED = "killed"
+#: Held in the run's folder while a finish runs (fileio.py ``PathLock``: removed on release).
+FINISH_LOCK = ".finish.lock"
 
 
 class KilledRunError(ValueError):
@@ -79,9 +84,32 @@ def finish_killed_run(run_dir: Path, *, force: bool = False) -> FinishedRun:
     Refused (:class:`KilledRunError`) for a run that ended (it has its report), one still
     running, one started on another host (unless ``force``: this host cannot tell whether it
     still runs there, and finishing a live run would remove the journals it writes), and one
-    recorded by a version that did not keep its start."""
+    recorded by a version that did not keep its start. Two finishes of one run (a retried CI
+    step) take turns: the second waits, then finds the report the first wrote."""
     run_dir = Path(run_dir)
-    index = _killed_index(run_dir, force=force)
+    _killed_index(run_dir, force=force)  # refused before anything is made in the folder
+    with _finishing(run_dir):
+        return _finish(run_dir, force=force)
+
+
+@contextlib.contextmanager
+def _finishing(run_dir: Path) -> Iterator[None]:
+    """Hold the run's finish lock: two finishes at once each merged the workers' journals and
+    removed the scratch files the other was reading (its JUnit file was refused for want of the
+    node ids, its report said the missing cases were unknown), and each wrote the report."""
+    lock = PathLock(run_dir / FINISH_LOCK)
+    try:
+        lock.acquire()
+    except OSError as exc:
+        raise KilledRunError(f"run {run_dir.name}: cannot lock its folder to finish it ({exc})") from None
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+def _finish(run_dir: Path, *, force: bool) -> FinishedRun:
+    index = _killed_index(run_dir, force=force)  # again: another finish may have ended it
     assert index.start is not None  # (_killed_index refuses a run without it)
     start = index.start
     # Everything that can refuse the run is read before its folder is touched (the merge below
