@@ -27,6 +27,7 @@ from pydantic import Field, ValidationError
 
 from pytest_toolbench.deferred_model import DeferredModel
 from pytest_toolbench.fileio import atomic_write_text
+from pytest_toolbench.process_stamp import process_stamp, same_process
 from pytest_toolbench.results import case_store
 from pytest_toolbench.results.safe_text import safe_json
 
@@ -103,6 +104,9 @@ class RunIndex(DeferredModel):
     json_path: str | None = None
     toolbench_version: str = ""
     pid: int | None = None
+    #: Which process ``pid`` was (process_stamp.py): a pid reused later, after a reboot say, is
+    #: not taken for the run's. None: not known (an older version, a system without /proc).
+    pid_stamp: str | None = None
     host: str | None = None
     #: The run's exit status (exitcodes.py); None for a run still going, killed, or recorded by
     #: a version that did not keep it.
@@ -156,7 +160,7 @@ def record_start(
         suites=list(suites), started=started, status="running", partial=True,
         repeats=int(settings.get("repeats", 1) or 1), data=_fingerprints(data_sources),
         path=str(run_dir), json_path=settings.get("json_path"), toolbench_version=version,
-        pid=os.getpid(), host=socket.gethostname(), start=start,
+        pid=os.getpid(), pid_stamp=process_stamp(), host=socket.gethostname(), start=start,
     ))
 
 
@@ -233,7 +237,8 @@ def mark_ended(run_dir: Path, *, partial: bool, interrupted_by: str | None,
         return
     write_index(run_dir, index.model_copy(update={
         "finished": time.time() if finished is None else finished, "status": "interrupted" if partial else "finished",
-        "partial": partial, "interrupted_by": interrupted_by, "pid": None, "start": None,
+        "partial": partial, "interrupted_by": interrupted_by, "pid": None, "pid_stamp": None,
+        "start": None,
         "exit_status": exit_status,
     }))
 
@@ -273,4 +278,5 @@ def _alive(index: RunIndex) -> bool:
     """Whether the process that wrote a ``running`` entry is still running (same host only)."""
     from pytest_toolbench.models.liveness import process_alive  # psutil: only when a run is listed
 
-    return index.pid is not None and index.host == socket.gethostname() and process_alive(index.pid)
+    return (index.pid is not None and index.host == socket.gethostname()
+            and process_alive(index.pid) and same_process(index.pid, index.pid_stamp))
