@@ -341,6 +341,17 @@ def test_two_finishes_of_one_run_take_turns(tmp_path):
     assert not (run_dir / FINISH_LOCK).exists()
 
 
+def test_the_run_given_as_dot_from_its_own_folder_is_named(tmp_path):
+    run_dir = tmp_path / "runs" / "20260101-000000-abcdef"
+    _index(run_dir, pid=None)
+    assert finish_killed_run(run_dir).record is None
+    again = subprocess.run([sys.executable, "-m", "pytest_toolbench.cli", "finish", "."],
+                           cwd=run_dir, capture_output=True, text=True, timeout=120,
+                           env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert again.returncode == 2 and again.stderr.startswith(
+        "toolbench finish: run 20260101-000000-abcdef ended (interrupted)"), again.stderr
+
+
 def test_a_refused_run_is_left_as_it_was(tmp_path):
     """A refusal found from the run's start (here a benchmark not installed) comes before the
     folder is touched: the workers' journals are not merged away."""

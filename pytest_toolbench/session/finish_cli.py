@@ -7,6 +7,7 @@ scores with the same code (session/finish.py), which the ``runs`` commands below
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -74,7 +75,8 @@ def cmd_finish(args: argparse.Namespace) -> int:
         check_output_paths([("--toolbench-json", args.toolbench_json),
                             ("--toolbench-md", args.toolbench_md), ("--junitxml", args.junitxml)],
                            [("--alluredir", args.alluredir)])
-        folder = Path(args.run)
+        # "." in the run's folder names it too: made absolute, so every line names the run
+        folder = Path(os.path.abspath(args.run))
         if "/" not in args.run and not (folder / "run.json").is_file():  # a run id, not its folder
             folder = resolve_run_dir(args.run, find_runs_dir(args.runs_dir))
         _check_not_the_runs_own(folder, args)
