@@ -195,14 +195,21 @@ def test_prune_removes_old_cache_packs_but_not_one_a_live_process_writes(tmp_pat
                           capture_output=True, text=True).stdout.strip()
     old = make_pack(cache, f"{host}-{dead}-00aa11bb.pack", now - 40 * DAY)
     elsewhere = make_pack(cache, f"otherhost-{os.getpid()}-22cc33dd.pack", now - 40 * DAY)
-    writing = make_pack(cache, f"{host}-{os.getpid()}-44ee55ff.pack", now - 40 * DAY)
+    # a live process (this one) started after the pack's last write: given a dead writer's pid
+    # (after a reboot, say), not the writer; it kept the pack from every prune
+    reused = make_pack(cache, f"{host}-{os.getpid()}-44ee55ff.pack", now - 40 * DAY)
+    writing = make_pack(cache, f"{host}-{os.getpid()}-88cc99dd.pack", now)  # this process writes it
     new = make_pack(cache, f"{host}-{dead}-66aa77bb.pack", now - DAY)
     done = cli("prune", "--cache-dir", str(cache), "--runs-dir", str(tmp_path / "runs"), "--older-than", "30d")
     assert done.returncode == 0, done.stderr
-    assert "removed 2 cache pack(s)" in done.stdout
-    assert not old.exists() and not elsewhere.exists() and writing.exists() and new.exists()
+    assert "removed 3 cache pack(s)" in done.stdout
+    assert not old.exists() and not elsewhere.exists() and not reused.exists()
+    assert writing.exists() and new.exists()
+    by_size = cli("prune", "--cache-dir", str(cache), "--runs-dir", str(tmp_path / "runs"),
+                  "--max-size", "0B")
+    assert by_size.returncode == 0, by_size.stderr
+    assert writing.exists() and not new.exists()  # the pack being written: never removed
     writing.unlink()
-    new.unlink()
     cli("prune", "--cache-dir", str(cache), "--runs-dir", str(tmp_path / "runs"), "--older-than", "30d")
     assert not (cache / "packs").exists()  # emptied folders go too
 

@@ -71,13 +71,17 @@ def pack_owner(name: str) -> tuple[str, int] | None:
     return (parts[0], int(parts[1])) if len(parts) == 3 and parts[1].isdigit() else None
 
 
-def pack_writer_alive(name: str) -> bool:
+def pack_writer_alive(name: str, modified: float | None = None) -> bool:
     """Whether the pack named ``name`` is still being written: its writer, named in the file
-    name, is a live process of this host (another host's cannot be asked; its age decides)."""
-    from pytest_toolbench.models.liveness import process_alive  # psutil: prune only, not a run's start
+    name, is a live process of this host (another host's cannot be asked; its age decides).
+    ``modified``: the pack's last write; a live process that started after it is another one
+    that was given the writer's pid (after a reboot, say), which kept the pack from any prune."""
+    from pytest_toolbench.models.liveness import process_alive, started_after  # psutil: prune only
 
     owner = pack_owner(name)
-    return owner is not None and owner[0] == _this_host() and process_alive(owner[1])
+    if owner is None or owner[0] != _this_host() or not process_alive(owner[1]):
+        return False
+    return modified is None or not started_after(owner[1], modified)
 
 
 class ResponseStore:

@@ -18,6 +18,15 @@ def process_alive(pid: int) -> bool:
         return True
 
 
+def started_after(pid: int, when: float, *, slack_s: float = 1.0) -> bool:
+    """Whether the process ``pid`` started after ``when`` (epoch seconds), so it cannot be the
+    one that wrote a file last modified then: the pid was reused. False when it cannot be told."""
+    try:
+        return psutil.Process(pid).create_time() > when + slack_s
+    except (psutil.Error, OSError):
+        return False
+
+
 def dead_server_check(pid: int | None) -> Callable[[], str | None] | None:
     """A callable the backend consults before retrying: a message if the server (the managed
     vLLM process ``pid``) is gone; None where there is no process of ours to watch."""

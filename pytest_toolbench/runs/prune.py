@@ -155,7 +155,7 @@ def collect(cache_dir: Path, runs_dir: Path, *, only: Kind | None = None) -> lis
                 st = f.stat()
             except OSError:
                 continue
-            items.append(Item("cache", f, st.st_mtime, st.st_size, live=pack_writer_alive(f.name)))
+            items.append(Item("cache", f, st.st_mtime, st.st_size, live=pack_writer_alive(f.name, st.st_mtime)))
     return items
 
 
