@@ -128,7 +128,6 @@ def _finish(run_dir: Path, *, force: bool) -> FinishedRun:
                    exit_status=int(ToolbenchExit.INTERRUPTED), finished=finished or None)
         return FinishedRun(read_index(run_dir) or index, None,
                            [*notes, "no case had finished: nothing to score"], nodes, data_sources,
-                           report_notes=[*end.notes(), *notes],
                            unscored_verdicts=run_verdicts(end) if settings.gates else [])
     benchmarks = _benchmarks(sorted({r.benchmark for r in results}), run_dir)  # as its end would
     # No estimates kept: the run's --cache-dir may be relative to a folder this is not run in.
