@@ -18,6 +18,8 @@ import threading
 from collections.abc import Iterable
 from typing import Any
 
+from pytest_toolbench.output_streams import write_in_place, writes_in_place
+
 _known_folders: set[str] = set()
 _counter = itertools.count()
 _counter_lock = threading.Lock()
@@ -38,8 +40,12 @@ def atomic_write_chunks(path: str | os.PathLike[str], chunks: Iterable[bytes], *
                         durable: bool = True) -> None:
     """:func:`atomic_write_bytes` of ``b"".join(chunks)``, written as they come: a document
     larger than memory allows (a report holding every case inline) is never whole in memory.
-    Should ``chunks`` raise, the temporary file goes and ``path`` keeps what it held."""
+    Should ``chunks`` raise, the temporary file goes and ``path`` keeps what it held. A path
+    that is no plain file to replace (:func:`writes_in_place`) is written through instead."""
     target = os.fspath(path)
+    if writes_in_place(target):
+        write_in_place(target, chunks)
+        return
     folder = os.path.dirname(target) or "."
     fd, tmp = _open_temporary(folder, os.path.basename(target))
     try:
@@ -89,9 +95,9 @@ def file_version(path: str | os.PathLike[str]) -> tuple[str, int, int, int, int,
     another, for work done once per file version (parsing, checksums, in a process or kept between
     runs). The ctime because no tool can set it back: a rewrite that keeps mtime, size and inode
     is still seen. OSError if it cannot be stat'ed."""
-    stat = os.stat(path)
-    return (os.path.realpath(path), stat.st_mtime_ns, stat.st_ctime_ns, stat.st_size, stat.st_ino,
-            stat.st_dev)
+    st = os.stat(path)
+    return (os.path.realpath(path), st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino,
+            st.st_dev)
 
 
 def indented_json(obj: Any) -> bytes:

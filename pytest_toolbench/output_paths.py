@@ -30,6 +30,8 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
+from pytest_toolbench.output_streams import writes_in_place
+
 
 #: Less free space than this in an output's folder is refused: a report, a journal or a cache
 #: entry would fail part-way through the run (a run's own files are a few MiB at most).
@@ -83,7 +85,14 @@ def check_folder(path: Path, option: str, *, named: Path | None = None) -> None:
 
 
 def check_file(path: Path, option: str) -> None:
-    """``path`` is a file this process can (re)write: not a folder, in a writable folder."""
+    """``path`` is a file this process can (re)write: not a folder, in a writable folder; or a
+    device, FIFO or stream (/dev/null, /dev/stdout) it may write through (fileio.py
+    ``writes_in_place``), whose folder it never writes."""
+    if writes_in_place(path) and not path.is_dir():
+        if not os.access(path, os.W_OK):
+            raise ValueError(f"{option} {path}: cannot be written (it does not exist, or this "
+                             "user may not write it)")
+        return
     if path.is_dir():
         raise ValueError(f"{option} {path}: is a folder, not a file")
     if path.exists() and not os.access(path, os.W_OK):
@@ -124,6 +133,8 @@ def check_output_paths(files: Iterable[tuple[str, Path | None]],
     first_named: dict[Path, str] = {}
     for option, path in files:  # two outputs in one file: the one written last is all it holds
         if path is None:
+            continue
+        if writes_in_place(path):  # /dev/null or /dev/stdout for two outputs: both get there
             continue
         same = first_named.setdefault(Path(os.path.abspath(path)).resolve(), option)
         if same != option:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import tempfile
 from collections.abc import Iterator, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
@@ -25,6 +26,7 @@ from typing import TYPE_CHECKING
 
 from _pytest.junitxml import LogXML
 
+from pytest_toolbench.output_streams import write_in_place, writes_in_place
 from pytest_toolbench.report.junit_gates import (
     ended_of,
     write_data_properties,
@@ -96,14 +98,20 @@ def write_unscored_run_junit(path: Path, nodes: dict[str, str], *, started: floa
 @contextlib.contextmanager
 def _junit_file(path: Path, span: _RunSpan) -> Iterator[LogXML]:
     """pytest's writer for ``path``, its suite timed as ``span``; the file is written beside
-    its place and renamed into it once the block has added every testcase."""
+    its place and renamed into it once the block has added every testcase, or written through a
+    device or stream (/dev/stdout: fileio.py ``writes_in_place``), which a rename would replace."""
     path = Path(os.path.expanduser(str(path)))
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    through = writes_in_place(path)
+    folder = Path(tempfile.gettempdir()) if through else path.parent
+    tmp = folder / f".{path.name}.{os.getpid()}.tmp"
     xml = LogXML(str(tmp), None, family="xunit2")
     xml.suite_start = span  # type: ignore[assignment]
     try:
         yield xml
         xml.pytest_sessionfinish()
-        os.replace(tmp, path)
+        if through:
+            write_in_place(path, [tmp.read_bytes()])
+        else:
+            os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
