@@ -172,6 +172,7 @@ def check_run_outputs(config: Any, settings: Any,
         return p if p.is_absolute() else base / p
 
     writes_cache = settings.use_cache and not settings.cache_only
+    refuse = {"--record": _not_a_stream, **(refuse or {})}
     check_output_paths(
         files=[("--toolbench-json", settings.json_path), ("--toolbench-md", settings.md_path),
                ("--record", settings.record_path), ("--junitxml", given("--junitxml", "xmlpath"))],
@@ -181,6 +182,14 @@ def check_run_outputs(config: Any, settings: Any,
                  ("--allure-html", given("--allure-html", "--allure-html"))],
         refuse=refuse,
     )
+
+
+def _not_a_stream(path: Path) -> str | None:
+    """A recording is appended to by every process of the run, under a lock file beside it, and
+    read back by --replay: a device or stream (/dev/stdout) is none of that."""
+    if writes_in_place(path):
+        return "a recording must be a plain file (every process appends to it, under a lock beside it)"
+    return None
 
 
 __all__ = ["OutputPathsError", "check_file", "check_folder", "check_output_paths", "problems_of",

@@ -102,3 +102,13 @@ def test_finish_junit_to_dev_stdout_is_printed_where_the_command_prints(tmp_path
     assert text.startswith("before\n<?xml") and text.endswith("</testsuites>after\n"), text
     assert 'name="test_toolhop[a]"' in text and "not run: the run was interrupted" in text
     assert not list(Path(tempfile.gettempdir()).glob(".stdout.*.tmp"))
+
+
+def test_a_recording_must_be_a_plain_file(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "suites/toolhop", "--model", "oracle", "--data", "sample",
+         "-q", "-p", "no:cacheprovider", "--runs-dir", str(tmp_path / "runs"), "--no-cache",
+         "--record", "/dev/stdout"], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 4
+    assert ("--record /dev/stdout: a recording must be a plain file (every process appends to "
+            "it, under a lock beside it)") in proc.stderr
