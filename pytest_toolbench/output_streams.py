@@ -16,17 +16,14 @@ import stat
 import sys
 from collections.abc import Iterable
 
-#: Paths written through, never replaced, whatever they name now.
-_SYSTEM_TREES = ("/dev/", "/proc/")
-
-
 def writes_in_place(path: str | os.PathLike[str]) -> bool:
     """Whether an output at ``path`` is written through it rather than replaced by a new file:
-    an existing device, FIFO or socket, or any path under /dev or /proc (``/dev/stdout`` to a
-    terminal, a pipe or a log file). Replacing it (``os.replace``) made, as root, /dev/null a
-    regular file holding a report, and /dev/stdout one that no later output reached."""
-    target = os.path.abspath(os.fspath(path))
-    if target.startswith(_SYSTEM_TREES):
+    one of this process's own streams (``/dev/stdout`` to a terminal, a pipe or a log file), or
+    an existing device, FIFO or socket. Replacing it (``os.replace``) made, as root, /dev/null a
+    regular file holding a report, and /dev/stdout one that no later output reached. A plain
+    file stays a plain file wherever it is (/dev/shm included)."""
+    target = os.fspath(path)
+    if _own_stream(target) is not None:
         return True
     try:
         mode = os.stat(target).st_mode

@@ -42,6 +42,8 @@ def test_what_is_written_through_and_what_is_replaced(tmp_path):
     assert not writes_in_place(plain)  # a plain file: replaced whole, as before
     for path in ("/dev/null", "/dev/stdout", "/proc/self/fd/1", "/dev/fd/2"):
         assert writes_in_place(path), path
+    if Path("/dev/shm").is_dir():  # a tmpfs users write plain files to: they stay plain files
+        assert not writes_in_place("/dev/shm/toolbench-no-such-report.json")
 
 
 SCRIPT = """
@@ -67,8 +69,8 @@ def test_dev_stdout_redirected_to_a_log_file_keeps_every_line_in_order(tmp_path,
 def test_dev_null_is_an_output_any_user_may_name(tmp_path):
     # the folder /dev is not writable for a user, and is never written: not a reason to refuse
     check_output_paths([("--toolbench-json", Path("/dev/null")), ("--toolbench-md", Path("/dev/null"))], [])
-    with pytest.raises(OutputPathsError, match="cannot be written"):
-        check_output_paths([("--toolbench-json", Path("/dev/no-such-device"))], [])
+    with pytest.raises(OutputPathsError, match="cannot be written"):  # no descriptor 999 open
+        check_output_paths([("--toolbench-json", Path("/dev/fd/999"))], [])
 
 
 def test_a_run_sends_its_summary_to_dev_stdout_and_dev_null_stays_a_device(tmp_path):
