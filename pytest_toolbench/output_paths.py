@@ -30,7 +30,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
-from pytest_toolbench.output_streams import writes_in_place
+from pytest_toolbench.output_streams import can_write_through, writes_in_place
 
 
 #: Less free space than this in an output's folder is refused: a report, a journal or a cache
@@ -89,7 +89,7 @@ def check_file(path: Path, option: str) -> None:
     device, FIFO or stream (/dev/null, /dev/stdout) it may write through (fileio.py
     ``writes_in_place``), whose folder it never writes."""
     if writes_in_place(path) and not path.is_dir():
-        if not os.access(path, os.W_OK):
+        if not can_write_through(path):
             raise ValueError(f"{option} {path}: cannot be written (it does not exist, or this "
                              "user may not write it)")
         return

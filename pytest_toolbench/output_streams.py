@@ -11,6 +11,7 @@ import: fileio.py and output_paths.py (the check at configure) both read it.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import stat
 import sys
@@ -30,6 +31,21 @@ def writes_in_place(path: str | os.PathLike[str]) -> bool:
     except OSError:
         return False
     return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
+def can_write_through(path: str | os.PathLike[str]) -> bool:
+    """Whether this process may write through ``path`` (see :func:`writes_in_place`): its own
+    stream is open for writing (``os.access`` asks of the pipe or terminal behind it, which
+    another user may own: refused under ``runuser`` though the descriptor writes), any other
+    path passes ``os.access``."""
+    own = _own_stream(os.fspath(path))
+    if own is None:
+        return os.access(path, os.W_OK)
+    try:
+        flags = fcntl.fcntl(own, fcntl.F_GETFL)
+    except OSError:  # not open
+        return False
+    return flags & os.O_ACCMODE in (os.O_WRONLY, os.O_RDWR)
 
 
 def _own_stream(path: str) -> int | None:
@@ -68,4 +84,4 @@ def write_in_place(path: str | os.PathLike[str], chunks: Iterable[bytes]) -> Non
         os.close(fd)
 
 
-__all__ = ["write_in_place", "writes_in_place"]
+__all__ = ["can_write_through", "write_in_place", "writes_in_place"]

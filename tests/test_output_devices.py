@@ -83,6 +83,9 @@ def test_a_run_sends_its_summary_to_dev_stdout_and_dev_null_stays_a_device(tmp_p
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "## pytest-toolbench: oracle" in proc.stdout and "| toolhop | direct | accuracy |" in proc.stdout
     assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+    # the plots, beside a JSON report in a file, go to the run's folder: /dev/null has none
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    assert list((run_dir / "plots").glob("*.png")) and not Path("/dev/null.plots").exists()
 
 
 JUNIT = """

@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_toolbench.output_streams import writes_in_place
+
 if TYPE_CHECKING:  # configure_allure runs in every pytest command and xdist worker: ~50 ms of
     # the record's models, which only the controller's session end needs
     from pytest_toolbench.results.run_record import RunRecord
@@ -40,11 +42,13 @@ def configure_allure(config: pytest.Config) -> None:
 def plots_dir(config: pytest.Config, json_path: Path | None, run_dir: Path) -> Path | None:
     if config.getoption("--no-plots", False):
         return None
-    if json_path is not None:
+    if json_path is not None and not writes_in_place(json_path):
         from pytest_toolbench.report.plots import plots_dir_for
 
         return plots_dir_for(json_path)
-    if config.getoption("--alluredir", None):
+    # a JSON report sent to a stream (/dev/stdout, /dev/null) has no folder to put them beside:
+    # /dev/null.plots was made in /dev as root, and refused for any other user (exit 13)
+    if json_path is not None or config.getoption("--alluredir", None):
         return run_dir / "plots"
     return None
 
