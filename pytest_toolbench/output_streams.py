@@ -17,6 +17,7 @@ import stat
 import sys
 from collections.abc import Iterable
 
+
 def writes_in_place(path: str | os.PathLike[str]) -> bool:
     """Whether an output at ``path`` is written through it rather than replaced by a new file:
     one of this process's own streams (``/dev/stdout`` to a terminal, a pipe or a log file), or
