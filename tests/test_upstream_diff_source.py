@@ -1,0 +1,46 @@
+"""tests/upstream_diff/upstream_source.py: upstream functions taken by name from a file that does
+not parse as a whole (upstream FamilyTool's post-processing script, under Python 3.11)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "upstream_diff"))
+from upstream_source import upstream_functions  # noqa: E402
+
+SOURCE = '''import numpy as np
+RATE = 3
+
+def double(x):
+    return 2 * x
+
+class Box:
+    def __init__(self, v):
+        self.v = double(v) + RATE
+
+@decorated
+def below():
+    return f"{"nested"}" + )
+
+def after_the_error():
+    return 1
+'''
+
+
+def test_functions_above_an_unparsable_definition_are_taken(tmp_path):
+    path = tmp_path / "upstream.py"
+    path.write_text(SOURCE, encoding="utf-8")
+    ns = upstream_functions(path, {"double", "Box"}, {"RATE": 10})
+    assert ns["double"](4) == 8
+    assert ns["Box"](1).v == 12  # module globals come from the namespace given, not the file
+    assert "np" not in ns  # the module's imports are not run
+
+
+def test_a_name_at_or_below_the_error_is_refused(tmp_path):
+    path = tmp_path / "upstream.py"
+    path.write_text(SOURCE, encoding="utf-8")
+    with pytest.raises(SystemExit, match=r"no top-level \['after_the_error'\]"):
+        upstream_functions(path, {"double", "after_the_error"}, {})

@@ -1,0 +1,45 @@
+"""Upstream functions taken by name from a checkout the user names, and run beside the harness's.
+
+The upstream code is never copied into this project: the scripts of this folder read it from the
+path they are given (a clone of the upstream repository), take out the functions they compare
+(``ast``, so a module whose imports need a GPU stack is never imported) and run them in a namespace
+of their own.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from typing import Any
+
+
+def upstream_functions(path: Path, names: set[str], namespace: dict[str, Any]) -> dict[str, Any]:
+    """``namespace`` with the top-level functions and classes ``names`` of ``path`` defined in it.
+
+    A module that does not parse as a whole (upstream FamilyTool's post-processing script uses
+    Python 3.12 f-string quoting below its metric functions) is read up to the top-level
+    definition holding the first line the parser refuses; the names must all lie above it."""
+    source = path.read_text(encoding="utf-8")
+    tree = _parse_prefix(source)
+    found = {node.name: node for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
+    missing = names - found.keys()
+    if missing:
+        raise SystemExit(f"{path}: no top-level {sorted(missing)} (is it the upstream file?)")
+    code = "\n\n".join(ast.get_source_segment(source, found[name]) or "" for name in sorted(names))
+    exec(compile(code, str(path), "exec"), namespace)  # noqa: S102 - the user's own upstream checkout
+    return namespace
+
+
+def _parse_prefix(source: str) -> ast.Module:
+    """``source`` parsed; where it does not parse, its top-level definitions above the one that
+    holds the first line the parser refuses."""
+    lines = source.splitlines(keepends=True)
+    while True:
+        try:
+            return ast.parse("".join(lines))
+        except SyntaxError as exc:
+            bad = min(exc.lineno or len(lines), len(lines))
+            tops = [i for i in range(bad) if lines[i].startswith(("def ", "class ", "@"))]
+            if not tops:
+                raise
+            lines = lines[: tops[-1]]
