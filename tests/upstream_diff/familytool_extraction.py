@@ -24,7 +24,6 @@ relation again for each reply, so RR runs at a few replies a second.
 
 from __future__ import annotations
 
-import argparse
 import collections
 import contextlib
 import io
@@ -42,7 +41,7 @@ import faiss
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from upstream_source import upstream_functions  # noqa: E402
+from upstream_source import diff_arguments, upstream_functions  # noqa: E402
 
 from pytest_toolbench.benchmarks.familytool.extraction import extract  # noqa: E402
 from pytest_toolbench.benchmarks.familytool.kg import KnowledgeGraph  # noqa: E402
@@ -173,13 +172,9 @@ class ReplyMaker:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("upstream", type=Path, help="a clone of yxzwang/FamilyTool at c3c5fc7")
-    parser.add_argument("--replies", type=int, default=6000)
-    parser.add_argument("--seed", type=int, default=1)
+    parser = diff_arguments(__doc__, ("upstream", "a clone of yxzwang/FamilyTool at c3c5fc7"), ("--replies", 6000))
     parser.add_argument("--methods", default="gs", help="gs, rr or gs,rr (rr is slow: see the docstring)")
     parser.add_argument("--data-dir", type=Path, default=Path(__file__).resolve().parents[3] / "shared" / "datasets")
-    parser.add_argument("--show", type=int, default=10, help="differences printed in full")
     args = parser.parse_args()
     methods = args.methods.split(",")
     data = args.data_dir / "familytool"

@@ -16,7 +16,6 @@ its ledger says how). Exit status 1 on any difference.
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
 import sys
@@ -24,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from upstream_source import upstream_functions  # noqa: E402
+from upstream_source import diff_arguments, upstream_functions  # noqa: E402
 
 from pytest_toolbench.benchmarks.familytool.scoring import tooluse_values  # noqa: E402
 
@@ -47,11 +46,7 @@ def call(rng: random.Random, golden: bool) -> dict[str, Any]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("upstream", type=Path, help="a clone of yxzwang/FamilyTool at c3c5fc7")
-    parser.add_argument("--pairs", type=int, default=50000)
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--show", type=int, default=10, help="differences printed in full")
+    parser = diff_arguments(__doc__, ("upstream", "a clone of yxzwang/FamilyTool at c3c5fc7"), ("--pairs", 50000))
     args = parser.parse_args()
     ns = upstream_functions(args.upstream / "resources" / "UnifiedToolHub" / "benchmark" / "metrics.py",
                             {"strip_strings_in_dict", "convert_to_dict", "metrics_for_single_round_tool_call"},

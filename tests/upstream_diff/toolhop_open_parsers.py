@@ -20,7 +20,6 @@ run on as many texts as asked; the replay of that file is ``tests/test_fidelity_
 
 from __future__ import annotations
 
-import argparse
 import collections
 import contextlib
 import datetime
@@ -36,7 +35,7 @@ from typing import Any
 import json_repair
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from upstream_source import upstream_functions  # noqa: E402
+from upstream_source import diff_arguments, upstream_functions  # noqa: E402
 
 from pytest_toolbench.benchmarks.toolhop.open_parsers import (  # noqa: E402
     OpenParseError,
@@ -155,11 +154,7 @@ def outcome(result: dict[str, Any]) -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("evaluation_open", type=Path, help="upstream's code/evaluation_open.py")
-    parser.add_argument("--texts", type=int, default=40000)
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--show", type=int, default=10, help="differences printed in full")
+    parser = diff_arguments(__doc__, ("evaluation_open", "upstream's code/evaluation_open.py"), ("--texts", 40000))
     args = parser.parse_args()
     upstream = Upstream(args.evaluation_open)
     rng = random.Random(args.seed)

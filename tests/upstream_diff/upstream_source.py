@@ -8,9 +8,21 @@ of their own.
 
 from __future__ import annotations
 
+import argparse
 import ast
 from pathlib import Path
 from typing import Any
+
+
+def diff_arguments(doc: str, upstream: tuple[str, str], count: tuple[str, int]) -> argparse.ArgumentParser:
+    """The options every script here takes: where upstream's code is (``(name, help)``), how many
+    generated items (``(--option, default)``), the seed and how many differences to print."""
+    parser = argparse.ArgumentParser(description=doc.split("\n")[0])
+    parser.add_argument(upstream[0], type=Path, help=upstream[1])
+    parser.add_argument(count[0], type=int, default=count[1], help="how many to generate")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--show", type=int, default=10, help="differences printed in full")
+    return parser
 
 
 def upstream_functions(path: Path, names: set[str], namespace: dict[str, Any]) -> dict[str, Any]:
