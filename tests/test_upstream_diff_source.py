@@ -13,6 +13,8 @@ from upstream_source import upstream_functions  # noqa: E402
 
 SOURCE = '''import numpy as np
 RATE = 3
+GROUPS = {"a": [1], "b": [2]}
+GROUPS["all"] = GROUPS["a"] + GROUPS["b"]
 
 def double(x):
     return 2 * x
@@ -37,6 +39,14 @@ def test_functions_above_an_unparsable_definition_are_taken(tmp_path):
     assert ns["double"](4) == 8
     assert ns["Box"](1).v == 12  # module globals come from the namespace given, not the file
     assert "np" not in ns  # the module's imports are not run
+
+
+def test_assigned_names_are_taken_with_every_statement_that_fills_them_in_file_order(tmp_path):
+    path = tmp_path / "upstream.py"
+    path.write_text(SOURCE, encoding="utf-8")
+    ns = upstream_functions(path, {"GROUPS"}, {})
+    assert ns["GROUPS"] == {"a": [1], "b": [2], "all": [1, 2]}
+    assert "RATE" not in ns and "double" not in ns
 
 
 def test_a_name_at_or_below_the_error_is_refused(tmp_path):

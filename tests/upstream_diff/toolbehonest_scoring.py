@@ -17,7 +17,12 @@ float32 vectors), and must fail on the same replies (upstream raises, the harnes
 none provided, ``Finish`` added, UnsolvableQuery moved or dropped, lines padded; L3 subgoals that
 quote the record's own tool descriptions or another's, full-width colons, a missing space before
 ``Planned tool``. The records are the real ``test_en.json`` when given, else the project's sample.
-Exit status 1 on any difference.
+
+``--runs K`` checks whole runs as well: K times, one generated reply for every case of the data
+(each record, level and variant), scored by upstream's ``calculate_group_results`` and
+``calculate_analysis_results`` and by ``pytest suites/toolbehonest --model replay:FILE``; the
+run's leaderboard (each scenario's L1-EM, L2-PR, L3-PR, L3-MS and the Overall) and its error
+analysis counts must equal upstream's. Exit status 1 on any difference.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ import os
 import pickle
 import random
 import re
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -53,6 +59,14 @@ from pytest_toolbench.benchmarks.toolbehonest.tooldb import ToolMatcherIndex, bu
 from pytest_toolbench.environments.retrieval import Embedders  # noqa: E402
 
 SAMPLE = Path(__file__).resolve().parents[2] / "data" / "toolbehonest" / "sample_en.json"
+REPO = Path(__file__).resolve().parents[2]
+#: upstream's calculate_group_results names -> the leaderboard's keys
+LEADERBOARD = {"Level 1 Exact Match": "l1_em", "Level 2 Progress Rate": "l2_pr",
+               "Level 3 Progress Rate": "l3_pr", "Level 3 Matching Score": "l3_ms"}
+#: upstream's calculate_analysis_results labels -> the error analysis's condition keys
+CONDITIONS = {"Non-existent Tools": "non_existent_tools", "Solvability Hallucination": "solvability_hallu",
+              "Wrong Tools": "wrong_tools", "Wrong UnsolvableQuery Index": "wrong_unsolvable_index",
+              "Wrong Tool Reasoning": "wrong_reasoning", "Correct": "correct"}
 EVALUATION = {"calculate_progress_rate", "calculate_scorers", "_evaluate_detecting", "_evaluate_planning",
               "_evaluate_planning_analysis", "_evaluate_diagnosing", "_evaluate_diagnosing_analysis"}
 LEVEL_NAMES = {1: "level_1", 2: "level_2", 3: "level_3"}
@@ -74,6 +88,12 @@ class Upstream:
         upstream_functions(utils / "extract_func.py", {"remove_finish_if_last", "_extract_subgoal_plantool_del_lastfinish"}, ns)
         upstream_functions(utils / "process.py", {"_process_task_eval", "convert_hf_data"}, ns)
         upstream_functions(utils / "generation_func.py", {"get_tools_embeddings"}, ns)
+        from itertools import chain
+
+        ns.update(chain=chain, tabulate=None)
+        upstream_functions(utils / "calculate_metrics.py", {"subtask_groups", "flatten", "calculate_group_metrics",
+                                                            "calculate_hallu_analysis", "calculate_overall_level_metrics",
+                                                            "calculate_group_results", "calculate_analysis_results"}, ns)
         self.ns = ns
         self.args = SimpleNamespace(answer_pattern=r"<answer>(.*?)</answer>", calculate_type=calculate_type,
                                     embedding_model="minilm", embedding_type="minilm",
@@ -200,10 +220,61 @@ def bent_record(rng: random.Random, raw: dict[str, Any], record: ToolBHRecord) -
     return {**raw, **update}, record.model_copy(update=update)
 
 
+def whole_run(upstream: Upstream, raw: list[dict[str, Any]], records: list[ToolBHRecord], maker: ReplyMaker,
+              data: Path, folder: Path) -> list[str]:
+    """One generated run scored by upstream's tables and by the suite; the differences found."""
+    cases, per_task = [], collections.defaultdict(lambda: collections.defaultdict(list))
+    position: collections.Counter[str] = collections.Counter()
+    for raw_record, record in zip(raw, records):
+        i = position[record.subtask]
+        position[record.subtask] += 1
+        for level in (1, 2, 3):
+            make = {1: maker.l1, 2: maker.l2, 3: maker.l3}[level]
+            replies = {variant: make(record, variant == "solvable") for variant in ("solvable", "unsolvable")}
+            per_task[record.subtask][LEVEL_NAMES[level]].append(upstream(level, raw_record, replies))
+            cases += [{"case_id": f"toolbehonest-{record.subtask}-{i}-L{level}-{variant}",
+                       "responses": [{"role": "assistant", "content": reply}]} for variant, reply in replies.items()]
+    if any("raise" in result for levels in per_task.values() for results in levels.values() for result in results):
+        return []  # upstream's whole evaluation stops: nothing to compare
+    with contextlib.redirect_stdout(io.StringIO()):
+        groups = upstream.ns["calculate_group_results"](per_task)
+        analysis = upstream.ns["calculate_analysis_results"](per_task)
+    replay, report = folder / "replies.jsonl", folder / "report.json"
+    replay.write_text("".join(json.dumps(case) + "\n" for case in cases), encoding="utf-8")
+    lang = data.stem.rsplit("_", 1)[-1]  # sample_en.json / test_zh.json
+    data_args = (["--data", "sample"] if data.stem.startswith("sample_") else ["--data-dir", str(data.parent.parent)]) \
+        + ["--toolbehonest-lang", lang]
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "suites/toolbehonest", "-q", "-p", "no:randomly", "-n", "0", *data_args,
+         "--model", f"replay:{replay}", "--no-cache", "--runs-dir", str(folder / "runs"),
+         "--toolbench-json", str(report)],
+        cwd=REPO, capture_output=True, text=True, timeout=900)
+    if not report.exists():
+        return [f"the suite wrote no report: {proc.stdout[-800:]}"]
+    tables = {t["name"]: t["values"] for t in json.loads(report.read_text(encoding="utf-8"))["metrics"]["tables"]}
+    differences = []
+    for scenario in ("MNT", "PT", "LFT"):
+        for name, key in LEADERBOARD.items():
+            theirs, ours = float(groups[scenario][name]), tables["leaderboard"].get(f"{scenario}.{key}")
+            if ours is None or abs(theirs - ours) > TOLERANCE:
+                differences.append(f"{scenario} {name}: upstream {theirs}, harness {ours}")
+    theirs, ours = float(groups["overall"]["overall"]), tables["leaderboard"].get("overall")
+    if ours is None or abs(theirs - ours) > TOLERANCE:
+        differences.append(f"Overall: upstream {theirs}, harness {ours}")
+    for label, counts in analysis.items():  # upstream's labels read "LeveL 2 / MNT" (its str.replace)
+        ours_label = label.replace("LeveL", "Level")
+        for name, key in CONDITIONS.items():
+            if tables["error_analysis"].get(f"{ours_label}.{key}") != counts[name]:
+                differences.append(f"{ours_label} {name}: upstream {counts[name]}, "
+                                   f"harness {tables['error_analysis'].get(f'{ours_label}.{key}')}")
+    return differences
+
+
 def main() -> int:
     parser = diff_arguments(__doc__, ("upstream", "a clone of ToolBeHonest/ToolBeHonest"), ("--replies", 3000))
     parser.add_argument("--data", type=Path, default=SAMPLE, help="test_en.json (default: the project's sample)")
     parser.add_argument("--calculate-type", choices=["hard", "soft"], default="hard")
+    parser.add_argument("--runs", type=int, default=0, help="whole generated runs to check (see the docstring)")
     args = parser.parse_args()
     raw = json.loads(args.data.read_text(encoding="utf-8"))
     records = load_toolbehonest_file(args.data)
@@ -232,7 +303,19 @@ def main() -> int:
     for what, count in sorted(outcomes.items()):
         print(f"{what:32} {count}")
     print(f"{args.replies} reply pairs (seed {args.seed}, {args.data.name}): {differ} differ from upstream")
-    return 1 if differ else 0
+    if args.runs and args.calculate_type != "hard":
+        raise SystemExit("--runs checks the suite's default scoring: --calculate-type hard")
+    runs_differ = compared = 0
+    for k in range(args.runs):
+        with tempfile.TemporaryDirectory(prefix="toolbench-diff-") as folder:
+            found = whole_run(upstream, raw, records, maker, args.data, Path(folder))
+        compared += 1
+        if found:
+            runs_differ += 1
+            print(f"run {k}: " + "; ".join(found[: args.show]))
+    if args.runs:
+        print(f"{compared} whole runs: {runs_differ} differ from upstream's tables")
+    return 1 if differ or runs_differ else 0
 
 
 if __name__ == "__main__":

@@ -26,20 +26,34 @@ def diff_arguments(doc: str, upstream: tuple[str, str], count: tuple[str, int]) 
 
 
 def upstream_functions(path: Path, names: set[str], namespace: dict[str, Any]) -> dict[str, Any]:
-    """``namespace`` with the top-level functions and classes ``names`` of ``path`` defined in it.
+    """``namespace`` with the top-level functions, classes and assigned names ``names`` of
+    ``path`` defined in it, in the file's order.
 
     A module that does not parse as a whole (upstream FamilyTool's post-processing script uses
     Python 3.12 f-string quoting below its metric functions) is read up to the top-level
     definition holding the first line the parser refuses; the names must all lie above it."""
     source = path.read_text(encoding="utf-8")
     tree = _parse_prefix(source)
-    found = {node.name: node for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
-    missing = names - found.keys()
+    taken = [(node, _defined_name(node)) for node in tree.body]
+    taken = [(node, name) for node, name in taken if name in names]
+    missing = names - {name for _, name in taken}
     if missing:
         raise SystemExit(f"{path}: no top-level {sorted(missing)} (is it the upstream file?)")
-    code = "\n\n".join(ast.get_source_segment(source, found[name]) or "" for name in sorted(names))
+    code = "\n\n".join(ast.get_source_segment(source, node) or "" for node, _ in taken)  # file order
     exec(compile(code, str(path), "exec"), namespace)  # noqa: S102 - the user's own upstream checkout
     return namespace
+
+
+def _defined_name(node: ast.stmt) -> str | None:
+    """The name a top-level statement defines or fills in: a function, a class, ``NAME = ...`` or
+    ``NAME[key] = ...`` (upstream ToolBeHonest builds ``subtask_groups`` in two statements)."""
+    if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+        return node.name
+    if isinstance(node, ast.Assign) and len(node.targets) == 1:
+        target = node.targets[0]
+        target = target.value if isinstance(target, ast.Subscript) else target
+        return target.id if isinstance(target, ast.Name) else None
+    return None
 
 
 def _parse_prefix(source: str) -> ast.Module:
