@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+"""ToolHop's tool messages against upstream's ``get_feedback``, on generated calls to real tools.
+
+    pip install --target DEPS func_timeout   # upstream's dependency: get_feedback runs tools under it
+    PYTHONPATH=DEPS python tests/upstream_diff/toolhop_tool_feedback.py UPSTREAM/code/evaluation_closed.py \\
+        [--calls 20000] [--seed 1] [--data ../shared/datasets/toolhop/ToolHop.sample80.json]
+
+``UPSTREAM`` is a clone of ``MananDesai54/llm-benchmarking`` at ``61da069`` (the original
+``evaluation_closed.py``). Upstream's script is run as a module (every import and definition of
+its own, ``main()`` not called), so the tools its ``get_feedback`` execs see upstream's globals;
+the harness's :func:`tool_content` (what the sandbox worker runs) gets the same call. Each call is
+made for a real record's tool from its JSON schema and then bent: arguments of the wrong type,
+missing or extra keys, ``null``s, arguments that are not JSON or not an object, names of
+another record's tool, of a builtin (``len``, ``print``, ``exit``), of a module attribute, an
+expression or a literal. The two contents must be equal. The harness's documented deviations
+(a name that is an expression, which upstream would ``eval``; a name of the script's own
+functions) are generated only with ``--deviations``, and then expected to differ; a call past upstream's 10 s limit (which stops
+upstream's whole run: the ToolHop ledger's row 12) is counted, not compared. Runs the tools in this process: only data you
+trust (the real records are benign), never the hostile corpus.
+"""
+
+from __future__ import annotations
+
+import builtins
+import collections
+import contextlib
+import io
+import json
+import random
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from upstream_source import diff_arguments  # noqa: E402
+
+from pytest_toolbench.benchmarks.toolhop.execution import tool_content  # noqa: E402
+
+DEFAULT_DATA = Path(__file__).resolve().parents[3] / "shared" / "datasets" / "toolhop" / "ToolHop.sample80.json"
+ODD_NAMES = ["len", "print", "exit", "quit", "sorted", "json", "datetime", "sha256", "tqdm", "sleep",
+             "func_set_timeout", "1", "None", "'text'", "[1, 2]", "", " ", "def", "lambda", "__import__"]
+#: The harness's documented deviations: upstream evaluates these expressions, and finds its
+#: script's own functions (only ``--deviations`` makes such calls, expecting a difference).
+DEVIATIONS = ["os.getcwd", "json.dumps", "len([1])", "(lambda: 1)", "get_feedback", "main", "req_closed"]
+VALUES: dict[str, list[Any]] = {
+    "string": ["Paris", "", "The Godfather", "1994", "x" * 50, "Å", "2021-05-01"],
+    "integer": [0, 1, 7, -3, 1994, 10**12],
+    "number": [0.5, 1, -2.25, 1e9],
+    "boolean": [True, False],
+    "array": [[], ["a", "b"], [1, 2]],
+    "object": [{}, {"k": "v"}],
+}
+
+
+def upstream_feedback(source: Path) -> Any:
+    """``get_feedback`` of upstream's script, run as ``__main__`` runs it, without ``main()``."""
+    text = source.read_text(encoding="utf-8")
+    text = re.sub(r"\nif __name__ == ['\"]__main__['\"]:\n(?:[ \t]+.*\n?)*", "\n", text)
+    namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": builtins}
+    exec(compile(text, str(source), "exec"), namespace)  # noqa: S102 - the user's own upstream checkout
+    return namespace["get_feedback"]
+
+
+def value_for(rng: random.Random, schema: dict[str, Any]) -> Any:
+    kind = schema.get("type") if isinstance(schema, dict) else None
+    if isinstance(kind, list):  # ["string", "null"]
+        kind = rng.choice(kind)
+    if rng.random() < 0.15:  # another type than the schema's
+        kind = rng.choice(list(VALUES))
+    if rng.random() < 0.05:
+        return None
+    if isinstance(schema, dict) and schema.get("enum") and rng.random() < 0.7:
+        return rng.choice(schema["enum"])
+    return rng.choice(VALUES.get(kind, VALUES["string"]) if isinstance(kind, str) else VALUES["string"])
+
+
+def arguments_for(rng: random.Random, tool: dict[str, Any]) -> str:
+    parameters = tool.get("parameters") or {}
+    properties: dict[str, Any] = parameters.get("properties") or {}
+    required = set(parameters.get("required") or [])
+    args = {name: value_for(rng, schema) for name, schema in properties.items()
+            if name in required or rng.random() < 0.4}
+    if required and rng.random() < 0.1:
+        args.pop(rng.choice(sorted(required)), None)
+    if rng.random() < 0.1:
+        args[rng.choice(["extra", "query", "limit"])] = "x"
+    text = json.dumps(args, ensure_ascii=rng.random() < 0.5)
+    roll = rng.random()
+    if roll < 0.03:
+        return text[:-1]  # not JSON
+    if roll < 0.06:
+        return json.dumps(rng.choice([[1], "text", 3, None]))  # JSON, not an object
+    return text
+
+
+def main() -> int:
+    parser = diff_arguments(__doc__, ("evaluation_closed", "upstream's code/evaluation_closed.py"), ("--calls", 20000))
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--deviations", action="store_true", help="also names upstream would eval")
+    args = parser.parse_args()
+    get_feedback = upstream_feedback(args.evaluation_closed)
+    records = json.loads(args.data.read_text(encoding="utf-8"))
+    all_names = [tool["name"] for record in records for tool in record["tools"].values()]
+    rng = random.Random(args.seed)
+    outcomes: collections.Counter[str] = collections.Counter()
+    differ = 0
+    for _ in range(args.calls):
+        record = rng.choice(records)
+        tool = rng.choice(list(record["tools"].values()))  # keyed by the sub-question it answers
+        name = tool["name"]
+        arguments = arguments_for(rng, tool)
+        roll = rng.random()
+        if roll < 0.05:
+            name = rng.choice(all_names)
+        elif roll < 0.1:
+            name = rng.choice(ODD_NAMES + (DEVIATIONS if args.deviations else []))
+        call = {"id": "call_0", "type": "function", "function": {"name": name, "arguments": arguments}}
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):  # what the tools print
+                theirs = get_feedback([call], record["functions"])[0]["content"]
+        except BaseException as exc:  # noqa: BLE001
+            if type(exc).__name__ != "FunctionTimedOut":
+                raise
+            # Past 10 s upstream's whole run stops (ledger row 12); the harness's sandbox feeds
+            # back a timeout message instead. Its in-process call here would not end: skipped.
+            outcomes["upstream timed out"] += 1
+            continue
+        with contextlib.redirect_stdout(io.StringIO()):
+            ours, _ = tool_content(record["functions"], name, arguments)
+        outcomes["error message" if theirs.startswith("an error occured") else "result"] += 1
+        if theirs != ours:
+            differ += 1
+            if differ <= args.show:
+                print(json.dumps({"record": record["id"], "name": name, "arguments": arguments,
+                                  "upstream": theirs[:500], "harness": ours[:500]}, ensure_ascii=False))
+    for what, count in sorted(outcomes.items()):
+        print(f"{what:14} {count}")
+    print(f"{args.calls} calls (seed {args.seed}, {args.data.name}): {differ} differ from upstream")
+    return 1 if differ else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
