@@ -15,7 +15,12 @@ another record's tool, of a builtin (``len``, ``print``, ``exit``), of a module 
 expression or a literal. The two contents must be equal. The harness's documented deviations
 (a name that is an expression, which upstream would ``eval``; a name of the script's own
 functions) are generated only with ``--deviations``, and then expected to differ; a call past upstream's 10 s limit (which stops
-upstream's whole run: the ToolHop ledger's row 12) is counted, not compared. Runs the tools in this process: only data you
+upstream's whole run: the ToolHop ledger's row 12) is counted, not compared. ``--sandbox`` runs
+the harness's side in the real sandbox (``ToolSandbox``, the runner's job and its 10 s limit) in
+place of the in-process call: the content must still be upstream's, and a call upstream timed out
+on must time out there too. There every call hashes strings with seed 0 (ledger row 24), so the script
+then runs itself (and upstream's calls) with ``PYTHONHASHSEED=0`` too: a tool whose result
+follows a set's order gives both sides the same order. Without it the tools run in this process: only data you
 trust (the real records are benign), never the hostile corpus.
 """
 
@@ -26,6 +31,7 @@ import collections
 import contextlib
 import io
 import json
+import os
 import random
 import re
 import sys
@@ -37,12 +43,16 @@ from upstream_source import diff_arguments  # noqa: E402
 
 from pytest_toolbench.benchmarks.toolhop.execution import tool_content  # noqa: E402
 
+#: upstream's func_set_timeout(10) around every tool call
+UPSTREAM_TIMEOUT_S = 10.0
 DEFAULT_DATA = Path(__file__).resolve().parents[3] / "shared" / "datasets" / "toolhop" / "ToolHop.sample80.json"
-ODD_NAMES = ["len", "print", "exit", "quit", "sorted", "json", "datetime", "sha256", "tqdm", "sleep",
-             "func_set_timeout", "1", "None", "'text'", "[1, 2]", "", " ", "def", "lambda", "__import__"]
-#: The harness's documented deviations: upstream evaluates these expressions, and finds its
-#: script's own functions (only ``--deviations`` makes such calls, expecting a difference).
-DEVIATIONS = ["os.getcwd", "json.dumps", "len([1])", "(lambda: 1)", "get_feedback", "main", "req_closed"]
+ODD_NAMES = ["len", "print", "exit", "quit", "sorted", "json", "datetime", "sha256", "sleep", "1", "None",
+             "'text'", "[1, 2]", "", " ", "def", "lambda", "__import__"]
+#: The harness's documented deviations (ToolHop ledger rows 13 and 14): upstream evaluates these
+#: expressions, finds its script's own functions and always has ``func_set_timeout`` (only
+#: ``--deviations`` makes such calls, expecting a difference).
+DEVIATIONS = ["os.getcwd", "json.dumps", "len([1])", "(lambda: 1)", "get_feedback", "main", "req_closed",
+              "func_set_timeout"]
 VALUES: dict[str, list[Any]] = {
     "string": ["Paris", "", "The Godfather", "1994", "x" * 50, "Å", "2021-05-01"],
     "integer": [0, 1, 7, -3, 1994, 10**12],
@@ -98,7 +108,42 @@ def main() -> int:
     parser = diff_arguments(__doc__, ("evaluation_closed", "upstream's code/evaluation_closed.py"), ("--calls", 20000))
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--deviations", action="store_true", help="also names upstream would eval")
+    parser.add_argument("--sandbox", action="store_true", help="the harness's side in the real sandbox")
     args = parser.parse_args()
+    if args.sandbox and os.environ.get("PYTHONHASHSEED") != "0":  # as the sandbox's calls hash
+        os.execve(sys.executable, [sys.executable, *sys.argv], {**os.environ, "PYTHONHASHSEED": "0"})
+    with contextlib.ExitStack() as stack:
+        harness = in_process
+        if args.sandbox:
+            from pytest_toolbench.sandbox.pool import ToolSandbox
+
+            harness = SandboxedCalls(stack.enter_context(ToolSandbox()))
+        return compare(args, harness)
+
+
+def in_process(functions: list[str], name: str, arguments: str, upstream_timed_out: bool) -> str | None:
+    """``tool_content`` in this process; None (not run) where upstream timed out: it would not end."""
+    if upstream_timed_out:
+        return None
+    with contextlib.redirect_stdout(io.StringIO()):  # what the tools print
+        return tool_content(functions, name, arguments)[0]
+
+
+class SandboxedCalls:
+    """The runner's sandbox job, as a case's tool call runs it; a timeout reads ``"timeout"``."""
+
+    def __init__(self, sandbox: Any):
+        self.sandbox = sandbox
+
+    def __call__(self, functions: list[str], name: str, arguments: str, upstream_timed_out: bool) -> str | None:
+        from pytest_toolbench.benchmarks.toolhop.runner import EXECUTION_JOB
+
+        outcome = self.sandbox.run(EXECUTION_JOB, {"functions": functions, "name": name, "arguments": arguments,
+                                                   "clean_namespace": False}, timeout_s=UPSTREAM_TIMEOUT_S)
+        return str(outcome.value["content"]) if outcome.status == "ok" else outcome.status
+
+
+def compare(args: Any, harness: Any) -> int:
     get_feedback = upstream_feedback(args.evaluation_closed)
     records = json.loads(args.data.read_text(encoding="utf-8"))
     all_names = [tool["name"] for record in records for tool in record["tools"].values()]
@@ -123,12 +168,14 @@ def main() -> int:
             if type(exc).__name__ != "FunctionTimedOut":
                 raise
             # Past 10 s upstream's whole run stops (ledger row 12); the harness's sandbox feeds
-            # back a timeout message instead. Its in-process call here would not end: skipped.
-            outcomes["upstream timed out"] += 1
+            # back a timeout message instead.
+            theirs = "timeout"
+        ours = harness(record["functions"], name, arguments, theirs == "timeout")
+        if ours is None:
+            outcomes["upstream timed out (not run)"] += 1
             continue
-        with contextlib.redirect_stdout(io.StringIO()):
-            ours, _ = tool_content(record["functions"], name, arguments)
-        outcomes["error message" if theirs.startswith("an error occured") else "result"] += 1
+        outcomes["timeout" if theirs == "timeout" else
+                 "error message" if theirs.startswith("an error occured") else "result"] += 1
         if theirs != ours:
             differ += 1
             if differ <= args.show:
