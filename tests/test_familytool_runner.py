@@ -5,6 +5,7 @@ running once per sample and model across methods, cases and processes (the on-di
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import threading
 from pathlib import Path
 
@@ -107,6 +108,31 @@ def test_extraction_runs_once_per_sample_and_model(tmp_path):
     assert sum(1 for r in model.requests if r.tools) == 2
     assert [r.values["em"] for r in results] == [1.0, 1.0, 1.0, 1.0]
     assert sum(r.details["extraction"]["called_in_this_case"] for r in results) == 1
+
+
+def test_two_records_with_the_same_query_each_get_their_own_extraction(tmp_path):
+    """The real data's e-203 and e-408 share a query, so their extraction prompts are the same.
+    Upstream asks the model once for each record (at temperature 0.7); the memo shares a reply
+    only between one record's cases, and each record's call goes out under its own id (what
+    --record writes and --model replay: reads)."""
+    runner = make_runner(tmp_path)
+    first = case("extract-gs", index=0)
+    twin = dataclasses.replace(first, stored_sample=first.sample.model_copy(update={"index": 99}),
+                               sample_id="b-99", id=first.id.replace("-b-0-", "-b-99-"))
+    assert twin.sample.query == first.sample.query
+
+    class PerCall(Scripted):
+        async def complete(self, request, ctx):
+            self.requests.append((request, ctx.case_id))
+            return ChatResponse(message={"role": "assistant", "content": f"reply for {ctx.case_id}"})
+
+    model = PerCall("")
+    one, two = asyncio.run(runner.run(first, model)), asyncio.run(runner.run(twin, model))
+    assert [call_id for _, call_id in model.requests] == [
+        "familytool-b-0-extraction", "familytool-b-99-extraction"]
+    assert model.requests[0][0].fingerprint() == model.requests[1][0].fingerprint()
+    assert one.details["extraction"]["raw_output"] == "reply for familytool-b-0-extraction"
+    assert two.details["extraction"]["raw_output"] == "reply for familytool-b-99-extraction"
 
 
 def test_memo_is_shared_across_processes_style_instances(tmp_path):

@@ -160,8 +160,12 @@ class FamilyToolRunner:
             extra_body=self.extraction_extra_body(kg_model, layout, kg_backend),
         )
         # --repeats: each repeat extracts afresh (its own memo entry, cache key and recording).
-        key = memo_key(kg_model.name, kg_model.describe().get("base_url"), request.fingerprint(),
-                       case.repeat)
+        # The sample is part of the key: two records whose queries are the same (e-203 and e-408
+        # of the real data) send the same prompt, and upstream asks the model once for each (at
+        # temperature 0.7); a prompt-only key gave the second record the first one's reply, and
+        # a replay or a recording never saw the second record's extraction at all.
+        key = memo_key(record.split, record.index, kg_model.name, kg_model.describe().get("base_url"),
+                       request.fingerprint(), case.repeat)
         call_id = extraction_call_id(record, case.repeat)
 
         async def make() -> dict[str, Any]:
