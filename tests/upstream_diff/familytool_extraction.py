@@ -16,6 +16,12 @@ Format Error, No-Hallucination) run on each reply beside the harness's :func:`ex
 :func:`extraction_values`; the extraction strings and the five values must be equal. Prints the
 first differences and counts of the outcomes; exit status 1 on any difference.
 
+``--runs K`` checks whole runs as well: K times, one generated reply for every record of both
+splits, scored by upstream's ``metric_KG_extraction`` (its ratios: EM, F1, No-Hallucination over
+the replies that are not format errors, Coverage, Format Error) and by ``pytest suites/familytool
+--model replay:FILE --scenario <the methods>``; each method's and split's five figures must be
+equal.
+
 Relation Retrieval gives upstream a handler that embeds with the harness's default embedder
 (all-MiniLM-L6-v2 from its PyPI package; jina-embeddings-v3 cannot be had here), the same stand-in
 ``../shared/fidelity/familytool-extraction.jsonl`` was computed with. Upstream embeds every KG
@@ -32,7 +38,9 @@ import json
 import random
 import re
 import sys
+import subprocess
 import tempfile
+import types
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -56,7 +64,7 @@ UPSTREAM_TYPE = {"gs": "exact", "rr": "relation_retrieval"}
 VALUES = ("em", "f1", "coverage", "format_error", "clean")
 QUOTES = [('"', '"'), ("'", "'"), ("“", "”"), ("‘", "’"), ("`", "`"), ("", "")]
 SPACES = ["", " ", "  ", "\t", "\u00a0", "\u3000"]
-POST_FUNCTIONS = {"cleanrelation", "extractpath", "cleankgsearch", "merge_with_previous", "examinekg_output",
+POST_FUNCTIONS = {"metric_KG_extraction", "cleanrelation", "extractpath", "cleankgsearch", "merge_with_previous", "examinekg_output",
                   "extractkgsearch", "filter_longest_lists", "KG_search", "search_similar_relations",
                   "generate_fakerelationdict", "generate_true_paths", "extractpath_relationretrieval",
                   "calculate_f1em_score_single_sample", "get_entitys", "changelink2label"}
@@ -86,12 +94,23 @@ class Upstream:
     def __init__(self, checkout: Path, data: Path, relation_retrieval: bool):
         ns: dict[str, Any] = {"re": re, "json": json, "np": np, "faiss": faiss, "itertools": itertools,
                               "defaultdict": defaultdict, "tqdm": lambda items, **_: items,
-                              "relation_mappingdict": {}}
+                              "relation_mappingdict": {}, "embedding_model_name": "jinaai/jina-embeddings-v3"}
         upstream_functions(checkout / "pipeline" / "utils.py", UTILS_FUNCTIONS, ns)
         upstream_functions(checkout / "pipeline" / "KG_extraction_post_process_make_intermediate_json.py",
                            POST_FUNCTIONS, ns)
         self.ns, self.data = ns, data
         self.handler = MiniLMHandler() if relation_retrieval else None
+        ns["EmbModelHandlerV2"] = lambda _name: self.handler  # metric_KG_extraction makes its own
+        sys.modules.setdefault("ipdb", types.ModuleType("ipdb"))  # it imports ipdb on a miss
+
+    def run_ratios(self, split: str, replies: list[str], raw_records: list[Any], method: str) -> list[float]:
+        """``metric_KG_extraction``'s ratios for one split: EM, F1, No-Hallucination, Coverage,
+        Format Error."""
+        with contextlib.redirect_stdout(io.StringIO()):
+            (_, _, ratios), _, _ = self.ns["metric_KG_extraction"](
+                [{"response": reply} for reply in replies], raw_records, UPSTREAM_TYPE[method],
+                str(self.data / f"familykg-{split}.txt"))
+        return [float(r) for r in ratios]
 
     def extraction(self, split: str, reply: str, method: str) -> dict[str, Any]:
         """``KG_search``'s string, which builds the KG from its file for every reply, as upstream."""
@@ -171,10 +190,45 @@ class ReplyMaker:
                        + rng.choice(["", "\n```", "\n", " and "]) for _ in range(rng.choice([1, 1, 1, 2, 3])))
 
 
+RUN_METRICS = ("em", "f1", "no_hallucination", "coverage", "format_error")
+REPO = Path(__file__).resolve().parents[2]
+
+
+def whole_run(upstream: Upstream, makers: dict[str, ReplyMaker], records: dict[str, list[FamilyToolRecord]],
+              raw: dict[str, list[Any]], methods: list[str], data_dir: Path, folder: Path) -> list[str]:
+    """One generated run scored by upstream's metric_KG_extraction and by the suite."""
+    replies = {s: [makers[s].reply(record) for record in records[s]] for s in SPLITS}
+    replay = folder / "replies.jsonl"
+    replay.write_text("".join(
+        json.dumps({"case_id": f"familytool-{s}-{record.index}-extraction",
+                    "responses": [{"role": "assistant", "content": reply}]}, ensure_ascii=False) + "\n"
+        for s in SPLITS for record, reply in zip(records[s], replies[s])), encoding="utf-8")
+    report = folder / "report.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "suites/familytool", "-q", "-p", "no:randomly", "-n", "0",
+         "--data-dir", str(data_dir), "--model", f"replay:{replay}", "--no-cache",
+         "--scenario", ",".join(f"extract-{m}" for m in methods), "--runs-dir", str(folder / "runs"),
+         "--toolbench-json", str(report)], cwd=REPO, capture_output=True, text=True, timeout=1800)
+    if not report.exists():
+        return [f"the suite wrote no report: {proc.stdout[-800:]}"]
+    scenarios = {s["scenario"]: s for s in json.loads(report.read_text(encoding="utf-8"))["metrics"]["scenarios"]}
+    differences = []
+    for method in methods:
+        by_split = {b["group"]: b["metrics"] for b in scenarios[f"extract-{method}"]["breakdown"]["split"]}
+        for split in SPLITS:
+            theirs = upstream.run_ratios(split, replies[split], raw[split], method)
+            ours = [by_split[split][name]["value"] for name in RUN_METRICS]
+            for name, a, b in zip(RUN_METRICS, theirs, ours):
+                if b is None or abs(a - b) > 1e-12:
+                    differences.append(f"{method} {split} {name}: upstream {a}, harness {b}")
+    return differences
+
+
 def main() -> int:
     parser = diff_arguments(__doc__, ("upstream", "a clone of yxzwang/FamilyTool at c3c5fc7"), ("--replies", 6000))
     parser.add_argument("--methods", default="gs", help="gs, rr or gs,rr (rr is slow: see the docstring)")
     parser.add_argument("--data-dir", type=Path, default=Path(__file__).resolve().parents[3] / "shared" / "datasets")
+    parser.add_argument("--runs", type=int, default=0, help="whole generated runs to check (see the docstring)")
     args = parser.parse_args()
     methods = args.methods.split(",")
     data = args.data_dir / "familytool"
@@ -219,7 +273,16 @@ def main() -> int:
     for key, count in sorted(outcomes.items()):
         print(" ".join(f"{part:14}" for part in key), count)
     print(f"{args.replies} replies x {methods} (seed {args.seed}): {differ} differ from upstream")
-    return 1 if differ else 0
+    runs_differ = 0
+    for k in range(args.runs):
+        with tempfile.TemporaryDirectory(prefix="toolbench-diff-") as folder:
+            found = whole_run(upstream, makers, records, raw, methods, args.data_dir, Path(folder))
+        if found:
+            runs_differ += 1
+            print(f"run {k}: " + "; ".join(found[: args.show]))
+    if args.runs:
+        print(f"{args.runs} whole runs: {runs_differ} differ from upstream's metric_KG_extraction")
+    return 1 if differ or runs_differ else 0
 
 
 if __name__ == "__main__":
