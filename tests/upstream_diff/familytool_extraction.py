@@ -49,7 +49,7 @@ import faiss
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from upstream_source import diff_arguments, upstream_functions  # noqa: E402
+from upstream_source import check_runs, diff_arguments, upstream_functions  # noqa: E402
 
 from pytest_toolbench.benchmarks.familytool.extraction import extract  # noqa: E402
 from pytest_toolbench.benchmarks.familytool.kg import KnowledgeGraph  # noqa: E402
@@ -273,15 +273,8 @@ def main() -> int:
     for key, count in sorted(outcomes.items()):
         print(" ".join(f"{part:14}" for part in key), count)
     print(f"{args.replies} replies x {methods} (seed {args.seed}): {differ} differ from upstream")
-    runs_differ = 0
-    for k in range(args.runs):
-        with tempfile.TemporaryDirectory(prefix="toolbench-diff-") as folder:
-            found = whole_run(upstream, makers, records, raw, methods, args.data_dir, Path(folder))
-        if found:
-            runs_differ += 1
-            print(f"run {k}: " + "; ".join(found[: args.show]))
-    if args.runs:
-        print(f"{args.runs} whole runs: {runs_differ} differ from upstream's metric_KG_extraction")
+    runs_differ = check_runs(args.runs, args.show, lambda folder: whole_run(
+        upstream, makers, records, raw, methods, args.data_dir, folder), "metric_KG_extraction")
     return 1 if differ or runs_differ else 0
 
 

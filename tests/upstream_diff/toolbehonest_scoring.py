@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from upstream_source import diff_arguments, upstream_functions  # noqa: E402
+from upstream_source import check_runs, diff_arguments, upstream_functions  # noqa: E402
 
 from pytest_toolbench.benchmarks.toolbehonest.runner import score_reply  # noqa: E402
 from pytest_toolbench.benchmarks.toolbehonest.schema import (  # noqa: E402
@@ -305,16 +305,8 @@ def main() -> int:
     print(f"{args.replies} reply pairs (seed {args.seed}, {args.data.name}): {differ} differ from upstream")
     if args.runs and args.calculate_type != "hard":
         raise SystemExit("--runs checks the suite's default scoring: --calculate-type hard")
-    runs_differ = compared = 0
-    for k in range(args.runs):
-        with tempfile.TemporaryDirectory(prefix="toolbench-diff-") as folder:
-            found = whole_run(upstream, raw, records, maker, args.data, Path(folder))
-        compared += 1
-        if found:
-            runs_differ += 1
-            print(f"run {k}: " + "; ".join(found[: args.show]))
-    if args.runs:
-        print(f"{compared} whole runs: {runs_differ} differ from upstream's tables")
+    runs_differ = check_runs(args.runs, args.show, lambda folder: whole_run(
+        upstream, raw, records, maker, args.data, folder), "tables")
     return 1 if differ or runs_differ else 0
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import argparse
 import ast
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +25,21 @@ def diff_arguments(doc: str, upstream: tuple[str, str], count: tuple[str, int]) 
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--show", type=int, default=10, help="differences printed in full")
     return parser
+
+
+def check_runs(runs: int, show: int, one_run: Callable[[Path], list[str]], against: str) -> int:
+    """``one_run`` (given a scratch folder, it returns the differences it found) ``runs`` times;
+    prints each differing run's first ``show`` differences and a total; the differing runs."""
+    differing = 0
+    for k in range(runs):
+        with tempfile.TemporaryDirectory(prefix="toolbench-diff-") as folder:
+            found = one_run(Path(folder))
+        if found:
+            differing += 1
+            print(f"run {k}: " + "; ".join(found[:show]))
+    if runs:
+        print(f"{runs} whole runs: {differing} differ from upstream's {against}")
+    return differing
 
 
 def upstream_functions(path: Path, names: set[str], namespace: dict[str, Any]) -> dict[str, Any]:
