@@ -3,13 +3,23 @@ not parse as a whole (upstream FamilyTool's post-processing script, under Python
 
 from __future__ import annotations
 
-import sys
+import importlib.util
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "upstream_diff"))
-from upstream_source import upstream_functions  # noqa: E402
+
+def _load_source_module():
+    """The scripts' helper, loaded from its file (as test_sandbox_attacks loads the corpus runner),
+    so that the folder of scripts never joins every test's ``sys.path``."""
+    spec = importlib.util.spec_from_file_location(
+        "upstream_diff_source", Path(__file__).resolve().parent / "upstream_diff" / "upstream_source.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+upstream_functions = _load_source_module().upstream_functions
 
 SOURCE = '''import numpy as np
 RATE = 3
