@@ -26,7 +26,7 @@ from pytest_toolbench.fileio import file_version
 #: What a data file is (pytest_toolbench.datasets.resolve.FileProvenance.kind).
 DataKind = Literal["real", "sample", "reconstruction", "local"]
 
-#: The harness's own small samples (``data/`` at the repository root), used when no --data-dir.
+#: The harness's own small samples (``data/`` at the repository root), read with --data sample and no --data-dir.
 BUNDLED_DATA_DIR = Path(__file__).resolve().parents[2] / "data"
 
 

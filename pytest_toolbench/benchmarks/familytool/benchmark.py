@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # the runner's modules load when a runner is built, not on ev
     from pytest_toolbench.benchmarks.familytool.runner import FamilyToolRunner
     from pytest_toolbench.models.base import ChatModel
 
-#: The bundled sample lives at <repo>/data/familytool (used when no --data-dir is given).
+#: The bundled sample lives at <repo>/data/familytool (read with --data sample and no --data-dir).
 DEFAULT_DATA_DIR = BUNDLED_DATA_DIR
 
 EXTRACT = ("extract-gs", "extract-rr")

@@ -30,7 +30,7 @@ if TYPE_CHECKING:  # numpy/FAISS: imported by the session that builds them, not 
     from pytest_toolbench.benchmarks.metabench.runner import MetaBenchRunner
     from pytest_toolbench.environments.retrieval import Embedders
 
-#: The bundled sample lives at <repo>/data/metabench (used when no --data-dir is given).
+#: The bundled sample lives at <repo>/data/metabench (read with --data sample and no --data-dir).
 DEFAULT_DATA_DIR = BUNDLED_DATA_DIR
 BUNDLED_DIR = DEFAULT_DATA_DIR / "metabench"
 

@@ -34,7 +34,7 @@ from pytest_toolbench.results.case_result import CaseResult
 from pytest_toolbench.results.headline import Headline, HeadlineColumn, HeadlineGrid, HeadlineTotal
 from pytest_toolbench.results.metrics import MetricSpec
 
-#: The bundled sample lives at <repo>/data/toolbehonest (used when no --data-dir is given).
+#: The bundled sample lives at <repo>/data/toolbehonest (read with --data sample and no --data-dir).
 DEFAULT_DATA_DIR = BUNDLED_DATA_DIR
 
 

@@ -21,7 +21,7 @@ from pytest_toolbench.config import RunSettings
 from pytest_toolbench.results.headline import Headline
 from pytest_toolbench.results.metrics import MetricSpec
 
-#: The bundled sample lives at <repo>/data/toolhop (used when no --data-dir is given).
+#: The bundled sample lives at <repo>/data/toolhop (read with --data sample and no --data-dir).
 DEFAULT_DATA_DIR = BUNDLED_DATA_DIR
 
 
