@@ -114,6 +114,20 @@ def test_assistant_message_is_appended_as_returned(records):
     assert result.outcome is Outcome.PASSED and result.model_calls == 2
 
 
+def test_a_message_without_content_is_sent_back_without_it(records):
+    """Beside ``tool_calls`` a server may leave ``content`` out; upstream appends the message as it
+    came, so the next request has no ``content`` key there (found by
+    tests/upstream_diff/toolhop_closed_runs.py: the harness sent ``"content": null``)."""
+    first = {"role": "assistant", "tool_calls": [tool_call("film_director_finder", {"film_title": "Jaws"},
+                                                           call_id="c1")]}
+    with FakeOpenAIServer(scripted((200, {}, with_message(first)),
+                                   (200, {}, completion("<answer>6</answer>")))) as server:
+        result = closed_run(server, records[9001], "mandatory")
+    assert server.requests[1]["messages"][1] == first
+    assert result.transcript[1] == first
+    assert result.outcome is Outcome.PASSED
+
+
 # ------------------------------------------------------------------------------ deep nesting
 
 

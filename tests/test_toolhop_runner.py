@@ -237,6 +237,7 @@ def test_turn_cap_is_nine_and_ends_on_tool_messages(records):
     [
         {"role": "assistant", "content": "", "tool_calls": None},
         {"role": "assistant", "content": None, "tool_calls": []},  # parse_qwen25's corner case
+        {"role": "assistant"},  # no content key: upstream's scorer raises KeyError (ledger row 25)
     ],
 )
 def test_reply_without_content_or_calls_is_no_answer_as_upstream(records, reply, scenario):

@@ -610,14 +610,14 @@ def usage_of(completion: Any) -> Usage:
 def assistant_message(message: Any) -> dict[str, Any]:
     """The assistant message as the endpoint returned it (ToolHop's closed script appends
     ``choices[0].message`` as is, ToolHop ``code/evaluation_closed.py``): every key the server sent is kept, extra ones such as
-    ``reasoning_content`` or ``refusal`` included, with their values (nulls too); ``role`` and
-    ``content`` are always present (content None kept as None)."""
+    ``reasoning_content`` or ``refusal`` included, with their values (nulls too), and no key
+    the server left out: a reply with ``tool_calls`` and no ``content`` goes back without one, as
+    upstream sends it (readers take ``.get("content")``). Only a missing ``role`` is filled in."""
     out: dict[str, Any] = (
         dict(message) if isinstance(message, dict) else message.to_dict(mode="json", exclude_unset=True)
     )
     out.setdefault("role", "assistant")
     out["role"] = out["role"] or "assistant"
-    out.setdefault("content", None)
     return out
 
 
