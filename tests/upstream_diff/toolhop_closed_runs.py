@@ -1,0 +1,349 @@
+#!/usr/bin/env python3
+"""Whole ToolHop runs, upstream's ``evaluation_closed.py`` and the harness, against one scripted model.
+
+    pip install --target DEPS func_timeout   # upstream's dependency
+    PYTHONPATH=DEPS python tests/upstream_diff/toolhop_closed_runs.py UPSTREAM/code/evaluation_closed.py \\
+        [--runs 3] [--scenarios Direct,Mandatory,Free] [--data ../shared/datasets/toolhop/ToolHop.sample80.json]
+
+``UPSTREAM`` is a clone of ``MananDesai54/llm-benchmarking`` at ``61da069``. This script serves an
+OpenAI-compatible chat endpoint on 127.0.0.1 whose reply is a function of the request's
+conversation and tools alone (a seeded choice among the ways models answer: the next hop's gold
+call, a bent call, several calls at once, a call to a tool that is not there, arguments that are
+not JSON, the answer, a wrong one, one with thousands commas, the tool's last result, empty or
+``None`` content, extra message keys such as ``refusal``; some conversations never stop calling
+tools). Upstream's script runs unchanged against it (its own process, ``main()``, 8 workers), then
+``pytest suites/toolhop --base-url`` does. Identical requests get identical replies, so where the two
+send the same conversations they end the same, and every difference shows:
+
+* the requests: each one upstream sent, as JSON (messages, tools, model, temperature,
+  max_tokens), must be one the harness sent, and the other way round;
+* per sample and scenario: the conversation (upstream's ``messages``, the harness's transcript),
+  ``answer_correct`` (absent upstream where the harness says ``answer_status: no_answer``),
+  upstream's ``turn``, and whether upstream wrote the sample at all;
+* upstream's printed ``Result`` (``round(100 * sum / 995, 2)``, ledger row 11) against the same
+  figure from the harness's cases.
+
+Upstream's tools run in its own process, unconfined, as upstream runs them (only data you trust:
+the real records are benign); the harness's in its sandbox. Both hash strings with seed 0 (ledger
+row 24). A tool call past upstream's 10 s limit stops upstream's run (ledger row 12): such a run
+is reported as not compared, not as a difference.
+"""
+
+from __future__ import annotations
+
+import collections
+import hashlib
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from toolhop_tool_feedback import DEFAULT_DATA  # noqa: E402
+from upstream_source import check_runs, diff_arguments  # noqa: E402
+
+from pytest_toolbench.benchmarks.toolhop.gold_chain import GoldCall, gold_chain  # noqa: E402
+from pytest_toolbench.benchmarks.toolhop.schema import ToolHopRecord, load_toolhop_file  # noqa: E402
+from pytest_toolbench.results.case_store import read_cases  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+MODEL = "scripted"
+#: upstream's scenario names and the harness's
+SCENARIOS = {"Direct": "direct", "Mandatory": "mandatory", "Free": "free"}
+#: extra keys real endpoints put on the assistant message, which both sides must carry back as
+#: they came (the ToolHop README: "exactly as the endpoint returned it")
+EXTRA_KEYS: list[dict[str, Any]] = [{"refusal": None}, {"refusal": None, "annotations": []},
+                                    {"reasoning_content": "Let me think."}, {"function_call": None}]
+
+
+def request_key(body: dict[str, Any]) -> str:
+    """What a reply depends on: the conversation and the tools, nothing else of the request."""
+    text = json.dumps([body.get("messages"), body.get("tools")], sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+class ScriptedModel:
+    """Replies chosen by a generator seeded with the run's seed and the request's key."""
+
+    def __init__(self, records: list[ToolHopRecord], seed: int):
+        self.records = {r.question: r for r in records}
+        self.chains: dict[int, list[GoldCall]] = {}
+        self.seed = seed
+        self.lock = threading.Lock()
+        self.requests: dict[str, list[str]] = collections.defaultdict(list)  # side -> request JSONs
+
+    def chain(self, record: ToolHopRecord) -> list[GoldCall]:
+        with self.lock:
+            if record.id not in self.chains:
+                self.chains[record.id] = gold_chain(record)
+            return self.chains[record.id]
+
+    def respond(self, side: str, body: dict[str, Any]) -> dict[str, Any]:
+        key = request_key(body)
+        with self.lock:
+            self.requests[side].append(json.dumps(body, sort_keys=True, ensure_ascii=False))
+        messages = body["messages"]
+        question = messages[0]["content"].rsplit("\nQuestion: ", 1)[-1]
+        record = self.records[question]
+        rng = random.Random(f"{self.seed}:{key}")
+        # One conversation in ten keeps calling tools until the turns run out.
+        stubborn = random.Random(f"{self.seed}:{messages[0]['content']}").random() < 0.1
+        message = self.message(rng, record, messages, body.get("tools"), stubborn)
+        if rng.random() < 0.3:
+            message.update(rng.choice(EXTRA_KEYS))
+        finish = "tool_calls" if message.get("tool_calls") else "stop"
+        return {"id": f"chatcmpl-{key[:16]}", "object": "chat.completion", "created": 1700000000, "model": MODEL,
+                "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}
+
+    def message(self, rng: random.Random, record: ToolHopRecord, messages: list[dict[str, Any]],
+                tools: list[dict[str, Any]] | None, stubborn: bool) -> dict[str, Any]:
+        done = sum(m.get("role") == "tool" for m in messages)
+        chain = self.chain(record)
+        if tools and (stubborn or (done < len(chain) + 2 and rng.random() < 0.7)):
+            calls = [self.call(rng, record, chain, done + i, tools) for i in range(rng.choice([1, 1, 1, 1, 2, 3]))]
+            message: dict[str, Any] = {"role": "assistant", "content": None}
+            if rng.random() < 0.15:
+                message["content"] = rng.choice(["Let me call the tool.", "", "<answer>maybe</answer>"])
+            message["tool_calls"] = [{"id": f"call_{hashlib.sha256(f'{rng.random()}'.encode()).hexdigest()[:24]}",
+                                      "type": "function", "function": call} for call in calls]
+            if message["content"] is None and rng.random() < 0.1:
+                del message["content"]  # some servers leave it out beside calls
+            return message
+        return self.answer(rng, record, messages)
+
+    def call(self, rng: random.Random, record: ToolHopRecord, chain: list[GoldCall], hop: int,
+             tools: list[dict[str, Any]]) -> dict[str, str]:
+        """The hop's gold call, or a bent one."""
+        if hop < len(chain) and rng.random() < 0.7:
+            name, arguments = chain[hop].name, dict(chain[hop].arguments)
+        else:
+            function = rng.choice(tools)["function"]
+            name = function["name"]
+            properties = (function.get("parameters") or {}).get("properties") or {}
+            arguments = {p: rng.choice(["Paris", "1994", 3, 2.5, True, None, [1, 2]]) for p in properties}
+        roll = rng.random()
+        if roll < 0.05 and arguments:
+            arguments.pop(rng.choice(sorted(arguments)))  # a required parameter missing
+        elif roll < 0.1:
+            arguments["extra"] = "x"  # a parameter the tool does not have
+        elif roll < 0.13:
+            name = rng.choice(["search", "calculator", name.upper(), ""])  # not in the toolset
+        text = json.dumps(arguments, ensure_ascii=rng.random() < 0.5)
+        roll = rng.random()
+        if roll < 0.03:
+            text = text[:-1]  # not JSON
+        elif roll < 0.05:
+            text = json.dumps(rng.choice([[1], "text", 3, None]))  # JSON, not an object
+        return {"name": name, "arguments": text}
+
+    def answer(self, rng: random.Random, record: ToolHopRecord, messages: list[dict[str, Any]]) -> dict[str, Any]:
+        gold = record.answer
+        last_tool = next((m["content"] for m in reversed(messages) if m.get("role") == "tool"), None)
+        choices = [f"<answer>{gold}</answer>", f"<answer>{gold.upper()}</answer>", f"The answer is {gold}.",
+                   "<answer>unknown</answer>", f"<answer>{gold}1</answer>", f"<answer>{gold[:-1]}</answer>",
+                   "", None, f"<answer>{last_tool}</answer>" if last_tool else "<answer>none</answer>",
+                   "<answer>See the tool's result.</answer>", "Done."]  # the tool-result fallback's cases
+        if re.fullmatch(r"\d{4,}", gold):
+            choices.append(f"<answer>{int(gold):,}</answer>")  # commas only the prediction loses
+        content = rng.choice(choices)
+        message: dict[str, Any] = {"role": "assistant", "content": content}
+        if rng.random() < 0.1:
+            message["tool_calls"] = []  # a reply without calls, said as an empty list
+        return message
+
+
+def serve(model: ScriptedModel) -> ThreadingHTTPServer:
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 - http.server's name
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            side = self.headers.get("Authorization", "").removeprefix("Bearer ")
+            data = json.dumps(model.respond(side, body)).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def run_upstream(script: Path, data: Path, scenario: str, url: str, out: Path) -> tuple[str | None, str]:
+    """Upstream's script as its README runs it; (why it did not finish or None, its printed Result)."""
+    env = {**os.environ, "PYTHONHASHSEED": "0"}
+    proc = subprocess.run(
+        [sys.executable, str(script.resolve()), "--scenario", scenario, "--model", MODEL, "--base_url", url,
+         "--api_key", "upstream", "--input_file", str(data.resolve()), "--output_file", str(out),
+         "--max_workers", "8"], cwd=out.parent, env=env, capture_output=True, text=True, timeout=3600)
+    result = re.search(r"^Result: (.*)$", proc.stdout, flags=re.M)
+    if proc.returncode:
+        last = (proc.stderr.strip().splitlines() or ["?"])[-1]
+        return f"upstream exited {proc.returncode}: {last}", ""
+    return None, result.group(1) if result else ""
+
+
+def run_harness(data_dir: Path, scenario: str, url: str, folder: Path) -> tuple[list[Any], str]:
+    runs = folder / "runs"
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "suites/toolhop", "-q", "-p", "no:randomly", "-n", "0", "--concurrency", "8",
+         "--data-dir", str(data_dir), "--model", MODEL, "--base-url", url, "--api-key", "harness", "--no-cache",
+         "--scenario", scenario, "--runs-dir", str(runs), "--no-progress"],
+        cwd=REPO, capture_output=True, text=True, timeout=3600)
+    found = sorted(runs.iterdir()) if runs.exists() else []
+    if not found:
+        return [], f"the suite wrote no run folder: {proc.stdout[-800:]}{proc.stderr[-800:]}"
+    return read_cases(found[-1]), ""
+
+
+def one_run(args: Any, seed: int, folder: Path) -> list[str]:
+    data_dir = folder / "data"
+    (data_dir / "toolhop").mkdir(parents=True)
+    (data_dir / "toolhop" / "ToolHop.json").symlink_to(args.data.resolve())
+    records = load_toolhop_file(args.data)
+    model = ScriptedModel(records, seed)
+    server = serve(model)
+    base = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    found: list[str] = []
+    try:
+        for scenario in args.scenarios.split(","):
+            model.requests.clear()
+            out = folder / f"upstream-{scenario}.jsonl"
+            stopped, result = run_upstream(args.evaluation_closed, args.data, scenario, f"{base}/chat/completions", out)
+            if stopped:
+                print(f"seed {seed} {scenario}: not compared, {stopped}")
+                continue
+            cases, failed = run_harness(data_dir, SCENARIOS[scenario], base, folder / scenario)
+            if failed:
+                return [failed]
+            found += compare(scenario, out, cases, model.requests, result, OUTCOMES)
+    finally:
+        server.shutdown()
+    return found
+
+
+#: what the generated conversations reached, over every run (so a reader sees the cases covered)
+OUTCOMES: collections.Counter[str] = collections.Counter()
+
+
+def compare(scenario: str, out: Path, cases: list[Any], requests: dict[str, list[str]], result: str,
+            outcomes: collections.Counter[str]) -> list[str]:
+    found: list[str] = []
+    theirs_requests = collections.Counter(requests["upstream"])
+    ours_requests = collections.Counter(requests["harness"])
+    only_ours = list((ours_requests - theirs_requests).elements())
+    for body in (theirs_requests - ours_requests).elements():
+        theirs = json.loads(body)
+        twin = next((json.loads(b) for b in only_ours if same_conversation(theirs, json.loads(b))), None)
+        where = "; the harness sent none for that conversation" if twin is None else \
+            ": " + first_difference(theirs, twin, "request")
+        found.append(f"{scenario}: a request upstream sent differs{where}")
+    if len(only_ours) > sum((theirs_requests - ours_requests).values()):
+        found.append(f"{scenario}: the harness sent {len(only_ours)} requests upstream did not")
+    upstream = {s["id"]: s for s in map(json.loads, out.read_text(encoding="utf-8").splitlines())}
+    harness = {c.case_id.split("-")[1]: c for c in cases}
+    if len(harness) != len(cases):
+        found.append(f"{scenario}: case ids repeat")
+    total = 0
+    for key, case in sorted(harness.items(), key=lambda kv: int(kv[0])):
+        sample = upstream.get(int(key))
+        ours_correct = None if case.details.get("answer_status") == "no_answer" else case.values.get("answer_correct")
+        total += int(case.values.get("answer_correct") or 0)
+        outcomes[f"{scenario} {case.details.get('answer_status')} correct={ours_correct}"] += 1
+        count_reached(scenario, case.transcript, str(case.details.get("gold")), outcomes)
+        if sample is None:
+            found.append(f"{scenario} {key}: upstream wrote no sample; the harness: {case.outcome} {ours_correct}")
+            continue
+        if sample["messages"] != case.transcript:
+            at = next((i for i, (a, b) in enumerate(zip(sample["messages"], case.transcript)) if a != b),
+                      min(len(sample["messages"]), len(case.transcript)))
+            found.append(f"{scenario} {key}: conversations differ at message {at}: upstream "
+                         f"{json.dumps(sample['messages'][at:at + 1])[:400]} harness "
+                         f"{json.dumps(case.transcript[at:at + 1])[:400]}")
+        if sample.get("answer_correct") != (None if ours_correct is None else int(ours_correct)):
+            found.append(f"{scenario} {key}: answer_correct upstream {sample.get('answer_correct')} harness {ours_correct}")
+        if scenario != "Direct" and sample.get("turn") != case.details.get("turn"):
+            found.append(f"{scenario} {key}: turn upstream {sample.get('turn')} harness {case.details.get('turn')}")
+    for key in sorted(set(upstream) - {int(k) for k in harness}):
+        found.append(f"{scenario} {key}: the harness has no case for upstream's sample")
+    ours_result = f"{round(100 * total / 995, 2)}"
+    if result != ours_result:
+        found.append(f"{scenario}: upstream's Result {result}, the harness's cases give {ours_result}")
+    outcomes[f"{scenario} requests"] += sum(ours_requests.values())
+    return found
+
+
+def same_conversation(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Whether two requests are the same turn of one sample's conversation (first prompt, length)."""
+    ma, mb = a.get("messages") or [], b.get("messages") or []
+    return len(ma) == len(mb) and bool(ma) and ma[0] == mb[0]
+
+
+def first_difference(a: Any, b: Any, path: str) -> str:
+    """Where two JSON values first differ, and how: ``path: upstream ... harness ...``."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        for key in sorted(set(a) | set(b)):
+            if key not in b:
+                return f"{path}.{key} upstream {json.dumps(a[key])[:300]}, absent from the harness's"
+            if key not in a:
+                return f"{path}.{key} absent from upstream's, harness {json.dumps(b[key])[:300]}"
+            if a[key] != b[key]:
+                return first_difference(a[key], b[key], f"{path}.{key}")
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        for i, (x, y) in enumerate(zip(a, b)):
+            if x != y:
+                return first_difference(x, y, f"{path}[{i}]")
+    return f"{path} upstream {json.dumps(a)[:300]}, harness {json.dumps(b)[:300]}"
+
+
+def count_reached(scenario: str, transcript: list[dict[str, Any]], gold: str,
+                  outcomes: collections.Counter[str]) -> None:
+    """What a conversation went through, so the counts show the generator reached each rule."""
+    last = transcript[-1]
+    if last.get("role") == "tool":
+        outcomes[f"{scenario} turns ran out"] += 1
+    elif len(transcript) > 1 and transcript[-2].get("role") == "tool":
+        outcomes[f"{scenario} answer after a tool result"] += 1
+        g = gold.rstrip(".0").lower()
+        if last.get("content") and g not in last["content"].rstrip(".0").replace(",", "").lower() \
+                and g in str(transcript[-2].get("content")).rstrip(".0").replace(",", "").lower():
+            outcomes[f"{scenario} correct by the tool-result fallback"] += 1
+    for message in transcript:
+        calls = message.get("tool_calls")
+        if calls is not None and len(calls) > 1:
+            outcomes[f"{scenario} messages with several calls"] += 1
+        if calls == []:
+            outcomes[f"{scenario} tool_calls == []"] += 1
+        if message.get("role") == "assistant" and "content" not in message:
+            outcomes[f"{scenario} messages without content"] += 1
+        if message.get("role") == "assistant" and set(message) - {"role", "content", "tool_calls"}:
+            outcomes[f"{scenario} messages with extra keys"] += 1
+        if message.get("role") == "tool" and str(message.get("content")).startswith("an error occured"):
+            outcomes[f"{scenario} tool error messages"] += 1
+
+
+def main() -> int:
+    parser = diff_arguments(__doc__, ("evaluation_closed", "upstream's code/evaluation_closed.py"), ("--runs", 3))
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--scenarios", default="Direct,Mandatory,Free")
+    args = parser.parse_args()
+    seeds = iter(range(args.seed, args.seed + args.runs))
+    differing = check_runs(args.runs, args.show, lambda folder: one_run(args, next(seeds), folder),
+                           "evaluation_closed.py")
+    for what, count in sorted(OUTCOMES.items()):
+        print(f"{what:40} {count}")
+    return 1 if differing else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
