@@ -23,6 +23,12 @@ send the same conversations they end the same, and every difference shows:
 * upstream's printed ``Result`` (``round(100 * sum / 995, 2)``, ledger row 11) against the same
   figure from the harness's cases.
 
+With ``--flaky P`` the endpoint answers a share P of the requests with an error the first time each
+side sends them (``--failure json``: a 500 with an API error body; ``html``: a proxy's 502 page),
+and the harness runs with ``--upstream-lost-turns``: the turns each side loses must be the same, and a
+sample upstream drops (its last turn lost) must be one the harness scores as no answer. With
+``html`` they differ, as the ToolHop ledger's row 10 says: upstream retries a body that is not JSON.
+
 Upstream's tools run in its own process, unconfined, as upstream runs them (only data you trust:
 the real records are benign); the harness's in its sandbox. Both hash strings with seed 0 (ledger
 row 24). A tool call past upstream's 10 s limit stops upstream's run (ledger row 12): such a run
@@ -54,6 +60,8 @@ from pytest_toolbench.results.case_store import read_cases  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 MODEL = "scripted"
+#: upstream's --max_turns default, which the harness's --toolhop-max-turns keeps
+MAX_TURNS = 9
 #: upstream's scenario names and the harness's
 SCENARIOS = {"Direct": "direct", "Mandatory": "mandatory", "Free": "free"}
 #: extra keys real endpoints put on the assistant message, which both sides must carry back as
@@ -71,10 +79,12 @@ def request_key(body: dict[str, Any]) -> str:
 class ScriptedModel:
     """Replies chosen by a generator seeded with the run's seed and the request's key."""
 
-    def __init__(self, records: list[ToolHopRecord], seed: int):
+    def __init__(self, records: list[ToolHopRecord], seed: int, flaky: float = 0.0, failure: str = "json"):
         self.records = {r.question: r for r in records}
         self.chains: dict[int, list[GoldCall]] = {}
         self.seed = seed
+        self.flaky, self.failure = flaky, failure
+        self.failed: set[tuple[str, str]] = set()  # (side, request key) answered with an error once
         self.lock = threading.Lock()
         self.requests: dict[str, list[str]] = collections.defaultdict(list)  # side -> request JSONs
 
@@ -84,10 +94,27 @@ class ScriptedModel:
                 self.chains[record.id] = gold_chain(record)
             return self.chains[record.id]
 
-    def respond(self, side: str, body: dict[str, Any]) -> dict[str, Any]:
-        key = request_key(body)
+    def log(self, side: str, body: dict[str, Any]) -> None:
         with self.lock:
             self.requests[side].append(json.dumps(body, sort_keys=True, ensure_ascii=False))
+
+    def failure_for(self, side: str, body: dict[str, Any]) -> tuple[int, str, bytes] | None:
+        """With ``--flaky P``: the first time a side sends a request, an error reply for one request
+        in 1/P, the same requests for both sides (status, content type, body)."""
+        key = request_key(body)
+        if random.Random(f"{self.seed}:fail:{key}").random() >= self.flaky:
+            return None
+        with self.lock:
+            if (side, key) in self.failed:
+                return None
+            self.failed.add((side, key))
+        kind = self.failure if self.failure != "both" else random.Random(f"{self.seed}:kind:{key}").choice(["json", "html"])
+        if kind == "json":  # an API error: upstream's ['choices'] fails on it, the turn is lost
+            return 500, "application/json", b'{"error": {"message": "scripted failure", "type": "server_error"}}'
+        return 502, "text/html", b"<html><body>502 Bad Gateway</body></html>"  # a proxy's page
+
+    def respond(self, side: str, body: dict[str, Any]) -> dict[str, Any]:
+        key = request_key(body)
         messages = body["messages"]
         question = messages[0]["content"].rsplit("\nQuestion: ", 1)[-1]
         record = self.records[question]
@@ -164,9 +191,11 @@ def serve(model: ScriptedModel) -> ThreadingHTTPServer:
         def do_POST(self) -> None:  # noqa: N802 - http.server's name
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             side = self.headers.get("Authorization", "").removeprefix("Bearer ")
-            data = json.dumps(model.respond(side, body)).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
+            model.log(side, body)
+            status, kind, data = model.failure_for(side, body) or \
+                (200, "application/json", json.dumps(model.respond(side, body)).encode())
+            self.send_response(status)
+            self.send_header("Content-Type", kind)
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)
@@ -193,12 +222,12 @@ def run_upstream(script: Path, data: Path, scenario: str, url: str, out: Path) -
     return None, result.group(1) if result else ""
 
 
-def run_harness(data_dir: Path, scenario: str, url: str, folder: Path) -> tuple[list[Any], str]:
+def run_harness(data_dir: Path, scenario: str, url: str, folder: Path, extra: list[str]) -> tuple[list[Any], str]:
     runs = folder / "runs"
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "suites/toolhop", "-q", "-p", "no:randomly", "-n", "0", "--concurrency", "8",
          "--data-dir", str(data_dir), "--model", MODEL, "--base-url", url, "--api-key", "harness", "--no-cache",
-         "--scenario", scenario, "--runs-dir", str(runs), "--no-progress"],
+         "--scenario", scenario, "--runs-dir", str(runs), "--no-progress", *extra],
         cwd=REPO, capture_output=True, text=True, timeout=3600)
     found = sorted(runs.iterdir()) if runs.exists() else []
     if not found:
@@ -211,7 +240,9 @@ def one_run(args: Any, seed: int, folder: Path) -> list[str]:
     (data_dir / "toolhop").mkdir(parents=True)
     (data_dir / "toolhop" / "ToolHop.json").symlink_to(args.data.resolve())
     records = load_toolhop_file(args.data)
-    model = ScriptedModel(records, seed)
+    model = ScriptedModel(records, seed, args.flaky, args.failure)
+    # Upstream loses a turn to an error reply (ToolHop ledger row 10): so must the harness.
+    extra = ["--upstream-lost-turns"] if args.flaky else []
     server = serve(model)
     base = f"http://127.0.0.1:{server.server_address[1]}/v1"
     found: list[str] = []
@@ -223,7 +254,8 @@ def one_run(args: Any, seed: int, folder: Path) -> list[str]:
             if stopped:
                 print(f"seed {seed} {scenario}: not compared, {stopped}")
                 continue
-            cases, failed = run_harness(data_dir, SCENARIOS[scenario], base, folder / scenario)
+            model.failed.clear()
+            cases, failed = run_harness(data_dir, SCENARIOS[scenario], base, folder / scenario, extra)
             if failed:
                 return [failed]
             found += compare(scenario, out, cases, model.requests, result, OUTCOMES)
@@ -242,13 +274,17 @@ def compare(scenario: str, out: Path, cases: list[Any], requests: dict[str, list
     theirs_requests = collections.Counter(requests["upstream"])
     ours_requests = collections.Counter(requests["harness"])
     only_ours = list((ours_requests - theirs_requests).elements())
-    for body in (theirs_requests - ours_requests).elements():
+    for body, n in (theirs_requests - ours_requests).items():
+        if body in ours_requests:  # the same request, sent more often (a retry)
+            found.append(f"{scenario}: upstream sent a request {theirs_requests[body]} times, the harness "
+                         f"{ours_requests[body]}: {body[-300:]}")
+            continue
         theirs = json.loads(body)
         twin = next((json.loads(b) for b in only_ours if same_conversation(theirs, json.loads(b))), None)
         where = "; the harness sent none for that conversation" if twin is None else \
             ": " + first_difference(theirs, twin, "request")
         found.append(f"{scenario}: a request upstream sent differs{where}")
-    if len(only_ours) > sum((theirs_requests - ours_requests).values()):
+    if len(only_ours) > sum(n for b, n in (theirs_requests - ours_requests).items() if b not in ours_requests):
         found.append(f"{scenario}: the harness sent {len(only_ours)} requests upstream did not")
     upstream = {s["id"]: s for s in map(json.loads, out.read_text(encoding="utf-8").splitlines())}
     harness = {c.case_id.split("-")[1]: c for c in cases}
@@ -261,8 +297,20 @@ def compare(scenario: str, out: Path, cases: list[Any], requests: dict[str, list
         total += int(case.values.get("answer_correct") or 0)
         outcomes[f"{scenario} {case.details.get('answer_status')} correct={ours_correct}"] += 1
         count_reached(scenario, case.transcript, str(case.details.get("gold")), outcomes)
-        if sample is None:
-            found.append(f"{scenario} {key}: upstream wrote no sample; the harness: {case.outcome} {ours_correct}")
+        lost = case.details.get("lost_turns") or []
+        if lost:
+            outcomes[f"{scenario} cases with lost turns"] += 1
+        # Upstream writes no sample whose last turn was lost (its loop ends without returning);
+        # the harness scores it as no answer, which the /995 tally counts alike.
+        replies = sum(m.get("role") == "assistant" for m in case.transcript)
+        last_lost = bool(lost) and lost[-1].get("turn") == replies and \
+            replies + len(lost) == (1 if scenario == "Direct" else MAX_TURNS)
+        if last_lost:
+            outcomes[f"{scenario} last turn lost"] += 1
+        if sample is None or last_lost:
+            if sample is not None or ours_correct is not None or not last_lost:
+                found.append(f"{scenario} {key}: upstream wrote {'a' if sample else 'no'} sample; the harness: "
+                             f"{case.outcome} {ours_correct}, lost turns {lost}")
             continue
         if sample["messages"] != case.transcript:
             at = next((i for i, (a, b) in enumerate(zip(sample["messages"], case.transcript)) if a != b),
@@ -336,6 +384,11 @@ def main() -> int:
     parser = diff_arguments(__doc__, ("evaluation_closed", "upstream's code/evaluation_closed.py"), ("--runs", 3))
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--scenarios", default="Direct,Mandatory,Free")
+    parser.add_argument("--flaky", type=float, default=0.0,
+                        help="answer this share of requests with an error the first time (then "
+                             "the harness runs with --upstream-lost-turns)")
+    parser.add_argument("--failure", choices=["json", "html", "both"], default="json",
+                        help="the error: a 500 with a JSON body, a 502 with an HTML page, or either")
     args = parser.parse_args()
     seeds = iter(range(args.seed, args.seed + args.runs))
     differing = check_runs(args.runs, args.show, lambda folder: one_run(args, next(seeds), folder),
