@@ -46,11 +46,11 @@ import re
 import subprocess
 import sys
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from scripted_endpoint import ScriptedEndpoint, completion, request_differences, request_key  # noqa: E402
 from toolhop_tool_feedback import DEFAULT_DATA  # noqa: E402
 from upstream_source import check_runs, diff_arguments  # noqa: E402
 
@@ -70,12 +70,6 @@ EXTRA_KEYS: list[dict[str, Any]] = [{"refusal": None}, {"refusal": None, "annota
                                     {"reasoning_content": "Let me think."}, {"function_call": None}]
 
 
-def request_key(body: dict[str, Any]) -> str:
-    """What a reply depends on: the conversation and the tools, nothing else of the request."""
-    text = json.dumps([body.get("messages"), body.get("tools")], sort_keys=True, ensure_ascii=False)
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
 class ScriptedModel:
     """Replies chosen by a generator seeded with the run's seed and the request's key."""
 
@@ -86,7 +80,6 @@ class ScriptedModel:
         self.flaky, self.failure = flaky, failure
         self.failed: set[tuple[str, str]] = set()  # (side, request key) answered with an error once
         self.lock = threading.Lock()
-        self.requests: dict[str, list[str]] = collections.defaultdict(list)  # side -> request JSONs
 
     def chain(self, record: ToolHopRecord) -> list[GoldCall]:
         with self.lock:
@@ -94,13 +87,9 @@ class ScriptedModel:
                 self.chains[record.id] = gold_chain(record)
             return self.chains[record.id]
 
-    def log(self, side: str, body: dict[str, Any]) -> None:
-        with self.lock:
-            self.requests[side].append(json.dumps(body, sort_keys=True, ensure_ascii=False))
-
     def failure_for(self, side: str, body: dict[str, Any]) -> tuple[int, str, bytes] | None:
-        """With ``--flaky P``: the first time a side sends a request, an error reply for one request
-        in 1/P, the same requests for both sides (status, content type, body)."""
+        """With ``--flaky P``: an error reply (status, content type, body) the first time a side
+        sends a request, for a share P of the requests, the same ones for both sides."""
         key = request_key(body)
         if random.Random(f"{self.seed}:fail:{key}").random() >= self.flaky:
             return None
@@ -113,7 +102,7 @@ class ScriptedModel:
             return 500, "application/json", b'{"error": {"message": "scripted failure", "type": "server_error"}}'
         return 502, "text/html", b"<html><body>502 Bad Gateway</body></html>"  # a proxy's page
 
-    def respond(self, side: str, body: dict[str, Any]) -> dict[str, Any]:
+    def respond(self, body: dict[str, Any]) -> dict[str, Any]:
         key = request_key(body)
         messages = body["messages"]
         question = messages[0]["content"].rsplit("\nQuestion: ", 1)[-1]
@@ -124,10 +113,7 @@ class ScriptedModel:
         message = self.message(rng, record, messages, body.get("tools"), stubborn)
         if rng.random() < 0.3:
             message.update(rng.choice(EXTRA_KEYS))
-        finish = "tool_calls" if message.get("tool_calls") else "stop"
-        return {"id": f"chatcmpl-{key[:16]}", "object": "chat.completion", "created": 1700000000, "model": MODEL,
-                "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-                "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}
+        return completion(message, key, MODEL)
 
     def message(self, rng: random.Random, record: ToolHopRecord, messages: list[dict[str, Any]],
                 tools: list[dict[str, Any]] | None, stubborn: bool) -> dict[str, Any]:
@@ -186,28 +172,6 @@ class ScriptedModel:
         return message
 
 
-def serve(model: ScriptedModel) -> ThreadingHTTPServer:
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 - http.server's name
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            side = self.headers.get("Authorization", "").removeprefix("Bearer ")
-            model.log(side, body)
-            status, kind, data = model.failure_for(side, body) or \
-                (200, "application/json", json.dumps(model.respond(side, body)).encode())
-            self.send_response(status)
-            self.send_header("Content-Type", kind)
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server
-
-
 def run_upstream(script: Path, data: Path, scenario: str, url: str, out: Path) -> tuple[str | None, str]:
     """Upstream's script as its README runs it; (why it did not finish or None, its printed Result)."""
     env = {**os.environ, "PYTHONHASHSEED": "0"}
@@ -243,24 +207,22 @@ def one_run(args: Any, seed: int, folder: Path) -> list[str]:
     model = ScriptedModel(records, seed, args.flaky, args.failure)
     # Upstream loses a turn to an error reply (ToolHop ledger row 10): so must the harness.
     extra = ["--upstream-lost-turns"] if args.flaky else []
-    server = serve(model)
-    base = f"http://127.0.0.1:{server.server_address[1]}/v1"
     found: list[str] = []
-    try:
+    with ScriptedEndpoint(model.respond, model.failure_for) as endpoint:
         for scenario in args.scenarios.split(","):
-            model.requests.clear()
+            endpoint.requests.clear()
             out = folder / f"upstream-{scenario}.jsonl"
-            stopped, result = run_upstream(args.evaluation_closed, args.data, scenario, f"{base}/chat/completions", out)
+            stopped, result = run_upstream(args.evaluation_closed, args.data, scenario,
+                                           f"{endpoint.base_url}/chat/completions", out)
             if stopped:
                 print(f"seed {seed} {scenario}: not compared, {stopped}")
                 continue
             model.failed.clear()
-            cases, failed = run_harness(data_dir, SCENARIOS[scenario], base, folder / scenario, extra)
+            cases, failed = run_harness(data_dir, SCENARIOS[scenario], endpoint.base_url, folder / scenario, extra)
             if failed:
                 return [failed]
-            found += compare(scenario, out, cases, model.requests, result, OUTCOMES)
-    finally:
-        server.shutdown()
+            found += request_differences(scenario, endpoint.requests["upstream"], endpoint.requests["harness"])
+            found += compare(scenario, out, cases, result, OUTCOMES)
     return found
 
 
@@ -268,24 +230,9 @@ def one_run(args: Any, seed: int, folder: Path) -> list[str]:
 OUTCOMES: collections.Counter[str] = collections.Counter()
 
 
-def compare(scenario: str, out: Path, cases: list[Any], requests: dict[str, list[str]], result: str,
-            outcomes: collections.Counter[str]) -> list[str]:
+def compare(scenario: str, out: Path, cases: list[Any], result: str, outcomes: collections.Counter[str]) -> list[str]:
+    """Each sample's conversation, score, turn and presence, and the /995 Result."""
     found: list[str] = []
-    theirs_requests = collections.Counter(requests["upstream"])
-    ours_requests = collections.Counter(requests["harness"])
-    only_ours = list((ours_requests - theirs_requests).elements())
-    for body, n in (theirs_requests - ours_requests).items():
-        if body in ours_requests:  # the same request, sent more often (a retry)
-            found.append(f"{scenario}: upstream sent a request {theirs_requests[body]} times, the harness "
-                         f"{ours_requests[body]}: {body[-300:]}")
-            continue
-        theirs = json.loads(body)
-        twin = next((json.loads(b) for b in only_ours if same_conversation(theirs, json.loads(b))), None)
-        where = "; the harness sent none for that conversation" if twin is None else \
-            ": " + first_difference(theirs, twin, "request")
-        found.append(f"{scenario}: a request upstream sent differs{where}")
-    if len(only_ours) > sum(n for b, n in (theirs_requests - ours_requests).items() if b not in ours_requests):
-        found.append(f"{scenario}: the harness sent {len(only_ours)} requests upstream did not")
     upstream = {s["id"]: s for s in map(json.loads, out.read_text(encoding="utf-8").splitlines())}
     harness = {c.case_id.split("-")[1]: c for c in cases}
     if len(harness) != len(cases):
@@ -327,31 +274,8 @@ def compare(scenario: str, out: Path, cases: list[Any], requests: dict[str, list
     ours_result = f"{round(100 * total / 995, 2)}"
     if result != ours_result:
         found.append(f"{scenario}: upstream's Result {result}, the harness's cases give {ours_result}")
-    outcomes[f"{scenario} requests"] += sum(ours_requests.values())
+    outcomes[f"{scenario} cases"] += len(cases)
     return found
-
-
-def same_conversation(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    """Whether two requests are the same turn of one sample's conversation (first prompt, length)."""
-    ma, mb = a.get("messages") or [], b.get("messages") or []
-    return len(ma) == len(mb) and bool(ma) and ma[0] == mb[0]
-
-
-def first_difference(a: Any, b: Any, path: str) -> str:
-    """Where two JSON values first differ, and how: ``path: upstream ... harness ...``."""
-    if isinstance(a, dict) and isinstance(b, dict):
-        for key in sorted(set(a) | set(b)):
-            if key not in b:
-                return f"{path}.{key} upstream {json.dumps(a[key])[:300]}, absent from the harness's"
-            if key not in a:
-                return f"{path}.{key} absent from upstream's, harness {json.dumps(b[key])[:300]}"
-            if a[key] != b[key]:
-                return first_difference(a[key], b[key], f"{path}.{key}")
-    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
-        for i, (x, y) in enumerate(zip(a, b)):
-            if x != y:
-                return first_difference(x, y, f"{path}[{i}]")
-    return f"{path} upstream {json.dumps(a)[:300]}, harness {json.dumps(b)[:300]}"
 
 
 def count_reached(scenario: str, transcript: list[dict[str, Any]], gold: str,
