@@ -10,6 +10,7 @@ request first differs from its twin (the same turn of the same conversation).
 from __future__ import annotations
 
 import collections
+import difflib
 import hashlib
 import json
 import threading
@@ -89,7 +90,8 @@ def request_differences(label: str, theirs: list[str], ours: list[str]) -> list[
             continue
         unmatched += upstream[body] - harness[body]
         request = json.loads(body)
-        twin = next((json.loads(b) for b in only_ours if same_conversation(request, json.loads(b))), None)
+        twin = next((json.loads(b) for b in only_ours if same_conversation(request, json.loads(b))), None) \
+            or closest(body, only_ours)
         where = "; the harness sent none for that conversation" if twin is None else \
             ": " + first_difference(request, twin, "request")
         found.append(f"{label}: a request upstream sent differs{where}")
@@ -102,6 +104,14 @@ def same_conversation(a: dict[str, Any], b: dict[str, Any]) -> bool:
     """Whether two requests are the same turn of one conversation (first message, length)."""
     ma, mb = a.get("messages") or [], b.get("messages") or []
     return len(ma) == len(mb) and bool(ma) and ma[0] == mb[0]
+
+
+def closest(body: str, others: list[str]) -> dict[str, Any] | None:
+    """The request of ``others`` most like ``body`` (a prompt that differs in a few characters),
+    if one is at least 90% alike."""
+    scored = [(difflib.SequenceMatcher(None, body, other, autojunk=False).quick_ratio(), other) for other in others]
+    best = max(scored, default=(0.0, ""))
+    return json.loads(best[1]) if best[0] >= 0.9 else None
 
 
 def first_difference(a: Any, b: Any, path: str) -> str:
@@ -118,4 +128,7 @@ def first_difference(a: Any, b: Any, path: str) -> str:
         for i, (x, y) in enumerate(zip(a, b)):
             if x != y:
                 return first_difference(x, y, f"{path}[{i}]")
+    if isinstance(a, str) and isinstance(b, str) and len(a) > 300:  # a long prompt: where it differs
+        at = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+        return f"{path} from character {at}: upstream {json.dumps(a[at - 40:at + 80])}, harness {json.dumps(b[at - 40:at + 80])}"
     return f"{path} upstream {json.dumps(a)[:300]}, harness {json.dumps(b)[:300]}"

@@ -240,16 +240,26 @@ def whole_run(upstream: Upstream, raw: list[dict[str, Any]], records: list[ToolB
         analysis = upstream.ns["calculate_analysis_results"](per_task)
     replay, report = folder / "replies.jsonl", folder / "report.json"
     replay.write_text("".join(json.dumps(case) + "\n" for case in cases), encoding="utf-8")
-    lang = data.stem.rsplit("_", 1)[-1]  # sample_en.json / test_zh.json
-    data_args = (["--data", "sample"] if data.stem.startswith("sample_") else ["--data-dir", str(data.parent.parent)]) \
-        + ["--toolbehonest-lang", lang]
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "suites/toolbehonest", "-q", "-p", "no:randomly", "-n", "0", *data_args,
+        [sys.executable, "-m", "pytest", "suites/toolbehonest", "-q", "-p", "no:randomly", "-n", "0", *suite_data(data),
          "--model", f"replay:{replay}", "--no-cache", "--runs-dir", str(folder / "runs"),
          "--toolbench-json", str(report)],
         cwd=REPO, capture_output=True, text=True, timeout=900)
     if not report.exists():
         return [f"the suite wrote no report: {proc.stdout[-800:]}"]
+    return table_differences(groups, analysis, report)
+
+
+def suite_data(data: Path) -> list[str]:
+    """The suite's options that read ``data`` (the project's sample, or a real ``test_<lang>.json``)."""
+    lang = data.stem.rsplit("_", 1)[-1]  # sample_en.json / test_zh.json
+    return (["--data", "sample"] if data.stem.startswith("sample_") else ["--data-dir", str(data.parent.parent)]) \
+        + ["--toolbehonest-lang", lang]
+
+
+def table_differences(groups: dict[str, Any], analysis: dict[str, Any], report: Path) -> list[str]:
+    """Upstream's ``calculate_group_results`` / ``calculate_analysis_results`` against the
+    leaderboard and error-analysis tables of the suite's JSON report."""
     tables = {t["name"]: t["values"] for t in json.loads(report.read_text(encoding="utf-8"))["metrics"]["tables"]}
     differences = []
     for scenario in ("MNT", "PT", "LFT"):
