@@ -189,7 +189,7 @@ def run_upstream(script: Path, data: Path, scenario: str, url: str, out: Path) -
 def run_harness(data_dir: Path, scenario: str, url: str, folder: Path, extra: list[str]) -> tuple[list[Any], str]:
     runs = folder / "runs"
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "suites/toolhop", "-q", "-p", "no:randomly", "-n", "0", "--concurrency", "8",
+        [sys.executable, "-m", "pytest", "suites/toolhop", "-q", "-p", "no:randomly", "-n=0", "--concurrency", "8",
          "--data-dir", str(data_dir), "--model", MODEL, "--base-url", url, "--api-key", "harness", "--no-cache",
          "--scenario", scenario, "--runs-dir", str(runs), "--no-progress", *extra],
         cwd=REPO, capture_output=True, text=True, timeout=3600)
@@ -206,7 +206,7 @@ def one_run(args: Any, seed: int, folder: Path) -> list[str]:
     records = load_toolhop_file(args.data)
     model = ScriptedModel(records, seed, args.flaky, args.failure)
     # Upstream loses a turn to an error reply (ToolHop ledger row 10): so must the harness.
-    extra = ["--upstream-lost-turns"] if args.flaky else []
+    extra = (["--upstream-lost-turns"] if args.flaky else []) + args.harness_arg
     found: list[str] = []
     with ScriptedEndpoint(model.respond, model.failure_for) as endpoint:
         for scenario in args.scenarios.split(","):
@@ -308,6 +308,9 @@ def main() -> int:
     parser = diff_arguments(__doc__, ("evaluation_closed", "upstream's code/evaluation_closed.py"), ("--runs", 3))
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--scenarios", default="Direct,Mandatory,Free")
+    parser.add_argument("--harness-arg", action="append", default=[], metavar="ARG",
+                        help="one more option for the suite's pytest run (repeatable), e.g. -n=2, "
+                             "--sdk-process=inline, --http-transport=httpx: none may change a request")
     parser.add_argument("--flaky", type=float, default=0.0,
                         help="answer this share of requests with an error the first time (then "
                              "the harness runs with --upstream-lost-turns)")
