@@ -250,11 +250,15 @@ def whole_run(upstream: Upstream, raw: list[dict[str, Any]], records: list[ToolB
     return table_differences(groups, analysis, report)
 
 
+def data_lang(data: Path) -> str:
+    """The language of a ToolBeHonest data file: sample_en.json / test_zh.json."""
+    return data.stem.rsplit("_", 1)[-1]
+
+
 def suite_data(data: Path) -> list[str]:
     """The suite's options that read ``data`` (the project's sample, or a real ``test_<lang>.json``)."""
-    lang = data.stem.rsplit("_", 1)[-1]  # sample_en.json / test_zh.json
     return (["--data", "sample"] if data.stem.startswith("sample_") else ["--data-dir", str(data.parent.parent)]) \
-        + ["--toolbehonest-lang", lang]
+        + ["--toolbehonest-lang", data_lang(data)]
 
 
 def table_differences(groups: dict[str, Any], analysis: dict[str, Any], report: Path) -> list[str]:

@@ -33,6 +33,9 @@ import tempfile
 import threading
 from pathlib import Path
 from typing import Any
+from unittest import mock
+
+import openai
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from scripted_endpoint import ScriptedEndpoint, completion, request_differences, request_key  # noqa: E402
@@ -41,6 +44,7 @@ from toolbehonest_scoring import (  # noqa: E402
     SAMPLE,
     ReplyMaker,
     Upstream,
+    data_lang,
     suite_data,
     table_differences,
 )
@@ -81,20 +85,17 @@ class ScriptedModel:
         return completion({"role": "assistant", "content": reply}, key, MODEL)
 
 
-def upstream_run(upstream: Upstream, raw: list[dict[str, Any]], prompts: dict[str, str],
+def upstream_run(upstream: Upstream, raw: list[dict[str, Any]], prompts: dict[str, str], lang: str,
                  base_url: str) -> tuple[dict[str, Any], dict[str, Any]] | str:
     """Upstream's infer then eval mode, in this process: its tables, or why it stopped."""
-    import openai
-
     ns = upstream.ns
     args = upstream.args
-    lang = "zh" if args.lang == "zh" else "en"
     args.__dict__.update(mode="infer", level_1=True, level_2=True, level_3=True, model_name_save=MODEL,
                          detecting_prompt=prompts[f"_detecting_{lang}"], planning_prompt=prompts[f"_planning_{lang}"],
                          diagnosing_prompt=prompts[f"_diagnosing_{lang}"])
     items = ns["convert_hf_data"](raw)
-    with mock_env(OPENAI_BASE_URL=base_url, OPENAI_API_KEY="upstream"):
-        ns["OpenAI"] = openai.OpenAI
+    # upstream's OpenAI() client finds the endpoint in the environment, as infer_openai.sh leaves it
+    with mock.patch.dict(os.environ, OPENAI_BASE_URL=base_url, OPENAI_API_KEY="upstream"):
         generation = ns["OpenAIGeneration"](api_key="upstream", model=MODEL)
         with contextlib.redirect_stdout(io.StringIO()):
             results = ns["process_all_tasks_infer"](items, args, generation.generation_openai)
@@ -107,25 +108,11 @@ def upstream_run(upstream: Upstream, raw: list[dict[str, Any]], prompts: dict[st
         return f"upstream's evaluation raised {type(exc).__name__}: {exc}"
 
 
-@contextlib.contextmanager
-def mock_env(**values: str) -> Any:
-    saved = {k: os.environ.get(k) for k in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-
-
 def one_run(upstream: Upstream, raw: list[dict[str, Any]], records: list[ToolBHRecord], prompts: dict[str, str],
             data: Path, seed: int, folder: Path) -> list[str]:
     model = ScriptedModel(records, prompts, seed)
     with ScriptedEndpoint(model.respond) as endpoint:
-        tables = upstream_run(upstream, raw, prompts, endpoint.base_url)
+        tables = upstream_run(upstream, raw, prompts, data_lang(data), endpoint.base_url)
         if isinstance(tables, str):
             print(f"seed {seed}: not compared, {tables}")
             return []
@@ -154,11 +141,11 @@ def main() -> int:
     records = load_toolbehonest_file(args.data)
     scratch = tempfile.TemporaryDirectory(prefix="toolbench-diff-")  # removed when main returns
     upstream = Upstream(args.upstream, raw, "hard", Embedders(Path(scratch.name)).get(DEFAULT_EMBEDDER).model)
-    upstream.args.lang = args.data.stem.rsplit("_", 1)[-1]
     utils = args.upstream / "utils"
     upstream_functions(utils / "process.py", {"_process_task_infer", "process_task", "process_all_tasks_infer",
                                               "process_all_tasks_eval"}, upstream.ns)
     upstream_functions(utils / "generation_func.py", {"OpenAIGeneration"}, upstream.ns)
+    upstream.ns["OpenAI"] = openai.OpenAI  # what generation_func.py imports (its Gemini imports are not needed)
     upstream.ns["tqdm"] = lambda iterable, **_: iterable
     prompts = {k: v for k, v in upstream_functions(utils / "generation_prompt.py", PROMPTS, {}).items() if k in PROMPTS}
     seeds = iter(range(args.seed, args.seed + args.runs))

@@ -56,6 +56,7 @@ from upstream_source import check_runs, diff_arguments  # noqa: E402
 
 from pytest_toolbench.benchmarks.toolhop.gold_chain import GoldCall, gold_chain  # noqa: E402
 from pytest_toolbench.benchmarks.toolhop.schema import ToolHopRecord, load_toolhop_file  # noqa: E402
+from pytest_toolbench.benchmarks.toolhop.scoring import upstream_answer_correct  # noqa: E402
 from pytest_toolbench.results.case_store import read_cases  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
@@ -254,8 +255,9 @@ def compare(scenario: str, out: Path, cases: list[Any], result: str, outcomes: c
             replies + len(lost) == (1 if scenario == "Direct" else MAX_TURNS)
         if last_lost:
             outcomes[f"{scenario} last turn lost"] += 1
-        if sample is None or last_lost:
-            if sample is not None or ours_correct is not None or not last_lost:
+        dropped = sample is None
+        if dropped or last_lost:
+            if not (dropped and last_lost and ours_correct is None):
                 found.append(f"{scenario} {key}: upstream wrote {'a' if sample else 'no'} sample; the harness: "
                              f"{case.outcome} {ours_correct}, lost turns {lost}")
             continue
@@ -286,9 +288,8 @@ def count_reached(scenario: str, transcript: list[dict[str, Any]], gold: str,
         outcomes[f"{scenario} turns ran out"] += 1
     elif len(transcript) > 1 and transcript[-2].get("role") == "tool":
         outcomes[f"{scenario} answer after a tool result"] += 1
-        g = gold.rstrip(".0").lower()
-        if last.get("content") and g not in last["content"].rstrip(".0").replace(",", "").lower() \
-                and g in str(transcript[-2].get("content")).rstrip(".0").replace(",", "").lower():
+        # right with the messages[-2] tool result, wrong on the final message alone
+        if upstream_answer_correct(transcript, gold) and not upstream_answer_correct([last], gold):
             outcomes[f"{scenario} correct by the tool-result fallback"] += 1
     for message in transcript:
         calls = message.get("tool_calls")
