@@ -186,7 +186,9 @@ def test_429_retry_after_honoured_then_500_then_success():
     assert response.content == "ok"
     assert len(server.requests) == 3
     waited = server.arrivals[1] - server.arrivals[0]
-    assert 0.95 <= waited < 2.0, waited  # backoff alone would be ~0.01 s
+    assert waited >= 0.95, waited  # backoff alone would be ~0.01 s
+    # The 1 s asked for, then the 500's backoff (0.01-0.05 s): planned waits, which load does not move.
+    assert 1.0 < model.stats.retry_wait_s <= 1.05, model.stats.retry_wait_s
     assert model.stats.retries == 2 and model.stats.attempts == 3
     assert model.stats.errors == {"http_429": 1, "http_500": 1}
 
@@ -362,8 +364,8 @@ def test_retry_after_is_capped_by_the_setting():
         response = run(model, request())
         elapsed = time.monotonic() - started
     assert response.message["content"] == "ok"
-    assert 0.2 <= elapsed < 5, elapsed
-    assert model.stats.retry_wait_s == pytest.approx(0.2)
+    assert elapsed >= 0.2, elapsed
+    assert model.stats.retry_wait_s == pytest.approx(0.2)  # not 1000 s (no clock: load would move it)
 
 
 def test_request_timeout_bounds_each_attempt_not_the_call():
@@ -374,8 +376,9 @@ def test_request_timeout_bounds_each_attempt_not_the_call():
         with pytest.raises(ModelCallError) as info:
             run(model, request())
         elapsed = time.monotonic() - started
+    # A timeout of the whole call would stop at the first attempt; none at all would get "late".
     assert info.value.kind == "timeout" and model.stats.attempts == 3
-    assert elapsed < 1.5 * 3, elapsed
+    assert elapsed >= 0.5 * 3, elapsed
 
 
 def test_retries_are_recorded_in_the_case_call_log():
@@ -446,8 +449,7 @@ def test_semaphore_bounds_requests_in_flight(concurrency, expected):
         elapsed = time.monotonic() - started
     assert len(responses) == 32 and len(server.requests) == 32
     if expected == 32:
-        assert server.max_in_flight >= 28, server.max_in_flight
-        assert elapsed < 4.0  # 32 x 0.3 s at once, not one after another (9.6 s)
+        assert server.max_in_flight >= 28, server.max_in_flight  # at once, not one after another
     else:
         assert server.max_in_flight == 4
         assert elapsed >= 8 * 0.3 * 0.95

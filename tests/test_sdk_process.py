@@ -202,8 +202,12 @@ def test_several_endpoints_route_in_the_sdk_process_and_count_per_case(sdk: SdkP
 
 def test_an_unreachable_endpoint_is_given_up_once_for_every_process_sharing_it(sdk: SdkProcess) -> None:
     """Two pytest processes (xdist workers) on one SDK process and a port nothing listens on:
-    the verdict comes once, within the bound, and the other process's calls fail at once with
-    the same line, without a request."""
+    the verdict comes once, at the bound and before the call's retries are spent, and the other
+    process's calls fail at once with the same line, without a request.
+
+    Checked by attempts, not by a clock: the first call's time also holds the SDK process's
+    start and its first client (importing openai), which beside four busy loops took the call
+    to 4.7 s where 3 s was allowed, though the bound itself held."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         url = f"http://127.0.0.1:{probe.getsockname()[1]}/v1"
@@ -212,18 +216,17 @@ def test_an_unreachable_endpoint_is_given_up_once_for_every_process_sharing_it(s
     started = time.monotonic()
     first, _ = call(RemoteBackend(local_backend([url], **options), link(sdk)), request)
     given_up_after = time.monotonic() - started
-    started = time.monotonic()
     other = RemoteBackend(local_backend([url], **options), link(sdk))
     second, _ = call(other, request)
     third, _ = call(other, request)  # known in this process now: no round trip at all
-    at_once = time.monotonic() - started
     assert isinstance(first, EndpointUnreachable) and first.kind == "connection_refused", first
     assert url in first.message and "timed out" not in first.message.lower()
-    assert 1.0 <= given_up_after < 3.0, given_up_after
+    assert given_up_after >= 1.0, given_up_after  # never before the bound
+    # Given up by the bound, not by the retries: 7 attempts would need 2.2 s of backoff alone.
+    assert 1 <= first.attempts < options["max_retries"] + 1, first.attempts
     for later in (second, third):
         assert isinstance(later, EndpointUnreachable), later
         assert (later.kind, later.message, later.attempts) == (first.kind, first.message, 0)
-    assert at_once < 1.0, at_once
 
 
 def test_a_cancelled_call_is_cancelled_in_the_sdk_process_too(sdk: SdkProcess) -> None:
