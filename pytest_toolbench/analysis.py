@@ -105,8 +105,9 @@ def metrics_df(paths: Paths, *, breakdowns: bool = True) -> pd.DataFrame:
 
 def cases_df(paths: Paths, *, transcripts: bool = False) -> pd.DataFrame:
     """One row per case result: outcome, each label as ``label_<name>``, each per-case value
-    as ``value_<name>``, failure message, error kind, tokens, latency; with ``transcripts``
-    the transcript (a list of messages) too."""
+    as ``value_<name>``, failure message, error kind, tokens, latency, the case's wall time
+    (``wall_s``, None for a run recorded before it was kept); with ``transcripts`` the
+    transcript (a list of messages) too."""
     pd = _pandas()
     rows = []
     for run in _runs(paths):
@@ -118,7 +119,8 @@ def cases_df(paths: Paths, *, transcripts: bool = False) -> pd.DataFrame:
                    "model_calls": c.model_calls, "cached_calls": c.cached_calls,
                    "prompt_tokens": c.usage.prompt_tokens,
                    "completion_tokens": c.usage.completion_tokens,
-                   "latency_s": c.latency_s, "parse_failures": len(c.parse_failures)}
+                   "latency_s": c.latency_s, "wall_s": c.wall_s,
+                   "parse_failures": len(c.parse_failures)}
             row.update({f"label_{k}": v for k, v in c.labels.items()})
             row.update({f"value_{k}": v for k, v in c.values.items()})
             if transcripts:

@@ -140,7 +140,8 @@ def test_finish_scores_a_killed_run_from_its_journals_and_compare_reads_it(tmp_p
     assert f"run `{run['run_id']}`" in summary or run["run_id"] in summary
     assert RUN_COMPLETED in summary and KILLED in summary
     if selection_kept:
-        _check_junit(out_junit, nodes, journalled, missing, report)
+        _check_junit(out_junit, nodes, journalled, missing, report,
+                     {c.case_id: c.wall_s for c in cases})
     _check_allure(out_allure, report)
 
     listed = cli("runs", "--runs-dir", str(tmp_path / "runs"))
@@ -155,10 +156,11 @@ def test_finish_scores_a_killed_run_from_its_journals_and_compare_reads_it(tmp_p
 
 
 def _check_junit(path: Path, nodes: dict[str, str], journalled: dict[str, str], missing: list[str],
-                 report: dict) -> None:
+                 report: dict, walls: dict[str, float | None]) -> None:
     """The JUnit XML `finish --junitxml` wrote: named as pytest names the cases' testcases, one
     per selected case (with --gate, a finished one passes or is skipped; one left without a
-    result is an error), one per gate, the data on the suite, the run's time."""
+    result is an error), each finished one timed as its case ran (``walls``: its wall time, at
+    least the endpoint's 0.3 s), one per gate, the data on the suite, the run's time."""
     import xml.etree.ElementTree as ET
 
     suite = ET.parse(path).getroot().find("testsuite")
@@ -178,6 +180,9 @@ def _check_junit(path: Path, nodes: dict[str, str], journalled: dict[str, str], 
             assert case_id in journalled and error is None and tc.find("failure") is None
             props = {p.get("name"): p.get("value") for p in tc.iter("property")}
             assert props["toolbench.outcome"] == "failed"
+            wall = walls[case_id]
+            assert wall is not None and wall >= 0.3
+            assert float(tc.get("time")) == pytest.approx(wall, abs=0.001)
     assert len(cases) == len(nodes) + len(gates)
     listed = [tc.get("name") for tc in suite.iter("testcase") if tc.get("classname") not in gate_classes]
     assert listed == [nodeid.rpartition("::")[2] for nodeid in nodes.values()]  # selection order

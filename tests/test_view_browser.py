@@ -11,6 +11,7 @@ the reason when either is missing. ``-m "not browser"`` leaves it out locally.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -44,11 +45,12 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> dict:
     tmp = tmp_path_factory.mktemp("view-browser")
     records = make_runs(tmp)
     build_site([tmp / "runs"], tmp / "site")
-    # a 120-case record (the half-wrong run's cases, repeated under new ids) for the pager
+    # a 120-case record (the half-wrong run's cases, repeated under new ids) for the pager, as
+    # recorded before a case's wall time was kept
     big = json.loads((tmp / "half.json").read_text())
     cases = big["cases"]
-    big["cases"] = [{**c, "case_id": f"{c['case_id']}-copy{k}"} for k in range(120 // len(cases) + 1)
-                    for c in cases][:120]
+    big["cases"] = [{**c, "case_id": f"{c['case_id']}-copy{k}", "wall_s": None}
+                    for k in range(120 // len(cases) + 1) for c in cases][:120]
     big["run"]["run_id"] = "big"
     (tmp / "big.json").write_text(json.dumps(big))
     build_site([tmp / "big.json"], tmp / "big-site")
@@ -117,6 +119,7 @@ def test_leaderboard_sorts_within_its_group_and_opens_a_side_by_side(site: dict,
     assert page.locator("#case-outcome").inner_text() == "passed"
     transcript = page.locator("#transcript").inner_text().lower()  # roles are drawn upper-case
     assert "calls film_director_finder" in transcript and "tool result of film_director_finder" in transcript
+    assert re.search(r"latency \S+ s · ran \d+\.\d\d s", page.inner_text("body"))  # its wall time
     page.screenshot(path=str(tmp_path / "case-a.png"), full_page=True)
     assert (tmp_path / "leaderboard.png").stat().st_size > 10_000
 
@@ -168,3 +171,4 @@ def test_the_case_list_pages_through_a_long_run(site: dict, page) -> None:
     page.wait_for_selector("#transcript")
     assert page.evaluate("TB.hashParams()") == {"run": "big", "i": "119"}
     assert page.locator("h1 .mono").inner_text() == page.evaluate("TB.chunks['big/2'][19].id")
+    assert "latency" in page.inner_text("body") and " · ran " not in page.inner_text("body")

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable
+from typing import NamedTuple
 
 import pytest
 
@@ -62,9 +63,16 @@ def write_missing_testcases(xml: LogXML, nodeids: Iterable[str], message: str) -
     return n
 
 
-#: A case that ran but whose own reports never reached the controller, as JUnit shows it:
-#: (node id, "passed" | "failed" | "error" | "skipped", the message, the teardown's properties).
-Ended = tuple[str, str, str, list[tuple[str, object]]]
+class Ended(NamedTuple):
+    """A case that ran but whose own reports never reached the controller, as JUnit shows it."""
+
+    nodeid: str
+    outcome: str  # "passed" | "failed" | "error" | "skipped"
+    message: str
+    props: list[tuple[str, object]]  # the teardown's properties
+    #: The testcase's time: the case's own wall time (``CaseResult.wall_s``; 0 for a result
+    #: kept before it was). Its test's durations were never reported, so this is the nearest.
+    seconds: float
 
 
 def ended_of(nodeid: str, result: CaseResult, *, gated: bool) -> Ended:
@@ -72,16 +80,19 @@ def ended_of(nodeid: str, result: CaseResult, *, gated: bool) -> Ended:
     xdist worker's journal, a run killed outright): with gates a wrong answer passes and an
     infrastructure error is skipped, as session/controller.py lets the gates decide."""
     props = summary_properties(result)
+    seconds = result.wall_s or 0.0
     if result.outcome is Outcome.PASSED or (gated and result.outcome is Outcome.FAILED):
-        return nodeid, "passed", "", props
+        return Ended(nodeid, "passed", "", props, seconds)
     if result.outcome is Outcome.FAILED:
-        return nodeid, "failed", safe_text(result.failure_message or "wrong answer"), props
+        return Ended(nodeid, "failed", safe_text(result.failure_message or "wrong answer"), props,
+                     seconds)
     kind = result.error.kind if result.error else "error"
     if gated:
-        return (nodeid, "skipped", f"infrastructure error ({kind}), not scored; counted by the "
-                "error-rate gate", props)
+        return Ended(nodeid, "skipped", f"infrastructure error ({kind}), not scored; counted by "
+                     "the error-rate gate", props, seconds)
     message = result.error.message if result.error else ""
-    return nodeid, "error", safe_text(f"infrastructure error ({kind}), not scored: {message}"), props
+    return Ended(nodeid, "error", safe_text(f"infrastructure error ({kind}), not scored: {message}"),
+                 props, seconds)
 
 
 def write_unreported_testcases(xml: LogXML, ended: Iterable[Ended]) -> int:
@@ -89,17 +100,18 @@ def write_unreported_testcases(xml: LogXML, ended: Iterable[Ended]) -> int:
     whose test reports it never got: an interrupted worker stops before sending them, and pytest
     leaves such a test as a testcase without a name. Returns how many."""
     n = 0
-    for nodeid, outcome, message, props in ended:
+    for nodeid, outcome, message, props, seconds in ended:
         node = _open_testcase_node(xml, nodeid)
-        if outcome == "error":
-            reports = [_report(nodeid, "failed", "setup", node, message)]
+        if outcome == "error":  # the case's time on the report that ended it, as pytest's run
+            ending = _report(nodeid, "failed", "setup", node, message)
         elif outcome == "skipped":
             path, _, _ = nodeid.partition("::")
-            reports = [_report(nodeid, "skipped", "setup", node, (path, 0, message))]
+            ending = _report(nodeid, "skipped", "setup", node, (path, 0, message))
         else:
-            reports = [_report(nodeid, outcome, "call", node, message if outcome == "failed"
-                               else None)]
-        for report in [*reports, _report(nodeid, "passed", "teardown", node, props=props)]:
+            ending = _report(nodeid, outcome, "call", node, message if outcome == "failed"
+                             else None)
+        ending.duration = seconds
+        for report in [ending, _report(nodeid, "passed", "teardown", node, props=props)]:
             xml.pytest_runtest_logreport(report)
         n += 1
     return n

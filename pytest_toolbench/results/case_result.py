@@ -60,7 +60,13 @@ class CaseResult(DeferredModel):
     error: InfraError | None = None
     transcript: list[dict[str, Any]] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
+    #: Seconds the model's calls took (failed attempts and backoff waits included); a cached or
+    #: replayed reply counts the time it took when it was stored.
     latency_s: float = 0.0
+    #: Seconds the case ran in this run, from its start in its process to its result (model
+    #: calls, tools, scoring), whatever answered; None in results written before it was kept.
+    #: Cases run side by side, so these can add up to more than the run's wall time.
+    wall_s: float | None = None
     model_calls: int = 0
     cached_calls: int = 0
     parse_failures: list[dict[str, Any]] = Field(default_factory=list)

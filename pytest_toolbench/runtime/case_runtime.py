@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -65,6 +66,12 @@ class CaseRuntime:
         timeout = self.settings.case_timeout_s
 
         async def job() -> CaseResult:
+            started = time.monotonic()  # the case's start, not its submission: it may queue
+            result = await run_case()
+            result.wall_s = round(time.monotonic() - started, 6)
+            return result
+
+        async def run_case() -> CaseResult:
             # This job runs in its own task, so the log is this case's alone (call_log.py).
             log = CaseCallLog()
             CURRENT_CALL_LOG.set(log)
