@@ -1,0 +1,302 @@
+#!/usr/bin/env python3
+"""Whole ToolHop runs under the open protocol, upstream's ``evaluation_open.py`` and the harness's
+``--decoding open``, against one scripted generator.
+
+    pip install --target DEPS func_timeout   # upstream's dependency
+    PYTHONPATH=DEPS python tests/upstream_diff/toolhop_open_runs.py UPSTREAM/code/evaluation_open.py \\
+        [--runs 3] [--scenarios Direct,Mandatory,Free] [--data ../shared/datasets/toolhop/ToolHop.sample80.json]
+
+``UPSTREAM`` is a clone of ``MananDesai54/llm-benchmarking`` (``evaluation_open.py`` is the same in
+every commit). Upstream generates in process with a Hugging Face model; here its own functions run
+(``main`` and everything it calls, taken from the file by name, in a process of their own with 8
+workers), with one thing replaced: ``load_model`` gives a tokenizer whose chat template is the
+JSON of the messages and tools, and a model whose ``generate`` asks this script's endpoint for the
+raw completion of that conversation. The harness runs ``pytest suites/toolhop --decoding open
+--base-url`` against the same endpoint, which answers its chat completion with the same raw text
+as content. The text is a function of the conversation and tools alone (call ids aside: upstream
+draws them from the clock), a seeded choice among what a Qwen2.5 completion may hold: the next
+hop's gold call or a bent one in ``<tool_call>`` blocks (several, with prose before them, cut
+short, arguments as a JSON string, a call without ``arguments``), the answer, a wrong one, one with
+thousands commas, the last tool result, empty text; some conversations never stop calling tools,
+and a Direct reply may call a tool it was never given.
+
+Both sides parse the same text with upstream's ``parse_qwen25`` (the harness with its equivalent),
+feed the calls to the tools and decide when to stop, so where they agree they send the same
+conversations and end the same. Compared, call ids aside:
+
+* the requests: the messages and tools of each generation upstream ran must be a request the
+  harness sent, and the other way round; each harness request is checked for the open protocol's
+  body (``tool_choice: "none"``, ``max_tokens: 1024``, temperature 0);
+* per sample and scenario: the conversation, ``answer_correct`` (absent upstream where the harness
+  says ``answer_status: no_answer``), upstream's ``turn``, and whether upstream wrote the sample;
+* upstream's printed ``Result`` (/995), when it prints one: the open script's tally raises
+  ``KeyError`` on a sample it wrote without a score (ToolHop ledger row 11), which is then counted
+  as "tally raised" and the per-sample scores are still compared.
+
+Upstream's tools run in its own process, unconfined, as upstream runs them (only data you trust:
+the real records are benign); the harness's in its sandbox. Both hash strings with seed 0 (ledger
+row 24). Not covered: the prompt a real chat template renders from these messages (ledger rows
+1-2: vLLM renders it, and echoes earlier calls' arguments as objects) and the generation itself
+(row 3).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import hashlib
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from scripted_endpoint import ScriptedEndpoint, completion, request_differences  # noqa: E402
+from toolhop_closed_runs import MAX_TURNS, SCENARIOS, ScriptedModel, compare, run_harness  # noqa: E402
+from toolhop_tool_feedback import DEFAULT_DATA  # noqa: E402
+from upstream_source import check_runs, diff_arguments, upstream_functions  # noqa: E402
+
+from pytest_toolbench.benchmarks.toolhop.gold_chain import GoldCall  # noqa: E402
+from pytest_toolbench.benchmarks.toolhop.schema import ToolHopRecord, load_toolhop_file  # noqa: E402
+
+MODEL = "scripted"  # not a known family: the harness reads its replies with parse_qwen25
+#: what the open protocol's request must say (evaluation_open.py: greedy, 1024 new tokens, the
+#: tools rendered but the text returned raw)
+OPEN_BODY = {"tool_choice": "none", "max_tokens": 1024, "temperature": 0.0}
+
+
+def without_ids(messages: Any) -> Any:
+    """A JSON copy of ``messages`` with every call id and ``tool_call_id`` ``"ID"``."""
+    copy = json.loads(json.dumps(messages))
+    for message in copy or []:
+        for call in message.get("tool_calls") or []:
+            call["id"] = "ID"
+        if "tool_call_id" in message:
+            message["tool_call_id"] = "ID"
+    return copy
+
+
+def model_view(body: dict[str, Any]) -> str:
+    """What the model is given: the messages (call ids aside) and the tools, as one JSON text."""
+    return json.dumps({"messages": without_ids(body.get("messages")), "tools": body.get("tools")},
+                      sort_keys=True, ensure_ascii=False)
+
+
+class ScriptedGenerator(ScriptedModel):
+    """Raw Qwen2.5-style completions, chosen by a generator seeded with the run's seed and the
+    conversation (call ids aside). ``scored_only``: every conversation ends in a reply with text
+    (no endless calls, no empty or unreadable final text), so upstream's tally prints a Result."""
+
+    def __init__(self, records: list[ToolHopRecord], seed: int, scored_only: bool = False):
+        super().__init__(records, seed)
+        self.scored_only = scored_only
+
+    def respond(self, body: dict[str, Any]) -> dict[str, Any]:
+        view = model_view(body)
+        messages = body["messages"]
+        question = messages[0]["content"].rsplit("\nQuestion: ", 1)[-1]
+        record = self.records[question]
+        rng = random.Random(f"{self.seed}:{view}")
+        stubborn = random.Random(f"{self.seed}:{messages[0]['content']}").random() < 0.1
+        stubborn = stubborn and not self.scored_only
+        text = self.text(rng, record, messages, body.get("tools"), stubborn)
+        return completion({"role": "assistant", "content": text}, hashlib.sha256(view.encode()).hexdigest(), MODEL)
+
+    def text(self, rng: random.Random, record: ToolHopRecord, messages: list[dict[str, Any]],
+             tools: list[dict[str, Any]] | None, stubborn: bool) -> str:
+        done = sum(m.get("role") == "tool" for m in messages)
+        chain = self.chain(record)
+        calls_left = MAX_TURNS - 1 - sum(m.get("role") == "assistant" for m in messages[1:])
+        if not tools and rng.random() < 0.1:  # Direct: a call to a tool it was never given
+            tools = [{"type": "function", "function": doc} for doc in record.tools.values()]
+            stubborn = True
+        if tools and (stubborn or (done < len(chain) + 2 and rng.random() < 0.7)) \
+                and (calls_left > 0 or not self.scored_only):
+            blocks = [self.block(rng, record, chain, done + i, tools)
+                      for i in range(rng.choice([1, 1, 1, 1, 2, 3]))]
+            prose = rng.choice(["", "", "", "Let me call the tool.\n", "<answer>maybe</answer>\n"])
+            if self.scored_only and not prose:  # calls that all fail to parse leave no text
+                prose = "Calling it.\n"
+            text = prose + "\n".join(blocks)
+            if rng.random() < 0.03 and not self.scored_only:
+                text = text[: rng.randint(len(prose), len(text))]  # cut short
+            return text
+        answer = self.answer(rng, record, messages)["content"]
+        while self.scored_only and not (answer or "").strip():
+            answer = self.answer(rng, record, messages)["content"]
+        return "" if answer is None else answer
+
+    def block(self, rng: random.Random, record: ToolHopRecord, chain: list[GoldCall], hop: int,
+              tools: list[dict[str, Any]]) -> str:
+        """One ``<tool_call>`` block: the hop's gold call or a bent one, its arguments an object
+        or a JSON string, sometimes missing (upstream skips such a call)."""
+        call = self.call(rng, record, chain, hop, tools)
+        try:
+            arguments: Any = json.loads(call["arguments"])
+        except json.JSONDecodeError:
+            arguments = call["arguments"]  # not JSON: json_repair reads what it can
+        if rng.random() < 0.2:
+            arguments = json.dumps(arguments, ensure_ascii=False)
+        payload: dict[str, Any] = {"name": call["name"], "arguments": arguments}
+        if rng.random() < 0.03 and not self.scored_only:
+            del payload["arguments"]  # upstream skips the call; alone, the reply has no text
+        return f"<tool_call>\n{json.dumps(payload, ensure_ascii=rng.random() < 0.5)}\n</tool_call>"
+
+
+# --------------------------------------------------------------------------- upstream's side
+class _Inputs(dict):
+    """``tokenizer(texts, return_tensors="pt")``: the prompt travels to ``generate`` whole."""
+
+    input_ids: list[list[str]] = [[]]
+
+    def to(self, device: str) -> _Inputs:
+        return self
+
+
+class _Tokenizer:
+    pad_token_id = eos_token_id = 0
+
+    def apply_chat_template(self, messages: Any, tools: Any = None, **kwargs: Any) -> str:
+        return json.dumps({"messages": messages, "tools": tools}, ensure_ascii=False)
+
+    def __call__(self, texts: str, **kwargs: Any) -> _Inputs:
+        return _Inputs(prompt=texts)
+
+    def batch_decode(self, ids: list[list[str]], skip_special_tokens: bool = True) -> list[str]:
+        return ["".join(row) for row in ids]
+
+
+class _Model:
+    """``generate`` asks the endpoint for the completion of the prompt's conversation."""
+
+    def __init__(self, url: str):
+        self.url = url
+
+    def generate(self, prompt: str, **params: Any) -> list[list[str]]:
+        request = urllib.request.Request(
+            self.url, data=prompt.encode(), method="POST",
+            headers={"Content-Type": "application/json", "Authorization": "Bearer upstream"})
+        with urllib.request.urlopen(request, timeout=60) as reply:
+            return [[json.load(reply)["choices"][0]["message"]["content"]]]
+
+
+def upstream_side(argv: list[str]) -> None:
+    """Upstream's ``main`` with its own functions, ``load_model`` replaced (in this process)."""
+    import datetime
+    from concurrent.futures import ThreadPoolExecutor, as_completed
+    from hashlib import sha256
+
+    import json_repair
+    from func_timeout import func_set_timeout
+    from tqdm import tqdm
+
+    source, url, *upstream_argv = argv
+    names = {"test_open", "get_feedback", "sample_process_direct", "sample_process_mandatory",
+             "sample_process_free", "sample_process", "parse_qwen25", "parse_llama31", "get_params",
+             "get_parse_output", "parse_arguments", "main"}
+    namespace: dict[str, Any] = {
+        "argparse": argparse, "json": json, "os": os, "sha256": sha256, "datetime": datetime,
+        "tqdm": tqdm, "func_set_timeout": func_set_timeout, "ThreadPoolExecutor": ThreadPoolExecutor,
+        "as_completed": as_completed, "json_repair": json_repair,
+        "load_model": lambda args: (_Model(url), _Tokenizer()),
+        "__name__": "__main__"}  # as upstream runs it: a tool's error names "__main__.f()"
+    upstream_functions(Path(source), names, namespace)
+    sys.argv = ["evaluation_open.py", *upstream_argv]
+    namespace["main"]()
+
+
+def run_upstream(script: Path, data: Path, scenario: str, url: str, out: Path) -> tuple[str | None, str]:
+    """Upstream's side in its own process; (why it did not finish or None, its printed Result)."""
+    env = {**os.environ, "PYTHONHASHSEED": "0"}
+    proc = subprocess.run(
+        [sys.executable, str(Path(__file__).resolve()), "--upstream-side", str(script.resolve()), url,
+         "--scenario", scenario, "--series", "qwen25", "--model_path", MODEL, "--input_file",
+         str(data.resolve()), "--output_file", str(out), "--max_workers", "8", "--device", "cpu"],
+        cwd=out.parent, env=env, capture_output=True, text=True, timeout=3600)
+    result = re.search(r"^Result: (.*)$", proc.stdout, flags=re.M)
+    if proc.returncode:
+        last = (proc.stderr.strip().splitlines() or ["?"])[-1]
+        if not out.exists() or "KeyError: 'answer_correct'" not in proc.stderr:
+            return f"upstream exited {proc.returncode}: {last}", ""
+        return None, "tally raised"  # ledger row 11: a sample written without a score
+    return None, result.group(1) if result else ""
+
+
+def harness_body_differences(scenario: str, bodies: list[str]) -> list[str]:
+    found = []
+    for text in bodies:
+        body = json.loads(text)
+        # without tools (Direct) there is nothing to keep the server from parsing
+        wanted = OPEN_BODY if body.get("tools") else {k: v for k, v in OPEN_BODY.items() if k != "tool_choice"}
+        wrong = {k: body.get(k) for k, v in wanted.items() if body.get(k) != v}
+        if scenario != "Direct" and not body.get("tools"):
+            wrong["tools"] = body.get("tools")
+        if wrong:
+            found.append(f"{scenario}: a harness request says {wrong}, the open protocol {OPEN_BODY}")
+            break
+    return found
+
+
+def one_run(args: Any, seed: int, folder: Path) -> list[str]:
+    data_dir = folder / "data"
+    (data_dir / "toolhop").mkdir(parents=True)
+    (data_dir / "toolhop" / "ToolHop.json").symlink_to(args.data.resolve())
+    model = ScriptedGenerator(load_toolhop_file(args.data), seed, args.scored_only)
+    extra = ["--decoding", "open", *args.harness_arg]
+    found: list[str] = []
+    with ScriptedEndpoint(model.respond) as endpoint:
+        for scenario in args.scenarios.split(","):
+            endpoint.requests.clear()
+            out = folder / f"upstream-{scenario}.jsonl"
+            stopped, result = run_upstream(args.evaluation_open, args.data, scenario,
+                                           f"{endpoint.base_url}/chat/completions", out)
+            if stopped:
+                print(f"seed {seed} {scenario}: not compared, {stopped}")
+                continue
+            cases, failed = run_harness(data_dir, SCENARIOS[scenario], endpoint.base_url,
+                                        folder / scenario, extra)
+            if failed:
+                return [failed]
+            harness = endpoint.requests["harness"]
+            found += harness_body_differences(scenario, harness)
+            found += request_differences(scenario, [model_view(json.loads(b)) for b in endpoint.requests["upstream"]],
+                                         [model_view(json.loads(b)) for b in harness])
+            OUTCOMES[f"{scenario} upstream's tally raised (row 11)" if result == "tally raised"
+                     else f"{scenario} upstream's Result compared"] += 1
+            found += compare(scenario, out, cases, result, OUTCOMES, same=lambda a, b: without_ids(a) == without_ids(b),
+                             check_result=result != "tally raised")
+    return found
+
+
+#: what the generated conversations reached, over every run (so a reader sees the cases covered)
+OUTCOMES: collections.Counter[str] = collections.Counter()
+
+
+def main() -> int:
+    if sys.argv[1:2] == ["--upstream-side"]:
+        upstream_side(sys.argv[2:])
+        return 0
+    parser = diff_arguments(__doc__, ("evaluation_open", "upstream's code/evaluation_open.py"), ("--runs", 3))
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--scenarios", default="Direct,Mandatory,Free")
+    parser.add_argument("--harness-arg", action="append", default=[], metavar="ARG",
+                        help="one more option for the suite's pytest run (repeatable), e.g. -n=2")
+    parser.add_argument("--scored-only", action="store_true",
+                        help="no conversation ends without a scored reply, so upstream's tally "
+                             "prints its Result (/995) to compare")
+    args = parser.parse_args()
+    seeds = iter(range(args.seed, args.seed + args.runs))
+    differing = check_runs(args.runs, args.show, lambda folder: one_run(args, next(seeds), folder),
+                           "evaluation_open.py")
+    for what, count in sorted(OUTCOMES.items()):
+        print(f"{what:40} {count}")
+    return 1 if differing else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
