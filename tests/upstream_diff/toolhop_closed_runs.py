@@ -37,6 +37,7 @@ is reported as not compared, not as a difference.
 
 from __future__ import annotations
 
+import argparse
 import collections
 import hashlib
 import json
@@ -47,7 +48,7 @@ import re
 import subprocess
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -105,14 +106,17 @@ class ScriptedModel:
             return 500, "application/json", b'{"error": {"message": "scripted failure", "type": "server_error"}}'
         return 502, "text/html", b"<html><body>502 Bad Gateway</body></html>"  # a proxy's page
 
-    def respond(self, body: dict[str, Any]) -> dict[str, Any]:
-        key = request_key(body)
+    def conversation(self, body: dict[str, Any], key: str) -> tuple[random.Random, ToolHopRecord, list[dict[str, Any]], bool]:
+        """The reply's generator (seeded by ``key``), the record asked about, the messages, and
+        whether this conversation is one of the one in ten that call tools until the turns run out."""
         messages = body["messages"]
         question = messages[0]["content"].rsplit("\nQuestion: ", 1)[-1]
-        record = self.records[question]
-        rng = random.Random(f"{self.seed}:{key}")
-        # One conversation in ten keeps calling tools until the turns run out.
         stubborn = random.Random(f"{self.seed}:{messages[0]['content']}").random() < 0.1
+        return random.Random(f"{self.seed}:{key}"), self.records[question], messages, stubborn
+
+    def respond(self, body: dict[str, Any]) -> dict[str, Any]:
+        key = request_key(body)
+        rng, record, messages, stubborn = self.conversation(body, key)
         message = self.message(rng, record, messages, body.get("tools"), stubborn)
         if rng.random() < 0.3:
             message.update(rng.choice(EXTRA_KEYS))
@@ -202,30 +206,50 @@ def run_harness(data_dir: Path, scenario: str, url: str, folder: Path, extra: li
     return read_cases(found[-1]), ""
 
 
-def one_run(args: Any, seed: int, folder: Path) -> list[str]:
+class NoHarnessRun(Exception):
+    """The suite's run wrote no run folder: nothing of the harness's to compare."""
+
+
+def scenario_runs(args: Any, seed: int, folder: Path, endpoint: ScriptedEndpoint,
+                  upstream: Callable[[Path, Path, str, str, Path], tuple[str | None, str]], script: Path,
+                  extra: list[str], before_harness: Callable[[], None] = lambda: None,
+                  ) -> Iterator[tuple[str, Path, str, list[Any]]]:
+    """For each of ``args.scenarios``: upstream's side (``upstream(script, data, scenario, url,
+    out)``), then the suite's run with ``extra``, both against ``endpoint`` (its request log
+    cleared first); yields (scenario, upstream's output file, its Result, the harness's cases).
+    A scenario upstream did not finish is said and skipped; a suite run that wrote nothing raises
+    :class:`NoHarnessRun`."""
     data_dir = folder / "data"
     (data_dir / "toolhop").mkdir(parents=True)
     (data_dir / "toolhop" / "ToolHop.json").symlink_to(args.data.resolve())
-    records = load_toolhop_file(args.data)
-    model = ScriptedModel(records, seed, args.flaky, args.failure)
+    for scenario in args.scenarios.split(","):
+        endpoint.requests.clear()
+        out = folder / f"upstream-{scenario}.jsonl"
+        stopped, result = upstream(script, args.data, scenario, f"{endpoint.base_url}/chat/completions", out)
+        if stopped:
+            print(f"seed {seed} {scenario}: not compared, {stopped}")
+            continue
+        before_harness()
+        cases, failed = run_harness(data_dir, SCENARIOS[scenario], endpoint.base_url, folder / scenario, extra)
+        if failed:
+            raise NoHarnessRun(failed)
+        yield scenario, out, result, cases
+
+
+def one_run(args: Any, seed: int, folder: Path) -> list[str]:
+    model = ScriptedModel(load_toolhop_file(args.data), seed, args.flaky, args.failure)
     # Upstream loses a turn to an error reply (ToolHop ledger row 10): so must the harness.
     extra = (["--upstream-lost-turns"] if args.flaky else []) + args.harness_arg
     found: list[str] = []
     with ScriptedEndpoint(model.respond, model.failure_for) as endpoint:
-        for scenario in args.scenarios.split(","):
-            endpoint.requests.clear()
-            out = folder / f"upstream-{scenario}.jsonl"
-            stopped, result = run_upstream(args.evaluation_closed, args.data, scenario,
-                                           f"{endpoint.base_url}/chat/completions", out)
-            if stopped:
-                print(f"seed {seed} {scenario}: not compared, {stopped}")
-                continue
-            model.failed.clear()
-            cases, failed = run_harness(data_dir, SCENARIOS[scenario], endpoint.base_url, folder / scenario, extra)
-            if failed:
-                return [failed]
-            found += request_differences(scenario, endpoint.requests["upstream"], endpoint.requests["harness"])
-            found += compare(scenario, out, cases, result, OUTCOMES)
+        try:
+            for scenario, out, result, cases in scenario_runs(
+                    args, seed, folder, endpoint, run_upstream, args.evaluation_closed, extra,
+                    before_harness=model.failed.clear):
+                found += request_differences(scenario, endpoint.requests["upstream"], endpoint.requests["harness"])
+                found += compare(scenario, out, cases, result, OUTCOMES)
+        except NoHarnessRun as exc:
+            return [str(exc)]
     return found
 
 
@@ -309,26 +333,35 @@ def count_reached(scenario: str, transcript: list[dict[str, Any]], gold: str,
             outcomes[f"{scenario} tool error messages"] += 1
 
 
-def main() -> int:
-    parser = diff_arguments(__doc__, ("evaluation_closed", "upstream's code/evaluation_closed.py"), ("--runs", 3))
+def run_arguments(doc: str, script: str) -> argparse.ArgumentParser:
+    """The options of a whole-run differential against upstream's ``code/<script>.py``."""
+    parser = diff_arguments(doc, (script, f"upstream's code/{script}.py"), ("--runs", 3))
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--scenarios", default="Direct,Mandatory,Free")
     parser.add_argument("--harness-arg", action="append", default=[], metavar="ARG",
                         help="one more option for the suite's pytest run (repeatable), e.g. -n=2, "
                              "--sdk-process=inline, --http-transport=httpx: none may change a request")
+    return parser
+
+
+def run_seeds(args: Any, one: Callable[[Any, int, Path], list[str]], against: str,
+              outcomes: collections.Counter[str]) -> int:
+    """``args.runs`` runs of ``one`` from ``args.seed`` on, then what they reached; the exit status."""
+    seeds = iter(range(args.seed, args.seed + args.runs))
+    differing = check_runs(args.runs, args.show, lambda folder: one(args, next(seeds), folder), against)
+    for what, count in sorted(outcomes.items()):
+        print(f"{what:40} {count}")
+    return 1 if differing else 0
+
+
+def main() -> int:
+    parser = run_arguments(__doc__, "evaluation_closed")
     parser.add_argument("--flaky", type=float, default=0.0,
                         help="answer this share of requests with an error the first time (then "
                              "the harness runs with --upstream-lost-turns)")
     parser.add_argument("--failure", choices=["json", "html", "both"], default="json",
                         help="the error: a 500 with a JSON body, a 502 with an HTML page, or either")
-    args = parser.parse_args()
-    seeds = iter(range(args.seed, args.seed + args.runs))
-    differing = check_runs(args.runs, args.show, lambda folder: one_run(args, next(seeds), folder),
-                           "evaluation_closed.py")
-    for what, count in sorted(OUTCOMES.items()):
-        print(f"{what:40} {count}")
-    return 1 if differing else 0
-
+    return run_seeds(parser.parse_args(), one_run, "evaluation_closed.py", OUTCOMES)
 
 if __name__ == "__main__":
     sys.exit(main())

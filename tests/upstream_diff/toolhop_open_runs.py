@@ -57,9 +57,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from scripted_endpoint import ScriptedEndpoint, completion, request_differences  # noqa: E402
-from toolhop_closed_runs import MAX_TURNS, SCENARIOS, ScriptedModel, compare, run_harness  # noqa: E402
-from toolhop_tool_feedback import DEFAULT_DATA  # noqa: E402
-from upstream_source import check_runs, diff_arguments, upstream_functions  # noqa: E402
+from toolhop_closed_runs import (MAX_TURNS, NoHarnessRun, ScriptedModel, compare, run_arguments,  # noqa: E402
+                                 run_seeds, scenario_runs)
+from upstream_source import upstream_functions  # noqa: E402
 
 from pytest_toolbench.benchmarks.toolhop.gold_chain import GoldCall  # noqa: E402
 from pytest_toolbench.benchmarks.toolhop.schema import ToolHopRecord, load_toolhop_file  # noqa: E402
@@ -98,13 +98,8 @@ class ScriptedGenerator(ScriptedModel):
 
     def respond(self, body: dict[str, Any]) -> dict[str, Any]:
         view = model_view(body)
-        messages = body["messages"]
-        question = messages[0]["content"].rsplit("\nQuestion: ", 1)[-1]
-        record = self.records[question]
-        rng = random.Random(f"{self.seed}:{view}")
-        stubborn = random.Random(f"{self.seed}:{messages[0]['content']}").random() < 0.1
-        stubborn = stubborn and not self.scored_only
-        text = self.text(rng, record, messages, body.get("tools"), stubborn)
+        rng, record, messages, stubborn = self.conversation(body, view)
+        text = self.text(rng, record, messages, body.get("tools"), stubborn and not self.scored_only)
         return completion({"role": "assistant", "content": text}, hashlib.sha256(view.encode()).hexdigest(), MODEL)
 
     def text(self, rng: random.Random, record: ToolHopRecord, messages: list[dict[str, Any]],
@@ -243,33 +238,25 @@ def harness_body_differences(scenario: str, bodies: list[str]) -> list[str]:
 
 
 def one_run(args: Any, seed: int, folder: Path) -> list[str]:
-    data_dir = folder / "data"
-    (data_dir / "toolhop").mkdir(parents=True)
-    (data_dir / "toolhop" / "ToolHop.json").symlink_to(args.data.resolve())
     model = ScriptedGenerator(load_toolhop_file(args.data), seed, args.scored_only)
-    extra = ["--decoding", "open", *args.harness_arg]
     found: list[str] = []
     with ScriptedEndpoint(model.respond) as endpoint:
-        for scenario in args.scenarios.split(","):
-            endpoint.requests.clear()
-            out = folder / f"upstream-{scenario}.jsonl"
-            stopped, result = run_upstream(args.evaluation_open, args.data, scenario,
-                                           f"{endpoint.base_url}/chat/completions", out)
-            if stopped:
-                print(f"seed {seed} {scenario}: not compared, {stopped}")
-                continue
-            cases, failed = run_harness(data_dir, SCENARIOS[scenario], endpoint.base_url,
-                                        folder / scenario, extra)
-            if failed:
-                return [failed]
-            harness = endpoint.requests["harness"]
-            found += harness_body_differences(scenario, harness)
-            found += request_differences(scenario, [model_view(json.loads(b)) for b in endpoint.requests["upstream"]],
-                                         [model_view(json.loads(b)) for b in harness])
-            OUTCOMES[f"{scenario} upstream's tally raised (row 11)" if result == "tally raised"
-                     else f"{scenario} upstream's Result compared"] += 1
-            found += compare(scenario, out, cases, result, OUTCOMES, same=lambda a, b: without_ids(a) == without_ids(b),
-                             check_result=result != "tally raised")
+        try:
+            for scenario, out, result, cases in scenario_runs(
+                    args, seed, folder, endpoint, run_upstream, args.evaluation_open,
+                    ["--decoding", "open", *args.harness_arg]):
+                harness = endpoint.requests["harness"]
+                found += harness_body_differences(scenario, harness)
+                found += request_differences(
+                    scenario, [model_view(json.loads(b)) for b in endpoint.requests["upstream"]],
+                    [model_view(json.loads(b)) for b in harness])
+                raised = result == "tally raised"
+                OUTCOMES[f"{scenario} upstream's tally raised (row 11)" if raised
+                         else f"{scenario} upstream's Result compared"] += 1
+                found += compare(scenario, out, cases, result, OUTCOMES, check_result=not raised,
+                                 same=lambda a, b: without_ids(a) == without_ids(b))
+        except NoHarnessRun as exc:
+            return [str(exc)]
     return found
 
 
@@ -281,22 +268,11 @@ def main() -> int:
     if sys.argv[1:2] == ["--upstream-side"]:
         upstream_side(sys.argv[2:])
         return 0
-    parser = diff_arguments(__doc__, ("evaluation_open", "upstream's code/evaluation_open.py"), ("--runs", 3))
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    parser.add_argument("--scenarios", default="Direct,Mandatory,Free")
-    parser.add_argument("--harness-arg", action="append", default=[], metavar="ARG",
-                        help="one more option for the suite's pytest run (repeatable), e.g. -n=2")
+    parser = run_arguments(__doc__, "evaluation_open")
     parser.add_argument("--scored-only", action="store_true",
                         help="no conversation ends without a scored reply, so upstream's tally "
                              "prints its Result (/995) to compare")
-    args = parser.parse_args()
-    seeds = iter(range(args.seed, args.seed + args.runs))
-    differing = check_runs(args.runs, args.show, lambda folder: one_run(args, next(seeds), folder),
-                           "evaluation_open.py")
-    for what, count in sorted(OUTCOMES.items()):
-        print(f"{what:40} {count}")
-    return 1 if differing else 0
-
+    return run_seeds(parser.parse_args(), one_run, "evaluation_open.py", OUTCOMES)
 
 if __name__ == "__main__":
     sys.exit(main())
