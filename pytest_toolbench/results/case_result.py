@@ -65,8 +65,9 @@ class CaseResult(DeferredModel):
     latency_s: float = 0.0
     #: Seconds the case ran in this run, from its start in its process to its result (model
     #: calls, tools, scoring), whatever answered; None in results written before it was kept.
-    #: Cases run side by side, so these can add up to more than the run's wall time.
-    wall_s: float | None = None
+    #: Cases run side by side, so these can add up to more than the run's wall time. Left out
+    #: of the JSON when None, so an older record reads and writes back byte for byte.
+    wall_s: float | None = Field(default=None, exclude_if=lambda v: v is None)
     model_calls: int = 0
     cached_calls: int = 0
     parse_failures: list[dict[str, Any]] = Field(default_factory=list)
