@@ -193,11 +193,12 @@ def run_upstream(script: Path, data: Path, scenario: str, url: str, out: Path) -
     return None, result.group(1) if result else ""
 
 
-def run_harness(data_dir: Path, scenario: str, url: str, folder: Path, extra: list[str]) -> tuple[list[Any], str]:
+def run_harness(data_dir: Path, scenario: str, url: str, folder: Path, extra: list[str],
+                model: str = MODEL) -> tuple[list[Any], str]:
     runs = folder / "runs"
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "suites/toolhop", "-q", "-p", "no:randomly", "-n=0", "--concurrency", "8",
-         "--data-dir", str(data_dir), "--model", MODEL, "--base-url", url, "--api-key", "harness", "--no-cache",
+         "--data-dir", str(data_dir), "--model", model, "--base-url", url, "--api-key", "harness", "--no-cache",
          "--scenario", scenario, "--runs-dir", str(runs), "--no-progress", *extra],
         cwd=REPO, capture_output=True, text=True, timeout=3600)
     found = sorted(runs.iterdir()) if runs.exists() else []
@@ -213,9 +214,9 @@ class NoHarnessRun(Exception):
 def scenario_runs(args: Any, seed: int, folder: Path, endpoint: ScriptedEndpoint,
                   upstream: Callable[[Path, Path, str, str, Path], tuple[str | None, str]], script: Path,
                   extra: list[str], before_harness: Callable[[], None] = lambda: None,
-                  ) -> Iterator[tuple[str, Path, str, list[Any]]]:
+                  model: str = MODEL) -> Iterator[tuple[str, Path, str, list[Any]]]:
     """For each of ``args.scenarios``: upstream's side (``upstream(script, data, scenario, url,
-    out)``), then the suite's run with ``extra``, both against ``endpoint`` (its request log
+    out)``), then the suite's run of ``model`` with ``extra``, both against ``endpoint`` (its request log
     cleared first); yields (scenario, upstream's output file, its Result, the harness's cases).
     A scenario upstream did not finish is said and skipped; a suite run that wrote nothing raises
     :class:`NoHarnessRun`."""
@@ -230,7 +231,8 @@ def scenario_runs(args: Any, seed: int, folder: Path, endpoint: ScriptedEndpoint
             print(f"seed {seed} {scenario}: not compared, {stopped}")
             continue
         before_harness()
-        cases, failed = run_harness(data_dir, SCENARIOS[scenario], endpoint.base_url, folder / scenario, extra)
+        cases, failed = run_harness(data_dir, SCENARIOS[scenario], endpoint.base_url, folder / scenario, extra,
+                                    model)
         if failed:
             raise NoHarnessRun(failed)
         yield scenario, out, result, cases

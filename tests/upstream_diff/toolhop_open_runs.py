@@ -4,7 +4,7 @@
 
     pip install --target DEPS func_timeout   # upstream's dependency
     PYTHONPATH=DEPS python tests/upstream_diff/toolhop_open_runs.py UPSTREAM/code/evaluation_open.py \\
-        [--runs 3] [--scenarios Direct,Mandatory,Free] [--data ../shared/datasets/toolhop/ToolHop.sample80.json]
+        [--runs 3] [--series qwen25|llama31] [--scored-only] [--scenarios Direct,Mandatory,Free]
 
 ``UPSTREAM`` is a clone of ``MananDesai54/llm-benchmarking`` (``evaluation_open.py`` is the same in
 every commit). Upstream generates in process with a Hugging Face model; here its own functions run
@@ -14,14 +14,15 @@ JSON of the messages and tools, and a model whose ``generate`` asks this script'
 raw completion of that conversation. The harness runs ``pytest suites/toolhop --decoding open
 --base-url`` against the same endpoint, which answers its chat completion with the same raw text
 as content. The text is a function of the conversation and tools alone (call ids aside: upstream
-draws them from the clock), a seeded choice among what a Qwen2.5 completion may hold: the next
-hop's gold call or a bent one in ``<tool_call>`` blocks (several, with prose before them, cut
-short, arguments as a JSON string, a call without ``arguments``), the answer, a wrong one, one with
-thousands commas, the last tool result, empty text; some conversations never stop calling tools,
-and a Direct reply may call a tool it was never given.
+draws them from the clock), a seeded choice among what a completion of the ``--series`` may hold:
+the next hop's gold call or a bent one (Qwen2.5: several ``<tool_call>`` blocks; Llama 3.1: one
+call object or a list, after ``<|python_tag|>`` or bare), with prose before the calls, cut short,
+arguments as a JSON string or missing, the answer, a wrong one, one with thousands commas, the
+last tool result, empty text; some conversations never stop calling tools, and a Direct reply
+may call a tool it was never given.
 
-Both sides parse the same text with upstream's ``parse_qwen25`` (the harness with its equivalent),
-feed the calls to the tools and decide when to stop, so where they agree they send the same
+Both sides parse the same text with upstream's ``parse_qwen25`` / ``parse_llama31`` (the harness
+with its equivalent, chosen by the model family it runs), feed the calls to the tools and decide when to stop, so where they agree they send the same
 conversations and end the same. Compared, call ids aside:
 
 * the requests: the messages and tools of each generation upstream ran must be a request the
@@ -44,6 +45,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import functools
 import hashlib
 import json
 import os
@@ -64,7 +66,9 @@ from upstream_source import upstream_functions  # noqa: E402
 from pytest_toolbench.benchmarks.toolhop.gold_chain import GoldCall  # noqa: E402
 from pytest_toolbench.benchmarks.toolhop.schema import ToolHopRecord, load_toolhop_file  # noqa: E402
 
-MODEL = "scripted"  # not a known family: the harness reads its replies with parse_qwen25
+#: the model name the harness runs for each upstream series: the family picks its parser
+#: ("scripted" is no known family, read with parse_qwen25)
+SERIES_MODEL = {"qwen25": "scripted", "llama31": "llama-3.1-scripted"}
 #: what the open protocol's request must say (evaluation_open.py: greedy, 1024 new tokens, the
 #: tools rendered but the text returned raw)
 OPEN_BODY = {"tool_choice": "none", "max_tokens": 1024, "temperature": 0.0}
@@ -92,15 +96,17 @@ class ScriptedGenerator(ScriptedModel):
     conversation (call ids aside). ``scored_only``: every conversation ends in a reply with text
     (no endless calls, no empty or unreadable final text), so upstream's tally prints a Result."""
 
-    def __init__(self, records: list[ToolHopRecord], seed: int, scored_only: bool = False):
+    def __init__(self, records: list[ToolHopRecord], seed: int, series: str = "qwen25",
+                 scored_only: bool = False):
         super().__init__(records, seed)
-        self.scored_only = scored_only
+        self.series, self.scored_only = series, scored_only
 
     def respond(self, body: dict[str, Any]) -> dict[str, Any]:
         view = model_view(body)
         rng, record, messages, stubborn = self.conversation(body, view)
         text = self.text(rng, record, messages, body.get("tools"), stubborn and not self.scored_only)
-        return completion({"role": "assistant", "content": text}, hashlib.sha256(view.encode()).hexdigest(), MODEL)
+        return completion({"role": "assistant", "content": text}, hashlib.sha256(view.encode()).hexdigest(),
+                          SERIES_MODEL[self.series])
 
     def text(self, rng: random.Random, record: ToolHopRecord, messages: list[dict[str, Any]],
              tools: list[dict[str, Any]] | None, stubborn: bool) -> str:
@@ -112,12 +118,13 @@ class ScriptedGenerator(ScriptedModel):
             stubborn = True
         if tools and (stubborn or (done < len(chain) + 2 and rng.random() < 0.7)) \
                 and (calls_left > 0 or not self.scored_only):
-            blocks = [self.block(rng, record, chain, done + i, tools)
-                      for i in range(rng.choice([1, 1, 1, 1, 2, 3]))]
+            calls = [self.payload(rng, record, chain, done + i, tools)
+                     for i in range(rng.choice([1, 1, 1, 1, 2, 3]))]
             prose = rng.choice(["", "", "", "Let me call the tool.\n", "<answer>maybe</answer>\n"])
             if self.scored_only and not prose:  # calls that all fail to parse leave no text
                 prose = "Calling it.\n"
-            text = prose + "\n".join(blocks)
+            text = prose + (self.qwen_calls(rng, calls) if self.series == "qwen25"
+                            else self.llama_calls(rng, calls, tagged=self.scored_only))
             if rng.random() < 0.03 and not self.scored_only:
                 text = text[: rng.randint(len(prose), len(text))]  # cut short
             return text
@@ -126,10 +133,11 @@ class ScriptedGenerator(ScriptedModel):
             answer = self.answer(rng, record, messages)["content"]
         return "" if answer is None else answer
 
-    def block(self, rng: random.Random, record: ToolHopRecord, chain: list[GoldCall], hop: int,
-              tools: list[dict[str, Any]]) -> str:
-        """One ``<tool_call>`` block: the hop's gold call or a bent one, its arguments an object
-        or a JSON string, sometimes missing (upstream skips such a call)."""
+    def payload(self, rng: random.Random, record: ToolHopRecord, chain: list[GoldCall], hop: int,
+                tools: list[dict[str, Any]]) -> dict[str, Any]:
+        """One call object: the hop's gold call or a bent one, its arguments an object or a JSON
+        string, sometimes missing (upstream skips such a call). Under ``arguments`` (Qwen2.5) or
+        ``parameters`` (Llama 3.1)."""
         call = self.call(rng, record, chain, hop, tools)
         try:
             arguments: Any = json.loads(call["arguments"])
@@ -137,10 +145,28 @@ class ScriptedGenerator(ScriptedModel):
             arguments = call["arguments"]  # not JSON: json_repair reads what it can
         if rng.random() < 0.2:
             arguments = json.dumps(arguments, ensure_ascii=False)
-        payload: dict[str, Any] = {"name": call["name"], "arguments": arguments}
+        key = "arguments" if self.series == "qwen25" else "parameters"
+        payload: dict[str, Any] = {"name": call["name"], key: arguments}
         if rng.random() < 0.03 and not self.scored_only:
-            del payload["arguments"]  # upstream skips the call; alone, the reply has no text
-        return f"<tool_call>\n{json.dumps(payload, ensure_ascii=rng.random() < 0.5)}\n</tool_call>"
+            del payload[key]  # upstream skips the call; alone, the reply has no text
+        return payload
+
+    @staticmethod
+    def qwen_calls(rng: random.Random, calls: list[dict[str, Any]]) -> str:
+        """Each call in its ``<tool_call>`` block."""
+        return "\n".join(f"<tool_call>\n{json.dumps(c, ensure_ascii=rng.random() < 0.5)}\n</tool_call>"
+                         for c in calls)
+
+    @staticmethod
+    def llama_calls(rng: random.Random, calls: list[dict[str, Any]], tagged: bool) -> str:
+        """After ``<|python_tag|>`` or bare (not when ``tagged``: a bare call read from the whole
+        text leaves the message without content), one object or a list (upstream keeps the first
+        call it can read)."""
+        body = json.dumps(calls if len(calls) > 1 or rng.random() < 0.1 else calls[0],
+                          ensure_ascii=rng.random() < 0.5)
+        tags = ["<|python_tag|>", " <|python_tag|> "] if tagged else ["<|python_tag|>", "<|python_tag|>", "",
+                                                                     " <|python_tag|> "]
+        return rng.choice(tags) + body
 
 
 # --------------------------------------------------------------------------- upstream's side
@@ -205,12 +231,13 @@ def upstream_side(argv: list[str]) -> None:
     namespace["main"]()
 
 
-def run_upstream(script: Path, data: Path, scenario: str, url: str, out: Path) -> tuple[str | None, str]:
+def run_upstream(script: Path, data: Path, scenario: str, url: str, out: Path, *,
+                 series: str = "qwen25") -> tuple[str | None, str]:
     """Upstream's side in its own process; (why it did not finish or None, its printed Result)."""
     env = {**os.environ, "PYTHONHASHSEED": "0"}
     proc = subprocess.run(
         [sys.executable, str(Path(__file__).resolve()), "--upstream-side", str(script.resolve()), url,
-         "--scenario", scenario, "--series", "qwen25", "--model_path", MODEL, "--input_file",
+         "--scenario", scenario, "--series", series, "--model_path", SERIES_MODEL[series], "--input_file",
          str(data.resolve()), "--output_file", str(out), "--max_workers", "8", "--device", "cpu"],
         cwd=out.parent, env=env, capture_output=True, text=True, timeout=3600)
     result = re.search(r"^Result: (.*)$", proc.stdout, flags=re.M)
@@ -238,13 +265,14 @@ def harness_body_differences(scenario: str, bodies: list[str]) -> list[str]:
 
 
 def one_run(args: Any, seed: int, folder: Path) -> list[str]:
-    model = ScriptedGenerator(load_toolhop_file(args.data), seed, args.scored_only)
+    model = ScriptedGenerator(load_toolhop_file(args.data), seed, args.series, args.scored_only)
     found: list[str] = []
     with ScriptedEndpoint(model.respond) as endpoint:
         try:
             for scenario, out, result, cases in scenario_runs(
-                    args, seed, folder, endpoint, run_upstream, args.evaluation_open,
-                    ["--decoding", "open", *args.harness_arg]):
+                    args, seed, folder, endpoint, functools.partial(run_upstream, series=args.series),
+                    args.evaluation_open, ["--decoding", "open", *args.harness_arg],
+                    model=SERIES_MODEL[args.series]):
                 harness = endpoint.requests["harness"]
                 found += harness_body_differences(scenario, harness)
                 found += request_differences(
@@ -269,6 +297,9 @@ def main() -> int:
         upstream_side(sys.argv[2:])
         return 0
     parser = run_arguments(__doc__, "evaluation_open")
+    parser.add_argument("--series", choices=sorted(SERIES_MODEL), default="qwen25",
+                        help="upstream's --series: its parser and the completions' format (the "
+                             "harness runs a model of that family)")
     parser.add_argument("--scored-only", action="store_true",
                         help="no conversation ends without a scored reply, so upstream's tally "
                              "prints its Result (/995) to compare")
