@@ -67,11 +67,6 @@ class CaseRuntime:
 
         async def job() -> CaseResult:
             started = time.monotonic()  # the case's start, not its submission: it may queue
-            result = await run_case()
-            result.wall_s = round(time.monotonic() - started, 6)
-            return result
-
-        async def run_case() -> CaseResult:
             # This job runs in its own task, so the log is this case's alone (call_log.py).
             log = CaseCallLog()
             CURRENT_CALL_LOG.set(log)
@@ -82,7 +77,9 @@ class CaseRuntime:
             try:
                 unpacked = case.with_sample_unpacked()
             except DatasetError as exc:  # its data file changed or went away since collection
-                return data_error_result(case, exc)
+                result = data_error_result(case, exc)
+                result.wall_s = round(time.monotonic() - started, 6)
+                return result
             try:
                 result = await asyncio.wait_for(runner.run(unpacked, model), timeout)
             except asyncio.TimeoutError:
@@ -92,6 +89,7 @@ class CaseRuntime:
             result.details.update(log.details())
             if isinstance(model, RecordingModel):
                 model.finish_case(case.id)
+            result.wall_s = round(time.monotonic() - started, 6)
             return result
 
         return self.scheduler.submit(case, job)
