@@ -24,7 +24,7 @@ from pytest_toolbench.runtime.case_runtime import CaseRuntime
 
 
 class Clock:
-    """The runtime's clock, moved on by the runner only: each case "runs" ``step`` seconds."""
+    """The runtime's clock, moved on by the test's runner only (5 s per case there)."""
 
     def __init__(self) -> None:
         self.now = 100.0

@@ -32,7 +32,7 @@ conversations and end the same. Compared, call ids aside:
   says ``answer_status: no_answer``), upstream's ``turn``, and whether upstream wrote the sample;
 * upstream's printed ``Result`` (/995), when it prints one: the open script's tally raises
   ``KeyError`` on a sample it wrote without a score (ToolHop ledger row 11), which is then counted
-  as "tally raised" and the per-sample scores are still compared.
+  as "tally raised" (no Result to compare) and the per-sample scores are still compared.
 
 Upstream's tools run in its own process, unconfined, as upstream runs them (only data you trust:
 the real records are benign); the harness's in its sandbox. Both hash strings with seed 0 (ledger
@@ -92,8 +92,8 @@ def model_view(body: dict[str, Any]) -> str:
 
 
 class ScriptedGenerator(ScriptedModel):
-    """Raw Qwen2.5-style completions, chosen by a generator seeded with the run's seed and the
-    conversation (call ids aside). ``scored_only``: every conversation ends in a reply with text
+    """Raw completions in the format of ``series`` (Qwen2.5 or Llama 3.1), chosen by a generator
+    seeded with the run's seed and the conversation (call ids aside). ``scored_only``: every conversation ends in a reply with text
     (no endless calls, no empty or unreadable final text), so upstream's tally prints a Result."""
 
     def __init__(self, records: list[ToolHopRecord], seed: int, series: str = "qwen25",
@@ -232,8 +232,9 @@ def upstream_side(argv: list[str]) -> None:
 
 
 def run_upstream(script: Path, data: Path, scenario: str, url: str, out: Path, *,
-                 series: str = "qwen25") -> tuple[str | None, str]:
-    """Upstream's side in its own process; (why it did not finish or None, its printed Result)."""
+                 series: str = "qwen25") -> tuple[str | None, str | None]:
+    """Upstream's side in its own process; (why it did not finish or None, its printed Result or
+    None where its tally raised)."""
     env = {**os.environ, "PYTHONHASHSEED": "0"}
     proc = subprocess.run(
         [sys.executable, str(Path(__file__).resolve()), "--upstream-side", str(script.resolve()), url,
@@ -245,7 +246,7 @@ def run_upstream(script: Path, data: Path, scenario: str, url: str, out: Path, *
         last = (proc.stderr.strip().splitlines() or ["?"])[-1]
         if not out.exists() or "KeyError: 'answer_correct'" not in proc.stderr:
             return f"upstream exited {proc.returncode}: {last}", ""
-        return None, "tally raised"  # ledger row 11: a sample written without a score
+        return None, None  # ledger row 11: its tally raised on a sample written without a score
     return None, result.group(1) if result else ""
 
 
@@ -278,10 +279,9 @@ def one_run(args: Any, seed: int, folder: Path) -> list[str]:
                 found += request_differences(
                     scenario, [model_view(json.loads(b)) for b in endpoint.requests["upstream"]],
                     [model_view(json.loads(b)) for b in harness])
-                raised = result == "tally raised"
-                OUTCOMES[f"{scenario} upstream's tally raised (row 11)" if raised
+                OUTCOMES[f"{scenario} upstream's tally raised (row 11)" if result is None
                          else f"{scenario} upstream's Result compared"] += 1
-                found += compare(scenario, out, cases, result, OUTCOMES, check_result=not raised,
+                found += compare(scenario, out, cases, result, OUTCOMES,
                                  same=lambda a, b: without_ids(a) == without_ids(b))
         except NoHarnessRun as exc:
             return [str(exc)]
