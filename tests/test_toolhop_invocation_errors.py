@@ -13,8 +13,6 @@ from pytest_toolbench.benchmarks.toolhop.invocation_errors import (
 )
 
 
-
-
 def err(name: str, detail: str) -> str:
     return f"an error occured when call {name}: {detail}"
 

@@ -22,8 +22,6 @@ from pytest_toolbench.benchmarks.toolhop.scoring import (
 from pytest_toolbench.models.base import ChatRequest
 
 
-
-
 def convo(record: ToolHopRecord, final: str | None, tool_results: tuple[str, ...] = ()) -> list[dict]:
     """user prompt, [assistant tool calls + tool results], final assistant message."""
     messages = build_messages("mandatory", record.question)

@@ -42,6 +42,5 @@ def render_repeats(stats: RepeatStats, *, max_unstable: int = 20, width: int = 1
     return "\n".join(lines) + "\n"
 
 
-
 def _pct(x: float | None) -> str:
     return "n/a" if x is None else f"{100 * x:.2f}%"

@@ -198,8 +198,6 @@ def parse_body(body: bytes) -> Any:
     return _parse(body)
 
 
-
-
 def cap_text(text: str, limit: int) -> str:
     """``text`` cut to ``limit`` characters, the cut marked so nobody mistakes it for the whole."""
     if limit <= 0 or len(text) <= limit or _CUT.fullmatch(text, limit):  # already cut: idempotent

@@ -26,12 +26,10 @@ from pytest_toolbench.runtime.repeat import expand_repeats
 CRASH_KIND = "worker_crashed"
 
 
-
 #: The crash's cause and the option that would help, as ``InfraError.hint`` carries them
 #: (``cause | try: option``, read by results/infra_errors.py).
 CRASH_HINT = ("the xdist worker running the case died (killed, out of memory, or a crash in native "
               "code) | try: see the worker's output above; --lf reruns the case")
-
 
 
 def param_id(nodeid: str) -> str | None:
@@ -41,7 +39,6 @@ def param_id(nodeid: str) -> str | None:
     if start < 0 or not name.endswith("]"):
         return None
     return name[start + 1:-1]
-
 
 
 def crash_message(report: Any) -> str | None:
@@ -58,12 +55,10 @@ def crash_message(report: Any) -> str | None:
     return None
 
 
-
 def crashed_result(case: Case, message: str, model: str = "") -> CaseResult:
     """The infrastructure error standing for a case whose worker died while running it."""
     return error_result(base_fields(case, model),
                         InfraError(kind=CRASH_KIND, message=message, hint=CRASH_HINT))
-
 
 
 class CaseTracker:
@@ -116,7 +111,6 @@ class CaseTracker:
     def _missing(self, results: Mapping[str, CaseResult]) -> list[tuple[str, Case | None]]:
         return [(nodeid, case) for nodeid, case in self.expected.items()
                 if (case.id not in results if case is not None else nodeid not in self.ended)]
-
 
 
 def cases_by_id(cases: Mapping[str, list[Case]], repeats: int) -> dict[str, Case]:

@@ -38,7 +38,6 @@ def wall_time_note(st: ToolbenchState) -> str:
     return f"wall time {clock(time.monotonic() - PROCESS_T0)}" + (f" ({', '.join(parts)})" if parts else "")
 
 
-
 def sandbox_warning(states: list[dict[str, Any]]) -> str | None:
     """The terminal warning, only when tool code really ran without the kernel layers (the pool
     refuses that unless ``--sandbox-insecure``); the flag alone on a capable machine says nothing."""
@@ -57,7 +56,6 @@ def sandbox_warning(states: list[dict[str, Any]]) -> str | None:
     return ("WARNING: tool code ran WITHOUT kernel isolation (--sandbox-insecure; missing "
             f"{', '.join(merged['missing_layers'])}: {why}); contained by the audit hook only, "
             "do not trust this run with hostile datasets")
-
 
 
 def dataset_checksums(data_dir: Path | None, benchmarks: set[str]) -> dict[str, str]:

@@ -44,7 +44,6 @@ def targeted_benchmarks(config: pytest.Config) -> list[str]:
     return out
 
 
-
 def validate_selection(config: pytest.Config) -> dict[str, list[Case]]:
     """Before any model call: load each targeted benchmark's data (a bad record is a one-line
     usage error each), note its data sources and suite size, check the gates against the
@@ -94,7 +93,6 @@ def validate_selection(config: pytest.Config) -> dict[str, list[Case]]:
     return selected
 
 
-
 @contextlib.contextmanager
 def data_warnings_once(config: pytest.Config) -> Iterator[None]:
     """The controller reports each DatasetWarning of the run's data once, in pytest's warnings
@@ -115,7 +113,6 @@ def data_warnings_once(config: pytest.Config) -> Iterator[None]:
             issue_data_warning(config, shown)
 
 
-
 @contextlib.contextmanager
 def _quiet_if_reported(config: pytest.Config) -> Iterator[None]:
     """In an xdist worker whose controller reports the data's warnings: ignore them here."""
@@ -123,7 +120,6 @@ def _quiet_if_reported(config: pytest.Config) -> Iterator[None]:
         if is_worker(config) and config.workerinput.get("toolbench_data_warned"):  # type: ignore[attr-defined]
             warnings.simplefilter("ignore", DatasetWarning)
         yield
-
 
 
 def check_marker_selection(config: pytest.Config, selected: dict[str, list[Case]]) -> None:
@@ -150,7 +146,6 @@ def check_marker_selection(config: pytest.Config, selected: dict[str, list[Case]
         pytest.PytestWarning(f"pytest-toolbench: -m {markexpr!r}: " + "; ".join(dead)), stacklevel=2)
 
 
-
 def _selection_text(settings: RunSettings) -> str:
     parts = []
     if settings.scenarios:
@@ -162,7 +157,6 @@ def _selection_text(settings: RunSettings) -> str:
     return " ".join(parts) or "no selection option"
 
 
-
 def _data_usage_error(name: str, exc: BaseException) -> pytest.UsageError:
     """A dataset problem as a usage error: one line per bad record (capped), no traceback."""
     if isinstance(exc, DatasetError):
@@ -172,7 +166,6 @@ def _data_usage_error(name: str, exc: BaseException) -> pytest.UsageError:
     lines = [safe_text(line) for line in lines]  # they quote the bad records' values
     head = f"pytest-toolbench: cannot load {name} data: {lines[0]}"
     return pytest.UsageError("\n".join([head, *lines[1:]]))
-
 
 
 def has_toolbench_tests(config: pytest.Config) -> bool:
@@ -191,7 +184,6 @@ def has_toolbench_tests(config: pytest.Config) -> bool:
     return any(sdk_launcher.names_suites(str(arg)) for arg in config.args)
 
 
-
 def parametrize_cases(metafunc: pytest.Metafunc) -> None:
     """Parametrise a toolbench test (``@pytest.mark.toolbench(name)`` with a ``case`` argument)
     over its benchmark's selected cases, each repeat its own id (``-r<k>``)."""
@@ -205,7 +197,6 @@ def parametrize_cases(metafunc: pytest.Metafunc) -> None:
     metafunc.parametrize(
         "case", [pytest.param(c, id=c.id, marks=case_marks(benchmark, c)) for c in cases]
     )
-
 
 
 def cases_for(config: pytest.Config, name: str) -> list[Case]:
@@ -246,7 +237,6 @@ def cases_for(config: pytest.Config, name: str) -> list[Case]:
     return cases
 
 
-
 def check_resolved(settings: RunSettings, name: str) -> None:
     """A suite with real data whose files this run did not fetch (its tests collected from
     outside the ``suites/`` folders the command line names; session/data.py) is refused, never
@@ -276,7 +266,6 @@ def case_marks(benchmark: Benchmark, case: Case) -> list[pytest.MarkDecorator]:
         if label in case.labels:
             marks.append(_mark(label, keyword, case.labels[label]))
     return marks
-
 
 
 @functools.lru_cache(maxsize=65536)

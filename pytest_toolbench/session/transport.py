@@ -19,21 +19,17 @@ from pytest_toolbench.output_errors import OutputFailure
 from pytest_toolbench.session.state import STATE_KEY, is_worker
 
 
+#: The report property that carries a finished case's result (its JSON from an xdist worker).
 RESULT_PROPERTY = "toolbench_result"
-
-
 
 #: A worker's output failure (e.g. a response-cache write on a full disk) on its next report.
 OUTPUT_ERROR_PROPERTY = "toolbench_output_error"
 
-
-
+#: The test item's case result, from its set-up (``case_result``) until its teardown report.
 RESULT_KEY = pytest.StashKey[CaseResult]()
 
-
-
+#: Set once the result rode on a report, so the controller receives it exactly once.
 SENT_KEY = pytest.StashKey[bool]()
-
 
 
 def _record_journal_failure(call: pytest.CallInfo[None]) -> None:
@@ -46,7 +42,6 @@ def _record_journal_failure(call: pytest.CallInfo[None]) -> None:
     exc = call.excinfo.value
     if isinstance(exc, JournalWriteError):
         output_errors.record(OutputFailure.of("worker's results journal", exc.filename, exc))
-
 
 
 def _attach_output_failures(report: pytest.TestReport) -> None:

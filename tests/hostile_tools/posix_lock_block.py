@@ -39,6 +39,5 @@ def posix_lock_block(seconds=1.5, watched="this.py", **_):
     return {"escaped": held, "detail": f"{'held' if held else 'never got'} a shared POSIX lock on {path}"}
 
 
-
 LAYERS = ("seccomp",)
 NEEDS_ROOT = False
