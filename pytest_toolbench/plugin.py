@@ -27,7 +27,7 @@ launcher.start_at_import()
 from pytest_toolbench.options import add_options  # noqa: E402  (after the SDK process's start)
 from pytest_toolbench.report import progress  # noqa: E402
 from pytest_toolbench.runtime.upcoming import set_current_item  # noqa: E402
-from pytest_toolbench.session import gc_tuning, run_start, transport  # noqa: E402
+from pytest_toolbench.session import case_timing, gc_tuning, run_start, transport  # noqa: E402
 from pytest_toolbench.session.controller import ControllerHooks  # noqa: E402
 from pytest_toolbench.session.selection import has_toolbench_tests, parametrize_cases  # noqa: E402
 from pytest_toolbench.session.signals import install_interrupts  # noqa: E402
@@ -147,5 +147,6 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
     report = yield
+    case_timing.retime(item, report)
     transport.attach_result(item, call, report)
     return report

@@ -1,6 +1,7 @@
 """A case result keeps the case's own wall time (``wall_s``), from its start in its process to its
-result, and the JUnit testcases written for cases whose test reports never came (an interrupted
-xdist worker's, ``toolbench finish --junitxml``) are timed by it instead of 0.
+result; a live run's test reports (JUnit, ``--durations``) are timed by it instead of by the test's
+wait for its case (session/case_timing.py), and the JUnit testcases written for cases whose test
+reports never came (an interrupted xdist worker's, ``toolbench finish --junitxml``) instead of 0.
 
 ``latency_s`` is not that time: it counts the model's calls only, and a cached reply's time when
 it was stored. The end-to-end check (a killed run's JUnit file, each testcase at least the fake
@@ -9,11 +10,19 @@ endpoint's delay) is in test_killed_run.py."""
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import subprocess
+import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from statistics import median
+from types import SimpleNamespace
 
 import pytest
 from _pytest.junitxml import LogXML
+
+from fake_openai_server import FakeOpenAIServer, delayed, reply
 
 from pytest_toolbench.benchmarks.base import Case
 from pytest_toolbench.config import RunSettings
@@ -21,6 +30,11 @@ from pytest_toolbench.report.junit_gates import ended_of, write_unreported_testc
 from pytest_toolbench.results.case_result import CaseResult, InfraError, Outcome
 from pytest_toolbench.runtime import case_runtime
 from pytest_toolbench.runtime.case_runtime import CaseRuntime
+from pytest_toolbench.session import case_timing
+from pytest_toolbench.session.case_timing import retime, timed_wait
+from pytest_toolbench.session.transport import RESULT_KEY
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 class Clock:
@@ -116,3 +130,72 @@ def test_a_testcase_written_for_an_unreported_case_takes_the_case_s_time(tmp_pat
     assert times == {"passed": 1.5, "failed": 2.25, "error": 0.75, "old": 0.0}
     failures, errors, skipped = (int(suite.get(k, "0")) for k in ("failures", "errors", "skipped"))
     assert (failures, errors, skipped) == ((0, 0, 1) if gated else (1, 1, 0))
+
+
+
+def _retimed(monkeypatch, result: CaseResult | None, *, wait: float | None, setup_failed: bool
+             ) -> tuple[float, float | None]:
+    """The durations ``retime`` leaves on a test's set-up report (pytest measured 3.0 s, ``wait``
+    of them blocked on its case; None: it never waited) and on its call report (0.01 s; None when
+    the set-up failed, which ends the test)."""
+    clock = Clock()
+    monkeypatch.setattr(case_timing, "time", clock)
+    item = SimpleNamespace(stash=pytest.Stash())
+    if result is not None:
+        item.stash[RESULT_KEY] = result
+    if wait is not None:
+        timed_wait(item, setattr, clock, "now", clock.now + wait)
+    setup = SimpleNamespace(when="setup", duration=3.0, failed=setup_failed)
+    retime(item, setup)  # type: ignore[arg-type]
+    if setup_failed:
+        return setup.duration, None
+    call = SimpleNamespace(when="call", duration=0.01, failed=False)
+    retime(item, call)  # type: ignore[arg-type]
+    return setup.duration, call.duration
+
+
+def test_a_test_is_timed_by_its_case_not_by_its_wait(monkeypatch):
+    """Set-up 3 s, of which 2.5 s waiting for a case that ran 4 s (it started before its test):
+    the set-up keeps its own 0.5 s, the call gets the case's 4 s; an infrastructure error ends
+    the test in its set-up, which then takes the case's time."""
+    assert _retimed(monkeypatch, _result(Outcome.FAILED, 4.0), wait=2.5,
+                    setup_failed=False) == pytest.approx((0.5, 4.01))
+    assert _retimed(monkeypatch, _result(Outcome.ERROR, 4.0), wait=2.5,
+                    setup_failed=True) == pytest.approx((4.5, None))
+
+
+@pytest.mark.parametrize(("result", "wait"), [(None, 2.5), (_result(Outcome.PASSED, None), 2.5),
+                                              (_result(Outcome.PASSED, 4.0), None)],
+                         ids=["no result", "a result without wall_s", "no wait"])
+def test_without_a_case_time_or_a_wait_pytest_s_durations_stay(monkeypatch, result, wait):
+    assert _retimed(monkeypatch, result, wait=wait, setup_failed=False) == (3.0, 0.01)
+
+
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_a_live_run_s_junit_and_durations_show_each_case_s_own_time(tmp_path: Path, workers):
+    """Four cases in flight against a 0.3 s endpoint: each JUnit testcase reads its case's wall
+    time (pytest's own set-up and call add a little), where the wait for the case read the whole
+    batch on its first test and near 0 on the others; ``--durations`` lists calls, not set-ups."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+    with FakeOpenAIServer(delayed(0.3, reply("<answer>x</answer>"))) as server:
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", "suites/toolhop", "-p", "no:randomly", "-p",
+             "no:cacheprovider", "--data", "sample", "--scenario", "direct", "-n", workers,
+             "--concurrency", "4", "--no-cache", "--runs-dir", str(tmp_path / "runs"),
+             "--base-url", server.base_url, "--api-key", "t", "--model", "m", "--junitxml",
+             str(tmp_path / "junit.xml"), "--toolbench-json", str(tmp_path / "report.json"),
+             "--durations=0", "--durations-min=0.2"],
+            cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1, done.stdout + done.stderr  # wrong answers, no gates
+    walls = {c["case_id"]: c["wall_s"] for c in
+             json.loads((tmp_path / "report.json").read_text())["cases"]}
+    times = {tc.get("name", "").removeprefix("test_toolhop[").removesuffix("]"):
+             float(tc.get("time", "nan"))
+             for tc in ET.parse(tmp_path / "junit.xml").getroot().iter("testcase")}
+    assert sorted(times) == sorted(walls) and len(walls) == 6
+    assert all(walls[c] >= 0.3 for c in walls)
+    assert all(times[c] >= walls[c] - 0.002 for c in walls), (times, walls)  # 3 decimals
+    assert median(times[c] - walls[c] for c in walls) < 0.1, (times, walls)
+    slowest = [line.split()[1] for line in done.stdout.splitlines()
+               if line.endswith("-direct]") and line.split()[0].endswith("s")]
+    assert slowest == ["call"] * 6, done.stdout

@@ -71,7 +71,7 @@ class Ended(NamedTuple):
     message: str
     props: list[tuple[str, object]]  # the teardown's properties
     #: The testcase's time: the case's own wall time (``CaseResult.wall_s``; 0 for a result
-    #: kept before it was). Its test's durations were never reported, so this is the nearest.
+    #: kept before it was), as a live run's reports are timed (session/case_timing.py).
     seconds: float
 
 

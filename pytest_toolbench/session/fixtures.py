@@ -23,6 +23,7 @@ from pytest_toolbench.config import RunSettings
 from pytest_toolbench.environments.retrieval import Embedders
 from pytest_toolbench.exitcodes import ToolbenchExit
 from pytest_toolbench.models.base import ChatModel
+from pytest_toolbench.session.case_timing import timed_wait
 from pytest_toolbench.session.sdk import sdk_link
 from pytest_toolbench.session.state import record_sandbox_state, run_dir, state
 from pytest_toolbench.session.transport import RESULT_KEY
@@ -178,7 +179,7 @@ def case_result(case: Case) -> CaseResult:
         upcoming = case_of(item)
         if isinstance(upcoming, Case) and runtime.can_run(upcoming):
             runtime.submit(upcoming)
-    result = runtime.result(case)
+    result = timed_wait(node, runtime.result, case)  # its test's time is the case's (case_timing.py)
     node.stash[RESULT_KEY] = result
     if runtime.worker_journal is not None:  # backstop for the report channel (plugin.py)
         runtime.worker_journal.append(result)
