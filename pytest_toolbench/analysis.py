@@ -105,9 +105,9 @@ def metrics_df(paths: Paths, *, breakdowns: bool = True) -> pd.DataFrame:
 
 def cases_df(paths: Paths, *, transcripts: bool = False) -> pd.DataFrame:
     """One row per case result: outcome, each label as ``label_<name>``, each per-case value
-    as ``value_<name>``, failure message, error kind, tokens, latency, the case's wall time
-    (``wall_s``, None for a run recorded before it was kept); with ``transcripts`` the
-    transcript (a list of messages) too."""
+    as ``value_<name>``, failure message, error kind, tokens, latency, the case's start (UTC
+    timestamp) and wall time (``started``, ``wall_s``; NaT/None for a run recorded before they
+    were kept); with ``transcripts`` the transcript (a list of messages) too."""
     pd = _pandas()
     rows = []
     for run in _runs(paths):
@@ -119,14 +119,17 @@ def cases_df(paths: Paths, *, transcripts: bool = False) -> pd.DataFrame:
                    "model_calls": c.model_calls, "cached_calls": c.cached_calls,
                    "prompt_tokens": c.usage.prompt_tokens,
                    "completion_tokens": c.usage.completion_tokens,
-                   "latency_s": c.latency_s, "wall_s": c.wall_s,
+                   "latency_s": c.latency_s, "started": c.started_at, "wall_s": c.wall_s,
                    "parse_failures": len(c.parse_failures)}
             row.update({f"label_{k}": v for k, v in c.labels.items()})
             row.update({f"value_{k}": v for k, v in c.values.items()})
             if transcripts:
                 row["transcript"] = c.transcript
             rows.append(row)
-    return pd.DataFrame(rows)
+    df = pd.DataFrame(rows)
+    if "started" in df:  # converted once, not per row; None reads NaT
+        df["started"] = pd.to_datetime(df["started"], unit="s", utc=True)
+    return df
 
 
 __all__ = ["cases_df", "metrics_df", "runs_df"]

@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from statistics import median
@@ -45,6 +46,9 @@ class Clock:
 
     def monotonic(self) -> float:
         return self.now
+
+    def time(self) -> float:
+        return 1.7e9 + self.now
 
 
 class Model:
@@ -87,6 +91,7 @@ def test_each_case_is_timed_from_its_own_start_not_from_its_submission(monkeypat
     runtime.register_runner("b", Runner())
     first, second = run_all(runtime, [case(0), case(1)])
     assert (first.wall_s, second.wall_s) == (5.0, 5.0)
+    assert (first.started_at, second.started_at) == (1.7e9 + 100.0, 1.7e9 + 105.0)
     assert first.latency_s == 0.0  # no model call: the model's time is apart
 
 
@@ -172,10 +177,12 @@ def test_without_a_case_time_or_a_wait_pytest_s_durations_stay(monkeypatch, resu
 
 
 @pytest.mark.parametrize("workers", ["0", "2"])
-def test_a_live_run_s_junit_and_durations_show_each_case_s_own_time(tmp_path: Path, workers):
+def test_a_live_run_s_reports_show_each_case_s_own_time(tmp_path: Path, workers):
     """Four cases in flight against a 0.3 s endpoint: each JUnit testcase reads its case's wall
     time (pytest's own set-up and call add a little), where the wait for the case read the whole
-    batch on its first test and near 0 on the others; ``--durations`` lists calls, not set-ups."""
+    batch on its first test and near 0 on the others; ``--durations`` lists calls, not set-ups;
+    each Allure result spans its case's own run, where allure-pytest timed the assertion."""
+    started = time.time()
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
     with FakeOpenAIServer(delayed(0.3, reply("<answer>x</answer>"))) as server:
         done = subprocess.run(
@@ -184,11 +191,12 @@ def test_a_live_run_s_junit_and_durations_show_each_case_s_own_time(tmp_path: Pa
              "--concurrency", "4", "--no-cache", "--runs-dir", str(tmp_path / "runs"),
              "--base-url", server.base_url, "--api-key", "t", "--model", "m", "--junitxml",
              str(tmp_path / "junit.xml"), "--toolbench-json", str(tmp_path / "report.json"),
-             "--durations=0", "--durations-min=0.2"],
+             "--durations=0", "--durations-min=0.2", "--alluredir", str(tmp_path / "allure")],
             cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 1, done.stdout + done.stderr  # wrong answers, no gates
-    walls = {c["case_id"]: c["wall_s"] for c in
-             json.loads((tmp_path / "report.json").read_text())["cases"]}
+    ended = time.time()
+    cases = json.loads((tmp_path / "report.json").read_text())["cases"]
+    walls = {c["case_id"]: c["wall_s"] for c in cases}
     times = {tc.get("name", "").removeprefix("test_toolhop[").removesuffix("]"):
              float(tc.get("time", "nan"))
              for tc in ET.parse(tmp_path / "junit.xml").getroot().iter("testcase")}
@@ -199,3 +207,14 @@ def test_a_live_run_s_junit_and_durations_show_each_case_s_own_time(tmp_path: Pa
     slowest = [line.split()[1] for line in done.stdout.splitlines()
                if line.endswith("-direct]") and line.split()[0].endswith("s")]
     assert slowest == ["call"] * 6, done.stdout
+
+    spans = {}
+    for path in (tmp_path / "allure").glob("*-result.json"):
+        result = json.loads(path.read_text())
+        case = next(p["value"] for p in result["parameters"] if p["name"] == "case")
+        spans[case.strip("'")] = (result["start"], result["stop"])
+    assert sorted(spans) == sorted(walls)
+    for c in cases:
+        assert started <= c["started_at"] <= c["started_at"] + c["wall_s"] <= ended
+        start = round(c["started_at"] * 1000)
+        assert spans[c["case_id"]] == (start, start + round(c["wall_s"] * 1000))

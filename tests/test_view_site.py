@@ -384,6 +384,9 @@ def test_dataframes_read_many_runs_in_three_lines(runs: dict) -> None:
     assert list(mine.case_id) == [x["case_id"] for x in half["cases"]]
     assert list(mine.outcome) == [x["outcome"] for x in half["cases"]]
     assert "label_hops" in c.columns and "value_answer_correct" in c.columns
+    run = r[r.run_id == runs["ids"]["half"]].iloc[0]  # each case started within its run
+    assert mine["started"].notna().all()
+    assert (run["started"] <= mine["started"]).all() and (mine["started"] <= run["finished"]).all()
 
 
 def test_toolbench_view_option_refreshes_the_site_at_the_end_of_a_run(tmp_path: Path) -> None:

@@ -26,7 +26,7 @@ import allure_commons
 import attr
 from allure_commons.types import AttachmentType
 
-from allure_commons.utils import md5
+from allure_commons.utils import md5, represent
 
 from pytest_toolbench.report.allure_steps import attach_conversation, readable
 from pytest_toolbench.results.aggregate import RunMetrics
@@ -191,14 +191,37 @@ def escape_fields(item: Any) -> None:
             escape_fields(value)
 
 
+#: Each reported case's own run in ms (start, stop), by its ``case`` parameter as Allure holds it,
+#: until its result is written. allure-pytest times a test by its call alone, the assertion,
+#: while the case ran ahead of it: every case read a millisecond or so (session/case_timing.py).
+_CASE_SPANS: dict[str, tuple[int, int]] = {}
+
+
+def _keep_case_span(result: CaseResult) -> None:
+    if result.started_at is not None and result.wall_s is not None:
+        start = round(result.started_at * 1000)
+        _CASE_SPANS[represent(result.case_id)] = (start, start + round(result.wall_s * 1000))
+
+
+def _case_span(result: Any) -> tuple[int, int] | None:
+    """The span :func:`_keep_case_span` kept for this Allure result's case, taken once."""
+    case = next((p.value for p in getattr(result, "parameters", None) or [] if p.name == "case"),
+                None)
+    return None if case is None else _CASE_SPANS.pop(case, None)
+
+
 class ModelIdentity:
-    """allure-commons hook: put the model into ``testCaseId`` (allure-pytest derives it from the
-    node id alone), name parse failures in the status message and escape every text
-    (:func:`escape_fields`), just before a result is written. Registered by
-    :func:`register_allure_hooks` in every process that writes results."""
+    """allure-commons hook, just before a result is written: put the model into ``testCaseId``
+    (allure-pytest derives it from the node id alone), time the test by its case's own run
+    (start and stop), name parse failures in the status message and escape every text
+    (:func:`escape_fields`). Registered by :func:`register_allure_hooks` in every process that
+    writes results."""
 
     @allure_commons.hookimpl(tryfirst=True)
     def report_result(self, result: Any) -> None:
+        span = _case_span(result)
+        if span is not None:
+            result.start, result.stop = span
         labels = {lab.name: lab.value for lab in getattr(result, "labels", []) or []}
         model = labels.get("model")
         if model and result.testCaseId:
@@ -263,6 +286,7 @@ def attach_case(result: CaseResult, model: str) -> None:
         allure.dynamic.label("model", model)
         allure.dynamic.parameter("model", model)  # not excluded: part of historyId
     _parameters(result)
+    _keep_case_span(result)
     allure.dynamic.title(case_title(result.case_id, model, _first(result.details, QUESTION_KEYS)))
     allure.dynamic.description(_description(result))
 

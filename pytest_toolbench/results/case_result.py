@@ -68,6 +68,9 @@ class CaseResult(DeferredModel):
     #: Cases run side by side, so these can add up to more than the run's wall time. Left out
     #: of the JSON when None, so an older record reads and writes back byte for byte.
     wall_s: float | None = Field(default=None, exclude_if=lambda v: v is None)
+    #: When the case started (Unix time, seconds, to the millisecond), so a run's cases can be laid
+    #: out in time (which ones an endpoint's outage hit; Allure's timeline); None as ``wall_s``.
+    started_at: float | None = Field(default=None, exclude_if=lambda v: v is None)
     model_calls: int = 0
     cached_calls: int = 0
     parse_failures: list[dict[str, Any]] = Field(default_factory=list)

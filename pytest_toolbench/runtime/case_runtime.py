@@ -67,6 +67,7 @@ class CaseRuntime:
 
         async def job() -> CaseResult:
             started = time.monotonic()  # the case's start, not its submission: it may queue
+            started_at = round(time.time(), 3)
             # This job runs in its own task, so the log is this case's alone (call_log.py).
             log = CaseCallLog()
             CURRENT_CALL_LOG.set(log)
@@ -78,7 +79,7 @@ class CaseRuntime:
                 unpacked = case.with_sample_unpacked()
             except DatasetError as exc:  # its data file changed or went away since collection
                 result = data_error_result(case, exc)
-                result.wall_s = round(time.monotonic() - started, 6)
+                result.wall_s, result.started_at = round(time.monotonic() - started, 6), started_at
                 return result
             try:
                 result = await asyncio.wait_for(runner.run(unpacked, model), timeout)
@@ -89,7 +90,7 @@ class CaseRuntime:
             result.details.update(log.details())
             if isinstance(model, RecordingModel):
                 model.finish_case(case.id)
-            result.wall_s = round(time.monotonic() - started, 6)
+            result.wall_s, result.started_at = round(time.monotonic() - started, 6), started_at
             return result
 
         return self.scheduler.submit(case, job)
