@@ -119,7 +119,9 @@ def test_leaderboard_sorts_within_its_group_and_opens_a_side_by_side(site: dict,
     assert page.locator("#case-outcome").inner_text() == "passed"
     transcript = page.locator("#transcript").inner_text().lower()  # roles are drawn upper-case
     assert "calls film_director_finder" in transcript and "tool result of film_director_finder" in transcript
-    assert re.search(r"latency \S+ s · ran \d+\.\d\d s", page.inner_text("body"))  # its wall time
+    # its wall time and start
+    assert re.search(r"latency \S+ s · ran \d+\.\d\d s from \d\d:\d\d:\d\d\.\d{3} UTC",
+                     page.inner_text("body"))
     page.screenshot(path=str(tmp_path / "case-a.png"), full_page=True)
     assert (tmp_path / "leaderboard.png").stat().st_size > 10_000
 

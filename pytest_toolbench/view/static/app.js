@@ -250,7 +250,8 @@ TB.renderCase = function (box, c, run) {
   var det = TB.el("details", null, [TB.el("summary", {text: "all details"}), TB.el("pre", {text: JSON.stringify(d, null, 2)})]);
   box.appendChild(det);
   box.appendChild(TB.el("p", {cls: "small", text: "tokens: " + JSON.stringify(c.usage) + " · latency " + c.latency_s + " s" +
-    (c.wall_s == null ? "" : " · ran " + c.wall_s.toFixed(2) + " s")}));
+    (c.wall_s == null ? "" : " · ran " + c.wall_s.toFixed(2) + " s") +
+    (c.started_at == null ? "" : " from " + new Date(c.started_at * 1000).toISOString().slice(11, 23) + " UTC")}));
 };
 
 /* ---------------------------------------------------------------- leaderboard */
