@@ -105,6 +105,22 @@ def test_a_run_is_not_a_listing(tmp_path: Path) -> None:
     assert TOOLBENCH_SUMMARY.search(proc.stdout) and any((tmp_path / "runs").iterdir())
 
 
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_setup_only_is_a_run_and_reports_every_case(tmp_path: Path, workers: str) -> None:
+    """``--setup-only`` is not a listing: a case runs in its ``case_result`` fixture's set-up, so
+    its model is called, and each result reaches the report on that set-up's report, as no call
+    follows (in one process every result was lost: exit 12, PARTIAL RESULTS; under xdist only
+    the workers' journals kept them)."""
+    report = tmp_path / "report.json"
+    proc, _ = run_listing(tmp_path, "-n", workers, "--setup-only", "--model", "oracle",
+                          "--toolbench-json", str(report))
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 0, output[-3000:]
+    record = json.loads(report.read_text())
+    assert len(record["cases"]) == 18 and not record["partial"], output[-3000:]
+    assert "PARTIAL RESULTS" not in output and "recovered from the workers' journals" not in output
+
+
 @pytest.mark.parametrize("name", LISTING_OPTIONS)
 def test_each_listing_mode_runs_no_tests(name: str) -> None:
     options = dict.fromkeys(LISTING_OPTIONS, False)

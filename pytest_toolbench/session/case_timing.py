@@ -8,11 +8,11 @@ near 0, as their cases had finished while it waited. JUnit's testcase ``time`` a
 ``toolbench finish --junitxml`` gives the same cases of a killed run.
 
 So the wait is taken out of the set-up's duration and the case's own wall time
-(``CaseResult.wall_s``: from its start in its process to its result) is put on the report that
-ends the test (the call, or a failed set-up), as report/junit_gates.py does for a case whose
-reports never came. Whatever else pytest measured stays where it was: a session fixture's start
-(the vLLM server's included) on the set-up of the test that triggered it, the call's assertion,
-the teardown.
+(``CaseResult.wall_s``: from its start in its process to its result) is put on the report that ends
+the test (the call, a failed set-up, a set-up under ``--setup-only``), as report/junit_gates.py
+does for a case whose reports never came. Whatever else pytest measured stays where it was: a
+session fixture's start (the vLLM server's included) on the set-up of the test that triggered it,
+the call's assertion, the teardown.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import ParamSpec, TypeVar
 
 import pytest
 
-from pytest_toolbench.session.transport import RESULT_KEY
+from pytest_toolbench.session.transport import RESULT_KEY, ends_the_test
 
 _P = ParamSpec("_P")
 _T = TypeVar("_T")
@@ -58,7 +58,7 @@ def retime(item: pytest.Item, report: pytest.TestReport) -> None:
         if result is None or result.wall_s is None:
             return
         report.duration = max(0.0, report.duration - wait)
-        if report.failed:  # an infrastructure error ends the test in its set-up
+        if ends_the_test(item, report):  # an infrastructure error; --setup-only
             report.duration += result.wall_s
         else:
             item.stash[_OWED_KEY] = result.wall_s

@@ -17,7 +17,8 @@ import pytest
 #: then print); ``--setup-plan`` (its fixtures are stand-ins and no test body runs, so no case
 #: gets a result); ``--cache-show`` (a session without collection); ``--markers`` and ``--help``
 #: (configure, print, exit). ``--setup-only`` is not one of them: a case of this harness runs in
-#: its ``case_result`` fixture's setup, so ``--setup-only`` calls the model and reports results.
+#: its ``case_result`` fixture's setup, so ``--setup-only`` calls the model and reports results
+#: (on the set-up's report: session/transport.py ``ends_the_test``).
 #: ``getattr`` with a default: a mode's option is absent when its plugin is disabled
 #: (``-p no:cacheprovider`` removes ``--cache-show``).
 LISTING_OPTIONS: tuple[str, ...] = (

@@ -51,13 +51,22 @@ def _attach_output_failures(report: pytest.TestReport) -> None:
         report.user_properties.append((OUTPUT_ERROR_PROPERTY, failure.to_json()))
 
 
+def ends_the_test(item: pytest.Item, report: pytest.TestReport) -> bool:
+    """Whether ``report`` is the test's last before its teardown: the call, a failed set-up, or
+    a passed one under ``--setup-only``, which runs no call (a case runs in its set-up, so that
+    mode runs the cases; with no report to carry them, a run in one process lost every result)."""
+    if report.when == "setup":
+        return report.failed or bool(getattr(item.config.option, "setuponly", False))
+    return report.when == "call"
+
+
 def attach_result(item: pytest.Item, call: pytest.CallInfo[None], report: pytest.TestReport) -> None:
-    """Attach the case's result to the first report that ends the test (call, or a failed setup),
+    """Attach the case's result to the first report that ends the test (:func:`ends_the_test`),
     its summary properties to the teardown report (JUnit XML reads them there), and this
     process's output failures to whichever report goes next."""
     result = item.stash.get(RESULT_KEY, None)
     sent = item.stash.get(SENT_KEY, False)
-    if result is not None and not sent and (report.when == "call" or report.failed):
+    if result is not None and not sent and (report.failed or ends_the_test(item, report)):
         # On this report only (not item.user_properties, which pytest copies into every phase's
         # report), so the controller receives each result exactly once.
         # A worker sends JSON (xdist serialises reports); in-process the object itself travels,
