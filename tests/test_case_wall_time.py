@@ -137,7 +137,6 @@ def test_a_testcase_written_for_an_unreported_case_takes_the_case_s_time(tmp_pat
     assert (failures, errors, skipped) == ((0, 0, 1) if gated else (1, 1, 0))
 
 
-
 def _retimed(monkeypatch, result: CaseResult | None, *, wait: float | None, setup_failed: bool,
              setup_only: bool = False) -> tuple[float, float | None]:
     """The durations ``retime`` leaves on a test's set-up report (pytest measured 3.0 s, ``wait``
@@ -150,7 +149,7 @@ def _retimed(monkeypatch, result: CaseResult | None, *, wait: float | None, setu
     if result is not None:
         item.stash[RESULT_KEY] = result
     if wait is not None:
-        timed_wait(item, setattr, clock, "now", clock.now + wait)
+        timed_wait(item, setattr, clock, "now", clock.now + wait)  # the wait moves the clock on
     setup = SimpleNamespace(when="setup", duration=3.0, failed=setup_failed)
     retime(item, setup)  # type: ignore[arg-type]
     if setup_failed or setup_only:
