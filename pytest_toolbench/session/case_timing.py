@@ -28,10 +28,9 @@ from pytest_toolbench.session.transport import RESULT_KEY, ends_the_test
 _P = ParamSpec("_P")
 _T = TypeVar("_T")
 
-#: Seconds the test's set-up spent blocked on its case (set by ``timed_wait``).
+#: Seconds the test's set-up spent blocked on its case (set by ``timed_wait``), kept until the
+#: report that ends the test has taken the case's time in its place.
 _WAIT_KEY = pytest.StashKey[float]()
-#: The case's wall time the set-up's report did not take, for the call's report.
-_OWED_KEY = pytest.StashKey[float]()
 
 
 def timed_wait(item: pytest.Item, wait: Callable[_P, _T], *args: _P.args,
@@ -46,24 +45,21 @@ def timed_wait(item: pytest.Item, wait: Callable[_P, _T], *args: _P.args,
 
 
 def retime(item: pytest.Item, report: pytest.TestReport) -> None:
-    """Move ``report``'s duration from the wait to the case's own time (``makereport``). A test
+    """Move ``report``'s duration from the wait to the case's own time (``makereport``): the
+    set-up loses the wait, the report that ends the test gains the case's wall time. A test
     whose case has no wall time (none was awaited, or its result predates ``wall_s``) keeps
     pytest's durations."""
-    if report.when == "setup":
-        wait = item.stash.get(_WAIT_KEY, None)
-        if wait is None:
-            return
+    if report.when not in ("setup", "call"):
+        return
+    wait = item.stash.get(_WAIT_KEY, None)
+    if wait is None:
+        return
+    result = item.stash.get(RESULT_KEY, None)
+    if result is None or result.wall_s is None:
         del item.stash[_WAIT_KEY]
-        result = item.stash.get(RESULT_KEY, None)
-        if result is None or result.wall_s is None:
-            return
+        return
+    if report.when == "setup":
         report.duration = max(0.0, report.duration - wait)
-        if ends_the_test(item, report):  # an infrastructure error; --setup-only
-            report.duration += result.wall_s
-        else:
-            item.stash[_OWED_KEY] = result.wall_s
-    elif report.when == "call":
-        owed = item.stash.get(_OWED_KEY, None)
-        if owed is not None:
-            del item.stash[_OWED_KEY]
-            report.duration += owed
+    if ends_the_test(item, report):  # the call; an infrastructure error or --setup-only: the set-up
+        del item.stash[_WAIT_KEY]
+        report.duration += result.wall_s
