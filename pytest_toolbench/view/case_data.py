@@ -82,5 +82,6 @@ def case_payload(i: int, c: CaseResult) -> dict[str, Any]:
         "failure": c.failure_message, "error": c.error.model_dump() if c.error else None,
         "transcript": transcript, "parse_failures": c.parse_failures, "details": c.details,
         "usage": c.usage.model_dump(), "latency_s": c.latency_s, "wall_s": c.wall_s,
-        "started_at": c.started_at, "model_calls": c.model_calls, "cached_calls": c.cached_calls, "repeat": c.repeat,
+        "started_at": c.started_at, "model_calls": c.model_calls, "cached_calls": c.cached_calls,
+        "repeat": c.repeat,
     }

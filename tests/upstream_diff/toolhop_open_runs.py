@@ -93,8 +93,9 @@ def model_view(body: dict[str, Any]) -> str:
 
 class ScriptedGenerator(ScriptedModel):
     """Raw completions in the format of ``series`` (Qwen2.5 or Llama 3.1), chosen by a generator
-    seeded with the run's seed and the conversation (call ids aside). ``scored_only``: every conversation ends in a reply with text
-    (no endless calls, no empty or unreadable final text), so upstream's tally prints a Result."""
+    seeded with the run's seed and the conversation (call ids aside). ``scored_only``: every
+    conversation ends in a reply with text (no endless calls, no empty or unreadable final text),
+    so upstream's tally prints a Result."""
 
     def __init__(self, records: list[ToolHopRecord], seed: int, series: str = "qwen25",
                  scored_only: bool = False):
