@@ -7,7 +7,7 @@ a vLLM server if the run needs one; collection parametrises each suite over its 
 finished case travels to the controller on its test report (session/transport.py), which
 journals it, lets the gates decide single cases and, at the session end, turns the results into
 one run record and writes every report from it (session/controller.py, session/finish.py,
-session/end_summary.py). SIGTERM ends a run like Ctrl-C (session/signals.py).
+session/end_summary.py). SIGTERM and SIGHUP end a run like Ctrl-C (session/signals.py).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from pytest_toolbench.runtime.upcoming import set_current_item  # noqa: E402
 from pytest_toolbench.session import case_timing, gc_tuning, run_start, transport  # noqa: E402
 from pytest_toolbench.session.controller import ControllerHooks  # noqa: E402
 from pytest_toolbench.session.selection import has_toolbench_tests, parametrize_cases  # noqa: E402
-from pytest_toolbench.session.signals import install_interrupts  # noqa: E402
+from pytest_toolbench.session.signals import install_interrupts, install_worker_hangup  # noqa: E402
 from pytest_toolbench.session.state import is_worker, state  # noqa: E402
 
 
@@ -62,6 +62,7 @@ def pytest_configure(config: pytest.Config) -> None:
         install_interrupts(config)
     else:
         config.pluginmanager.register(transport.WorkerReportHooks(), "toolbench-worker-reports")
+        install_worker_hangup()
 
 
 @pytest.hookimpl(tryfirst=True, specname="pytest_configure")

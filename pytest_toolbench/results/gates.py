@@ -103,7 +103,7 @@ class GateVerdict(DeferredModel):
     #: "metric": a --gate; "error_rate": the per-scenario --max-error-rate limit;
     #: "completeness": selected cases without a result (results/partial_run.py); "output": an
     #: output the run could not write (output_errors.py); "interrupted": the run was stopped
-    #: (Ctrl-C, SIGTERM) before its end. The last three appear only failed.
+    #: (Ctrl-C, SIGTERM, SIGHUP) before its end. The last three appear only failed.
     kind: Literal["metric", "error_rate", "completeness", "output", "interrupted"] = "metric"
 
 

@@ -117,7 +117,7 @@ class RunRecord(DeferredModel):
     model_config = ConfigDict(extra="allow")
 
     schema_version: int = SCHEMA_VERSION
-    #: True when the run was interrupted (SIGINT/SIGTERM), lost selected cases, or stopped on
+    #: True when the run was interrupted (SIGINT/SIGTERM/SIGHUP), lost selected cases, or stopped on
     #: an output it could not write: metrics cover the reported cases only.
     partial: bool = False
     #: Selected cases that never reported a result.

@@ -197,8 +197,8 @@ def index_from_report(record: RunRecord, run_dir: Path) -> RunIndex:
 
 
 def _ended_status(partial: bool, run: RunInfo) -> Status:
-    """``interrupted`` (Ctrl-C, SIGTERM), ``incomplete`` (cases lost or an output unwritten, the
-    run ended by itself) or ``finished``."""
+    """``interrupted`` (Ctrl-C, SIGTERM, SIGHUP), ``incomplete`` (cases lost or an output
+    unwritten, the run ended by itself) or ``finished``."""
     if not partial:
         return "finished"
     if run.interrupted_by is None and (run.missing_cases or run.output_errors):

@@ -7,7 +7,7 @@ process, decided at configure; ``transport``: results from the workers' reports 
 controller; ``controller``: the hooks of the process that sees every report; ``completeness``:
 which selected cases reported; ``finish``: the run's end as one record, without pytest;
 ``outputs``: the record as the terminal shows it; ``identity``: run id, command line, checksums;
-``signals``: SIGTERM as Ctrl-C; ``gc_tuning``: collected items kept out of the GC's way.
+``signals``: SIGTERM and SIGHUP as Ctrl-C; ``gc_tuning``: collected items kept out of the GC's way.
 """
 
 from pytest_toolbench.session.sdk import sdk_address

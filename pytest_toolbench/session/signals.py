@@ -1,4 +1,5 @@
-"""Ctrl-C (SIGINT) and SIGTERM (CI cancelling a job) in the controller.
+"""Ctrl-C (SIGINT), SIGTERM (CI cancelling a job) and SIGHUP (the terminal gone: an SSH session
+dropped, a terminal window closed) in the controller.
 
 The first one ends the run like Ctrl-C: pytest unwinds the test loop, and the session end still
 writes the summary and every report, marked partial (exit status 2). A second one must not break
@@ -11,6 +12,14 @@ at once (exit 2, the reports not all written), for a session end that would not 
 The first one does not cut into a test report either: while the controller takes one in (its
 journal line, JUnit's testcase), it waits for the end of that report (:meth:`Interrupts.holding`);
 raised half-way, it left an unnamed testcase and the case's result out of the JUnit file.
+
+SIGHUP is handled only where it would kill the process (``nohup`` sets it ignored, and a run so
+started keeps running). A hang-up leaves the terminal's descriptors failing every write with EIO,
+and pytest keeps copies of them (its output capture): each one still open on the hung-up terminal
+is pointed at ``/dev/null`` first, so the session end writes its reports instead of failing on its
+first terminal line. A SIGHUP sent while the terminal still works leaves the terminal alone. xdist's
+workers share the controller's process group, so they get a hang-up too, as they get Ctrl-C: they
+detach from the terminal the same way and stop as Ctrl-C stops them.
 """
 
 from __future__ import annotations
@@ -19,6 +28,7 @@ import atexit
 import contextlib
 import os
 import signal
+import stat
 import threading
 from collections.abc import Iterator
 from types import FrameType
@@ -29,12 +39,12 @@ import pytest
 from pytest_toolbench.exitcodes import ToolbenchExit
 from pytest_toolbench.session.state import STATE_KEY
 
-_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 INTERRUPTS_KEY = pytest.StashKey["Interrupts"]()
 
 
 class Interrupts:
-    """The controller's SIGINT/SIGTERM handler (see the module docstring)."""
+    """The controller's SIGINT/SIGTERM/SIGHUP handler (see the module docstring)."""
 
     def __init__(self, config: pytest.Config, write: Callable[[str], None] | None = None) -> None:
         self.config = config
@@ -48,10 +58,15 @@ class Interrupts:
         self._pending: str | None = None
         self._previous: dict[int, object] = {}
         self._write = write or _write_stderr
+        #: The terminals this process writes to, for a hang-up (:func:`detach_hung_up_terminal`).
+        self.terminals = terminal_devices()
 
     def install(self) -> None:
         for signum in _SIGNALS:
-            self._previous[signum] = signal.getsignal(signum)
+            previous = signal.getsignal(signum)
+            if signum == signal.SIGHUP and previous is not signal.SIG_DFL:
+                continue  # nohup's SIG_IGN (or someone's own handler): theirs to keep
+            self._previous[signum] = previous
             signal.signal(signum, self.handle)
 
     def restore(self) -> None:
@@ -77,6 +92,8 @@ class Interrupts:
 
     def handle(self, signum: int, frame: FrameType | None) -> None:
         name = signal.Signals(signum).name
+        if signum == signal.SIGHUP:
+            detach_hung_up_terminal(self.terminals)
         if not self.deferring:
             self.deferring = True
             st = self.config.stash.get(STATE_KEY, None)
@@ -120,6 +137,54 @@ def _write_stderr(line: str) -> None:
         os.write(2, f"\n{line}\n".encode("utf-8", "replace"))
     except OSError:
         pass
+
+
+def terminal_devices() -> frozenset[int]:
+    """The device numbers of the terminals on stdin, stdout and stderr (none: an empty set)."""
+    devices = set()
+    for fd in (0, 1, 2):
+        with contextlib.suppress(OSError):
+            if os.isatty(fd):
+                devices.add(os.fstat(fd).st_rdev)
+    return frozenset(devices)
+
+
+def detach_hung_up_terminal(terminals: frozenset[int]) -> None:
+    """Point every descriptor of this process still open on one of ``terminals``, now hung up
+    (``isatty`` is false on a terminal that hung up), at ``/dev/null``: stdout and stderr, and the
+    copies pytest's capture keeps to restore them. A terminal still working is left alone."""
+    if not terminals:
+        return
+    try:
+        fds = [int(name) for name in os.listdir("/proc/self/fd")]
+        devnull = os.open(os.devnull, os.O_RDWR)
+    except OSError:  # no /proc: writes to the terminal fail, as they would have
+        return
+    try:
+        for fd in fds:
+            try:
+                st = os.fstat(fd)
+                if stat.S_ISCHR(st.st_mode) and st.st_rdev in terminals and not os.isatty(fd):
+                    os.dup2(devnull, fd, inheritable=os.get_inheritable(fd))
+            except OSError:  # closed meanwhile (listdir's own descriptor among them)
+                continue
+    finally:
+        os.close(devnull)
+
+
+def install_worker_hangup() -> None:
+    """In an xdist worker: a hang-up detaches it from the terminal, then stops it as Ctrl-C
+    does (which reaches the workers too, as Python's ``KeyboardInterrupt``). Left as it is when
+    SIGHUP would not kill the worker."""
+    if (threading.current_thread() is threading.main_thread()
+            and signal.getsignal(signal.SIGHUP) is signal.SIG_DFL):
+        terminals = terminal_devices()
+
+        def hang_up(signum: int, frame: FrameType | None) -> None:
+            detach_hung_up_terminal(terminals)
+            raise KeyboardInterrupt(signal.Signals(signum).name)
+
+        signal.signal(signal.SIGHUP, hang_up)
 
 
 def install_interrupts(config: pytest.Config) -> Interrupts | None:

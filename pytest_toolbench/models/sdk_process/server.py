@@ -187,9 +187,10 @@ def warm_client_imports() -> None:
 
 
 def main() -> None:
-    # Ctrl-C goes to the whole process group: the pytest process handles it and closes its
-    # connections; this process follows when its parent closes stdin.
+    # Ctrl-C and a terminal's hang-up go to the whole process group: the pytest process handles
+    # them and closes its connections; this process follows when its parent closes stdin.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
     if IMPORT_ON_FIRST_CALL not in sys.argv[2:]:  # else the backend imports it on first use
         import openai  # noqa: F401  (the import this process exists to take off the pytest process)
         import aiohttp  # noqa: F401
