@@ -30,7 +30,11 @@ from pytest_toolbench.runtime.upcoming import set_current_item  # noqa: E402
 from pytest_toolbench.session import case_timing, gc_tuning, run_start, transport  # noqa: E402
 from pytest_toolbench.session.controller import ControllerHooks  # noqa: E402
 from pytest_toolbench.session.selection import has_toolbench_tests, parametrize_cases  # noqa: E402
-from pytest_toolbench.session.signals import install_interrupts, install_worker_hangup  # noqa: E402
+from pytest_toolbench.session.signals import (  # noqa: E402
+    install_interrupts,
+    install_worker_hangup,
+    note_worker,
+)
 from pytest_toolbench.session.state import is_worker, state  # noqa: E402
 
 
@@ -103,6 +107,7 @@ def pytest_sessionstart_validate(session: pytest.Session) -> Generator[None, Non
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:  # pytest-xdist hook (controller side)
     run_start.worker_input(node)
+    note_worker(node.config, node)
 
 
 @pytest.hookimpl(optionalhook=True)

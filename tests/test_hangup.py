@@ -2,8 +2,9 @@
 
 It ends as a SIGTERM does (reports written, marked partial, exit status 2), though its terminal
 now fails every write. The end-to-end tests run ``pytest suites/toolhop`` on a pseudo-terminal
-against a slow local endpoint, close the terminal after the third request and send SIGHUP to the
-run's process group, as a login shell passes a hang-up on to its jobs.
+against a slow local endpoint and close the terminal after the third request: the run leads its
+session, so the kernel sends it SIGHUP; most also send SIGHUP to the run's process group, as a
+login shell passes a hang-up on to its jobs.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import pytest
 
 from fake_openai_server import FakeOpenAIServer, delayed, reply
 from pytest_toolbench.exitcodes import ToolbenchExit
+from pytest_toolbench.results.journal import read_journal
 from pytest_toolbench.session.signals import Interrupts, detach_hung_up_terminal
 from shared_data import BUNDLED_TOOLHOP
 
@@ -87,9 +89,11 @@ def test_every_descriptor_on_a_hung_up_terminal_writes_to_dev_null_and_a_live_on
 
 
 # --------------------------------------------------------------------------- end to end
-def _hung_up_mid_run(tmp_path: Path, workers: str) -> tuple[int, str, int]:
-    """Run on a pseudo-terminal; after the third request hang it up and SIGHUP the run's group.
-    Return the exit status, what the terminal showed before, and the run's session id."""
+def _hung_up_mid_run(tmp_path: Path, workers: str, shell: bool) -> tuple[int, str, int]:
+    """Run on a pseudo-terminal; after the third request hang it up (the run, leading its
+    session, gets SIGHUP from the kernel), and with ``shell`` SIGHUP the run's group as a login
+    shell passes a hang-up on to its jobs. Return the exit status, what the terminal showed
+    before, and the run's session id."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "PYTEST_XDIST_"))}
     cmd = [sys.executable, "-m", "pytest", "suites/toolhop", "-q", "-p", "no:randomly",
            "-p", "no:cacheprovider", "--runs-dir", str(tmp_path / "runs"),
@@ -115,7 +119,8 @@ def _hung_up_mid_run(tmp_path: Path, workers: str) -> tuple[int, str, int]:
             running = _processes_of_session(pid)
         finally:
             os.close(master)  # the hang-up
-            os.killpg(pid, signal.SIGHUP)  # what the login shell passes on to its jobs
+            if shell:
+                os.killpg(pid, signal.SIGHUP)
         # the pytest process, the SDK process and the workers: what must be gone at the end
         assert len(running) >= 2 + int(workers), running
         deadline = time.monotonic() + 120
@@ -127,9 +132,11 @@ def _hung_up_mid_run(tmp_path: Path, workers: str) -> tuple[int, str, int]:
     return os.waitstatus_to_exitcode(done[1]), shown.decode(errors="replace"), pid
 
 
-@pytest.mark.parametrize("workers", ["0", "2"])
-def test_a_run_whose_terminal_hangs_up_writes_every_report_marked_partial(tmp_path, workers):
-    status, shown, session = _hung_up_mid_run(tmp_path, workers)
+@pytest.mark.parametrize(("workers", "shell"), [("0", True), ("2", True), ("2", False)],
+                         ids=["-n 0", "-n 2", "-n 2, no shell"])
+def test_a_run_whose_terminal_hangs_up_writes_every_report_marked_partial(tmp_path, workers,
+                                                                           shell):
+    status, shown, session = _hung_up_mid_run(tmp_path, workers, shell)
     # (before: killed by the signal, -1, with no report, no JUnit file, results only in the journal)
     assert status == ToolbenchExit.INTERRUPTED, shown[-3000:]
     report = json.loads((tmp_path / "report.json").read_text())
@@ -143,6 +150,9 @@ def test_a_run_whose_terminal_hangs_up_writes_every_report_marked_partial(tmp_pa
     assert messages == {"not run: the run was interrupted (SIGHUP)"}
     (folder,) = (tmp_path / "runs").iterdir()
     assert (folder / "report.json").exists()
+    # the workers stopped with the run: none journalled a result the report names as missing
+    journalled = {r.case_id for path in folder.glob("worker-*.jsonl") for r in read_journal(path)}
+    assert journalled <= {c["case_id"] for c in report["cases"]}
     # nothing of the run is left in its session: no worker, no SDK process (it ignores the
     # hang-up and follows its parent)
     time.sleep(0.5)

@@ -24,8 +24,9 @@ from fake_openai_server import FakeOpenAIServer, delayed, reply
 from pytest_toolbench.exitcodes import ToolbenchExit
 from pytest_toolbench.results.partial_run import RUN_COMPLETED, interrupted_verdict
 from pytest_toolbench.results.gates import GateVerdict, exit_status
+from pytest_toolbench.results.journal import read_journal
 from pytest_toolbench.session.finish import RunEnd, run_status, run_verdicts
-from pytest_toolbench.session.signals import Interrupts
+from pytest_toolbench.session.signals import INTERRUPTS_KEY, Interrupts, note_worker
 from shared_data import BUNDLED_TOOLHOP
 
 REPO = Path(__file__).resolve().parents[1]
@@ -76,6 +77,52 @@ def test_from_the_session_end_on_even_a_first_signal_is_only_noted():
     interrupts.finishing()
     interrupts.handle(signal.SIGINT, None)
     assert interrupts.late == "SIGINT"
+
+
+def test_a_first_sigterm_reaches_the_workers_that_are_children_of_this_process_only():
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    # a grandchild: not a child of this process, so never signalled (as a worker's reused pid)
+    shell = subprocess.Popen(["sh", "-c", "sleep 60 & echo $!; wait"], stdout=subprocess.PIPE,
+                             text=True)
+    assert shell.stdout is not None
+    grandchild = int(shell.stdout.readline())
+    try:
+        interrupts = Interrupts(_Config(), write=lambda line: None)  # type: ignore[arg-type]
+        interrupts.workers = {"gw0": child.pid, "gw1": grandchild}
+        with pytest.raises(KeyboardInterrupt, match="SIGTERM"):
+            interrupts.handle(signal.SIGTERM, None)
+        assert child.wait(timeout=30) != 0  # stopped by the SIGINT (KeyboardInterrupt)
+        assert shell.poll() is None and Path(f"/proc/{grandchild}").exists()
+        interrupts.handle(signal.SIGTERM, None)  # a second: noted, passed on to no one
+    finally:
+        for proc in (child, shell):
+            proc.kill()
+        os.kill(grandchild, signal.SIGKILL)
+        shell.wait()
+
+
+class _Spec:
+    def __init__(self, popen: bool, via: str | None = None) -> None:
+        self.popen, self.via = popen, via
+
+
+class _Gateway:
+    def __init__(self, gateway_id: str, spec: _Spec, pid: int | None) -> None:
+        self.id, self.spec = gateway_id, spec
+        if pid is not None:  # execnet's cache of the worker's process information
+            self._cache_rinfo = type("RInfo", (), {"pid": pid})()
+
+
+def test_only_workers_on_this_machine_are_kept_for_a_sigterm():
+    config = _Config()
+    interrupts = Interrupts(config, write=lambda line: None)  # type: ignore[arg-type]
+    config.stash[INTERRUPTS_KEY] = interrupts
+    for gateway in (_Gateway("gw0", _Spec(popen=True), 101),
+                    _Gateway("gw1", _Spec(popen=False), 102),  # ssh=host: a pid over there
+                    _Gateway("gw2", _Spec(popen=True, via="gw1"), 103),
+                    _Gateway("gw3", _Spec(popen=True), None)):  # no cache: nothing to go on
+        note_worker(config, type("Node", (), {"gateway": gateway})())  # type: ignore[arg-type]
+    assert interrupts.workers == {"gw0": 101}
 
 
 # --------------------------------------------------------------------------- end to end
@@ -158,6 +205,12 @@ def test_after_sigterm_junit_lists_every_case_never_run_and_the_gates_fail(tmp_p
     # the suite's count is the testcases', each counted once (a JUnit reader in CI counts it)
     assert int(suite["tests"]) == len(testcases) == SELECTED + len(gates)
     assert ran == len(report["cases"])
+    # The workers stopped with the run (the SIGTERM was passed on to them as Ctrl-C's SIGINT):
+    # no worker journalled a result after the session end read the journals, so no case the
+    # report names as missing has a result in a worker's journal (before: 6 of 16 did).
+    (folder,) = (tmp_path / "runs").iterdir()
+    journalled = {r.case_id for path in folder.glob("worker-*.jsonl") for r in read_journal(path)}
+    assert journalled <= {c["case_id"] for c in report["cases"]}
 
     # one verdict source: the table's head counts the failed verdict, in the terminal and
     # Markdown, and no "all passed" stands above the FAILED line

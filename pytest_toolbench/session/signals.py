@@ -13,13 +13,22 @@ The first one does not cut into a test report either: while the controller takes
 journal line, JUnit's testcase), it waits for the end of that report (:meth:`Interrupts.holding`);
 raised half-way, it left an unnamed testcase and the case's result out of the JUnit file.
 
+A SIGTERM sent to the controller alone (``kill PID``, ``docker stop``) reached no worker: they ran
+on, sent more requests and journalled results after the session end had read their journals, so
+the report named as missing cases whose results lay in a worker's journal. The first SIGTERM is
+passed on to the run's local workers as the SIGINT Ctrl-C gives them, so they stop as after
+Ctrl-C (a SIGTERM to the whole group kills them at once), and the first SIGHUP as a SIGHUP (a
+login shell passes a hang-up on to the whole group, but a run that leads its session, as
+``ssh -t host pytest ...`` can make it, gets it alone).
+
 SIGHUP is handled only where it would kill the process (``nohup`` sets it ignored, and a run so
 started keeps running). A hang-up leaves the terminal's descriptors failing every write with EIO,
 and pytest keeps copies of them (its output capture): each one still open on the hung-up terminal
 is pointed at ``/dev/null`` first, so the session end writes its reports instead of failing on its
 first terminal line. A SIGHUP sent while the terminal still works leaves the terminal alone. xdist's
 workers share the controller's process group, so they get a hang-up too, as they get Ctrl-C: they
-detach from the terminal the same way and stop as Ctrl-C stops them.
+detach from the terminal the same way and stop as Ctrl-C stops them, once: the SIGHUP the
+controller passes on after the shell's is only a detach.
 """
 
 from __future__ import annotations
@@ -32,7 +41,7 @@ import stat
 import threading
 from collections.abc import Iterator
 from types import FrameType
-from typing import Callable
+from typing import Any, Callable
 
 import pytest
 
@@ -60,6 +69,8 @@ class Interrupts:
         self._write = write or _write_stderr
         #: The terminals this process writes to, for a hang-up (:func:`detach_hung_up_terminal`).
         self.terminals = terminal_devices()
+        #: The pids of the run's local xdist workers, by worker id (:func:`note_worker`).
+        self.workers: dict[str, int] = {}
 
     def install(self) -> None:
         for signum in _SIGNALS:
@@ -96,6 +107,8 @@ class Interrupts:
             detach_hung_up_terminal(self.terminals)
         if not self.deferring:
             self.deferring = True
+            if signum in (signal.SIGTERM, signal.SIGHUP):
+                self._stop_workers(signal.SIGINT if signum == signal.SIGTERM else signal.SIGHUP)
             st = self.config.stash.get(STATE_KEY, None)
             if st is not None and st.interrupted_by is None:
                 st.interrupted_by = name
@@ -113,6 +126,39 @@ class Interrupts:
         self._write(f"pytest-toolbench: {name} again: stopping at once, the reports may be "
                     f"incomplete (exit status {int(ToolbenchExit.INTERRUPTED)})")
         _exit_now(int(ToolbenchExit.INTERRUPTED))
+
+    def _stop_workers(self, signum: int) -> None:
+        """``signum`` to each worker still a child of this process (a pid that ended and was
+        reused since is not)."""
+        for pid in self.workers.values():
+            if _parent_of(pid) == os.getpid():
+                with contextlib.suppress(OSError):  # ended meanwhile
+                    os.kill(pid, signum)
+
+
+def _parent_of(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            stat_line = fh.read()
+    except OSError:
+        return None
+    # "pid (comm) state ppid ...": comm may hold spaces and ")", so split after its last ")"
+    return int(stat_line[stat_line.rindex(b")") + 2:].split()[1])
+
+
+def note_worker(config: pytest.Config, node: Any) -> None:
+    """At an xdist worker's start (``pytest_configure_node``): keep its pid when it runs on this
+    machine. execnet's process information is read from the cache xdist fills just before this
+    hook (pytest-cov reads it the same way); asking the worker for it would wait on the worker's
+    busy main thread. Without it, a SIGTERM reaches the workers as before: not at all."""
+    interrupts = interrupts_of(config)
+    gateway = getattr(node, "gateway", None)
+    spec = getattr(gateway, "spec", None)
+    if interrupts is None or spec is None or not spec.popen or spec.via:
+        return
+    pid = getattr(getattr(gateway, "_cache_rinfo", None), "pid", None)
+    if isinstance(pid, int):
+        interrupts.workers[str(gateway.id)] = pid
 
 
 #: How long the exit hooks (stopping a vLLM server, the SDK process) get before a forced exit.
@@ -179,10 +225,14 @@ def install_worker_hangup() -> None:
     if (threading.current_thread() is threading.main_thread()
             and signal.getsignal(signal.SIGHUP) is signal.SIG_DFL):
         terminals = terminal_devices()
+        raised = False
 
         def hang_up(signum: int, frame: FrameType | None) -> None:
+            nonlocal raised
             detach_hung_up_terminal(terminals)
-            raise KeyboardInterrupt(signal.Signals(signum).name)
+            if not raised:  # once: a second would cut into the worker's own session end
+                raised = True
+                raise KeyboardInterrupt(signal.Signals(signum).name)
 
         signal.signal(signal.SIGHUP, hang_up)
 
