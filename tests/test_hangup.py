@@ -105,6 +105,9 @@ def _hung_up_mid_run(tmp_path: Path, workers: str, shell: bool) -> tuple[int, st
         pid, master = pty.fork()
         if pid == 0:  # the run: a session of its own, with the terminal as its controlling one
             try:
+                # as a login shell starts its jobs; this test itself may run under nohup, whose
+                # ignored SIGHUP the run would inherit (and rightly keep: it would not end)
+                signal.signal(signal.SIGHUP, signal.SIG_DFL)
                 os.chdir(REPO)
                 os.execve(sys.executable, [*cmd, "--base-url", server.base_url], env)
             finally:
@@ -112,8 +115,10 @@ def _hung_up_mid_run(tmp_path: Path, workers: str, shell: bool) -> tuple[int, st
         shown = b""
         deadline = time.monotonic() + 120
         try:
-            while len(server.requests) < 3:
-                assert time.monotonic() < deadline, f"no third request within 120 s: {shown!r}"
+            # the third request, and a result the run journalled (a run stopped before its
+            # first result has no metrics, so no JSON report: on a loaded machine that came first)
+            while len(server.requests) < 3 or not _journalled(tmp_path / "runs"):
+                assert time.monotonic() < deadline, f"no result within 120 s: {shown!r}"
                 if select.select([master], [], [], 0.05)[0]:
                     shown += os.read(master, 65536)
             running = _processes_of_session(pid)
@@ -157,6 +162,10 @@ def test_a_run_whose_terminal_hangs_up_writes_every_report_marked_partial(tmp_pa
     # hang-up and follows its parent)
     time.sleep(0.5)
     assert _processes_of_session(session) == []
+
+
+def _journalled(runs: Path) -> bool:
+    return any(path.stat().st_size for path in runs.glob("*/results.jsonl"))
 
 
 def _processes_of_session(sid: int) -> list[str]:
