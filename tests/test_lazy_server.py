@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import os
 import threading
 import time
 from pathlib import Path
@@ -249,6 +250,24 @@ def test_redrawn_line_fits_the_terminal() -> None:
     fitted = _fit(text, 40)
     assert len(fitted) == 39 and fitted.startswith("pytest-toolbench") and fitted.endswith("0:42")
     assert _fit("short", 40) == "short"
+
+
+def test_a_terminal_that_reports_no_width_is_taken_as_80_columns() -> None:
+    # a pseudo-terminal whose size was never set reads 0 columns: the redrawn line was cut to 20
+    master, slave = os.openpty()
+    try:
+        with open(slave, "w", closefd=False) as stream:
+            progress = StartupProgress(stream)
+            assert progress.tty and os.get_terminal_size(slave).columns == 0
+            with progress.phase("converting X.gguf once per machine into the cache"):
+                time.sleep(1.3)
+            progress.close()
+        shown = os.read(master, 65536).decode()
+        line = "pytest-toolbench: converting X.gguf once per machine into the cache ... 0:01"
+        assert "\x1b[K" + line in shown
+    finally:
+        os.close(master)
+        os.close(slave)
 
 
 def test_startup_progress_never_fails_the_step() -> None:

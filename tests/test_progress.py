@@ -233,6 +233,20 @@ def test_line_on_a_terminal_with_counts_tokens_and_in_flight(tmp_path: Path, wor
     assert "9 failed" in out.splitlines()[-1]
 
 
+def test_a_terminal_that_reports_no_width_gets_the_whole_line(tmp_path: Path):
+    # A pseudo-terminal whose size was never set reads 0 columns (a container started with -t
+    # before its size is known, some CI runners): taken as a width, it cut the line to
+    # "toolbench " (10 characters), drawn again and again.
+    with FakeOpenAIServer(delayed(0.3, reply(content="<answer>x</answer>"))) as server:
+        status, out = run_in_pty([
+            *SUITE, "-n", "0", "--runs-dir", str(tmp_path / "runs"), "--no-cache",
+            "--base-url", server.base_url, "--api-key", "t", "--model", "m", "--concurrency", "2",
+        ], cols=0)
+    assert status == 1, out[-3000:]
+    lines = drawn_lines(out)
+    assert lines and lines[-1].startswith("toolbench 9/9 cases | 0 errors | "), lines[-3:]
+
+
 @pytest.mark.parametrize("flags", [["-q"], ["-qq"], ["--no-progress"], ["-v"]])
 def test_no_line_when_quiet_verbose_or_switched_off(tmp_path: Path, flags: list[str]):
     status, out = run_in_pty([*SUITE, "-n", "0", "--model", "oracle",

@@ -201,7 +201,8 @@ class LiveLine:
             if not self._at_line_start:
                 return False
             try:
-                width = os.get_terminal_size(self._fd).columns
+                # 0: a terminal whose size was never set (as pytest's own writer reads it)
+                width = os.get_terminal_size(self._fd).columns or 80
             except OSError:
                 width = 80
             text = text[: max(10, width - 1)]

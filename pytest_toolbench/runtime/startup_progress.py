@@ -118,8 +118,9 @@ class StartupProgress:
             self.line(f"{label}: {verdict} in {elapsed:.1f} s")
 
     def _columns(self) -> int:
-        try:
-            return os.get_terminal_size(self._fd if self._fd is not None else self._stream.fileno()).columns
+        try:  # 0: a terminal whose size was never set
+            fd = self._fd if self._fd is not None else self._stream.fileno()
+            return os.get_terminal_size(fd).columns or 80
         except (AttributeError, OSError, ValueError):
             return 80
 
