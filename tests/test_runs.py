@@ -286,6 +286,10 @@ def test_a_named_folder_that_does_not_exist_is_named(tmp_path):
                  ("prune", "--older-than", "1d", "--cache-dir", str(nope), "--runs-dir", str(tmp_path))):
         proc = cli(*args)
         assert proc.returncode == 0 and proc.stderr == f"toolbench {args[0]}: note: no such folder: {nope}\n"
+    a_file = tmp_path / "a-file"
+    a_file.write_text("")
+    named_file = cli("runs", "--runs-dir", str(a_file))  # said "no such folder" of a file it named
+    assert named_file.returncode == 0 and named_file.stderr == f"toolbench runs: note: not a folder: {a_file}\n"
     quiet = cli("prune", "--older-than", "1d", "--cache-dir", str(nope), "--runs-dir", str(tmp_path),
                 "--only", "runs")
     assert quiet.returncode == 0 and quiet.stderr == ""  # a folder it would not look in

@@ -71,12 +71,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _note_missing(command: str, folders: list[tuple[Path, bool]]) -> None:
-    """A folder the user named (an option, or ``$TOOLBENCH_RUNS_DIR``) that does not exist is
-    named on stderr: a mistyped path would otherwise read as an empty history. Not an error: a CI
-    step may list or prune before the first run has made the folder."""
+    """A folder the user named (an option, or ``$TOOLBENCH_RUNS_DIR``) that does not exist, or is
+    a file, is named on stderr: a mistyped path would otherwise read as an empty history. Not an
+    error: a CI step may list or prune before the first run has made the folder."""
     for folder, named in folders:
         if named and not folder.is_dir():
-            print(f"toolbench {command}: note: no such folder: {folder}", file=sys.stderr)
+            what = "not a folder" if folder.exists() else "no such folder"
+            print(f"toolbench {command}: note: {what}: {folder}", file=sys.stderr)
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
