@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -23,9 +24,29 @@ def _run(tmp_path: Path, *args: str) -> str:
     return proc.stdout + proc.stderr
 
 
+def _users_copy(path: Path) -> None:
+    """The bundled sample's records in a file of the user's: the same JSON written anew, so its
+    bytes differ (a byte-identical copy is the sample itself, next test)."""
+    path.write_text(json.dumps(json.loads(BUNDLED.read_text(encoding="utf-8")), indent=1), encoding="utf-8")
+
+
 def test_the_bundled_sample_runs_without_a_dataset_warning(tmp_path: Path) -> None:
     out = _run(tmp_path, "-n", "0")
     assert "DatasetWarning" not in out and "tolerated oddities" not in out, out[-3000:]
+
+
+def test_a_byte_identical_copy_of_the_sample_is_the_sample(tmp_path: Path) -> None:
+    """What a checkout run on a wheel install reads (--data sample takes the checkout's data/,
+    the package's own copy lies in site-packages): no warning of the planted oddity, and the
+    report calls it the bundled sample, not the user's local files."""
+    data = tmp_path / "data" / "toolhop"
+    data.mkdir(parents=True)
+    shutil.copy(BUNDLED, data / "ToolHop.json")
+    out = _run(tmp_path, "-n", "0", "--data-dir", str(tmp_path / "data"),
+               "--toolbench-json", str(tmp_path / "report.json"))
+    assert "DatasetWarning" not in out and "tolerated oddities" not in out, out[-3000:]
+    (source,) = json.loads((tmp_path / "report.json").read_text())["run"]["data_sources"]
+    assert (source["path"], source["bundled"], source["kind"]) == (str(data / "ToolHop.json"), True, "sample")
 
 
 def test_a_users_odd_file_is_warned_about_once_with_xdist(tmp_path: Path) -> None:
@@ -33,7 +54,7 @@ def test_a_users_odd_file_is_warned_about_once_with_xdist(tmp_path: Path) -> Non
     warnings summary, not one per process (it was three with ``-n 2``, one raw on stderr)."""
     data = tmp_path / "data" / "toolhop"
     data.mkdir(parents=True)
-    shutil.copy(BUNDLED, data / "ToolHop.json")
+    _users_copy(data / "ToolHop.json")
     out = _run(tmp_path, "-n", "2", "--data-dir", str(tmp_path / "data"))
     assert out.count("tolerated oddities") == 1, out[-4000:]
     summary = out.split("warnings summary", 1)
@@ -48,7 +69,7 @@ def test_an_error_filter_still_stops_the_run_on_a_data_warning(tmp_path: Path) -
     still apply to it."""
     data = tmp_path / "data" / "toolhop"
     data.mkdir(parents=True)
-    shutil.copy(BUNDLED, data / "ToolHop.json")
+    _users_copy(data / "ToolHop.json")
     cmd = [sys.executable, "-m", "pytest", "suites/toolhop", "--model", "oracle", "--limit", "1",
            "-p", "no:cacheprovider", "-p", "no:randomly", "-n", "0",
            "--cache-dir", str(tmp_path / "cache"), "--runs-dir", str(tmp_path / "runs"),

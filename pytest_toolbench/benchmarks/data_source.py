@@ -26,8 +26,19 @@ from pytest_toolbench.fileio import file_version
 #: What a data file is (pytest_toolbench.datasets.resolve.FileProvenance.kind).
 DataKind = Literal["real", "sample", "reconstruction", "local"]
 
+
+def _bundled_data_dir() -> Path:
+    """Where the harness's own samples are: inside the package in a wheel install (setup.py
+    copies them there), else ``data/`` beside the package (a checkout, an editable install).
+    The wheel's copy is looked for first: beside an installed package lies site-packages, whose
+    ``data`` folder, if some other distribution made one, is not ours."""
+    package = Path(__file__).resolve().parents[1]
+    installed = package / "bundled_data"
+    return installed if installed.is_dir() else package.parent / "data"
+
+
 #: The harness's own small samples (``data/`` at the repository root), read with --data sample and no --data-dir.
-BUNDLED_DATA_DIR = Path(__file__).resolve().parents[2] / "data"
+BUNDLED_DATA_DIR = _bundled_data_dir()
 
 
 class DataSource(DeferredModel):
@@ -134,9 +145,26 @@ def _sha256_of_version(path: str, mtime_ns: int, ctime_ns: int, size: int, inode
 
 
 def is_within(path: Path, folder: Path) -> bool:
-    """Whether ``path`` lies inside ``folder`` (both resolved; used to flag bundled samples)."""
+    """Whether ``path`` lies inside ``folder`` (both resolved)."""
     try:
         path.resolve().relative_to(folder.resolve())
     except ValueError:
         return False
     return True
+
+
+def is_bundled(path: Path, data_dir: Path | None) -> bool:
+    """Whether ``path`` is one of the harness's own samples: a file of the bundled folder, or a
+    byte-identical copy at the same place in ``data_dir``. The copy is what a checkout run on a
+    wheel install reads (``--data sample`` takes the checkout's ``data/``, options.py); it is the
+    sample all the same, and called a user's local files it made such a run's data "mixed" and
+    its sample's deliberate oddities a warning."""
+    if is_within(path, BUNDLED_DATA_DIR):
+        return True
+    if data_dir is None:
+        return False
+    try:
+        twin = BUNDLED_DATA_DIR / Path(path).resolve().relative_to(Path(data_dir).resolve())
+    except ValueError:
+        return False
+    return twin.is_file() and Path(path).is_file() and file_sha256(twin) == file_sha256(path)

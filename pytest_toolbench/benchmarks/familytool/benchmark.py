@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_toolbench.benchmarks.base import BenchmarkEnv, Case, require_embedder
-from pytest_toolbench.benchmarks.data_source import BUNDLED_DATA_DIR, DataSource, is_within
+from pytest_toolbench.benchmarks.data_source import BUNDLED_DATA_DIR, DataSource, is_bundled
 from pytest_toolbench.benchmarks.familytool.kg import KnowledgeGraph, load_triples
 from pytest_toolbench.benchmarks.familytool.options import DECLARATION, FamilyToolOptions
 from pytest_toolbench.benchmarks.familytool.schema import SPLITS, FamilyToolRecord, load_records
@@ -207,7 +207,7 @@ class FamilyToolBenchmark:
                 if path.is_file():
                     lines = sum(1 for line in path.read_bytes().splitlines() if line.strip())
                     out.append(DataSource.for_file(self.name, path, lines,
-                                                   bundled=is_within(path, DEFAULT_DATA_DIR)))
+                                                   bundled=is_bundled(path, data_dir)))
         return out
 
     # --- running ----------------------------------------------------------------------------

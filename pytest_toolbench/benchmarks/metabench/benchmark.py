@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pytest_toolbench.benchmarks.base import BenchmarkEnv, Case, EnvironmentUnavailable
-from pytest_toolbench.benchmarks.data_source import BUNDLED_DATA_DIR, DataSource
+from pytest_toolbench.benchmarks.data_source import BUNDLED_DATA_DIR, DataSource, is_bundled
 from pytest_toolbench.benchmarks.metabench.fields import CLOSED_CALL_CATEGORY
 from pytest_toolbench.benchmarks.metabench.options import DECLARATION, MetaBenchOptions
 from pytest_toolbench.benchmarks.metabench.pool import DISTRACTOR_FILE, build_library, load_distractors
@@ -135,10 +135,9 @@ class MetaBenchBenchmark:
     def data_sources(self, data_dir: Path | None, options: object = None) -> list[DataSource]:
         """Provenance (HasDataSources): every dialogue file read, and the distractor library."""
         folder = self.data_folder(data_dir)
-        bundled = folder.resolve() == BUNDLED_DIR.resolve()
         out = [
             DataSource.for_file(self.name, path, len(load_file(path, str(path.relative_to(folder)))),
-                                bundled=bundled)
+                                bundled=is_bundled(path, folder.parent))
             for path in dialogue_files(folder)
         ]
         distractors = BUNDLED_DIR / DISTRACTOR_FILE

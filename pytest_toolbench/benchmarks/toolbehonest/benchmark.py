@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from pytest_toolbench.benchmarks.base import BenchmarkEnv, Case, require_embedder
-from pytest_toolbench.benchmarks.data_source import BUNDLED_DATA_DIR, DataSource, is_within
+from pytest_toolbench.benchmarks.data_source import BUNDLED_DATA_DIR, DataSource, is_bundled
 from pytest_toolbench.benchmarks.toolbehonest import report
 from pytest_toolbench.benchmarks.toolbehonest.options import DECLARATION, ToolBeHonestOptions
 from pytest_toolbench.benchmarks.toolbehonest.prompts import LEVELS
@@ -97,7 +97,7 @@ class ToolBeHonestBenchmark:
         lang = _lang(options)
         path = self.data_path(data_dir, lang)
         return [DataSource.for_file(self.name, path, len(self.records(data_dir, lang)),
-                                    bundled=is_within(path, DEFAULT_DATA_DIR))]
+                                    bundled=is_bundled(path, data_dir))]
 
     def load_cases(
         self, data_dir: Path | None, scenarios: tuple[str, ...], options: ToolBeHonestOptions | None = None

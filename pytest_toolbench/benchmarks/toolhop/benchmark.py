@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from pytest_toolbench.benchmarks.base import BenchmarkEnv, Case
-from pytest_toolbench.benchmarks.data_source import BUNDLED_DATA_DIR, DataSource, is_within
+from pytest_toolbench.benchmarks.data_source import BUNDLED_DATA_DIR, DataSource, is_bundled
 from pytest_toolbench.benchmarks.toolhop.decoding import toolhop_sampling
 from pytest_toolbench.benchmarks.toolhop.open_parsers import TOOLHOP_OPEN_PARSER
 from pytest_toolbench.benchmarks.toolhop.options import DECLARATION, ToolHopOptions
@@ -75,10 +75,9 @@ class ToolHopBenchmark:
     def data_sources(self, data_dir: Path | None, options: object = None) -> list[DataSource]:
         """Each ``toolhop/*.json`` file the cases come from (HasDataSources)."""
         folder = Path(data_dir or DEFAULT_DATA_DIR) / "toolhop"
-        bundled_dir = DEFAULT_DATA_DIR / "toolhop"
         return [
             DataSource.for_file(
-                self.name, path, len(load_toolhop_entries(path)), bundled=is_within(path, bundled_dir)
+                self.name, path, len(load_toolhop_entries(path)), bundled=is_bundled(path, folder.parent)
             )
             for path in sorted(p for p in folder.glob("*.json") if p.is_file())
         ]

@@ -19,7 +19,7 @@ from typing import Any
 from pydantic import ConfigDict, ValidationError, field_validator, model_validator
 
 from pytest_toolbench.deferred_model import DeferredModel
-from pytest_toolbench.benchmarks.data_source import BUNDLED_DATA_DIR, file_sha256, is_within
+from pytest_toolbench.benchmarks.data_source import file_sha256, is_bundled
 from pytest_toolbench.benchmarks.dataset_errors import (
     DatasetError,
     DatasetWarning,
@@ -337,7 +337,7 @@ def _warn_tolerated(path: Path, flagged: list[tuple[int, str]]) -> None:
     duplicate tool name makes the tests and the oracle go through upstream's last-definition
     rule), so they say nothing about the data a user brought, and a warning before every run of
     the demo would only teach people to ignore the one that matters."""
-    if flagged and not is_within(path, BUNDLED_DATA_DIR):
+    if flagged and not is_bundled(path, path.parent.parent):  # (<data dir>/toolhop/<file>)
         ids = sorted({rid for rid, _ in flagged})
         sample = "; ".join(f"id={rid}: {w}" for rid, w in flagged[:3])
         warnings.warn(
