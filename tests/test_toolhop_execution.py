@@ -44,8 +44,18 @@ def upstream_content(functions, name, arguments):
 _REPLICA_CODE = compile(_REPLICA_SOURCE, "evaluation_closed.py", "exec", dont_inherit=True)
 
 
+#: The replica runs upstream's ``exec(func)`` inside a function and then ``eval(func_name)``: it
+#: finds the function only where ``exec`` writes into the caller's frame locals, which PEP 667
+#: ended in Python 3.13. There the replica cannot stand for upstream (which ran on <= 3.12);
+#: the sandbox, which does not lean on that rule, is still checked against the hand-written
+#: expected values.
+REPLICA_RUNS_HERE = sys.version_info < (3, 13)
+needs_replica = pytest.mark.skipif(not REPLICA_RUNS_HERE,
+                                   reason="upstream's exec/eval replica needs Python <= 3.12 (PEP 667)")
+
+
 def upstream_content(functions: list[str], name: str, arguments: str) -> str:
-    assert sys.version_info < (3, 13), "the replica needs <= 3.12 exec/eval semantics"
+    assert REPLICA_RUNS_HERE, "the replica needs <= 3.12 exec/eval semantics"
     module_ns = execution.script_globals()
     exec(_REPLICA_CODE, module_ns)
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
@@ -119,7 +129,8 @@ HAND_CASES: list[tuple[list[str], str, str, str]] = [
 def test_hand_cases_match_expected_and_replica(sandbox, functions, name, arguments, expected):
     got = call(sandbox, functions, name, arguments)
     assert got["content"] == expected
-    assert upstream_content(functions, name, arguments) == expected
+    if REPLICA_RUNS_HERE:
+        assert upstream_content(functions, name, arguments) == expected
     assert got["raised"] == expected.startswith("an error occured")
 
 
@@ -210,6 +221,7 @@ def _real_cases() -> list[tuple[str, list[str], str, str]]:
     return cases
 
 
+@needs_replica
 @pytest.mark.skipif(not SAMPLE.exists(), reason=f"{SAMPLE} not available")
 def test_sandbox_matches_upstream_replica_on_all_80_real_records(sandbox):
     cases = _real_cases()
