@@ -74,7 +74,9 @@ def option_table() -> dict[str, Any]:
         if group.name != "toolbench":  # the core group (benchmark groups derive from their own models)
             continue
         for opt in group.options:
-            attrs = {k: v for k, v in opt.attrs().items() if k not in ("help", "container")}
+            # (Python 3.13's argparse adds ``deprecated`` to every action; none of ours is)
+            attrs = {k: v for k, v in opt.attrs().items()
+                     if k not in ("help", "container") and not (k == "deprecated" and v is False)}
             attrs = {k: (v.__name__ if isinstance(v, type) else v) for k, v in attrs.items()}
             table[opt.names()[-1]] = {"group": group.name, **json.loads(json.dumps(attrs, default=str))}
     for source in option_sources._SOURCES.values():
