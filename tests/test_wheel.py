@@ -15,6 +15,7 @@ import subprocess
 import sys
 import zipfile
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -55,42 +56,49 @@ def test_the_wheel_holds_every_bundled_sample(wheel: Path) -> None:
     with zipfile.ZipFile(wheel) as whl:
         names = set(whl.namelist())
         prefix = "pytest_toolbench/bundled_data/"
-        assert sorted(n[len(prefix):] for n in names if n.startswith(prefix)) == _sample_files()
-        for rel in _sample_files():  # byte for byte
+        samples = _sample_files()
+        assert sorted(n[len(prefix):] for n in names if n.startswith(prefix)) == samples
+        for rel in samples:  # byte for byte
             assert whl.read(prefix + rel) == (REPO / "data" / rel).read_bytes(), rel
         # the package data pyproject.toml declares is still there beside it
         assert any(n.startswith("pytest_toolbench/view/templates/") for n in names)
 
 
+class Installed(NamedTuple):
+    #: Where the wheel is unpacked, as pip installs it.
+    site: Path
+    #: The environment of an interpreter that imports ``pytest_toolbench`` from ``site``.
+    env: dict[str, str]
+
+
 @pytest.fixture(scope="module")
-def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    """An environment whose ``pytest_toolbench`` is the wheel's, unpacked as pip installs it;
-    PYTHONPATH puts it before the venv's editable install (whose finder comes last)."""
+def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Installed:
+    """The wheel unpacked; PYTHONPATH puts it before the venv's editable install (whose finder
+    comes last)."""
     site = tmp_path_factory.mktemp("site")
     with zipfile.ZipFile(wheel) as whl:
         whl.extractall(site)
     env = {k: v for k, v in os.environ.items() if k != "TOOLBENCH_RUNS_DIR"}
-    return {**env, "PYTHONPATH": os.pathsep.join([str(site), env.get("PYTHONPATH", "")])}
+    return Installed(site, {**env, "PYTHONPATH": os.pathsep.join([str(site), env.get("PYTHONPATH", "")])})
 
 
-def test_an_installed_package_reads_its_samples_from_the_wheel(installed: dict[str, str],
+def test_an_installed_package_reads_its_samples_from_the_wheel(installed: Installed,
                                                                tmp_path: Path) -> None:
     """Outside a checkout (no ``data/`` anywhere near), ``toolbench list`` reads every benchmark's
     sample from the installed copy."""
     code = "import sys; from pytest_toolbench.cli import main; sys.exit(main(['list', '--json']))"
-    listed = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=installed,
+    listed = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=installed.env,
                             capture_output=True, text=True, timeout=300)
     assert listed.returncode == 0, listed.stderr[-3000:]
-    site = installed["PYTHONPATH"].split(os.pathsep)[0]
     benchmarks = {b["name"]: b for b in json.loads(listed.stdout)}
     assert set(benchmarks) >= {"toolhop", "familytool", "toolbehonest", "metabench"}
     for name in ("toolhop", "familytool", "toolbehonest", "metabench"):
         b = benchmarks[name]
         assert b["data_error"] is None and b["n_cases"] > 0, (name, b["data_error"])
-        assert all(line.startswith(f"{site}/pytest_toolbench/bundled_data/{name}/") for line in b["data"]), b["data"]
+        assert all(line.startswith(f"{installed.site}/pytest_toolbench/bundled_data/{name}/") for line in b["data"]), b["data"]
 
 
-def test_a_checkout_runs_on_an_installed_package(installed: dict[str, str], tmp_path: Path) -> None:
+def test_a_checkout_runs_on_an_installed_package(installed: Installed, tmp_path: Path) -> None:
     """The failure as it was met: ``pytest suites/...`` in a checkout, the package installed from
     its wheel. Meta-Bench reads its distractor library from the package's copy; ``--data sample``
     reads the checkout's ``data/``, byte for byte the bundled sample, and the report calls it so
@@ -101,13 +109,12 @@ def test_a_checkout_runs_on_an_installed_package(installed: dict[str, str], tmp_
          str(REPO / "suites" / "toolhop"), "--data", "sample", "--model", "oracle",
          "-p", "no:cacheprovider", "-q", "--runs-dir", str(tmp_path / "runs"),
          "--toolbench-json", str(tmp_path / "report.json"), "-W", "ignore::DeprecationWarning"],
-        cwd=tmp_path, env=installed, capture_output=True, text=True, timeout=600)
+        cwd=tmp_path, env=installed.env, capture_output=True, text=True, timeout=600)
     out = run.stdout + run.stderr
     assert run.returncode == 0, out[-3000:]
     assert "DatasetWarning" not in out and "tolerated oddities" not in out, out[-3000:]
     run_info = json.loads((tmp_path / "report.json").read_text())["run"]
     kinds = {d["benchmark"]: d["kind"] for d in run_info["data"]["benchmarks"]}
     assert kinds == {"metabench": "reconstruction", "toolhop": "sample"}, run_info["data"]
-    site = installed["PYTHONPATH"].split(os.pathsep)[0]
     library = [d["path"] for d in run_info["data_sources"] if d["path"].endswith("distractor_tools.json")]
-    assert library == [f"{site}/pytest_toolbench/bundled_data/metabench/library/distractor_tools.json"]
+    assert library == [f"{installed.site}/pytest_toolbench/bundled_data/metabench/library/distractor_tools.json"]
