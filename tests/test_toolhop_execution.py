@@ -298,3 +298,26 @@ def test_tool_content_is_capped_with_a_marked_cut():
         prefix = "an error occured when call loud: "
         assert got["content"] == (prefix + "e" * 500)[:100] + f"…[truncated {len(prefix) + 500 - 100} chars]"
         assert got["raised"]
+
+
+ECHO = "def echo(x):\n    return x\n"
+NEST = "def nest(n):\n    v = 1\n    for _ in range(n):\n        v = [v]\n    return v\n"
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments", "expected"),
+    [
+        # upstream's get_feedback on CPython 3.11.7 (tests/upstream_diff/toolhop_tool_feedback.py --deep)
+        ("echo", '{"x": ' + "[" * 987 + "]" * 987 + "}", "[" * 987 + "]" * 987),
+        ("echo", '{"x": ' + "[" * 988 + "]" * 988 + "}",
+         "an error occured when call echo: maximum recursion depth exceeded while decoding a JSON array from a unicode string"),
+        ("nest", '{"n": 988}', "[" * 988 + "1" + "]" * 988),
+        ("nest", '{"n": 989}', "an error occured when call nest: maximum recursion depth exceeded while encoding a JSON object"),
+        ("echo", '{"x": [1, 2,]}', "an error occured when call echo: Expecting value: line 1 column 13 (char 12)"),
+    ],
+    ids=["arguments-988", "arguments-989", "result-988", "result-989", "trailing-comma"],
+)
+def test_json_nesting_and_errors_are_upstreams_in_the_sandbox(sandbox, name, arguments, expected):
+    """The sandbox decodes three frames deeper than upstream's get_feedback, on any Python: the
+    limits and messages are still CPython 3.11's at upstream's depth (pytest_toolbench.json_nesting)."""
+    assert call(sandbox, [ECHO, NEST], name, arguments)["content"] == expected

@@ -14,7 +14,13 @@ import json
 import re
 from typing import Any
 
+from pytest_toolbench.json_nesting import loads_as_upstream, nesting_limit
 from pytest_toolbench.models.base import ParseFailure, content_text
+
+#: Nesting past which upstream's executors fail to decode a call's arguments: CPython 3.11's
+#: limit eight frames down a worker thread, where ToolHop's ``get_feedback`` decodes them. The
+#: label then reads the same on every interpreter.
+ARGUMENTS_NESTING_LIMIT = nesting_limit(8)
 
 #: Text markers that various chat templates use to introduce a tool call.
 #: Hermes/Qwen: ``<tool_call>``; Llama 3.x: ``<|python_tag|>``; Mistral: ``[TOOL_CALLS]``;
@@ -69,7 +75,7 @@ def _check_arguments(tool_calls: list[Any]) -> ParseFailure | None:
                 detail=f"{where}: arguments is a {type(arguments).__name__}, not a JSON string",
             )
         try:
-            parsed = json.loads(arguments)
+            parsed = loads_as_upstream(arguments, ARGUMENTS_NESTING_LIMIT)
         except json.JSONDecodeError as exc:
             return ParseFailure(
                 reason="invalid_arguments_json",

@@ -29,6 +29,10 @@ named ``exit``/``quit`` or one that calls ``sys.exit``) gives the content ``null
 ``excute_func`` under ``func_set_timeout``, i.e. in a func_timeout thread whose wrapper catches
 only ``Exception``: the thread dies, no result is stored, the wrapper returns ``None``, and
 ``json.dumps(None)`` is ``null`` (a success, not an error message).
+
+Nor is the nesting at which ``json.loads(arguments)`` or ``json.dumps(result)`` gives up: upstream's
+``RecursionError`` comes where CPython 3.11 raised it eight frames down upstream's worker thread,
+whatever the interpreter and the sandbox's own stack depth (:mod:`pytest_toolbench.json_nesting`).
 """
 
 from __future__ import annotations
@@ -44,9 +48,16 @@ from hashlib import sha256
 from time import sleep
 from typing import Any
 
+from pytest_toolbench.json_nesting import dumps_as_upstream, loads_as_upstream, nesting_limit
 from pytest_toolbench.sandbox.protocol import cap_text
 
 ERROR_FORMAT = "an error occured when call {name}: {error}"  # sic: "occured", upstream typo
+#: ``get_feedback``'s frame in upstream's worker thread: ``threading`` (3), ``ThreadPoolExecutor``
+#: (``_worker``, ``_WorkItem.run``), ``sample_process``, ``sample_process_<scenario>``, itself.
+UPSTREAM_FEEDBACK_FRAME = 8
+#: The deepest arguments ``get_feedback``'s ``json.loads`` decoded, and the deepest result its
+#: ``json.dumps`` encoded (988 levels).
+FEEDBACK_NESTING_LIMIT = nesting_limit(UPSTREAM_FEEDBACK_FRAME)
 
 _UNSET = object()
 
@@ -167,7 +178,7 @@ def execute(functions: list[str], name: str, args: Any, *, clean_namespace: bool
 def tool_content(functions: list[str], name: str, arguments: str, *, clean_namespace: bool = False) -> tuple[str, BaseException | None]:
     """The tool message content exactly as upstream, and the exception if the call failed."""
     try:
-        args = json.loads(arguments)
+        args = loads_as_upstream(arguments, FEEDBACK_NESTING_LIMIT)
     except Exception as exc:
         return ERROR_FORMAT.format(name=name, error=str(exc)), exc
     try:
@@ -177,7 +188,7 @@ def tool_content(functions: list[str], name: str, arguments: str, *, clean_names
             raise
         except BaseException:  # upstream's func_timeout thread swallows it: result None (see above)
             result = None
-        return json.dumps(result, ensure_ascii=False), None
+        return dumps_as_upstream(result, FEEDBACK_NESTING_LIMIT, ensure_ascii=False), None
     except Exception as exc:
         return ERROR_FORMAT.format(name=name, error=str(exc)), exc
 

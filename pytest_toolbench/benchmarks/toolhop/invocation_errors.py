@@ -18,12 +18,13 @@ one used is recorded with the result:
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from pytest_toolbench.benchmarks.toolhop.execution import FEEDBACK_NESTING_LIMIT
 from pytest_toolbench.benchmarks.toolhop.schema import ToolHopRecord
+from pytest_toolbench.json_nesting import loads_as_upstream
 
 ERROR_TYPES = ("tool_hallucination", "parameter_hallucination", "parameter_missing")
 
@@ -46,7 +47,7 @@ class ToolCallRecord:
 def parse_arguments(arguments: str) -> dict[str, Any] | None:
     """The arguments as upstream would pass them as **kwargs, or None if that would fail."""
     try:
-        value = json.loads(arguments)
+        value = loads_as_upstream(arguments, FEEDBACK_NESTING_LIMIT)
     except (TypeError, ValueError, RecursionError):  # too deep to decode: unparseable too
         return None
     return value if isinstance(value, dict) else None

@@ -52,7 +52,14 @@ nested reply parses or raises ``RecursionError`` depends on how deep the parser 
 the stack. :func:`parse_open_reply` therefore runs the parser in a fresh worker thread at the same
 frame depth as upstream's (``ThreadPoolExecutor`` worker -> ``sample_process`` ->
 ``sample_process_<scenario>`` -> ``test_open`` -> parser), not at whatever depth the caller has.
-Both then meet the same limit as long as the recursion limit is Python's default (1000).
+Both then meet the same limit as long as the recursion limit is Python's default (1000). One part of
+that limit is not the stack's: ``json_repair`` first tries ``json.loads``, whose C scanner counted
+each nested container against the recursion limit on the CPython 3.11 upstream ran, but not from
+3.12 on. Each ``json_repair.loads`` is therefore preceded by :func:`check_nesting`, which raises
+3.11's ``RecursionError`` where that ``json.loads`` raised it (:mod:`pytest_toolbench.json_nesting`),
+so a reply nested about 985 levels deep reads the same on every interpreter. (Text that is not JSON
+goes on to json_repair's own parser, which recurses in Python; on 3.12+ it can still reach a level
+or two further than on 3.11, which also counted the C calls under it: ToolHop ledger row 26.)
 """
 
 from __future__ import annotations
@@ -66,6 +73,7 @@ from typing import Any, Callable, Literal
 
 import json_repair
 
+from pytest_toolbench.json_nesting import check_nesting, nesting_limit
 from pytest_toolbench.models.base import ModelCallError
 from pytest_toolbench.models.model_families import UNKNOWN_FAMILY
 
@@ -91,6 +99,9 @@ UPSTREAM_JSON_REPAIR = "0.30.2"
 #: (``_worker``, ``_WorkItem.run``), ``sample_process``, ``sample_process_<scenario>``,
 #: ``test_open``, then the parser.
 UPSTREAM_PARSER_FRAME = 9
+#: The deepest text the ``json.loads`` inside ``json_repair.loads`` -> ``repair_json`` decoded on
+#: 3.11, called from the parser's frame (985 levels).
+JSON_REPAIR_NESTING_LIMIT = nesting_limit(UPSTREAM_PARSER_FRAME + 2)
 
 
 def installed_json_repair() -> str | None:
@@ -177,8 +188,10 @@ def parse_qwen25(text: str, new_id: Callable[[], str]) -> dict[str, Any]:
         try:
             if block.strip().startswith(QWEN_START):
                 block = block.strip().lstrip(QWEN_START).strip()
+            check_nesting(block, JSON_REPAIR_NESTING_LIMIT)
             call = json_repair.loads(block)
             if type(call["arguments"]) is not dict:  # noqa: E721 - upstream's exact-type test
+                check_nesting(call["arguments"], JSON_REPAIR_NESTING_LIMIT)
                 call["arguments"] = json_repair.loads(call["arguments"])
             _append_call(out, call, new_id)
         except Exception:  # noqa: BLE001 - upstream drops a failed block and goes on
@@ -193,6 +206,7 @@ def parse_llama31(text: str, new_id: Callable[[], str]) -> dict[str, Any]:
     start = text.find(LLAMA_TAG)
     if start == -1:
         try:
+            check_nesting(text.strip(), JSON_REPAIR_NESTING_LIMIT)
             json_repair.loads(text.strip())
         except Exception as exc:  # upstream: bare except, then an unbound name -> call fails
             raise OpenParseError(
@@ -203,6 +217,7 @@ def parse_llama31(text: str, new_id: Callable[[], str]) -> dict[str, Any]:
         payload = text[start:].lstrip(LLAMA_TAG).strip()
         out["content"] = text[:start].strip()
     try:
+        check_nesting(payload, JSON_REPAIR_NESTING_LIMIT)
         calls = json_repair.loads(payload)
     except Exception as exc:  # outside upstream's try: the call fails with this exception
         raise OpenParseError(
@@ -213,6 +228,7 @@ def parse_llama31(text: str, new_id: Callable[[], str]) -> dict[str, Any]:
     for call in calls:
         try:
             if type(call["parameters"]) is not dict:  # noqa: E721
+                check_nesting(call["parameters"], JSON_REPAIR_NESTING_LIMIT)
                 call["arguments"] = json_repair.loads(call["parameters"])
             else:
                 call["arguments"] = call["parameters"].copy()

@@ -35,7 +35,9 @@ Faithful, not deviations:
   Here the case stops at once with no answer (``details["stop_reason"]``). Each raw reply is
   kept in ``details["raw_outputs"]``.
 * A tool-call argument nested too deep for ``json.loads`` is a wrong call, as upstream: the
-  executor's ``except Exception`` feeds back the RecursionError text and the loop goes on.
+  executor's ``except Exception`` feeds back the RecursionError text and the loop goes on. "Too
+  deep" is CPython 3.11's limit at upstream's stack depth, on every interpreter
+  (:mod:`pytest_toolbench.json_nesting`).
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ from pytest_toolbench.benchmarks.result_builders import (
     truncate,
 )
 from pytest_toolbench.benchmarks.toolhop import invocation_errors
+from pytest_toolbench.benchmarks.toolhop.execution import FEEDBACK_NESTING_LIMIT
 from pytest_toolbench.benchmarks.toolhop.invocation_errors import ToolCallRecord
 from pytest_toolbench.benchmarks.toolhop.options import ToolHopOptions
 from pytest_toolbench.benchmarks.toolhop.oracle import toolhop_oracle
@@ -78,6 +81,7 @@ from pytest_toolbench.models.base import (
     Sampling,
     Usage,
 )
+from pytest_toolbench.json_nesting import loads_as_upstream
 from pytest_toolbench.results.case_result import CaseResult
 
 BENCHMARK = "toolhop"
@@ -140,9 +144,10 @@ class _CaseState:
 
 
 def is_error_payload(content: str) -> bool:
-    """A tool that *returned* (did not raise) an ``{"error": ...}`` object."""
+    """A tool that *returned* (did not raise) an ``{"error": ...}`` object (read with the
+    arguments' nesting limit, so the verdict is the same on every interpreter)."""
     try:
-        value = json.loads(content)
+        value = loads_as_upstream(content, FEEDBACK_NESTING_LIMIT)
     except (TypeError, ValueError, RecursionError):
         return False
     return isinstance(value, dict) and "error" in value
