@@ -8,7 +8,8 @@
 in every commit). Each text is made of random pieces a Qwen2.5 or Llama-3.1 completion may hold:
 ``<tool_call>`` blocks, ``<|python_tag|>``, call objects whose ``name`` or ``arguments`` /
 ``parameters`` is missing, not a string, a JSON string, single-quoted, cut short or unbalanced,
-Python literals, prose and code fences. Each goes through upstream's ``parse_qwen25`` /
+Python literals, prose and code fences, and now and then a value nested about as deep as
+upstream's ``json.loads`` (CPython 3.11) or json_repair's own parser reads, broken or not. Each goes through upstream's ``parse_qwen25`` /
 ``parse_llama31`` (json_repair as this environment pins it, at upstream's stack depth) and through
 the harness's :func:`parse_open_reply`, and the two must give the same assistant message (call
 ids aside, which upstream draws from the clock) or fail alike. Prints the first differences,
@@ -47,6 +48,11 @@ SERIES = ("qwen25", "llama31")
 NAMES = ["get_weather", "search", "f", "", "名字", "a b", 'x"y']
 VALUES = ['"Paris"', "1", "1.50", "-0", "true", "True", "None", "null", "[1,2]", '{"a": 1}', "'single'",
           '"unterminated', "NaN", "1e400", '"\\u00e9"', '"é"', "{}", "[]", '"a,b"', "0x10"]
+#: Nestings around where upstream's json.loads (CPython 3.11: 985 levels under the parser) and
+#: json_repair's own parser (about 490 levels) stop.
+DEEP_LEVELS = [*range(480, 500), *range(978, 992), 1200]
+#: What the deepest level holds: a value, or a syntax error of each kind the scanner raises.
+DEEP_BOTTOMS = ["1", '"x"', "[]", "1 2", "1,", '"\\q"', "x", '"open', '{"a" 1}', '{"a": 1,}', "{[", "1.]"]
 FILLERS = ["", " ", "\n", "\n\n", "Sure.", "I'll call the tool.\n", "<answer>Paris</answer>", "```json\n",
            "\n```", "<tool_call>", "</tool_call>", "<|python_tag|>", "tool_call", "<", ">", "{", "}", "[",
            "]", "\t"]
@@ -98,7 +104,19 @@ def harness(series: str, text: str) -> dict[str, Any]:
         return {"raise": exc.upstream_exception}
 
 
+def deep_value(rng: random.Random) -> str:
+    """A value nested near a parser's limit, its levels arrays or objects, its bottom perhaps broken,
+    its closers perhaps one short."""
+    levels = [rng.choice(["[", '{"a": ']) for _ in range(rng.choice(DEEP_LEVELS))]
+    closers = "".join("]" if level == "[" else "}" for level in reversed(levels))
+    if rng.random() < 0.2:
+        closers = closers[:-1]
+    return "".join(levels) + rng.choice(DEEP_BOTTOMS) + closers
+
+
 def json_value(rng: random.Random, depth: int = 0) -> str:
+    if depth == 0 and rng.random() < 0.03:
+        return deep_value(rng)
     roll = rng.random()
     if depth > 2 or roll < 0.4:
         return rng.choice(VALUES)

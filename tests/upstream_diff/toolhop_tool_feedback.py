@@ -12,7 +12,11 @@ the harness's :func:`tool_content` (what the sandbox worker runs) gets the same 
 made for a real record's tool from its JSON schema and then bent: arguments of the wrong type,
 missing or extra keys, ``null``s, arguments that are not JSON or not an object, names of
 another record's tool, of a builtin (``len``, ``print``, ``exit``), of a module attribute, an
-expression or a literal. The two contents must be equal. The harness's documented deviations
+expression or a literal. With ``--deep`` (a share of the calls, 0.03 by default) a call's
+arguments nest about as deep as upstream's ``json.loads`` reads (CPython 3.11: 988 levels in
+``get_feedback``), broken or not, or one of four added tools returns a value about as deep as its
+``json.dumps`` writes; upstream's ``get_feedback`` is called as deep in a worker thread's stack as
+its run calls it, so both meet the same limit. The two contents must be equal. The harness's documented deviations
 (a name that is an expression, which upstream would ``eval``; a name of the script's own
 functions) are generated only with ``--deviations``, and then expected to differ; a call past upstream's 10 s limit (which stops
 upstream's whole run: the ToolHop ledger's row 12) is counted, not compared. ``--sandbox`` runs
@@ -35,6 +39,7 @@ import os
 import random
 import re
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +66,47 @@ VALUES: dict[str, list[Any]] = {
     "array": [[], ["a", "b"], [1, 2]],
     "object": [{}, {"k": "v"}],
 }
+
+
+#: Tools added for ``--deep`` calls: their results nest as deep as their arguments say.
+DEEP_TOOLS = {
+    "echo": "def echo(x):\n    return x\n",
+    "wrap": "def wrap(x, n=3):\n    for _ in range(n):\n        x = [x]\n    return x\n",
+    "set_leaf": "def set_leaf(n):\n    v = {1}\n    for _ in range(n):\n        v = [v]\n    return v\n",
+    "loop": "def loop(n):\n    v = []\n    v.append(v)\n    for _ in range(n):\n        v = [v]\n    return v\n",
+}
+#: What the deepest level of a ``--deep`` argument holds: a value, or each kind of syntax error.
+DEEP_BOTTOMS = ["1", '"x"', "[]", "1 2", "1,", '"\\q"', "x", '"open', '{"a" 1}', '{"a": 1,}', "{[", "1.]",
+                "1, ]", '{"a": 1, }']
+
+
+def deep_call(rng: random.Random) -> tuple[str, str]:
+    """A call to one of :data:`DEEP_TOOLS` near the nesting limit of upstream's json calls."""
+    roll = rng.random()
+    if roll < 0.6:
+        levels = [rng.choice(["[", '{"a": ']) for _ in range(rng.randint(978, 994))]
+        closers = "".join("]" if level == "[" else "}" for level in reversed(levels))
+        if rng.random() < 0.2:
+            closers = closers[:-1]
+        value = "".join(levels) + rng.choice(DEEP_BOTTOMS) + closers
+        return rng.choice(["echo", "wrap"]), '{"x": ' + value + "}" if rng.random() < 0.9 else value
+    if roll < 0.9:
+        return rng.choice(["set_leaf", "loop"]), json.dumps({"n": rng.randint(978, 992)})
+    return "echo", rng.choice(['{"x": [1, 2,]}', '{"x": 1,}', '{"x": {"a": 1,\n }}', '{"x" 1}'])
+
+
+def at_upstreams_depth(pool: ThreadPoolExecutor, get_feedback: Any, call: dict[str, Any], functions: list[str]) -> str:
+    """``get_feedback`` in a worker thread, under ``sample_process`` -> ``sample_process_<scenario>``
+    as upstream's run calls it (json's C code counts these frames on CPython 3.11)."""
+
+    def sample_process_scenario() -> str:
+        with contextlib.redirect_stdout(io.StringIO()):  # what the tools print
+            return get_feedback([call], functions)[0]["content"]
+
+    def sample_process() -> str:
+        return sample_process_scenario()
+
+    return pool.submit(sample_process).result()
 
 
 def upstream_feedback(source: Path) -> Any:
@@ -109,6 +155,7 @@ def main() -> int:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--deviations", action="store_true", help="also names upstream would eval")
     parser.add_argument("--sandbox", action="store_true", help="the harness's side in the real sandbox")
+    parser.add_argument("--deep", type=float, default=0.03, help="share of calls nested near json's limit")
     args = parser.parse_args()
     if args.sandbox and os.environ.get("PYTHONHASHSEED") != "0":  # as the sandbox's calls hash
         os.execve(sys.executable, [sys.executable, *sys.argv], {**os.environ, "PYTHONHASHSEED": "0"})
@@ -150,8 +197,10 @@ def compare(args: Any, harness: Any) -> int:
     rng = random.Random(args.seed)
     outcomes: collections.Counter[str] = collections.Counter()
     differ = 0
+    pool = ThreadPoolExecutor(1)
     for _ in range(args.calls):
         record = rng.choice(records)
+        functions = record["functions"]
         tool = rng.choice(list(record["tools"].values()))  # keyed by the sub-question it answers
         name = tool["name"]
         arguments = arguments_for(rng, tool)
@@ -160,17 +209,19 @@ def compare(args: Any, harness: Any) -> int:
             name = rng.choice(all_names)
         elif roll < 0.1:
             name = rng.choice(ODD_NAMES + (DEVIATIONS if args.deviations else []))
+        elif roll < 0.1 + args.deep:
+            name, arguments = deep_call(rng)
+            functions = [*functions, *DEEP_TOOLS.values()]
         call = {"id": "call_0", "type": "function", "function": {"name": name, "arguments": arguments}}
         try:
-            with contextlib.redirect_stdout(io.StringIO()):  # what the tools print
-                theirs = get_feedback([call], record["functions"])[0]["content"]
+            theirs = at_upstreams_depth(pool, get_feedback, call, functions)
         except BaseException as exc:  # noqa: BLE001
             if type(exc).__name__ != "FunctionTimedOut":
                 raise
             # Past 10 s upstream's whole run stops (ledger row 12); the harness's sandbox feeds
             # back a timeout message instead.
             theirs = "timeout"
-        ours = harness(record["functions"], name, arguments, theirs == "timeout")
+        ours = harness(functions, name, arguments, theirs == "timeout")
         if ours is None:
             outcomes["upstream timed out (not run)"] += 1
             continue
