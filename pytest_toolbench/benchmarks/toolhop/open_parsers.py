@@ -68,12 +68,11 @@ import hashlib
 import importlib.metadata
 import json
 import logging
-import threading
 from typing import Any, Callable, Literal
 
 import json_repair
 
-from pytest_toolbench.json_nesting import check_nesting, nesting_limit
+from pytest_toolbench.json_nesting import check_nesting, nesting_limit, on_fresh_stack
 from pytest_toolbench.models.base import ModelCallError
 from pytest_toolbench.models.model_families import UNKNOWN_FAMILY
 
@@ -254,24 +253,6 @@ def _descend(frames: int, parser: Parser, text: str, new_id: Callable[[], str]) 
     return _descend(frames - 1, parser, text, new_id)
 
 
-class _ParserThread(threading.Thread):
-    """One parse in a fresh thread (so forks inherit no idle worker); frames 1-3 are
-    ``threading``'s, as in upstream's ``ThreadPoolExecutor`` worker."""
-
-    def __init__(self, parser: Parser, text: str, new_id: Callable[[], str]):
-        super().__init__(name="toolbench-open-parser", daemon=True)
-        self.args_ = (parser, text, new_id)
-        self.result: dict[str, Any] | None = None
-        self.error: BaseException | None = None
-
-    def run(self) -> None:
-        try:
-            # frames 1-3: threading's _bootstrap, _bootstrap_inner, run; then _descend's own
-            self.result = _descend(UPSTREAM_PARSER_FRAME - 4, *self.args_)
-        except BaseException as exc:  # noqa: BLE001 - handed back to the calling thread
-            self.error = exc
-
-
 def parse_open_reply(series: str, text: str, new_id: Callable[[], str]) -> dict[str, Any]:
     """Parse one raw reply with the parser of ``series`` ("qwen25" or "llama31"), at upstream's
     stack depth (see the module docstring)."""
@@ -279,13 +260,9 @@ def parse_open_reply(series: str, text: str, new_id: Callable[[], str]) -> dict[
         parser = PARSERS[series]
     except KeyError:
         raise ValueError(f"no upstream parser for series {series!r}; expected {sorted(PARSERS)}") from None
-    worker = _ParserThread(parser, text, new_id)
-    worker.start()
-    worker.join()
-    if worker.error is not None:
-        raise worker.error
-    assert worker.result is not None
-    return worker.result
+    # A fresh thread (so forks inherit no idle worker): frames 1-3 are threading's, as in
+    # upstream's ThreadPoolExecutor worker, frame 4 on_fresh_stack's; _descend goes on from 5.
+    return on_fresh_stack(_descend, UPSTREAM_PARSER_FRAME - 5, parser, text, new_id)
 
 
 #: Which of upstream ToolHop's two open-model parsers (``evaluation_open.py --series``) reads a
