@@ -96,6 +96,12 @@ def test_an_installed_package_reads_its_samples_from_the_wheel(installed: Instal
         b = benchmarks[name]
         assert b["data_error"] is None and b["n_cases"] > 0, (name, b["data_error"])
         assert all(line.startswith(f"{installed.site}/pytest_toolbench/bundled_data/{name}/") for line in b["data"]), b["data"]
+    code = "import sys; from pytest_toolbench.cli import main; sys.exit(main(['data', 'list', '--json']))"
+    rows = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=installed.env,
+                          capture_output=True, text=True, timeout=300)
+    assert rows.returncode == 0, rows.stderr[-3000:]
+    bundled = [row["where"] for row in json.loads(rows.stdout) if row["where"].startswith("bundled")]
+    assert bundled == [f"bundled ({installed.site}/pytest_toolbench/bundled_data/metabench)"]
 
 
 def test_a_checkout_runs_on_an_installed_package(installed: Installed, tmp_path: Path) -> None:

@@ -22,23 +22,10 @@ from pydantic import Field
 
 from pytest_toolbench.deferred_model import DeferredModel
 from pytest_toolbench.fileio import file_version
+from pytest_toolbench.package_data import BUNDLED_DATA_DIR
 
 #: What a data file is (pytest_toolbench.datasets.resolve.FileProvenance.kind).
 DataKind = Literal["real", "sample", "reconstruction", "local"]
-
-
-def _bundled_data_dir() -> Path:
-    """Where the harness's own samples are: inside the package in a wheel install (setup.py
-    copies them there), else ``data/`` beside the package (a checkout, an editable install).
-    The wheel's copy is looked for first: beside an installed package lies site-packages, whose
-    ``data`` folder, if some other distribution made one, is not ours."""
-    package = Path(__file__).resolve().parents[1]
-    installed = package / "bundled_data"
-    return installed if installed.is_dir() else package.parent / "data"
-
-
-#: The harness's own small samples (``data/`` at the repository root), read with --data sample and no --data-dir.
-BUNDLED_DATA_DIR = _bundled_data_dir()
 
 
 class DataSource(DeferredModel):

@@ -21,6 +21,7 @@ from pytest_toolbench.datasets.download import Progress, human_bytes
 from pytest_toolbench.datasets.fetch import Choice, DataRefused, cached_path, check, file_url
 from pytest_toolbench.datasets.registry import Registry, load_registry
 from pytest_toolbench.datasets.resolve import choices_for, parse_revisions, resolve
+from pytest_toolbench.package_data import BUNDLED_DATA_DIR
 from pytest_toolbench.secret_args import masked_url
 
 USAGE_ERROR = 4
@@ -75,7 +76,7 @@ def rows(registry: Registry) -> list[dict[str, Any]]:
         if spec.host == "none" or not spec.files:
             out.append({"benchmark": spec.benchmark, "source": spec.source, "revision": "-",
                         "file": "-", "sha256": "-", "size": None, "cached": None,
-                        "where": "bundled (data/" + spec.benchmark + ")", "note": spec.note})
+                        "where": f"bundled ({BUNDLED_DATA_DIR / spec.benchmark})", "note": spec.note})
             continue
         for file in spec.files:
             found = cached_path(spec, file, str(spec.revision))
