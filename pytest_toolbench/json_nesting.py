@@ -48,37 +48,24 @@ def nesting_limit(caller_frame: int) -> int:
     return RECURSION_LIMIT - caller_frame - _CALL_COST
 
 
-def _first_too_deep(text: str, limit: int) -> int | None:
-    """Where the (limit + 1)-th nested container opens, reading the text as the scanner does;
-    None if it never does before the text stops being readable."""
+def _scan(text: str, limit: int, end: int | None = None) -> tuple[int | None, int]:
+    """Read the brackets of ``text`` (up to ``end``) as the scanner meets them: where the
+    (limit + 1)-th nested container opens (None if it never does before the text stops being
+    readable: a stray closer, an unterminated string), and how many are open there."""
     depth = 0
-    for token in _TOKENS.finditer(text):
+    for token in _TOKENS.finditer(text, 0, len(text) if end is None else end):
         char = token.group()
         if char == "[" or char == "{":
             depth += 1
             if depth > limit:
-                return token.start()
+                return token.start(), depth
         elif char == "]" or char == "}":
             depth -= 1
-            if depth < 0:  # a stray closer: the scanner stops here at the latest
-                return None
-        elif char == '"':  # an unterminated string: the scanner stops here at the latest
-            return None
-    return None
-
-
-def _open_containers(text: str, end: int) -> int:
-    """How many arrays and objects are open at ``end`` (a string cut at ``end`` is left out)."""
-    depth = 0
-    for token in _TOKENS.finditer(text, 0, end):
-        char = token.group()
-        if char == "[" or char == "{":
-            depth += 1
-        elif char == "]" or char == "}":
-            depth -= 1
+            if depth < 0:
+                break
         elif char == '"':
             break
-    return depth
+    return None, depth
 
 
 # 3.11 raises most syntax errors from inside the C scanner by calling ``JSONDecodeError``, which
@@ -107,7 +94,7 @@ def _as_311(error: json.JSONDecodeError, limit: int, brackets: int) -> Exception
     if msg in _TRAILING_COMMA:
         msg, pos = _TRAILING_COMMA[msg], _WHITESPACE.match(error.doc, pos + 1).end()
     if msg not in _RAISED_AT_THE_TOP and brackets > limit - len(_ERROR_COST_MESSAGES):
-        over = _open_containers(error.doc, pos) - (limit - len(_ERROR_COST_MESSAGES))
+        over = _scan(error.doc, limit, pos)[1] - (limit - len(_ERROR_COST_MESSAGES))
         if over > 0:
             return RecursionError(_ERROR_COST_MESSAGES[over - 1])
     if (msg, pos) == (error.msg, error.pos):
@@ -139,7 +126,7 @@ def loads_as_upstream(text: Any, limit: int) -> Any:
         failure = exc
     brackets = text.count("[") + text.count("{")
     if brackets > limit:
-        at = _first_too_deep(text, limit)
+        at = _scan(text, limit)[0]
         if at is not None and at < stop:  # the scanner entered it before anything else failed
             raise _decoding_too_deep(text, at)
     if isinstance(failure, json.JSONDecodeError):
@@ -176,7 +163,7 @@ def dumps_as_upstream(value: Any, limit: int, **options: Any) -> str:
             raise too_deep from None
         raise
     # Written without an error, so the encoder entered every container the text holds.
-    if text.count("[") + text.count("{") > limit and _first_too_deep(text, limit) is not None:
+    if text.count("[") + text.count("{") > limit and _scan(text, limit)[0] is not None:
         raise _encoding_too_deep()
     return text
 
