@@ -14,6 +14,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from pathlib import Path
 
 import psutil
@@ -23,6 +24,10 @@ from tests.tiny_model import tiny_model_path  # noqa: F401 - session fixture
 
 REPO = Path(__file__).resolve().parents[1]
 SERVER_MODULE = "vllm.entrypoints.openai.api_server"
+#: Every run these tests start carries this tag in its environment, which the servers it starts
+#: inherit: another test run on the machine (another user's, or a second one of ours) has
+#: servers of the same model, which these tests must neither count nor kill.
+TAG_VARIABLE, RUN_TAG = "TOOLBENCH_TEST_RUN_TAG", uuid.uuid4().hex
 
 pytestmark = [
     pytest.mark.slow,
@@ -31,7 +36,8 @@ pytestmark = [
 
 
 def server_processes(marker: str) -> list[psutil.Process]:
-    """vLLM API-server processes whose command line mentions ``marker`` (our model dir/name).
+    """vLLM API-server processes of this test process's runs whose command line mentions
+    ``marker`` (our model dir/name).
 
     A process the server forks carries the server's command line until it execs: beside four
     busy loops the sampler below caught one in that window and counted two servers where one
@@ -39,9 +45,16 @@ def server_processes(marker: str) -> list[psutil.Process]:
     found = {}
     for proc in psutil.process_iter(["cmdline", "ppid"]):
         cmd = " ".join(proc.info["cmdline"] or [])
-        if SERVER_MODULE in cmd and marker in cmd:
+        if SERVER_MODULE in cmd and marker in cmd and _started_here(proc):
             found[proc.pid] = proc
     return [proc for proc in found.values() if proc.info["ppid"] not in found]
+
+
+def _started_here(proc: psutil.Process) -> bool:
+    try:
+        return proc.environ().get(TAG_VARIABLE) == RUN_TAG
+    except psutil.Error:  # gone, or another user's (its environment is not ours to read)
+        return False
 
 
 class ServerCounter(threading.Thread):
@@ -73,7 +86,7 @@ def suite_command(tmp_path: Path, *args: str) -> list[str]:
 
 
 def clean_env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+    return {**{k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}, TAG_VARIABLE: RUN_TAG}
 
 
 def test_one_server_serves_all_xdist_workers_and_none_is_left(tiny_model_path, tmp_path):  # noqa: F811
@@ -156,9 +169,10 @@ def test_main_job_runs_smollm2_through_vllm_on_the_cpu(tmp_path):
     assert server_processes("smollm2") == []
 
 
-def test_base_url_attaches_to_a_running_server_without_starting_one(tiny_model_path, tmp_path):  # noqa: F811
+def test_base_url_attaches_to_a_running_server_without_starting_one(tiny_model_path, tmp_path, monkeypatch):  # noqa: F811
     from pytest_toolbench.servers.vllm_server import VLLMServer
 
+    monkeypatch.setenv(TAG_VARIABLE, RUN_TAG)  # the server started here inherits it
     marker = str(tiny_model_path)
     with VLLMServer(
         marker, served_model_name="tiny-attached", extra_args=["--enforce-eager"],
