@@ -222,6 +222,38 @@ def test_after_sigterm_junit_lists_every_case_never_run_and_the_gates_fail(tmp_p
     assert [g["gate"] for g in gates if not g["passed"]] == [RUN_COMPLETED]
 
 
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_a_ctrl_c_before_the_first_result_still_writes_every_report(tmp_path, workers):
+    """Interrupted while every case waits on its first reply: no case to score, but each report
+    is this run's, and says so. A JSON report left unwritten would leave a CI step reading the
+    file an earlier run wrote at that path as this run's (it did, with its metrics)."""
+    (tmp_path / "report.json").write_text('{"stale": "an earlier run\'s report"}')
+    with FakeOpenAIServer(delayed(30, reply("<answer>x</answer>"))) as server:
+        proc = _start(tmp_path, server, "-n", workers, "--gate", GATE)
+        _wait_for(lambda: len(server.requests) >= 1, "first request", proc)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+    assert proc.returncode == ToolbenchExit.INTERRUPTED, out[-3000:] + err[-3000:]
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert "stale" not in report and report["partial"] and report["cases"] == []
+    assert sorted(report["missing_cases"]) == sorted(set(report["missing_cases"]))
+    assert len(report["missing_cases"]) == SELECTED
+    assert report["run"]["interrupted_by"] == "SIGINT" and report["run"]["exit_status"] == 2
+    assert report["run"]["coverage"]["toolhop"]["cases"] == 0
+    assert [(g["gate"], g["passed"]) for g in report["gates"]] == [(GATE, False), (RUN_COMPLETED, False)]
+    (folder,) = (tmp_path / "runs").iterdir()
+    kept = json.loads((folder / "report.json").read_text())  # no journal to name: cases inline
+    assert kept["cases"] == [] and kept["missing_cases"] == report["missing_cases"]
+    index = json.loads((folder / "run.json").read_text())
+    assert (index["status"], index["suites"], index["n_cases"]) == ("interrupted", ["toolhop"], 0)
+
+    suite, testcases = _junit(tmp_path)
+    assert (int(suite["tests"]), int(suite["errors"]), int(suite["failures"])) == (SELECTED + 2, SELECTED, 2)
+    assert [t.get("name") for t in testcases[SELECTED:]] == [GATE, RUN_COMPLETED]
+    assert "**Gates: 2 of 2 failed**" in (tmp_path / "summary.md").read_text()
+    assert "== gates: 2 checked, 2 FAILED ==" in out
+
+
 def test_a_second_ctrl_c_while_the_reports_are_written_exits_2_with_every_report(tmp_path):
     proc, out, err = _interrupted_mid_run(tmp_path, "-n", "0", "--gate", GATE, second_signal=True)
     assert proc.returncode == ToolbenchExit.INTERRUPTED, out[-3000:] + err[-3000:]

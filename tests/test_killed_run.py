@@ -209,11 +209,12 @@ def _check_allure(alluredir: Path, report: dict) -> None:
     assert KILLED in (alluredir / text["source"]).read_text()
 
 
-def test_a_run_killed_before_any_result_still_gets_its_junit_file(tmp_path):
-    """Killed once it has collected, before any reply: nothing to score, but the CI step's JUnit
-    file still names every selected case as not run, with the run's own failed verdict and its
-    data, as the run's own end writes it when no case ran; the reports with metrics are not
-    written, and say so."""
+def test_a_run_killed_before_any_result_still_gets_its_reports(tmp_path):
+    """Killed once it has collected, before any reply: nothing to score, but every report is
+    written, as the run's own end writes them when it is interrupted before its first result: the
+    JSON report says the run is partial with every case missing (a CI step reading a JSON file
+    at that path must not read an earlier run's), and the JUnit file names every selected case
+    as not run, with the failed verdicts and the data."""
     import xml.etree.ElementTree as ET
 
     run_dir = _killed_run(tmp_path, "0", results=0)
@@ -225,25 +226,38 @@ def test_a_run_killed_before_any_result_still_gets_its_junit_file(tmp_path):
     done = cli("finish", str(run_dir), "--junitxml", str(out_junit), "--toolbench-json",
                str(out_json))
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "note: no JSON report to write (no case had finished: nothing was scored)" in done.stdout
-    assert f"JUnit XML written: {out_junit}" in done.stdout and not out_json.exists()
+    assert "note: no case had finished: nothing to score" in done.stdout
+    assert f"JUnit XML written: {out_junit}" in done.stdout
+    assert f"JSON report written: {out_json}" in done.stdout
     index = read_index(run_dir)
     assert index is not None and index.status == "interrupted" and index.interrupted_by == KILLED
     assert index.exit_status == ToolbenchExit.INTERRUPTED and index.finished >= started
+    assert index.suites == ["toolhop"] and index.n_cases == 0
+    report = json.loads(out_json.read_text())
+    assert report["partial"] and report["cases"] == [] and len(report["missing_cases"]) == 18
+    assert report["run"]["interrupted_by"] == KILLED and report["run"]["exit_status"] == 2
+    assert report["run"]["coverage"] == {"toolhop": {"cases": 0, "suite_cases": 18, "subset": True}}
+    assert [(g["gate"], g["passed"]) for g in report["gates"]] == [(GATE, False), (RUN_COMPLETED, False)]
+    # the run folder's report reads back (it has no journal to name: its cases are inline)
+    assert json.loads((run_dir / "report.json").read_text())["cases"] == []
+    refused = cli("compare", str(out_json), str(run_dir / "report.json"))
+    assert refused.returncode == 2 and "has no case result (it was interrupted before any case finished)" in refused.stderr
 
     suite = ET.parse(out_junit).getroot().find("testsuite")
     assert suite is not None
     testcases = list(suite.iter("testcase"))
-    listed = [tc.get("name") for tc in testcases if tc.get("classname") != "toolbench-run"]
+    listed = [tc.get("name") for tc in testcases[:18]]
     assert listed == [nodeid.rpartition("::")[2] for nodeid in nodes.values()]  # selection order
     for tc in testcases[:18]:
         error = tc.find("error")
         assert error is not None and error.get("message") == f"not run: the run was interrupted ({KILLED})"
-    (verdict,) = [tc for tc in testcases if tc.get("classname") == "toolbench-run"]
+    gate, verdict = testcases[18:]
+    assert gate.get("name") == GATE and gate.find("failure") is not None  # nothing to evaluate it on
     failure = verdict.find("failure")
-    assert failure is not None and "the run was interrupted (killed)" in failure.get("message", "")
+    assert verdict.get("classname") == "toolbench-run" and failure is not None
+    assert "the run was interrupted (killed)" in failure.get("message", "")
     assert "18 of 18 selected cases" in failure.get("message", "")
-    assert (int(suite.get("tests")), int(suite.get("errors")), int(suite.get("failures"))) == (19, 18, 1)
+    assert (int(suite.get("tests")), int(suite.get("errors")), int(suite.get("failures"))) == (20, 18, 2)
     assert float(suite.get("time")) == pytest.approx(index.finished - started, abs=0.01)
     props = {p.get("name"): p.get("value") for p in suite.find("properties").iter("property")}
     assert props["toolbench.data.kind"] == "sample" and "toolbench.data.toolhop" in props
@@ -267,10 +281,10 @@ def test_a_run_from_another_host_needs_force(tmp_path):
     _index(tmp_path / "far", pid=1, host="elsewhere.invalid")
     with pytest.raises(KilledRunError, match="started on host 'elsewhere.invalid'.*--force"):
         finish_killed_run(tmp_path / "far")
-    done = finish_killed_run(tmp_path / "far", force=True)  # no result journalled: ended, unscored
-    assert done.record is None and done.notes[-1] == "no case had finished: nothing to score"
+    done = finish_killed_run(tmp_path / "far", force=True)  # no result journalled: a record of none
+    assert done.record.cases == [] and done.notes[-1] == "no case had finished: nothing to score"
     assert done.index.status == "interrupted" and done.index.interrupted_by == KILLED
-    with pytest.raises(KilledRunError, match="ended \\(interrupted\\) before any case's result"):
+    with pytest.raises(KilledRunError, match="has its report already \\(interrupted\\)"):
         finish_killed_run(tmp_path / "far", force=True)
 
 
@@ -341,20 +355,20 @@ def test_two_finishes_of_one_run_take_turns(tmp_path):
     codes = sorted(p.returncode for p in procs)
     assert codes == [0, 2], outs
     refused = next(err for (_, err), p in zip(outs, procs) if p.returncode == 2)
-    assert refused.strip() == ("toolbench finish: run 20260101-000000-abcdef ended (interrupted) "
-                               "before any case's result: nothing to finish")
+    assert refused.strip() == ("toolbench finish: run 20260101-000000-abcdef has its report "
+                               "already (interrupted): nothing to finish")
     assert not (run_dir / FINISH_LOCK).exists()
 
 
 def test_the_run_given_as_dot_from_its_own_folder_is_named(tmp_path):
     run_dir = tmp_path / "runs" / "20260101-000000-abcdef"
     _index(run_dir, pid=None)
-    assert finish_killed_run(run_dir).record is None
+    assert finish_killed_run(run_dir).record.cases == []
     again = subprocess.run([sys.executable, "-m", "pytest_toolbench.cli", "finish", "."],
                            cwd=run_dir, capture_output=True, text=True, timeout=120,
                            env={**os.environ, "PYTHONPATH": str(REPO)})
     assert again.returncode == 2 and again.stderr.startswith(
-        "toolbench finish: run 20260101-000000-abcdef ended (interrupted)"), again.stderr
+        "toolbench finish: run 20260101-000000-abcdef has its report already (interrupted)"), again.stderr
 
 
 def test_a_refused_run_is_left_as_it_was(tmp_path):

@@ -90,11 +90,13 @@ def test_a_run_sends_its_summary_to_dev_stdout_and_dev_null_stays_a_device(tmp_p
 
 JUNIT = """
 from pathlib import Path
-from pytest_toolbench.report.junit_finish import write_unscored_run_junit
+from pytest_toolbench.report.junit_finish import write_killed_run_junit
+from pytest_toolbench.results.run_record import RunInfo, RunMetrics, RunRecord
+record = RunRecord.build(run=RunInfo(partial=True, missing_cases=["a"]),
+                         metrics=RunMetrics(scenarios=[]), cases=[])
 print("before", flush=True)
-write_unscored_run_junit(Path("/dev/stdout"), {"a": "suites/toolhop/test_toolhop.py::test_toolhop[a]"},
-                         started=0.0, wall_s=1.0, data_sources=[], verdicts=[],
-                         not_run_message="not run: the run was interrupted (killed)")
+write_killed_run_junit(Path("/dev/stdout"), record, {"a": "suites/toolhop/test_toolhop.py::test_toolhop[a]"},
+                       not_run_message="not run: the run was interrupted (killed)")
 print("after", flush=True)
 """
 

@@ -6,9 +6,9 @@ fails on the missing file. The run kept each selected case's node id beside its 
 ``--junitxml`` would have: a testcase per case that finished, as its reports would have shown it
 (with ``--gate`` a wrong answer passes and an infrastructure error is skipped), one with an
 ``<error>`` per selected case left without a result, the data as suite properties and each gate
-as its own testcase. A run killed before any case finished gets one all the same: an error per
-selected case, the data and the run's own verdicts. It is pytest's own writer (``LogXML``) fed the reports the run would have
-sent, as report/junit_gates.py feeds it at a run's end, so a reader sees the same layout.
+as its own testcase (a run killed before any case finished has a record too, without a case).
+It is pytest's own writer (``LogXML``) fed the reports the run would have sent, as
+report/junit_gates.py feeds it at a run's end, so a reader sees the same layout.
 
 The file is written beside its place and renamed into it: a reader never sees half a file.
 """
@@ -19,7 +19,7 @@ import contextlib
 import dataclasses
 import os
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -30,14 +30,12 @@ from pytest_toolbench.output_streams import write_in_place, writes_in_place
 from pytest_toolbench.report.junit_gates import (
     ended_of,
     write_data_properties,
-    write_data_source_properties,
     write_gate_testcases,
     write_missing_testcases,
     write_unreported_testcases,
 )
 
 if TYPE_CHECKING:
-    from pytest_toolbench.results.gates import GateVerdict
     from pytest_toolbench.results.run_record import RunRecord
 
 
@@ -79,20 +77,6 @@ def write_killed_run_junit(path: Path, record: RunRecord, nodes: dict[str, str],
         write_data_properties(xml, record)
         if record.gates:
             write_gate_testcases(xml, record.gates)
-
-
-def write_unscored_run_junit(path: Path, nodes: dict[str, str], *, started: float, wall_s: float,
-                             data_sources: Sequence[object], verdicts: Sequence[GateVerdict],
-                             not_run_message: str) -> None:
-    """Write the JUnit XML of a run killed before any case finished, so nothing was scored: a
-    testcase with an error per selected case (``nodes``, as above), the data its start recorded
-    as the suite's properties, and ``verdicts`` (the run's own, with gates) as testcases. As the
-    run's own end writes it when no case ran, where a CI reader would otherwise get no file."""
-    with _junit_file(path, _RunSpan(started, wall_s)) as xml:
-        write_missing_testcases(xml, nodes.values(), not_run_message)
-        write_data_source_properties(xml, data_sources)
-        if verdicts:
-            write_gate_testcases(xml, verdicts)
 
 
 @contextlib.contextmanager

@@ -217,7 +217,7 @@ def save_report(run_dir: Path, record: RunRecord, *, cases_in_journal: bool,
     and the final ``run.json``. ``cases_in_journal``: the run's journal holds every case of the
     record, so the report names it instead of repeating them (results/case_store.py); else
     ``cases`` gives them as JSON values (the controller's: results/held_results.py)."""
-    if cases_in_journal:
+    if cases_in_journal and record.cases:  # (a run without a result may have no journal)
         reference = case_store.cases_reference(len(record.cases))
         record.write(run_dir / REPORT_NAME, record.to_json(reference))
     else:

@@ -80,8 +80,9 @@ class ControllerHooks:
         #: Every result of the run is in its journal (no journal write failed): the run folder's
         #: report then names the journal instead of repeating the cases.
         self._journal_whole = False
-        #: How the run ended and its one record (no record when no case reported): the session
-        #: end's, read by JUnit, the terminal summary and the gate table.
+        #: How the run ended and its one record (none when no case ran, or an output failed
+        #: before any case reported): the session end's, read by JUnit, the terminal summary
+        #: and the gate table.
         self.end: RunEnd | None = None
         self.record: RunRecord | None = None
         #: The terminal's text of the run (the record's summary, or why no case ran).
@@ -363,7 +364,10 @@ class ControllerHooks:
         if interrupted and st.interrupted_by is None and not st.output_failures:
             st.interrupted_by = "SIGINT"  # (an output failure stops the run as an interruption)
         self.end = self._end(exitstatus, missing)
-        if not st.results:
+        # A run interrupted before its first result still gets every report, each saying so
+        # (partial, the cases never run, the failed run check): a --toolbench-json left unwritten
+        # would leave a CI step reading an earlier run's file at that path as this run's.
+        if not st.results and (not st.targeted or st.interrupted_by is None or st.output_failures):
             self._no_case_ran(session, exitstatus)
             return
         self._finish_run(session, self.end)
@@ -488,9 +492,8 @@ class ControllerHooks:
             return
         no_cases = exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED,
                                   pytest.ExitCode.NO_TESTS_COLLECTED)
-        interrupted = st.interrupted_by is not None
-        # cases were selected but all lost, or the run was stopped before the first result
-        if st.output_failures or (end.missing and (no_cases or interrupted)):
+        # an output failed (nothing more is written), or cases were selected but all lost
+        if st.output_failures or (end.missing and no_cases):
             self._unrecorded_verdicts = run_verdicts(end) if st.settings.gates else []
             session.exitstatus = run_status(end, self._unrecorded_verdicts,
                                             gated=bool(st.settings.gates))

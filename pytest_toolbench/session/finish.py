@@ -139,8 +139,10 @@ def run_record(scores: Scores, end: RunEnd, results: Sequence[CaseResult],
     gated = bool(settings.gates)
     verdicts = [*scores.verdicts, *run_verdicts(end)] if gated else []
     status = run_status(end, verdicts, gated=gated)
-    covered = covered_cases(results)
     sizes = identity.suite_sizes
+    # A run interrupted before its first result covered none of the suites it targeted: named
+    # all the same, so its index and its data line say what it was a run of.
+    covered = covered_cases(results) or dict.fromkeys(sizes, 0)
     endpoints = endpoint_totals([r.details for r in results])
     info = RunInfo(
         run_id=identity.run_id,

@@ -53,8 +53,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     finish.add_argument("--junitxml", type=Path, default=None, metavar="PATH",
                         help="also write a JUnit XML there, as the run's own --junitxml would "
                              "have been: a testcase per case that finished, one with an error "
-                             "per selected case left without a result, one per gate (also for "
-                             "a run in which no case had finished)")
+                             "per selected case left without a result, one per gate")
     finish.add_argument("--alluredir", type=Path, default=None, metavar="DIR",
                         help="also write the run-level Allure files there, as the run's own end "
                              "would have (the metrics, each gate as a check, the environment); "
@@ -87,20 +86,10 @@ def cmd_finish(args: argparse.Namespace) -> int:
         return REFUSED
     for note in done.notes:
         print(f"note: {safe_text(note)}")
-    failed = False
-    if done.record is not None:
-        print(f"run {done.index.run_id}: {len(done.record.cases)} results scored from its journal; "
-              f"report written: {done.index.report}")
-        failed = not write_outputs(done, args.toolbench_json, args.toolbench_md, args.junitxml,
-                                   args.alluredir)
-    else:
-        unwritten = [name for name, path in (("JSON report", args.toolbench_json),
-                                             ("Markdown summary", args.toolbench_md),
-                                             ("Allure files", args.alluredir)) if path]
-        if unwritten:
-            print(f"note: no {', '.join(unwritten)} to write (no case had finished: nothing "
-                  "was scored)")
-        failed = not write_outputs(done, None, None, args.junitxml, None)
+    print(f"run {done.index.run_id}: {len(done.record.cases)} results scored from its journal; "
+          f"report written: {done.index.report}")
+    failed = not write_outputs(done, args.toolbench_json, args.toolbench_md, args.junitxml,
+                               args.alluredir)
     sys.stdout.write(render_runs([done.index], output_width()))
     return OUTPUT_FAILED if failed else 0
 
@@ -135,15 +124,14 @@ def _check_not_the_runs_own(folder: Path, args: argparse.Namespace) -> None:
 def write_outputs(done: FinishedRun, json_path: Path | None, md_path: Path | None,
                   junit_path: Path | None, alluredir: Path | None) -> bool:
     """The reports the run's end would have written beside its folder's; each failure is one
-    line on stderr (the run's folder has its report either way). Returns whether all were. A
-    run with no record (no case finished) is given a JUnit path only: it has no metrics."""
+    line on stderr (the run's folder has its report either way). Returns whether all were."""
     from pytest_toolbench.report.markdown_report import write_markdown_report
     from pytest_toolbench.results.safe_text import safe_text
 
     record = done.record
     written = True
     for what, path, write in (
-            ("JSON report", json_path, lambda p: record.write(p)),  # type: ignore[union-attr]
+            ("JSON report", json_path, lambda p: record.write(p)),
             ("Markdown summary", md_path, lambda p: write_markdown_report(p, record, notes=done.report_notes)),
             ("JUnit XML", junit_path, lambda p: _write_junit(p, done)),
             ("Allure files", alluredir, lambda p: _write_allure(p, done))):
@@ -165,22 +153,14 @@ class _NoNodeIds(Exception):
 
 
 def _write_junit(path: Path, done: FinishedRun) -> None:
-    from pytest_toolbench.report.junit_finish import write_killed_run_junit, write_unscored_run_junit
+    from pytest_toolbench.report.junit_finish import write_killed_run_junit
     from pytest_toolbench.results.partial_run import not_run_message
     from pytest_toolbench.session.killed_run import KILLED
 
     if done.nodes is None:
         raise _NoNodeIds("the run kept no pytest node ids (it was killed before it had collected, "
                          "or started by an older pytest-toolbench)")
-    if done.record is not None:
-        write_killed_run_junit(path, done.record, done.nodes,
-                               not_run_message=not_run_message(KILLED))
-        return
-    started = done.index.started or 0.0
-    write_unscored_run_junit(path, done.nodes, started=started,
-                             wall_s=max(0.0, (done.index.finished or started) - started),
-                             data_sources=done.data_sources, verdicts=done.unscored_verdicts,
-                             not_run_message=not_run_message(KILLED))
+    write_killed_run_junit(path, done.record, done.nodes, not_run_message=not_run_message(KILLED))
 
 
 def _write_allure(alluredir: Path, done: FinishedRun) -> None:
@@ -189,7 +169,6 @@ def _write_allure(alluredir: Path, done: FinishedRun) -> None:
     from pytest_toolbench.session.end_summary import run_headlines
 
     record = done.record
-    assert record is not None
     _, summary = render_run(record, notes=done.report_notes, data_sources=done.data_sources,
                             verbose=False, width=120, headlines=run_headlines(record))
     write_run_allure(alluredir, record, summary, data_sources=done.data_sources,

@@ -36,14 +36,13 @@ from pytest_toolbench.exitcodes import ToolbenchExit
 from pytest_toolbench.fileio import PathLock
 from pytest_toolbench.results import case_store
 from pytest_toolbench.results.case_result import CaseResult
-from pytest_toolbench.results.gates import GateVerdict
 from pytest_toolbench.results.journal import JournalError, pack_leftovers, read_journal
 from pytest_toolbench.results.packed_journal import PackedJournalError
 from pytest_toolbench.results.run_record import RunRecord
-from pytest_toolbench.runs.record import REPORT_NAME, RunIndex, RunStart, mark_ended, read_index, save_report
+from pytest_toolbench.runs.record import REPORT_NAME, RunIndex, RunStart, read_index, save_report
 from pytest_toolbench.session.end_summary import run_notes
 from pytest_toolbench.session.finish import RunIdentity, run_record, score_run
-from pytest_toolbench.session.run_end import RunEnd, run_verdicts
+from pytest_toolbench.session.run_end import RunEnd
 
 #: How the report names the interruption (``run.interrupted_by``, the listing's status).
 KILLED = "killed"
@@ -57,12 +56,12 @@ class KilledRunError(ValueError):
 
 @dataclass
 class FinishedRun:
-    """What :func:`finish_killed_run` did: the run's new index entry and record (None when no
-    case had finished), and what the journals said on the way (a torn last line, results only
+    """What :func:`finish_killed_run` did: the run's new index entry and record (without a case
+    when none had finished), and what the journals said on the way (a torn last line, results only
     a worker had kept)."""
 
     index: RunIndex
-    record: RunRecord | None
+    record: RunRecord
     notes: list[str] = field(default_factory=list)
     #: Each selected case's id and pytest node id, in selection order, as the run kept them
     #: (None: not kept; a run killed before collecting, or by an older version).
@@ -72,10 +71,6 @@ class FinishedRun:
     #: The lines under the metrics in the Markdown summary and the Allure text, as the run's own
     #: end would have written them (the interruption and the cases it left first), then ``notes``.
     report_notes: list[str] = field(default_factory=list)
-    #: No case finished (``record`` None), with gates: the run's own failed verdicts, as its end
-    #: would have given them (the interruption), for the JUnit file; the --gate expressions
-    #: themselves had nothing to be evaluated on.
-    unscored_verdicts: list[GateVerdict] = field(default_factory=list)
 
 
 def finish_killed_run(run_dir: Path, *, force: bool = False) -> FinishedRun:
@@ -122,13 +117,8 @@ def _finish(run_dir: Path, *, force: bool) -> FinishedRun:
     selection = case_store.read_selection(run_dir)  # (before the scratch files go)
     nodes = case_store.read_selection_nodes(run_dir, selection)
     results, notes = _collect_results(run_dir)
-    if not results:  # nothing to score, but what a CI reader needs of the run all the same
-        end = _killed_end(selection, reported=set())
-        mark_ended(run_dir, partial=True, interrupted_by=KILLED,
-                   exit_status=int(ToolbenchExit.INTERRUPTED), finished=finished or None)
-        return FinishedRun(read_index(run_dir) or index, None,
-                           [*notes, "no case had finished: nothing to score"], nodes, data_sources,
-                           unscored_verdicts=run_verdicts(end) if settings.gates else [])
+    if not results:  # still a report, as the run's own end writes one: partial, every case missing
+        notes = [*notes, "no case had finished: nothing to score"]
     benchmarks = _benchmarks(sorted({r.benchmark for r in results}), run_dir)  # as its end would
     # No estimates kept: the run's --cache-dir may be relative to a folder this is not run in.
     scores = score_run(results, benchmarks, settings, baseline, data_sources)
