@@ -254,6 +254,24 @@ def test_a_ctrl_c_before_the_first_result_still_writes_every_report(tmp_path, wo
     assert "== gates: 2 checked, 2 FAILED ==" in out
 
 
+def test_a_collection_error_is_named_as_pytest_names_it_not_as_a_ctrl_c(tmp_path):
+    """pytest stops a run whose collection failed as an interruption (exit status 2): the reports
+    name its reason, where they said "SIGINT", a Ctrl-C nobody pressed."""
+    bad = tmp_path / "test_broken.py"
+    bad.write_text("def broken(:\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "suites/toolhop", str(bad), "-q", "-p", "no:cacheprovider",
+         "-p", "no:randomly", "--data", "sample", "--model", "oracle", "--no-cache",
+         "--runs-dir", str(tmp_path / "runs"), "--toolbench-json", str(tmp_path / "report.json")],
+        cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == ToolbenchExit.INTERRUPTED, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "the run was interrupted (1 error during collection)" in proc.stdout
+    assert "SIGINT" not in proc.stdout
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["run"]["interrupted_by"] == "1 error during collection"
+    assert report["cases"] == [] and len(report["missing_cases"]) == 18
+
+
 def test_a_second_ctrl_c_while_the_reports_are_written_exits_2_with_every_report(tmp_path):
     proc, out, err = _interrupted_mid_run(tmp_path, "-n", "0", "--gate", GATE, second_signal=True)
     assert proc.returncode == ToolbenchExit.INTERRUPTED, out[-3000:] + err[-3000:]

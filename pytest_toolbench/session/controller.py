@@ -321,6 +321,12 @@ class ControllerHooks:
             interrupts.finishing()
         return (yield)
 
+    def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+        """Why pytest stopped when no signal did: its own ``Interrupted`` ("1 error during
+        collection"), named as pytest names it, not as a Ctrl-C nobody pressed."""
+        if self.st.interrupted_by is None and isinstance(excinfo.value, pytest.Session.Interrupted):
+            self.st.interrupted_by = str(excinfo.value) or "interrupted by pytest"
+
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         st = self.st

@@ -47,7 +47,8 @@ class ToolbenchState:
     #: Benchmark -> number of cases in its whole suite (every scenario, no selection).
     suite_sizes: dict[str, int] = field(default_factory=dict)
     data_sources: list[DataSource] = field(default_factory=list)
-    #: "SIGTERM"/"SIGINT"/"SIGHUP" when the run was interrupted (its reports are then partial).
+    #: "SIGTERM"/"SIGINT"/"SIGHUP" when the run was interrupted (its reports are then partial),
+    #: or pytest's own reason when it stopped the run itself ("1 error during collection").
     interrupted_by: str | None = None
     #: --baseline: the loaded run (controller), compared with this run at the session end.
     baseline: LoadedRun | None = None
