@@ -243,9 +243,15 @@ def test_a_selection_matching_no_case_fails_before_any_model_call(tmp_path, gate
 
 
 def test_deselecting_every_case_fails_with_no_cases(tmp_path):
-    proc, _ = run_suite(tmp_path, "--model", "oracle", "-k", "no_such_case", "--gate",
-                        "toolhop.direct.accuracy>=0")
+    proc, report = run_suite(tmp_path, "--model", "oracle", "-k", "no_such_case", "--gate",
+                             "toolhop.direct.accuracy>=0")
     assert proc.returncode == ToolbenchExit.NO_CASES
+    # a JSON report with no case (run_suite removed the last one): a CI step reading the path
+    # never reads an earlier run's file as this run's
+    assert report is not None
+    assert (report["cases"], report["partial"], report["run"]["exit_status"]) == ([], False, 5)
+    assert [(g["gate"], g["passed"], g["reason"]) for g in report["gates"]] == [
+        ("toolhop.direct.accuracy>=0", False, "no case ran")]
     # the JUnit file says so: the gate failed on nothing, and the data the run was on
     suite = ET.parse(tmp_path / "junit.xml").getroot().find("testsuite")
     assert suite is not None

@@ -510,19 +510,40 @@ class ControllerHooks:
                 exit_status=int(session.exitstatus)))
             self._write_junit()
             return
-        mark_ended(run_dir_of(st), partial=st.interrupted_by is not None,
-                   interrupted_by=st.interrupted_by,
-                   exit_status=int(ToolbenchExit.NO_CASES if no_cases else exitstatus))
-        if no_cases:
-            session.exitstatus = int(ToolbenchExit.NO_CASES)
-            self.summary = ("pytest-toolbench: no case ran (the selection, -k/-m or --lf left "
-                            f"none); exit status {int(ToolbenchExit.NO_CASES)}\n")
-            if st.settings.gates:
-                self._unrecorded_verdicts = [
-                    GateVerdict(gate=str(parse_gate(g)), actual=None, passed=False,
-                                reason="no case ran") for g in st.settings.gates
-                ]
-            self._write_junit()
+        if not no_cases:  # (pytest's own error: a usage error, an internal error)
+            mark_ended(run_dir_of(st), partial=st.interrupted_by is not None,
+                       interrupted_by=st.interrupted_by, exit_status=int(exitstatus))
+            return
+        session.exitstatus = int(ToolbenchExit.NO_CASES)
+        line = "pytest-toolbench: no case ran (the selection, -k/-m or --lf left none)"
+        self.summary = f"{line}; exit status {int(ToolbenchExit.NO_CASES)}\n"
+        if st.settings.gates:
+            self._unrecorded_verdicts = [
+                GateVerdict(gate=str(parse_gate(g)), actual=None, passed=False,
+                            reason="no case ran") for g in st.settings.gates
+            ]
+        self._write_unscored_reports(session, line)
+        self._write_junit()
+
+    def _write_unscored_reports(self, session: pytest.Session, note: str) -> None:
+        """The reports of a run in which no case ran, from a record without a case, metric or
+        scored verdict (its gates and exit status are the run's own): a --toolbench-json left
+        unwritten would leave a CI step reading an earlier run's file at that path as this
+        run's."""
+        from pytest_toolbench.session.finish import run_record, score_run
+
+        st = self.st
+        assert self.end is not None
+        record = run_record(score_run([], {}, st.settings), self.end, [],
+                            run_identity(self.config, st))
+        record.gates = list(self._unrecorded_verdicts)
+        record.run.exit_status = int(session.exitstatus)
+        self.record = record
+        failed_before = len(st.output_failures)
+        self._write_reports(session, record, [note], self.summary)
+        if len(st.output_failures) > failed_before:  # a report could not be written
+            self._note_output_failures(session, record)
+            self.summary += "".join(f"{f.message()}\n" for f in st.output_failures[failed_before:])
 
     def _write_junit(self) -> None:
         """With --junitxml: a testcase with an error for every selected case that never ran
