@@ -53,9 +53,10 @@ def check_same_benchmarks(runs: Sequence[LoadedRun]) -> None:
     """Refuse (ValueError, one line) a run that shares no benchmark with the first one."""
     for run in runs:
         if not run.cases:  # (a run interrupted before its first result has a report too)
-            how = "was interrupted" if run.partial else "ended"
-            raise ValueError(f"{run.run_id or run.path or run.label} has no case result (it "
-                             f"{how} before any case finished): nothing to compare")
+            why = ("it was interrupted before any case finished" if run.partial
+                   else "no case ran: its selection left none")
+            raise ValueError(f"{run.run_id or run.path or run.label} has no case result ({why}): "
+                             "nothing to compare")
     reference = benchmarks_of(runs[0])
     for run in runs[1:]:
         if not benchmarks_of(run) & reference:
