@@ -366,21 +366,25 @@ def _run_ids(tmp_path: Path) -> list[str]:
 
 
 def test_runs_shows_each_run_s_gate_verdict_and_exit_status(tmp_path):
-    """A run that failed its gates is not just "complete": the gates and exit columns say so."""
+    """A run that failed its gates is not just "complete": the gates and exit columns say so;
+    nor is one in which no case ran."""
+    none = _run_suite(tmp_path, "suites/toolhop", "-k", "no_such_case")
     ok = _run_suite(tmp_path, "suites/toolhop", "--scenario", "direct",
                     "--gate", "toolhop.direct.accuracy>=0.5")
     failed = _run_suite(tmp_path, "suites/toolhop", "--scenario", "direct",
                         "--gate", "toolhop.direct.accuracy>=0.5", "--gate", "toolhop.direct.accuracy>1")
     plain = _run_suite(tmp_path, "suites/toolhop", "--scenario", "direct")
-    assert (ok.returncode, failed.returncode, plain.returncode) == (0, 10, 0), failed.stdout[-2000:]
+    assert (none.returncode, ok.returncode, failed.returncode, plain.returncode) == (5, 0, 10, 0), \
+        failed.stdout[-2000:]
     listed = blocks(cli("runs", "--runs-dir", str(tmp_path / "runs")).stdout)
-    newest_first = [(block[0].split()[-1], field(block, "gates")) for block in listed]
+    newest_first = [(block[0].split(maxsplit=3)[3], field(block, "gates")) for block in listed]
     assert newest_first == [("complete", "-, exit 0 OK"),
                             ("complete", "FAILED 1/3, exit 10 GATE_FAILED"),
-                            ("complete", "passed 2/2, exit 0 OK")]
+                            ("complete", "passed 2/2, exit 0 OK"),
+                            ("no case ran", "-, exit 5 NO_CASES")]
     as_json = json.loads(cli("runs", "--runs-dir", str(tmp_path / "runs"), "--json").stdout)
     assert [(r["exit_status"], r["gates_passed"], r["gates_failed"]) for r in as_json] == [
-        (0, 0, []), (10, 2, ["toolhop.direct.accuracy>1"]), (0, 2, [])]
+        (0, 0, []), (10, 2, ["toolhop.direct.accuracy>1"]), (0, 2, []), (5, 0, [])]
 
 
 def test_compare_takes_run_ids_and_refuses_runs_of_different_benchmarks(tmp_path):

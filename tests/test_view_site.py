@@ -230,6 +230,18 @@ def test_an_error_line_reads_cause_attempts_and_the_option_to_try() -> None:
     assert error_text(one) == "http://h:1/v1 unreachable: refused; 1 attempt per call"
 
 
+def test_a_run_without_a_case_is_not_listed_as_complete() -> None:
+    """A run in which no case ran (NO_CASES) or none finished (interrupted) has a record too."""
+    from pytest_toolbench.results.run_record import RunInfo, RunMetrics, RunRecord
+    from pytest_toolbench.view.leaderboard import status_text
+
+    def record(**run: object) -> RunRecord:
+        return RunRecord.build(run=RunInfo(**run), metrics=RunMetrics(scenarios=[]), cases=[])
+
+    assert status_text(record()) == "no case ran"
+    assert status_text(record(partial=True, interrupted_by="SIGTERM")) == "partial (SIGTERM)"
+
+
 def test_js_literals_keep_nan_and_cannot_close_a_script() -> None:
     assert js_literal({"v": float("nan"), "t": "</script><b>"}) == '{"v":NaN,"t":"<\\/script><b>"}'
 

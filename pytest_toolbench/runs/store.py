@@ -83,7 +83,7 @@ def format_headlines(headlines: list[Headline]) -> str:
 
 def status_text(index: RunIndex) -> str:
     if index.status == "finished":
-        return "complete"
+        return "no case ran" if index.n_runs == 0 else "complete"
     if index.status == "interrupted":
         return f"partial ({index.interrupted_by})" if index.interrupted_by else "partial"
     if index.status == "incomplete" and index.report is None and index.start is not None:

@@ -107,7 +107,7 @@ def gates_text(gates: Sequence[GateVerdict]) -> str:
 
 def status_text(record: RunRecord) -> str:
     if not record.partial:
-        return "complete"
+        return "complete" if record.cases else "no case ran"
     by = record.run.interrupted_by
     return f"partial ({by})" if by else "partial"
 
