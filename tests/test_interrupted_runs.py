@@ -254,21 +254,42 @@ def test_a_ctrl_c_before_the_first_result_still_writes_every_report(tmp_path, wo
     assert "== gates: 2 checked, 2 FAILED ==" in out
 
 
-def test_a_collection_error_is_named_as_pytest_names_it_not_as_a_ctrl_c(tmp_path):
-    """pytest stops a run whose collection failed as an interruption (exit status 2): the reports
-    name its reason, where they said "SIGINT", a Ctrl-C nobody pressed."""
-    bad = tmp_path / "test_broken.py"
-    bad.write_text("def broken(:\n")
+STOP_PLUGIN = """
+import pytest
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtestloop(session):
+    pytest.exit("stopped by my plugin")
+"""
+
+
+@pytest.mark.parametrize(("stop", "named"), [("collection", "1 error during collection"),
+                                             ("pytest.exit", "pytest.exit: stopped by my plugin")])
+def test_a_stop_by_pytest_itself_is_named_as_pytest_names_it_not_as_a_ctrl_c(tmp_path, stop, named):
+    """pytest stops a run whose collection failed, or on a plugin's ``pytest.exit(reason)``, as an
+    interruption (exit status 2): the reports name its reason, where they said "SIGINT", a
+    Ctrl-C nobody pressed."""
+    extra: list[str] = []
+    env = dict(os.environ)
+    if stop == "collection":
+        bad = tmp_path / "test_broken.py"
+        bad.write_text("def broken(:\n")
+        extra = [str(bad)]
+    else:
+        (tmp_path / "stop_plugin.py").write_text(STOP_PLUGIN)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(tmp_path), env.get("PYTHONPATH")]))
+        extra = ["-p", "stop_plugin"]
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "suites/toolhop", str(bad), "-q", "-p", "no:cacheprovider",
+        [sys.executable, "-m", "pytest", "suites/toolhop", *extra, "-q", "-p", "no:cacheprovider",
          "-p", "no:randomly", "--data", "sample", "--model", "oracle", "--no-cache",
          "--runs-dir", str(tmp_path / "runs"), "--toolbench-json", str(tmp_path / "report.json")],
-        cwd=REPO, capture_output=True, text=True, timeout=300)
+        cwd=REPO, capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode == ToolbenchExit.INTERRUPTED, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert "the run was interrupted (1 error during collection)" in proc.stdout
+    assert f"the run was interrupted ({named})" in " ".join(proc.stdout.split())
     assert "SIGINT" not in proc.stdout
     report = json.loads((tmp_path / "report.json").read_text())
-    assert report["run"]["interrupted_by"] == "1 error during collection"
+    assert report["run"]["interrupted_by"] == named
     assert report["cases"] == [] and len(report["missing_cases"]) == 18
 
 

@@ -322,10 +322,18 @@ class ControllerHooks:
         return (yield)
 
     def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
-        """Why pytest stopped when no signal did: its own ``Interrupted`` ("1 error during
-        collection"), named as pytest names it, not as a Ctrl-C nobody pressed."""
-        if self.st.interrupted_by is None and isinstance(excinfo.value, pytest.Session.Interrupted):
-            self.st.interrupted_by = str(excinfo.value) or "interrupted by pytest"
+        """Why pytest stopped when no signal did, named as pytest names it, not as a Ctrl-C
+        nobody pressed: its own ``Interrupted`` ("1 error during collection"), or a plugin's or
+        conftest's ``pytest.exit(reason)`` that exits as an interruption. (The harness's own
+        stop on an unwritable output is an output failure, noted before it exits.)"""
+        st, value = self.st, excinfo.value
+        if st.interrupted_by is not None or st.output_failures:
+            return
+        if isinstance(value, pytest.Session.Interrupted):
+            st.interrupted_by = str(value) or "pytest stopped the run"
+        elif (isinstance(value, pytest.exit.Exception)
+              and value.returncode in (None, int(pytest.ExitCode.INTERRUPTED))):
+            st.interrupted_by = f"pytest.exit: {value.msg}"
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
