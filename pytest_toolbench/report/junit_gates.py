@@ -156,8 +156,8 @@ def write_data_properties(xml: LogXML, record: object) -> int:
 
 
 def write_data_source_properties(xml: LogXML, data_sources: Iterable[object]) -> int:
-    """The same data properties for a run with no record (no case ran, or an output failed
-    before any reported), from the data sources its start recorded: a CI reader still sees what
+    """The same data properties for a run with no record (an output failed before any case
+    reported), from the data sources its start recorded: a CI reader still sees what
     data the run was on. Returns how many were added (none twice)."""
     from pytest_toolbench.results.provenance import provenance_dict
 

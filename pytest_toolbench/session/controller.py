@@ -80,9 +80,9 @@ class ControllerHooks:
         #: Every result of the run is in its journal (no journal write failed): the run folder's
         #: report then names the journal instead of repeating the cases.
         self._journal_whole = False
-        #: How the run ended and its one record (none when no case ran, or an output failed
-        #: before any case reported): the session end's, read by JUnit, the terminal summary
-        #: and the gate table.
+        #: How the run ended and its one record (none only when an output failed before any
+        #: case reported, or pytest stopped with its own error): the session end's, read by
+        #: JUnit, the terminal summary and the gate table.
         self.end: RunEnd | None = None
         self.record: RunRecord | None = None
         #: The terminal's text of the run (the record's summary, or why no case ran).
