@@ -22,6 +22,7 @@ import pytest
 
 from fake_openai_server import FakeOpenAIServer, delayed, reply
 from pytest_toolbench.exitcodes import ToolbenchExit
+from pytest_toolbench.results import case_store
 from pytest_toolbench.results.partial_run import RUN_COMPLETED, interrupted_verdict
 from pytest_toolbench.results.gates import GateVerdict, exit_status
 from pytest_toolbench.results.journal import read_journal
@@ -154,12 +155,21 @@ def _junit(tmp_path: Path) -> tuple[dict[str, str], list[ET.Element]]:
     return dict(suite.attrib), list(suite.iter("testcase"))
 
 
+def _journalled(runs: Path) -> int:
+    """Results the one run in ``runs`` has journalled so far (its journal or a worker's)."""
+    folders = list(runs.iterdir()) if runs.is_dir() else []
+    return case_store.count_results(folders[0]) if len(folders) == 1 else 0
+
+
 def _interrupted_mid_run(tmp_path: Path, *args: str, second_signal: bool = False):
     """Signal the run after its third model request (SIGTERM, or Ctrl-C twice: the second while
     the reports are written); return (the process, stdout, stderr)."""
     with FakeOpenAIServer(delayed(0.5, reply("<answer>x</answer>"))) as server:
         proc = _start(tmp_path, server, *args)
         _wait_for(lambda: len(server.requests) >= 3, "third request", proc)
+        # and a result on disk: on a busy machine (-n 2 beside another make test) the third
+        # request had left before any worker had journalled a result, so none was scored
+        _wait_for(lambda: _journalled(tmp_path / "runs") >= 1, "first journalled result", proc)
         proc.send_signal(signal.SIGINT if second_signal else signal.SIGTERM)
         if second_signal:
             _wait_for((tmp_path / "plotting").exists, "plotting", proc)
