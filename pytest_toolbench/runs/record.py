@@ -229,14 +229,14 @@ def save_report(run_dir: Path, record: RunRecord, *, cases_in_journal: bool,
 
 
 def mark_ended(run_dir: Path, *, partial: bool, interrupted_by: str | None,
-               exit_status: int | None = None, finished: float | None = None) -> None:
-    """A run that ended without any result: close its index entry (0 cases). ``finished``:
-    when it ended, if not now (``toolbench finish`` of a run killed earlier)."""
+               exit_status: int | None = None) -> None:
+    """A run that ended without a record (an output failed before any case reported, or pytest
+    stopped with its own error): close its index entry (0 cases)."""
     index = read_index(run_dir)
     if index is None:
         return
     write_index(run_dir, index.model_copy(update={
-        "finished": time.time() if finished is None else finished, "status": "interrupted" if partial else "finished",
+        "finished": time.time(), "status": "interrupted" if partial else "finished",
         "partial": partial, "interrupted_by": interrupted_by, "pid": None, "pid_stamp": None,
         "start": None,
         "exit_status": exit_status,

@@ -404,17 +404,14 @@ class ControllerHooks:
         notes = end_summary.run_notes(record, end.notes(), st.data_sources, st.suite_sizes)
         self.summary, full_summary = end_summary.summaries(self.config, record, notes,
                                                            st.data_sources)
-        failed_before = len(st.output_failures)
         self._write_reports(session, record, notes, full_summary)
-        if len(st.output_failures) > failed_before:  # a report could not be written
-            self._note_output_failures(session, record)
-            self.summary += "".join(f"{f.message()}\n" for f in st.output_failures[failed_before:])
         self._write_junit()
 
     def _write_reports(self, session: pytest.Session, record: RunRecord, notes: list[str],
                        full_summary: str) -> None:
         """Every report but JUnit's, each from ``record``; a failed write is noted in it before
-        the next report is written."""
+        the next report is written, and at the end in the record, the exit status and the
+        terminal's summary."""
         from pytest_toolbench.runs.record import save_report
 
         st = self.st
@@ -442,6 +439,9 @@ class ControllerHooks:
         self._write_output("plots or Allure files", folder, lambda: write_plots_and_allure(
             self.config, record, full_summary, run_dir=folder, data_sources=st.data_sources,
             backend=st.settings.resolved_backend))
+        if len(st.output_failures) > failed_before:  # a report could not be written
+            self._note_output_failures(session, record)
+            self.summary += "".join(f"{f.message()}\n" for f in st.output_failures[failed_before:])
 
     def _whole_cases(self) -> Iterator[dict[str, Any]]:
         """The record's cases whole, as JSON values, one at a time, for a report that holds them
@@ -547,11 +547,7 @@ class ControllerHooks:
         record.gates = list(self._unrecorded_verdicts)
         record.run.exit_status = int(session.exitstatus)
         self.record = record
-        failed_before = len(st.output_failures)
         self._write_reports(session, record, [note], self.summary)
-        if len(st.output_failures) > failed_before:  # a report could not be written
-            self._note_output_failures(session, record)
-            self.summary += "".join(f"{f.message()}\n" for f in st.output_failures[failed_before:])
 
     def _write_junit(self) -> None:
         """With --junitxml: a testcase with an error for every selected case that never ran
