@@ -20,6 +20,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "pytest_toolbench.session.finish_cli",
     "pytest_toolbench.datasets.cli",
     "pytest_toolbench.view.cli",
+    "pytest_toolbench.benchmarks.init_cli",
 )
 
 

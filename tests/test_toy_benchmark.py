@@ -112,3 +112,18 @@ def test_a_clashing_or_misnamed_entry_point_is_refused(monkeypatch: pytest.Monke
         monkeypatch.undo()
         benchmarks._registered.cache_clear()
     assert "toy" not in benchmarks.registry()
+
+
+def test_toolbench_init_writes_the_installed_benchmarks_suite(toy_env: dict[str, str], tmp_path: Path) -> None:
+    """An installed benchmark gets its suite file as the built-in ones do: written into an empty
+    project, it runs there."""
+    project = tmp_path / "project"
+    code = "import sys; from pytest_toolbench.cli import main; sys.exit(main(sys.argv[1:]))"
+    init = subprocess.run([sys.executable, "-c", code, "init", str(project), "--benchmark", "toy"],
+                          env=toy_env, capture_output=True, text=True, timeout=300)
+    assert init.returncode == 0, init.stderr
+    assert [str(p.relative_to(project)) for p in project.rglob("*.py")] == ["suites/toy/test_toy.py"]
+    proc = subprocess.run([sys.executable, "-m", "pytest", "suites/toy", "--model", "oracle", "-q",
+                           "-p", "no:cacheprovider", "--runs-dir", str(tmp_path / "runs")],
+                          cwd=project, env=toy_env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and "6 passed" in proc.stdout, proc.stdout + proc.stderr

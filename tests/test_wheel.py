@@ -124,3 +124,31 @@ def test_a_checkout_runs_on_an_installed_package(installed: Installed, tmp_path:
     assert kinds == {"metabench": "reconstruction", "toolhop": "sample"}, run_info["data"]
     library = [d["path"] for d in run_info["data_sources"] if d["path"].endswith("distractor_tools.json")]
     assert library == [f"{installed.site}/pytest_toolbench/bundled_data/metabench/library/distractor_tools.json"]
+
+
+def test_an_installed_package_runs_the_suites_toolbench_init_writes(installed: Installed,
+                                                                    tmp_path: Path) -> None:
+    """No checkout at all: ``toolbench init`` writes the four suites into an empty project, and
+    ``pytest suites/...`` there runs them on the installed package (its bundled samples, its
+    fixtures), with the node ids a checkout has."""
+    pytest.importorskip("faiss", reason="Meta-Bench's meta_tool needs the [retrieval] extra")
+    project = tmp_path / "project"
+    code = "import sys; from pytest_toolbench.cli import main; sys.exit(main(['init', 'project']))"
+    init = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=installed.env,
+                          capture_output=True, text=True, timeout=300)
+    assert init.returncode == 0, init.stderr[-3000:]
+    assert sorted(str(p.relative_to(project)) for p in project.rglob("*.py")) == sorted(
+        str(p.relative_to(REPO)) for p in (REPO / "suites").rglob("test_*.py"))
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "suites/toolhop", "suites/metabench", "--data", "sample",
+         "--model", "oracle", "-p", "no:cacheprovider", "-q", "-rA", "--runs-dir", str(tmp_path / "runs"),
+         "--toolbench-json", str(tmp_path / "report.json"), "-W", "ignore::DeprecationWarning"],
+        cwd=project, env=installed.env, capture_output=True, text=True, timeout=600)
+    out = run.stdout + run.stderr
+    assert run.returncode == 0, out[-3000:]
+    assert "PASSED suites/toolhop/test_toolhop.py::test_toolhop[toolhop-9001-direct]" in out, out[-3000:]
+    report = json.loads((tmp_path / "report.json").read_text())
+    kinds = {d["benchmark"]: d["kind"] for d in report["run"]["data"]["benchmarks"]}
+    assert kinds == {"metabench": "reconstruction", "toolhop": "sample"}, report["run"]["data"]
+    assert all(path.startswith(f"{installed.site}/") for path in
+               (d["path"] for d in report["run"]["data_sources"])), report["run"]["data_sources"]

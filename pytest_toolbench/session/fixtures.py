@@ -7,7 +7,8 @@ servers/managed.py). The runtime builds each benchmark's runner from ``toolbench
 (``make_runner(env)``, benchmarks/base.py), so a benchmark needs no fixtures of its own. A suite
 gets these through the plugin, or by registering this module (``-p
 pytest_toolbench.session.fixtures``, or ``pytest_plugins`` in a conftest, as this repository's
-``conftest.py`` does; ``fixtures/toolbench.py`` only re-exports them for the suites to import).
+``conftest.py`` does; ``fixtures/toolbench.py`` only re-exports them). The suites import
+``assert_case_passed`` from here (benchmarks/suite_files.py writes them).
 """
 
 from __future__ import annotations

@@ -1,13 +1,16 @@
-"""FamilyTool: one test per (record, step/mode). Logic lives in pytest_toolbench.benchmarks.familytool.
+"""FamilyTool: one test per case of the benchmark ``familytool``; the harness loads, runs and scores
+them (pytest_toolbench.benchmarks.familytool.benchmark).
 
-Select with flags (--familytool-split e, --familytool-kg-mode golden, --familytool-extraction gs)
-or markers: -m "split(name='b')", -m "hops(n=3)", -m "step(name='extract')",
--m "kg(mode='extracted')", -m "extraction(method='rr')".
+Select with -m "scenario(name='extract-gs')", -m "split(name=...)", -m "hops(n=...)",
+-m "step(name=...)", -m "kg(mode=...)", -m "extraction(method=...)"; `toolbench list familytool`
+prints the values, `pytest --help` its own flags (--familytool-...).
+
+Written by `toolbench init`, which rewrites it only with --overwrite.
 """
 
 import pytest
 
-from fixtures.toolbench import assert_case_passed
+from pytest_toolbench.session.fixtures import assert_case_passed
 
 pytestmark = pytest.mark.toolbench("familytool")
 

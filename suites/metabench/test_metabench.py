@@ -1,12 +1,16 @@
-"""Meta-Bench: one test per judged assistant turn. Logic lives in pytest_toolbench.benchmarks.metabench.
+"""Meta-Bench: one test per case of the benchmark ``metabench``; the harness loads, runs and scores
+them (pytest_toolbench.benchmarks.metabench.benchmark).
 
-Select with markers: -m "category(name='function_missing')", -m "difficulty(name='hard')",
--m "world(name='open')", -m "scenario(name='simple-open-chat')".
+Select with -m "scenario(name='simple-open-function_missing')", -m "category(name=...)",
+-m "difficulty(name=...)", -m "world(name=...)"; `toolbench list metabench` prints the values,
+`pytest --help` its own flags (--metabench-...).
+
+Written by `toolbench init`, which rewrites it only with --overwrite.
 """
 
 import pytest
 
-from fixtures.toolbench import assert_case_passed
+from pytest_toolbench.session.fixtures import assert_case_passed
 
 pytestmark = pytest.mark.toolbench("metabench")
 

@@ -1,13 +1,16 @@
-"""ToolBeHonest: one test per (record, level, variant). Logic lives in
-pytest_toolbench.benchmarks.toolbehonest.
+"""ToolBeHonest: one test per case of the benchmark ``toolbehonest``; the harness loads, runs and
+scores them (pytest_toolbench.benchmarks.toolbehonest.benchmark).
 
-Select with markers: -m "scenario(name='MNT')", -m "level(n=3)", -m "subtask(name='os')",
--m "solvable(value=False)" (the leaderboard's variant).
+Select with -m "scenario(name='MNT')", -m "level(n=...)", -m "subtask(name=...)",
+-m "solvable(value=...)"; `toolbench list toolbehonest` prints the values, `pytest --help` its own
+flags (--toolbehonest-...).
+
+Written by `toolbench init`, which rewrites it only with --overwrite.
 """
 
 import pytest
 
-from fixtures.toolbench import assert_case_passed
+from pytest_toolbench.session.fixtures import assert_case_passed
 
 pytestmark = pytest.mark.toolbench("toolbehonest")
 

@@ -1,11 +1,15 @@
-"""ToolHop: one test per (sample, scenario). Logic lives in pytest_toolbench.benchmarks.toolhop.
+"""ToolHop: one test per case of the benchmark ``toolhop``; the harness loads, runs and scores them
+(pytest_toolbench.benchmarks.toolhop.benchmark).
 
-Select with markers: -m "hops(n=3)", -m "scenario(name='mandatory')", -m "domain(name='Film')".
+Select with -m "scenario(name='direct')", -m "hops(n=...)", -m "domain(name=...)"; `toolbench list
+toolhop` prints the values, `pytest --help` its own flags (--toolhop-...).
+
+Written by `toolbench init`, which rewrites it only with --overwrite.
 """
 
 import pytest
 
-from fixtures.toolbench import assert_case_passed
+from pytest_toolbench.session.fixtures import assert_case_passed
 
 pytestmark = pytest.mark.toolbench("toolhop")
 

@@ -1,0 +1,112 @@
+"""``toolbench init`` writes each benchmark's suite into a project (benchmarks/suite_files.py); the
+checkout's suites/ are exactly those files. The installed package running them with no checkout
+is tests/test_wheel.py's."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from pydantic import BaseModel
+
+from pytest_toolbench.benchmarks import registry
+from pytest_toolbench.benchmarks.suite_files import suite_path, suite_source
+from pytest_toolbench.cli import main
+
+REPO = Path(__file__).resolve().parents[1]
+BUILT_IN = ("toolhop", "familytool", "toolbehonest", "metabench")
+
+
+@pytest.mark.parametrize("name", BUILT_IN)
+def test_the_checkouts_suite_is_what_init_writes(name: str) -> None:
+    """One source for both: a change to the template shows here until `toolbench init
+    --overwrite` is run in the checkout."""
+    assert (REPO / suite_path(name)).read_text(encoding="utf-8") == suite_source(registry()[name])
+
+
+@pytest.mark.parametrize("name", BUILT_IN)
+def test_a_suite_file_is_one_marked_test_of_its_benchmark(name: str) -> None:
+    tree = ast.parse(suite_source(registry()[name]))
+    (function,) = [node for node in tree.body if isinstance(node, ast.FunctionDef)]
+    assert function.name == f"test_{name}"
+    assert [a.arg for a in function.args.args] == ["case", "case_result"]
+    assert f'pytestmark = pytest.mark.toolbench("{name}")' in suite_source(registry()[name])
+    assert all(len(line) <= 100 for line in suite_source(registry()[name]).splitlines())
+
+
+def _files(folder: Path) -> dict[str, str]:
+    return {str(p.relative_to(folder)): p.read_text(encoding="utf-8") for p in sorted(folder.rglob("*"))
+            if p.is_file()}
+
+
+def test_init_writes_every_suite_then_leaves_them_alone(tmp_path: Path, capsys) -> None:
+    assert main(["init", str(tmp_path)]) == 0
+    assert _files(tmp_path) == {str(suite_path(n)): suite_source(registry()[n]) for n in BUILT_IN}
+    assert "4 of 4 suite files written" in capsys.readouterr().out
+    assert main(["init", str(tmp_path)]) == 0
+    assert capsys.readouterr().out.count("unchanged") == 4
+
+
+def test_a_file_that_differs_stops_init_before_it_writes_anything(tmp_path: Path, capsys) -> None:
+    """A project's own edit is never replaced silently, and no other suite is written beside the
+    refusal (the folder stays as it was)."""
+    edited = tmp_path / suite_path("familytool")
+    edited.parent.mkdir(parents=True)
+    edited.write_text("# my own\n", encoding="utf-8")
+    assert main(["init", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert f"{edited} differs from the familytool suite" in err and "--overwrite" in err
+    assert _files(tmp_path) == {str(suite_path("familytool")): "# my own\n"}
+    assert main(["init", str(tmp_path), "--overwrite", "--benchmark", "familytool"]) == 0
+    assert "overwritten" in capsys.readouterr().out
+    assert _files(tmp_path) == {str(suite_path("familytool")): suite_source(registry()["familytool"])}
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--benchmark", "nope"], "unknown benchmark 'nope' (known: toolhop, familytool"),
+    ([], "is not a folder"),
+])
+def test_usage_errors_are_one_line_and_exit_2(tmp_path: Path, capsys, args: list[str],
+                                             message: str) -> None:
+    target = tmp_path / "file"
+    target.write_text("x")
+    assert main(["init", str(target if not args else tmp_path), *args]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_a_folder_that_cannot_be_made_is_one_line(tmp_path: Path, capsys) -> None:
+    (tmp_path / "file").write_text("x")
+    assert main(["init", str(tmp_path / "file" / "below")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("toolbench init: cannot write the suites under") and err.count("\n") == 1
+
+
+class _NoOptions(BaseModel):
+    pass
+
+
+def _benchmark(name: str) -> SimpleNamespace:
+    return SimpleNamespace(name=name, title="Mine", scenarios=("a",), label_markers={"topic": "name"},
+                           options_model=_NoOptions)
+
+
+def test_a_benchmark_without_options_names_no_flags() -> None:
+    text = suite_source(_benchmark("mine"))
+    assert "--mine-" not in text and "-m \"scenario(name='a')\", -m \"topic(name=...)\"" in text
+    assert "def test_mine(case, case_result):" in text
+
+
+@pytest.mark.parametrize("name", ["my-bench", "a.b", "x y"])
+def test_a_name_that_makes_no_test_function_is_refused(name: str) -> None:
+    with pytest.raises(ValueError, match="is not a Python name"):
+        suite_source(_benchmark(name))
+
+
+def test_a_suite_path_that_cannot_be_read_is_one_line(tmp_path: Path, capsys) -> None:
+    (tmp_path / suite_path("toolhop")).mkdir(parents=True)  # a folder where the file goes
+    assert main(["init", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"toolbench init: cannot read {tmp_path / suite_path('toolhop')}: Is a directory\n"
