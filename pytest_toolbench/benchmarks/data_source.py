@@ -82,6 +82,21 @@ class DataSource(DeferredModel):
             size=_size(path), verified=prov.verified, fingerprint=sha[:12],
             registry=prov.registry, notes=list(prov.notes))
 
+    @classmethod
+    def fetched_for(cls, benchmark: str) -> list[DataSource]:
+        """The files this process fetched and verified for ``benchmark`` (``--data real``), for
+        a benchmark that names no sources of its own (``HasDataSources`` is optional): an
+        installed benchmark's pinned files are then still in every report. A process that never
+        loaded the fetch code fetched nothing (the pins stay out of runs that read no real
+        data, session/data.py)."""
+        import sys
+
+        resolve = sys.modules.get("pytest_toolbench.datasets.resolve")
+        if resolve is None:
+            return []
+        return [cls.for_file(benchmark, Path(prov.path), prov.records or 0, bundled=False)
+                for prov in resolve.resolved_files(benchmark) if prov.path is not None]
+
     def describe(self) -> str:
         """``toolhop: data/toolhop/ToolHop.json, 20 records, sha256 1a2b3c4d5e6f``, then what the
         data is (bundled sample, this project's reconstruction, real with its revision)."""

@@ -109,8 +109,9 @@ def cmd_list(args: argparse.Namespace) -> int:
     widths = [max(len(str(x)) for x in col) for col in zip(head, *body)]
     for line in [head, *body]:
         print("  ".join(str(x).ljust(w) for x, w in zip(line, widths)).rstrip())
+    origins = dict.fromkeys([registry.origin, *(registry.origin_of(n) for n in registry.names())])
     print(f"\ncache: {cache.hub_cache()} (Hugging Face files), {cache.assets_cache()} (others); "
-          f"pins: {registry.origin}")
+          f"pins: {'; '.join(origins)}")
     return 0
 
 

@@ -25,10 +25,18 @@ Why these pins (each names its upstream source):
 
 ``TOOLBENCH_DATA_REGISTRY=FILE`` replaces these pins with a JSON file of the same shape
 (:class:`Registry`): for a mirror that holds other files, and for the tests.
+
+A benchmark installed from another package pins its own real files the same way, with no edit of
+this one: an entry point in the ``pytest_toolbench.data`` group, named as the benchmark, pointing
+at its :class:`BenchmarkData` (or a dict of that shape). Its files are then fetched, verified,
+cached and reported as the built-in benchmarks' are (``--data real``, ``--data-revision``,
+``toolbench data list|fetch|verify``). A registry file replaces the built-in pins only: an
+installed benchmark it does not name keeps its own.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from pathlib import Path
@@ -74,6 +82,8 @@ class BenchmarkData(DeferredModel):
     files: list[PinnedFile] = Field(default_factory=list)
     #: Why this pin (shown by ``toolbench data list``).
     note: str = ""
+    #: Where this pin came from, where not from its registry's origin (an installed package's).
+    origin: str | None = None
 
     @property
     def source(self) -> str:
@@ -93,6 +103,11 @@ class Registry(DeferredModel):
 
     def names(self) -> list[str]:
         return [b.benchmark for b in self.benchmarks]
+
+    def origin_of(self, name: str) -> str:
+        """Where benchmark ``name``'s pin came from (the report's ``registry`` of its files)."""
+        spec = self.get(name)
+        return spec.origin if spec is not None and spec.origin else self.origin
 
 
 BUILTIN = Registry(benchmarks=[
@@ -147,17 +162,53 @@ BUILTIN = Registry(benchmarks=[
 
 def load_registry() -> Registry:
     """The pins in force: ``$TOOLBENCH_DATA_REGISTRY`` (a JSON :class:`Registry`) if set, else the
-    built-in ones. A registry file that cannot be read is a ValueError (one line)."""
+    built-in ones; then the installed benchmarks' own (:func:`installed_pins`) for every
+    benchmark those do not name. A registry file or an installed pin that cannot be read is a
+    ValueError (one line)."""
     path = os.environ.get(REGISTRY_ENV)
     if not path:
-        return BUILTIN
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-        registry = Registry.model_validate({**data, "origin": str(path)})
-    except (OSError, ValueError) as exc:
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise ValueError(f"${REGISTRY_ENV} {path}: not a data registry ({first})") from None
-    return registry
+        base = BUILTIN
+    else:
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+            base = Registry.model_validate({**data, "origin": str(path)})
+        except (OSError, ValueError) as exc:
+            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise ValueError(f"${REGISTRY_ENV} {path}: not a data registry ({first})") from None
+    named = set(base.names())
+    installed = [pin for pin in installed_pins() if pin.benchmark not in named]
+    if not installed:
+        return base
+    return Registry(benchmarks=[*base.benchmarks, *installed], origin=base.origin)
+
+
+#: The entry point group through which an installed package pins its benchmark's real files.
+DATA_ENTRY_POINT_GROUP = "pytest_toolbench.data"
+
+
+@functools.cache
+def installed_pins() -> tuple[BenchmarkData, ...]:
+    """The pins of the ``pytest_toolbench.data`` entry points, read once per process. A pin for
+    a built-in benchmark, or whose ``benchmark`` is not its entry point's name, is refused, as a
+    benchmark entry point is: a pin names the files of the benchmark of that name."""
+    from pytest_toolbench.entry_points import entry_points_of
+
+    found: dict[str, BenchmarkData] = {}
+    for point in sorted(entry_points_of(DATA_ENTRY_POINT_GROUP), key=lambda p: p.name):
+        where = f"data entry point {point.name!r} ({point.value})"
+        if point.name in BUILTIN.names() or point.name in found:
+            raise ValueError(f"{where}: {point.name} already has its pins")
+        try:
+            loaded = point.load()
+            pin = loaded if isinstance(loaded, BenchmarkData) else BenchmarkData.model_validate(loaded)
+        except Exception as exc:  # noqa: BLE001 - an import error or a bad shape: one line either way
+            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise ValueError(f"{where}: not a data pin ({first})") from None
+        if pin.benchmark != point.name:
+            raise ValueError(f"{where}: it pins {pin.benchmark!r}, not {point.name!r}")
+        package = point.dist.name if point.dist is not None else point.value.split(":")[0]
+        found[point.name] = pin.model_copy(update={"origin": f"installed ({package}, entry point)"})
+    return tuple(found.values())
 
 
 def has_real_files(name: str) -> bool:

@@ -141,7 +141,7 @@ def resolve(names: Sequence[str], revisions: Mapping[str, str] | None = None, *,
                 expected_sha256=file.sha256 if choice.pinned else None, size=checked.size,
                 records=checked.records, expected_records=file.records if choice.pinned else None,
                 verified=choice.pinned and checked.verified and file.sha256 is not None,
-                registry=registry.origin, notes=notes)
+                registry=registry.origin_of(spec.benchmark), notes=notes)
             out.files.append(prov)
             out.warnings += checked.warnings
             _RESOLVED[os.path.realpath(got.path)] = prov
@@ -228,6 +228,11 @@ def shown_path(path: str | Path) -> Path:
     return Path(path)
 
 
+def resolved_files(benchmark: str) -> list[FileProvenance]:
+    """The files this process fetched and checked for ``benchmark``, in fetch order."""
+    return [prov for prov in _RESOLVED.values() if prov.benchmark == benchmark]
+
+
 def resolved_provenance(path: str | Path) -> FileProvenance | None:
     """What this process resolved ``path`` (through any link) from, if it did."""
     return _RESOLVED.get(os.path.realpath(path))
@@ -250,10 +255,11 @@ def provenance_of_file(benchmark: str, path: str | Path, sha256: str, *, bundled
         if spec is not None and spec.host == "none":
             return FileProvenance(benchmark=benchmark, kind="reconstruction", source=spec.source,
                                   path=Path(path), sha256=sha256, records=records,
-                                  registry=registry.origin,
+                                  registry=registry.origin_of(benchmark),
                                   notes=["this project's reconstruction: no released data"])
         return FileProvenance(benchmark=benchmark, kind="sample", source="bundled sample",
-                              path=Path(path), sha256=sha256, records=records, registry=registry.origin,
+                              path=Path(path), sha256=sha256, records=records,
+                              registry=registry.origin_of(benchmark),
                               notes=["bundled sample, not the real benchmark"])
     match = _pin_matching(spec, sha256)
     if spec is not None and match is not None:
@@ -264,9 +270,10 @@ def provenance_of_file(benchmark: str, path: str | Path, sha256: str, *, bundled
             sha256=sha256, expected_sha256=match.sha256, records=records,
             expected_records=match.records,
             verified=match.records is None or records is None or records == match.records,
-            registry=registry.origin, notes=["a local copy of the pinned file (sha256 matches)"])
+            registry=registry.origin_of(benchmark),
+            notes=["a local copy of the pinned file (sha256 matches)"])
     return FileProvenance(benchmark=benchmark, kind="local", path=Path(path), sha256=sha256,
-                          records=records, registry=registry.origin,
+                          records=records, registry=registry.origin_of(benchmark),
                           notes=["local files (--data-dir) matching no pinned file"])
 
 

@@ -14,6 +14,7 @@ import pytest
 
 from pytest_toolbench.benchmarks import registry
 from pytest_toolbench.benchmarks.base import Benchmark, Case, HasDataChecks, HasDataSources, HasSelection
+from pytest_toolbench.benchmarks.data_source import DataSource
 from pytest_toolbench.benchmarks.dataset_errors import DatasetError, DatasetWarning, error_lines
 from pytest_toolbench.config import RunSettings
 from pytest_toolbench.exitcodes import ToolbenchExit
@@ -64,6 +65,8 @@ def validate_selection(config: pytest.Config) -> dict[str, list[Case]]:
                         st.settings.data_dir, st.settings.options_for(name, benchmark.options_model))
             except (DatasetError, OSError) as exc:
                 raise _data_usage_error(name, exc) from None
+        else:
+            st.data_sources += DataSource.fetched_for(name)
         if isinstance(benchmark, HasDataChecks):  # files read later (a KG, a tool pool): now
             try:
                 benchmark.check_data(st.settings)
