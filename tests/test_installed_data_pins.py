@@ -112,7 +112,7 @@ def test_a_file_that_is_not_the_pinned_one_is_refused_before_any_model_call(tmp_
 def test_a_pin_that_cannot_be_read_is_one_line(tmp_path: Path, hub: FakeDataHub, pin: str, message: str):
     env = _env(tmp_path, hub, pin)
     listed = _toolbench(env, "data", "list")
-    assert listed.returncode != 0 and message in listed.stderr and "Traceback" not in listed.stderr
+    assert listed.returncode == 4 and message in listed.stderr and "Traceback" not in listed.stderr
     proc = _run(env, tmp_path)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 4 and message in out and "Traceback" not in out, out[-3000:]
