@@ -44,7 +44,9 @@ def _files(folder: Path) -> dict[str, str]:
 def test_init_writes_every_suite_then_leaves_them_alone(tmp_path: Path, capsys) -> None:
     assert main(["init", str(tmp_path)]) == 0
     assert _files(tmp_path) == {str(suite_path(n)): suite_source(registry()[n]) for n in BUILT_IN}
-    assert "4 of 4 suite files written" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    # the hint runs from the project folder, where node ids are suites/<name>/... as in a checkout
+    assert f"4 of 4 suite files written; run one with e.g. `cd {tmp_path} && pytest suites/toolhop " in out
     assert main(["init", str(tmp_path)]) == 0
     assert capsys.readouterr().out.count("unchanged") == 4
 

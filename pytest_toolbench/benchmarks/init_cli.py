@@ -10,6 +10,7 @@ unknown benchmark, a benchmark that cannot have a suite file, a folder that cann
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from pathlib import Path
 
@@ -38,7 +39,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def cmd_init(args: argparse.Namespace) -> int:
     from pytest_toolbench.benchmarks import registry
-    from pytest_toolbench.benchmarks.suite_files import plan, write
+    from pytest_toolbench.benchmarks.suite_files import plan, suite_path, write
 
     def fail(message: str, status: int = USAGE_ERROR) -> int:
         print(f"toolbench init: {message}", file=sys.stderr)
@@ -74,7 +75,9 @@ def cmd_init(args: argparse.Namespace) -> int:
     for suite, _ in planned:
         print(f"{suite.action:>11}  {suite.path}")
     written = [suite for suite, _ in planned if suite.action != "unchanged"]
-    first = planned[0][0]
+    # Run from the project folder: there the node ids are suites/<name>/..., as in a checkout.
+    suite = suite_path(planned[0][0].benchmark).parent
+    where = "" if args.folder.resolve() == Path.cwd() else f"cd {shlex.quote(str(args.folder))} && "
     print(f"{len(written)} of {len(planned)} suite files written; run one with e.g. "
-          f"`pytest {first.path.parent} --data sample --model oracle`")
+          f"`{where}pytest {suite} --data sample --model oracle`")
     return 0
