@@ -90,8 +90,8 @@ class _NoOptions(BaseModel):
     pass
 
 
-def _benchmark(name: str) -> SimpleNamespace:
-    return SimpleNamespace(name=name, title="Mine", scenarios=("a",), label_markers={"topic": "name"},
+def _benchmark(name: str, title: str = "Mine", scenario: str = "a") -> SimpleNamespace:
+    return SimpleNamespace(name=name, title=title, scenarios=(scenario,), label_markers={"topic": "name"},
                            options_model=_NoOptions)
 
 
@@ -112,3 +112,11 @@ def test_a_suite_path_that_cannot_be_read_is_one_line(tmp_path: Path, capsys) ->
     assert main(["init", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert err == f"toolbench init: cannot read {tmp_path / suite_path('toolhop')}: Is a directory\n"
+
+
+def test_an_installed_benchmarks_quotes_and_backslashes_stay_inside_the_docstring() -> None:
+    title, scenario = 'He said """hi""" \\', 'a"b\\'
+    tree = ast.parse(suite_source(_benchmark("mine", title, scenario)))
+    docstring = ast.get_docstring(tree)
+    assert docstring is not None and docstring.startswith(f"{title}: one test per case")
+    assert f"scenario(name='{scenario}')" in docstring

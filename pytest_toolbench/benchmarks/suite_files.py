@@ -42,16 +42,19 @@ def suite_source(benchmark: Any) -> str:
         raise ValueError(f"benchmark {name!r}: {function!r} is not a Python name, so no suite file "
                          "can hold its test; write one by hand (see suites/toolhop/test_toolhop.py)")
     module = benchmark.__module__ if isinstance(benchmark, type) else type(benchmark).__module__
-    markers = [f"scenario(name='{benchmark.scenarios[0]}')"] if benchmark.scenarios else []
+    title = _in_docstring(benchmark.title)
+    scenarios = [_in_docstring(s) for s in benchmark.scenarios[:1]]
+    markers = [f"scenario(name='{scenario}')" for scenario in scenarios]
     markers += [f"{marker}({kw}=...)" for marker, kw in benchmark.label_markers.items()]
     flags = [flag for field, info in benchmark.options_model.model_fields.items()
              if (flag := flag_name(name, field, info)) is not None]
     # NBSP keeps each `-m "..."` on one line through the wrap; it is a space again after it
     options = ", ".join(f'-m{NBSP}"{marker}"' for marker in markers)
     select = f"Select with {options}; `toolbench list {name}` prints the values"
-    select += f", `pytest --help` its own flags (--{name}-...)." if flags else "."
+    select += (f", and `pytest --help` its own flags under \"pytest-toolbench: {title}\"."
+               if flags else ".")
     paragraphs = [
-        f"{benchmark.title}: one test per case of the benchmark ``{name}``; the harness loads, "
+        f"{title}: one test per case of the benchmark ``{name}``; the harness loads, "
         f"runs and scores them ({module}).",
         select,
         "Written by `toolbench init`, which rewrites it only with --overwrite.",
@@ -63,6 +66,12 @@ def suite_source(benchmark: Any) -> str:
             f'pytestmark = pytest.mark.toolbench("{name}")\n\n\n'
             f"def {function}(case, case_result):\n"
             "    assert_case_passed(case_result)\n")
+
+
+def _in_docstring(text: str) -> str:
+    """An installed benchmark's own text (title, scenario) as docstring text: no quote in it can
+    end the docstring, no backslash make an escape."""
+    return str(text).replace("\\", "\\\\").replace('"', '\\"')
 
 
 Action = Literal["written", "unchanged", "differs", "overwritten"]

@@ -3,7 +3,7 @@ them (pytest_toolbench.benchmarks.familytool.benchmark).
 
 Select with -m "scenario(name='extract-gs')", -m "split(name=...)", -m "hops(n=...)",
 -m "step(name=...)", -m "kg(mode=...)", -m "extraction(method=...)"; `toolbench list familytool`
-prints the values, `pytest --help` its own flags (--familytool-...).
+prints the values, and `pytest --help` its own flags under "pytest-toolbench: FamilyTool".
 
 Written by `toolbench init`, which rewrites it only with --overwrite.
 """

@@ -2,8 +2,8 @@
 them (pytest_toolbench.benchmarks.metabench.benchmark).
 
 Select with -m "scenario(name='simple-open-function_missing')", -m "category(name=...)",
--m "difficulty(name=...)", -m "world(name=...)"; `toolbench list metabench` prints the values,
-`pytest --help` its own flags (--metabench-...).
+-m "difficulty(name=...)", -m "world(name=...)"; `toolbench list metabench` prints the values, and
+`pytest --help` its own flags under "pytest-toolbench: Meta-Bench".
 
 Written by `toolbench init`, which rewrites it only with --overwrite.
 """

@@ -2,8 +2,8 @@
 scores them (pytest_toolbench.benchmarks.toolbehonest.benchmark).
 
 Select with -m "scenario(name='MNT')", -m "level(n=...)", -m "subtask(name=...)",
--m "solvable(value=...)"; `toolbench list toolbehonest` prints the values, `pytest --help` its own
-flags (--toolbehonest-...).
+-m "solvable(value=...)"; `toolbench list toolbehonest` prints the values, and `pytest --help` its
+own flags under "pytest-toolbench: ToolBeHonest".
 
 Written by `toolbench init`, which rewrites it only with --overwrite.
 """

@@ -2,7 +2,7 @@
 (pytest_toolbench.benchmarks.toolhop.benchmark).
 
 Select with -m "scenario(name='direct')", -m "hops(n=...)", -m "domain(name=...)"; `toolbench list
-toolhop` prints the values, `pytest --help` its own flags (--toolhop-...).
+toolhop` prints the values, and `pytest --help` its own flags under "pytest-toolbench: ToolHop".
 
 Written by `toolbench init`, which rewrites it only with --overwrite.
 """
