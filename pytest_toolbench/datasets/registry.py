@@ -173,8 +173,7 @@ def load_registry() -> Registry:
             data = json.loads(Path(path).read_text(encoding="utf-8"))
             base = Registry.model_validate({**data, "origin": str(path)})
         except (OSError, ValueError) as exc:
-            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            raise ValueError(f"${REGISTRY_ENV} {path}: not a data registry ({first})") from None
+            raise ValueError(f"${REGISTRY_ENV} {path}: not a data registry ({_first_line(exc)})") from None
     named = set(base.names())
     installed = [pin for pin in installed_pins() if pin.benchmark not in named]
     if not installed:
@@ -202,13 +201,16 @@ def installed_pins() -> tuple[BenchmarkData, ...]:
             loaded = point.load()
             pin = loaded if isinstance(loaded, BenchmarkData) else BenchmarkData.model_validate(loaded)
         except Exception as exc:  # noqa: BLE001 - an import error or a bad shape: one line either way
-            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            raise ValueError(f"{where}: not a data pin ({first})") from None
+            raise ValueError(f"{where}: not a data pin ({_first_line(exc)})") from None
         if pin.benchmark != point.name:
             raise ValueError(f"{where}: it pins {pin.benchmark!r}, not {point.name!r}")
         package = point.dist.name if point.dist is not None else point.value.split(":")[0]
         found[point.name] = pin.model_copy(update={"origin": f"installed ({package}, entry point)"})
     return tuple(found.values())
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
 def has_real_files(name: str) -> bool:
