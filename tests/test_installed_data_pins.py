@@ -116,3 +116,15 @@ def test_a_pin_that_cannot_be_read_is_one_line(tmp_path: Path, hub: FakeDataHub,
     proc = _run(env, tmp_path)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 4 and message in out and "Traceback" not in out, out[-3000:]
+
+
+def test_a_registry_file_that_is_not_one_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    from pytest_toolbench.datasets.registry import REGISTRY_ENV, load_registry
+
+    bad = tmp_path / "pins.json"
+    bad.write_text('{"benchmarks": [{"benchmark": "toy"}]}\n', encoding="utf-8")  # no host
+    monkeypatch.setenv(REGISTRY_ENV, str(bad))
+    with pytest.raises(ValueError) as info:
+        load_registry()
+    assert str(info.value).startswith(f"${REGISTRY_ENV} {bad}: not a data registry (1 validation error")
+    assert "\n" not in str(info.value)
