@@ -62,7 +62,7 @@ def cmd_init(args: argparse.Namespace) -> int:
         return fail(str(exc))
     except OSError as exc:
         return fail(f"cannot read {exc.filename}: {exc.strerror or exc}")
-    differing = [suite for suite, _ in planned if suite.action == "differs"]
+    differing = [suite for suite in planned if suite.action == "differs"]
     if differing:
         for suite in differing:
             print(f"toolbench init: {suite.path} differs from the {suite.benchmark} suite it would "
@@ -72,12 +72,12 @@ def cmd_init(args: argparse.Namespace) -> int:
         write(planned)
     except OSError as exc:
         return fail(f"cannot write the suites under {args.folder}: {exc.strerror or exc}")
-    for suite, _ in planned:
+    for suite in planned:
         print(f"{suite.action:>11}  {suite.path}")
-    written = [suite for suite, _ in planned if suite.action != "unchanged"]
+    written = [suite for suite in planned if suite.action != "unchanged"]
     # Run from the project folder: there the node ids are suites/<name>/..., as in a checkout.
-    suite = suite_path(planned[0][0].benchmark).parent
+    first = suite_path(planned[0].benchmark).parent
     where = "" if args.folder.resolve() == Path.cwd() else f"cd {shlex.quote(str(args.folder))} && "
     print(f"{len(written)} of {len(planned)} suite files written; run one with e.g. "
-          f"`{where}pytest {suite} --data sample --model oracle`")
+          f"`{where}pytest {first} --data sample --model oracle`")
     return 0

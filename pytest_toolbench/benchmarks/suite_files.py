@@ -11,7 +11,6 @@ runs the four suites (and its own benchmarks) without a checkout of this reposit
 from __future__ import annotations
 
 import keyword
-import os
 import textwrap
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -82,12 +81,14 @@ class SuiteFile:
     benchmark: str
     path: Path
     action: Action
+    #: What the file holds once written.
+    text: str
 
 
-def plan(folder: Path, benchmarks: Mapping[str, Any], *, overwrite: bool) -> list[tuple[SuiteFile, str]]:
-    """What writing ``benchmarks``' suites under ``folder`` would do, file by file, with each
-    file's text. Nothing is written, so a refusal (a file that differs) leaves the folder as it
-    was. OSError where a file there cannot be read (no permission, a folder of that name)."""
+def plan(folder: Path, benchmarks: Mapping[str, Any], *, overwrite: bool) -> list[SuiteFile]:
+    """What writing ``benchmarks``' suites under ``folder`` would do, file by file. Nothing is
+    written, so a refusal (a file that differs) leaves the folder as it was. OSError where a
+    file there cannot be read (no permission, a folder of that name)."""
     planned = []
     for name, benchmark in benchmarks.items():
         path = folder / suite_path(name)
@@ -100,13 +101,13 @@ def plan(folder: Path, benchmarks: Mapping[str, Any], *, overwrite: bool) -> lis
             action = "overwritten" if overwrite else "differs"
         else:
             action = "unchanged" if old == text else "overwritten" if overwrite else "differs"
-        planned.append((SuiteFile(name, path, action), text))
+        planned.append(SuiteFile(name, path, action, text))
     return planned
 
 
-def write(planned: Iterable[tuple[SuiteFile, str]]) -> None:
-    """Write the planned files that are new or to be overwritten (each atomically)."""
-    for suite, text in planned:
+def write(planned: Iterable[SuiteFile]) -> None:
+    """Write the planned files that are new or to be overwritten (each atomically; the atomic
+    write makes their folders)."""
+    for suite in planned:
         if suite.action in ("written", "overwritten"):
-            os.makedirs(suite.path.parent, exist_ok=True)
-            atomic_write_text(suite.path, text)
+            atomic_write_text(suite.path, suite.text)
