@@ -162,8 +162,9 @@ def _journalled(runs: Path) -> int:
 
 
 def _interrupted_mid_run(tmp_path: Path, *args: str, second_signal: bool = False):
-    """Signal the run after its third model request (SIGTERM, or Ctrl-C twice: the second while
-    the reports are written); return (the process, stdout, stderr)."""
+    """Signal the run after its third model request and its first journalled result (SIGTERM,
+    or Ctrl-C twice: the second while the reports are written); return (the process, stdout,
+    stderr)."""
     with FakeOpenAIServer(delayed(0.5, reply("<answer>x</answer>"))) as server:
         proc = _start(tmp_path, server, *args)
         _wait_for(lambda: len(server.requests) >= 3, "third request", proc)
