@@ -349,11 +349,14 @@ def test_an_endpoint_serving_only_server_errors_is_given_up_once_a_call_spent_it
 
 
 def test_replies_that_are_no_chat_completion_count_as_server_errors():
-    """A gateway's HTML page with status 200, every time: given up as well (bad_response)."""
+    """A gateway's HTML page with status 200, every time: given up as well (bad_response), its
+    verdict quoting the page."""
     with FakeOpenAIServer(lambda body, index: (200, {}, "<html>502 Bad Gateway</html>")) as server:
         url = server.base_url
         results, _ = calls(backend(url, max_retries=1, unreachable_after_s=0.0), 3)
-    assert_given_up(results, "bad_response", url, "server errors only")
+    verdict = assert_given_up(results, "bad_response", url, "server errors only")
+    # Not JSON though sent as JSON: the parser's "Expecting value" and what came back.
+    assert "the reply began: <html>502 Bad Gateway</html>" in verdict.message
 
 
 def test_a_server_that_served_once_keeps_its_retries_through_server_errors():
@@ -453,6 +456,29 @@ def test_the_report_gets_one_line_per_unreachable_endpoint():
     assert "Last error" not in lines[0]
 
 
+def test_the_report_line_of_a_server_given_up_quotes_its_last_reply():
+    """An endpoint that answered, but never usably (a proxy's login page with status 200): the
+    terminal's line for it ends with what it said, shortened, since that is the clue to the
+    wrong URL; from two processes that gave it up apart, still one line."""
+    page = "<html><body>Please log in to the proxy" + " ." * 200 + "</body></html>"
+    with FakeOpenAIServer(lambda body, index: (200, {}, page)) as server:
+        url = server.base_url
+        first, _ = calls(backend(url, max_retries=1, unreachable_after_s=0.0), 2)
+        second, _ = calls(backend(url, max_retries=1, unreachable_after_s=0.0), 1)
+
+    class Scenario:
+        def __init__(self, results: list[CaseResult]) -> None:
+            self.error_details = summarize_errors(results)
+
+    scenarios = [Scenario([_error_case(i, s, r) for i, r in enumerate(results)])
+                 for s, results in (("direct", first), ("free", second))]
+    lines = unreachable_lines(scenarios)
+    assert len(lines) == 1, lines
+    assert lines[0].startswith(f"endpoint {url} unreachable: server errors only")
+    reply = lines[0].split("; its last reply: ", 1)[1]
+    assert "Please log in to the proxy" in reply and reply.endswith(" ...") and len(reply) <= 160
+
+
 # ----------------------------------------------------------------------------- a whole run
 @pytest.mark.parametrize("workers", ["0", "2"])
 def test_a_suite_run_against_a_dead_port_ends_within_the_bound(tmp_path, workers):
@@ -517,4 +543,6 @@ def test_a_suite_run_against_an_endpoint_serving_only_server_errors_ends_early(t
     # more started ahead), not 2 for each of the 18 cases.
     print("requests sent:", sent)
     assert sent <= 4 * (int(workers) or 1) * 2 + 4, (sent, out[-3000:])  # -n 0: one process
-    assert f"endpoint {url} unreachable: server errors only" in " ".join(out.split()), out[-3000:]
+    flat = " ".join(out.split())
+    assert f"endpoint {url} unreachable: server errors only" in flat, out[-3000:]
+    assert "its last reply: Error code: 500" in flat and "backend down" in flat, out[-3000:]

@@ -12,6 +12,12 @@ from __future__ import annotations
 #: URL: ``endpoint http://host:port/v1 unreachable since the run began: connection refused ...``.
 UNREACHABLE_MARK = "unreachable:"
 
+
+def is_server_failure(kind: str) -> bool:
+    """An answer that serves nothing: a 5xx status, or a reply that is no chat completion."""
+    return kind == "bad_response" or (kind.startswith("http_5") and kind[5:].isdigit())
+
+
 #: kind -> (cause, option that would help). "http_5xx" stands for every 5xx status.
 KIND_HINTS: dict[str, tuple[str, str]] = {
     "timeout": ("no reply within the request timeout",

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import json
 import random
 import re
 import time
@@ -498,7 +499,7 @@ class OpenAIBackend:
                     self._release(endpoint, exc)
                     raise
                 self.reachability.reply_received()
-                raise self._bad_reply(endpoint, InvalidReply(f"unreadable reply: {_short(exc)}")) from exc
+                raise self._bad_reply(endpoint, InvalidReply(_unreadable(exc))) from exc
             latency = time.perf_counter() - started
             if spent is not None:
                 spent[0] += latency
@@ -619,6 +620,13 @@ def assistant_message(message: Any) -> dict[str, Any]:
     out.setdefault("role", "assistant")
     out["role"] = out["role"] or "assistant"
     return out
+
+
+def _unreadable(exc: Exception) -> str:
+    """A 200 the SDK could not read, with the start of its body where the parser kept it: "Expecting
+    value: line 1 column 1" alone hides the proxy's login page or gateway error that came back."""
+    body = exc.doc if isinstance(exc, json.JSONDecodeError) else None
+    return f"unreadable reply: {_short(exc)}" + (f"; the reply began: {_short(body, 300)}" if body else "")
 
 
 def _short(value: Any, limit: int = 500) -> str:

@@ -40,7 +40,7 @@ from collections import Counter
 from typing import Callable
 
 from pytest_toolbench.models.base import ModelCallError
-from pytest_toolbench.models.errors import UNREACHABLE_MARK, encode_hint
+from pytest_toolbench.models.errors import UNREACHABLE_MARK, encode_hint, is_server_failure
 
 #: Default of ``unreachable_after_s``: how long an endpoint may fail every attempt at the
 #: transport, counted from the run's first request to it, before the run stops trying it.
@@ -139,11 +139,6 @@ class EndpointUnreachable(ModelCallError):
     every attempt failed at the transport for the whole bound, or it has answered only with
     server errors (``Reachability.call_exhausted``). This call and every later one fail at once
     (never retried)."""
-
-
-def is_server_failure(kind: str) -> bool:
-    """An answer that serves nothing: a 5xx status, or a reply that is no chat completion."""
-    return kind == "bad_response" or (kind.startswith("http_5") and kind[5:].isdigit())
 
 
 class Reachability:

@@ -11,11 +11,12 @@ for every kind.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from textwrap import shorten
 from typing import Any
 
 
 from pytest_toolbench.deferred_model import DeferredModel
-from pytest_toolbench.models.errors import UNREACHABLE_MARK, kind_hint
+from pytest_toolbench.models.errors import UNREACHABLE_MARK, is_server_failure, kind_hint
 
 
 class ErrorSummary(DeferredModel):
@@ -88,9 +89,13 @@ def unreachable_lines(scenarios: Iterable[Any]) -> list[str]:
     for s in scenarios:
         for summary in (getattr(s, "error_details", None) or {}).values():
             if summary.unreachable:
+                line, _, last_error = summary.unreachable.partition(". Last error: ")
+                if is_server_failure(summary.kind) and last_error:
+                    # The endpoint answered: what it said (a proxy's login page, a gateway's
+                    # error body) is the clue; a refused connection's last error adds nothing.
+                    line += f"; its last reply: {shorten(last_error, 160, placeholder=' ...')}"
                 # Processes that decided apart (no shared SDK process) counted their own attempts.
-                line = summary.unreachable.split(". Last error:", 1)[0]
-                lines.setdefault(line.split("; not one reply", 1)[0], line)
+                lines.setdefault(line.split(" since the run began", 1)[0], line)
     return list(lines.values())
 
 
