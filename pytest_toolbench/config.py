@@ -331,8 +331,12 @@ class RunSettings(DeferredModel):
     def recorded(self) -> dict[str, Any]:
         """The settings as a run's record keeps them: JSON values, without the API key, and
         with any secret among the vLLM server's arguments masked (``--vllm-arg=--hf-token=X``;
-        secret_args.py)."""
+        secret_args.py). ``--backend auto`` is kept as the provider it resolved to here, from
+        the environment (``OPENAI_API_KEY``, a model folder): "auto" would leave the leaderboard,
+        ``toolbench runs`` and a ``toolbench finish`` run elsewhere unable to say what served it."""
         dumped = self.model_dump(mode="json", exclude={"api_key"})
+        if dumped["backend"] == "auto":
+            dumped["backend"] = self.resolved_backend
         dumped["vllm"]["extra_args"] = redact_secret_args(self.vllm.extra_args)
         return dumped
 

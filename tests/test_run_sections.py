@@ -97,3 +97,22 @@ def test_a_record_without_optional_sections_writes_none_of_them():
     run = json.loads(record.to_json())["run"]
     assert run["settings"] == {} and run["server"] is None and run["sandbox"] is None
     assert "endpoints" not in run and run["data_sources"] == []
+
+
+def test_the_record_names_the_provider_backend_auto_resolved_to(monkeypatch, tmp_path):
+    """``--backend auto`` resolves from the environment as the run starts; the record keeps what
+    it resolved to (a run folder read elsewhere, by ``toolbench finish`` or the leaderboard,
+    could not tell), and a backend the user named stays as named."""
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    recorded = {
+        "oracle": RunSettings(model="oracle").recorded(),
+        "endpoint": RunSettings(model="m", base_url="http://127.0.0.1:9/v1").recorded(),
+        "model folder": RunSettings(model=str(tmp_path)).recorded(),
+        "named": RunSettings(model="m", backend="vllm", base_url="http://127.0.0.1:9/v1").recorded(),
+    }
+    assert {k: v["backend"] for k, v in recorded.items()} == {
+        "oracle": "oracle", "endpoint": "openai", "model folder": "vllm", "named": "vllm"}
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    assert RunSettings(model="gpt-4o").recorded()["backend"] == "openai"
+    assert "sk-test" not in json.dumps(RunSettings(model="gpt-4o").recorded())

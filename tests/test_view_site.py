@@ -51,6 +51,10 @@ def test_the_leaderboard_ranks_full_runs_together_and_the_subset_apart(site: Pat
     assert [g for g, _ in groups] == ["A", "B"]
     full, subset = groups[0][1], groups[1][1]
     assert ids["oracle"] in full and ids["half"] in full and ids["subset"] not in full
+    # --backend auto (every run's here) is recorded as what it resolved to: the providers
+    backends = re.findall(r'<td>(\w+)</td>\s*<td class="mono nowrap"><a href="run-[^"]+">([^<]+)</a>', html)
+    assert sorted(backends) == sorted([("oracle", ids["oracle"]), ("replay", ids["half"]),
+                                       ("oracle", ids["subset"])]), backends
     assert ids["subset"] in subset and "SUBSET: 6 of 18 cases" in subset
     assert "full suite, 18 cases" in full and "toolhop sample fp" in full
     assert "never together with another" in html
