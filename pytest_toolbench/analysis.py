@@ -51,7 +51,7 @@ def _run_columns(run: ViewRun) -> dict[str, Any]:
 
 def runs_df(paths: Paths) -> pd.DataFrame:
     """One row per run: identity, backend, data (kind and fingerprint per benchmark, one line),
-    start/end (UTC timestamps), cases, errors, gates, status and exit status."""
+    start/end (UTC timestamps), cases, errors, tokens, gates, status and exit status."""
     pd = _pandas()
     from pytest_toolbench.results.provenance import run_fingerprint, short_line
 
@@ -71,6 +71,9 @@ def runs_df(paths: Paths) -> pd.DataFrame:
             "n_cases": len({base_case_id(c) for c in r.cases}),
             "n_results": len(r.cases),
             "n_errors": sum(s.n_errors for s in r.metrics.scenarios),
+            # None in a report from before they were kept
+            "prompt_tokens": info.usage.prompt_tokens if info.usage else None,
+            "completion_tokens": info.usage.completion_tokens if info.usage else None,
             "gates_passed": sum(g.passed for g in r.gates),
             "gates_failed": sum(not g.passed for g in r.gates),
             "partial": r.partial,

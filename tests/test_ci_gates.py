@@ -285,9 +285,17 @@ def test_summary_and_json_name_the_data_the_subset_and_the_cache(tmp_path):
 
     sha = hashlib.sha256(BUNDLED.read_bytes()).hexdigest()
     with FakeOpenAIServer(half_right) as server:
-        run_suite(tmp_path, *http(server, "--scenario", "direct", "--limit", "2"))
+        first, first_report = run_suite(tmp_path, *http(server, "--scenario", "direct", "--limit", "2"))
         proc, report = run_suite(tmp_path, *http(server, "--scenario", "direct", "--limit", "2"),
                                  "-vv")  # -v (over the command's -q): each data file in full
+    # The endpoint's usage (10 prompt + 5 completion a reply), summed; the re-run's replies come
+    # from the cache with the tokens they were recorded with, and the line says so.
+    assert "tokens: 20 prompt + 10 completion over 2 model calls\n" in first.stdout
+    assert ("tokens: 20 prompt + 10 completion over 2 model calls (2 from the cache, as recorded)"
+            in " ".join(proc.stdout.split()))  # wrapped at the terminal's width
+    for rec in (first_report, report):
+        assert rec["run"]["usage"] == {"prompt_tokens": 20, "completion_tokens": 10}
+        assert sum(c["usage"]["prompt_tokens"] for c in rec["cases"]) == 20
     out = proc.stdout
     flat = " ".join(line.strip() for line in out.splitlines())  # data lines wrap at the width
     assert f"data: toolhop: {BUNDLED}, {N} records, sha256 {sha[:12]}" in flat
@@ -300,6 +308,14 @@ def test_summary_and_json_name_the_data_the_subset_and_the_cache(tmp_path):
     assert source["sha256"] == sha and source["records"] == N and source["bundled"] is True
     assert report["run"]["coverage"]["toolhop"] == {"cases": 2, "suite_cases": 3 * N, "subset": True}
     assert report["run"]["cache"] == {"model_calls": 2, "replies_from_cache": 2}
+
+
+def test_replies_without_usage_print_no_tokens_line():
+    """The oracle, a replay or an endpoint that sends no ``usage``: no "tokens: 0" line."""
+    from pytest_toolbench.report.terminal import usage_note
+
+    assert usage_note(0, 0, 6) is None and usage_note(0, 0, 0, 0) is None
+    assert usage_note(1_234_567, 0, 952) == "tokens: 1,234,567 prompt + 0 completion over 952 model calls"
 
 
 def test_last_failed_reruns_the_wrong_answers_and_says_it_is_a_subset(tmp_path):

@@ -55,12 +55,31 @@ def test_the_leaderboard_ranks_full_runs_together_and_the_subset_apart(site: Pat
     backends = re.findall(r'<td>(\w+)</td>\s*<td class="mono nowrap"><a href="run-[^"]+">([^<]+)</a>', html)
     assert sorted(backends) == sorted([("oracle", ids["oracle"]), ("replay", ids["half"]),
                                        ("oracle", ids["subset"])]), backends
+    # the oracle and a replay report no tokens: the cell says so, and sorts below any count
+    assert full.count('data-sort="-1" title="no token counts recorded">-</td>') == 2
     assert ids["subset"] in subset and "SUBSET: 6 of 18 cases" in subset
     assert "full suite, 18 cases" in full and "toolhop sample fp" in full
     assert "never together with another" in html
     # one column per scenario with the headline metric, its CI and n; the sort uses the raw value
     assert re.search(r'data-sort="1\.0">100\.0%<br><small>\[100\.0, 100\.0\]</small><small class="n"> n=6', full)
     assert re.search(r'data-sort="0\.6666666666666666">66\.7%', full)
+
+
+def test_the_leaderboard_tokens_cell_is_the_runs_total_with_its_split() -> None:
+    from pytest_toolbench.results.run_record import CacheCounts, RunInfo, RunRecord, TokenTotals
+    from pytest_toolbench.view.leaderboard import _tokens
+
+    def record(prompt: int, completion: int, cached: int) -> RunRecord:
+        return RunRecord(cases=[], run=RunInfo(
+            usage=TokenTotals(prompt_tokens=prompt, completion_tokens=completion),
+            cache=CacheCounts(model_calls=9, replies_from_cache=cached)))
+
+    assert _tokens(record(1_200_000, 34_000, 0)) == {
+        "tokens": "1.23M", "tokens_total": 1_234_000,
+        "tokens_title": "1,200,000 prompt + 34,000 completion"}
+    assert _tokens(record(900, 50, 9))["tokens_title"].endswith(
+        "; 9 replies from the response cache, as recorded")
+    assert _tokens(RunRecord(cases=[]))["tokens"] == "-"  # a report from before they were kept
 
 
 def test_each_run_page_has_every_metric_breakdown_and_plot(site: Path, runs: dict) -> None:
@@ -385,6 +404,7 @@ def test_dataframes_read_many_runs_in_three_lines(runs: dict) -> None:
     r, m, c = runs_df(folder), metrics_df(folder), cases_df(folder)
     assert sorted(r["run_id"]) == sorted(runs["ids"].values())
     assert set(r.loc[r["run_id"] == runs["ids"]["subset"], "subset"]) == {True}
+    assert {"prompt_tokens", "completion_tokens"} <= set(r.columns)  # 0 here: no endpoint
     half = runs["records"]["half"]
     for s in half["metrics"]["scenarios"]:
         for name, mv in s["metrics"].items():

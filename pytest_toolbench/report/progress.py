@@ -128,7 +128,9 @@ class ProgressCounts:
             return None
 
 
-def _tokens(n: int) -> str:
+def short_count(n: int) -> str:
+    """``950``, ``12.3k``, ``1.23M``: a token count in a few characters (the progress line, the
+    leaderboard)."""
     if n < 1000:
         return str(n)
     if n < 1_000_000:
@@ -157,7 +159,7 @@ def render_line(counts: ProgressCounts, meter: MeterReading, now: float) -> str:
         label, value, n = headline
         parts.append(f"{label} {_metric(value)} (n={n})")
     parts.append(f"{meter.in_flight} in flight")
-    parts.append(f"{_tokens(meter.prompt_tokens + meter.completion_tokens)} tokens")
+    parts.append(f"{short_count(meter.prompt_tokens + meter.completion_tokens)} tokens")
     parts.append(_clock(elapsed))
     if counts.total and counts.done:
         left = elapsed / counts.done * max(0, counts.total - counts.done)

@@ -62,6 +62,15 @@ class CacheCounts(DeferredModel):
     replies_from_cache: int = 0
 
 
+class TokenTotals(DeferredModel):
+    """The tokens the endpoint reported over the run's scored replies (``usage`` of each chat
+    completion, summed): what a model comparison costs, as BFCL's leaderboard puts it beside the
+    scores. A reply from the response cache counts with the tokens it was recorded with."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
 class RunInfo(DeferredModel):
     """Who ran what, where and how it ended: the report's ``run`` section."""
 
@@ -99,6 +108,8 @@ class RunInfo(DeferredModel):
     wall_s: float | None = None
     startup_s: dict[str, float] = Field(default_factory=dict)
     cache: CacheCounts | None = None
+    #: None (and not written) in a report from before it was kept.
+    usage: TokenTotals | None = Field(default=None, exclude_if=lambda v: v is None)
 
     @property
     def model(self) -> str:

@@ -9,21 +9,25 @@ import pytest
 
 from pytest_toolbench.benchmarks.data_source import DataSource
 from pytest_toolbench.models.endpoint_pool import endpoint_notes
-from pytest_toolbench.report.terminal import cache_note, coverage_notes, render_run
+from pytest_toolbench.report.terminal import cache_note, coverage_notes, render_run, usage_note
 from pytest_toolbench.results.headline import Headline, headlines_of
 from pytest_toolbench.results.run_record import RunRecord
 
 
 def run_notes(record: RunRecord, partial_notes: list[str], data_sources: Sequence[DataSource],
               suite_sizes: Mapping[str, int]) -> list[str]:
-    """The lines under the metrics: partial results first, then the data, coverage, cache and
-    endpoints."""
+    """The lines under the metrics: partial results first, then the data, coverage, cache, tokens
+    and endpoints."""
     notes = list(partial_notes)
     notes += [f"data: {d.describe()}" for d in data_sources]
     notes += coverage_notes({n: c.cases for n, c in record.run.coverage.items()}, suite_sizes)
     cache = record.run.cache
     cached = cache_note(cache.model_calls, cache.replies_from_cache) if cache else None
     notes += [cached] if cached else []
+    usage = record.run.usage
+    tokens = usage_note(usage.prompt_tokens, usage.completion_tokens, cache.model_calls,
+                        cache.replies_from_cache) if usage and cache else None
+    notes += [tokens] if tokens else []
     notes += endpoint_notes(record.run.endpoint_counts())
     return notes
 

@@ -29,7 +29,7 @@ from pytest_toolbench.results.gates import GateVerdict, error_rate_verdicts, eva
 from pytest_toolbench.output_errors import OutputFailure
 from pytest_toolbench.results.repeats import RepeatStats, aggregate_repeats, repeat_stats, tables_per_repeat
 from pytest_toolbench.results.provenance import provenance_dict
-from pytest_toolbench.results.run_record import CacheCounts, Coverage, RunInfo, RunRecord
+from pytest_toolbench.results.run_record import CacheCounts, Coverage, RunInfo, RunRecord, TokenTotals
 from pytest_toolbench.session.run_end import RunEnd, run_status, run_verdicts
 
 if TYPE_CHECKING:
@@ -172,6 +172,8 @@ def run_record(scores: Scores, end: RunEnd, results: Sequence[CaseResult],
         startup_s={k: round(v, 1) for k, v in identity.startup_s.items()},
         cache=CacheCounts(model_calls=sum(r.model_calls for r in results),
                           replies_from_cache=sum(r.cached_calls for r in results)),
+        usage=TokenTotals(prompt_tokens=sum(r.usage.prompt_tokens for r in results),
+                          completion_tokens=sum(r.usage.completion_tokens for r in results)),
     )
     return RunRecord.build(run=info, metrics=scores.metrics, cases=list(results), gates=verdicts,
                            repeats=scores.repeats, baseline=scores.comparison)

@@ -14,6 +14,7 @@ from typing import Any
 
 
 from pytest_toolbench.deferred_model import DeferredModel
+from pytest_toolbench.report.progress import short_count
 from pytest_toolbench.results.aggregate import ScenarioMetrics
 from pytest_toolbench.results.gates import GateVerdict
 from pytest_toolbench.results.headline import Headline, headline_of
@@ -41,6 +42,11 @@ class Row(DeferredModel):
     started: float
     cases: int
     errors: int
+    #: Prompt + completion tokens of the scored replies, short ("1.23M"); "-" where the record
+    #: has none (the oracle, a replay, a report from before they were kept).
+    tokens: str
+    tokens_total: int | None
+    tokens_title: str
     gates: str
     gates_failed: bool
     status: str
@@ -124,8 +130,20 @@ def _row(run: ViewRun, columns: Sequence[Column]) -> Row:
                when=when(record.run.started), started=record.run.started or 0.0,
                cases=len({base_case_id(c) for c in record.cases}),
                errors=sum(s.n_errors for s in record.metrics.scenarios),
-               gates=gates_text(record.gates), gates_failed=any(not g.passed for g in record.gates),
+               **_tokens(record), gates=gates_text(record.gates), gates_failed=any(not g.passed for g in record.gates),
                status=status_text(record), exit=exit_text(record.run.exit_status), cells=cells)
+
+
+def _tokens(record: RunRecord) -> dict[str, Any]:
+    """The row's tokens cell: short total, its sort value, and the split in its title."""
+    usage = record.run.usage
+    total = usage.prompt_tokens + usage.completion_tokens if usage else 0
+    if not usage or not total:
+        return {"tokens": "-", "tokens_total": None, "tokens_title": "no token counts recorded"}
+    cached = record.run.cache.replies_from_cache if record.run.cache else 0
+    title = (f"{usage.prompt_tokens:,} prompt + {usage.completion_tokens:,} completion"
+             + (f"; {cached:,} replies from the response cache, as recorded" if cached else ""))
+    return {"tokens": short_count(total), "tokens_total": total, "tokens_title": title}
 
 
 def _paper_tables(runs: Sequence[ViewRun]) -> list[PaperTable]:
