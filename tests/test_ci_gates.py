@@ -312,10 +312,11 @@ def test_summary_and_json_name_the_data_the_subset_and_the_cache(tmp_path):
 
 def test_replies_without_usage_print_no_tokens_line():
     """The oracle, a replay or an endpoint that sends no ``usage``: no "tokens: 0" line."""
-    from pytest_toolbench.report.terminal import usage_note
+    from pytest_toolbench.results.run_sections import TokenTotals
 
-    assert usage_note(0, 0, 6) is None and usage_note(0, 0, 0, 0) is None
-    assert usage_note(1_234_567, 0, 952) == "tokens: 1,234,567 prompt + 0 completion over 952 model calls"
+    assert TokenTotals().text(6) is None and TokenTotals().text(0, 0) is None
+    assert (TokenTotals(prompt_tokens=1_234_567).text(952)
+            == "1,234,567 prompt + 0 completion over 952 model calls")
 
 
 def test_last_failed_reruns_the_wrong_answers_and_says_it_is_a_subset(tmp_path):

@@ -269,6 +269,26 @@ def test_rendered_table_shows_values_diff_mcnemar_and_coverage(pair) -> None:
     assert narrow[at + 2].endswith("  McNemar 1/4 p=0.375  10 paired")
 
 
+def test_the_legend_gives_each_run_its_tokens_where_recorded(pair) -> None:
+    """Cost beside the scores: a run whose record kept its tokens gets a line under its name
+    (and its numbers in the comparison's JSON); one that kept none gets no line."""
+    from pytest_toolbench.compare.render import comparison_text
+    from pytest_toolbench.results.run_record import CacheCounts
+    from pytest_toolbench.results.run_sections import TokenTotals
+
+    a, b = pair
+    b.record.run.usage = TokenTotals(prompt_tokens=12_000, completion_tokens=345)
+    b.record.run.cache = CacheCounts(model_calls=10, replies_from_cache=4)
+    comp = compare_runs([a, b], SPECS, LABELS, n_boot=200)
+    text = comparison_text(comp, width=200)
+    assert "    tokens: 12,000 prompt + 345 completion over 10 model calls (4 from the cache, " \
+           "as recorded)" in text
+    assert text.count("    tokens: ") == 1  # A kept none
+    refs = json.loads(comp.model_dump_json())["runs"]
+    assert "usage" not in refs[0] and refs[1]["usage"] == {"prompt_tokens": 12000, "completion_tokens": 345}
+    assert (refs[1]["model_calls"], refs[1]["cached_calls"]) == (10, 4)
+
+
 def test_changed_cases_by_id_right_to_wrong_and_back(pair) -> None:
     """A_OK/B_OK: case 5 went right -> wrong, cases 6-9 wrong -> right; an error is not listed."""
     a, b = pair

@@ -66,7 +66,8 @@ def test_the_leaderboard_ranks_full_runs_together_and_the_subset_apart(site: Pat
 
 
 def test_the_leaderboard_tokens_cell_is_the_runs_total_with_its_split() -> None:
-    from pytest_toolbench.results.run_record import CacheCounts, RunInfo, RunRecord, TokenTotals
+    from pytest_toolbench.results.run_record import CacheCounts, RunInfo, RunRecord
+    from pytest_toolbench.results.run_sections import TokenTotals
     from pytest_toolbench.view.leaderboard import _tokens
 
     def record(prompt: int, completion: int, cached: int) -> RunRecord:
@@ -76,9 +77,9 @@ def test_the_leaderboard_tokens_cell_is_the_runs_total_with_its_split() -> None:
 
     assert _tokens(record(1_200_000, 34_000, 0)) == {
         "tokens": "1.23M", "tokens_total": 1_234_000,
-        "tokens_title": "1,200,000 prompt + 34,000 completion"}
-    assert _tokens(record(900, 50, 9))["tokens_title"].endswith(
-        "; 9 replies from the response cache, as recorded")
+        "tokens_title": "1,200,000 prompt + 34,000 completion over 9 model calls"}
+    assert _tokens(record(900, 50, 9))["tokens_title"] == (
+        "900 prompt + 50 completion over 9 model calls (9 from the cache, as recorded)")
     assert _tokens(RunRecord(cases=[]))["tokens"] == "-"  # a report from before they were kept
 
 

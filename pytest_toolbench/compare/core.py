@@ -226,7 +226,10 @@ def compare_runs(
     from pytest_toolbench.results.provenance import short_line
 
     refs = [RunRef(label=r.label, model=r.model, path=r.path, run_id=r.run_id,
-                   n_cases=len(r.cases), partial=r.partial, data=short_line(data_of(r)))
+                   n_cases=len(r.cases), partial=r.partial, data=short_line(data_of(r)),
+                   usage=r.record.run.usage,
+                   model_calls=r.record.run.cache.model_calls if r.record.run.cache else None,
+                   cached_calls=r.record.run.cache.replies_from_cache if r.record.run.cache else None)
             for r in runs]
     return Comparison(runs=refs, confidence=confidence, n_boot=n_boot, seed=seed,
                       scenarios=scenarios, unknown_benchmarks=unknown)

@@ -88,6 +88,9 @@ def legend(comp: Comparison) -> list[str]:
         out.append(f"{letter(i)} = {r.label}{where}{ref}")
         if r.data:
             out.append(f"    data: {r.data}")
+        tokens = r.usage.text(r.model_calls, r.cached_calls or 0) if r.usage else None
+        if tokens:
+            out.append(f"    tokens: {tokens}")
     out += comp.different_data
     return out
 

@@ -422,19 +422,6 @@ def cache_note(model_calls: int, cached_calls: int) -> str | None:
     return f"replies from the response cache: {cached_calls} of {model_calls} model calls"
 
 
-def usage_note(prompt_tokens: int, completion_tokens: int, model_calls: int,
-               cached_calls: int = 0) -> str | None:
-    """``tokens: 1,234,567 prompt + 8,901 completion over 952 model calls``; None when the
-    replies reported none (the oracle, a replay, an endpoint that sends no ``usage``). Replies
-    from the response cache count with the tokens they were recorded with, and it says so: not
-    spent again by this run."""
-    if not (prompt_tokens or completion_tokens):
-        return None
-    cached = f" ({cached_calls:,} from the cache, as recorded)" if cached_calls else ""
-    return (f"tokens: {prompt_tokens:,} prompt + {completion_tokens:,} completion over "
-            f"{model_calls:,} model calls{cached}")
-
-
 def data_notes(sources: Sequence[Any], *, verbose: bool) -> list[str]:
     """``data:`` lines, one per benchmark: real or sample (Meta-Bench: this project's
     reconstruction), the revision and the fingerprint (results/provenance.py), then its records

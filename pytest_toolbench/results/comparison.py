@@ -15,6 +15,7 @@ from pydantic import Field
 
 from pytest_toolbench.deferred_model import DeferredModel
 from pytest_toolbench.results.aggregate import MetricPath
+from pytest_toolbench.results.run_sections import TokenTotals
 
 
 class McNemar(DeferredModel):
@@ -52,6 +53,11 @@ class RunRef(DeferredModel):
     #: What data the run was on, per benchmark (results/provenance.py ``short_line``);
     #: None in comparisons recorded before provenance was kept.
     data: str | None = None
+    #: The run's tokens (run.usage); None (not written) where its record kept none.
+    usage: TokenTotals | None = Field(default=None, exclude_if=lambda v: v is None)
+    #: Its model calls and how many of them the response cache answered (run.cache).
+    model_calls: int | None = Field(default=None, exclude_if=lambda v: v is None)
+    cached_calls: int | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class RunValue(DeferredModel):

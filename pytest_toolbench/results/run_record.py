@@ -40,6 +40,7 @@ from pytest_toolbench.results.run_sections import (
     SandboxSection,
     ServerSection,
     SettingsSection,
+    TokenTotals,
 )
 from pytest_toolbench.results.safe_text import safe_json_bytes
 
@@ -60,15 +61,6 @@ class Coverage(DeferredModel):
 class CacheCounts(DeferredModel):
     model_calls: int = 0
     replies_from_cache: int = 0
-
-
-class TokenTotals(DeferredModel):
-    """The tokens the endpoint reported over the run's scored replies (``usage`` of each chat
-    completion, summed): what a model comparison costs, as BFCL's leaderboard puts it beside the
-    scores. A reply from the response cache counts with the tokens it was recorded with."""
-
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
 
 
 class RunInfo(DeferredModel):

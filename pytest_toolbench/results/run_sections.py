@@ -1,5 +1,5 @@
-"""The typed sections of a run record's ``run`` part: settings, server, sandbox, endpoints and
-data sources (results/run_record.py).
+"""The typed sections of a run record's ``run`` part: settings, server, sandbox, endpoints, data
+sources and tokens (results/run_record.py).
 
 Each section is read from the dict its producer writes (config.RunSettings dumped, the managed
 server's facts, sandbox/pool.py ``merge_isolation_states``, models/endpoint_pool.py
@@ -160,3 +160,22 @@ __all__ = [
     "ServerSection",
     "SettingsSection",
 ]
+
+
+class TokenTotals(DeferredModel):
+    """The tokens the endpoint reported over the run's scored replies (``usage`` of each chat
+    completion, summed): what a model comparison costs, as BFCL's leaderboard puts it beside the
+    scores. A reply from the response cache counts with the tokens it was recorded with."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    def text(self, model_calls: int | None = None, cached_calls: int = 0) -> str | None:
+        """``1,234,567 prompt + 8,901 completion over 952 model calls``, saying how many came
+        from the cache (as recorded, not spent again); None when the replies reported none (the
+        oracle, a replay, an endpoint that sends no ``usage``): never a "0 tokens" line."""
+        if not (self.prompt_tokens or self.completion_tokens):
+            return None
+        calls = f" over {model_calls:,} model calls" if model_calls else ""
+        cached = f" ({cached_calls:,} from the cache, as recorded)" if cached_calls else ""
+        return f"{self.prompt_tokens:,} prompt + {self.completion_tokens:,} completion{calls}{cached}"

@@ -9,7 +9,7 @@ import pytest
 
 from pytest_toolbench.benchmarks.data_source import DataSource
 from pytest_toolbench.models.endpoint_pool import endpoint_notes
-from pytest_toolbench.report.terminal import cache_note, coverage_notes, render_run, usage_note
+from pytest_toolbench.report.terminal import cache_note, coverage_notes, render_run
 from pytest_toolbench.results.headline import Headline, headlines_of
 from pytest_toolbench.results.run_record import RunRecord
 
@@ -25,9 +25,8 @@ def run_notes(record: RunRecord, partial_notes: list[str], data_sources: Sequenc
     cached = cache_note(cache.model_calls, cache.replies_from_cache) if cache else None
     notes += [cached] if cached else []
     usage = record.run.usage
-    tokens = usage_note(usage.prompt_tokens, usage.completion_tokens, cache.model_calls,
-                        cache.replies_from_cache) if usage and cache else None
-    notes += [tokens] if tokens else []
+    tokens = usage.text(cache.model_calls, cache.replies_from_cache) if usage and cache else None
+    notes += [f"tokens: {tokens}"] if tokens else []
     notes += endpoint_notes(record.run.endpoint_counts())
     return notes
 

@@ -29,7 +29,8 @@ from pytest_toolbench.results.gates import GateVerdict, error_rate_verdicts, eva
 from pytest_toolbench.output_errors import OutputFailure
 from pytest_toolbench.results.repeats import RepeatStats, aggregate_repeats, repeat_stats, tables_per_repeat
 from pytest_toolbench.results.provenance import provenance_dict
-from pytest_toolbench.results.run_record import CacheCounts, Coverage, RunInfo, RunRecord, TokenTotals
+from pytest_toolbench.results.run_record import CacheCounts, Coverage, RunInfo, RunRecord
+from pytest_toolbench.results.run_sections import TokenTotals
 from pytest_toolbench.session.run_end import RunEnd, run_status, run_verdicts
 
 if TYPE_CHECKING:

@@ -136,13 +136,12 @@ def _row(run: ViewRun, columns: Sequence[Column]) -> Row:
 
 def _tokens(record: RunRecord) -> dict[str, Any]:
     """The row's tokens cell: short total, its sort value, and the split in its title."""
-    usage = record.run.usage
-    total = usage.prompt_tokens + usage.completion_tokens if usage else 0
-    if not usage or not total:
+    usage, cache = record.run.usage, record.run.cache
+    title = usage.text(cache.model_calls if cache else None,
+                       cache.replies_from_cache if cache else 0) if usage else None
+    if not usage or not title:
         return {"tokens": "-", "tokens_total": None, "tokens_title": "no token counts recorded"}
-    cached = record.run.cache.replies_from_cache if record.run.cache else 0
-    title = (f"{usage.prompt_tokens:,} prompt + {usage.completion_tokens:,} completion"
-             + (f"; {cached:,} replies from the response cache, as recorded" if cached else ""))
+    total = usage.prompt_tokens + usage.completion_tokens
     return {"tokens": short_count(total), "tokens_total": total, "tokens_title": title}
 
 
