@@ -136,7 +136,7 @@ def _with_errors(count: int | str, n_errors: int) -> str:
     return f"{count} ({n_errors} err)" if n_errors else str(count)
 
 
-def _wrap_line(text: str, width: int) -> list[str]:
+def wrap_note(text: str, width: int) -> list[str]:
     """A note wrapped to the width; paths and other long words stay whole. Notes quote data
     (an endpoint's error, a path): escaped first, so none can move the cursor or start a line."""
     text = safe_text(text)
@@ -174,25 +174,25 @@ def error_lines(metrics: RunMetrics, width: int) -> list[str]:
     the tool-call parse failures."""
     out: list[str] = []
     for line in unreachable_lines(metrics.scenarios):  # a dead endpoint: one line for the run
-        out += _wrap_line(line, width)
+        out += wrap_note(line, width)
     errors = [(s, infra_error_note(s)) for s in metrics.scenarios if s.n_errors]
     if not errors:
         out.append("infrastructure errors: none")
     for s, note in errors:
-        out += _wrap_line(f"infrastructure errors: {s.benchmark} / {s.scenario}: {note}", width)
+        out += wrap_note(f"infrastructure errors: {s.benchmark} / {s.scenario}: {note}", width)
     failing = [s for s in metrics.scenarios if s.n_parse_failures]
     if not failing:
         out.append("tool-call parse failures: none")
     else:
         total = sum(s.n_parse_failures for s in failing)
         where = ", ".join(f"{s.benchmark} / {s.scenario} {s.n_parse_failures}" for s in failing)
-        out += _wrap_line(f"tool-call parse failures: {total} ({where}); scored as the benchmark "
+        out += wrap_note(f"tool-call parse failures: {total} ({where}); scored as the benchmark "
                           "scores them, raw text in the JSON/Allure report", width)
     cut = [s for s in metrics.scenarios if s.n_cases_cut_short]
     if cut:  # finish_reason length/content_filter: a reply cut short; none: no line
         total = sum(s.n_cases_cut_short for s in cut)
         where = ", ".join(f"{s.benchmark} / {s.scenario} {s.n_cases_cut_short}" for s in cut)
-        out += _wrap_line(f"replies cut short (finish_reason length or content_filter): {total} "
+        out += wrap_note(f"replies cut short (finish_reason length or content_filter): {total} "
                           f"case(s) ({where}); scored as given, turns in details.cut_replies of "
                           "the JSON report; --max-tokens may help", width)
     return out
@@ -237,7 +237,7 @@ def headline_lines(metrics: RunMetrics, benchmark: str, headline: Headline | Non
             continue
         out += ["", *render_table(table, width)]
         if grid.note:
-            out += _wrap_line(grid.note, width)
+            out += wrap_note(grid.note, width)
     rest = [s.scenario for s in metrics.scenarios
             if s.benchmark == benchmark and s.scenario not in gridded]
     if rest:
@@ -261,7 +261,7 @@ def render_overview(
     each scenario's first declared metric."""
     out: list[str] = []
     for note in run_notes:  # wrapped at the width; a path or checksum stays whole on its line
-        out += _wrap_line(note, width)
+        out += wrap_note(note, width)
     if not metrics.scenarios and not metrics.tables:
         out.append("pytest-toolbench: no case results were collected")
     for benchmark in _benchmarks(metrics):
@@ -270,7 +270,7 @@ def render_overview(
     if metrics.scenarios:
         out += ["", *error_lines(metrics, width)]
     if details_hint and (metrics.scenarios or metrics.tables):
-        out += _wrap_line(DETAILS_HINT, width)
+        out += wrap_note(DETAILS_HINT, width)
     return "\n".join(out) + "\n"
 
 
@@ -333,13 +333,13 @@ def render_details(metrics: RunMetrics, *, width: int = 120, confidence: float =
         for label in s.breakdown:
             out += breakdown_lines(s, label, width)
         for note in _scenario_notes(s):
-            out += _wrap_line(note, width)
+            out += wrap_note(note, width)
         out.append("")
     for table in metrics.tables:
         out.append(f"== {table.benchmark}: {table.title} ==")
         out += render_table(_report_table(table), width)
         if table.note:
-            out += _wrap_line(table.note, width)
+            out += wrap_note(table.note, width)
         out.append("")
     return "\n".join(out) + ("\n" if out else "")
 
@@ -397,7 +397,7 @@ def render_gates(verdicts: list[GateVerdict], *, width: int = 120) -> str:
         lines += render_table(table, width)
     else:
         for verdict, gate, actual, reason in table.rows:
-            lines += _wrap_line(f"{verdict:<4}  {gate}  (actual {actual})", width)
+            lines += wrap_note(f"{verdict:<4}  {gate}  (actual {actual})", width)
             lines += textwrap.wrap(reason, width, initial_indent="      ",  # escaped: a cell
                                    subsequent_indent="      ", break_long_words=False,
                                    break_on_hyphens=False)

@@ -579,13 +579,22 @@ class ControllerHooks:
         st = self.st
         if not self.summary:
             return
+        from pytest_toolbench.report.terminal import wrap_note  # loaded already: end_summary's
+
         terminalreporter.write_sep("=", "pytest-toolbench")
-        terminalreporter.write_line(f"model: {st.settings.model}   run: {st.run_id}")
-        terminalreporter.write_line(wall_time_note(st))  # now: the reports are written
+        # Wrapped as the summary's notes are: the sandbox line alone ran to 113 columns for
+        # every ordinary user (no cgroup given), and a model's name can be any length.
+        width = max(40, self.config.get_terminal_writer().fullwidth)
+        header = [f"model: {st.settings.model}   run: {st.run_id}",
+                  wall_time_note(st)]  # now: the reports are written
+        for line in header:
+            for part in wrap_note(line, width):
+                terminalreporter.write_line(part)
         warning = sandbox_warning(st.sandbox_states)
         if warning:
             alarming = warning.startswith("WARNING")
-            terminalreporter.write_line(warning, red=alarming, bold=alarming)
+            for part in wrap_note(warning, width):
+                terminalreporter.write_line(part, red=alarming, bold=alarming)
         # The summary quotes data (notes, labels, errors); its parts are escaped where they are
         # laid out, and the whole once more here, where it reaches the terminal.
         terminalreporter.write(safe_text(self.summary, multiline=True))
