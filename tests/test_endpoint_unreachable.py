@@ -487,20 +487,27 @@ def test_a_suite_run_against_a_dead_port_ends_within_the_bound(tmp_path, workers
     output names the URL and the cause, never "timed out". With two workers the shared SDK
     process gives the verdict once for both.
 
-    The run is timed against the same command with an endpoint that answers at once, run just
-    before it: all but the wait for the endpoint is in both. Beside four busy loops on 2 cores
-    the dead-port run with two workers took 44.5 s against ~15 s quiet, its start-up alone
-    several times the bound, so a bound from the spawn measured the machine."""
+    The cases' own span (first start to last end, from the report) is held to the bound; the
+    whole command, against the same command with an endpoint that answers at once run just
+    before it, only to a minute's slack. Beside four busy loops on 2 cores the dead-port run
+    with two workers took 44.5 s against ~15 s quiet, its start-up alone several times the
+    bound, so a bound from the spawn measured the machine."""
     with FakeOpenAIServer(reply("no answer")) as live:
         live_s, _, _ = _toolhop_run(tmp_path / "live", workers, live.base_url)
     url = f"http://127.0.0.1:{free_port()}/v1"
     dead_s, out, report = _toolhop_run(tmp_path / "dead", workers, url)
-    print(f"wall: live endpoint {live_s:.1f} s, dead port {dead_s:.1f} s")
-    # the bound (10 s) and the slack of a busy machine; each case waiting out its own bound
-    # would add 80 s and more, a client timeout 600 s
-    assert dead_s - live_s < 10 + 15, (dead_s, live_s, out[-3000:])
     cases = json.loads(report.read_text())["cases"]
     assert cases and {c["outcome"] for c in cases} == {"error"}, out[-3000:]
+    # The cases' own span, first start to last end: the bound (10 s) and the slack of a busy
+    # machine. Each case waiting out its own bound would add 80 s and more, a client timeout
+    # 600 s. The processes' start-up is left out: on an oversubscribed machine it moved by
+    # 30 s and more between the two commands (`make test` as root beside another user's and
+    # four busy loops: live endpoint 5.4 s, dead port 43.5 s, the span well inside the bound).
+    span = max(c["started_at"] + c["wall_s"] for c in cases) - min(c["started_at"] for c in cases)
+    print(f"wall: live endpoint {live_s:.1f} s, dead port {dead_s:.1f} s; cases' span {span:.1f} s")
+    assert span < 10 + 15, (span, out[-3000:])
+    # The whole command still ends in seconds, not minutes, beside the live run.
+    assert dead_s - live_s < 10 + 60, (dead_s, live_s, out[-3000:])
     assert {c["error"]["kind"] for c in cases} == {"connection_refused"}
     assert all(url in c["error"]["message"] for c in cases)
     assert "timed out" not in out.lower(), out[-3000:]
