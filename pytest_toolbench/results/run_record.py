@@ -107,6 +107,15 @@ class RunInfo(DeferredModel):
     def model(self) -> str:
         return str(self.settings.model or "")
 
+    def tokens_text(self) -> str | None:
+        """The run's tokens over its model calls, as :meth:`TokenTotals.text` words them; None
+        where none were recorded (the terminal's line, the leaderboard's cell)."""
+        if self.usage is None:
+            return None
+        cache = self.cache
+        return self.usage.text(cache.model_calls if cache else None,
+                               cache.replies_from_cache if cache else 0)
+
     def endpoint_counts(self) -> dict[str, dict[str, int]]:
         """URL -> {"requests": n, "errors": n}, as models/endpoint_pool.py counts them."""
         return {url: {"requests": c.requests, "errors": c.errors}

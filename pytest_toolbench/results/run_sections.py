@@ -152,16 +152,6 @@ class DataSourceEntry(RecordSection):
     notes: list[str] | None = None
 
 
-__all__ = [
-    "DataSourceEntry",
-    "EndpointCounts",
-    "RecordSection",
-    "SandboxSection",
-    "ServerSection",
-    "SettingsSection",
-]
-
-
 class TokenTotals(DeferredModel):
     """The tokens the endpoint reported over the run's scored replies (``usage`` of each chat
     completion, summed): what a model comparison costs, as BFCL's leaderboard puts it beside the
@@ -179,3 +169,15 @@ class TokenTotals(DeferredModel):
         calls = f" over {model_calls:,} model calls" if model_calls else ""
         cached = f" ({cached_calls:,} from the cache, as recorded)" if cached_calls else ""
         return f"{self.prompt_tokens:,} prompt + {self.completion_tokens:,} completion{calls}{cached}"
+
+
+__all__ = [
+    "DataSourceEntry",
+    "EndpointCounts",
+    "RecordSection",
+    "SandboxSection",
+    "ServerSection",
+    "SettingsSection",
+    "TokenTotals",
+]
+

@@ -24,8 +24,7 @@ def run_notes(record: RunRecord, partial_notes: list[str], data_sources: Sequenc
     cache = record.run.cache
     cached = cache_note(cache.model_calls, cache.replies_from_cache) if cache else None
     notes += [cached] if cached else []
-    usage = record.run.usage
-    tokens = usage.text(cache.model_calls, cache.replies_from_cache) if usage and cache else None
+    tokens = record.run.tokens_text()
     notes += [f"tokens: {tokens}"] if tokens else []
     notes += endpoint_notes(record.run.endpoint_counts())
     return notes

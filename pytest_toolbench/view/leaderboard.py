@@ -130,16 +130,15 @@ def _row(run: ViewRun, columns: Sequence[Column]) -> Row:
                when=when(record.run.started), started=record.run.started or 0.0,
                cases=len({base_case_id(c) for c in record.cases}),
                errors=sum(s.n_errors for s in record.metrics.scenarios),
-               **_tokens(record), gates=gates_text(record.gates), gates_failed=any(not g.passed for g in record.gates),
+               **_tokens(record), gates=gates_text(record.gates),
+               gates_failed=any(not g.passed for g in record.gates),
                status=status_text(record), exit=exit_text(record.run.exit_status), cells=cells)
 
 
 def _tokens(record: RunRecord) -> dict[str, Any]:
     """The row's tokens cell: short total, its sort value, and the split in its title."""
-    usage, cache = record.run.usage, record.run.cache
-    title = usage.text(cache.model_calls if cache else None,
-                       cache.replies_from_cache if cache else 0) if usage else None
-    if not usage or not title:
+    usage, title = record.run.usage, record.run.tokens_text()
+    if usage is None or title is None:
         return {"tokens": "-", "tokens_total": None, "tokens_title": "no token counts recorded"}
     total = usage.prompt_tokens + usage.completion_tokens
     return {"tokens": short_count(total), "tokens_total": total, "tokens_title": title}
