@@ -51,7 +51,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.flush()  # a pipe closed early fails here, inside the handler, not at exit
     except BrokenPipeError:
         return _reader_gone()
+    _warn_left_out()
     return status
+
+
+def _warn_left_out() -> None:
+    """A package's benchmark, pins or provider that did not load: the command went on without
+    it (entry_points.load_group); say so on stderr, as pytest's warnings summary does."""
+    from pytest_toolbench.entry_points import left_out
+
+    for refused in left_out():
+        print(f"toolbench: warning: {refused.text()}", file=sys.stderr)
 
 
 def _reader_gone() -> int:

@@ -30,6 +30,7 @@ from pytest_toolbench.runtime.upcoming import set_current_item  # noqa: E402
 from pytest_toolbench.session import case_timing, gc_tuning, run_start, transport  # noqa: E402
 from pytest_toolbench.session.controller import ControllerHooks  # noqa: E402
 from pytest_toolbench.session.selection import has_toolbench_tests, parametrize_cases  # noqa: E402
+from pytest_toolbench.session.data_warning import warn_left_out_entry_points  # noqa: E402
 from pytest_toolbench.session.signals import (  # noqa: E402
     install_interrupts,
     install_worker_hangup,
@@ -80,6 +81,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     """Prepare the one vLLM server of the run on the controller, before xdist starts workers
     (they get its address)."""
     config = session.config
+    if not is_worker(config):  # listing commands too: a package whose benchmark, pins or
+        warn_left_out_entry_points(config)  # provider did not load, named once
     if run_start.starts_run(config) and run_start.needs_managed_server(state(config).settings):
         run_start.prepare_server(config)
 

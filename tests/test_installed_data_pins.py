@@ -35,6 +35,7 @@ PINS = BenchmarkData(
                       records=2)],
     note="the toy's questions, pinned as a package pins its benchmark's data")
 BAD_NAME = PINS.model_copy(update={{"benchmark": "other"}})
+NOT_A_PIN = {{"benchmark": "toy"}}
 '''
 
 
@@ -106,16 +107,23 @@ def test_a_file_that_is_not_the_pinned_one_is_refused_before_any_model_call(tmp_
 
 
 @pytest.mark.parametrize("pin, message", [
-    ("toy_pins:BAD_NAME", "data entry point 'toy' (toy_pins:BAD_NAME): it pins 'other', not 'toy'"),
-    ("toy_pins:MISSING", "data entry point 'toy' (toy_pins:MISSING): not a data pin"),
+    ("toy_pins:BAD_NAME", "data pin entry point 'toy' (toy_pins:BAD_NAME, from toybench-toy) was left out: "
+                          "it pins 'other', not 'toy'"),
+    ("toy_pins:MISSING", "data pin entry point 'toy' (toy_pins:MISSING, from toybench-toy) was left out: "
+                         "AttributeError: module 'toy_pins' has no attribute 'MISSING'"),
+    ("toy_pins:NOT_A_PIN", "data pin entry point 'toy' (toy_pins:NOT_A_PIN, from toybench-toy) was left out: "
+                           "not a data pin (1 validation error for BenchmarkData)"),
 ])
 def test_a_pin_that_cannot_be_read_is_one_line(tmp_path: Path, hub: FakeDataHub, pin: str, message: str):
+    """The listing goes on without it and says why; the run that needs it stops, saying why."""
     env = _env(tmp_path, hub, pin)
     listed = _toolbench(env, "data", "list")
-    assert listed.returncode == 4 and message in listed.stderr and "Traceback" not in listed.stderr
+    assert listed.returncode == 0 and "toolhop" in listed.stdout, listed.stderr
+    assert listed.stderr == f"toolbench: warning: {message}\n"
     proc = _run(env, tmp_path)
     out = proc.stdout + proc.stderr
-    assert proc.returncode == 4 and message in out and "Traceback" not in out, out[-3000:]
+    assert proc.returncode == 4 and f"toy: its real data cannot be had: its {message}" in out, out[-3000:]
+    assert "Traceback" not in out and "passed" not in proc.stdout
 
 
 def test_a_registry_file_that_is_not_one_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):

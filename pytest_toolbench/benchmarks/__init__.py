@@ -51,18 +51,26 @@ def declarations() -> "dict[str, Declaration]":
 @functools.cache
 def _registered(bundled: tuple[str, ...]) -> "dict[str, Benchmark]":
     """The benchmarks of the entry point group, read once per process (the registry is asked for
-    on every result). A name that clashes with another benchmark, or an object whose ``name``
-    is not its entry point's name, is refused: case ids and flags are keyed by that name."""
-    from pytest_toolbench.entry_points import entry_points_of
+    on every result). A name that clashes with another benchmark, an object whose ``name`` is
+    not its entry point's name (case ids and flags are keyed by that name), or one that does not
+    load is left out, with its reason (entry_points.left_out): the other benchmarks still run."""
+    from pytest_toolbench.entry_points import load_group
 
-    found: dict[str, Benchmark] = {}
-    for point in sorted(entry_points_of(ENTRY_POINT_GROUP), key=lambda p: p.name):
-        if point.name in bundled or point.name in found:
-            raise ValueError(f"benchmark entry point {point.name!r} ({point.value}): a benchmark "
-                             "of that name is already registered")
-        benchmark = point.load()
+    def named_as_its_entry_point(point, benchmark):
         if getattr(benchmark, "name", None) != point.name:
-            raise ValueError(f"benchmark entry point {point.name!r} ({point.value}): the object's "
-                             f"name is {getattr(benchmark, 'name', None)!r}, not {point.name!r}")
-        found[point.name] = benchmark
-    return found
+            raise ValueError(f"the object's name is {getattr(benchmark, 'name', None)!r}, "
+                             f"not {point.name!r}")
+        return benchmark
+
+    return load_group(ENTRY_POINT_GROUP, "benchmark", taken=bundled, check=named_as_its_entry_point)
+
+
+def unknown_benchmark(name: str) -> str:
+    """Why no benchmark is called ``name``: its entry point's refusal, or the names there are."""
+    from pytest_toolbench.entry_points import left_out_named
+
+    refused = left_out_named(ENTRY_POINT_GROUP, name)
+    if refused is not None:
+        return f"no benchmark {name!r}: its {refused.text()}"
+    return (f"no benchmark {name!r} (registered: {', '.join(registry())}); a package adds one "
+            f"with an entry point in the group {ENTRY_POINT_GROUP!r}")

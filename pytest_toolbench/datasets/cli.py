@@ -19,7 +19,7 @@ from typing import Any
 from pytest_toolbench.datasets import cache
 from pytest_toolbench.datasets.download import Progress, human_bytes
 from pytest_toolbench.datasets.fetch import Choice, DataRefused, cached_path, check, file_url
-from pytest_toolbench.datasets.registry import Registry, load_registry
+from pytest_toolbench.datasets.registry import Registry, load_registry, refused_pin
 from pytest_toolbench.datasets.resolve import choices_for, parse_revisions, resolve
 from pytest_toolbench.package_data import BUNDLED_DATA_DIR
 from pytest_toolbench.secret_args import masked_url
@@ -64,8 +64,9 @@ def _registry_or_exit() -> Registry | None:
 def _names(registry: Registry, given: list[str]) -> list[str] | None:
     unknown = [n for n in given if registry.get(n) is None]
     if unknown:
-        print(f"toolbench data: unknown benchmark {unknown[0]!r} (one of "
-              f"{', '.join(registry.names())})", file=sys.stderr)
+        why = refused_pin(unknown[0])
+        print(f"toolbench data: unknown benchmark {unknown[0]!r} " + (
+            f"(its {why})" if why else f"(one of {', '.join(registry.names())})"), file=sys.stderr)
         return None
     return list(given) or registry.names()
 

@@ -188,25 +188,34 @@ DATA_ENTRY_POINT_GROUP = "pytest_toolbench.data"
 @functools.cache
 def installed_pins() -> tuple[BenchmarkData, ...]:
     """The pins of the ``pytest_toolbench.data`` entry points, read once per process. A pin for
-    a built-in benchmark, or whose ``benchmark`` is not its entry point's name, is refused, as a
-    benchmark entry point is: a pin names the files of the benchmark of that name."""
-    from pytest_toolbench.entry_points import entry_points_of
+    a built-in benchmark, whose ``benchmark`` is not its entry point's name, or that does not
+    load is left out with its reason, as a benchmark entry point is (entry_points.load_group):
+    a pin names the files of the benchmark of that name, and one package's broken pin must not
+    stop the runs of the others' benchmarks. A run that needs it is told why it is missing
+    (:func:`refused_pin`)."""
+    from pytest_toolbench.entry_points import load_group
 
-    found: dict[str, BenchmarkData] = {}
-    for point in sorted(entry_points_of(DATA_ENTRY_POINT_GROUP), key=lambda p: p.name):
-        where = f"data entry point {point.name!r} ({point.value})"
-        if point.name in BUILTIN.names() or point.name in found:
-            raise ValueError(f"{where}: {point.name} already has its pins")
+    def pin_of_its_name(point, loaded) -> BenchmarkData:
         try:
-            loaded = point.load()
             pin = loaded if isinstance(loaded, BenchmarkData) else BenchmarkData.model_validate(loaded)
-        except Exception as exc:  # noqa: BLE001 - an import error or a bad shape: one line either way
-            raise ValueError(f"{where}: not a data pin ({_first_line(exc)})") from None
+        except ValueError as exc:  # pydantic's ValidationError: a bad shape
+            raise ValueError(f"not a data pin ({_first_line(exc)})") from None
         if pin.benchmark != point.name:
-            raise ValueError(f"{where}: it pins {pin.benchmark!r}, not {point.name!r}")
+            raise ValueError(f"it pins {pin.benchmark!r}, not {point.name!r}")
         package = point.dist.name if point.dist is not None else point.value.split(":")[0]
-        found[point.name] = pin.model_copy(update={"origin": f"installed ({package}, entry point)"})
-    return tuple(found.values())
+        return pin.model_copy(update={"origin": f"installed ({package}, entry point)"})
+
+    return tuple(load_group(DATA_ENTRY_POINT_GROUP, "data pin", taken=BUILTIN.names(),
+                            check=pin_of_its_name).values())
+
+
+def refused_pin(name: str) -> str | None:
+    """Why benchmark ``name``'s installed pin was left out (one line), if it was."""
+    from pytest_toolbench.entry_points import left_out_named
+
+    installed_pins()
+    refused = left_out_named(DATA_ENTRY_POINT_GROUP, name)
+    return refused.text() if refused is not None else None
 
 
 def _first_line(exc: BaseException) -> str:

@@ -24,7 +24,7 @@ from pytest_toolbench.deferred_model import DeferredModel
 from pytest_toolbench.datasets import cache
 from pytest_toolbench.datasets.download import ProgressFactory
 from pytest_toolbench.datasets.fetch import Choice, DataRefused, check, fetch, file_url
-from pytest_toolbench.datasets.registry import BenchmarkData, Registry, load_registry
+from pytest_toolbench.datasets.registry import BenchmarkData, Registry, load_registry, refused_pin
 from pytest_toolbench.secret_args import masked_url
 
 DataKind = Literal["real", "sample", "reconstruction", "local"]
@@ -90,8 +90,9 @@ def parse_revisions(given: Iterable[str], registry: Registry | None = None) -> d
         spec = registry.get(name)
         choices = ", ".join(b.benchmark for b in registry.benchmarks if b.host != "none")
         if spec is None:
+            why = refused_pin(name)
             raise ValueError(f"--data-revision {value!r}: no benchmark {name!r} with pinned data "
-                             f"(one of {choices})")
+                             + (f"(its {why})" if why else f"(one of {choices})"))
         if spec.host == "none":
             raise ValueError(f"--data-revision {value!r}: {name} has no released data to choose a "
                              f"revision of (its data is this project's reconstruction)")
@@ -105,6 +106,8 @@ def choices_for(names: Sequence[str], revisions: Mapping[str, str],
     out = []
     for name in names:
         spec = registry.get(name)
+        if spec is None and (why := refused_pin(name)) is not None:
+            raise DataRefused(f"{name}: its real data cannot be had: its {why}")
         if spec is not None and spec.host != "none" and spec.files:
             out.append(Choice(spec, revisions.get(name) or str(spec.revision)))
     return out

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
 from pytest_toolbench.config import RunSettings
-from pytest_toolbench.entry_points import entry_points_of
+from pytest_toolbench.entry_points import left_out_named, load_group
 from pytest_toolbench.models.base import ChatModel
 from pytest_toolbench.models.spec import BackendSpec, ServerInfo
 
@@ -104,31 +104,30 @@ def find_provider(name: str, where: str | None = None) -> Provider:
     ``where``: how the name was set, when not by the flag (``<ini file>: toolbench_backend = 'x'``)."""
     found = providers().get(name)
     if found is None:
-        raise ModelConfigError(f"{where or f'--backend {name}'}: {unknown_provider_reason()}")
+        raise ModelConfigError(f"{where or f'--backend {name}'}: {unknown_provider_reason(name)}")
     return found
 
 
-def unknown_provider_reason() -> str:
+def unknown_provider_reason(name: str) -> str:
+    refused = left_out_named(ENTRY_POINT_GROUP, name)
+    if refused is not None:
+        return f"no such model provider: its {refused.text()}"
     known = ", ".join(["auto", *sorted(providers())])
     return (f"no such model provider (expected one of {known}); a package adds one with "
             f"register_provider() or an entry point in the group {ENTRY_POINT_GROUP!r}")
 
 
 def _discover() -> None:
-    """The built-ins, then the installed packages' entry points, once per process (an entry
-    point does not replace a provider registered by name in code)."""
+    """The built-ins, then the installed packages' entry points, once per process."""
     global _discovered
     if _discovered:
         return
     from pytest_toolbench.models import builtin_providers  # noqa: F401  (registers the built-ins)
 
-    for entry in entry_points_of(ENTRY_POINT_GROUP):
-        if entry.name in _PROVIDERS:
-            continue
-        try:
-            loaded = entry.load()
-        except Exception as exc:  # noqa: BLE001 - a broken plugin must say which one
-            raise ModelConfigError(f"model provider {entry.name!r} ({entry.value}) does not "
-                                   f"load: {type(exc).__name__}: {exc}") from exc
-        register_provider(entry.name, loaded)
+    # an entry point does not replace a provider registered in code (a package may do both);
+    # one that does not load is left out with its reason (entry_points.load_group), so the
+    # other providers still serve
+    for name, loaded in load_group(ENTRY_POINT_GROUP, "model provider",
+                                   shadowed=tuple(_PROVIDERS)).items():
+        register_provider(name, loaded)
     _discovered = True

@@ -12,7 +12,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from pytest_toolbench.benchmarks import registry
+from pytest_toolbench.benchmarks import registry, unknown_benchmark
 from pytest_toolbench.benchmarks.base import Benchmark, Case, HasDataChecks, HasDataSources, HasSelection
 from pytest_toolbench.benchmarks.data_source import DataSource
 from pytest_toolbench.benchmarks.dataset_errors import DatasetError, DatasetWarning, error_lines
@@ -194,8 +194,10 @@ def parametrize_cases(metafunc: pytest.Metafunc) -> None:
     if marker is None or "case" not in metafunc.fixturenames:
         return
     name = marker.args[0] if marker.args else marker.kwargs["benchmark"]
+    benchmark = registry().get(name)
+    if benchmark is None:  # a typo, or a package whose entry point did not load: one line
+        pytest.fail(f"pytest-toolbench: {unknown_benchmark(name)}", pytrace=False)
     cases = cases_for(metafunc.config, name)
-    benchmark = registry()[name]
     cases = expand_repeats(cases, state(metafunc.config).settings.repeats)  # ids end in -r<k>
     metafunc.parametrize(
         "case", [pytest.param(c, id=c.id, marks=case_marks(benchmark, c)) for c in cases]
