@@ -296,6 +296,18 @@ def test_summary_and_json_name_the_data_the_subset_and_the_cache(tmp_path):
     for rec in (first_report, report):
         assert rec["run"]["usage"] == {"prompt_tokens": 20, "completion_tokens": 10}
         assert sum(c["usage"]["prompt_tokens"] for c in rec["cases"]) == 20
+    # toolbench runs: the same words under each run, newest first; the table's cell the total
+    from pytest_toolbench.runs.listing import render_runs
+    from pytest_toolbench.runs.store import list_runs
+
+    listed = render_runs(list_runs(tmp_path / "runs"), 80)
+    assert [" ".join(b.split("tokens:", 1)[1].split("gates:")[0].split())
+            for b in listed.split("\n\n")] == [
+        "20 prompt + 10 completion over 2 model calls (2 from the cache, as recorded)",
+        "20 prompt + 10 completion over 2 model calls"]
+    table = render_runs(list_runs(tmp_path / "runs"), 400).splitlines()
+    at = table[0].index("tokens")
+    assert [row[at:].split()[0] for row in table] == ["tokens", "30", "30"]
     out = proc.stdout
     flat = " ".join(line.strip() for line in out.splitlines())  # data lines wrap at the width
     assert f"data: toolhop: {BUNDLED}, {N} records, sha256 {sha[:12]}" in flat

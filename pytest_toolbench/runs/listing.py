@@ -18,8 +18,8 @@ from pytest_toolbench.results.safe_text import safe_text
 from pytest_toolbench.runs.record import Headline, RunIndex
 from pytest_toolbench.runs.store import exit_text, format_headlines, gates_text, status_text
 
-COLUMNS = ["run id", "date", "model", "suites", "data", "cases", "headline metrics", "gates",
-           "exit", "status"]
+COLUMNS = ["run id", "date", "model", "suites", "data", "cases", "tokens", "headline metrics",
+           "gates", "exit", "status"]
 #: What an indented ``key: value`` line is indented by, and what its wrapped lines hang under.
 INDENT = "    "
 
@@ -59,16 +59,26 @@ def _cells(r: RunIndex) -> list[str]:
     # what the run's numbers were computed on: real or sample, revision, fingerprint
     data = short_line(run_data(r.data, r.suites))
     return [r.run_id, _date(r), r.model or "?", ",".join(r.suites) or "?", data, _cases(r),
-            format_headlines(r.headline) or "-", gates_text(r), exit_text(r), status_text(r)]
+            _tokens(r), format_headlines(r.headline) or "-", gates_text(r), exit_text(r),
+            status_text(r)]
+
+
+def _tokens(r: RunIndex) -> str:
+    """The table's cell: prompt + completion tokens in all (the block has the split)."""
+    total = (r.prompt_tokens or 0) + (r.completion_tokens or 0)
+    return f"{total:,}" if total else "-"
 
 
 def _block(r: RunIndex, row: list[str], width: int) -> list[str]:
-    """``<run id>  <date>  <status>``, then model, suites, data, cases, gates and exit, and
-    one line per benchmark's headline metric."""
-    run_id, date, model, suites, data, cases, _, gates, exit_, status = row
+    """``<run id>  <date>  <status>``, then model, suites, data, cases, tokens (where the
+    endpoint reported them), gates and exit, and one line per benchmark's headline metric."""
+    run_id, date, model, suites, data, cases, _, _, gates, exit_, status = row
     out = _wrapped(f"{run_id}  {date}  {status}", width, "")
-    fields = [("model", model), ("suites", suites), ("data", data), ("cases", cases),
-              ("gates", f"{gates}, exit {exit_}")]
+    fields = [("model", model), ("suites", suites), ("data", data), ("cases", cases)]
+    tokens = r.tokens_text()
+    if tokens:  # not for the oracle, a replay, or a record without them
+        fields.append(("tokens", tokens))
+    fields.append(("gates", f"{gates}, exit {exit_}"))
     fields += [(name, value) for name, value in _headline_fields(r.headline)] or [("headline", "-")]
     key_width = max(len(k) for k, _ in fields) + 1
     for key, value in fields:

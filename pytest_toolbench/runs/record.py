@@ -115,8 +115,25 @@ class RunIndex(DeferredModel):
     #: failed gates by name. Both 0: the run had no gates.
     gates_passed: int = 0
     gates_failed: list[str] = Field(default_factory=list)
+    #: The tokens the endpoint reported (run_sections.TokenTotals) over ``model_calls`` model
+    #: calls, ``cached_calls`` of them answered by the response cache. None: none reported (the
+    #: oracle, a replay), or a record without them.
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    model_calls: int | None = None
+    cached_calls: int = 0
     #: Kept while the run runs (None once it has ended: its report holds the same).
     start: RunStart | None = None
+
+    def tokens_text(self) -> str | None:
+        """The run's tokens as its summary words them (TokenTotals.text); None: none recorded."""
+        if not (self.prompt_tokens or self.completion_tokens):
+            return None
+        from pytest_toolbench.results.run_sections import TokenTotals  # `toolbench runs` only
+
+        totals = TokenTotals(prompt_tokens=self.prompt_tokens or 0,
+                             completion_tokens=self.completion_tokens or 0)
+        return totals.text(self.model_calls, self.cached_calls)
 
 
 def _fingerprints(data_sources: Iterable[dict[str, Any] | DataSourceEntry]) -> list[DataFingerprint]:
@@ -193,6 +210,10 @@ def index_from_report(record: RunRecord, run_dir: Path) -> RunIndex:
         exit_status=run.exit_status,
         gates_passed=sum(g.passed for g in record.gates),
         gates_failed=[g.gate for g in record.gates if not g.passed],
+        prompt_tokens=run.usage.prompt_tokens if run.usage else None,
+        completion_tokens=run.usage.completion_tokens if run.usage else None,
+        model_calls=run.cache.model_calls if run.cache else None,
+        cached_calls=run.cache.replies_from_cache if run.cache else 0,
     )
 
 
