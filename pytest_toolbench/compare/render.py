@@ -8,12 +8,11 @@ the reference, whatever the metric's direction (the direction column says which 
 
 from __future__ import annotations
 
-import textwrap
 
 from pytest_toolbench.compare.changed_cases import changed_lines
 from pytest_toolbench.results.comparison import Comparison, MetricComparison, PairedDiff, RunValue
 from pytest_toolbench.results.safe_text import safe_text
-from pytest_toolbench.text_table import DEFAULT_WIDTH, TextTable, pipe_table
+from pytest_toolbench.text_table import DEFAULT_WIDTH, TextTable, pipe_table, wrap_words
 
 
 def fmt_value(v: RunValue | None, is_rate: bool) -> str:
@@ -168,32 +167,24 @@ def comparison_lines(comp: Comparison, width: int) -> list[str]:
     case id), none ending in a space."""
     out: list[str] = []
     for line in legend(comp):  # run labels and paths may hold anything a user named them
-        out += wrap_line(safe_text(line), width)
-    out += wrap_line("McNemar b = cases with value 1 (e.g. right) in A and 0 in the other run, "
+        out += wrap_words(safe_text(line), width)
+    out += wrap_words("McNemar b = cases with value 1 (e.g. right) in A and 0 in the other run, "
                      "c = the reverse; differences of rates in percentage points (pp)", width)
     for benchmark in comp.benchmarks():
-        out += wrap_line(safe_text(table_title(comp, benchmark)), width)
+        out += wrap_words(safe_text(table_title(comp, benchmark)), width)
         out += pipe_table(benchmark_table(comp, benchmark), width) or packed_lines(
             comp, benchmark, width)
         for line in coverage_lines(comp, benchmark) + change_lines(comp, benchmark):
-            out += wrap_line(safe_text(line), width)
+            out += wrap_words(safe_text(line), width)
         out.append("")
     if comp.unknown_benchmarks:
-        out += wrap_line("no metric declarations for " + ", ".join(comp.unknown_benchmarks)
+        out += wrap_words("no metric declarations for " + ", ".join(comp.unknown_benchmarks)
                          + " (not a registered benchmark): values only, no paired statistics",
                          width)
     partial = [r.label for r in comp.runs if r.partial]
     if partial:
-        out += wrap_line(safe_text("PARTIAL runs (interrupted): " + ", ".join(partial)), width)
+        out += wrap_words(safe_text("PARTIAL runs (interrupted): " + ", ".join(partial)), width)
     return out
-
-
-def wrap_line(text: str, width: int) -> list[str]:
-    """Between words, later lines indented; a path or case id longer than the width stays whole."""
-    if len(text) <= width:
-        return [text.rstrip()]
-    return [ln.rstrip() for ln in textwrap.wrap(
-        text, width, subsequent_indent="    ", break_long_words=False, break_on_hyphens=False)]
 
 
 def comparison_text(comp: Comparison, *, width: int = DEFAULT_WIDTH) -> str:
@@ -204,5 +195,5 @@ def comparison_text(comp: Comparison, *, width: int = DEFAULT_WIDTH) -> str:
 
 def baseline_summary(comp: Comparison, *, width: int = DEFAULT_WIDTH) -> str:
     """The ``--baseline`` section of the pytest terminal summary (A = baseline, B = this run)."""
-    head = wrap_line("== comparison with the baseline (B - A: this run minus the baseline) ==", width)
+    head = wrap_words("== comparison with the baseline (B - A: this run minus the baseline) ==", width)
     return "\n" + "\n".join(head) + "\n" + comparison_text(comp, width=width)

@@ -95,7 +95,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_toolbench.report.headline_table import grid_table
-from pytest_toolbench.text_table import TextTable, pipe_table, render_table
+from pytest_toolbench.text_table import TextTable, pipe_table, render_table, wrap_words
 from pytest_toolbench.results.aggregate import MetricValue, ReportTable, RunMetrics, ScenarioMetrics
 from pytest_toolbench.results.gates import GateVerdict
 from pytest_toolbench.results.headline import DEFAULT_HEADLINE, Headline
@@ -139,11 +139,7 @@ def _with_errors(count: int | str, n_errors: int) -> str:
 def wrap_note(text: str, width: int) -> list[str]:
     """A note wrapped to the width; paths and other long words stay whole. Notes quote data
     (an endpoint's error, a path): escaped first, so none can move the cursor or start a line."""
-    text = safe_text(text)
-    if len(text) <= width:
-        return [text]
-    return textwrap.wrap(text, width, subsequent_indent="    ", break_long_words=False,
-                         break_on_hyphens=False)
+    return wrap_words(safe_text(text), width)
 
 
 # --------------------------------------------------------------------------- errors

@@ -10,13 +10,13 @@ and none ends in a space.
 
 from __future__ import annotations
 
-import textwrap
 import time
 
 from pytest_toolbench.results.provenance import run_data, short_line
 from pytest_toolbench.results.safe_text import safe_text
 from pytest_toolbench.runs.record import Headline, RunIndex
 from pytest_toolbench.runs.store import exit_text, format_headlines, gates_text, status_text
+from pytest_toolbench.text_table import wrap_words
 
 COLUMNS = ["run id", "date", "model", "suites", "data", "cases", "tokens", "headline metrics",
            "gates", "exit", "status"]
@@ -73,7 +73,7 @@ def _block(r: RunIndex, row: list[str], width: int) -> list[str]:
     """``<run id>  <date>  <status>``, then model, suites, data, cases, tokens (where the
     endpoint reported them), gates and exit, and one line per benchmark's headline metric."""
     run_id, date, model, suites, data, cases, _, _, gates, exit_, status = row
-    out = _wrapped(f"{run_id}  {date}  {status}", width, "")
+    out = wrap_words(f"{run_id}  {date}  {status}", width, "")
     fields = [("model", model), ("suites", suites), ("data", data), ("cases", cases)]
     tokens = r.tokens_text()
     if tokens:  # not for the oracle, a replay, or a record without them
@@ -83,7 +83,7 @@ def _block(r: RunIndex, row: list[str], width: int) -> list[str]:
     key_width = max(len(k) for k, _ in fields) + 1
     for key, value in fields:
         head = f"{INDENT}{(safe_text(key) + ':').ljust(key_width)} "
-        out += _wrapped(head + safe_text(value), width, " " * min(len(head), width // 2))
+        out += wrap_words(head + safe_text(value), width, " " * min(len(head), width // 2))
     return out
 
 
@@ -94,12 +94,3 @@ def _headline_fields(headlines: list[Headline]) -> list[tuple[str, str]]:
     for h in headlines:
         groups.setdefault(f"{h.benchmark} {h.metric}", []).append(h)
     return [(key, format_headlines(hs)[len(key) + 1:]) for key, hs in groups.items()]
-
-
-def _wrapped(text: str, width: int, indent: str) -> list[str]:
-    """Between words only: a run id, path or ``scenario=value`` stays whole on its line."""
-    if len(text) <= width:
-        return [text.rstrip()]
-    lines = textwrap.wrap(text, width, subsequent_indent=indent, break_long_words=False,
-                          break_on_hyphens=False)
-    return [ln.rstrip() for ln in lines] or [""]
