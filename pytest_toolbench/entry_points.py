@@ -76,7 +76,8 @@ def load_group(group: str, kind: str, *, taken: Collection[str] = (),
                 raise ValueError(f"another package's {kind} entry point of that name came first")
             loaded = point.load()
             found[point.name] = check(point, loaded) if check is not None else loaded
-        except Exception as exc:  # noqa: BLE001 - whatever a package's import raises: one line
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - whatever a package's import
+            # raises, a sys.exit() at its top level too: one line, not the end of every command
             package = point.dist.name if point.dist is not None else None
             _LEFT_OUT[(group, point.name)] = LeftOut(kind, point.name, point.value, package,
                                                      _first_line(exc))

@@ -18,6 +18,7 @@ GROUP = "toolbench.test-group"
 def points(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """A module ``plugs_mod`` on the path, and ``set(points)`` to choose the group's entry points."""
     (tmp_path / "plugs_mod.py").write_text("A = 'a'\nB = 'b'\nBAD = 3\n", encoding="utf-8")
+    (tmp_path / "exiting_mod.py").write_text("import sys\nsys.exit(3)\n", encoding="utf-8")
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setattr(entry_points, "_LEFT_OUT", {})
     monkeypatch.setattr(entry_points, "_TOLD", set())
@@ -38,7 +39,8 @@ def _must_be_text(point: EntryPoint, loaded: object) -> str:
 
 def test_each_entry_point_loads_or_is_left_out_with_its_reason(points) -> None:
     points(("z", "plugs_mod:A"), ("a", "plugs_mod:B"), ("gone", "no_such_mod:X"), ("attr", "plugs_mod:MISSING"),
-           ("bad", "plugs_mod:BAD"), ("builtin", "plugs_mod:A"), ("quiet", "plugs_mod:A"))
+           ("bad", "plugs_mod:BAD"), ("builtin", "plugs_mod:A"), ("quiet", "plugs_mod:A"),
+           ("exits", "exiting_mod:X"))
     found = entry_points.load_group(GROUP, "widget", taken=["builtin"], shadowed=["quiet"],
                                     check=_must_be_text)
     assert found == {"a": "B", "z": "A"} and list(found) == ["a", "z"]  # name order, as checked
@@ -46,6 +48,7 @@ def test_each_entry_point_loads_or_is_left_out_with_its_reason(points) -> None:
         "attr": "AttributeError: module 'plugs_mod' has no attribute 'MISSING'",
         "bad": "not text: 3",
         "builtin": "the built-in widget of that name comes first",
+        "exits": "SystemExit: 3",
         "gone": "ModuleNotFoundError: No module named 'no_such_mod'",
     }
     assert entry_points.left_out("another.group") == []
@@ -53,7 +56,7 @@ def test_each_entry_point_loads_or_is_left_out_with_its_reason(points) -> None:
         "widget entry point 'gone' (no_such_mod:X) was left out: "
         "ModuleNotFoundError: No module named 'no_such_mod'")
     # named in an error once: the end's warning does not say it again
-    assert [r.name for r in entry_points.left_out()] == ["attr", "bad", "builtin"]
+    assert [r.name for r in entry_points.left_out()] == ["attr", "bad", "builtin", "exits"]
     assert entry_points.left_out_named(GROUP, "a") is None
 
 

@@ -124,6 +124,31 @@ def test_a_clashing_or_misnamed_entry_point_is_left_out(monkeypatch: pytest.Monk
     assert "toy" not in benchmarks.registry() and not left_out(benchmarks.ENTRY_POINT_GROUP)
 
 
+def test_an_entry_point_that_is_no_benchmark_is_left_out_before_any_flag_is_read(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """An object without a benchmark's attributes would fail in pytest_addoption, a traceback
+    for every command (``pytest --help`` too): it is left out, naming what it lacks."""
+    from importlib.metadata import EntryPoint
+
+    import pytest_toolbench.benchmarks as benchmarks
+    from pytest_toolbench.entry_points import left_out
+
+    monkeypatch.syspath_prepend(str(TOY))
+    point = EntryPoint(name="toy", value="toybench_toy:ToyOptions", group=benchmarks.ENTRY_POINT_GROUP)
+    monkeypatch.setattr("pytest_toolbench.entry_points.entry_points_of",
+                        lambda group: [point] if group == benchmarks.ENTRY_POINT_GROUP else [])
+    benchmarks._registered.cache_clear()
+    try:
+        assert "toy" not in benchmarks.declarations()
+        [refused] = left_out(benchmarks.ENTRY_POINT_GROUP)
+        assert refused.reason == ("not a benchmark (benchmarks/base.py Benchmark): it has no name, "
+                                  "title, options_model, scenarios, metrics, breakdown_labels, "
+                                  "label_markers, load_cases, make_runner")
+    finally:
+        monkeypatch.undo()
+        benchmarks._registered.cache_clear()
+
+
 def test_toolbench_init_writes_the_installed_benchmarks_suite(toy_env: dict[str, str], tmp_path: Path) -> None:
     """An installed benchmark gets its suite file as the built-in ones do: written into an empty
     project, it runs there."""

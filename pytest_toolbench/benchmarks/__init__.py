@@ -56,10 +56,19 @@ def _registered(bundled: tuple[str, ...]) -> "dict[str, Benchmark]":
     load is left out, with its reason (entry_points.left_out): the other benchmarks still run."""
     from pytest_toolbench.entry_points import load_group
 
+    from pytest_toolbench.benchmarks.base import Benchmark
+
+    # what every command reads of a benchmark (its flags, markers, metrics): an object without
+    # them would fail later, in pytest_addoption, as a traceback for every command
+    needed = [*Benchmark.__annotations__, "load_cases", "make_runner"]
+
     def named_as_its_entry_point(point, benchmark):
-        if getattr(benchmark, "name", None) != point.name:
-            raise ValueError(f"the object's name is {getattr(benchmark, 'name', None)!r}, "
-                             f"not {point.name!r}")
+        lacks = [attr for attr in needed if not hasattr(benchmark, attr)]
+        if lacks:
+            raise ValueError(f"not a benchmark (benchmarks/base.py Benchmark): it has no "
+                             f"{', '.join(lacks)}")
+        if benchmark.name != point.name:
+            raise ValueError(f"the object's name is {benchmark.name!r}, not {point.name!r}")
         return benchmark
 
     return load_group(ENTRY_POINT_GROUP, "benchmark", taken=bundled, check=named_as_its_entry_point)
