@@ -19,6 +19,8 @@ from fake_openai_server import (
     scripted,
     tool_call,
 )
+from refusing_port import hold_port_of
+
 from pytest_toolbench.benchmarks import registry
 from pytest_toolbench.benchmarks.base import run_open_protocols
 from pytest_toolbench.config import RunSettings
@@ -320,6 +322,7 @@ def test_connection_refused_kind(transport):
     transport calls it "Request timed out.", which sent users after --request-timeout."""
     with FakeOpenAIServer(reply(content="x")) as server:
         url = server.base_url
+    hold_port_of(url)  # closed, and refusing: no other process's server takes it meanwhile
     model = OpenAIBackend(BackendSpec(model="m", base_url=url, api_key="k", timeout_s=2, max_retries=1, backoff_initial_s=0.01,
                           http_transport=transport))
     with pytest.raises(ModelCallError) as info:

@@ -32,6 +32,8 @@ from fake_openai_server import (
     scripted,
     tool_call,
 )
+from refusing_port import refusing_url
+
 from pytest_toolbench.models.base import (
     CallContext,
     ChatRequest,
@@ -208,9 +210,7 @@ def test_an_unreachable_endpoint_is_given_up_once_for_every_process_sharing_it(s
     Checked by attempts, not by a clock: the first call's time also holds the SDK process's
     start and its first client (importing openai), which beside four busy loops took the call
     to 4.7 s where 3 s was allowed, though the bound itself held."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        url = f"http://127.0.0.1:{probe.getsockname()[1]}/v1"
+    url = refusing_url()
     options = dict(max_retries=6, backoff_initial_s=0.1, backoff_max_s=0.5, unreachable_after_s=1.0)
     request = ChatRequest(messages=[{"role": "user", "content": "hi"}])
     started = time.monotonic()
@@ -685,9 +685,7 @@ def test_an_sdk_process_that_imports_the_sdk_on_first_call_answers_and_fails_ali
     """A re-run whose cache holds replies starts the SDK process without the SDK's import
     (launcher.SdkProcess): its first request imports it, and a reply, a 401 and a port nothing
     listens on come back as from the process that imported it at start."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        dead = f"http://127.0.0.1:{probe.getsockname()[1]}/v1"
+    dead = refusing_url()
     request = ChatRequest(messages=[{"role": "user", "content": "hi"}])
     options = dict(max_retries=6, backoff_initial_s=0.1, backoff_max_s=0.5, unreachable_after_s=1.0)
     seen: dict[bool, list[dict[str, Any]]] = {}
