@@ -109,6 +109,11 @@ def test_the_toolbench_command_goes_on_and_warns(env: dict[str, str]) -> None:
     assert listed.returncode == 0 and "toy" in listed.stdout, listed.stderr
     assert [line for line in listed.stderr.splitlines() if "left out" in line] == \
         [f"toolbench: warning: {line}" for line in LINES[:2]]
+    for command in (["list", "acme"], ["init", env["TOY_DIR"], "--benchmark", "acme"]):
+        asked = subprocess.run([sys.executable, "-c", code, *command], cwd=env["TOY_DIR"], env=env,
+                               capture_output=True, text=True, timeout=300)
+        assert asked.returncode == 2
+        assert asked.stderr.startswith(f"toolbench {command[0]}: no benchmark 'acme': its {LINES[0]}\n")
     fetch = subprocess.run([sys.executable, "-c", code, "data", "fetch", "acme"], cwd=env["TOY_DIR"],
                            env=env, capture_output=True, text=True, timeout=300)
     assert fetch.returncode == 4

@@ -67,7 +67,7 @@ def test_a_file_that_differs_stops_init_before_it_writes_anything(tmp_path: Path
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--benchmark", "nope"], "unknown benchmark 'nope' (known: toolhop, familytool"),
+    (["--benchmark", "nope"], "no benchmark 'nope' (registered: toolhop, familytool"),
     ([], "is not a folder"),
 ])
 def test_usage_errors_are_one_line_and_exit_2(tmp_path: Path, capsys, args: list[str],

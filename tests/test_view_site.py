@@ -394,7 +394,7 @@ def test_toolbench_list_fits_80_columns_and_lists_values_in_the_data(tmp_path: P
     assert "familytool - FamilyTool" not in named.stdout
     unknown = subprocess.run([sys.executable, "-m", "pytest_toolbench.cli", "list", "toolhopp"],
                              cwd=REPO, capture_output=True, text=True, timeout=300)
-    assert unknown.returncode == 2 and "unknown benchmark 'toolhopp'" in unknown.stderr
+    assert unknown.returncode == 2 and "no benchmark 'toolhopp' (registered: toolhop" in unknown.stderr
 
 
 def test_dataframes_read_many_runs_in_three_lines(runs: dict) -> None:

@@ -38,21 +38,18 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def cmd_init(args: argparse.Namespace) -> int:
-    from pytest_toolbench.benchmarks import registry
+    from pytest_toolbench.benchmarks import registry, unknown_benchmark
     from pytest_toolbench.benchmarks.suite_files import plan, suite_path, write
 
     def fail(message: str, status: int = USAGE_ERROR) -> int:
         print(f"toolbench init: {message}", file=sys.stderr)
         return status
 
-    try:
-        benchmarks = registry()
-    except ValueError as exc:  # a clashing or misnamed entry point
-        return fail(str(exc))
+    benchmarks = registry()
     wanted = list(dict.fromkeys(args.benchmark or benchmarks))
     unknown = [name for name in wanted if name not in benchmarks]
     if unknown:
-        return fail(f"unknown benchmark {unknown[0]!r} (known: {', '.join(benchmarks)})")
+        return fail(unknown_benchmark(unknown[0]))
     if args.folder.exists() and not args.folder.is_dir():
         return fail(f"{args.folder} is not a folder")
     try:

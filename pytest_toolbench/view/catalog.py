@@ -145,15 +145,14 @@ def add_list_parser(subparsers: argparse._SubParsersAction) -> None:
 def cmd_list(args: argparse.Namespace) -> int:
     import json
 
-    from pytest_toolbench.benchmarks import registry
+    from pytest_toolbench.benchmarks import registry, unknown_benchmark
 
     reg = registry()
     wanted = list(dict.fromkeys([*args.names, *(args.benchmark or [])]))
     if wanted:
         unknown = [n for n in wanted if n not in reg]
         if unknown:
-            print(f"toolbench list: unknown benchmark {unknown[0]!r} (known: {', '.join(reg)})",
-                  file=sys.stderr)
+            print(f"toolbench list: {unknown_benchmark(unknown[0])}", file=sys.stderr)
             return 2
         reg = {n: reg[n] for n in wanted}
     entries = list_benchmarks(reg, args.data_dir)
