@@ -96,6 +96,13 @@ def test_a_suite_of_the_broken_benchmark_says_why_it_cannot_run(env: dict[str, s
     assert "Traceback" not in out and "KeyError" not in out
 
 
+def test_a_gate_on_the_broken_benchmark_says_why(env: dict[str, str], tmp_path: Path) -> None:
+    proc = _pytest(env, tmp_path, "suites/toy", "--gate", "acme.plain.accuracy>=0.5")
+    assert proc.returncode == 4, proc.stdout[-3000:] + proc.stderr
+    assert proc.stderr.strip() == (f"ERROR: pytest-toolbench: gate acme.plain.accuracy>=0.5: "
+                                   f"no benchmark 'acme': its {LINES[0]}")
+
+
 def test_the_broken_provider_asked_for_by_name_says_why(env: dict[str, str], tmp_path: Path) -> None:
     proc = _pytest(env, tmp_path, "suites/toy", "--backend", "acmeprov", model="acme-large")
     assert proc.returncode == 4, proc.stdout[-3000:] + proc.stderr

@@ -12,9 +12,10 @@ from typing import Any
 import pytest
 
 from pytest_toolbench import __version__
-from pytest_toolbench.benchmarks import declarations, registry
+from pytest_toolbench.benchmarks import ENTRY_POINT_GROUP, declarations, registry, unknown_benchmark
 from pytest_toolbench.benchmarks.base import run_open_protocols
 from pytest_toolbench.config import RunSettings
+from pytest_toolbench.entry_points import left_out_named
 from pytest_toolbench.options import check_base_url, settings_from_config
 from pytest_toolbench.results.gates import check_gate_names, parse_gate
 from pytest_toolbench.session import sdk
@@ -46,7 +47,12 @@ def configure_run(config: pytest.Config) -> ToolbenchState:
     try:
         settings = settings_from_config(config)
         for gate in settings.gates:
-            check_gate_names(parse_gate(gate), registry())
+            parsed = parse_gate(gate)
+            named = parsed.path.split(".")[0]
+            if named not in registry() and left_out_named(ENTRY_POINT_GROUP, named):
+                # its package is installed but did not load: say why, not only "unknown"
+                raise ValueError(f"gate {parsed}: {unknown_benchmark(named)}")
+            check_gate_names(parsed, registry())
         baseline = None
         # The comparison's modules (~35 ms of imports) only where a gate or --baseline needs them:
         # this runs in every pytest command of the environment and in every xdist worker.
