@@ -509,8 +509,9 @@ def test_a_suite_run_against_a_dead_port_ends_within_the_bound(tmp_path, workers
     cases = json.loads(report.read_text())["cases"]
     assert cases and {c["outcome"] for c in cases} == {"error"}, out[-3000:]
     # The verdict came at the bound (10 s) from the run's first request, with a busy machine's
-    # slack; no case slept past it between retries; and every case that started once it was
-    # given failed at once, without waiting out retries of its own (80 s and more in all).
+    # slack; no case slept past it between retries (the precise check: waits are capped at the
+    # time left); and every case that started once it was given failed at once, without
+    # waiting out retries of its own (80 s and more in all).
     [took] = {float(re.search(r"attempts failed in ([0-9.]+) s", c["error"]["message"])[1]) for c in cases}
     waits = [c["details"].get("endpoint_retries", {}).get("wait_s", 0.0) for c in cases]
     given = min(c["started_at"] + c["wall_s"] for c in cases)
@@ -519,7 +520,10 @@ def test_a_suite_run_against_a_dead_port_ends_within_the_bound(tmp_path, workers
     print(f"wall: live endpoint {live_s:.1f} s, dead port {dead_s:.1f} s; verdict in {took} s; "
           f"cases' span {span:.1f} s; longest retry wait {max(waits):.1f} s; "
           f"{len(later)} cases after the verdict, longest {max(later, default=0):.1f} s")
-    assert 10 <= took < 10 + 5, (took, out[-3000:])
+    # The verdict's time is also the machine's: beside another full test run it read 22.5 s,
+    # its retry waits still capped at 10.0 s. A call's whole retry policy (~95 s at the
+    # defaults) is what a broken bound would show.
+    assert 10 <= took < 10 + 30, (took, out[-3000:])
     assert max(waits) < 10 + 1, (waits, out[-3000:])
     assert max(later, default=0) < 5, (later, out[-3000:])
     # The whole command still ends in seconds, not minutes, beside the live run.
