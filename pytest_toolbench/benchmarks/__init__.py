@@ -54,15 +54,14 @@ def _registered(bundled: tuple[str, ...]) -> "dict[str, Benchmark]":
     on every result). A name that clashes with another benchmark, an object whose ``name`` is
     not its entry point's name (case ids and flags are keyed by that name), or one that does not
     load is left out, with its reason (entry_points.left_out): the other benchmarks still run."""
-    from pytest_toolbench.entry_points import load_group
-
     from pytest_toolbench.benchmarks.base import Benchmark
+    from pytest_toolbench.entry_points import load_group
 
     # what every command reads of a benchmark (its flags, markers, metrics): an object without
     # them would fail later, in pytest_addoption, as a traceback for every command
     needed = [*Benchmark.__annotations__, "load_cases", "make_runner"]
 
-    def named_as_its_entry_point(point, benchmark):
+    def a_benchmark_of_its_name(point, benchmark):
         lacks = [attr for attr in needed if not hasattr(benchmark, attr)]
         if lacks:
             raise ValueError(f"not a benchmark (benchmarks/base.py Benchmark): it has no "
@@ -71,7 +70,7 @@ def _registered(bundled: tuple[str, ...]) -> "dict[str, Benchmark]":
             raise ValueError(f"the object's name is {benchmark.name!r}, not {point.name!r}")
         return benchmark
 
-    return load_group(ENTRY_POINT_GROUP, "benchmark", taken=bundled, check=named_as_its_entry_point)
+    return load_group(ENTRY_POINT_GROUP, "benchmark", taken=bundled, check=a_benchmark_of_its_name)
 
 
 def unknown_benchmark(name: str) -> str:

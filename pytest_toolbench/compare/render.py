@@ -8,7 +8,6 @@ the reference, whatever the metric's direction (the direction column says which 
 
 from __future__ import annotations
 
-
 from pytest_toolbench.compare.changed_cases import changed_lines
 from pytest_toolbench.results.comparison import Comparison, MetricComparison, PairedDiff, RunValue
 from pytest_toolbench.results.safe_text import safe_text
@@ -169,7 +168,7 @@ def comparison_lines(comp: Comparison, width: int) -> list[str]:
     for line in legend(comp):  # run labels and paths may hold anything a user named them
         out += wrap_words(safe_text(line), width)
     out += wrap_words("McNemar b = cases with value 1 (e.g. right) in A and 0 in the other run, "
-                     "c = the reverse; differences of rates in percentage points (pp)", width)
+                      "c = the reverse; differences of rates in percentage points (pp)", width)
     for benchmark in comp.benchmarks():
         out += wrap_words(safe_text(table_title(comp, benchmark)), width)
         out += pipe_table(benchmark_table(comp, benchmark), width) or packed_lines(
@@ -179,8 +178,8 @@ def comparison_lines(comp: Comparison, width: int) -> list[str]:
         out.append("")
     if comp.unknown_benchmarks:
         out += wrap_words("no metric declarations for " + ", ".join(comp.unknown_benchmarks)
-                         + " (not a registered benchmark): values only, no paired statistics",
-                         width)
+                          + " (not a registered benchmark): values only, no paired statistics",
+                          width)
     partial = [r.label for r in comp.runs if r.partial]
     if partial:
         out += wrap_words(safe_text("PARTIAL runs (interrupted): " + ", ".join(partial)), width)

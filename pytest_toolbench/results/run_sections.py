@@ -180,4 +180,3 @@ __all__ = [
     "SettingsSection",
     "TokenTotals",
 ]
-
