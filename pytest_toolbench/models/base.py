@@ -18,7 +18,9 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any, Callable, Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from pytest_toolbench.utf8_safe import make_model_utf8_safe
 
 
 class Sampling(BaseModel):
@@ -77,6 +79,13 @@ class ChatRequest(BaseModel):
     #: through which FamilyTool hands the chat template upstream's raw tool documents).
     extra_body: dict[str, Any] | None = None
 
+    @model_validator(mode="after")
+    def _utf8_safe(self) -> "ChatRequest":
+        """A tool's output or a model's earlier turn holding a lone surrogate (utf8_safe.py)
+        could not be hashed, cached, sent to the SDK process or put in a request body."""
+        make_model_utf8_safe(self)
+        return self
+
     def fingerprint(self) -> str:
         """Stable hash of everything in the request that changes the answer."""
         dumped = self.model_dump(mode="json")
@@ -104,6 +113,12 @@ class ParseFailure(BaseModel):
     raw_text: str
     detail: str = ""
 
+    @model_validator(mode="after")
+    def _utf8_safe(self) -> "ParseFailure":
+        """It quotes the reply (utf8_safe.py)."""
+        make_model_utf8_safe(self)
+        return self
+
 
 class ChatResponse(BaseModel):
     """One assistant turn. ``message`` is the OpenAI-format assistant message as returned."""
@@ -115,6 +130,13 @@ class ChatResponse(BaseModel):
     model: str = ""
     finish_reason: str | None = None
     parse_failure: ParseFailure | None = None
+
+    @model_validator(mode="after")
+    def _utf8_safe(self) -> "ChatResponse":
+        """A reply's lone surrogate (a JSON ``\\ud800`` escape, utf8_safe.py) replaced where
+        every backend, the cache and the SDK process's client build the response."""
+        make_model_utf8_safe(self)
+        return self
 
     @property
     def content(self) -> str | None:

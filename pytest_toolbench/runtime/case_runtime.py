@@ -24,6 +24,7 @@ from pytest_toolbench.models.base import CallContext, ChatModel, ChatRequest, Ch
 from pytest_toolbench.models.call_log import CURRENT_CALL_LOG, CaseCallLog, current_call_log
 from pytest_toolbench.benchmarks.result_builders import base_fields, error_result
 from pytest_toolbench.results.case_result import CaseResult, InfraError
+from pytest_toolbench.utf8_safe import make_model_utf8_safe
 from pytest_toolbench.results.journal import ResultJournal
 from pytest_toolbench.models.recording import RecordingModel
 from pytest_toolbench.models.repeat import CURRENT_REPEAT
@@ -91,6 +92,9 @@ class CaseRuntime:
             if isinstance(model, RecordingModel):
                 model.finish_case(case.id)
             result.wall_s, result.started_at = round(time.monotonic() - started, 6), started_at
+            # A tool's output or a model's text decoded from JSON may hold a lone surrogate,
+            # which no journal, report or xdist worker's transport can write (utf8_safe.py).
+            make_model_utf8_safe(result)
             return result
 
         return self.scheduler.submit(case, job)

@@ -334,7 +334,7 @@ class _Worker:
         pass the cap, break the caller or kill the zygote."""
         request_id = next(self._ids)
         start = time.monotonic()
-        body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
+        body = protocol.json_bytes(payload)
         try:
             protocol.send_split(self._req_w, {"id": request_id, "job": job, "timeout_s": timeout_s}, body)
             del body

@@ -33,8 +33,18 @@ class ProtocolError(RuntimeError):
     """The bytes on the pipe are not a well-formed message."""
 
 
+def json_bytes(obj: Any) -> bytes:
+    """``obj`` as UTF-8 JSON. A lone surrogate (a tool returning ``chr(0xd800)``, or a JSON
+    ``\\ud800`` escape its arguments held) has no UTF-8 form: such a value goes as ASCII
+    JSON, the surrogate as an escape that reads back to the same string."""
+    try:
+        return _dumps(obj, ensure_ascii=False, allow_nan=True).encode("utf-8")
+    except UnicodeEncodeError:
+        return _dumps(obj, ensure_ascii=True, allow_nan=True).encode("ascii")
+
+
 def encode(obj: Any) -> bytes:
-    data = _dumps(obj, ensure_ascii=False, allow_nan=True).encode("utf-8")
+    data = json_bytes(obj)
     if len(data) > MAX_MESSAGE_BYTES:
         raise ProtocolError(f"message of {len(data)} bytes exceeds {MAX_MESSAGE_BYTES}")
     return _HEADER.pack(len(data)) + data

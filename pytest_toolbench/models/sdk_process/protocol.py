@@ -101,7 +101,9 @@ _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 
 def frame(message: dict[str, Any]) -> bytes:
-    data = _ENCODER.encode(message).encode("utf-8")
+    # surrogatepass: a lone surrogate still in a message (an error quoting a reply, see
+    # utf8_safe.py) crosses as it is; ``json.loads`` decodes bytes with the same handler.
+    data = _ENCODER.encode(message).encode("utf-8", "surrogatepass")
     return _HEADER.pack(len(data)) + data
 
 

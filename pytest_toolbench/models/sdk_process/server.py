@@ -83,7 +83,10 @@ class SdkServer:
         except Exception as exc:  # every failure goes back to the case that made the call
             reply["error"] = encode_error(exc)
         reply["log"] = log.wire_events()
-        link.send(reply)  # dropped if the pytest process has gone
+        try:
+            link.send(reply)  # dropped if the pytest process has gone
+        except Exception as exc:  # a reply that cannot be framed must still end the call
+            link.send({"id": message["id"], "error": encode_error(exc), "log": []})
 
 
 #: Calls started per turn of the event loop. A burst of calls (a run's first turn sends one per
