@@ -188,6 +188,26 @@ def test_a_torn_last_line_is_ignored_and_the_failed_writer_starts_a_new_pack(tmp
     assert reader.load(KEYS[2])[0].content.startswith("0-2-")
 
 
+def test_a_full_disk_leaves_no_empty_pack_per_failed_entry(tmp_path, monkeypatch):
+    """Each failed save closed its pack and the next opened a new one: on a full disk (where a
+    file can still be made, not written) a run left a zero-byte pack for every reply."""
+    from pytest_toolbench.models import cache_store
+
+    store = ResponseStore(tmp_path)
+    store.save(KEYS[0], _payload(0, 0))
+
+    def full_disk(fd, data):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(cache_store.os, "write", full_disk)
+    for key in KEYS[1:4]:
+        with pytest.raises(OSError):
+            store.save(key, _payload(0, 1))
+    packs = list(tmp_path.rglob("*.pack"))
+    assert len(packs) == 1 and packs[0].stat().st_size > 0  # the pack written before the disk filled
+    assert ResponseStore(tmp_path).load(KEYS[0])[0].content.startswith("0-0-")
+
+
 def test_what_another_process_stores_meanwhile_is_found_on_a_miss(tmp_path, monkeypatch):
     from pytest_toolbench.models import cache_store
 

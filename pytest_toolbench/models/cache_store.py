@@ -27,6 +27,7 @@ Entries of the older layout (``<key[:2]>/<key[2:4]>/<key>.json``) are still read
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -217,7 +218,11 @@ class ResponseStore:
                     view = view[os.write(self._fd, view):]
                 end = os.lseek(self._fd, 0, os.SEEK_CUR)  # only this store appends to its pack
             except OSError:
-                self._close_writer()  # what was written of the line is torn: the next entry starts a new pack
+                # What was written of the line is torn: the next entry starts a new pack. A pack
+                # that holds nothing goes: on a full disk every entry opened one, and a run left
+                # a zero-byte pack per reply it could not keep.
+                self._drop_pack_if_empty()
+                self._close_writer()
                 raise
             self._add(key, (self._pack, end - len(entry) - 1, len(entry)))
 
@@ -238,6 +243,11 @@ class ResponseStore:
         for fd in self._readers.values():
             os.close(fd)
         self._readers.clear()
+
+    def _drop_pack_if_empty(self) -> None:
+        with contextlib.suppress(OSError):
+            if self._pack is not None and os.fstat(self._fd).st_size == 0:
+                os.unlink(self._pack)
 
     def _close_writer(self) -> None:
         if self._fd >= 0 and self._pid == os.getpid():
