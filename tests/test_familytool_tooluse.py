@@ -81,6 +81,8 @@ def test_structured_arguments_fallbacks():
     ]}
     assert parse_reply(message) == [call("a", k="v"), call("b", k="v"), {"name": "c", "parameters": {}}]
     assert parse_arguments(None) == {}
+    # nested past the stack: upstream's "else {}", not a RecursionError failing the case
+    assert parse_arguments("[" * 200_000) == {}
 
 
 def test_apirequester_conversion_on_real_docs(records):

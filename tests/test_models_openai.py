@@ -336,8 +336,14 @@ def test_connection_refused_kind(transport):
 @pytest.mark.parametrize(
     "payload",
     ["not json at all", {"id": "x", "object": "chat.completion", "choices": []},
-     {"choices": [{"index": 0}]}],
-    ids=["not_json", "no_choices", "no_message"],
+     {"choices": [{"index": 0}]},
+     # tool_calls not in the API's shape: every runner read call["function"] as an object, and
+     # ToolHop and FamilyTool failed the case with an AttributeError traceback (internal_error)
+     completion(None, [{"foo": "bar"}, "str", 5]), completion(None, [None]),
+     {"choices": [{"index": 0, "message": {"role": "assistant", "tool_calls": {"a": 1}}}]},
+     completion(None, [{"id": "c1", "type": "function", "function": "some_tool"}])],
+    ids=["not_json", "no_choices", "no_message", "tool_calls_garbage", "tool_call_null",
+         "tool_calls_object", "function_text"],
 )
 def test_malformed_reply_is_retried_like_a_5xx_then_an_error_not_a_crash(payload):
     with FakeOpenAIServer(lambda body, i: (200, {}, payload)) as server:

@@ -87,6 +87,15 @@ def test_invalid_arguments_json(arguments, detail):
     assert detail in failure.detail and "tool_calls[1]" in failure.detail
 
 
+def test_arguments_json_refuses_to_decode_are_flagged_not_a_bad_reply():
+    """A 5,000-digit number is valid JSON that ``json.loads`` refuses (ValueError, not a
+    JSONDecodeError): it escaped, and the reply was retried as a malformed one (bad_response)."""
+    arguments = '{"film_title": ' + "9" * 5000 + "}"
+    failure = detect_parse_failure(calls(arguments))
+    assert failure is not None and failure.reason == "invalid_arguments_json"
+    assert "tool_calls[0] ('get_capital'): arguments cannot be decoded (Exceeds the limit" in failure.detail
+
+
 def test_non_string_arguments_are_flagged():
     failure = detect_parse_failure(calls({"country": "France"}))
     assert failure is not None and failure.reason == "invalid_arguments_json"

@@ -558,6 +558,9 @@ class OpenAIBackend:
         if not isinstance(choice, dict) or not isinstance(choice.get("message"), dict):
             raise InvalidReply(f"reply's first choice has no message: {_short(choice)}")
         message = assistant_message(choice["message"])
+        malformed = malformed_tool_calls(message.get("tool_calls"))
+        if malformed is not None:
+            raise InvalidReply(f"reply's tool_calls {malformed}: {_short(message.get('tool_calls'))}")
         return ChatResponse(
             message=message,
             usage=usage,
@@ -620,6 +623,25 @@ def assistant_message(message: Any) -> dict[str, Any]:
     out.setdefault("role", "assistant")
     out["role"] = out["role"] or "assistant"
     return out
+
+
+def malformed_tool_calls(tool_calls: Any) -> str | None:
+    """Why a reply's ``tool_calls`` is not the API's shape (a list of objects, each ``function``
+    an object), else None. A server that sends another shape broke the API, as one sending no
+    ``choices`` did: not the model's answer to score, and every runner reads ``call["function"]``
+    as an object. What the model chose inside it (a name that is no tool, arguments that are not
+    JSON) is left to the benchmark to score."""
+    if tool_calls is None:
+        return None
+    if not isinstance(tool_calls, list):
+        return f"is a JSON {type(tool_calls).__name__}, not a list"
+    for index, call in enumerate(tool_calls):
+        if not isinstance(call, dict):
+            return f"[{index}] is a JSON {type(call).__name__}, not an object"
+        function = call.get("function")
+        if function is not None and not isinstance(function, dict):
+            return f"[{index}].function is a JSON {type(function).__name__}, not an object"
+    return None
 
 
 def _unreadable(exc: Exception) -> str:

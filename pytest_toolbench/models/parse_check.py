@@ -90,6 +90,12 @@ def _check_arguments(tool_calls: list[Any]) -> ParseFailure | None:
                 raw_text=arguments,
                 detail=f"{where}: arguments are nested too deeply to decode",
             )
+        except ValueError as exc:  # valid JSON json.loads still refuses: a 5,000-digit number
+            return ParseFailure(
+                reason="invalid_arguments_json",
+                raw_text=arguments,
+                detail=f"{where}: arguments cannot be decoded ({_first_sentence(exc)})",
+            )
         if not isinstance(parsed, dict):
             return ParseFailure(
                 reason="invalid_arguments_json",
@@ -97,6 +103,10 @@ def _check_arguments(tool_calls: list[Any]) -> ParseFailure | None:
                 detail=f"{where}: arguments are JSON {type(parsed).__name__}, not an object",
             )
     return None
+
+
+def _first_sentence(exc: Exception) -> str:
+    return str(exc).split(":")[0]
 
 
 def _find_json_tool_call(content: str) -> str | None:

@@ -209,7 +209,7 @@ def parse_arguments(arguments: Any) -> Any:
         return arguments
     try:
         return json.loads(arguments)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):  # RecursionError: nested past the stack
         pass
     try:
         return ast.literal_eval(arguments)
