@@ -29,7 +29,7 @@ from pytest_toolbench.models.cache import CachedModel
 from pytest_toolbench.models.factory import ModelConfigError, build_model
 from pytest_toolbench.models.open_protocol import OpenProtocolModel
 from pytest_toolbench.models.spec import BackendSpec, ServerInfo
-from pytest_toolbench.models.openai_backend import OpenAIBackend, retry_after_seconds
+from pytest_toolbench.models.openai_backend import ATTEMPT_GRACE_S, OpenAIBackend, retry_after_seconds
 from pytest_toolbench.models.oracle import OracleModel
 from pytest_toolbench.models.replay import ReplayModel
 
@@ -572,3 +572,65 @@ def test_context_overflow_400_is_its_own_error_and_not_retried():
         with pytest.raises(ModelCallError) as info:
             asyncio.run(call(server.base_url))
     assert info.value.kind == "http_400" and not isinstance(info.value, ContextLengthExceeded)
+
+
+# -- a reply that never ends ------------------------------------------------------------------
+class DrippingServer:
+    """Answers every request with its headers at once, then its body a byte every 0.2 s: each
+    read is quick, the reply never done (a stalled proxy, an overloaded server)."""
+
+    def __init__(self) -> None:
+        import socket
+        import threading
+
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.base_url = f"http://127.0.0.1:{self.sock.getsockname()[1]}/v1"
+        self.stop = threading.Event()
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        import threading
+
+        while not self.stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._drip, args=(conn,), daemon=True).start()
+
+    def _drip(self, conn) -> None:
+        body = json.dumps(completion("I do not know.")).encode()
+        with conn:
+            conn.recv(65536)
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                         b"Content-Length: %d\r\n\r\n" % len(body))
+            for byte in body:
+                if self.stop.wait(0.2):
+                    return
+                try:
+                    conn.sendall(bytes([byte]))
+                except OSError:
+                    return
+
+    def close(self) -> None:
+        self.stop.set()
+        self.sock.close()
+
+
+@pytest.mark.parametrize("transport", ["aiohttp", "httpx"])
+def test_request_timeout_bounds_a_reply_that_drips_in(transport):
+    """--request-timeout bounds the attempt, not each read: a body sent a byte at a time kept
+    the call (and its case) waiting for ever, whatever the timeout (the SDK's is per read)."""
+    server = DrippingServer()
+    try:
+        model = OpenAIBackend(BackendSpec(model="m", base_url=server.base_url, api_key="k",
+                                          timeout_s=1.0, max_retries=0, http_transport=transport))
+        started = time.monotonic()
+        with pytest.raises(ModelCallError) as info:
+            run(model, request())
+        took = time.monotonic() - started
+    finally:
+        server.close()
+    assert info.value.kind == "timeout"
+    assert "no reply within --request-timeout 1 s" in info.value.message
+    assert took < 1.0 + ATTEMPT_GRACE_S + 5  # the body alone would take 0.2 s x its ~250 bytes

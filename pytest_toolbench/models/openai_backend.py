@@ -476,7 +476,8 @@ class OpenAIBackend:
                     # JSON ``chat.completions.create`` sends; auth, headers and status errors are
                     # the SDK's), read back as plain JSON: its typed-dict transform of the request
                     # and model construction of the reply are a large share of its CPU per call.
-                    completion = await client.post(CHAT_PATH, body=kwargs, cast_to=object)
+                    completion = await _within(self.timeout_s + ATTEMPT_GRACE_S,
+                                               client.post(CHAT_PATH, body=kwargs, cast_to=object))
                 usage = usage_of(completion)
                 REQUEST_METER.add_usage(usage)
             except openai.OpenAIError as exc:
@@ -599,6 +600,27 @@ class OpenAIBackend:
 
 
 CHAT_PATH = "/chat/completions"
+#: Past ``--request-timeout`` before the attempt's own bound ends it: the SDK's timeout (no byte
+#: for that long) fires first where both would, with its own words.
+ATTEMPT_GRACE_S = 0.5
+_TIMEOUT = getattr(asyncio, "timeout", None)  # Python 3.11+
+
+
+async def _within(limit_s: float, request: Awaitable[Any]) -> Any:
+    """``await request``, ended as the SDK's own timeout after ``limit_s`` seconds in all.
+
+    The SDK's ``timeout`` (httpx's, aiohttp's) bounds each read, not the reply: a server
+    sending its body a byte every half second kept an attempt, and its case, waiting for as
+    long as it liked, past ``--request-timeout`` and every retry."""
+    try:
+        if _TIMEOUT is None:
+            return await asyncio.wait_for(request, limit_s)
+        async with _TIMEOUT(limit_s):
+            return await request
+    except asyncio.TimeoutError as exc:
+        import httpx  # the SDK's own dependency, loaded with it
+
+        raise openai.APITimeoutError(request=httpx.Request("POST", CHAT_PATH)) from exc
 
 
 def usage_of(completion: Any) -> Usage:
