@@ -634,3 +634,16 @@ def test_request_timeout_bounds_a_reply_that_drips_in(transport):
     assert info.value.kind == "timeout"
     assert "no reply within --request-timeout 1 s" in info.value.message
     assert took < 1.0 + ATTEMPT_GRACE_S + 5  # the body alone would take 0.2 s x its ~250 bytes
+
+
+@pytest.mark.parametrize("usage, expected", [
+    ({"prompt_tokens": 12, "completion_tokens": 3}, (12, 3)),
+    ({"prompt_tokens": -5, "completion_tokens": "lots"}, (0, 0)),  # summed into the run's total
+    ({"prompt_tokens": True, "completion_tokens": 2.5}, (0, 0)),
+    (None, (0, 0)),
+])
+def test_token_counts_that_are_no_counts_add_nothing(usage, expected):
+    from pytest_toolbench.models.openai_backend import usage_of
+
+    counted = usage_of({"choices": [], "usage": usage})
+    assert (counted.prompt_tokens, counted.completion_tokens) == expected

@@ -629,7 +629,9 @@ def usage_of(completion: Any) -> Usage:
     if not isinstance(usage, dict):
         return Usage()
     counts = [usage.get("prompt_tokens"), usage.get("completion_tokens")]
-    prompt, done = (c if isinstance(c, int) and not isinstance(c, bool) else 0 for c in counts)
+    # a count that is no count (a bool, text, a negative number) adds nothing to the totals
+    prompt, done = (c if isinstance(c, int) and not isinstance(c, bool) and c >= 0 else 0
+                    for c in counts)
     return Usage(prompt_tokens=prompt, completion_tokens=done)
 
 
