@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -48,6 +49,13 @@ def test_malformed_record_names_file_and_line(tmp_path):
     bad[2]["content"] = "no group here"
     path.write_text(json.dumps(bad) + "\n")
     with pytest.raises(DatasetError, match=r"line 1: the user content has no golden sub-KG"):
+        load_records(path, "b")
+    bad = json.loads(good)
+    bad[1]["content"] = []  # no tool offered: even the oracle failed its cases (a tester's find)
+    path.write_text(json.dumps(bad) + "\n")
+    gold = sorted({c["name"] for c in bad[3]["content"]})
+    with pytest.raises(DatasetError, match=re.escape(
+            f"line 1: tool_call names {gold} not among the candidate_tools (none)")):
         load_records(path, "b")
 
 

@@ -100,6 +100,13 @@ def _validate(raw: Any, path: Path, line: int, index: int, split: str) -> Family
         for c in calls
     ):
         raise fail("tool_call must be a non-empty list of {name, parameters} dicts", record_id)
+    # A gold call to a tool the model is not offered can never be matched: every model, the
+    # oracle included, would fail the case, and the metric would count the data's fault.
+    offered = {t["name"] for t in tools}
+    unoffered = sorted({c["name"] for c in calls} - offered)
+    if unoffered:
+        raise fail(f"tool_call names {unoffered} not among the candidate_tools "
+                   f"({sorted(offered) or 'none'})", record_id)
     return FamilyToolRecord(
         split=split, index=index, id=record_id, candidate_tools=tools, user=user,
         golden_calls=calls, messages=raw,
