@@ -647,3 +647,18 @@ def test_token_counts_that_are_no_counts_add_nothing(usage, expected):
 
     counted = usage_of({"choices": [], "usage": usage})
     assert (counted.prompt_tokens, counted.completion_tokens) == expected
+
+
+@pytest.mark.parametrize("transport", ["aiohttp", "httpx"])
+def test_a_reply_that_does_not_decode_is_named_not_a_dropped_connection(transport):
+    """A plain JSON body sent as ``Content-Encoding: gzip``: the SDK says "Connection error."
+    and the hint said the endpoint dropped the connection, though it had replied; the message
+    now quotes the decoder's own words."""
+    body = json.dumps(completion("ok"))
+    with FakeOpenAIServer(lambda b, i: (200, {"Content-Encoding": "gzip"}, body)) as server:
+        model = backend(server, max_retries=0)
+        with pytest.raises(ModelCallError) as info:
+            run(model, request())
+    assert info.value.kind == "connection"
+    assert "incorrect header check" in info.value.message, info.value.message
+    assert "reply came cut short or undecodable" in info.value.message

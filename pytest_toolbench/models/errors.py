@@ -22,7 +22,7 @@ def is_server_failure(kind: str) -> bool:
 KIND_HINTS: dict[str, tuple[str, str]] = {
     "timeout": ("no reply within the request timeout",
                 "raise --request-timeout, or lower --max-tokens / --concurrency"),
-    "connection": ("the endpoint dropped the connection before replying",
+    "connection": ("the connection failed, or the reply came cut short or undecodable",
                    "check the endpoint (--base-url); --max-retries rides out short outages"),
     "connection_refused": ("connection refused: nothing listens at the endpoint's host and port",
                            "start the server, or fix the host and port in --base-url"),

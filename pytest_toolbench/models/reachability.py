@@ -125,12 +125,15 @@ def transport_failure_kind(exc: BaseException) -> str | None:
 def transport_failure_detail(exc: BaseException, limit: int = 300) -> str:
     """The most specific message along the chain (``[Errno 111] Connect call failed ...``), not
     the SDK's generic "Request timed out." / "Connection error."."""
-    detail = ""
-    for link in _chain(exc):
+    detail = deepest = ""
+    for link in _chain(exc)[1:]:  # below the SDK's own error, whose words say nothing
         text = str(link).strip()
         if text and _link_kind(link) is not None:
             detail = text
-    detail = detail or str(exc)
+        deepest = text or deepest
+    # No link below names a transport cause (a body that does not decode as its
+    # Content-Encoding says): the deepest message, the root cause, over "Connection error."
+    detail = detail or deepest or str(exc)
     return detail if len(detail) <= limit else detail[:limit] + "..."
 
 
