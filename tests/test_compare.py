@@ -208,6 +208,15 @@ def test_load_errors_are_one_line_with_file_and_index(tmp_path) -> None:
     assert "broken.json: cases[1]:" in str(info.value) and "\n" not in str(info.value)
 
 
+def test_a_report_that_is_not_utf8_is_one_line_naming_the_file(tmp_path) -> None:
+    binary = tmp_path / "binary.json"
+    binary.write_bytes(b'{"cases": [],\n "x": "\xff\xfe"}')
+    with pytest.raises(RunLoadError) as info:
+        load_run(binary)
+    assert str(info.value) == (f"{binary}:2: not JSON (not UTF-8 text: invalid start byte at "
+                               "byte 7 of the line)")
+
+
 def test_loaded_labels_are_made_unique(tmp_path) -> None:
     for name in ("one", "two"):
         (tmp_path / f"{name}.json").write_text(json.dumps({

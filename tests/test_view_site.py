@@ -166,6 +166,14 @@ def test_an_unreadable_record_is_named_and_left_out(runs: dict, tmp_path: Path) 
     assert "broken.json" in (tmp_path / "site" / "index.html").read_text()
 
 
+def test_a_record_that_is_not_utf8_is_named_and_left_out(runs: dict, tmp_path: Path) -> None:
+    (tmp_path / "binary.json").write_bytes(b"\xff\xfe")
+    result = build_site([runs["tmp"] / "oracle.json", tmp_path / "binary.json"], tmp_path / "site")
+    assert result.runs == 1
+    assert result.skipped == [f"{tmp_path / 'binary.json'}:1: not JSON (not UTF-8 text: invalid "
+                              "start byte at byte 0 of the line)"]
+
+
 def _with_unknown_keys(record: dict) -> dict:
     """A record as a newer version might write it: keys this version does not know, at every
     level the site reads."""

@@ -139,11 +139,25 @@ def load_record(path: str | Path) -> RunRecord:
         return _load_record(report_file(Path(path)))
 
 
-def _load_record(p: Path) -> RunRecord:
+def _report_text(p: Path) -> str:
+    """The report's text; RunLoadError (one line, file and line named) for a file that cannot
+    be read or is not UTF-8: a corrupt or binary file is skipped by ``toolbench view`` as a
+    truncated one is, never a ``UnicodeDecodeError`` traceback."""
     try:
-        text = p.read_text(encoding="utf-8")
+        raw = p.read_bytes()
     except OSError as exc:
         raise RunLoadError(f"{p}: cannot read run report ({exc.strerror or exc})") from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        byte = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1)
+        raise RunLoadError(f"{p}:{line}: not JSON (not UTF-8 text: {exc.reason} at byte "
+                           f"{byte} of the line)") from None
+
+
+def _load_record(p: Path) -> RunRecord:
+    text = _report_text(p)
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
