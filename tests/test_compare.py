@@ -226,6 +226,20 @@ def test_loaded_labels_are_made_unique(tmp_path) -> None:
     assert [r.label for r in runs] == ["m (one)", "m (two)"]
 
 
+def test_cli_refuses_runs_of_different_benchmarks_as_not_comparable(tmp_path, capsys) -> None:
+    """Exit 4, as runs with no case in common are (README, Comparing runs), not 2."""
+    from pytest_toolbench import cli
+
+    other = case(0, 1, model="m").model_copy(update={"benchmark": "other"})
+    for name, result in (("one", case(0, 1, model="m")), ("two", other)):
+        (tmp_path / f"{name}.json").write_text(json.dumps({
+            "run": {"settings": {"model": "m"}}, "metrics": {"scenarios": []},
+            "cases": [result.model_dump(mode="json")]}))
+    status = cli.main(["compare", str(tmp_path / "one.json"), str(tmp_path / "two.json")])
+    assert status == 4
+    assert "runs of different benchmarks cannot be compared" in capsys.readouterr().err
+
+
 def test_cli_dispatcher_registers_subcommands_from_their_modules(capsys, monkeypatch) -> None:
     import sys
     import types

@@ -397,7 +397,7 @@ def test_compare_takes_run_ids_and_refuses_runs_of_different_benchmarks(tmp_path
     assert same.returncode == 0, same.stderr
     assert f"A = oracle ({first})" in same.stdout and "toolhop/direct B vs A: 6 paired" in same.stdout
     mixed = cli("compare", first, family, *cache)
-    assert mixed.returncode == 2 and mixed.stdout == ""
+    assert mixed.returncode == 4 and mixed.stdout == ""
     assert mixed.stderr.strip() == (
         f"toolbench compare: runs of different benchmarks cannot be compared: {first} (toolhop) "
         f"vs {family} (familytool); no case can pair")

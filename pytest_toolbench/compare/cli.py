@@ -13,8 +13,8 @@ from pytest_toolbench.runs.store import DEFAULT_RUNS_DIR, RUNS_DIR_ENV, find_run
 
 #: Exit status for unreadable input (argparse itself uses 2 for a bad command line).
 INPUT_ERROR = 2
-#: Exit status for runs refused as not comparable (different data, no case in common), as
-#: pytest's usage error, which a refused --baseline gives.
+#: Exit status for runs refused as not comparable (different data, no case in common,
+#: different benchmarks), as pytest's usage error, which a refused --baseline gives.
 NOT_COMPARABLE = 4
 
 
@@ -60,7 +60,8 @@ def run(args: argparse.Namespace) -> int:
     from pytest_toolbench.compare.load import load_runs
     from pytest_toolbench.compare.plot import plot_comparison
     from pytest_toolbench.compare.render import comparison_text
-    from pytest_toolbench.compare.run_refs import check_same_benchmarks, resolve_run
+    from pytest_toolbench.compare.run_refs import (DifferentBenchmarksError,
+                                                   check_same_benchmarks, resolve_run)
     from pytest_toolbench.text_table import output_width
 
     def fail(msg: str) -> int:
@@ -77,6 +78,9 @@ def run(args: argparse.Namespace) -> int:
         runs_dir = find_runs_dir(args.runs_dir)
         runs = load_runs([resolve_run(ref, runs_dir) for ref in args.runs])
         check_same_benchmarks(runs)
+    except DifferentBenchmarksError as exc:  # no case can pair: refused as no case in common
+        print(f"toolbench compare: {exc}", file=sys.stderr)
+        return NOT_COMPARABLE
     except ValueError as exc:  # RunLoadError included
         return fail(str(exc))
     from pytest_toolbench.compare.render import letter

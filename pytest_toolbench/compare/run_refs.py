@@ -49,8 +49,14 @@ def benchmarks_of(run: LoadedRun) -> set[str]:
     return {c.benchmark for c in run.cases} | {s.benchmark for s in run.metrics.scenarios}
 
 
+class DifferentBenchmarksError(ValueError):
+    """Runs that share no benchmark: no case can pair, so they are refused as runs with no
+    case in common are (``toolbench compare``'s exit 4), not as unreadable input (exit 2)."""
+
+
 def check_same_benchmarks(runs: Sequence[LoadedRun]) -> None:
-    """Refuse (ValueError, one line) a run that shares no benchmark with the first one."""
+    """Refuse (ValueError, one line) a run with no case result, and (DifferentBenchmarksError)
+    one that shares no benchmark with the first one."""
     for run in runs:
         if not run.cases:  # (a run interrupted before its first result has a report too)
             why = ("it was interrupted before any case finished" if run.partial
@@ -60,7 +66,7 @@ def check_same_benchmarks(runs: Sequence[LoadedRun]) -> None:
     reference = benchmarks_of(runs[0])
     for run in runs[1:]:
         if not benchmarks_of(run) & reference:
-            raise ValueError(
+            raise DifferentBenchmarksError(
                 f"runs of different benchmarks cannot be compared: {_describe(runs[0])} vs "
                 f"{_describe(run)}; no case can pair"
             )
@@ -71,4 +77,4 @@ def _describe(run: LoadedRun) -> str:
     return f"{where} ({', '.join(sorted(benchmarks_of(run))) or 'no benchmark'})"
 
 
-__all__ = ["benchmarks_of", "check_same_benchmarks", "resolve_run", "resolve_run_dir"]
+__all__ = ["DifferentBenchmarksError", "benchmarks_of", "check_same_benchmarks", "resolve_run", "resolve_run_dir"]
