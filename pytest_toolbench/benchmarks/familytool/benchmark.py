@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_toolbench.benchmarks.base import BenchmarkEnv, Case, require_embedder
+from pytest_toolbench.benchmarks.data_paths import check_data_file
 from pytest_toolbench.benchmarks.data_source import BUNDLED_DATA_DIR, DataSource, is_bundled
 from pytest_toolbench.benchmarks.familytool.kg import KnowledgeGraph, load_triples
 from pytest_toolbench.benchmarks.familytool.options import DECLARATION, FamilyToolOptions
@@ -203,8 +204,10 @@ class FamilyToolBenchmark:
         """Provenance (HasDataSources): each split's records and KG (records = non-blank lines)."""
         out = []
         for split in SPLITS:
-            for path in (data_file(data_dir, split), kg_file(data_dir, split)):
+            for path, what in ((data_file(data_dir, split), "FamilyTool data file"),
+                               (kg_file(data_dir, split), "FamilyTool KG file")):
                 if path.is_file():
+                    check_data_file(path, what)  # unreadable: one line, not a raw EACCES
                     lines = sum(1 for line in path.read_bytes().splitlines() if line.strip())
                     out.append(DataSource.for_file(self.name, path, lines,
                                                    bundled=is_bundled(path, data_dir)))

@@ -17,6 +17,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from pytest_toolbench.benchmarks.data_paths import check_data_file
 from pytest_toolbench.benchmarks.dataset_errors import DatasetError, check_record_texts, text_lines
 from pytest_toolbench.benchmarks.parsed_files import parsed_once
 
@@ -45,8 +46,6 @@ def parse_triple_line(line: str, path: Path | str, line_no: int) -> Triple:
 
 def _parse_triples(path: Path) -> list[Triple]:
     path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: FamilyTool KG file not found")
     triples = [parse_triple_line(line, path, line_no) for line_no, line in text_lines(path) if line.strip()]
     if not triples:
         raise DatasetError(path, "no triples (the FamilyTool KG file is empty)")
@@ -61,6 +60,8 @@ _load_triples = parsed_once(_parse_triples)
 def load_triples(path: Path | str) -> list[Triple]:
     """Every triple of a KG file, in file order; a bad, non-UTF-8 or empty file raises a one-line
     :class:`DatasetError` naming file (and line)."""
+    # checked here, not in the parser: a parse kept from before a chmod 000 would hide it
+    check_data_file(Path(path), "FamilyTool KG file")
     return _load_triples(path)
 
 

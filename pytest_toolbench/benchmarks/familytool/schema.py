@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import ConfigDict
 
 from pytest_toolbench.deferred_model import DeferredModel
+from pytest_toolbench.benchmarks.data_paths import check_data_file
 from pytest_toolbench.benchmarks.dataset_errors import DatasetError, raise_collected, text_lines, json_value
 
 SPLITS = ("b", "e")
@@ -119,8 +120,7 @@ def load_records(path: Path, split: str) -> list[FamilyToolRecord]:
     A file with no record, a line that is not UTF-8 and two records with one id (the id names
     the record's sub-KG and memo entries) are refused, each in one line naming file and line."""
     path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: FamilyTool data file not found")
+    check_data_file(path, "FamilyTool data file")
     records: list[FamilyToolRecord] = []
     first_line: dict[str, int] = {}
     duplicates: list[DatasetError] = []

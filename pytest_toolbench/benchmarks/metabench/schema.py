@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field, ValidationError, model_validator
 
 from pytest_toolbench.deferred_model import DeferredModel
+from pytest_toolbench.benchmarks.data_paths import check_data_file, listed_entries
 from pytest_toolbench.benchmarks.dataset_errors import (
     DatasetError,
     data_text,
@@ -264,19 +265,22 @@ def _check_tool_pools(located: list[tuple[Dialogue, Path, dict[str, Any]]]) -> N
 
 
 def dialogue_files(directory: Path) -> list[Path]:
-    files = [
-        p for p in sorted(directory.rglob("*"))
-        if p.is_file() and p.suffix in (".json", ".jsonl")
-        and not any(part in NON_DIALOGUE_DIRS for part in p.relative_to(directory).parts[:-1])
-    ]
-    return files
+    """Every ``*.json`` / ``*.jsonl`` under ``directory`` but in NON_DIALOGUE_DIRS, sorted by
+    path. A folder that cannot be listed, and a dialogue file that is a directory, a symlink
+    loop or unreadable, raise a DatasetError saying so (a glob would skip them silently)."""
+    files: list[Path] = []
+    for path in listed_entries(directory, "Meta-Bench data directory"):
+        if path.suffix in (".json", ".jsonl"):
+            check_data_file(path, "Meta-Bench dialogue file")
+            files.append(path)
+        elif path.is_dir() and not path.is_symlink() and path.name not in NON_DIALOGUE_DIRS:
+            files += dialogue_files(path)  # (a linked folder is not followed, as rglob did not)
+    return sorted(files)
 
 
 def load_dialogues(directory: str | Path) -> list[Dialogue]:
     """Every dialogue under ``directory`` (recursively, sorted by path); ids must be unique."""
     directory = Path(directory)
-    if not directory.is_dir():
-        raise DatasetError(directory, "Meta-Bench data directory does not exist")
     files = dialogue_files(directory)
     if not files:
         raise DatasetError(directory, "no *.json / *.jsonl dialogue files in the Meta-Bench data directory")

@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import ConfigDict, ValidationError
 
 from pytest_toolbench.deferred_model import DeferredModel
+from pytest_toolbench.benchmarks.data_paths import check_data_file, listed_entries
 from pytest_toolbench.benchmarks.data_source import file_sha256
 from pytest_toolbench.benchmarks.dataset_errors import (
     DatasetError,
@@ -194,9 +195,13 @@ def group_by_subtask(records: list[ToolBHRecord]) -> dict[str, list[ToolBHRecord
 
 def data_file(folder: Path, lang: str) -> Path:
     """``test_<lang>.json`` (the upstream file name) if present, else the bundled
-    ``sample_<lang>.json``."""
+    ``sample_<lang>.json``. A folder that cannot be listed, and a file of either name that is
+    a directory, a symlink loop or unreadable, raise a DatasetError saying so (never the next
+    name, nor "no test_en.json")."""
+    present = set(listed_entries(folder, "ToolBeHonest data directory"))
     for name in (f"test_{lang}.json", f"sample_{lang}.json"):
-        if (folder / name).is_file():
+        if folder / name in present:
+            check_data_file(folder / name, "ToolBeHonest data file")
             return folder / name
     raise DatasetError(folder, f"no test_{lang}.json (or sample_{lang}.json) in this folder")
 

@@ -16,6 +16,7 @@ from pytest_toolbench.benchmarks.toolhop.schema import (
     ToolHopRecord,
     load_toolhop_dir_entries,
     load_toolhop_entries,
+    toolhop_files,
 )
 from pytest_toolbench.config import RunSettings
 from pytest_toolbench.results.headline import Headline
@@ -79,7 +80,7 @@ class ToolHopBenchmark:
             DataSource.for_file(
                 self.name, path, len(load_toolhop_entries(path)), bundled=is_bundled(path, folder.parent)
             )
-            for path in sorted(p for p in folder.glob("*.json") if p.is_file())
+            for path in toolhop_files(folder)
         ]
 
     def make_case(self, entry: ToolHopEntry | ToolHopRecord, scenario: str) -> Case:

@@ -19,6 +19,7 @@ from typing import Any
 from pydantic import ConfigDict, ValidationError, field_validator, model_validator
 
 from pytest_toolbench.deferred_model import DeferredModel
+from pytest_toolbench.benchmarks.data_paths import check_data_file, listed_entries
 from pytest_toolbench.benchmarks.data_source import file_sha256, is_bundled
 from pytest_toolbench.benchmarks.dataset_errors import (
     DatasetError,
@@ -301,12 +302,21 @@ def load_toolhop_file(path: str | Path) -> list[ToolHopRecord]:
     return [entry.unpack() for entry in load_toolhop_entries(path)]
 
 
+def toolhop_files(directory: str | Path) -> list[Path]:
+    """The ``*.json`` files of a ToolHop data directory, sorted by name. A folder that cannot
+    be listed, and a ``*.json`` that is a directory, a symlink loop or unreadable, raise a
+    DatasetError saying so (a glob would drop them and report "no *.json files")."""
+    entries = listed_entries(Path(directory), "ToolHop data directory")
+    files = [p for p in entries if p.name.endswith(".json")]
+    for path in files:
+        check_data_file(path, "ToolHop data file")
+    return files
+
+
 def load_toolhop_dir_entries(directory: str | Path) -> list[ToolHopEntry]:
     """Every ``*.json`` file in ``directory`` (sorted by name); ids must be unique overall."""
     directory = Path(directory)
-    if not directory.is_dir():
-        raise DatasetError(directory, "ToolHop data directory does not exist")
-    files = sorted(p for p in directory.glob("*.json") if p.is_file())
+    files = toolhop_files(directory)
     if not files:
         raise DatasetError(directory, "no *.json files in the ToolHop data directory")
     entries: list[ToolHopEntry] = []
