@@ -7,6 +7,8 @@
   prints when a file cannot be had or is not the pinned one.
 - ``verify [NAME ...]``: check the cached files against their pins without any network; exit 0
   when every file is cached and matches, 1 otherwise (each file's state is printed).
+
+A NAME no benchmark has exits 2 (a bad command line, as in ``toolbench list NAME``).
 """
 
 from __future__ import annotations
@@ -24,7 +26,12 @@ from pytest_toolbench.datasets.resolve import choices_for, parse_revisions, reso
 from pytest_toolbench.package_data import BUNDLED_DATA_DIR
 from pytest_toolbench.secret_args import masked_url
 
+#: Exit status for data that cannot be had or a pin that did not load: what a run exits with
+#: for the same refusal (pytest's usage error).
 USAGE_ERROR = 4
+#: Exit status for a bad command line (a NAME no benchmark has): argparse's, and what
+#: ``toolbench list NAME`` and ``toolbench init --benchmark NAME`` exit with.
+COMMAND_LINE_ERROR = 2
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -61,14 +68,17 @@ def _registry_or_exit() -> Registry | None:
         return None
 
 
-def _names(registry: Registry, given: list[str]) -> list[str] | None:
+def _unknown_name(registry: Registry, given: list[str]) -> int:
+    """0 when every NAME has pins; else say why on stderr and return the exit status: 4 for
+    a pin that did not load (its data cannot be had, as for a run), 2 for a name no benchmark
+    has (a mistyped command line, as ``toolbench list`` and ``init`` treat it)."""
     unknown = [n for n in given if registry.get(n) is None]
-    if unknown:
-        why = refused_pin(unknown[0])
-        print(f"toolbench data: unknown benchmark {unknown[0]!r} " + (
-            f"(its {why})" if why else f"(one of {', '.join(registry.names())})"), file=sys.stderr)
-        return None
-    return list(given) or registry.names()
+    if not unknown:
+        return 0
+    why = refused_pin(unknown[0])
+    print(f"toolbench data: unknown benchmark {unknown[0]!r} " + (
+        f"(its {why})" if why else f"(one of {', '.join(registry.names())})"), file=sys.stderr)
+    return USAGE_ERROR if why else COMMAND_LINE_ERROR
 
 
 def rows(registry: Registry) -> list[dict[str, Any]]:
@@ -120,9 +130,10 @@ def cmd_fetch(args: argparse.Namespace) -> int:
     registry = _registry_or_exit()
     if registry is None:
         return USAGE_ERROR
-    names = _names(registry, args.names)
-    if names is None:
-        return USAGE_ERROR
+    status = _unknown_name(registry, args.names)
+    if status:
+        return status
+    names = list(args.names) or registry.names()
     try:
         revisions = parse_revisions(args.revision, registry)
         resolution = resolve(names, revisions, progress=Progress, force=args.force,
@@ -145,9 +156,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
     registry = _registry_or_exit()
     if registry is None:
         return USAGE_ERROR
-    names = _names(registry, args.names)
-    if names is None:
-        return USAGE_ERROR
+    status = _unknown_name(registry, args.names)
+    if status:
+        return status
+    names = list(args.names) or registry.names()
     ok = True
     for choice in choices_for(names, {}, registry):
         ok &= _verify_one(choice)
