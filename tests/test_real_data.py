@@ -359,7 +359,7 @@ def test_data_list_fetch_verify(tmp_path: Path, hub: FakeDataHub, env):
     assert all(r["cached"] for r in rows if r["cached"] is not None)
     assert all(r["where"].startswith(str(tmp_path / "hf")) for r in rows if r["cached"])
     text = toolbench(env, "data", "list").stdout
-    assert "huggingface:test-org/ToolHop" in text and "(unconfirmed)" in text and "yes" in text
+    assert "huggingface:test-org/ToolHop" in text and "(unconfirmed)" in text and "cached at:" in text
     verified = toolbench(env, "data", "verify")
     assert verified.returncode == 0, verified.stdout
     hub.stop()

@@ -1,7 +1,7 @@
 """``toolbench data list | fetch | verify`` (registered by the ``toolbench`` dispatcher, cli.py).
 
 - ``list``: every benchmark's files: source, revision, sha256, size, whether the cache has them
-  and where (or the URL they come from).
+  and where (or the URL they come from), at 80 columns; ``--json`` for scripts.
 - ``fetch [NAME ...]``: download (once) and verify the pinned files, e.g. on a connected machine
   before copying ``$HF_HOME`` to an air-gapped CI runner; exit 4 with the same one line a run
   prints when a file cannot be had or is not the pinned one.
@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import textwrap
 from typing import Any
 
 from pytest_toolbench.datasets import cache
@@ -110,20 +111,49 @@ def cmd_list(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(table, indent=2))
         return 0
-    head = ["benchmark", "source", "revision", "file", "sha256", "size", "cached", "where"]
-    body = [[r["benchmark"], r["source"], str(r["revision"])[:12], r["file"],
-             r["sha256"] if r["sha256"].startswith(("-", "(")) else r["sha256"][:12]
-             + (" (unconfirmed)" if "unconfirmed" in r["sha256"] else ""),
-             human_bytes(r["size"]) if r["size"] else "-",
-             "-" if r["cached"] is None else ("yes" if r["cached"] else "no"), r["where"]]
-            for r in table]
-    widths = [max(len(str(x)) for x in col) for col in zip(head, *body)]
-    for line in [head, *body]:
-        print("  ".join(str(x).ljust(w) for x, w in zip(line, widths)).rstrip())
     origins = dict.fromkeys([registry.origin, *(registry.origin_of(n) for n in registry.names())])
-    print(f"\ncache: {cache.hub_cache()} (Hugging Face files), {cache.assets_cache()} (others); "
-          f"pins: {'; '.join(origins)}")
+    footer = [f"cache: {cache.hub_cache()} (Hugging Face files),",
+              f"    {cache.assets_cache()} (others)", f"pins: {'; '.join(origins)}"]
+    print("\n".join([*listing_lines(table), "", *(ln for f in footer for ln in _fit(f, "    "))]))
     return 0
+
+
+#: The listing's width: what ``toolbench list`` prints at, and any terminal shows whole.
+LIST_WIDTH = 80
+
+
+def _fit(text: str, indent: str) -> list[str]:
+    """``text`` wrapped between words only: a URL or path longer than the width stays whole,
+    on a line of its own, so it can still be copied."""
+    return textwrap.wrap(text, LIST_WIDTH, subsequent_indent=indent, break_long_words=False,
+                         break_on_hyphens=False) or [""]
+
+
+def listing_lines(table: list[dict[str, Any]]) -> list[str]:
+    """One block per benchmark: its source and revision, then each file (size, sha256, cached
+    or not) with where it is, or the URL it comes from, alone on the next line. A table of
+    those eight columns was 147-267 characters wide, the URL its widest cell."""
+    lines: list[str] = []
+    for benchmark in dict.fromkeys(r["benchmark"] for r in table):
+        own = [r for r in table if r["benchmark"] == benchmark]
+        revision = "" if own[0]["revision"] == "-" else f", revision {str(own[0]['revision'])[:12]}"
+        lines += _fit(f"{benchmark}: {own[0]['source']}{revision}", "    ")
+        for row in own:
+            lines += _file_lines(row)
+    return lines
+
+
+def _file_lines(row: dict[str, Any]) -> list[str]:
+    """A file's line and its place's; a benchmark with no file (bundled) has only the place."""
+    if row["file"] == "-":
+        return _fit(f"  {row['where']}", "    ")
+    sha = row["sha256"]
+    if not sha.startswith("("):
+        sha = sha[:12] + (" (unconfirmed)" if "unconfirmed" in sha else "")
+    size = human_bytes(row["size"]) if row["size"] else "size unknown"
+    state = "cached at:" if row["cached"] else "not cached; from:"
+    return [*_fit(f"  {row['file']}  {size}  sha256 {sha}  {state}", "      "),
+            f"      {row['where']}"]
 
 
 def cmd_fetch(args: argparse.Namespace) -> int:
