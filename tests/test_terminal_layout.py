@@ -175,6 +175,31 @@ def test_data_lines_name_kind_revision_and_fingerprint_wrapped_at_80(tmp_path: P
     assert any(fp["familytool"] in ln for ln in lines) and any(fp["toolhop"] in ln for ln in lines)
 
 
+def test_familytool_kg_triples_are_counted_apart_from_its_records() -> None:
+    """The ``data:`` line and the JSON report's ``run.data`` count FamilyTool's records (the
+    JSONL lines), not its KG triples as more records; each source says what it counts."""
+    from pytest_toolbench.benchmarks.familytool.benchmark import FAMILYTOOL
+    from pytest_toolbench.report.terminal import _shown_path, data_notes
+    from pytest_toolbench.results.provenance import run_data
+
+    folder = REPO / "data" / "familytool"
+
+    def lines(pattern: str) -> int:
+        return sum(1 for p in folder.glob(pattern)
+                   for line in p.read_text().splitlines() if line.strip())
+
+    sources = FAMILYTOOL.data_sources(None)
+    assert sorted({(s.path.name[:10], s.unit) for s in sources}) == [
+        ("familykg-b", "KG triples"), ("familykg-e", "KG triples"),
+        ("familytool", "records")]
+    [data] = run_data(sources)
+    assert (data.records, data.files) == (lines("familytool-*.jsonl"), 4)
+    [note] = data_notes(sources, verbose=False)
+    assert note.endswith(f"; {lines('familytool-*.jsonl')} records in 2 files and "
+                         f"{lines('familykg-*.txt')} KG triples in 2 files in "
+                         f"{_shown_path(folder)}")
+
+
 @pytest.mark.parametrize("width", [80, 120, 200])
 def test_a_long_model_name_in_a_paper_table_is_never_cut(width: int) -> None:
     from pytest_toolbench.results.aggregate import ReportTable

@@ -28,10 +28,20 @@ from pytest_toolbench.package_data import BUNDLED_DATA_DIR
 DataKind = Literal["real", "sample", "reconstruction", "local"]
 
 
+#: What ``DataSource.records`` counts in a file that holds no benchmark records.
+KG_TRIPLES = "KG triples"
+LIBRARY_TOOLS = "library tools"
+
+
 class DataSource(DeferredModel):
     benchmark: str
     path: Path
+    #: The items of the file that its pin counts: the benchmark's records, or ``unit``'s.
     records: int
+    #: What ``records`` counts: "records" (the benchmark's samples), or the items of a file
+    #: the cases read beside them (FamilyTool's KG: KG_TRIPLES): summed apart, so a
+    #: summary never adds KG triples to records.
+    unit: str = "records"
     sha256: str
     #: True for the harness's own small sample (data/), which is not the real benchmark.
     bundled: bool = False
@@ -65,7 +75,8 @@ class DataSource(DeferredModel):
     notes: list[str] = Field(default_factory=list)
 
     @classmethod
-    def for_file(cls, benchmark: str, path: Path, records: int, *, bundled: bool) -> DataSource:
+    def for_file(cls, benchmark: str, path: Path, records: int, *, bundled: bool,
+                 unit: str = "records") -> DataSource:
         """The file's source, its provenance filled in (``datasets.resolve.provenance_of_file``):
         a real file is shown at its place in the cache, not through the run's data folder."""
         # on first use: the pins and the fetch code stay out of processes that never read data
@@ -75,7 +86,7 @@ class DataSource(DeferredModel):
         prov = provenance_of_file(benchmark, path, sha, bundled=bundled, records=records)
         return cls(
             benchmark=benchmark, path=prov.path if prov.kind == "real" and prov.path else shown_path(path),
-            records=records, sha256=sha, bundled=bundled, kind=prov.kind, source=prov.source,
+            records=records, unit=unit, sha256=sha, bundled=bundled, kind=prov.kind, source=prov.source,
             url=prov.url, upstream_path=prov.upstream_path, revision=prov.revision,
             pinned_revision=prov.pinned_revision, pinned=prov.pinned, commit=prov.commit,
             expected_sha256=prov.expected_sha256, expected_records=prov.expected_records,
@@ -110,7 +121,7 @@ class DataSource(DeferredModel):
                 note += f" (not the pinned {str(self.pinned_revision)[:12]})"
         else:
             note = ""
-        return (f"{self.benchmark}: {self.path}, {self.records} records, "
+        return (f"{self.benchmark}: {self.path}, {self.records} {self.unit}, "
                 f"sha256 {self.sha256[:12]}{note}")
 
 

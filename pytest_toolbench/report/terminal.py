@@ -430,17 +430,26 @@ def data_notes(sources: Sequence[Any], *, verbose: bool) -> list[str]:
     out = []
     for data in run_data(sources):
         group = by_benchmark.get(data.benchmark, [])
-        records = sum(d.records for d in group)
         if len(group) == 1:
-            where = f"{records} records, {_shown_path(group[0].path)}"
+            where = f"{group[0].records} {group[0].unit}, {_shown_path(group[0].path)}"
         else:
             folders = sorted({_shown_path(d.path.parent) for d in group})
             place = folders[0] if len(folders) == 1 else f"{len(folders)} folders"
-            where = f"{records} records in {len(group)} files in {place}"
+            where = f"{_counts(group)} in {place}"
         out.append(f"data: {data.text()}; {where}")
         if verbose:
             out += [f"data: {d.describe()}" for d in group]
     return out
+
+
+def _counts(group: Sequence[Any]) -> str:
+    """``938 records in 2 files and 645 KG triples in 2 files``: each unit summed apart (a
+    KG's triples added to the records gave FamilyTool "1583 records")."""
+    units: dict[str, list[Any]] = {}
+    for d in group:
+        units.setdefault(d.unit, []).append(d)
+    return " and ".join(f"{sum(d.records for d in files)} {unit} in {len(files)} "
+                        f"file{'s' if len(files) > 1 else ''}" for unit, files in units.items())
 
 
 def _shown_path(path: Path) -> str:

@@ -52,6 +52,8 @@ class BenchmarkData(DeferredModel):
     #: None: unknown (a file without a recorded sha256).
     fingerprint: str | None = None
     files: int = 0
+    #: The benchmark's records (a DataSource whose unit is "records"): a FamilyTool KG's
+    #: triples, or Meta-Bench's tool library, are not records of the benchmark.
     records: int | None = None
 
     @property
@@ -100,6 +102,11 @@ def _kind(d: Any) -> str:
     return "sample" if _field(d, "bundled") else "unknown"  # an older report: no kind kept
 
 
+def is_records(source: Any) -> bool:
+    """Whether a source counts the benchmark's records (an older report keeps no unit: yes)."""
+    return (_field(source, "unit") or "records") == "records"
+
+
 def run_data(data_sources: Iterable[Any], benchmarks: Iterable[str] = ()) -> list[BenchmarkData]:
     """Per benchmark (in first-seen order, then ``benchmarks`` without any source: unknown), what
     its data was. ``data_sources``: DataSource objects or their JSON dumps (a report's)."""
@@ -114,7 +121,7 @@ def run_data(data_sources: Iterable[Any], benchmarks: Iterable[str] = ()) -> lis
         fp = _fingerprint(f"{name}:{s}" for s in shas) if all(shas) else None
         revisions = sorted({str(r) for d in group if (r := _field(d, "revision"))})
         pinned = [_field(d, "pinned") for d in group if _field(d, "pinned") is not None]
-        records = [_field(d, "records") for d in group]
+        records = [_field(d, "records") for d in group if is_records(d)]
         sources = sorted({str(s) for d in group if (s := _field(d, "source")) and _kind(d) == "real"})
         out.append(BenchmarkData(
             benchmark=name, kind=kind, revision=",".join(r[:12] for r in revisions) or None,

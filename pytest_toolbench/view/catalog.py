@@ -69,7 +69,7 @@ def describe(benchmark: Any, data_dir: Path | None) -> BenchmarkEntry:
             warnings.simplefilter("ignore")
             cases = benchmark.load_cases(data_dir, tuple(benchmark.scenarios))
             if hasattr(benchmark, "data_sources"):
-                data = [f"{s.path} ({s.records} records)" if getattr(s, "records", None) is not None
+                data = [f"{s.path} ({s.records} {s.unit})" if getattr(s, "records", None) is not None
                         else str(s.path) for s in benchmark.data_sources(data_dir)]
         n_cases = len(cases)
         for c in cases:

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_toolbench.benchmarks.base import BenchmarkEnv, Case, require_embedder
 from pytest_toolbench.benchmarks.data_paths import check_data_file
-from pytest_toolbench.benchmarks.data_source import BUNDLED_DATA_DIR, DataSource, is_bundled
+from pytest_toolbench.benchmarks.data_source import (BUNDLED_DATA_DIR, KG_TRIPLES, DataSource,
+                                                    is_bundled)
 from pytest_toolbench.benchmarks.familytool.kg import KnowledgeGraph, load_triples
 from pytest_toolbench.benchmarks.familytool.options import DECLARATION, FamilyToolOptions
 from pytest_toolbench.benchmarks.familytool.schema import SPLITS, FamilyToolRecord, load_records
@@ -201,15 +202,17 @@ class FamilyToolBenchmark:
 
 
     def data_sources(self, data_dir: Path | None, options: object = None) -> list[DataSource]:
-        """Provenance (HasDataSources): each split's records and KG (records = non-blank lines)."""
+        """Provenance (HasDataSources): each split's records and KG, each counted in non-blank
+        lines (the pins' counts), a KG's as KG triples: never summed with the records."""
         out = []
         for split in SPLITS:
-            for path, what in ((data_file(data_dir, split), "FamilyTool data file"),
-                               (kg_file(data_dir, split), "FamilyTool KG file")):
+            for path, what, unit in (
+                    (data_file(data_dir, split), "FamilyTool data file", "records"),
+                    (kg_file(data_dir, split), "FamilyTool KG file", KG_TRIPLES)):
                 if path.is_file():
                     check_data_file(path, what)  # unreadable: one line, not a raw EACCES
                     lines = sum(1 for line in path.read_bytes().splitlines() if line.strip())
-                    out.append(DataSource.for_file(self.name, path, lines,
+                    out.append(DataSource.for_file(self.name, path, lines, unit=unit,
                                                    bundled=is_bundled(path, data_dir)))
         return out
 

@@ -6,7 +6,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pytest_toolbench.benchmarks.base import BenchmarkEnv, Case, EnvironmentUnavailable
-from pytest_toolbench.benchmarks.data_source import BUNDLED_DATA_DIR, DataSource, is_bundled
+from pytest_toolbench.benchmarks.data_source import (BUNDLED_DATA_DIR, LIBRARY_TOOLS, DataSource,
+                                                    is_bundled)
 from pytest_toolbench.benchmarks.metabench.fields import CLOSED_CALL_CATEGORY
 from pytest_toolbench.benchmarks.metabench.options import DECLARATION, MetaBenchOptions
 from pytest_toolbench.benchmarks.metabench.pool import DISTRACTOR_FILE, build_library, load_distractors
@@ -142,7 +143,7 @@ class MetaBenchBenchmark:
         ]
         distractors = BUNDLED_DIR / DISTRACTOR_FILE
         out.append(DataSource.for_file(self.name, distractors, len(load_distractors(distractors)),
-                                       bundled=True))
+                                       bundled=True, unit=LIBRARY_TOOLS))
         return out
 
     def check_data(self, settings: RunSettings) -> None:
