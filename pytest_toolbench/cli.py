@@ -39,9 +39,32 @@ def build_parser() -> argparse.ArgumentParser:
 BROKEN_PIPE = 1
 
 
+def parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
+    """``parser.parse_args``, but an argument no parser knows is refused by the subcommand's
+    parser (``usage: toolbench list ...``): argparse refuses it at the top level, whose usage
+    (``toolbench [-h] COMMAND ...``) names none of the subcommand's options."""
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        innermost(parser, args).error(f"unrecognized arguments: {' '.join(unknown)}")
+    return args
+
+
+def innermost(parser: argparse.ArgumentParser,
+              args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The parser of the (sub)subcommand ``args`` chose: ``toolbench data list``'s for
+    ``data list``; ``parser`` itself when none was chosen."""
+    while True:
+        chooser = next((a for a in parser._actions  # argparse keeps its subparsers only there
+                        if isinstance(a, argparse._SubParsersAction)), None)
+        chosen = getattr(args, chooser.dest, None) if chooser else None
+        if chooser is None or chosen not in chooser.choices:
+            return parser
+        parser = chooser.choices[chosen]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parse(parser, argv)
     func = getattr(args, "func", None)
     if func is None:
         parser.print_help()
