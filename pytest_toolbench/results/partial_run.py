@@ -71,14 +71,10 @@ def not_run_message(interrupted_by: str | None) -> str:
 
 
 def interrupted_verdict(interrupted_by: str, missing: list[str], selected: int, *,
-                        while_writing: bool = False, missing_unknown: bool = False) -> GateVerdict:
+                        missing_unknown: bool = False) -> GateVerdict:
     """The failed verdict of a run stopped by Ctrl-C or SIGTERM: whatever the gates say about
-    the cases that finished, the run did not evaluate what was asked. ``while_writing``: the
-    signal came only while the reports were written (they were finished first)."""
-    if while_writing:
-        reason = (f"the run was interrupted ({interrupted_by}) while its reports were written; "
-                  "they were finished first")
-    elif missing_unknown:
+    the cases that finished, the run did not evaluate what was asked."""
+    if missing_unknown:
         reason = f"the run was interrupted ({interrupted_by}): {MISSING_UNKNOWN}"
     else:
         lost = missing_text(missing, selected) if missing else "every selected case had reported"

@@ -87,20 +87,18 @@ class ControllerHooks:
         self.record: RunRecord | None = None
         #: The terminal's text of the run (the record's summary, or why no case ran).
         self.summary = ""
-        #: The gate table of a run without a record (no case ran), and a verdict added when a
-        #: Ctrl-C came while the reports were written (:meth:`_late_interrupt`).
+        #: The gate table of a run without a record (no case ran).
         self._unrecorded_verdicts: list[GateVerdict] = []
-        self._late_verdicts: list[GateVerdict] = []
         self._gates_printed = False
         #: Benchmark -> the details keys held of its results (:meth:`_held_keys`).
         self._held_details: dict[str, frozenset[str] | None] = {}
 
     @property
     def verdicts(self) -> list[GateVerdict]:
-        """The gate table: the record's verdicts (or, no case ran, the run's own), then a late
-        interruption's."""
-        own = self.record.gates if self.record is not None else self._unrecorded_verdicts
-        return [*own, *self._late_verdicts]
+        """The gate table: the record's verdicts (or, no case ran, the run's own). A signal that
+        comes while the reports are written adds none (session/signals.py): the reports written
+        before it could not show one."""
+        return list(self.record.gates if self.record is not None else self._unrecorded_verdicts)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> None:
@@ -613,29 +611,9 @@ class ControllerHooks:
             fits = len(line + more) <= terminalreporter._tw.fullwidth
             terminalreporter.write_line(line + more if fits else line)
 
-    def _late_interrupt(self) -> None:
-        """A Ctrl-C or SIGTERM that came while the reports were written (session/signals.py):
-        they were finished, and the run exits INTERRUPTED, as after any interruption (only an
-        unwritten output or an internal error keeps its own status). Its verdict joins the
-        table, so the table never reads "all passed" above a failed line."""
-        from pytest_toolbench.results.partial_run import interrupted_verdict
-
-        interrupts = interrupts_of(self.config)
-        if interrupts is None or interrupts.late is None or self.session is None:
-            return
-        if int(self.session.exitstatus) not in (ToolbenchExit.OUTPUT_ERROR,
-                                                ToolbenchExit.INTERNAL_ERROR):
-            self.session.exitstatus = int(ToolbenchExit.INTERRUPTED)
-        verdicts = self.verdicts
-        if verdicts and not any(v.kind == "interrupted" for v in verdicts):
-            missing = self.end.missing if self.end is not None else []
-            self._late_verdicts.append(interrupted_verdict(
-                interrupts.late, missing, len(self.st.tracker.expected), while_writing=True))
-
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         """The gate table goes last, after pytest's own closing lines, so a CI log ends on it."""
         REQUEST_METER.forget(_warm_imports)  # this run never waited: not the next session's work
-        self._late_interrupt()
         st, end, verdicts = self.st, self.end, self.verdicts
         reporter = config.pluginmanager.get_plugin("terminalreporter")
         if not verdicts or reporter is None or self._gates_printed:

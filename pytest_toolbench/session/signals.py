@@ -6,8 +6,15 @@ writes the summary and every report, marked partial (exit status 2). A second on
 that: raised as a ``KeyboardInterrupt`` inside the session end (plotting, a report half written)
 it left a traceback, exit status 130 and no JUnit file. So from the first signal on, and from the
 session end on whether or not one came, a signal is only noted: one line says the reports are
-being finished, and the run exits 2 once they are. A further one after that stops the process
-at once (exit 2, the reports not all written), for a session end that would not finish.
+being finished. A further one after that stops the process at once (exit 2, the reports not all
+written), for a session end that would not finish.
+
+A signal that first comes in the session end does not change how the run ended: the test loop
+was over, so the session end had already decided the run's story (complete or not, its gates,
+its exit status) and may have written part of it (the run folder, the JSON report); the JUnit
+file is written last. Making only the exit status (and the terminal) say "interrupted" left
+every report disagreeing with it; so the reports are finished as decided and the run exits with
+the status they record.
 
 The first one does not cut into a test report either: while the controller takes one in (its
 journal line, JUnit's testcase), it waits for the end of that report (:meth:`Interrupts.holding`);
@@ -59,8 +66,7 @@ class Interrupts:
         self.config = config
         #: From the first signal or the session end on: signals are noted, not raised.
         self.deferring = False
-        #: The signal noted while deferring (None: none came), and how many came.
-        self.late: str | None = None
+        #: How many signals were noted while deferring.
         self.late_count = 0
         #: Nesting depth of :meth:`holding`, and the first signal held back by it.
         self._holding = 0
@@ -118,14 +124,20 @@ class Interrupts:
             raise KeyboardInterrupt(name)
         self.late_count += 1
         if self.late_count == 1:
-            self.late = name
-            self._write(f"pytest-toolbench: {name}: finishing the reports first, then exit status "
-                        f"{int(ToolbenchExit.INTERRUPTED)} ({name} once more stops at once, "
-                        "without them)")
+            self._write(f"pytest-toolbench: {name}: finishing the reports first, then "
+                        f"{self._exit_words()} ({name} once more stops at once, without them)")
             return
         self._write(f"pytest-toolbench: {name} again: stopping at once, the reports may be "
                     f"incomplete (exit status {int(ToolbenchExit.INTERRUPTED)})")
         _exit_now(int(ToolbenchExit.INTERRUPTED))
+
+    def _exit_words(self) -> str:
+        """The exit status a noted signal leaves the run with: 2 if it was interrupted before its
+        session end, else the one its reports record (see the module docstring)."""
+        st = self.config.stash.get(STATE_KEY, None)
+        if st is not None and st.interrupted_by is not None:
+            return f"exit status {int(ToolbenchExit.INTERRUPTED)}"
+        return "the exit status they record: the run had ended before the signal"
 
     def _stop_workers(self, signum: int) -> None:
         """``signum`` to each worker still a child of this process (a pid that ended and was
