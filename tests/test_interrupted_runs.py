@@ -64,21 +64,26 @@ def test_the_first_signal_waits_for_a_report_being_taken_in_and_later_ones_are_o
             lines.append("report taken in")
     assert lines == ["report taken in"]
     interrupts.handle(signal.SIGINT, None)  # a second one: noted, never raised
-    assert interrupts.late_count == 1 and "finishing the reports first" in lines[-1]
+    assert interrupts.count == 2 and "finishing the reports first" in lines[-1]
     exits: list[int] = []
     monkeypatch.setattr("pytest_toolbench.session.signals._exit_now", exits.append)
     interrupts.handle(signal.SIGINT, None)  # a third: stops at once
     assert exits == [ToolbenchExit.INTERRUPTED] and "stopping at once" in lines[-1]
 
 
-def test_from_the_session_end_on_even_a_first_signal_is_only_noted():
+def test_from_the_session_end_on_even_a_first_signal_is_only_noted(monkeypatch):
     lines: list[str] = []
     interrupts = Interrupts(_Config(), write=lines.append)  # type: ignore[arg-type]
     interrupts.finishing()
     interrupts.handle(signal.SIGINT, None)
-    assert interrupts.late_count == 1
     # the run had ended: it keeps the status its reports record, not a 2 they never show
     assert "then the exit status they record" in lines[-1]
+    exits: list[int] = []
+    monkeypatch.setattr("pytest_toolbench.session.signals._exit_now", exits.append)
+    interrupts.handle(signal.SIGTERM, None)  # a second: noted too (README: not cut short)
+    assert exits == [] and "finishing the reports first" in lines[-1]
+    interrupts.handle(signal.SIGTERM, None)  # the third of the run: stops at once
+    assert exits == [ToolbenchExit.INTERRUPTED] and "stopping at once" in lines[-1]
 
 
 def test_a_first_sigterm_reaches_the_workers_that_are_children_of_this_process_only():
@@ -376,3 +381,17 @@ def test_a_signal_while_a_finished_run_writes_its_reports_leaves_every_output_ag
     assert int(suite["tests"]) == N + 2  # every case, the --gate and the one error-rate verdict
     assert "all passed" in out and out.strip().splitlines()[-1].startswith(
         "gates PASSED (exit status 0 OK)")
+
+
+def test_two_signals_while_the_reports_are_written_do_not_cut_them_short(tmp_path):
+    """A second signal does not cut the reports short, a third stops at once (README,
+    'Interrupted runs'): two SIGTERMs during the reports, 0.1 s apart, stopped the run at once,
+    leaving no JUnit file, no terminal summary and a run index saying exit status 0 beside an
+    exit status of 2."""
+    proc, out, err = _finished_run_signalled_while_writing(
+        tmp_path, [signal.SIGTERM, signal.SIGTERM])
+    assert proc.returncode == ToolbenchExit.OK, out[-3000:] + err[-3000:]
+    assert "stopping at once" not in err and "Traceback" not in out + err
+    assert list((tmp_path / "report.plots").glob("*.png"))  # the plots it was writing: finished
+    _assert_every_output_says_complete(tmp_path, ToolbenchExit.OK)
+    assert "pytest-toolbench" in out and f"{N} passed" in out

@@ -6,8 +6,10 @@ writes the summary and every report, marked partial (exit status 2). A second on
 that: raised as a ``KeyboardInterrupt`` inside the session end (plotting, a report half written)
 it left a traceback, exit status 130 and no JUnit file. So from the first signal on, and from the
 session end on whether or not one came, a signal is only noted: one line says the reports are
-being finished. A further one after that stops the process at once (exit 2, the reports not all
-written), for a session end that would not finish.
+being finished. The third signal of the run, whenever the first came, stops the process at once
+(exit 2, the reports not all written), for a session end that would not finish; counted from the
+session end's first one instead, two signals there 0.1 s apart (a CI runner's SIGTERM and its
+tool's own) stopped the reports that the README promises a second signal does not cut short.
 
 A signal that first comes in the session end does not change how the run ended: the test loop
 was over, so the session end had already decided the run's story (complete or not, its gates,
@@ -56,6 +58,8 @@ from pytest_toolbench.exitcodes import ToolbenchExit
 from pytest_toolbench.session.state import STATE_KEY
 
 _SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+#: The signal, counted over the whole run, that no longer waits for the reports.
+STOP_AT_ONCE = 3
 INTERRUPTS_KEY = pytest.StashKey["Interrupts"]()
 
 
@@ -66,8 +70,8 @@ class Interrupts:
         self.config = config
         #: From the first signal or the session end on: signals are noted, not raised.
         self.deferring = False
-        #: How many signals were noted while deferring.
-        self.late_count = 0
+        #: How many signals came in all (the :data:`STOP_AT_ONCE`-th stops the process).
+        self.count = 0
         #: Nesting depth of :meth:`holding`, and the first signal held back by it.
         self._holding = 0
         self._pending: str | None = None
@@ -109,6 +113,7 @@ class Interrupts:
 
     def handle(self, signum: int, frame: FrameType | None) -> None:
         name = signal.Signals(signum).name
+        self.count += 1
         if signum == signal.SIGHUP:
             detach_hung_up_terminal(self.terminals)
         if not self.deferring:
@@ -122,10 +127,9 @@ class Interrupts:
                 self._pending = name
                 return
             raise KeyboardInterrupt(name)
-        self.late_count += 1
-        if self.late_count == 1:
+        if self.count < STOP_AT_ONCE:
             self._write(f"pytest-toolbench: {name}: finishing the reports first, then "
-                        f"{self._exit_words()} ({name} once more stops at once, without them)")
+                        f"{self._exit_words()} (a third signal stops at once, without them)")
             return
         self._write(f"pytest-toolbench: {name} again: stopping at once, the reports may be "
                     f"incomplete (exit status {int(ToolbenchExit.INTERRUPTED)})")
