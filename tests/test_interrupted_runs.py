@@ -23,7 +23,7 @@ import pytest
 from fake_openai_server import FakeOpenAIServer, delayed, reply
 from pytest_toolbench.exitcodes import ToolbenchExit
 from pytest_toolbench.results import case_store
-from pytest_toolbench.results.partial_run import RUN_COMPLETED
+from pytest_toolbench.results.partial_run import MISSING_UNKNOWN, RUN_COMPLETED
 from pytest_toolbench.results.gates import GateVerdict, exit_status
 from pytest_toolbench.results.journal import read_journal
 from pytest_toolbench.session.finish import RunEnd, run_status, run_verdicts
@@ -268,6 +268,41 @@ def test_a_ctrl_c_before_the_first_result_still_writes_every_report(tmp_path, wo
     assert (int(suite["tests"]), int(suite["errors"]), int(suite["failures"])) == (SELECTED + 2, SELECTED, 2)
     assert [t.get("name") for t in testcases[SELECTED:]] == [GATE, RUN_COMPLETED]
     assert "**Gates: 2 of 2 failed**" in (tmp_path / "summary.md").read_text()
+    assert "== gates: 2 checked, 2 FAILED ==" in out
+
+
+@pytest.mark.parametrize(("phase", "workers"), [("validation", "0"), ("validation", "2"),
+                                               ("collection", "2")])
+def test_a_sigterm_before_the_cases_are_collected_still_writes_every_report(
+        tmp_path, monkeypatch, phase, workers):
+    """SIGTERM while the session start reads the selection's data: pytest skips the session end
+    of a session whose start was interrupted, so no report was written and an earlier run's
+    --toolbench-json and --junitxml stood as this run's. SIGTERM a little later, while the
+    xdist workers collect: the reports said "every selected case had reported" (no node id had
+    reached the controller, so none was counted missing). Now each report is this run's, and
+    says which cases it left is unknown. (In-process, pytest ends its collection even when
+    interrupted, so the cases are known and named: test_a_ctrl_c_before_the_first_result...)"""
+    (tmp_path / "report.json").write_text('{"stale": "an earlier run\'s report"}')
+    (tmp_path / "junit.xml").write_text('<testsuites><testsuite name="stale"/></testsuites>')
+    monkeypatch.setenv("TOOLBENCH_TEST_SLOW_AT", phase)
+    monkeypatch.setenv("TOOLBENCH_TEST_STARTING", str(tmp_path / "starting"))
+    with FakeOpenAIServer(reply("<answer>x</answer>")) as server:
+        proc = _start(tmp_path, server, "-n", workers, "--gate", GATE, "-p", "slow_start")
+        _wait_for((tmp_path / "starting").exists, phase, proc)
+        time.sleep(0.3)
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=120)
+        assert not server.requests  # no case ran
+    assert proc.returncode == ToolbenchExit.INTERRUPTED, out[-3000:] + err[-3000:]
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert "stale" not in report and report["partial"] and report["cases"] == []
+    assert report["run"]["interrupted_by"] == "SIGTERM" and report["run"]["exit_status"] == 2
+    (run_check,) = [g for g in report["gates"] if g["gate"] == RUN_COMPLETED]
+    assert not run_check["passed"] and "every selected case had reported" not in run_check["reason"]
+    assert MISSING_UNKNOWN in run_check["reason"]
+    suite, testcases = _junit(tmp_path)
+    assert suite.get("name") != "stale" and RUN_COMPLETED in {t.get("name") for t in testcases}
+    assert int(suite["failures"]) == 2  # the --gate (no case ran) and the run check
     assert "== gates: 2 checked, 2 FAILED ==" in out
 
 

@@ -30,10 +30,12 @@ def missing_note(missing: list[str], selected: int, interrupted_by: str | None =
             "cases that reported")
 
 
-#: Said of a run scored after it was killed (``toolbench finish``) before it had kept its
-#: selection (results/case_store.py ``write_selection``): the cases it left are not known.
-MISSING_UNKNOWN = ("which selected cases have no result is unknown (the run was killed before it "
-                   "had kept its selection)")
+#: Said of a run that stopped before its selection was collected: interrupted in its session
+#: start or while collecting, or killed (``toolbench finish``) before it had kept its selection
+#: (results/case_store.py ``write_selection``). The cases it left are not known, and "every
+#: selected case had reported" would be said of a selection of none.
+MISSING_UNKNOWN = ("which selected cases have no result is unknown (the run stopped before its "
+                   "cases were collected)")
 
 
 def partial_notes(failures: list[OutputFailure], interrupted_by: str | None, missing: list[str],

@@ -69,9 +69,13 @@ class CaseTracker:
         self.expected: dict[str, Case | None] = {}
         #: Nodes whose test ended (a result arrived, or for a non-case node its teardown).
         self.ended: set[str] = set()
+        #: The selection is known (collected, if empty): a run stopped before it cannot say
+        #: which cases it left without a result.
+        self.collected = False
 
     def expect_items(self, items: Iterable[Any]) -> None:
         """In-process: the session's items after deselection."""
+        self.collected = True
         for item in items:
             callspec = getattr(item, "callspec", None)
             case = callspec.params.get("case") if callspec is not None else None
@@ -80,6 +84,7 @@ class CaseTracker:
     def expect_node_ids(self, ids: Iterable[str], cases_by_id: Mapping[str, Case]) -> None:
         """Under xdist: the node ids a worker collected; their cases are found by parameter id
         among the cases the controller loaded itself (``cases_by_id``)."""
+        self.collected = True
         for nodeid in ids:
             if nodeid not in self.expected:
                 pid = param_id(nodeid)

@@ -119,6 +119,16 @@ class ControllerHooks:
             # its cases (~0.06 s of its wall: perf/README.md, eighteenth pass).
             REQUEST_METER.when_waiting(_warm_imports)
 
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_collection(self, session: pytest.Session):  # type: ignore[no-untyped-def]
+        """A signal the session start held (session/signals.py ``held_to_the_session_end``) is
+        raised here, the first point where pytest still runs the session end that writes the
+        reports."""
+        interrupts = interrupts_of(self.config)
+        if interrupts is not None:
+            interrupts.raise_held()
+        return (yield)
+
     @pytest.hookimpl(trylast=True)
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """In-process: the selected nodes, after -k/-m/--lf deselection (session/case_tracker.py)."""
@@ -453,7 +463,8 @@ class ControllerHooks:
         st = self.st
         return RunEnd(pytest_status=int(pytest_status), interrupted_by=st.interrupted_by,
                       missing=list(missing), selected=len(st.tracker.expected),
-                      output_failures=list(st.output_failures))
+                      output_failures=list(st.output_failures),
+                      missing_unknown=not st.tracker.collected)
 
     def _note_output_failures(self, session: pytest.Session, record: RunRecord) -> None:
         """The outputs that failed so far, noted in the run's record (session/finish.py): the

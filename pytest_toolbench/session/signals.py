@@ -18,6 +18,13 @@ file is written last. Making only the exit status (and the terminal) say "interr
 every report disagreeing with it; so the reports are finished as decided and the run exits with
 the status they record.
 
+Nor does the first one cut the session start short: pytest skips the session end of a session
+whose start was interrupted, so a signal while the controller read the selection's data left no
+report at all, and an earlier run's ``--toolbench-json`` or ``--junitxml`` at that path stood as
+this run's. There it is held (:meth:`Interrupts.held_to_the_session_end`: the data is read to its
+end, seconds) and raised as the collection begins (:meth:`Interrupts.raise_held`), from where
+pytest runs the session end.
+
 The first one does not cut into a test report either: while the controller takes one in (its
 journal line, JUnit's testcase), it waits for the end of that report (:meth:`Interrupts.holding`);
 raised half-way, it left an unnamed testcase and the case's result out of the JUnit file.
@@ -72,9 +79,11 @@ class Interrupts:
         self.deferring = False
         #: How many signals came in all (the :data:`STOP_AT_ONCE`-th stops the process).
         self.count = 0
-        #: Nesting depth of :meth:`holding`, and the first signal held back by it.
+        #: Nesting depth of :meth:`holding`, the first signal held back by it or by
+        #: :meth:`held_to_the_session_end`, and whether the latter's block is running.
         self._holding = 0
         self._pending: str | None = None
+        self._starting = False
         self._previous: dict[int, object] = {}
         self._write = write or _write_stderr
         #: The terminals this process writes to, for a hang-up (:func:`detach_hung_up_terminal`).
@@ -111,6 +120,22 @@ class Interrupts:
                 name, self._pending = self._pending, None
                 raise KeyboardInterrupt(name)
 
+    @contextlib.contextmanager
+    def held_to_the_session_end(self) -> Iterator[None]:
+        """Inside (the session start's validation), the first signal is noted and raised only by
+        :meth:`raise_held`, where pytest runs the session end (see the module docstring)."""
+        self._starting = True
+        try:
+            yield
+        finally:
+            self._starting = False
+
+    def raise_held(self) -> None:
+        """Raise the first signal :meth:`held_to_the_session_end` held, if one came."""
+        if self._pending is not None and not self._holding:
+            name, self._pending = self._pending, None
+            raise KeyboardInterrupt(name)
+
     def handle(self, signum: int, frame: FrameType | None) -> None:
         name = signal.Signals(signum).name
         self.count += 1
@@ -123,7 +148,7 @@ class Interrupts:
             st = self.config.stash.get(STATE_KEY, None)
             if st is not None and st.interrupted_by is None:
                 st.interrupted_by = name
-            if self._holding:
+            if self._holding or self._starting:
                 self._pending = name
                 return
             raise KeyboardInterrupt(name)
