@@ -271,6 +271,33 @@ def _index(run_dir: Path, **fields) -> None:
                                   started=time.time(), **fields))
 
 
+class _FinishKilled(BaseException):
+    """Stands for a SIGKILL of ``toolbench finish`` itself."""
+
+
+def test_a_finish_killed_before_its_report_keeps_the_selection_for_the_next(tmp_path, monkeypatch):
+    """A finish killed after it had removed the run's scratch files but before it had written
+    the report left a folder whose next finish reported no missing case (and a passed "run
+    completed") for a run that never ran any: the selection goes only after the report."""
+    run_dir = tmp_path / "runs" / "20260101-000000-abcdef"
+    _index(run_dir, pid=None, host=socket.gethostname())
+    selection = ["toolhop-1-direct", "toolhop-2-direct"]
+    case_store.write_selection(run_dir, selection,
+                               [f"suites/toolhop/test_toolhop.py::test_case[{i}]" for i in selection])
+
+    def killed(*args, **kwargs):
+        raise _FinishKilled()
+
+    monkeypatch.setattr("pytest_toolbench.session.killed_run.save_report", killed)
+    with pytest.raises(_FinishKilled):
+        finish_killed_run(run_dir)
+    assert case_store.read_selection(run_dir) == selection
+    monkeypatch.undo()
+    done = finish_killed_run(run_dir)
+    assert done.record.run.missing_cases == selection
+    assert not (run_dir / case_store.SCRATCH).exists()  # gone once the report was written
+
+
 def test_a_live_run_is_not_finished(tmp_path):
     _index(tmp_path / "live", pid=os.getpid(), host=socket.gethostname())
     with pytest.raises(KilledRunError, match="is still running"):

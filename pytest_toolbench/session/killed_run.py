@@ -6,9 +6,10 @@ sizes), but no report: ``toolbench runs`` lists it as incomplete, and ``compare`
 ``--baseline`` cannot read it. :func:`finish_killed_run` does with those results what the run's
 own end would have done (session/finish.py, the same code): the results only an xdist worker's
 journal holds go into the run's journal, which is compacted (a pending file a compaction cut short
-by the kill left plain included: results/journal.py ``pack_leftovers``); the worker journals and
-scratch files go; the metrics are scored; ``report.json`` and the final ``run.json`` are written,
-marked partial and interrupted (``killed``). The selected cases without a result are named from
+by the kill left plain included: results/journal.py ``pack_leftovers``); the metrics are scored;
+``report.json`` and the final ``run.json`` are written, marked partial and interrupted
+(``killed``); only then do the worker journals and scratch files go (a finish killed in between
+can be run again). The selected cases without a result are named from
 the selection the run kept among its scratch files (results/case_store.py ``write_selection``);
 a run killed before it had collected kept none, and its report says they are unknown. Plots,
 which the run would have written with its end, are not (``toolbench view`` and ``compare`` read
@@ -116,7 +117,7 @@ def _finish(run_dir: Path, *, force: bool) -> FinishedRun:
     finished = _last_write(run_dir) or index.started or 0.0
     selection = case_store.read_selection(run_dir)  # (before the scratch files go)
     nodes = case_store.read_selection_nodes(run_dir, selection)
-    results, notes = _collect_results(run_dir)
+    results, notes, tidy = _collect_results(run_dir)
     if not results:  # still a report, as the run's own end writes one: partial, every case missing
         notes = [*notes, "no case had finished: nothing to score"]
     benchmarks = _benchmarks(sorted({r.benchmark for r in results}), run_dir)  # as its end would
@@ -137,7 +138,19 @@ def _finish(run_dir: Path, *, force: bool) -> FinishedRun:
         new_index = save_report(run_dir, record, cases_in_journal=True)
     except OSError as exc:
         raise KilledRunError(f"run {run_dir.name}: cannot write its report ({exc})") from None
+    if tidy:
+        _remove_leftovers(run_dir)
     return FinishedRun(new_index, record, notes, nodes, data_sources, report_notes)
+
+
+def _remove_leftovers(run_dir: Path) -> None:
+    """The workers' journals (merged into the run's) and the scratch files, once the report is
+    written: a finish killed after removing the kept selection but before writing the report
+    left a run that a second finish scored with no case missing ("run completed" passed on a
+    run that had never run some of its cases). One left behind loses nothing."""
+    with contextlib.suppress(OSError):
+        case_store.remove_worker_journals(run_dir)
+    case_store.remove_scratch(run_dir)  # (ignores errors itself)
 
 
 def _killed_end(selection: list[str] | None, *, reported: set[str]) -> RunEnd:
@@ -206,10 +219,11 @@ def _last_write(run_dir: Path) -> float | None:
     return max(times, default=None)
 
 
-def _collect_results(run_dir: Path) -> tuple[list[CaseResult], list[str]]:
+def _collect_results(run_dir: Path) -> tuple[list[CaseResult], list[str], bool]:
     """Every journalled result (the last per case, as a report keeps), the worker journals'
-    included; they end in the run's journal, compacted, and the worker journals and scratch
-    files go once it holds them."""
+    included; they end in the run's journal, compacted. The flag: the run's journal holds them
+    all, compacted, so the worker journals and scratch files may go once the report is written
+    (:func:`_remove_leftovers`)."""
     notes: list[str] = []
     with warnings.catch_warnings(record=True) as caught:  # a torn last line: a note, not a warning
         warnings.simplefilter("always")
@@ -231,15 +245,13 @@ def _collect_results(run_dir: Path) -> tuple[list[CaseResult], list[str]]:
         notes.append(f"{recovered} result(s) only the xdist workers' journals held were added to "
                      "the run's journal")
     if journal.compact_error is None:
-        case_store.remove_worker_journals(run_dir)
-        case_store.remove_scratch(run_dir)
         try:  # a compaction the kill cut short left a plain pending file: stored compressed too
             pack_leftovers(case_store.journal_path(run_dir))
         except (OSError, PackedJournalError) as exc:
             notes.append(f"a pending part of the journal was left as it is, plain ({exc})")
     else:  # the journal is whole, only not compacted: keep the rest as the run's end would
         notes.append(f"the journal was not compacted ({journal.compact_error})")
-    return list(results.values()), notes
+    return list(results.values()), notes, journal.compact_error is None
 
 
 def _benchmarks(names: list[str], run_dir: Path) -> dict[str, Any]:
