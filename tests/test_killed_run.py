@@ -298,6 +298,36 @@ def test_a_finish_killed_before_its_report_keeps_the_selection_for_the_next(tmp_
     assert not (run_dir / case_store.SCRATCH).exists()  # gone once the report was written
 
 
+def test_a_corrupt_line_inside_a_journal_is_skipped_with_a_note_naming_it(tmp_path):
+    """One unreadable line in the middle of the run's journal or a worker's refused the whole
+    run, with pydantic's message over several lines. Now the line is skipped, named by file and
+    line, and every other result is scored; the report holds its cases inline, so a reader of
+    the run's folder never parses the journal's bad line."""
+    from pytest_toolbench.results.case_result import CaseResult, Outcome
+    from pytest_toolbench.compare.load import load_record
+
+    run_dir = tmp_path / "runs" / "20260101-000000-abcdef"
+    _index(run_dir, pid=None, host=socket.gethostname(), suites=["toolhop"])
+    ids = [f"toolhop-{i}-direct" for i in range(1, 7)]
+    case_store.write_selection(run_dir, ids)
+
+    def line(case_id: str) -> str:
+        return CaseResult(case_id=case_id, benchmark="toolhop", scenario="direct",
+                          outcome=Outcome.PASSED).model_dump_json() + "\n"
+
+    own, worker = case_store.journal_path(run_dir), run_dir / "worker-gw0.jsonl"
+    own.write_text(line(ids[0]) + '{"case_id": "toolhop-2-direct", "outcome": \n' + line(ids[2]))
+    worker.write_text(line(ids[3]) + "not json at all\n" + line(ids[4]))
+    done = cli("finish", str(run_dir))
+    assert done.returncode == 0, done.stdout + done.stderr
+    notes = [n for n in done.stdout.splitlines() if "skipping an unreadable journal line" in n]
+    assert [n.split(": ")[1] for n in notes] == [f"{own}:2", f"{worker}:2"], done.stdout
+    report = json.loads((run_dir / "report.json").read_text())
+    assert sorted(c["case_id"] for c in report["cases"]) == [ids[0], ids[2], ids[3], ids[4]]
+    assert report["missing_cases"] == [ids[1], ids[5]]
+    assert len(load_record(run_dir / "report.json").cases) == 4  # as compare and view read it
+
+
 def test_a_live_run_is_not_finished(tmp_path):
     _index(tmp_path / "live", pid=os.getpid(), host=socket.gethostname())
     with pytest.raises(KilledRunError, match="is still running"):

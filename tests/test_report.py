@@ -204,8 +204,9 @@ def test_journal_corrupt_middle_line_is_an_error(tmp_path: Path) -> None:
     with path.open("a") as fh:
         fh.write('{"case_id": "x"}\n')  # valid JSON, not a CaseResult
     j.append(make_case(2, True, 3))
-    with pytest.raises(JournalError, match=r"results\.jsonl:2: invalid journal record"):
+    with pytest.raises(JournalError, match=r"results\.jsonl:2: invalid journal record") as raised:
         read_journal(path)
+    assert "\n" not in str(raised.value)  # one line, not pydantic's several
 
 
 def _append_many(path: str, worker: int, count: int) -> None:

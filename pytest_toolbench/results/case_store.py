@@ -35,6 +35,7 @@ import pydantic_core
 
 from pytest_toolbench.results.case_result import CaseResult
 from pytest_toolbench.results.journal import (
+    InvalidLineNote,
     JournalError,
     ResultJournal,
     iter_journal_lines,
@@ -149,11 +150,13 @@ def remove_scratch(run_dir: Path) -> None:
 
 
 def merge_worker_journals(run_dir: Path, results: dict[str, CaseResult],
-                          append: Callable[[CaseResult], None]) -> int:
+                          append: Callable[[CaseResult], None], *,
+                          on_invalid: InvalidLineNote | None = None) -> int:
     """Results only the worker journals hold (a report lost on its way to the controller) go
-    into ``results`` and, through ``append``, into the run's journal; returns how many."""
+    into ``results`` and, through ``append``, into the run's journal; returns how many. A bad
+    line: results/journal.py ``read_journal``."""
     before = set(results)
-    recovered = recover_missing(worker_journal_paths(run_dir), results)
+    recovered = recover_missing(worker_journal_paths(run_dir), results, on_invalid=on_invalid)
     for case_id, result in list(results.items()):
         if case_id not in before:
             append(result)

@@ -42,7 +42,7 @@ import re
 import threading
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -501,19 +501,48 @@ def iter_journal_lines(path: str | os.PathLike[str]) -> Iterator[tuple[str, int,
                 yield where, n, line
 
 
-def read_journal(path: str | os.PathLike[str]) -> list[CaseResult]:
+#: Told of each unreadable line a lenient reader skips (:func:`read_journal`'s ``on_invalid``):
+#: one line, ``<file>:<line>: skipping an unreadable journal line (<why>)``.
+InvalidLineNote = Callable[[str], None]
+
+
+def read_journal(path: str | os.PathLike[str], *,
+                 on_invalid: InvalidLineNote | None = None) -> list[CaseResult]:
     """All results in the journal, in write order; a truncated last line is skipped with a warning.
 
-    A bad line anywhere else is corruption, not an interruption: JournalError with file:line.
+    A bad line anywhere else is corruption, not an interruption: JournalError with file:line;
+    or, given ``on_invalid`` (``toolbench finish`` salvaging a killed run's results), skipped
+    and named to it, so one bad line does not cost every other result.
     """
-    return [_validated(where, lineno, line) for where, lineno, line in journal_lines(path)]
+    results = (_validated(where, lineno, line, on_invalid)
+               for where, lineno, line in journal_lines(path))
+    return [r for r in results if r is not None]
 
 
-def _validated(where: str, lineno: int, line: bytes) -> CaseResult:
+def _validated(where: str, lineno: int, line: bytes,
+               on_invalid: InvalidLineNote | None = None) -> CaseResult | None:
+    """The line's result; a bad one raises JournalError, or with ``on_invalid`` is named to it
+    and None."""
     try:
         return CaseResult.model_validate_json(line)
     except (ValidationError, ValueError) as exc:
-        raise JournalError(f"{where}:{lineno}: invalid journal record: {exc}") from exc
+        if on_invalid is None:
+            raise JournalError(f"{where}:{lineno}: invalid journal record: {_why(exc)}") from exc
+        on_invalid(f"{where}:{lineno}: skipping an unreadable journal line ({_why(exc)})")
+        return None
+
+
+def _why(exc: ValueError) -> str:
+    """Why a line is not a result, on one line: pydantic's message runs over several (the
+    error, the input, a documentation link), which a note or a refusal printed as ``\\n``."""
+    if isinstance(exc, ValidationError):
+        errors = exc.errors(include_url=False, include_input=False)
+        if errors:
+            first = errors[0]
+            where = ".".join(str(x) for x in first.get("loc", ()))
+            more = f" and {len(errors) - 1} more" if len(errors) > 1 else ""
+            return f"{where + ': ' if where else ''}{first.get('msg')}{more}"
+    return " ".join(str(exc).split())
 
 
 def _warn_torn(where: str, lineno: int, size: int, *, stacklevel: int) -> None:
@@ -521,11 +550,13 @@ def _warn_torn(where: str, lineno: int, size: int, *, stacklevel: int) -> None:
                   "was interrupted while writing it)", stacklevel=stacklevel)
 
 
-def recover_missing(journals: list[Path], results: dict[str, CaseResult]) -> int:
+def recover_missing(journals: list[Path], results: dict[str, CaseResult], *,
+                    on_invalid: InvalidLineNote | None = None) -> int:
     """Add to ``results`` every journalled result it lacks; returns how many were recovered.
 
     The per-worker journals are the backstop of the report channel: a result whose report never
-    reached the controller (a worker that crashed right after a test) is still on disk.
+    reached the controller (a worker that crashed right after a test) is still on disk. A bad
+    line: as :func:`read_journal` says.
     """
     recovered = 0
     for path in sorted(journals):
@@ -534,8 +565,8 @@ def recover_missing(journals: list[Path], results: dict[str, CaseResult]) -> int
             # whose reports all arrived) would be every result of the run whole in memory again.
             if _line_case_id(line) in results:
                 continue
-            result = _validated(where, lineno, line)
-            if result.case_id not in results:
+            result = _validated(where, lineno, line, on_invalid)
+            if result is not None and result.case_id not in results:
                 results[result.case_id] = result
                 recovered += 1
     return recovered

@@ -117,7 +117,7 @@ def _finish(run_dir: Path, *, force: bool) -> FinishedRun:
     finished = _last_write(run_dir) or index.started or 0.0
     selection = case_store.read_selection(run_dir)  # (before the scratch files go)
     nodes = case_store.read_selection_nodes(run_dir, selection)
-    results, notes, tidy = _collect_results(run_dir)
+    results, notes, tidy, journal_whole = _collect_results(run_dir)
     if not results:  # still a report, as the run's own end writes one: partial, every case missing
         notes = [*notes, "no case had finished: nothing to score"]
     benchmarks = _benchmarks(sorted({r.benchmark for r in results}), run_dir)  # as its end would
@@ -135,7 +135,9 @@ def _finish(run_dir: Path, *, force: bool) -> FinishedRun:
     record = run_record(scores, end, results, identity)
     report_notes = [*run_notes(record, end.notes(), data_sources, start.suite_sizes), *notes]
     try:
-        new_index = save_report(run_dir, record, cases_in_journal=True)
+        # a journal with a line skipped: the report holds its cases, so no reader of the run's
+        # folder (compare, view, --baseline) parses that line and refuses the run
+        new_index = save_report(run_dir, record, cases_in_journal=journal_whole)
     except OSError as exc:
         raise KilledRunError(f"run {run_dir.name}: cannot write its report ({exc})") from None
     if tidy:
@@ -219,20 +221,24 @@ def _last_write(run_dir: Path) -> float | None:
     return max(times, default=None)
 
 
-def _collect_results(run_dir: Path) -> tuple[list[CaseResult], list[str], bool]:
+def _collect_results(run_dir: Path) -> tuple[list[CaseResult], list[str], bool, bool]:
     """Every journalled result (the last per case, as a report keeps), the worker journals'
-    included; they end in the run's journal, compacted. The flag: the run's journal holds them
-    all, compacted, so the worker journals and scratch files may go once the report is written
-    (:func:`_remove_leftovers`)."""
+    included; they end in the run's journal, compacted. An unreadable line (not only a torn
+    last one) is skipped with a note naming file and line: refusing the run for it lost every
+    other result. The flags: the run's journal holds them all, compacted, so the worker journals
+    and scratch files may go once the report is written (:func:`_remove_leftovers`); and it
+    holds no skipped line, so the report may name it for its cases."""
     notes: list[str] = []
     with warnings.catch_warnings(record=True) as caught:  # a torn last line: a note, not a warning
         warnings.simplefilter("always")
         try:
-            journalled = read_journal(case_store.journal_path(run_dir))
+            journalled = read_journal(case_store.journal_path(run_dir), on_invalid=notes.append)
+            journal_whole = not notes
             results = {r.case_id: r for r in journalled}
             journal = case_store.run_journal(run_dir)
             try:
-                recovered = case_store.merge_worker_journals(run_dir, results, journal.append)
+                recovered = case_store.merge_worker_journals(run_dir, results, journal.append,
+                                                             on_invalid=notes.append)
             finally:
                 journal.close()  # compacts what the killed run left plain, with the recovered
         except (JournalError, PackedJournalError) as exc:
@@ -240,10 +246,13 @@ def _collect_results(run_dir: Path) -> tuple[list[CaseResult], list[str], bool]:
         except OSError as exc:
             raise KilledRunError(f"run {run_dir.name}: cannot read or write its journal "
                                  f"({exc})") from None
-    notes += [str(w.message) for w in caught]
+    notes[:0] = [str(w.message) for w in caught]
     if recovered:
         notes.append(f"{recovered} result(s) only the xdist workers' journals held were added to "
                      "the run's journal")
+    if not journal_whole:
+        notes.append("the report holds its cases itself: the run's journal keeps a line no "
+                     "reader can parse")
     if journal.compact_error is None:
         try:  # a compaction the kill cut short left a plain pending file: stored compressed too
             pack_leftovers(case_store.journal_path(run_dir))
@@ -251,7 +260,7 @@ def _collect_results(run_dir: Path) -> tuple[list[CaseResult], list[str], bool]:
             notes.append(f"a pending part of the journal was left as it is, plain ({exc})")
     else:  # the journal is whole, only not compacted: keep the rest as the run's end would
         notes.append(f"the journal was not compacted ({journal.compact_error})")
-    return list(results.values()), notes, journal.compact_error is None
+    return list(results.values()), notes, journal.compact_error is None, journal_whole
 
 
 def _benchmarks(names: list[str], run_dir: Path) -> dict[str, Any]:
