@@ -1,9 +1,10 @@
 """pytest plugin for the interrupt tests (``-p slow_start`` with tests/ on the path): the start of
 a run takes ``$TOOLBENCH_TEST_START_DELAY`` seconds (default 5) longer, after creating the file
 ``$TOOLBENCH_TEST_STARTING`` names, so a test knows when to send a signal there.
-``$TOOLBENCH_TEST_SLOW_AT`` says where: ``validation`` (the controller's reading of the selection
-and its data, in the session start) or ``collection`` (pytest's collection: in-process, or in
-each xdist worker, while the controller waits for their node ids)."""
+``$TOOLBENCH_TEST_SLOW_AT`` says where: ``workers`` (xdist starting each worker, in the session
+start), ``validation`` (the controller's reading of the selection and its data, in the session
+start) or ``collection`` (pytest's collection: in-process, or in each xdist worker, while the
+controller waits for their node ids)."""
 
 from __future__ import annotations
 
@@ -39,3 +40,8 @@ run_start.validate_selection = _slow_validate_selection
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[Any]) -> None:
     _pause("collection")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:  # pytest-xdist, controller side
+    _pause("workers")

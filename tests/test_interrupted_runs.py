@@ -28,6 +28,7 @@ from pytest_toolbench.results.gates import GateVerdict, exit_status
 from pytest_toolbench.results.journal import read_journal
 from pytest_toolbench.session.finish import RunEnd, run_status, run_verdicts
 from pytest_toolbench.session.signals import INTERRUPTS_KEY, Interrupts, note_worker
+from pytest_toolbench.session.state import STATE_KEY
 from shared_data import BUNDLED_TOOLHOP
 
 REPO = Path(__file__).resolve().parents[1]
@@ -84,6 +85,28 @@ def test_from_the_session_end_on_even_a_first_signal_is_only_noted(monkeypatch):
     assert exits == [] and "finishing the reports first" in lines[-1]
     interrupts.handle(signal.SIGTERM, None)  # the third of the run: stops at once
     assert exits == [ToolbenchExit.INTERRUPTED] and "stopping at once" in lines[-1]
+
+
+def test_a_signal_in_the_session_start_waits_for_the_collection_and_then_reaches_the_workers():
+    """Raised in the session start, pytest skipped the session end (no report); passed on to
+    the workers at once, xdist's setup of a worker it stopped failed with an INTERNALERROR."""
+    config = _Config()
+    config.stash[STATE_KEY] = type("State", (), {"interrupted_by": None})()
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        interrupts = Interrupts(config, write=lambda line: None)  # type: ignore[arg-type]
+        interrupts.workers = {"gw0": child.pid}
+        with interrupts.held_to_the_session_end():
+            interrupts.handle(signal.SIGTERM, None)  # held: not raised, not passed on
+        assert config.stash[STATE_KEY].interrupted_by == "SIGTERM"
+        time.sleep(0.2)
+        assert child.poll() is None
+        with pytest.raises(KeyboardInterrupt, match="SIGTERM"):
+            interrupts.raise_held()  # the collection's start
+        assert child.wait(timeout=30) != 0  # stopped by the SIGINT it was passed on as
+        interrupts.raise_held()  # once: nothing more is held
+    finally:
+        child.kill()
 
 
 def test_a_first_sigterm_reaches_the_workers_that_are_children_of_this_process_only():
@@ -272,10 +295,11 @@ def test_a_ctrl_c_before_the_first_result_still_writes_every_report(tmp_path, wo
 
 
 @pytest.mark.parametrize(("phase", "workers"), [("validation", "0"), ("validation", "2"),
-                                               ("collection", "2")])
+                                               ("workers", "2"), ("collection", "2")])
 def test_a_sigterm_before_the_cases_are_collected_still_writes_every_report(
         tmp_path, monkeypatch, phase, workers):
-    """SIGTERM while the session start reads the selection's data: pytest skips the session end
+    """SIGTERM while the session start reads the selection's data or starts the xdist workers:
+    pytest skips the session end
     of a session whose start was interrupted, so no report was written and an earlier run's
     --toolbench-json and --junitxml stood as this run's. SIGTERM a little later, while the
     xdist workers collect: the reports said "every selected case had reported" (no node id had

@@ -120,6 +120,20 @@ class ControllerHooks:
             REQUEST_METER.when_waiting(_warm_imports)
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_sessionstart(self, session: pytest.Session):  # type: ignore[no-untyped-def]
+        """Around every plugin's session start (xdist starting its workers, the data read and
+        validated): a Ctrl-C or SIGTERM is held to the collection's start (session/signals.py).
+        Not while a managed vLLM server is prepared: converting a model may take minutes, which
+        a Ctrl-C must cut short (pytest then skips the session end, and no report is written)."""
+        from pytest_toolbench.session.run_start import needs_managed_server
+
+        interrupts = interrupts_of(self.config)
+        if interrupts is None or needs_managed_server(self.st.settings):
+            return (yield)
+        with interrupts.held_to_the_session_end():
+            return (yield)
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_collection(self, session: pytest.Session):  # type: ignore[no-untyped-def]
         """A signal the session start held (session/signals.py ``held_to_the_session_end``) is
         raised here, the first point where pytest still runs the session end that writes the

@@ -23,7 +23,6 @@ from pytest_toolbench.session.data import WORKER_KEY, resolve_run_data, worker_d
 from pytest_toolbench.session.identity import new_run_id
 from pytest_toolbench.session.listing import runs_tests
 from pytest_toolbench.session.selection import has_toolbench_tests, targeted_benchmarks, validate_selection
-from pytest_toolbench.session.signals import interrupts_of
 from pytest_toolbench.session.state import (
     STATE_KEY, ToolbenchState, is_worker, is_xdist_controller, run_dir_of, state,
 )
@@ -175,16 +174,7 @@ def prepare_server(config: pytest.Config) -> None:
 
 def validate_and_record(config: pytest.Config) -> None:
     """Validate the selection and its data (session/selection.py); the run's folder then says
-    what is running, even if the run is later killed. A Ctrl-C or SIGTERM meanwhile waits for
-    the collection's start (session/signals.py): raised here, in the session start, pytest would
-    skip the session end, and with it every report."""
-    interrupts = interrupts_of(config)
-    with (interrupts.held_to_the_session_end() if interrupts is not None
-          else contextlib.nullcontext()):
-        _validate_and_record(config)
-
-
-def _validate_and_record(config: pytest.Config) -> None:
+    what is running, even if the run is later killed."""
     st = state(config)
     selected = validate_selection(config)
     if st.baseline is not None and st.targeted:

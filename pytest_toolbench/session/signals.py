@@ -19,11 +19,13 @@ every report disagreeing with it; so the reports are finished as decided and the
 the status they record.
 
 Nor does the first one cut the session start short: pytest skips the session end of a session
-whose start was interrupted, so a signal while the controller read the selection's data left no
-report at all, and an earlier run's ``--toolbench-json`` or ``--junitxml`` at that path stood as
-this run's. There it is held (:meth:`Interrupts.held_to_the_session_end`: the data is read to its
-end, seconds) and raised as the collection begins (:meth:`Interrupts.raise_held`), from where
-pytest runs the session end.
+whose start was interrupted, so a signal while xdist started its workers or the controller read
+the selection's data left no report at all, and an earlier run's ``--toolbench-json`` or
+``--junitxml`` at that path stood as this run's. There it is held
+(:meth:`Interrupts.held_to_the_session_end`: the session start goes on to its end, seconds) and
+raised as the collection begins (:meth:`Interrupts.raise_held`), from where pytest runs the
+session end (session/controller.py; not while a managed vLLM server is prepared, which may take
+minutes).
 
 The first one does not cut into a test report either: while the controller takes one in (its
 journal line, JUnit's testcase), it waits for the end of that report (:meth:`Interrupts.holding`);
@@ -84,6 +86,8 @@ class Interrupts:
         self._holding = 0
         self._pending: str | None = None
         self._starting = False
+        #: The signal :meth:`held_to_the_session_end` held, to pass on when it is raised.
+        self._pending_signum: int | None = None
         self._previous: dict[int, object] = {}
         self._write = write or _write_stderr
         #: The terminals this process writes to, for a hang-up (:func:`detach_hung_up_terminal`).
@@ -122,7 +126,7 @@ class Interrupts:
 
     @contextlib.contextmanager
     def held_to_the_session_end(self) -> Iterator[None]:
-        """Inside (the session start's validation), the first signal is noted and raised only by
+        """Inside (the session start), the first signal is noted and raised only by
         :meth:`raise_held`, where pytest runs the session end (see the module docstring)."""
         self._starting = True
         try:
@@ -131,10 +135,19 @@ class Interrupts:
             self._starting = False
 
     def raise_held(self) -> None:
-        """Raise the first signal :meth:`held_to_the_session_end` held, if one came."""
+        """Raise the first signal :meth:`held_to_the_session_end` held, if one came, passing it
+        on to the workers first."""
         if self._pending is not None and not self._holding:
             name, self._pending = self._pending, None
+            if self._pending_signum is not None:
+                self._pass_on(self._pending_signum)
+                self._pending_signum = None
             raise KeyboardInterrupt(name)
+
+    def _pass_on(self, signum: int) -> None:
+        """A first SIGTERM or SIGHUP to the local workers (see the module docstring)."""
+        if signum in (signal.SIGTERM, signal.SIGHUP):
+            self._stop_workers(signal.SIGINT if signum == signal.SIGTERM else signal.SIGHUP)
 
     def handle(self, signum: int, frame: FrameType | None) -> None:
         name = signal.Signals(signum).name
@@ -143,12 +156,16 @@ class Interrupts:
             detach_hung_up_terminal(self.terminals)
         if not self.deferring:
             self.deferring = True
-            if signum in (signal.SIGTERM, signal.SIGHUP):
-                self._stop_workers(signal.SIGINT if signum == signal.SIGTERM else signal.SIGHUP)
             st = self.config.stash.get(STATE_KEY, None)
             if st is not None and st.interrupted_by is None:
                 st.interrupted_by = name
-            if self._holding or self._starting:
+            if self._starting:
+                # passed on to the workers only when raised: xdist is still setting them up,
+                # and one stopped now failed its setup with an INTERNALERROR (no session end)
+                self._pending, self._pending_signum = name, signum
+                return
+            self._pass_on(signum)
+            if self._holding:
                 self._pending = name
                 return
             raise KeyboardInterrupt(name)
