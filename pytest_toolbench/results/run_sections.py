@@ -133,6 +133,8 @@ class DataSourceEntry(RecordSection):
     benchmark: str | None = None
     path: str | None = None
     records: int | None = None
+    #: What ``records`` counts: "records", "KG triples", "library tools" (None: older records).
+    unit: str | None = None
     sha256: str | None = None
     bundled: bool | None = None
     kind: str | None = None
