@@ -29,7 +29,7 @@ from pytest_toolbench.models.cache import CachedModel
 from pytest_toolbench.models.factory import ModelConfigError, build_model
 from pytest_toolbench.models.open_protocol import OpenProtocolModel
 from pytest_toolbench.models.spec import BackendSpec, ServerInfo
-from pytest_toolbench.models.openai_backend import ATTEMPT_GRACE_S, OpenAIBackend, retry_after_seconds
+from pytest_toolbench.models.openai_backend import OpenAIBackend, attempt_bound_s, retry_after_seconds
 from pytest_toolbench.models.oracle import OracleModel
 from pytest_toolbench.models.replay import ReplayModel
 
@@ -633,7 +633,7 @@ def test_request_timeout_bounds_a_reply_that_drips_in(transport):
         server.close()
     assert info.value.kind == "timeout"
     assert "no reply within --request-timeout 1 s" in info.value.message
-    assert took < 1.0 + ATTEMPT_GRACE_S + 5  # the body alone would take 0.2 s x its ~250 bytes
+    assert took < attempt_bound_s(1.0) + 5  # the body alone would take 0.2 s x its ~250 bytes
 
 
 @pytest.mark.parametrize("usage, expected", [

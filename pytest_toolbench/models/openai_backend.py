@@ -476,7 +476,7 @@ class OpenAIBackend:
                     # JSON ``chat.completions.create`` sends; auth, headers and status errors are
                     # the SDK's), read back as plain JSON: its typed-dict transform of the request
                     # and model construction of the reply are a large share of its CPU per call.
-                    completion = await _within(self.timeout_s + ATTEMPT_GRACE_S,
+                    completion = await _within(attempt_bound_s(self.timeout_s),
                                                client.post(CHAT_PATH, body=kwargs, cast_to=object))
                 usage = usage_of(completion)
                 REQUEST_METER.add_usage(usage)
@@ -600,9 +600,14 @@ class OpenAIBackend:
 
 
 CHAT_PATH = "/chat/completions"
-#: Past ``--request-timeout`` before the attempt's own bound ends it: the SDK's timeout (no byte
-#: for that long) fires first where both would, with its own words.
-ATTEMPT_GRACE_S = 0.5
+def attempt_bound_s(timeout_s: float) -> float:
+    """How long one attempt may take in all: twice ``--request-timeout``, and a second. The
+    SDK's own timeouts (connect, no byte for ``timeout_s``) fire first wherever they would,
+    with their own kind: a bound half a second past them fired first on a busy machine and
+    turned a connect timeout into a plain ``timeout``."""
+    return 2 * timeout_s + 1.0
+
+
 _TIMEOUT = getattr(asyncio, "timeout", None)  # Python 3.11+
 
 
