@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from pytest_toolbench.results.safe_text import safe_text
+from pytest_toolbench.word_wrap import wrap_words
 
 #: A wrapped text column never gets narrower than this (unless its longest word is shorter).
 MIN_WRAP = 12
@@ -196,14 +197,3 @@ def render_vertical(t: TextTable, width: int) -> list[str]:
 
 def _wrap_hanging(text: str, width: int, indent: int) -> list[str]:
     return wrap_words(text, width, " " * min(indent, width // 2))
-
-
-def wrap_words(text: str, width: int, indent: str = "    ") -> list[str]:
-    """A line of prose wrapped between words only, later lines indented by ``indent``: a path,
-    case id or URL longer than the width stays whole on its line, and no line ends in a space
-    (the terminal summary's notes, ``toolbench compare``, ``toolbench runs``)."""
-    if len(text) <= width:
-        return [text.rstrip()]
-    lines = textwrap.wrap(text, width, subsequent_indent=indent, break_long_words=False,
-                          break_on_hyphens=False)
-    return [ln.rstrip() for ln in lines] or [""]

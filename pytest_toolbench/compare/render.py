@@ -11,7 +11,8 @@ from __future__ import annotations
 from pytest_toolbench.compare.changed_cases import changed_lines
 from pytest_toolbench.results.comparison import Comparison, MetricComparison, PairedDiff, RunValue
 from pytest_toolbench.results.safe_text import safe_text
-from pytest_toolbench.text_table import DEFAULT_WIDTH, TextTable, pipe_table, wrap_words
+from pytest_toolbench.text_table import DEFAULT_WIDTH, TextTable, pipe_table
+from pytest_toolbench.word_wrap import wrap_words
 
 
 def fmt_value(v: RunValue | None, is_rate: bool) -> str:

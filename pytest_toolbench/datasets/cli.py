@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import textwrap
 from typing import Any
 
 from pytest_toolbench.datasets import cache
@@ -26,6 +25,7 @@ from pytest_toolbench.datasets.registry import Registry, load_registry, refused_
 from pytest_toolbench.datasets.resolve import choices_for, parse_revisions, resolve
 from pytest_toolbench.package_data import BUNDLED_DATA_DIR
 from pytest_toolbench.secret_args import masked_url
+from pytest_toolbench.word_wrap import wrap_words
 
 #: Exit status for data that cannot be had or a pin that did not load: what a run exits with
 #: for the same refusal (pytest's usage error).
@@ -114,19 +114,13 @@ def cmd_list(args: argparse.Namespace) -> int:
     origins = dict.fromkeys([registry.origin, *(registry.origin_of(n) for n in registry.names())])
     footer = [f"cache: {cache.hub_cache()} (Hugging Face files),",
               f"    {cache.assets_cache()} (others)", f"pins: {'; '.join(origins)}"]
-    print("\n".join([*listing_lines(table), "", *(ln for f in footer for ln in _fit(f, "    "))]))
+    wrapped = [line for f in footer for line in wrap_words(f, LIST_WIDTH)]
+    print("\n".join([*listing_lines(table), "", *wrapped]))
     return 0
 
 
 #: The listing's width: what ``toolbench list`` prints at, and any terminal shows whole.
 LIST_WIDTH = 80
-
-
-def _fit(text: str, indent: str) -> list[str]:
-    """``text`` wrapped between words only: a URL or path longer than the width stays whole,
-    on a line of its own, so it can still be copied."""
-    return textwrap.wrap(text, LIST_WIDTH, subsequent_indent=indent, break_long_words=False,
-                         break_on_hyphens=False) or [""]
 
 
 def listing_lines(table: list[dict[str, Any]]) -> list[str]:
@@ -137,7 +131,7 @@ def listing_lines(table: list[dict[str, Any]]) -> list[str]:
     for benchmark in dict.fromkeys(r["benchmark"] for r in table):
         own = [r for r in table if r["benchmark"] == benchmark]
         revision = "" if own[0]["revision"] == "-" else f", revision {str(own[0]['revision'])[:12]}"
-        lines += _fit(f"{benchmark}: {own[0]['source']}{revision}", "    ")
+        lines += wrap_words(f"{benchmark}: {own[0]['source']}{revision}", LIST_WIDTH)
         for row in own:
             lines += _file_lines(row)
     return lines
@@ -146,13 +140,13 @@ def listing_lines(table: list[dict[str, Any]]) -> list[str]:
 def _file_lines(row: dict[str, Any]) -> list[str]:
     """A file's line and its place's; a benchmark with no file (bundled) has only the place."""
     if row["file"] == "-":
-        return _fit(f"  {row['where']}", "    ")
+        return wrap_words(f"  {row['where']}", LIST_WIDTH)
     sha = row["sha256"]
     if not sha.startswith("("):
         sha = sha[:12] + (" (unconfirmed)" if "unconfirmed" in sha else "")
     size = human_bytes(row["size"]) if row["size"] else "size unknown"
     state = "cached at:" if row["cached"] else "not cached; from:"
-    return [*_fit(f"  {row['file']}  {size}  sha256 {sha}  {state}", "      "),
+    return [*wrap_words(f"  {row['file']}  {size}  sha256 {sha}  {state}", LIST_WIDTH, "      "),
             f"      {row['where']}"]
 
 

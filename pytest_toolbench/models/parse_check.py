@@ -94,7 +94,7 @@ def _check_arguments(tool_calls: list[Any]) -> ParseFailure | None:
             return ParseFailure(
                 reason="invalid_arguments_json",
                 raw_text=arguments,
-                detail=f"{where}: arguments cannot be decoded ({_first_sentence(exc)})",
+                detail=f"{where}: arguments cannot be decoded ({_before_colon(exc)})",
             )
         if not isinstance(parsed, dict):
             return ParseFailure(
@@ -105,7 +105,8 @@ def _check_arguments(tool_calls: list[Any]) -> ParseFailure | None:
     return None
 
 
-def _first_sentence(exc: Exception) -> str:
+def _before_colon(exc: Exception) -> str:
+    """The message up to its first colon: what went wrong, without the figures after it."""
     return str(exc).split(":")[0]
 
 

@@ -95,7 +95,8 @@ from pathlib import Path
 from typing import Any
 
 from pytest_toolbench.report.headline_table import grid_table
-from pytest_toolbench.text_table import TextTable, pipe_table, render_table, wrap_words
+from pytest_toolbench.text_table import TextTable, pipe_table, render_table
+from pytest_toolbench.word_wrap import wrap_words
 from pytest_toolbench.results.aggregate import MetricValue, ReportTable, RunMetrics, ScenarioMetrics
 from pytest_toolbench.results.gates import GateVerdict
 from pytest_toolbench.results.headline import DEFAULT_HEADLINE, Headline

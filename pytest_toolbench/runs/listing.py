@@ -16,7 +16,7 @@ from pytest_toolbench.results.provenance import run_data, short_line
 from pytest_toolbench.results.safe_text import safe_text
 from pytest_toolbench.runs.record import Headline, RunIndex
 from pytest_toolbench.runs.store import exit_text, format_headlines, gates_text, status_text
-from pytest_toolbench.text_table import wrap_words
+from pytest_toolbench.word_wrap import wrap_words
 
 COLUMNS = ["run id", "date", "model", "suites", "data", "cases", "tokens", "headline metrics",
            "gates", "exit", "status"]
