@@ -240,6 +240,25 @@ def test_cli_refuses_runs_of_different_benchmarks_as_not_comparable(tmp_path, ca
     assert "runs of different benchmarks cannot be compared" in capsys.readouterr().err
 
 
+def test_cli_says_when_a_run_is_compared_with_itself(tmp_path, capsys) -> None:
+    """The same report twice (here: a file and a symlink to it) is compared, with a note on
+    stderr: its paired differences are 0 by construction, which would read like a result."""
+    from pytest_toolbench import cli
+
+    one, two = tmp_path / "one.json", tmp_path / "two.json"
+    for path in (one, two):
+        path.write_text(json.dumps({
+            "run": {"settings": {"model": "m"}}, "metrics": {"scenarios": []},
+            "cases": [case(0, 1, model="m").model_dump(mode="json")]}))
+    (tmp_path / "link.json").symlink_to(one)
+    assert cli.main(["compare", str(one), str(two), str(tmp_path / "link.json")]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith("toolbench compare: note: C (")
+    assert "is the same report as A (" in err[0] and "0 by construction" in err[0]
+    assert cli.main(["compare", str(one), str(two)]) == 0  # two files with equal content: no note
+    assert capsys.readouterr().err == ""
+
+
 def test_cli_dispatcher_registers_subcommands_from_their_modules(capsys, monkeypatch) -> None:
     import sys
     import types

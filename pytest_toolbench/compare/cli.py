@@ -61,7 +61,8 @@ def run(args: argparse.Namespace) -> int:
     from pytest_toolbench.compare.plot import plot_comparison
     from pytest_toolbench.compare.render import comparison_text
     from pytest_toolbench.compare.run_refs import (DifferentBenchmarksError,
-                                                   check_same_benchmarks, resolve_run)
+                                                   check_same_benchmarks, repeated_reports,
+                                                   resolve_run)
     from pytest_toolbench.text_table import output_width
 
     def fail(msg: str) -> int:
@@ -76,7 +77,8 @@ def run(args: argparse.Namespace) -> int:
         return fail(f"--confidence {args.confidence}: must be between 0 and 1")
     try:
         runs_dir = find_runs_dir(args.runs_dir)
-        runs = load_runs([resolve_run(ref, runs_dir) for ref in args.runs])
+        paths = [resolve_run(ref, runs_dir) for ref in args.runs]
+        runs = load_runs(paths)
         check_same_benchmarks(runs)
     except DifferentBenchmarksError as exc:  # no case can pair: refused as no case in common
         print(f"toolbench compare: {exc}", file=sys.stderr)
@@ -88,7 +90,10 @@ def run(args: argparse.Namespace) -> int:
     from pytest_toolbench.results.provenance import allowed_note, refusal_line
     from pytest_toolbench.results.safe_text import safe_text
 
-    differ = comparison_mismatches(runs, [run_name(r, letter(i)) for i, r in enumerate(runs)])
+    names = [run_name(r, letter(i)) for i, r in enumerate(runs)]
+    for note in repeated_reports(paths, names):  # a typo'd id or a pasted path: said, not refused
+        print(f"toolbench compare: note: {safe_text(note)}", file=sys.stderr)
+    differ = comparison_mismatches(runs, names)
     if differ and not args.allow_different_data:
         print(f"toolbench compare: {safe_text(refusal_line(differ[0]))}", file=sys.stderr)
         return NOT_COMPARABLE

@@ -44,6 +44,27 @@ def resolve_run_dir(ref: str, runs_dir: Path, *, nor: str = "") -> Path:
     return matches[0]
 
 
+def repeated_reports(paths: Sequence[Path], names: Sequence[str]) -> list[str]:
+    """One line for each run whose report file an earlier run already named (the same id twice,
+    an id and its folder, a path through a symlink): it is compared with itself, so every paired
+    difference is 0 by construction, which reads like a result."""
+    notes = []
+    for i, path in enumerate(paths):
+        for j in range(i):
+            if _same_file(path, paths[j]):
+                notes.append(f"{names[i]} is the same report as {names[j]} ({path}): "
+                             "their differences are 0 by construction")
+                break
+    return notes
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.samefile(b)
+    except OSError:  # load_runs read both, so this is a race with a deletion: not the same
+        return False
+
+
 def benchmarks_of(run: LoadedRun) -> set[str]:
     """The benchmarks a run has results or metrics for."""
     return {c.benchmark for c in run.cases} | {s.benchmark for s in run.metrics.scenarios}
@@ -77,4 +98,5 @@ def _describe(run: LoadedRun) -> str:
     return f"{where} ({', '.join(sorted(benchmarks_of(run))) or 'no benchmark'})"
 
 
-__all__ = ["DifferentBenchmarksError", "benchmarks_of", "check_same_benchmarks", "resolve_run", "resolve_run_dir"]
+__all__ = ["DifferentBenchmarksError", "benchmarks_of", "check_same_benchmarks", "repeated_reports", "resolve_run",
+           "resolve_run_dir"]
