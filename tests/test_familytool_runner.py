@@ -171,6 +171,25 @@ def test_failed_extraction_is_an_infrastructure_error_and_not_memoised(tmp_path)
     assert not list((tmp_path / "memo").rglob("*.json"))
 
 
+def test_a_failed_tool_use_call_keeps_the_extraction_calls_tokens(tmp_path):
+    """kg=extracted: the extraction reply was answered (and paid for) before the tool-use call
+    failed; the error result still counts that call and its tokens."""
+    from pytest_toolbench.models.base import ModelCallError, Usage
+
+    class FailingToolUse(Scripted):
+        async def complete(self, request, ctx):
+            if request.tools:
+                raise ModelCallError("http_500", "boom")
+            return ChatResponse(message={"role": "assistant", "content": self.reply},
+                                usage=Usage(prompt_tokens=700, completion_tokens=30))
+
+    model = FailingToolUse('KG.search(start="Bob", path=["mother"])')
+    result = asyncio.run(make_runner(tmp_path).run(case("tooluse-gs"), model))
+    assert result.is_error and result.error.kind == "http_500"
+    assert (result.usage.prompt_tokens, result.usage.completion_tokens) == (700, 30)
+    assert result.model_calls == 1
+
+
 class Recorder:
     """Answers like the oracle and keeps every request (any format)."""
 

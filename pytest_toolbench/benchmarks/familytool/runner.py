@@ -281,8 +281,10 @@ class FamilyToolRunner:
             )
             return self._result(case, model, values, details, transcript, tally)
         except ModelCallError as exc:
+            # The tally keeps the extraction reply this case did get (kg=extracted): its tokens
+            # were spent whether or not the tool-use call then failed.
             return error_result(base_fields(case, model, BENCHMARK), exc, details, transcript,
-                                f"model call failed: {exc.kind}: {exc.message[:200]}")
+                                f"model call failed: {exc.kind}: {exc.message[:200]}", tally)
 
     def _info(self, model: ChatModel) -> dict[str, Any]:
         if model.name not in self._described:
