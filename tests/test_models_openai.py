@@ -341,9 +341,13 @@ def test_connection_refused_kind(transport):
      # ToolHop and FamilyTool failed the case with an AttributeError traceback (internal_error)
      completion(None, [{"foo": "bar"}, "str", 5]), completion(None, [None]),
      {"choices": [{"index": 0, "message": {"role": "assistant", "tool_calls": {"a": 1}}}]},
-     completion(None, [{"id": "c1", "type": "function", "function": "some_tool"}])],
+     completion(None, [{"id": "c1", "type": "function", "function": "some_tool"}]),
+     # content that is no text: str(6) matched a gold answer "6" and scored correct
+     {"choices": [{"index": 0, "message": {"role": "assistant", "content": 6}}]},
+     {"choices": [{"index": 0, "message": {"role": "assistant", "content": {"text": "6"}}}]},
+     {"choices": [{"index": 0, "message": {"role": "assistant", "content": True}}]}],
     ids=["not_json", "no_choices", "no_message", "tool_calls_garbage", "tool_call_null",
-         "tool_calls_object", "function_text"],
+         "tool_calls_object", "function_text", "content_number", "content_object", "content_bool"],
 )
 def test_malformed_reply_is_retried_like_a_5xx_then_an_error_not_a_crash(payload):
     with FakeOpenAIServer(lambda body, i: (200, {}, payload)) as server:
@@ -662,3 +666,12 @@ def test_a_reply_that_does_not_decode_is_named_not_a_dropped_connection(transpor
     assert info.value.kind == "connection"
     assert "incorrect header check" in info.value.message, info.value.message
     assert "reply came cut short or undecodable" in info.value.message
+
+
+def test_content_that_is_no_text_names_its_json_type():
+    payload = {"choices": [{"index": 0, "message": {"role": "assistant", "content": 6}}]}
+    with FakeOpenAIServer(lambda body, i: (200, {}, payload)) as server:
+        with pytest.raises(ModelCallError) as info:
+            run(backend(server, max_retries=0), request())
+    assert info.value.kind == "bad_response"
+    assert "reply's content is a JSON number, not a string: 6" in info.value.message

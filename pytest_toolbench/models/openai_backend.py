@@ -562,6 +562,12 @@ class OpenAIBackend:
         malformed = malformed_tool_calls(message.get("tool_calls"))
         if malformed is not None:
             raise InvalidReply(f"reply's tool_calls {malformed}: {_short(message.get('tool_calls'))}")
+        content = message.get("content")
+        if content is not None and not isinstance(content, (str, list)):
+            # A number or an object is no reply text: str() of it could even match a gold
+            # answer ("content": 6 scored correct where the gold was "6").
+            raise InvalidReply(f"reply's content is a JSON {_json_type(content)}, not a string: "
+                               f"{_short(content)}")
         return ChatResponse(
             message=message,
             usage=usage,
@@ -652,6 +658,12 @@ def assistant_message(message: Any) -> dict[str, Any]:
     out.setdefault("role", "assistant")
     out["role"] = out["role"] or "assistant"
     return out
+
+
+def _json_type(value: Any) -> str:
+    """The JSON name of a parsed value's type, as a server author would read it."""
+    return {bool: "boolean", int: "number", float: "number", dict: "object", list: "array",
+            str: "string"}.get(type(value), type(value).__name__)
 
 
 def malformed_tool_calls(tool_calls: Any) -> str | None:
