@@ -189,6 +189,29 @@ assert "numpy" in sys.modules
     assert done.returncode == 0, done.stderr
 
 
+def test_a_toolhop_run_leaves_the_sandbox_side_imports_to_the_sandbox(tmp_path: Path) -> None:
+    """The tool-execution module builds upstream's script globals at import (``requests``,
+    ``tqdm``: ~75 ms), which the zygote needs once; the pytest process only reads its nesting
+    limit, from a module of its own, and never imports it."""
+    probe = tmp_path / "import_probe.py"
+    probe.write_text(
+        "import sys\n"
+        "def pytest_unconfigure(config):\n"
+        "    seen = [m for m in ('pytest_toolbench.benchmarks.toolhop.execution', 'requests',\n"
+        "                        'tqdm') if m in sys.modules]\n"
+        "    print('SANDBOX_SIDE', seen)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{REPO}"}
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "import_probe", "-s", "-q", "-p", "no:cacheprovider",
+         "suites/toolhop", "--data", "sample", "--model", "oracle", "-k", "direct",
+         "--runs-dir", str(tmp_path / "runs")],
+        cwd=REPO, capture_output=True, text=True, env=env,
+    )
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    assert "SANDBOX_SIDE []" in out.stdout, out.stdout[-2000:]
+
+
 # ----------------------------------------------------------------------------- the window a worker hands out
 class WorkerInteractor:  # the name upcoming.py looks for among the plugins
     def __init__(self, queue: list[int], nxt: int | None):

@@ -48,16 +48,11 @@ from hashlib import sha256
 from time import sleep
 from typing import Any
 
-from pytest_toolbench.json_nesting import dumps_as_upstream, loads_as_upstream, nesting_limit
+from pytest_toolbench.benchmarks.toolhop.feedback_nesting import FEEDBACK_NESTING_LIMIT
+from pytest_toolbench.json_nesting import dumps_as_upstream, loads_as_upstream
 from pytest_toolbench.sandbox.protocol import cap_text
 
 ERROR_FORMAT = "an error occured when call {name}: {error}"  # sic: "occured", upstream typo
-#: ``get_feedback``'s frame in upstream's worker thread: ``threading`` (3), ``ThreadPoolExecutor``
-#: (``_worker``, ``_WorkItem.run``), ``sample_process``, ``sample_process_<scenario>``, itself.
-UPSTREAM_FEEDBACK_FRAME = 8
-#: The deepest arguments ``get_feedback``'s ``json.loads`` decoded, and the deepest result its
-#: ``json.dumps`` encoded (988 levels).
-FEEDBACK_NESTING_LIMIT = nesting_limit(UPSTREAM_FEEDBACK_FRAME)
 
 _UNSET = object()
 

@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pytest_toolbench.benchmarks.toolhop.execution import FEEDBACK_NESTING_LIMIT
+from pytest_toolbench.benchmarks.toolhop.feedback_nesting import FEEDBACK_NESTING_LIMIT
 from pytest_toolbench.benchmarks.toolhop.schema import ToolHopRecord
 from pytest_toolbench.json_nesting import loads_as_upstream
 

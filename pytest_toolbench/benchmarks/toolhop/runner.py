@@ -57,7 +57,7 @@ from pytest_toolbench.benchmarks.result_builders import (
     truncate,
 )
 from pytest_toolbench.benchmarks.toolhop import invocation_errors
-from pytest_toolbench.benchmarks.toolhop.execution import FEEDBACK_NESTING_LIMIT
+from pytest_toolbench.benchmarks.toolhop.feedback_nesting import FEEDBACK_NESTING_LIMIT
 from pytest_toolbench.benchmarks.toolhop.invocation_errors import ToolCallRecord
 from pytest_toolbench.benchmarks.toolhop.options import ToolHopOptions
 from pytest_toolbench.benchmarks.toolhop.oracle import toolhop_oracle
