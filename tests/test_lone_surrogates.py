@@ -60,6 +60,17 @@ def test_requests_replies_and_results_are_made_encodable():
     make_model_utf8_safe(result)
     assert json.loads(result.model_dump_json())["error"]["message"] == "m" + FFFD
     assert result.transcript[0]["content"] == FFFD and result.details == {"a": [FFFD]}
+    # a value the encoder cannot write beside one: the fast whole-model check fails for another
+    # reason, and the field-by-field walk still finds and replaces it
+    odd = CaseResult(case_id="c", benchmark="b", scenario="s", outcome=Outcome.PASSED,
+                     details={"obj": object(), "text": "t" + LONE})
+    make_model_utf8_safe(odd)
+    assert odd.details["text"] == "t" + FFFD
+    clean = CaseResult(case_id="c", benchmark="b", scenario="s", outcome=Outcome.PASSED,
+                       details={"text": "café 🎬"})
+    before = dict(vars(clean))
+    make_model_utf8_safe(clean)
+    assert all(vars(clean)[k] is v for k, v in before.items())  # nothing rebuilt
 
 
 def test_a_frame_carries_a_lone_surrogate_across():
