@@ -174,3 +174,11 @@ def test_the_case_list_pages_through_a_long_run(site: dict, page) -> None:
     assert page.evaluate("TB.hashParams()") == {"run": "big", "i": "119"}
     assert page.locator("h1 .mono").inner_text() == page.evaluate("TB.chunks['big/2'][19].id")
     assert "latency" in page.inner_text("body") and " · ran " not in page.inner_text("body")
+    # the chunk file stores its repeated long texts once; the page got every case back whole
+    # (the copies repeat each tool's source and the transcripts' long texts)
+    _, _, shared, texts = json.loads("[" + re.search(r"TB\.chunk\((.*)\);", (
+        site["big"] / "data" / "big" / "c2.js").read_text(), re.S).group(1) + "]")
+    assert texts, "the 120 copies share no long text: this test no longer checks TB.unshare"
+    cases = json.loads((site["tmp"] / "big.json").read_text())["cases"]
+    assert page.evaluate("TB.chunks['big/2'][19].transcript") == cases[119]["transcript"]
+    assert page.evaluate("TB.chunks['big/2'][19].details") == cases[119]["details"]

@@ -16,7 +16,7 @@ import pytest
 
 from view_runs import REPO, make_runs
 
-from pytest_toolbench.view.case_data import CHUNK, sandbox_limit
+from pytest_toolbench.view.case_data import CHUNK, sandbox_limit, share_texts, unshare_texts
 from pytest_toolbench.view.site import build_site, js_literal
 from shared_data import BUNDLED_TOOLHOP
 
@@ -105,10 +105,29 @@ def test_the_case_data_is_chunked_and_complete(site: Path, runs: dict) -> None:
     assert [r["id"] for r in rows] == [c["case_id"] for c in cases]
     assert [r["o"] for r in rows] == [c["outcome"] for c in cases]
     assert rows[0]["labels"]["hops"] == str(cases[0]["labels"]["hops"])
-    _, k, payload = _js_call(site / "data" / key / "c0.js", "chunk")
+    _, k, payload, texts = _js_call(site / "data" / key / "c0.js", "chunk")
+    payload = unshare_texts(payload, texts)
     assert k == 0 and [p["id"] for p in payload] == [c["case_id"] for c in cases[:CHUNK]]
     assert payload[0]["transcript"] == cases[0]["transcript"]
     assert payload[0]["details"]["gold"] == cases[0]["details"]["gold"]
+
+
+def test_a_chunk_stores_each_repeated_long_text_once() -> None:
+    """FamilyTool repeats its knowledge graph in every prompt: each long text is stored once per
+    chunk, referenced as "\\0<n>"; a text that really begins with NUL is escaped, so it never
+    reads as one."""
+    prompt = "KG " * 400
+    cases = [{"transcript": [{"role": "system", "content": prompt}, {"role": "user", "content": f"q{i}"}],
+              "details": {"prompt": [{"content": prompt}], "odd": "\x000", "odder": "\x00\x00x",
+                          "short": "s" * 10}} for i in range(3)]
+    cases.append({"transcript": [{"role": "user", "content": "u" * 600}], "details": {}})  # once
+    shared, texts = share_texts(cases)
+    assert texts == [prompt, "u" * 600]  # every long text, each distinct one once
+    assert shared[1]["transcript"][0]["content"] == "\x000" and shared[1]["details"]["odd"] == "\x00\x000"
+    assert shared[3]["transcript"][0]["content"] == "\x001"
+    assert shared[0]["details"]["short"] == "s" * 10
+    assert unshare_texts(shared, texts) == cases
+    assert len(js_literal([shared, texts])) < len(js_literal(cases)) - 2 * len(prompt)
 
 
 def test_the_side_by_side_page_has_compares_numbers_and_links_both_transcripts(site: Path, runs: dict) -> None:
@@ -215,7 +234,7 @@ def test_the_site_reads_the_one_run_record_older_and_newer_ones_too(tmp_path: Pa
         assert "benchmark_options.toolhop.scorer" in page and "http://127.0.0.1:41234/v1" in page
     newer = (tmp_path / "site" / "run-newer-writer.html").read_text()
     assert "future_setting" in newer
-    chunk = _js_call(tmp_path / "site" / "data" / "newer-writer" / "c0.js", "chunk")[2]
+    chunk = unshare_texts(*_js_call(tmp_path / "site" / "data" / "newer-writer" / "c0.js", "chunk")[2:])
     assert chunk[0]["id"] == old["cases"][0]["case_id"] and "future_case" not in chunk[0]
 
 

@@ -21,6 +21,11 @@ from pytest_toolbench.results.case_result import CaseResult
 CHUNK = 50
 #: Characters of a case's text kept for the search box (id, question, answers, failure).
 SEARCH_CHARS = 600
+#: A text this long is written once per chunk, in its ``texts``, and referenced where it occurs.
+SHARED_TEXT_CHARS = 512
+#: The first character of a string value that is a reference into ``texts`` (``"\0" + index``),
+#: or, doubled, of a string that really began with it (``"\0\0..."``).
+TEXT_MARK = "\x00"
 
 _CUT = re.compile(r"…\[truncated \d+ (?:chars|items|keys)\]")
 _LIMIT_FEEDBACK = re.compile(r"an error occured when call .*?: (timed out after .*|tool execution crashed .*)$",
@@ -85,3 +90,49 @@ def case_payload(i: int, c: CaseResult) -> dict[str, Any]:
         "started_at": c.started_at, "model_calls": c.model_calls, "cached_calls": c.cached_calls,
         "repeat": c.repeat,
     }
+
+
+def share_texts(cases: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
+    """A chunk's payloads with every long text replaced by a reference into the returned
+    ``texts``, where each distinct one is stored once. A FamilyTool chunk repeats its knowledge
+    graph and tool documents in each case's prompt (extraction and tool use): the real data's
+    site took 72 MB, 48 MB with its texts shared. ``static/app.js`` (``TB.unshare``) and
+    :func:`unshare_texts` undo it; dict keys are left as they are. One pass: a long text seen
+    once costs its reference's few bytes."""
+    texts: list[str] = []
+    refs: dict[str, str] = {}
+
+    def share(value: Any) -> Any:
+        kind = type(value)
+        if kind is str:
+            if len(value) >= SHARED_TEXT_CHARS:
+                ref = refs.get(value)
+                if ref is None:
+                    ref = refs[value] = f"{TEXT_MARK}{len(texts)}"
+                    texts.append(value)
+                return ref
+            if value[:1] == TEXT_MARK:  # escaped, so no text the model wrote reads as a reference
+                return TEXT_MARK + value
+            return value
+        if kind is dict:
+            return {k: share(v) for k, v in value.items()}
+        if kind is list or kind is tuple:
+            return [share(v) for v in value]
+        if isinstance(value, str):  # a str subclass (an enum's value): as text
+            return share(str(value))
+        return value
+
+    return [share(case) for case in cases], texts
+
+
+def unshare_texts(value: Any, texts: list[str]) -> Any:
+    """What :func:`share_texts` took in (``static/app.js``'s ``TB.unshare``, in Python)."""
+    if isinstance(value, str):
+        if not value.startswith(TEXT_MARK):
+            return value
+        return value[1:] if value[1:2] == TEXT_MARK else texts[int(value[1:])]
+    if isinstance(value, dict):
+        return {k: unshare_texts(v, texts) for k, v in value.items()}
+    if isinstance(value, list):
+        return [unshare_texts(v, texts) for v in value]
+    return value

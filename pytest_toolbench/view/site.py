@@ -9,7 +9,7 @@ Layout of ``OUT``::
     case.html#run=<key>&i=<n>  one case (any run): rendered from its chunk
     diff-<a>--<b>.html         two runs side by side
     data/<key>/index.js        the run's case list (small rows)
-    data/<key>/c<k>.js         cases k*50 .. k*50+49 in full (transcripts)
+    data/<key>/c<k>.js         cases k*50 .. k*50+49 in full (transcripts), repeated texts once
     static/                    app.js, app.css, vendor/
 
 The old ``data/`` and pages are replaced on every build, so a pruned run leaves no page behind.
@@ -29,7 +29,7 @@ from typing import Any
 
 
 from pytest_toolbench.deferred_model import DeferredModel
-from pytest_toolbench.view.case_data import CHUNK, case_entry, case_payload
+from pytest_toolbench.view.case_data import CHUNK, case_entry, case_payload, share_texts
 from pytest_toolbench.view.diff_page import DiffPage, build_diff, diff_file, refusal
 from pytest_toolbench.view.groups import data_groups
 from pytest_toolbench.view.leaderboard import build_leaderboard
@@ -87,8 +87,8 @@ def _write_cases(run: ViewRun, data: Path) -> None:
     rows = [case_entry(i, c).model_dump() for i, c in enumerate(cases)]
     _write(folder / "index.js", js_data("index", run.key, len(cases), CHUNK, rows))
     for k in range(0, max(len(cases), 1), CHUNK):
-        chunk = [case_payload(i, cases[i]) for i in range(k, min(k + CHUNK, len(cases)))]
-        _write(folder / f"c{k // CHUNK}.js", js_data("chunk", run.key, k // CHUNK, chunk))
+        chunk, texts = share_texts([case_payload(i, cases[i]) for i in range(k, min(k + CHUNK, len(cases)))])
+        _write(folder / f"c{k // CHUNK}.js", js_data("chunk", run.key, k // CHUNK, chunk, texts))
 
 
 def _pairs(runs: Sequence[ViewRun], max_pairs: int) -> tuple[list[tuple[ViewRun, ViewRun]], dict[str, str]]:

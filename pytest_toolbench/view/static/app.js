@@ -37,8 +37,23 @@ TB.index = function (key, n, chunk, rows) {
   if (list && list.getAttribute("data-run") === key) TB.caseList(list, key);
 };
 
-TB.chunk = function (key, k, cases) {
+/* A chunk stores each long text it repeats once, in `texts`; a string value "\0" + n stands for
+ * texts[n], and one that really began with "\0" arrives with it doubled (view/case_data.py
+ * share_texts). Values are replaced in place: keys are never references. */
+TB.unshare = function (v, texts) {
+  if (typeof v === "string") {
+    if (v.charCodeAt(0) !== 0) return v;
+    return v.charCodeAt(1) === 0 ? v.slice(1) : texts[parseInt(v.slice(1), 10)];
+  }
+  if (v !== null && typeof v === "object") {
+    Object.keys(v).forEach(function (key) { v[key] = TB.unshare(v[key], texts); });
+  }
+  return v;
+};
+
+TB.chunk = function (key, k, cases, texts) {
   var id = key + "/" + k;
+  cases = TB.unshare(cases, texts || []);
   TB.chunks[id] = cases;
   (TB.waiting[id] || []).forEach(function (cb) { cb(cases); });
   delete TB.waiting[id];
