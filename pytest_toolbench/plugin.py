@@ -27,7 +27,7 @@ launcher.start_at_import()
 from pytest_toolbench.options import add_options  # noqa: E402  (after the SDK process's start)
 from pytest_toolbench.report import progress  # noqa: E402
 from pytest_toolbench.runtime.upcoming import set_current_item  # noqa: E402
-from pytest_toolbench.session import case_timing, gc_tuning, run_start, transport  # noqa: E402
+from pytest_toolbench.session import case_timing, gc_tuning, orphan, run_start, transport  # noqa: E402
 from pytest_toolbench.session.controller import ControllerHooks  # noqa: E402
 from pytest_toolbench.session.selection import has_toolbench_tests, parametrize_cases  # noqa: E402
 from pytest_toolbench.session.data_warning import warn_left_out_entry_points  # noqa: E402
@@ -67,6 +67,7 @@ def pytest_configure(config: pytest.Config) -> None:
         install_interrupts(config)
     else:
         config.pluginmanager.register(transport.WorkerReportHooks(), "toolbench-worker-reports")
+        orphan.watch_controller(config)  # a controller killed under it: session/orphan.py
         install_worker_hangup()
 
 
@@ -110,6 +111,7 @@ def pytest_sessionstart_validate(session: pytest.Session) -> Generator[None, Non
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:  # pytest-xdist hook (controller side)
     run_start.worker_input(node)
+    orphan.tell_worker(node)
     note_worker(node.config, node)
 
 

@@ -25,6 +25,7 @@ from pytest_toolbench.environments.retrieval import Embedders
 from pytest_toolbench.exitcodes import ToolbenchExit
 from pytest_toolbench.models.base import ChatModel
 from pytest_toolbench.session.case_timing import timed_wait
+from pytest_toolbench.session.orphan import killed_with_controller, stop_orphaned_worker
 from pytest_toolbench.session.sdk import sdk_link
 from pytest_toolbench.session.state import record_sandbox_state, run_dir, state
 from pytest_toolbench.session.transport import RESULT_KEY
@@ -183,6 +184,11 @@ def case_result(case: Case) -> CaseResult:
     result = timed_wait(node, runtime.result, case)  # its test's time is the case's (case_timing.py)
     node.stash[RESULT_KEY] = result
     if runtime.worker_journal is not None:  # backstop for the report channel (plugin.py)
+        # A case failed only because the run's controller was killed (its SDK process went
+        # with it) is no infrastructure error but a case the killed run never finished: not
+        # recorded, and the orphaned worker stops (session/orphan.py).
+        if killed_with_controller(node.config, result):
+            stop_orphaned_worker()
         runtime.worker_journal.append(result)
     if result.outcome is Outcome.ERROR and result.error is not None:
         attach_case(result, result.model or runtime.model.name)  # shown with the failed setup
