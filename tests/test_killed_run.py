@@ -3,11 +3,14 @@
 The end-to-end test kills a real ``pytest suites/toolhop -n 2`` run (its whole process group) once
 some results are journalled, then reads what the finished run folder gives a CI system: the
 report's partial flag, interruption, gates and exit status, its metrics against the results the
-journals held, and `toolbench runs` / `compare` reading it like any other run.
+journals held, and `toolbench runs` / `compare` reading it like any other run. Others kill the
+controller alone, whose orphaned workers must record nothing its death alone caused
+(session/orphan.py), against the SDK process dying alone in a live run.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -15,17 +18,21 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 
-from fake_openai_server import FakeOpenAIServer, delayed, reply
+from fake_openai_server import FakeOpenAIServer, HandlerResult, delayed, reply
 from pytest_toolbench.exitcodes import ToolbenchExit
 from pytest_toolbench.results import case_store
+from pytest_toolbench.results.case_result import CaseResult, InfraError, Outcome
 from pytest_toolbench.results.journal import read_journal
 from pytest_toolbench.results.partial_run import MISSING_UNKNOWN, RUN_COMPLETED, missing_text
 from pytest_toolbench.runs.record import RunIndex, RunStart, read_index, write_index
 from pytest_toolbench.session.killed_run import KILLED, KilledRunError, finish_killed_run
+from pytest_toolbench.session.orphan import ControllerWatch
 
 REPO = Path(__file__).resolve().parents[1]
 GATE = "toolhop.direct.accuracy>=0"  # passes on any answer: only the kill can fail the gates
@@ -261,6 +268,132 @@ def test_a_run_killed_before_any_result_still_gets_its_reports(tmp_path):
     assert float(suite.get("time")) == pytest.approx(index.finished - started, abs=0.01)
     props = {p.get("name"): p.get("value") for p in suite.find("properties").iter("property")}
     assert props["toolbench.data.kind"] == "sample" and "toolbench.data.toolhop" in props
+
+
+# --------------------------------------------------------------------------- the controller alone
+#: Requests answered at once before every later one hangs, in the runs below.
+FAST = 4
+
+
+@contextlib.contextmanager
+def _in_flight_run(tmp_path: Path) -> Iterator[tuple[subprocess.Popen, Path]]:
+    """A ``pytest suites/toolhop -n 2 --concurrency 2`` run (the shared SDK process, the default)
+    whose first :data:`FAST` requests are answered at once and every later one hangs; yielded
+    once both workers' later calls (four) are in flight. A case answered at once is reported
+    only once the test before it on its worker has ended, so not all of them may be journalled
+    by then. The run's process group is killed on the way out, whatever the test left of it."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+    answer = reply("<answer>x</answer>")
+
+    def handler(body: dict, index: int) -> HandlerResult:
+        if index >= FAST:
+            time.sleep(60)  # in flight until the run goes (a daemon thread of the server)
+        return answer(body, index)
+
+    runs = tmp_path / "runs"
+    with FakeOpenAIServer(handler) as server:
+        cmd = [sys.executable, "-m", "pytest", "suites/toolhop", "-q", "-p", "no:randomly",
+               "-p", "no:cacheprovider", "--data", "sample", "-n", "2", "--concurrency", "2",
+               "--runs-dir", str(runs), "--no-cache", "--base-url", server.base_url,
+               "--api-key", "t", "--model", "m"]
+        proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True, env=env, start_new_session=True)
+        try:
+            deadline = time.monotonic() + 180
+            while len(server.requests) < FAST + 4:
+                assert proc.poll() is None, f"the run ended too soon: {proc.communicate()}"
+                assert time.monotonic() < deadline, "no calls in flight in 180 s"
+                time.sleep(0.05)
+            yield proc, runs
+        finally:
+            with contextlib.suppress(ProcessLookupError):  # the group outlives its leader
+                os.killpg(proc.pid, signal.SIGKILL)
+            if proc.returncode is None:  # not read to its end by the test
+                proc.communicate(timeout=60)
+
+
+def test_a_controller_killed_alone_leaves_its_workers_cases_in_flight_not_run(tmp_path):
+    """The controller SIGKILLed alone (the OOM killer picks one process): the shared SDK process,
+    its child, goes with it, so the calls its orphaned workers had in flight fail as
+    ``sdk_process_gone``. The killed run never finished those cases: `toolbench finish` counts
+    them not run (killed), as every other case it left, not as infrastructure errors; and the
+    orphaned workers go without a word on the terminal the run left (xdist's "cannot send",
+    pluggy's PluggyTeardownRaisedWarning)."""
+    with _in_flight_run(tmp_path) as (proc, runs):
+        workers = psutil.Process(proc.pid).children()  # the two workers and the SDK process
+        os.kill(proc.pid, signal.SIGKILL)
+        # the orphans write to the pipe the controller left: its end is their end
+        orphans_said, _ = proc.communicate(timeout=60)
+        _, alive = psutil.wait_procs(workers, timeout=60)
+        assert not alive, f"outlived the controller: {alive}"
+    (run_dir,) = runs.iterdir()
+    journalled = _journalled(run_dir)
+    assert len(journalled) <= FAST  # answered cases only: nothing of the cases in flight
+    selection = case_store.read_selection(run_dir)
+    assert selection is not None and len(selection) == 18
+
+    done = cli("finish", run_dir.name, "--runs-dir", str(runs))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "sdk_process_gone" not in done.stdout and "--sdk-process inline" not in done.stdout
+    assert f"{len(journalled)} results scored from its journal" in done.stdout
+    report = json.loads((run_dir / "report.json").read_text())
+    cases = case_store.read_cases(run_dir)
+    assert sorted(c.case_id for c in cases) == sorted(journalled)
+    assert [c.error for c in cases] == [None] * len(journalled)
+    missing = report["run"]["missing_cases"]
+    assert missing == [i for i in selection if i not in journalled] and len(missing) >= 18 - FAST
+    assert report["run"]["interrupted_by"] == KILLED
+    assert "sdk_process_gone" not in json.dumps(report)
+    # and the orphans went without a word
+    assert "cannot send" not in orphans_said and "PluggyTeardownRaisedWarning" not in orphans_said
+    assert "INTERNALERROR" not in orphans_said, orphans_said
+
+
+def test_the_sdk_process_dying_alone_in_a_live_run_is_still_an_infrastructure_error(tmp_path):
+    """The other side of the test above: the SDK process killed while the controller lives is a
+    real infrastructure error of each case it failed, recorded by the run's own end."""
+    with _in_flight_run(tmp_path) as (proc, runs):
+        (sdk,) = [p for p in psutil.Process(proc.pid).children()
+                  if "pytest_toolbench.models.sdk_process.server" in p.cmdline()]
+        sdk.kill()
+        out, _ = proc.communicate(timeout=120)
+    (run_dir,) = runs.iterdir()
+    report = json.loads((run_dir / "report.json").read_text())
+    assert not report["partial"] and report["run"]["missing_cases"] == [], out
+    kinds = [c.error.kind if c.error else None for c in case_store.read_cases(run_dir)]
+    assert len(kinds) == 18 and kinds.count(None) == FAST, out
+    assert set(kinds) - {None} == {"sdk_process_gone"}
+    assert "--sdk-process inline" in out  # the hint, as before
+
+
+def _errored(kind: str | None) -> CaseResult:
+    return CaseResult(case_id="toolhop-1-direct", benchmark="toolhop", scenario="direct",
+                      outcome=Outcome.ERROR if kind else Outcome.FAILED,
+                      error=InfraError(kind=kind, message="x") if kind else None)
+
+
+def test_a_worker_drops_only_what_its_controllers_death_caused():
+    """The rule the end-to-end tests above follow (session/orphan.py): a result is dropped only
+    for an error the controller's death causes, once the controller is gone; a controller that
+    outlives the grace clears the SDK process's death as its own, once for the process."""
+    orphaned = ControllerWatch(os.getpid(), grace_s=0.0)  # not this process's parent: "gone"
+    assert orphaned.controller_gone()
+    assert orphaned.killed_with_controller(_errored("sdk_process_gone"))
+    assert not orphaned.killed_with_controller(_errored("timeout"))
+    assert not orphaned.killed_with_controller(_errored(None))
+
+    alive = ControllerWatch(os.getppid(), grace_s=0.2)
+    started = time.monotonic()
+    assert not alive.controller_gone()
+    assert not alive.killed_with_controller(_errored("sdk_process_gone"))
+    assert time.monotonic() - started >= 0.2 and alive.sdk_died_alone
+    started = time.monotonic()
+    assert not alive.killed_with_controller(_errored("sdk_process_gone"))
+    assert time.monotonic() - started < 0.1  # decided once
+
+    unwatched = ControllerWatch(None)  # not the controller's child (e.g. an ssh worker)
+    assert not unwatched.controller_gone()
+    assert not unwatched.killed_with_controller(_errored("sdk_process_gone"))
 
 
 # --------------------------------------------------------------------------- refusals
