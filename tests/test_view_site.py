@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -128,6 +129,12 @@ def test_a_chunk_stores_each_repeated_long_text_once() -> None:
     assert shared[0]["details"]["short"] == "s" * 10
     assert unshare_texts(shared, texts) == cases
     assert len(js_literal([shared, texts])) < len(js_literal(cases)) - 2 * len(prompt)
+    deep: Any = "leaf"
+    for _ in range(900):  # a model's arguments, parsed as deep as upstream's json.loads allows
+        deep = [deep]
+    whole = [{"details": {"arguments": deep}, "transcript": [{"content": prompt}, {"content": "\x00"}]}]
+    assert share_texts(whole) == (whole, None) and unshare_texts(whole, None) is whole
+    js_literal(whole)  # and the chunk is still written
 
 
 def test_the_side_by_side_page_has_compares_numbers_and_links_both_transcripts(site: Path, runs: dict) -> None:

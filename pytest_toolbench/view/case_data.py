@@ -92,13 +92,15 @@ def case_payload(i: int, c: CaseResult) -> dict[str, Any]:
     }
 
 
-def share_texts(cases: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
+def share_texts(cases: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str] | None]:
     """A chunk's payloads with every long text replaced by a reference into the returned
     ``texts``, where each distinct one is stored once. A FamilyTool chunk repeats its knowledge
     graph and tool documents in each case's prompt (extraction and tool use): the real data's
     site took 72 MB, 48 MB with its texts shared. ``static/app.js`` (``TB.unshare``) and
     :func:`unshare_texts` undo it; dict keys are left as they are. One pass: a long text seen
-    once costs its reference's few bytes."""
+    once costs its reference's few bytes. A chunk nested deeper than Python's stack allows (a
+    model's arguments, 900 levels down) comes back as it was, with ``texts`` None: written whole,
+    as before sharing, and read as it is."""
     texts: list[str] = []
     refs: dict[str, str] = {}
 
@@ -118,15 +120,24 @@ def share_texts(cases: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list
             return {k: share(v) for k, v in value.items()}
         if kind is list or kind is tuple:
             return [share(v) for v in value]
-        if isinstance(value, str):  # a str subclass (an enum's value): as text
+        if isinstance(value, str):  # subclasses (an enum's value, an OrderedDict): as their base
             return share(str(value))
+        if isinstance(value, dict):
+            return share(dict(value))
+        if isinstance(value, (list, tuple)):
+            return share(list(value))
         return value
 
-    return [share(case) for case in cases], texts
+    try:
+        return [share(case) for case in cases], texts
+    except RecursionError:
+        return cases, None
 
 
-def unshare_texts(value: Any, texts: list[str]) -> Any:
+def unshare_texts(value: Any, texts: list[str] | None) -> Any:
     """What :func:`share_texts` took in (``static/app.js``'s ``TB.unshare``, in Python)."""
+    if texts is None:  # a chunk written whole
+        return value
     if isinstance(value, str):
         if not value.startswith(TEXT_MARK):
             return value

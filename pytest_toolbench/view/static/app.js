@@ -53,7 +53,7 @@ TB.unshare = function (v, texts) {
 
 TB.chunk = function (key, k, cases, texts) {
   var id = key + "/" + k;
-  cases = TB.unshare(cases, texts || []);
+  if (texts) cases = TB.unshare(cases, texts);  // null: a chunk too deep to share, written whole
   TB.chunks[id] = cases;
   (TB.waiting[id] || []).forEach(function (cb) { cb(cases); });
   delete TB.waiting[id];
