@@ -161,24 +161,28 @@ assert "openai" in sys.modules
     assert out.stdout.strip() == "bad_response"
 
 
-def test_collecting_every_suite_imports_neither_numpy_nor_the_sdk(tmp_path: Path) -> None:
-    """Every pytest process (each xdist worker, --collect-only, --help) imports the plugin, the
-    fixtures and every benchmark; numpy (~70 ms) waits for an index or a metric to be built."""
-    probe = tmp_path / "import_probe.py"
-    probe.write_text(
-        "import sys\n"
-        "def pytest_collection_finish(session):\n"
-        "    heavy = [m for m in ('numpy', 'openai', 'faiss', 'torch', 'networkx') if m in sys.modules]\n"
-        "    print('HEAVY', heavy)\n"
-    )
+def pytest_with_import_probe(tmp_path: Path, hook: str, modules: tuple[str, ...], args: list[str]) -> str:
+    """pytest's stdout for ``args``, with a plugin that prints, at ``hook``, which of ``modules``
+    the process has imported (``IMPORTED [...]``); the command must succeed."""
+    (tmp_path / "import_probe.py").write_text(
+        f"import sys\ndef {hook}:\n"
+        f"    print('IMPORTED', [m for m in {modules!r} if m in sys.modules])\n")
     env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{REPO}"}
     out = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "import_probe", "-s", "--collect-only", "-q",
-         "-p", "no:cacheprovider", "suites"],
+        [sys.executable, "-m", "pytest", "-p", "import_probe", "-s", "-q", "-p", "no:cacheprovider", *args],
         cwd=REPO, capture_output=True, text=True, env=env,
     )
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
-    assert "HEAVY []" in out.stdout, out.stdout[-2000:]
+    return out.stdout
+
+
+def test_collecting_every_suite_imports_neither_numpy_nor_the_sdk(tmp_path: Path) -> None:
+    """Every pytest process (each xdist worker, --collect-only, --help) imports the plugin, the
+    fixtures and every benchmark; numpy (~70 ms) waits for an index or a metric to be built."""
+    stdout = pytest_with_import_probe(
+        tmp_path, "pytest_collection_finish(session)", ("numpy", "openai", "faiss", "torch", "networkx"),
+        ["--collect-only", "suites"])
+    assert "IMPORTED []" in stdout, stdout[-2000:]
     code = """
 import sys
 from pytest_toolbench.results.bootstrap import bootstrap_mean
@@ -193,23 +197,12 @@ def test_a_toolhop_run_leaves_the_sandbox_side_imports_to_the_sandbox(tmp_path: 
     """The tool-execution module builds upstream's script globals at import (``requests``,
     ``tqdm``: ~75 ms), which the zygote needs once; the pytest process only reads its nesting
     limit, from a module of its own, and never imports it."""
-    probe = tmp_path / "import_probe.py"
-    probe.write_text(
-        "import sys\n"
-        "def pytest_unconfigure(config):\n"
-        "    seen = [m for m in ('pytest_toolbench.benchmarks.toolhop.execution', 'requests',\n"
-        "                        'tqdm') if m in sys.modules]\n"
-        "    print('SANDBOX_SIDE', seen)\n"
-    )
-    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{REPO}"}
-    out = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "import_probe", "-s", "-q", "-p", "no:cacheprovider",
-         "suites/toolhop", "--data", "sample", "--model", "oracle", "-k", "direct",
-         "--runs-dir", str(tmp_path / "runs")],
-        cwd=REPO, capture_output=True, text=True, env=env,
-    )
-    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
-    assert "SANDBOX_SIDE []" in out.stdout, out.stdout[-2000:]
+    stdout = pytest_with_import_probe(
+        tmp_path, "pytest_unconfigure(config)",
+        ("pytest_toolbench.benchmarks.toolhop.execution", "requests", "tqdm"),
+        ["suites/toolhop", "--data", "sample", "--model", "oracle", "-k", "direct",
+         "--runs-dir", str(tmp_path / "runs")])
+    assert "IMPORTED []" in stdout, stdout[-2000:]
 
 
 # ----------------------------------------------------------------------------- the window a worker hands out
