@@ -180,3 +180,50 @@ def test_without_a_jail_the_host_view_is_reported(layer: str, why: str) -> None:
             "seccomp": True, "bubblewrap": False, "network_namespace": True, "filesystem_view": "jail"}
     assert merge_isolation_states([jail, jail])["filesystem_view"] == "jail"
     assert merge_isolation_states([jail, {**jail, "filesystem_view": "host"}])["filesystem_view"] == "host"
+
+
+STAMP = """def jail_stamp(mtime=0):
+    import os
+    out = {}
+    for path in ("/", os.path.dirname(os.getcwd())):
+        try:
+            os.utime(path, (mtime, mtime))
+            os.chmod(path, 0o700)
+            out[path] = "changed"
+        except OSError as exc:
+            out[path] = exc.strerror
+    return out
+"""
+LOOK = """def jail_look():
+    import os
+    return {p: [os.stat(p).st_mode & 0o7777, int(os.stat(p).st_mtime)]
+            for p in ("/", os.path.dirname(os.getcwd()))}
+"""
+
+
+def test_a_call_cannot_change_the_jails_own_directories(jail: None) -> None:
+    """Landlock does not govern chmod or utime: on a writable jail a call set the mode and time
+    of ``/`` and of its folder's parent, and the next call read them (a channel from call to
+    call; ``chmod('/', 0)`` made every later call of the zygote crash). The jail is read-only
+    to the calls: each answers EROFS, and the next call finds the jail as it was. (The audit
+    hook, a second line a tool can unhook, is off: the kernel layers answer.)"""
+    with ToolSandbox(SandboxLimits(**LIMITS), preload=PRELOAD, disable_layers=("audit_hook",)) as sb:
+        _jail_stays_as_it_was(sb)
+
+
+def _jail_stays_as_it_was(sb: ToolSandbox) -> None:
+    before = tool(sb, LOOK, "jail_look")
+    got = tool(sb, STAMP, "jail_stamp", mtime=1234567)
+    assert set(got.values()) == {os.strerror(errno.EROFS)}, got
+    after = tool(sb, LOOK, "jail_look")
+    # (the zygote's own mkdir of the next call's folder may move its parent's time: not its mode)
+    assert {p: mode for p, (mode, _) in after.items()} == {p: mode for p, (mode, _) in before.items()}
+    assert 1234567 not in [mtime for _, mtime in after.values()], after
+    assert sb.describe()["isolation"]["verified_jail_read_only"] is True
+    # and the calls' own folders still come and go beneath it
+    wrote = run(sb, "def f():\n    open('x', 'w').write('y')\n    return open('x').read()")
+    assert wrote["value"] == "y", wrote
+    locked = tool(sb, STAMP.replace("0o700", "0"), "jail_stamp")
+    assert set(locked.values()) == {os.strerror(errno.EROFS)}, locked
+    assert tool(sb, LOOK, "jail_look")  # the next call still runs
+

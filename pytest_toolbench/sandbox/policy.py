@@ -139,9 +139,32 @@ def bind_read_only(source: str, target: str, device: bool = False) -> None:
     without device nodes unless ``device`` (``/dev/null`` itself is one). Not recursive: what
     another file system mounts beneath ``source`` stays out of sight."""
     _mount(source, target, None, _MS_BIND)
+    _remount_read_only(target, device)
+
+
+def _remount_read_only(target: str, device: bool = False) -> None:
+    """The mount at ``target`` made read-only (this mount only: a bind of the same file system
+    elsewhere stays as it was), keeping the flags it has."""
     have = os.statvfs(target).f_flag
     flags = _MS_BIND | _MS_REMOUNT | _MS_RDONLY | _MS_NOSUID | (0 if device else _MS_NODEV)
     _mount(None, target, None, flags | sum(ms for st_flag, ms in _KEPT_FLAGS if have & st_flag))
+
+
+def seal_jail(root: str, writable: str) -> None:
+    """Make the jail's own tmpfs (``root``, built by :func:`build_jail`) read-only for good, and
+    give the zygote a writable view of it at ``writable`` (an empty directory outside the jail),
+    where it makes and removes the calls' mount points. Landlock refuses a call every write in
+    the jail, but not ``chmod`` or ``utime`` (it does not govern file metadata): on a writable
+    tmpfs a call could change the modes and times of the jail's own directories (``/``, the
+    pool folder's skeleton), which outlive it, so the next call would find them (a channel from
+    call to call) or be locked out of its own paths (``chmod('/', 0)``). Read-only, each answers
+    ``EROFS``. Non-recursive bind: the read-only binds beneath ``root`` are not in the view."""
+    _mount(root, writable, None, _MS_BIND)
+    try:
+        _remount_read_only(root)
+    except OSError:
+        detach(writable)
+        raise
 
 
 def _under(path: str, roots: Sequence[str]) -> bool:

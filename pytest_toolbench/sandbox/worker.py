@@ -71,6 +71,7 @@ class Zygote:
         self.lock_fd: int | None = config.get("lock_fd")
         self.tmpdir = os.path.realpath(config["tmpdir"])
         self.jail: str | None = None  # the calls' file-system root, once built (_setup_jail)
+        self.jail_rw: str | None = None  # the zygote's writable view of the (read-only) jail
         limits = config["limits"]
         self.cap = int(limits.get("output_cap", 0))
         self.cpu_seconds = float(limits["cpu_seconds"])
@@ -217,12 +218,12 @@ class Zygote:
         self.calls += 1
         workdir = os.path.join(self.tmpdir, f"call-{self.calls}")
         hostdir = self.jail + workdir if self.jail else workdir
-        os.mkdir(hostdir, 0o700)
+        os.mkdir(self._writable(hostdir), 0o700)  # the jail is read-only: made through its view
         if self.tmpfs:
             try:
                 policy.mount_tmpfs(hostdir, self.disk_bytes, self.disk_inodes)
             except OSError:
-                os.rmdir(hostdir)
+                os.rmdir(self._writable(hostdir))
                 raise
         req_r, req_w = os.pipe()
         rep_r, rep_w = os.pipe()
@@ -237,6 +238,13 @@ class Zygote:
         os.close(req_r)
         os.close(rep_w)
         return pid, req_w, rep_r, hostdir
+
+    def _writable(self, path: str) -> str:
+        """``path`` in the jail as the zygote changes it: through its writable view (the
+        calls see the jail read-only, so they cannot change its directories' modes or times)."""
+        if self.jail and self.jail_rw and path.startswith(self.jail + os.sep):
+            return self.jail_rw + path[len(self.jail):]
+        return path
 
     def prepare(self) -> None:
         """Fork the next call's child now, while the pool and the model are busy elsewhere."""
@@ -327,7 +335,7 @@ class Zygote:
                 policy.detach(workdir)
             except OSError as exc:
                 problem = str(exc)
-        problem = cleanup.remove_tree(workdir) or problem
+        problem = cleanup.remove_tree(self._writable(workdir)) or problem
         if problem:
             print(f"sandbox: clean-up of {workdir}: {problem}", file=sys.stderr, flush=True)
 
@@ -408,6 +416,8 @@ class Zygote:
         for i, path in enumerate(self.config.get("protected", ())):
             checks[f"verified_protected_{i}_refused"] = f"__import__('os').listdir({path!r})"
         checks["verified_host_paths_hidden"] = f"_all_hidden({self._hidden_probe_paths()!r})"
+        if self.jail:  # its root: a mode or time set there would outlive the call
+            checks["verified_jail_read_only"] = "__import__('os').utime('/')"
         checks.update({
             "verified_socket_refused": "__import__('_socket').socket(2, 1).close()",
             "verified_sysv_ipc_refused": "_sysv_ipc()",
@@ -453,8 +463,8 @@ class Zygote:
     _SECCOMP_CHECKS = ("verified_socket_refused", "verified_sysv_ipc_refused", "verified_pipe_refused",
                        "verified_memfd_refused", "verified_kernel_log_refused", "verified_fanotify_refused",
                        "verified_other_pids_refused")
-    _NOT_LANDLOCK = (*_SECCOMP_CHECKS, "verified_host_paths_hidden", "verified_no_capabilities",
-                     "verified_pid_namespace")
+    _NOT_LANDLOCK = (*_SECCOMP_CHECKS, "verified_host_paths_hidden", "verified_jail_read_only",
+                     "verified_no_capabilities", "verified_pid_namespace")
 
     def startup(self) -> dict[str, Any]:
         info = self.info
@@ -494,6 +504,9 @@ class Zygote:
         if self.jail and not info.get("verified_host_paths_hidden"):
             info["filesystem_view"] = "host"
             info["filesystem_view_note"] = "a jail was built, but the probe could stat host paths from it"
+        elif self.jail and not info.get("verified_jail_read_only"):
+            info["filesystem_view"] = "host"
+            info["filesystem_view_note"] = "a jail was built, but the probe could change its root's times"
         if self.pidns.init_pid is not None and not info["verified_pid_namespace"]:
             info["pid_namespace"], info["pid_namespace_note"] = False, "entered, but the probe saw its host pid"
         # The per-layer flags say what held, as missing_layers does (never "seccomp: true"
@@ -642,14 +655,30 @@ class Zygote:
                 bound = policy.build_jail(root, [*self.read_paths, os.devnull],
                                           [*policy.jail_link_paths(self.config["package_dir"]), *self.job_paths],
                                           [self.tmpdir])
+                # Read-only for the calls (Landlock does not govern chmod/utime); the zygote
+                # makes the calls' mount points through a writable view outside it.
+                writable = os.path.join(self.tmpdir, "jail-rw")
+                os.mkdir(writable, 0o700)
+                try:
+                    policy.seal_jail(root, writable)
+                except OSError:
+                    try:
+                        policy.detach(root)  # its binds go with it
+                    except OSError:
+                        pass
+                    os.rmdir(writable)
+                    raise
             except OSError as exc:
                 note = f"building it failed: {exc}"
                 cleanup.remove_tree(root)
             else:
+                self.jail_rw = writable
                 self.jail, note = root, (
                     f"each call is chrooted into a tmpfs holding read-only binds of {len(bound)} paths "
                     "(the Python installation, the package, system libraries and time zones, "
-                    "/dev/null, /dev/urandom...) and its own directory; nothing else exists for it")
+                    "/dev/null, /dev/urandom...) and its own directory; nothing else exists for it, "
+                    "and the jail's own directories are read-only (no mode or time a call sets "
+                    "outlives it)")
                 info["jail_binds"] = bound
         info["filesystem_view"] = "jail" if self.jail else "host"
         info["filesystem_view_note"] = note if self.jail else (
@@ -697,11 +726,12 @@ class Zygote:
         self.pidns.close()
         if self.cgroup is not None:
             self.cgroup.remove()
-        if self.jail:
-            try:
-                policy.detach(self.jail)  # the binds and call tmpfs beneath go with it
-            except OSError:
-                pass
+        for mount in (self.jail_rw, self.jail):
+            if mount:
+                try:
+                    policy.detach(mount)  # the binds and call tmpfs beneath go with it
+                except OSError:
+                    pass
         cleanup.remove_tree(self.tmpdir)
 
     def _serve_one(self) -> bool:
