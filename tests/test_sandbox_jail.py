@@ -227,3 +227,33 @@ def _jail_stays_as_it_was(sb: ToolSandbox) -> None:
     assert set(locked.values()) == {os.strerror(errno.EROFS)}, locked
     assert tool(sb, LOOK, "jail_look")  # the next call still runs
 
+
+CHMOD = """def chmod_host(path=''):
+    import os
+    out = {}
+    for what, change in (("chmod", lambda: os.chmod(path, 0o777)),
+                         ("utime", lambda: os.utime(path, (0, 0)))):
+        try:
+            change()
+            out[what] = "changed"
+        except OSError as exc:
+            out[what] = exc.strerror
+    return out
+"""
+
+
+@pytest.mark.parametrize("layer", ["jail", "tmpfs"])
+def test_without_a_jail_a_call_cannot_change_modes_or_times_of_host_files(layer: str, tmp_path: Path) -> None:
+    """Landlock does not govern chmod or utime. On the host's tree (no jail: an ordinary user
+    without user namespaces) a call could make any file of the harness's uid world-readable
+    or writable (``~/.ssh/id_rsa``, the project, its .venv) and stamp their times; without a
+    jail the syscall filter refuses both."""
+    secret = tmp_path / "id_rsa"
+    secret.write_text("key")
+    secret.chmod(0o600)
+    os.utime(secret, (1_000_000, 1_000_000))
+    with ToolSandbox(SandboxLimits(**LIMITS), preload=PRELOAD, disable_layers=(layer, "audit_hook")) as box:
+        assert box.describe()["isolation"]["filesystem_view"] == "host"
+        got = tool(box, CHMOD, "chmod_host", path=str(secret))
+    assert got == {"chmod": os.strerror(errno.EPERM), "utime": os.strerror(errno.EPERM)}, got
+    assert secret.stat().st_mode & 0o777 == 0o600 and int(secret.stat().st_mtime) == 1_000_000

@@ -69,6 +69,14 @@ ALLOWED_X86_64: dict[str, int] = {
     "sched_get_priority_min": 147, "getcpu": 309, "getrandom": 318,
 }
 
+#: Calls that change a file's mode or times. Landlock does not govern them (it has no right for
+#: file metadata): on the host's tree a call could ``chmod``/``utime`` any file of the harness's
+#: uid, the project, its ``.venv`` and the home folder included (``chmod 644 ~/.ssh/id_rsa``
+#: hands a key to every user of the machine). In the jail everything but the call's own
+#: directory is read-only (EROFS), so they stay allowed there; without a jail they are refused.
+FILE_METADATA_X86_64: tuple[str, ...] = ("chmod", "fchmod", "fchmodat", "utime", "utimes",
+                                         "futimesat", "utimensat")
+
 #: Calls allowed only when the pid they name (their first argument) is the caller's own:
 #: ``0`` (itself) or its own pid. ``kill`` takes only its own pid: ``0`` is its process group
 #: (the zygote's), ``-1`` every process it may signal.
@@ -174,9 +182,10 @@ def _guarded(nr: int, block: list[Insn]) -> list[Insn]:
     return [(_JEQ_K, 0, len(block), nr), *block]
 
 
-def program(own_pid: int) -> list[Insn]:
+def program(own_pid: int, file_metadata: bool = True) -> list[Insn]:
     """The filter for a process whose pid (as it sees itself) is ``own_pid``. Jumps stay short
-    (each test is followed by its own return), so the program can grow without 8-bit overflows."""
+    (each test is followed by its own return), so the program can grow without 8-bit overflows.
+    ``file_metadata``: whether :data:`FILE_METADATA_X86_64` are allowed (only in the jail)."""
     prog: list[Insn] = [
         _ld(_ARCH), (_JEQ_K, 1, 0, _AUDIT_ARCH_X86_64), _ret(_DENY),
         _ld(_NR), (_JGE_K, 0, 1, 0x40000000), _ret(_DENY),  # the x32 ABI
@@ -196,7 +205,8 @@ def program(own_pid: int) -> list[Insn]:
     reload([[(_JEQ_K, 0, 1, _FLOCK), _ret(_DONE)]])
     reload([_guarded(_IOCTL, _command_block(_ARG1, IOCTL_ALLOWED, refuse=_ENOTTY))])
     reload([_guarded(_PRCTL, _command_block(_ARG0, PRCTL_ALLOWED))])
-    for nr in sorted(ALLOWED_X86_64.values()):
+    refused = set() if file_metadata else {ALLOWED_X86_64[name] for name in FILE_METADATA_X86_64}
+    for nr in sorted(set(ALLOWED_X86_64.values()) - refused):
         prog += [(_JEQ_K, 0, 1, nr), _ret(_ALLOW)]
     prog.append(_ret(_DENY))
     return prog
@@ -232,12 +242,13 @@ class SyscallFilter:
     own pid (a few words of the inherited array) and installs it last, after every privileged
     step of the confinement. Building the program in every child cost a millisecond a call."""
 
-    def __init__(self) -> None:
+    def __init__(self, file_metadata: bool = True) -> None:
+        self.file_metadata = file_metadata
         self.available = os.uname().machine == "x86_64"
         self.note = "" if self.available else f"the syscall allowlist is written for x86_64, not {os.uname().machine}"
         if not self.available:
             return
-        insns = program(_PLACEHOLDER_PID)
+        insns = program(_PLACEHOLDER_PID, file_metadata)
         _check_jumps(insns)
         self._array = (_SockFilter * len(insns))(*[_SockFilter(*insn) for insn in insns])
         self._pid_slots = [i for i, insn in enumerate(insns) if insn[0] == _JEQ_K and insn[3] == _PLACEHOLDER_PID]
@@ -259,4 +270,5 @@ class SyscallFilter:
                       "signals and threads of its own process); calls naming a pid only on itself; "
                       "no sockets, exec, fork, pipes, memfd, shared memory, mount, namespaces, "
                       "ptrace, fanotify/inotify/dnotify, leases, locks on others' files, signals "
-                      "by file ownership, kernel log or clock setting")
+                      "by file ownership, kernel log or clock setting"
+                      + ("" if self.file_metadata else "; no chmod or utime (no jail)"))

@@ -476,6 +476,8 @@ class Zygote:
         self._setup_cgroup()
         self._setup_mounts()
         self._setup_jail()
+        if not self.jail:  # the host's tree: chmod and utime would reach any file of this uid
+            self.seccomp = syscall_filter.SyscallFilter(file_metadata=False)
         if self.config.get("network_isolation", True) and "namespaces" not in self.disabled:
             info["network_namespace"], info["network_namespace_note"] = policy.enter_namespaces()
         else:
@@ -683,7 +685,8 @@ class Zygote:
         info["filesystem_view"] = "jail" if self.jail else "host"
         info["filesystem_view_note"] = note if self.jail else (
             f"no jail ({note}): calls see the host's paths (Landlock refuses their contents, "
-            "not stat/readlink/access of them)")
+            "not stat/readlink/access of them; chmod and utime, which Landlock does not govern "
+            "either, are refused by the syscall filter)")
 
     def _hidden_probe_paths(self) -> list[str]:
         """Host paths the jail must hide from the probe: this folder's own files, and each

@@ -8,5 +8,8 @@ def deep_tree(depth: int = 1500):
         os.mkdir("d")
         os.chdir("d")
         if i % 100 == 99:
-            os.chmod("..", 0)
+            try:
+                os.chmod("..", 0)
+            except PermissionError:  # no jail: the syscall filter refuses chmod
+                pass
     return depth
