@@ -350,16 +350,18 @@ class RunSettings(DeferredModel):
     @property
     def resolved_backend(self) -> str:
         """The provider that builds the model: ``oracle``/``replay`` from ``--model``, else
-        ``--backend``, else (``auto``) openai or vllm."""
+        ``--backend``, else (``auto``) openai or vllm: an endpoint named (``--base-url``,
+        ``$OPENAI_BASE_URL``) is served there; else the embedded model or a model folder is
+        served by vLLM here, whatever key the environment holds (no OpenAI endpoint serves
+        either, and ``make run`` with ``$OPENAI_API_KEY`` set sent the embedded model's name,
+        and the key, to api.openai.com); else OpenAI."""
         if self.model == "oracle":
             return "oracle"
         if self.model.startswith("replay:"):
             return "replay"
         if self.backend != "auto":
             return self.backend
-        if self.base_url or os.environ.get("OPENAI_BASE_URL") or self.api_key or os.environ.get(
-            "OPENAI_API_KEY"
-        ):
+        if self.base_url or os.environ.get("OPENAI_BASE_URL"):
             return "openai"
         if self.model == EMBEDDED_MODEL or Path(self.model).is_dir():
             return "vllm"

@@ -115,4 +115,9 @@ def test_the_record_names_the_provider_backend_auto_resolved_to(monkeypatch, tmp
         "oracle": "oracle", "endpoint": "openai", "model folder": "vllm", "named": "vllm"}
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     assert RunSettings(model="gpt-4o").recorded()["backend"] == "openai"
+    # a key in the environment names no server: the embedded model and a model folder stay
+    # on vLLM (make run in a shell that holds a key went to api.openai.com)
+    assert RunSettings().recorded()["backend"] == "vllm"
+    assert RunSettings(model=str(tmp_path)).recorded()["backend"] == "vllm"
+    assert RunSettings(model=str(tmp_path), base_url="http://127.0.0.1:9/v1").recorded()["backend"] == "openai"
     assert "sk-test" not in json.dumps(RunSettings(model="gpt-4o").recorded())
