@@ -363,3 +363,22 @@ def test_sigterm_ends_a_run_within_seconds_whatever_its_tools_do(tmp_path: Path)
     assert waited < 15, f"the run took {waited:.1f} s to end after SIGTERM"
     time.sleep(1.0)  # the zygotes notice their pool went away and remove their folders
     assert not list(sandbox_tmp.glob("toolbench-sandbox-*")), "a sandbox folder outlived the run"
+
+
+UNPRINTABLE = """def unprintable():
+    class Unprintable(Exception):
+        def __str__(self):
+            raise Unprintable()
+    raise Unprintable()
+"""
+
+
+def test_an_exception_whose_text_raises_is_a_tool_error_with_a_reason(sb: ToolSandbox) -> None:
+    """ToolHop's job renders the tool's exception (``str(e)``, as upstream); an exception whose
+    ``__str__`` raises again escaped the job, and the child died without a reply ("exited with
+    status 70"): the model and the report got no reason. Now the job's failure says what it was."""
+    out = call(sb, UNPRINTABLE, "unprintable")
+    assert out.status == "crashed", out
+    assert "Unprintable (its text could not be rendered" in out.detail, out.detail
+    assert "status 70" not in out.detail
+    innocent(sb)

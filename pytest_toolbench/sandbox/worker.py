@@ -57,6 +57,21 @@ def resolve_job(job: str, job_modules: Sequence[str] = ()) -> Callable[[dict], A
     return func
 
 
+def _exception_text(exc: BaseException) -> str:
+    """``Type: text`` of what a job raised. The exception may be the tool's own, whose
+    ``__str__`` raises (or returns a str subclass with code of its own): that is still a tool
+    error with a reason, not a child that dies without a reply ("exited with status 70")."""
+    try:
+        name = str.__str__(type(exc).__name__)  # a plain str: no __format__ of the tool's
+    except BaseException:  # noqa: BLE001 - a hostile metaclass
+        name = "an exception"
+    try:
+        text = str.__str__(str(exc))
+    except BaseException:  # noqa: BLE001 - its own text raised
+        return f"{name} (its text could not be rendered: its __str__ raised)"
+    return f"{name}: {text}"
+
+
 MB = 1024 * 1024
 #: How often the zygote measures a call's directory when no tmpfs caps it (the fallback).
 _WATCH_S = 0.05
@@ -195,7 +210,7 @@ class Zygote:
                     data = protocol.encode({"ok": True, "value": value, "confinement": self.confined})
             except BaseException as exc:  # the trusted job raised: report it as data
                 vars(builtins).update(pristine)
-                detail = protocol.cap_text(f"{type(exc).__name__}: {exc}", self.cap)
+                detail = protocol.cap_text(_exception_text(exc), self.cap)
                 data = protocol.encode({"ok": False, "detail": detail})
             protocol.write_all(reply_fd, data)
         except BaseException:  # noqa: BLE001 - the zygote reports "no reply" with our exit status
