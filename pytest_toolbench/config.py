@@ -332,7 +332,7 @@ class RunSettings(DeferredModel):
         """The settings as a run's record keeps them: JSON values, without the API key, and
         with any secret among the vLLM server's arguments masked (``--vllm-arg=--hf-token=X``;
         secret_args.py). ``--backend auto`` is kept as the provider it resolved to here, from
-        the environment (``OPENAI_API_KEY``, a model folder): "auto" would leave the leaderboard,
+        the environment (``OPENAI_BASE_URL``, a model folder): "auto" would leave the leaderboard,
         ``toolbench runs`` and a ``toolbench finish`` run elsewhere unable to say what served it."""
         dumped = self.model_dump(mode="json", exclude={"api_key"})
         if dumped["backend"] == "auto":
