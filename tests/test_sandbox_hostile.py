@@ -218,6 +218,42 @@ def test_remove_tree_handles_anything_a_tool_can_build(tmp_path: Path) -> None:
     assert cleanup.remove_tree(str(top)) is None  # already gone: fine
 
 
+def test_the_disk_watchdog_never_follows_a_directory_swapped_for_a_symlink(tmp_path: Path, monkeypatch) -> None:
+    """The watchdog measures a running tool's tree: between finding a mode-000 directory and
+    giving it rwx, the tool may swap in a symlink to any file of the harness's uid; the chmod
+    must not follow it (the race, played by an os.open that swaps the entry and refuses)."""
+    import stat
+
+    from pytest_toolbench.sandbox import cleanup
+
+    top = tmp_path / "tree"
+    (top / "d").mkdir(parents=True)
+    (top / "d" / "f").write_bytes(b"x" * 10_000)
+    target = tmp_path / "id_rsa"
+    target.write_text("secret")
+    target.chmod(0o600)
+    real_open = os.open
+
+    def swapping_open(name, flags, *args, dir_fd=None, **kwargs):
+        if name == "d" and dir_fd is not None and not (top / "d").is_symlink():
+            (top / "d" / "f").unlink()
+            (top / "d").rmdir()
+            (top / "d").symlink_to(target)
+            raise PermissionError(13, "Permission denied", name)
+        return real_open(name, flags, *args, dir_fd=dir_fd, **kwargs)
+
+    monkeypatch.setattr(cleanup.os, "open", swapping_open)
+    assert cleanup.usage(str(top), 10**9, 10**6) is None
+    monkeypatch.undo()
+    assert stat.S_IMODE(target.stat().st_mode) == 0o600 and target.read_text() == "secret"
+    # a directory the tool made mode 000 is still opened and counted
+    (top / "d").unlink()
+    (top / "d").mkdir()
+    (top / "d" / "f").write_bytes(b"x" * 200_000)
+    os.chmod(top / "d", 0)
+    assert cleanup.usage(str(top), 100_000, 10**6) == "more than 0 MB of disk"
+
+
 def test_without_a_tmpfs_the_watchdog_caps_disk_and_cleans_up() -> None:
     """The fallback where no mount namespace is possible: a deep tree is still removed, and a
     call over the disk cap is killed by the zygote."""

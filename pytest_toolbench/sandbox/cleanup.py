@@ -24,12 +24,26 @@ import stat
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
-def _open_dir(name: str, dir_fd: int) -> int:
-    """Open a subdirectory for listing, first giving it rwx if the tool took that away."""
+def _open_dir(name: str, dir_fd: int, *, live: bool = False) -> int:
+    """Open a subdirectory for listing, first giving it rwx if the tool took that away.
+
+    ``live``: the tool may still be running (:func:`usage`), so between the caller's check that
+    ``name`` is a directory and the ``chmod`` it can swap in a symlink, which a plain ``chmod``
+    would follow to any file of the harness's uid. There it is changed only if it is not a
+    symlink (``AT_SYMLINK_NOFOLLOW``; glibc needs ``/proc`` for it, and where it has none the
+    plain ``chmod`` is the fallback)."""
     try:
         return os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
     except PermissionError:
-        os.chmod(name, 0o700, dir_fd=dir_fd)  # a directory (checked by the caller), not a symlink
+        if not live:  # the tool is dead: nothing changes under us
+            os.chmod(name, 0o700, dir_fd=dir_fd)
+            return os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+        try:
+            os.chmod(name, 0o700, dir_fd=dir_fd, follow_symlinks=False)
+        except ValueError:  # CPython's word for ENOTSUP here: a symlink now, or no /proc
+            if stat.S_ISLNK(os.lstat(name, dir_fd=dir_fd).st_mode):
+                raise OSError(f"{name}: replaced by a symlink while measured") from None
+            os.chmod(name, 0o700, dir_fd=dir_fd)
         return os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
 
 
@@ -156,7 +170,7 @@ def usage(path: str, max_bytes: int, max_inodes: int, max_depth: int = 256) -> s
                 if len(stack) >= max_depth:
                     return f"directories nested more than {max_depth} levels deep"
                 try:
-                    child = _open_dir(entry.name, stack[-1])
+                    child = _open_dir(entry.name, stack[-1], live=True)
                 except OSError:
                     continue
                 stack.append(child)
