@@ -162,3 +162,18 @@ def test_toolbench_init_writes_the_installed_benchmarks_suite(toy_env: dict[str,
                            "-p", "no:cacheprovider", "--runs-dir", str(tmp_path / "runs")],
                           cwd=project, env=toy_env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0 and "6 passed" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_toolbench_list_counts_the_cases_of_a_benchmark_without_data_sources(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``data_sources`` is optional: ``toolbench list`` then says how many cases the data holds,
+    with no ``from`` left hanging before an empty list of files."""
+    from pytest_toolbench.view.catalog import describe, render
+
+    monkeypatch.syspath_prepend(str(TOY))
+    from toybench_toy import TOY as toy
+
+    entry = describe(toy, None)
+    assert entry.data == [] and entry.data_error is None and entry.n_cases
+    text = render([entry], "the bundled samples")
+    assert f"  data: {entry.n_cases} cases\n" in text and "cases from" not in text

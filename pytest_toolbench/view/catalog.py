@@ -113,7 +113,9 @@ def render(entries: list[BenchmarkEntry], where: str) -> str:
         if e.data_error:
             lines += _wrap(f"data: not readable here ({e.data_error})", "  ", "    ")
         else:
-            lines += _wrap(f"data: {e.n_cases} cases from", "  ", "    ")
+            # data_sources is optional (benchmarks/base.py): without it the cases are counted,
+            # and no "from" is left hanging before an empty list of files
+            lines += _wrap(f"data: {e.n_cases} cases" + (" from" if e.data else ""), "  ", "    ")
             for d in e.data:
                 lines += _wrap(d, "    ", "      ")
         lines.append("")
