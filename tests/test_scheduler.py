@@ -87,6 +87,17 @@ def test_a_runner_that_raises_is_an_internal_error_not_a_crash():
     assert result.error.kind == "internal_error" and "harness bug" in result.error.message
 
 
+def test_an_internal_error_is_explained_as_the_runners_exception_not_only_the_harness():
+    """A benchmark's runner that raises (an installed benchmark's bug, a KeyError on its own
+    record) is an ``internal_error``: its summary line must not blame the harness alone, and
+    points at the traceback, which names the file and line."""
+    from pytest_toolbench.models.errors import kind_hint
+
+    cause, option = kind_hint("internal_error")
+    assert "runner raised" in cause and "benchmark" in cause
+    assert "traceback" in option
+
+
 def test_close_after_an_interrupted_wait_cancels_the_rest_and_runs_the_finalizer():
     scheduler = CaseScheduler(concurrency=3)
     cancelled: list[str] = []

@@ -48,7 +48,10 @@ KIND_HINTS: dict[str, tuple[str, str]] = {
     "sdk_process_gone": ("the shared SDK process exited", "--sdk-process inline"),
     "replay_exhausted": ("the replay file has no more replies for the case",
                          "record again with --record"),
-    "internal_error": ("the harness raised an exception", "see the case's error message"),
+    # The runner is the benchmark's code (an installed benchmark's, too) as much as the harness's:
+    # the traceback in the case's error message says whose.
+    "internal_error": ("the case's runner raised an exception (a bug in the benchmark's code or "
+                       "the harness's)", "see the traceback in the case's error message"),
     "data_error": ("a case's record could not be read back from its data file: the file changed "
                    "or went away after the run read it",
                    "leave the data files alone while a run uses them; run again to read them afresh"),
