@@ -177,3 +177,21 @@ def test_toolbench_list_counts_the_cases_of_a_benchmark_without_data_sources(
     assert entry.data == [] and entry.data_error is None and entry.n_cases
     text = render([entry], "the bundled samples")
     assert f"  data: {entry.n_cases} cases\n" in text and "cases from" not in text
+
+
+@pytest.mark.parametrize("folder", ["toy_benchmark", "toolbox_benchmark"])
+def test_the_example_benchmark_folders_are_installable_packages(folder: str, tmp_path: Path) -> None:
+    """benchmarks/README.md points a newcomer at these folders: copied and ``pip install``ed,
+    each must build (setuptools' flat-layout discovery refused data/ and suites/ beside the
+    module) and declare its entry point. The build's own metadata step, offline, no pip."""
+    copy = tmp_path / folder
+    shutil.copytree(REPO / "tests" / folder, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    (tmp_path / "meta").mkdir()
+    code = ("import setuptools.build_meta as b, sys; "
+            "print(b.prepare_metadata_for_build_wheel(sys.argv[1]))")
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path / "meta")], cwd=copy,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    dist_info = tmp_path / "meta" / proc.stdout.strip().splitlines()[-1]
+    points = (dist_info / "entry_points.txt").read_text(encoding="utf-8")
+    assert "[pytest_toolbench.benchmarks]" in points
