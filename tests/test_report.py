@@ -365,3 +365,20 @@ def test_benchmark_report_tables_render_after_scenarios_and_survive_json():
     assert "== demo: Leaderboard (paper Table 2) ==" in text
     assert "12.5" in text and "n/a" in text and "unsolvable only" in text
     assert RunMetrics.model_validate_json(metrics.model_dump_json()).tables == [table]
+
+
+def test_the_allure_story_is_hops_else_the_benchmarks_first_breakdown_label() -> None:
+    """ToolHop and FamilyTool keep "hops=N"; ToolBeHonest (and an installed benchmark) get
+    their first breakdown label; a benchmark with none, or an unknown one, gets no story."""
+    from pytest_toolbench.report.allure_report import _story
+    from pytest_toolbench.results.case_result import CaseResult, Outcome
+
+    def result(benchmark: str, **labels) -> CaseResult:
+        return CaseResult(case_id="c", benchmark=benchmark, scenario="s", outcome=Outcome.PASSED,
+                          labels=labels)
+
+    assert _story(result("toolhop", hops=3, domain="film")) == "hops=3"
+    assert _story(result("familytool", split="e", hops=2)) == "hops=2"
+    assert _story(result("toolbehonest", subtask="ms", level=1)) == "subtask=ms"
+    assert _story(result("metabench", category="x")) is None
+    assert _story(result("not-installed", topic="t")) is None

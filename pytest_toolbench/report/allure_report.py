@@ -1,6 +1,7 @@
 """Allure results for a tool-use run: labels per case, transcripts and tool calls as attachments.
 
-Mapping (allure-pytest's dynamic labels): epic = benchmark, feature = scenario, story = "hops=N", tag = model, one
+Mapping (allure-pytest's dynamic labels): epic = benchmark, feature = scenario, story = "hops=N" (or
+the benchmark's first breakdown label: "subtask=...", an installed one's), tag = model, one
 label per case label (hops, domain, ...); the suite path is model / benchmark / scenario and the
 title starts with ``[model]``, so several runs in one results folder stay apart. The model is part of the test identity: a non-excluded
 ``model`` parameter (in ``historyId`` and Allure 3's retry key) and, through
@@ -14,6 +15,7 @@ unconditionally.
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 import uuid
@@ -264,6 +266,25 @@ def case_title(case_id: str, model: str, question: Any = None) -> str:
     return head if question is None else f"{head}: {str(question)[:100]}"
 
 
+@functools.cache
+def _story_labels(benchmark: str) -> tuple[str, ...]:
+    """The labels a case's Allure story may be: ``hops`` (ToolHop's and FamilyTool's stories
+    since the first reports), then the benchmark's breakdown labels, so an installed benchmark
+    gets one too (its first breakdown label the case has)."""
+    from pytest_toolbench.benchmarks import registry
+
+    found = registry().get(benchmark)
+    return ("hops", *(getattr(found, "breakdown_labels", ()) or ()))
+
+
+def _story(result: CaseResult) -> str | None:
+    """``name=value`` of the case's first story label (:func:`_story_labels`), or None."""
+    for name in _story_labels(result.benchmark):
+        if name in result.labels:
+            return f"{name}={result.labels[name]}"
+    return None
+
+
 def attach_case(result: CaseResult, model: str) -> None:
     """Label and annotate the *currently running* test with one case's result."""
     if not allure_active():  # without --alluredir every label and step would be built for nothing
@@ -274,8 +295,9 @@ def attach_case(result: CaseResult, model: str) -> None:
         allure.dynamic.sub_suite(result.scenario)
     allure.dynamic.epic(result.benchmark)
     allure.dynamic.feature(result.scenario)
-    if "hops" in result.labels:
-        allure.dynamic.story(f"hops={result.labels['hops']}")
+    story = _story(result)
+    if story is not None:
+        allure.dynamic.story(story)
     for name, value in sorted(result.labels.items()):
         allure.dynamic.label(name, str(value))
     allure.dynamic.label(OUTCOME_LABEL, outcome_class(result))
