@@ -93,6 +93,26 @@ def test_bundled_distractors_are_what_the_generator_writes():
     assert path.read_text(encoding="utf-8") == dumps(generate())
 
 
+def test_the_distractor_command_writes_out_and_nothing_else(tmp_path):
+    """The README's regeneration command: OUT gets the bundled library byte for byte; ``--help``
+    prints the usage and writes no file (it wrote the library to a file named ``--help``), and a
+    missing OUT is a usage error (exit 2), not an IndexError."""
+    command = [sys.executable, "-m", "pytest_toolbench.benchmarks.metabench.distractors"]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    out = tmp_path / "library.json"
+    done = subprocess.run([*command, str(out)], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    bundled = REPO / "data" / "metabench" / "library" / "distractor_tools.json"
+    assert out.read_bytes() == bundled.read_bytes()
+    out.unlink()
+    helped = subprocess.run([*command, "--help"], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert helped.returncode == 0 and "OUT.json" in helped.stdout
+    assert list(tmp_path.iterdir()) == []
+    bare = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert bare.returncode == 2 and "OUT.json" in bare.stderr and "IndexError" not in bare.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_second_run_makes_no_embedder_call(tmp_path):
     """Two runs of the suite on one fresh cache, each logging the embedder's weight loads and
     encodes (TOOLBENCH_EMBEDDER_LOG, written by the loader itself): the first loads the model

@@ -255,6 +255,23 @@ def dumps(tools: list[dict[str, Any]]) -> str:
     return "[\n" + ",\n".join(json.dumps(t, ensure_ascii=False) for t in tools) + "\n]\n"
 
 
-if __name__ == "__main__":  # pragma: no cover - regeneration helper
-    with open(sys.argv[1], "w", encoding="utf-8") as fh:
+def main(argv: list[str] | None = None) -> int:
+    """The regeneration command: the library written to OUT. A parser, not ``sys.argv[1]``, so
+    that ``--help`` prints the usage instead of writing the library to a file named ``--help``,
+    and no argument is a usage line instead of an IndexError."""
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="python -m pytest_toolbench.benchmarks.metabench.distractors",
+        description="Write the Meta-Bench distractor tool library (the bundled "
+                    "data/metabench/library/distractor_tools.json) to OUT.",
+    )
+    parser.add_argument("out", metavar="OUT.json", help="the file to write (replaced)")
+    args = parser.parse_args(argv)
+    with open(args.out, "w", encoding="utf-8") as fh:
         fh.write(dumps(generate()))
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover - regeneration helper
+    sys.exit(main())
