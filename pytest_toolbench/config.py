@@ -108,8 +108,10 @@ class VLLMSettings(DeferredModel):
         flag="--vllm-arg", default_factory=list, metavar="ARG", repeatable=True,
         help="extra argument passed to the vLLM server (repeatable), e.g. "
              "--vllm-arg=--max-model-len=4096")
-    startup_timeout_s: float = option(600.0, flag="--vllm-startup-timeout", gt=0,
-                                      allow_inf_nan=False)
+    startup_timeout_s: float = option(
+        600.0, flag="--vllm-startup-timeout", gt=0, allow_inf_nan=False, metavar="SECONDS",
+        help="seconds the harness's own vLLM server may take to start and serve the model; "
+             "past it the run stops with the last lines of its log")
     #: Overrides the model-family table.
     tool_call_parser: str | None = option(None, flag="--tool-call-parser",
                                           help="override vLLM's tool-call parser")

@@ -98,6 +98,27 @@ def test_flags_types_defaults_and_ini_keys_are_unchanged():
     assert option_table() == json.loads(OPTIONS_SNAPSHOT.read_text(encoding="utf-8"))
 
 
+def test_every_flag_says_what_it_does():
+    """Each flag of the core and benchmark groups has a help text beyond its default:
+    --vllm-startup-timeout's was "(default: 600.0)" alone, a number with no meaning."""
+    from _pytest.config.argparsing import Parser
+
+    from pytest_toolbench.options import add_options
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        parser = Parser()
+    add_options(parser)
+    silent = [
+        opt.names()[-1]
+        for group in parser._groups
+        for opt in group.options
+        if not re.sub(r"\(default[^)]*\)", "", str(opt.attrs().get("help") or "")).strip()
+    ]
+    assert sum(len(group.options) for group in parser._groups) > 50
+    assert silent == []
+
+
 def test_settings_come_from_the_declared_flags(tmp_path: Path):
     from pytest_toolbench.config import RunSettings
     from pytest_toolbench.option_sources import settings_values
