@@ -663,7 +663,7 @@ def assistant_message(message: Any) -> dict[str, Any]:
 def _json_type(value: Any) -> str:
     """The JSON name of a parsed value's type, as a server author would read it."""
     return {bool: "boolean", int: "number", float: "number", dict: "object", list: "array",
-            str: "string"}.get(type(value), type(value).__name__)
+            str: "string", type(None): "null"}.get(type(value), type(value).__name__)
 
 
 def malformed_tool_calls(tool_calls: Any) -> str | None:
@@ -675,13 +675,13 @@ def malformed_tool_calls(tool_calls: Any) -> str | None:
     if tool_calls is None:
         return None
     if not isinstance(tool_calls, list):
-        return f"is a JSON {type(tool_calls).__name__}, not a list"
+        return f"is a JSON {_json_type(tool_calls)}, not an array"
     for index, call in enumerate(tool_calls):
         if not isinstance(call, dict):
-            return f"[{index}] is a JSON {type(call).__name__}, not an object"
+            return f"[{index}] is a JSON {_json_type(call)}, not an object"
         function = call.get("function")
         if function is not None and not isinstance(function, dict):
-            return f"[{index}].function is a JSON {type(function).__name__}, not an object"
+            return f"[{index}].function is a JSON {_json_type(function)}, not an object"
     return None
 
 

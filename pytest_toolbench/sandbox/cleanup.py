@@ -35,12 +35,9 @@ def _open_dir(name: str, dir_fd: int, *, live: bool = False) -> int:
     try:
         return os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
     except PermissionError:
-        if not live:  # the tool is dead: nothing changes under us
-            os.chmod(name, 0o700, dir_fd=dir_fd)
-            return os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
-        try:
-            os.chmod(name, 0o700, dir_fd=dir_fd, follow_symlinks=False)
-        except ValueError:  # CPython's word for ENOTSUP here: a symlink now, or no /proc
+        try:  # the tool dead (not live), nothing changes under us: a plain chmod
+            os.chmod(name, 0o700, dir_fd=dir_fd, follow_symlinks=not live)
+        except ValueError:  # CPython's word for ENOTSUP without following: a symlink now, or no /proc
             if stat.S_ISLNK(os.lstat(name, dir_fd=dir_fd).st_mode):
                 raise OSError(f"{name}: replaced by a symlink while measured") from None
             os.chmod(name, 0o700, dir_fd=dir_fd)

@@ -37,7 +37,7 @@ TB.index = function (key, n, chunk, rows) {
   if (list && list.getAttribute("data-run") === key) TB.caseList(list, key);
 };
 
-/* A chunk stores each long text it repeats once, in `texts`; a string value "\0" + n stands for
+/* A chunk stores each distinct long text once, in `texts`; a string value "\0" + n stands for
  * texts[n], and one that really began with "\0" arrives with it doubled (view/case_data.py
  * share_texts). Values are replaced in place: keys are never references. */
 TB.unshare = function (v, texts) {
