@@ -72,6 +72,26 @@ def test_toolbehonest_level_3_only_shows_l3_and_the_overall_per_named_scenario()
     assert "l1_em" not in text and "Leaderboard" not in text
 
 
+def test_toolbench_runs_leads_each_scenario_with_the_metric_the_terminal_leads_with(tmp_path) -> None:
+    """run.json's headline (``toolbench runs``) is the headline's lead metric, as the terminal's
+    and the leaderboard's: an L3-only ToolBeHonest run shows its Overall, not an ``l1_em`` it
+    never computed; a benchmark without a declared headline still shows its first metric."""
+    from pytest_toolbench.results.run_record import RunRecord
+    from pytest_toolbench.runs.record import index_from_report
+
+    tbh = registry()["toolbehonest"]
+    results = [_tbh(i, s, 3) for i, s in enumerate(("MNT", "MNT", "PT"))]
+    metrics = aggregate(results, {"toolbehonest": tbh.metrics}, {"toolbehonest": ()},
+                        n_boot=50, seed=1)
+    assert next(iter(metrics.scenarios[0].metrics)) == "l1_em"  # the first declared: none here
+    record = RunRecord(metrics=metrics, cases=results)
+    index = index_from_report(record, tmp_path)  # the registry's headlines
+    assert [(h.scenario, h.metric, h.value) for h in index.headline] == [
+        ("MNT", "overall", 0.375), ("PT", "overall", 0.375)]
+    generic = index_from_report(record, tmp_path, headlines={})
+    assert [(h.metric, h.value) for h in generic.headline] == [("l1_em", None)] * 2
+
+
 def test_without_a_headline_each_scenario_shows_its_first_metric() -> None:
     tbh = registry()["toolbehonest"]
     results = [_tbh(i, "MNT", 1) for i in range(4)]

@@ -51,6 +51,18 @@ def test_line_fields_on_known_results():
     assert empty == "toolbench 0 cases | 0 errors | 0 in flight | 0 tokens | 1:02:05 | ~?:?? left"
 
 
+def test_the_line_shows_the_metric_the_end_screen_leads_with():
+    """An L3-only ToolBeHonest run has no ``l1_em`` (its first declared metric): the line shows
+    the scenario's Overall, as the end screen and ``toolbench runs`` do, not nothing."""
+    counts = ProgressCounts(total=4, started=100.0)
+    for i, value in enumerate((0.5, 1.0)):
+        counts.add(CaseResult(case_id=f"t-{i}-L3", benchmark="toolbehonest", scenario="MNT",
+                              outcome=Outcome.PASSED, labels={"level": 3},
+                              values={"l3_pr": value, "l3_ms": 0.0, "overall_sum": value,
+                                      "overall_n": 2.0}))
+    assert counts.headline() == ("toolbehonest/MNT overall", 0.375, 2)
+
+
 def test_meter_counts_requests_in_flight_and_usage():
     meter = RequestMeter()
     start = meter.reading()

@@ -5,8 +5,9 @@ What it shows (one line, at most four redraws a second)::
     toolbench 12/40 cases | 1 error | toolhop/direct accuracy 58.3% | 3 in flight | 4.1k tokens | 0:42 | ~1:30 left
 
 - cases done / selected (pytest items that carry a toolbench case), and infrastructure errors;
-- the running headline metric: the first metric of the first scenario (in the benchmark's order)
-  of the first benchmark (in registry order) that has results, over its scored cases so far;
+- the running headline metric: the lead metric (results/headline.py's ``lead_metric``, as the
+  end screen leads with) of the first scenario (in the benchmark's order) of the first benchmark
+  (in registry order) that has results, over its scored cases so far;
 - model requests in flight and tokens (prompt + completion as the endpoint reported them) of the
   requests this run sent (models/meter.py; replies from the response cache cost none);
 - elapsed time and an estimate of the time left (elapsed / done x remaining).
@@ -43,6 +44,7 @@ from pytest_toolbench.benchmarks import registry
 from pytest_toolbench.benchmarks.base import Case
 from pytest_toolbench.models.meter import REQUEST_METER, MeterReading
 from pytest_toolbench.results.case_result import CaseResult, Outcome
+from pytest_toolbench.results.headline import headline_of, lead_metric
 from pytest_toolbench.results.metrics import MetricSpec
 from pytest_toolbench.runtime.upcoming import case_of
 
@@ -102,14 +104,16 @@ class ProgressCounts:
             key = (result.benchmark, result.scenario)
             if key not in self._metrics:
                 benchmark = registry().get(result.benchmark)
-                specs = [m for m in (benchmark.metrics if benchmark else ()) if m.applies_to(result.scenario)]
-                if not specs:
+                specs = {m.name: m for m in (benchmark.metrics if benchmark else ())
+                         if m.applies_to(result.scenario)}
+                lead = lead_metric(headline_of(benchmark), result.scenario, specs)
+                if lead is None:
                     return
-                self._metrics[key] = _Accumulator(specs[0])
+                self._metrics[key] = _Accumulator(specs[lead])
             self._metrics[key].add(result.values)
 
     def headline(self) -> tuple[str, float, int] | None:
-        """(label, value, n) of the first benchmark's first scenario's first metric."""
+        """(label, value, n) of the first benchmark's first scenario's lead metric."""
         with self._lock:
             keys = list(self._metrics)
             benchmarks = list(registry())

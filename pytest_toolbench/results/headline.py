@@ -22,7 +22,7 @@ metric. A scenario that no grid lists is shown in the generic overview, so none 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 
 @dataclass(frozen=True)
@@ -92,3 +92,23 @@ def headline_of(benchmark: Any) -> Headline:
 def headlines_of(benchmarks: Mapping[str, Any]) -> dict[str, Headline]:
     """name -> headline of each benchmark (the registry, or a run's own benchmarks)."""
     return {name: headline_of(b) for name, b in benchmarks.items()}
+
+
+def lead_metric(headline: Headline, scenario: str, metrics: Iterable[str]) -> str | None:
+    """The one metric of ``scenario`` (which has ``metrics``, in declared order) that stands for it
+    where there is room for one (the leaderboard's column, ``toolbench runs``' headline): the
+    first declared overview metric it has, else its grid's ``Overall`` column, else the grid's
+    first metric it has, else its first metric. So an L3-only ToolBeHonest run leads with its
+    Overall, as the terminal does, not with an ``l1_em`` it never computed."""
+    has = list(metrics)
+    for m in headline.metrics:
+        if m in has:
+            return m
+    for grid in headline.grids:
+        if scenario not in grid.scenarios:
+            continue
+        overall = [c.metric for c in grid.columns if c.title.lower() == "overall" and c.label is None]
+        for m in overall + [c.metric for c in grid.columns]:
+            if m in has:
+                return m
+    return has[0] if has else None

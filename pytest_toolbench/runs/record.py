@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Literal
 
@@ -32,6 +32,7 @@ from pytest_toolbench.results import case_store
 from pytest_toolbench.results.safe_text import safe_json
 
 if TYPE_CHECKING:  # a run's start (record_start) needs none of the report's models
+    from pytest_toolbench.results.headline import Headline as HeadlineDeclaration
     from pytest_toolbench.results.case_result import CaseResult
     from pytest_toolbench.results.run_record import RunInfo, RunRecord
     from pytest_toolbench.results.run_sections import DataSourceEntry
@@ -43,7 +44,9 @@ Status = Literal["running", "finished", "interrupted", "incomplete"]
 
 
 class Headline(DeferredModel):
-    """The first declared metric of one (benchmark, scenario)."""
+    """The lead metric of one (benchmark, scenario): what its benchmark's headline puts first
+    (results/headline.py's ``lead_metric``). An entry written before that choice (each
+    scenario's first declared metric) is read as it was written."""
 
     benchmark: str
     scenario: str
@@ -181,15 +184,26 @@ def record_start(
     ))
 
 
-def index_from_report(record: RunRecord, run_dir: Path) -> RunIndex:
-    """The index entry of a finished (or interrupted) run, from its record (the JSON report)."""
+def index_from_report(record: RunRecord, run_dir: Path,
+                      headlines: Mapping[str, HeadlineDeclaration] | None = None) -> RunIndex:
+    """The index entry of a finished (or interrupted) run, from its record (the JSON report).
+    ``headlines``: each benchmark's declared headline, which picks the metric a scenario's row
+    shows (the registry's when not given; a benchmark it lacks shows its first metric)."""
+    from pytest_toolbench.results.headline import DEFAULT_HEADLINE, lead_metric
+
+    if headlines is None:
+        from pytest_toolbench.benchmarks import registry
+        from pytest_toolbench.results.headline import headlines_of
+
+        headlines = headlines_of(registry())
     run = record.run
     settings = run.settings
     scenarios = record.metrics.scenarios
     headline = []
     for s in scenarios:
-        if s.metrics:
-            name, mv = next(iter(s.metrics.items()))
+        name = lead_metric(headlines.get(s.benchmark, DEFAULT_HEADLINE), s.scenario, s.metrics)
+        if name is not None:
+            mv = s.metrics[name]
             headline.append(Headline(
                 benchmark=s.benchmark, scenario=s.scenario, metric=name, value=mv.value,
                 ci_low=mv.ci_low, ci_high=mv.ci_high, n=mv.n, is_rate=mv.is_rate,

@@ -2,9 +2,8 @@
 column per (benchmark, scenario) with the scenario's lead metric and its 95% CI, and each paper's
 own tables with every run's rows stacked, as the papers list one row per model.
 
-The lead metric is what the benchmark's headline (results/headline.py) puts first for that
-scenario: a declared overview metric, else the grid's ``Overall`` column, else the grid's first
-metric the scenario has, else the scenario's first declared metric.
+The lead metric is the one the benchmark's headline puts first for that scenario
+(results/headline.py's ``lead_metric``, which ``toolbench runs`` uses too).
 """
 
 from __future__ import annotations
@@ -15,9 +14,8 @@ from typing import Any
 
 from pytest_toolbench.deferred_model import DeferredModel
 from pytest_toolbench.report.progress import short_count
-from pytest_toolbench.results.aggregate import ScenarioMetrics
 from pytest_toolbench.results.gates import GateVerdict
-from pytest_toolbench.results.headline import Headline, headline_of
+from pytest_toolbench.results.headline import Headline, headline_of, lead_metric
 from pytest_toolbench.results.provenance import short_line
 from pytest_toolbench.results.repeats import base_case_id
 from pytest_toolbench.results.run_record import RunRecord
@@ -75,27 +73,12 @@ class Leaderboard(DeferredModel):
     skipped: list[str]
 
 
-def lead_metric(s: ScenarioMetrics, headline: Headline) -> str | None:
-    has = list(s.metrics)
-    for m in headline.metrics:
-        if m in has:
-            return m
-    for grid in headline.grids:
-        if s.scenario not in grid.scenarios:
-            continue
-        overall = [c.metric for c in grid.columns if c.title.lower() == "overall" and c.label is None]
-        for m in overall + [c.metric for c in grid.columns]:
-            if m in has:
-                return m
-    return has[0] if has else None
-
-
 def _columns(runs: Sequence[ViewRun], headlines: Mapping[str, Headline]) -> list[Column]:
     cols: list[Column] = []
     seen: set[tuple[str, str, str]] = set()
     for run in runs:
         for s in run.record.metrics.scenarios:
-            m = lead_metric(s, headlines.get(s.benchmark, Headline()))
+            m = lead_metric(headlines.get(s.benchmark, Headline()), s.scenario, s.metrics)
             if m is not None and (s.benchmark, s.scenario, m) not in seen:
                 seen.add((s.benchmark, s.scenario, m))
                 cols.append(Column(benchmark=s.benchmark, scenario=s.scenario, metric=m))
