@@ -17,6 +17,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -276,18 +277,23 @@ FAST = 4
 
 
 @contextlib.contextmanager
-def _in_flight_run(tmp_path: Path) -> Iterator[tuple[subprocess.Popen, Path]]:
-    """A ``pytest suites/toolhop -n 2 --concurrency 2`` run (the shared SDK process, the default)
-    whose first :data:`FAST` requests are answered at once and every later one hangs; yielded
-    once both workers' later calls (four) are in flight. A case answered at once is reported
-    only once the test before it on its worker has ended, so not all of them may be journalled
-    by then. The run's process group is killed on the way out, whatever the test left of it."""
+def _in_flight_run(tmp_path: Path, *extra: str, server_gone: threading.Event | None = None,
+                   ) -> Iterator[tuple[subprocess.Popen, Path]]:
+    """A ``pytest suites/toolhop -n 2 --concurrency 2`` run (the shared SDK process, the default;
+    ``extra`` adds options) whose first :data:`FAST` requests are answered at once and every later
+    one hangs; yielded once both workers' later calls (four) are in flight. A case answered at
+    once is reported only once the test before it on its worker has ended, so not all of them
+    may be journalled by then. ``server_gone``, once set, drops each hanging request's connection
+    unanswered, as a server that died would. The run's process group is killed on the way out,
+    whatever the test left of it."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
     answer = reply("<answer>x</answer>")
+    gone = server_gone or threading.Event()
 
     def handler(body: dict, index: int) -> HandlerResult:
-        if index >= FAST:
-            time.sleep(60)  # in flight until the run goes (a daemon thread of the server)
+        if index >= FAST:  # in flight until the run goes (a daemon thread of the server)
+            if gone.wait(60):
+                raise ConnectionAbortedError("the server died")  # the connection closes
         return answer(body, index)
 
     runs = tmp_path / "runs"
@@ -295,7 +301,7 @@ def _in_flight_run(tmp_path: Path) -> Iterator[tuple[subprocess.Popen, Path]]:
         cmd = [sys.executable, "-m", "pytest", "suites/toolhop", "-q", "-p", "no:randomly",
                "-p", "no:cacheprovider", "--data", "sample", "-n", "2", "--concurrency", "2",
                "--runs-dir", str(runs), "--no-cache", "--base-url", server.base_url,
-               "--api-key", "t", "--model", "m"]
+               "--api-key", "t", "--model", "m", *extra]
         proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 text=True, env=env, start_new_session=True)
         try:
@@ -349,6 +355,33 @@ def test_a_controller_killed_alone_leaves_its_workers_cases_in_flight_not_run(tm
     assert "INTERNALERROR" not in orphans_said, orphans_said
 
 
+def test_a_controller_killed_with_its_managed_server_leaves_inline_calls_in_flight_not_run(tmp_path):
+    """``--sdk-process inline`` against a server the run started (a managed vLLM server dies with
+    the controller: PDEATHSIG): the controller SIGKILLed alone takes the server with it, so each
+    orphaned worker's calls in flight fail to connect (retried, then refused). Those cases were
+    never finished either: not run, not infrastructure errors. Here the fake server drops its
+    connections and stops listening as the controller is killed."""
+    gone = threading.Event()
+    with _in_flight_run(tmp_path, "--sdk-process", "inline", "--max-retries", "1",
+                        server_gone=gone) as (proc, runs):
+        workers = psutil.Process(proc.pid).children()
+        os.kill(proc.pid, signal.SIGKILL)
+        gone.set()
+        orphans_said, _ = proc.communicate(timeout=60)
+        _, alive = psutil.wait_procs(workers, timeout=90)
+        assert not alive, f"outlived the controller: {alive}"
+    (run_dir,) = runs.iterdir()
+    journalled = _journalled(run_dir)
+    assert len(journalled) <= FAST, journalled
+    done = cli("finish", run_dir.name, "--runs-dir", str(runs))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"{len(journalled)} results scored from its journal" in done.stdout, done.stdout
+    assert [c.error for c in case_store.read_cases(run_dir)] == [None] * len(journalled)
+    report = json.loads((run_dir / "report.json").read_text())
+    assert "connection" not in json.dumps(report["metrics"]), report["metrics"]
+    assert "INTERNALERROR" not in orphans_said and "cannot send" not in orphans_said, orphans_said
+
+
 def test_the_sdk_process_dying_alone_in_a_live_run_is_still_an_infrastructure_error(tmp_path):
     """The other side of the test above: the SDK process killed while the controller lives is a
     real infrastructure error of each case it failed, recorded by the run's own end."""
@@ -374,12 +407,17 @@ def _errored(kind: str | None) -> CaseResult:
 
 def test_a_worker_drops_only_what_its_controllers_death_caused():
     """The rule the end-to-end tests above follow (session/orphan.py): a result is dropped only
-    for an error the controller's death causes, once the controller is gone; a controller that
+    for an error the controller's death causes (its SDK process or its endpoint gone), once the
+    controller is gone; a controller that
     outlives the grace clears the SDK process's death as its own, once for the process."""
     orphaned = ControllerWatch(os.getpid(), grace_s=0.0)  # not this process's parent: "gone"
     assert orphaned.controller_gone()
     assert orphaned.killed_with_controller(_errored("sdk_process_gone"))
-    assert not orphaned.killed_with_controller(_errored("timeout"))
+    # its endpoint gone (a managed server dies with the controller): a dead run's finding
+    for kind in ("connection_refused", "connection", "timeout", "server_died"):
+        assert orphaned.killed_with_controller(_errored(kind)), kind
+    assert not orphaned.killed_with_controller(_errored("http_500"))  # the endpoint answered
+    assert not orphaned.killed_with_controller(_errored("internal_error"))
     assert not orphaned.killed_with_controller(_errored(None))
 
     alive = ControllerWatch(os.getppid(), grace_s=0.2)
@@ -390,6 +428,7 @@ def test_a_worker_drops_only_what_its_controllers_death_caused():
     started = time.monotonic()
     assert not alive.killed_with_controller(_errored("sdk_process_gone"))
     assert time.monotonic() - started < 0.1  # decided once
+    assert not alive.killed_with_controller(_errored("connection_refused"))  # a live run's error
 
     unwatched = ControllerWatch(None)  # not the controller's child (e.g. an ssh worker)
     assert not unwatched.controller_gone()

@@ -12,6 +12,11 @@ from __future__ import annotations
 #: URL: ``endpoint http://host:port/v1 unreachable since the run began: connection refused ...``.
 UNREACHABLE_MARK = "unreachable:"
 
+#: Kinds of a request that never got an HTTP reply (models/reachability.py): the error message
+#: quotes the cause found down the exception chain, not the SDK's generic words.
+TRANSPORT_KINDS = frozenset({"connection_refused", "dns_failure", "tls_failure", "connect_timeout",
+                             "connection", "timeout"})
+
 
 def is_server_failure(kind: str) -> bool:
     """An answer that serves nothing: a 5xx status, or a reply that is no chat completion."""

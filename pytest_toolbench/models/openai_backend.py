@@ -60,7 +60,7 @@ from pytest_toolbench.models.reachability import (
     transport_failure_detail,
     transport_failure_kind,
 )
-from pytest_toolbench.models.errors import encode_hint, kind_hint, timeout_hint
+from pytest_toolbench.models.errors import TRANSPORT_KINDS, encode_hint, kind_hint, timeout_hint
 from pytest_toolbench.models.spec import BackendSpec
 
 if TYPE_CHECKING:
@@ -96,12 +96,6 @@ class BackendStats:
             "retry_wait_s": round(self.retry_wait_s, 3),
             "errors": dict(self.errors),
         }
-
-
-#: Kinds of a request that never got an HTTP reply (models/reachability.py): the error message
-#: quotes the cause found down the exception chain, not the SDK's generic words.
-TRANSPORT_KINDS = frozenset({"connection_refused", "dns_failure", "tls_failure", "connect_timeout",
-                             "connection", "timeout"})
 
 
 def error_kind(exc: BaseException) -> str:

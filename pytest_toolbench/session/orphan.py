@@ -19,6 +19,10 @@ pid in the worker's input: a worker whose parent is that pid at its start watche
 elsewhere, ``--tx ssh=...``, does not). Orphaned, the worker is adopted by another process, so its
 parent pid changes for good and no pid that could be reused is compared.
 
+With ``--sdk-process inline`` there is no SDK process, but a managed vLLM server is the
+controller's child too, and dies with it: the calls in flight then fail to reach it
+(:data:`ENDPOINT_GONE`), and are dropped alike.
+
 Orphaned, the worker stops (:func:`stop_orphaned_worker`) when a case fails that way, since
 every later call would fail alike, and before anything else it would send to the controller (a
 test's start, report or end, a warning, its session end: :class:`ControllerWatch`'s hooks run
@@ -36,6 +40,7 @@ from typing import Any
 import pytest
 
 from pytest_toolbench.exitcodes import ToolbenchExit
+from pytest_toolbench.models.errors import TRANSPORT_KINDS
 from pytest_toolbench.results.case_result import CaseResult
 
 #: The worker input's key for the controller's pid (set by the controller, read by the worker).
@@ -43,6 +48,12 @@ CONTROLLER_PID = "toolbench_controller_pid"
 #: Error kinds the controller's death gives the cases in flight: the shared SDK process is the
 #: controller's child and goes with it.
 KILLED_WITH_CONTROLLER = frozenset({"sdk_process_gone"})
+#: Error kinds of a call whose endpoint went away. A server the run started (the managed vLLM
+#: server, shared by the workers) dies with the controller (PDEATHSIG), so with
+#: ``--sdk-process inline`` the calls in flight fail to connect, retried, then refused. Dropped
+#: only once the controller is gone: that a dead run's worker could not reach its endpoint is no
+#: finding about the endpoint (it is re-parented before its server is signalled, so no grace).
+ENDPOINT_GONE = TRANSPORT_KINDS | {"server_died"}
 #: How long a case failed as ``sdk_process_gone`` waits for the controller to be seen gone. Its
 #: pipes close (the SDK process's stdin among them, which ends that process) a moment before its
 #: children are handed to another parent; past this, the SDK process died on its own.
@@ -72,10 +83,14 @@ class ControllerWatch:
 
     def killed_with_controller(self, result: CaseResult) -> bool:
         """Whether ``result`` failed only because the controller died: an error of a kind in
-        :data:`KILLED_WITH_CONTROLLER`, the controller gone (waited for up to the grace)."""
+        :data:`KILLED_WITH_CONTROLLER`, the controller gone (waited for up to the grace), or of
+        a kind in :data:`ENDPOINT_GONE`, the controller gone already."""
         error = result.error
-        if (self.controller_pid is None or error is None
-                or error.kind not in KILLED_WITH_CONTROLLER or self.sdk_died_alone):
+        if self.controller_pid is None or error is None:
+            return False
+        if error.kind in ENDPOINT_GONE:
+            return self.controller_gone()
+        if error.kind not in KILLED_WITH_CONTROLLER or self.sdk_died_alone:
             return False
         deadline = time.monotonic() + self.grace_s
         while not self.controller_gone():
