@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import signal
@@ -12,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from fake_openai_server import FakeOpenAIServer, delayed, reply
 
 from pytest_toolbench.compare.load import load_record
@@ -468,3 +470,74 @@ def test_a_plain_test_session_under_xdist_leaves_no_run_folder(tmp_path):
                           cwd=tmp_path, capture_output=True, text=True, timeout=300, env=plain_env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert not (tmp_path / ".toolbench").exists(), sorted((tmp_path / ".toolbench").rglob("*"))
+
+
+STOP_REPORT = '''
+import errno
+
+from pytest_toolbench.runs import record
+
+
+def save_report(*args, **kwargs):
+    raise OSError(errno.ENOSPC, "No space left on device")
+
+
+record.save_report = save_report
+'''
+
+
+def test_a_run_whose_end_cannot_write_its_report_is_listed_stopped_and_finish_scores_it(tmp_path):
+    """The run folder's disk full at the run's end: run.json still said "running", so
+    `toolbench runs` called the run killed (exit ``?``). Now it names the failure and the exit
+    status, keeps the run's start, and `toolbench finish` scores the journal once there is room,
+    as the run's own end would have: stopped by that output failure (exit OUTPUT_ERROR)."""
+    (tmp_path / "stop_report.py").write_text(STOP_REPORT)
+    proc = subprocess.run(suite_cmd(tmp_path, "--model", "oracle", "--scenario", "direct",
+                                    "-p", "stop_report", "--gate", "toolhop.direct.accuracy>=0.5"),
+                          cwd=REPO, capture_output=True, text=True, timeout=300,
+                          env={**env(), "PYTHONPATH": str(tmp_path)})
+    assert proc.returncode == 13, proc.stdout[-2000:] + proc.stderr[-2000:]
+    (folder,) = (tmp_path / "runs").iterdir()
+    assert not (folder / "report.json").exists()
+    index = json.loads((folder / "run.json").read_text())
+    assert index["status"] == "incomplete" and index["exit_status"] == 13 and index["start"]
+    assert index["stopped_by"]["what"] == "run folder's report"
+    assert "ENOSPC" in index["stopped_by"]["error"]
+    [block] = blocks(cli("runs", "--runs-dir", str(tmp_path / "runs")).stdout)
+    assert block[0].endswith("  disk full (toolbench finish scores it)"), block
+    assert field(block, "gates") == "-, exit 13 OUTPUT_ERROR"  # (verdicts are in the report)
+    assert all(len(line) <= 80 for line in block), block
+
+    done = cli("finish", folder.name, "--runs-dir", str(tmp_path / "runs"))
+    assert done.returncode == 0, done.stdout + done.stderr  # (finish itself succeeded)
+    report = json.loads((folder / "report.json").read_text())
+    assert report["run"]["exit_status"] == 13 and report["run"]["interrupted_by"] is None
+    assert "ENOSPC" in report["run"]["output_errors"][0]
+    assert [g["kind"] for g in report["gates"] if not g["passed"]] == ["output"]
+    assert len(load_record(folder / "report.json").cases) == 6  # every case, from the journal
+
+
+def test_the_last_word_of_a_run_on_a_full_disk_is_written_where_the_index_lies(tmp_path, monkeypatch):
+    """runs/record.py ``write_index(..., in_place_when_full=True)``: the atomic write needs a new
+    file, which a full disk refuses; the index is then overwritten in the blocks it holds, if the
+    new text fits there, else the write fails as before."""
+    from pytest_toolbench.runs import record
+
+    folder = make_run(tmp_path, "r1", time.time(), status="running")
+    before = record.read_index(folder)
+    assert before is not None
+
+    def full(path, text):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(record, "atomic_write_text", full)
+    with pytest.raises(OSError):
+        record.write_index(folder, before.model_copy(update={"status": "incomplete"}))
+    record.write_index(folder, before.model_copy(update={"status": "incomplete"}),
+                       in_place_when_full=True)
+    after = record.read_index(folder)
+    assert after is not None and after.status == "incomplete" and after.model == "m-r1"
+    huge = before.model_copy(update={"model": "m" * 1_000_000})
+    with pytest.raises(OSError):  # does not fit the file's blocks: untouched
+        record.write_index(folder, huge, in_place_when_full=True)
+    assert record.read_index(folder) == after

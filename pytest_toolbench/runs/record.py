@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import socket
 import time
@@ -27,6 +28,7 @@ from pydantic import Field, ValidationError
 
 from pytest_toolbench.deferred_model import DeferredModel
 from pytest_toolbench.fileio import atomic_write_text
+from pytest_toolbench.output_errors import OutputFailure
 from pytest_toolbench.process_stamp import process_stamp, same_process
 from pytest_toolbench.results import case_store
 from pytest_toolbench.results.safe_text import safe_json
@@ -84,6 +86,22 @@ class RunStart(DeferredModel):
     suite_sizes: dict[str, int] = Field(default_factory=dict)
 
 
+class StoppedBy(DeferredModel):
+    """An output failure (output_errors.OutputFailure's fields): ``results journal``, its path,
+    ``[Errno 28] No space left on device (ENOSPC)``."""
+
+    what: str
+    path: str
+    error: str
+
+    @classmethod
+    def of(cls, failure: OutputFailure) -> StoppedBy:
+        return cls(what=failure.what, path=failure.path, error=failure.error)
+
+    def failure(self) -> OutputFailure:
+        return OutputFailure(what=self.what, path=self.path, error=self.error)
+
+
 class RunIndex(DeferredModel):
     run_id: str
     model: str = ""
@@ -125,8 +143,12 @@ class RunIndex(DeferredModel):
     completion_tokens: int | None = None
     model_calls: int | None = None
     cached_calls: int = 0
-    #: Kept while the run runs (None once it has ended: its report holds the same).
+    #: Kept while the run runs (None once it has ended: its report holds the same), and by a run
+    #: whose end could not write its report, so that ``toolbench finish`` can.
     start: RunStart | None = None
+    #: The output failure that stopped a run whose end then could not write its report (a full
+    #: disk); None (not written) for every other run.
+    stopped_by: StoppedBy | None = Field(default=None, exclude_if=lambda v: v is None)
 
     def tokens_text(self) -> str | None:
         """The run's tokens as its summary words them (TokenTotals.text); None: none recorded."""
@@ -152,11 +174,54 @@ def _fingerprints(data_sources: Iterable[dict[str, Any] | DataSourceEntry]) -> l
     return out
 
 
-def write_index(run_dir: Path, index: RunIndex) -> Path:
+def write_index(run_dir: Path, index: RunIndex, *, in_place_when_full: bool = False) -> Path:
+    """``in_place_when_full``: on a full disk (or quota), where the atomic write cannot make its
+    new file, overwrite the index in the blocks it holds already if the new text fits there
+    (:func:`overwrite_in_allocated`). Only for the last word of a run that stopped for want of
+    space: a crash in the middle leaves an index :func:`read_index` falls back from."""
     path = run_dir / INDEX_NAME
     # bidi and C1 controls (a data path's) as JSON escapes, like the report (results/safe_text.py)
-    atomic_write_text(path, safe_json(index.model_dump_json(indent=2)) + "\n")
+    text = safe_json(index.model_dump_json(indent=2)) + "\n"
+    try:
+        atomic_write_text(path, text)
+    except OSError as exc:
+        if not (in_place_when_full and exc.errno in (errno.ENOSPC, errno.EDQUOT)):
+            raise
+        if not overwrite_in_allocated(path, text.encode("utf-8")):
+            raise
     return path
+
+
+def overwrite_in_allocated(path: Path, data: bytes) -> bool:
+    """Write ``data`` over the file at ``path`` without asking the file system for a block: only
+    when it fits in the blocks the file holds (``st_blocks``); False, the file untouched, if not.
+    Shrinking it after (truncate) frees blocks and needs none."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_NOFOLLOW)
+    except OSError:
+        return False
+    try:
+        if len(data) > os.fstat(fd).st_blocks * 512:
+            return False
+        os.pwrite(fd, data, 0)
+        os.ftruncate(fd, len(data))
+        return True
+    finally:
+        os.close(fd)
+
+
+def mark_unreported(run_dir: Path, *, exit_status: int, stopped_by: OutputFailure) -> None:
+    """A run whose end could not write its report (the run folder's disk is full): its index
+    says so and keeps its start, so ``toolbench runs`` lists it as stopped by ``stopped_by`` (the
+    failure that stopped it), not as killed, and ``toolbench finish`` scores its journal once
+    there is room again, as the run's end would have (session/killed_run.py)."""
+    index = read_index(run_dir)
+    if index is None:
+        return
+    write_index(run_dir, index.model_copy(update={
+        "finished": time.time(), "status": "incomplete", "partial": True, "pid": None,
+        "pid_stamp": None, "exit_status": exit_status, "stopped_by": StoppedBy.of(stopped_by),
+    }), in_place_when_full=True)
 
 
 def record_start(

@@ -7,6 +7,7 @@ find the default from any subfolder of a project, as git finds its repository.""
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from pytest_toolbench import defaults
@@ -87,8 +88,19 @@ def status_text(index: RunIndex) -> str:
     if index.status == "interrupted":
         return f"partial ({index.interrupted_by})" if index.interrupted_by else "partial"
     if index.status == "incomplete" and index.report is None and index.start is not None:
-        return "killed (toolbench finish scores it)"  # its start is kept: session/killed_run.py
+        # its start is kept: session/killed_run.py
+        if index.stopped_by:  # its end could not write the report (runs/record.py mark_unreported)
+            return f"{stopped_reason(index.stopped_by.error)} (toolbench finish scores it)"
+        return "killed (toolbench finish scores it)"
     return index.status  # running / incomplete
+
+
+def stopped_reason(error: str) -> str:
+    """``disk full`` from an output failure's error (output_errors.describe_os_error), in a few
+    words: a run's status fits an 80-column line (``toolbench runs --json`` has the whole)."""
+    found = re.search(r"\((E[A-Z0-9]+)\)\s*$", error)
+    name = found.group(1) if found else None
+    return {"ENOSPC": "disk full", "EDQUOT": "over disk quota"}.get(name or "", "output failed")
 
 
 def gates_text(index: RunIndex) -> str:

@@ -40,7 +40,14 @@ from pytest_toolbench.results.case_result import CaseResult
 from pytest_toolbench.results.journal import JournalError, pack_leftovers, read_journal
 from pytest_toolbench.results.packed_journal import PackedJournalError
 from pytest_toolbench.results.run_record import RunRecord
-from pytest_toolbench.runs.record import REPORT_NAME, RunIndex, RunStart, read_index, save_report
+from pytest_toolbench.runs.record import (
+    REPORT_NAME,
+    RunIndex,
+    RunStart,
+    StoppedBy,
+    read_index,
+    save_report,
+)
 from pytest_toolbench.session.end_summary import run_notes
 from pytest_toolbench.session.finish import RunIdentity, run_record, score_run
 from pytest_toolbench.session.run_end import RunEnd
@@ -131,7 +138,7 @@ def _finish(run_dir: Path, *, force: bool) -> FinishedRun:
                   if d.get("path") and d.get("sha256")},
         data_sources=start.data_sources, suite_sizes=start.suite_sizes,
     )
-    end = _killed_end(selection, reported={r.case_id for r in results})
+    end = _killed_end(selection, reported={r.case_id for r in results}, stopped_by=index.stopped_by)
     record = run_record(scores, end, results, identity)
     report_notes = [*run_notes(record, end.notes(), data_sources, start.suite_sizes), *notes]
     try:
@@ -155,10 +162,15 @@ def _remove_leftovers(run_dir: Path) -> None:
     case_store.remove_scratch(run_dir)  # (ignores errors itself)
 
 
-def _killed_end(selection: list[str] | None, *, reported: set[str]) -> RunEnd:
+def _killed_end(selection: list[str] | None, *, reported: set[str],
+                stopped_by: StoppedBy | None = None) -> RunEnd:
     """How the killed run ended: interrupted, the selected cases without a result named (or,
-    its selection not kept, said to be unknown)."""
-    return RunEnd(pytest_status=int(ToolbenchExit.INTERRUPTED), interrupted_by=KILLED,
+    its selection not kept, said to be unknown). A run that stopped on an output it could not
+    write, then could not write its report either (``stopped_by``), ended as its own end would
+    have said: stopped by that output failure (exit OUTPUT_ERROR), not killed."""
+    return RunEnd(pytest_status=int(ToolbenchExit.INTERRUPTED),
+                  interrupted_by=KILLED if stopped_by is None else None,
+                  output_failures=[] if stopped_by is None else [stopped_by.failure()],
                   missing=[i for i in selection or () if i not in reported],
                   selected=len(selection or ()), missing_unknown=selection is None)
 
