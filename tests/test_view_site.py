@@ -192,6 +192,33 @@ def test_an_unreadable_record_is_named_and_left_out(runs: dict, tmp_path: Path) 
     assert "broken.json" in (tmp_path / "site" / "index.html").read_text()
 
 
+def test_a_run_folder_without_a_report_is_named_with_what_would_give_it_one(
+        runs: dict, tmp_path: Path) -> None:
+    """A run killed outright, or stopped by a full disk, has a run.json and a journal but no
+    report: the site cannot show it, and says so with its `toolbench runs` status, instead of
+    leaving a run the user knows of out without a word."""
+    from pytest_toolbench.output_errors import OutputFailure
+    from pytest_toolbench.runs.record import RunIndex, RunStart, mark_unreported, write_index
+
+    folder = tmp_path / "runs"
+    shutil.copytree(runs["tmp"] / "runs", folder)
+    start = RunStart(settings={"model": "m"})
+    killed, stopped = folder / "20991231-000000-aaaaaa", folder / "20991231-000001-bbbbbb"
+    for run_dir in (killed, stopped):
+        run_dir.mkdir()
+        write_index(run_dir, RunIndex(run_id=run_dir.name, status="running", partial=True,
+                                      started=1.0, start=start))  # no pid: not alive
+    mark_unreported(stopped, exit_status=13, stopped_by=OutputFailure.of(
+        "results journal", stopped / "results.jsonl", OSError(28, "No space left on device")))
+    result = build_site([folder], tmp_path / "site")
+    assert result.runs == 3
+    assert result.skipped == [f"{killed}: no report yet: killed (toolbench finish scores it)",
+                              f"{stopped}: no report yet: disk full (toolbench finish scores it)"]
+    assert "no report yet: killed" in (tmp_path / "site" / "index.html").read_text()
+    one = build_site([killed], tmp_path / "site-one")  # the run's own folder, as given
+    assert one.runs == 0 and one.skipped == [result.skipped[0]]
+
+
 def test_a_record_that_is_not_utf8_is_named_and_left_out(runs: dict, tmp_path: Path) -> None:
     (tmp_path / "binary.json").write_bytes(b"\xff\xfe")
     result = build_site([runs["tmp"] / "oracle.json", tmp_path / "binary.json"], tmp_path / "site")

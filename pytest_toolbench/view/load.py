@@ -6,7 +6,9 @@ run's folder, or a ``--toolbench-json`` file. Each is read as the one run record
 (compare/load.py ``load_record``), which reads records written by older versions as they are
 and passes over keys it does not know; the site shows the very record the comparisons compute
 from. One that cannot be read is named with that loader's one-line reason and left out, never
-a traceback that stops the whole site.
+a traceback that stops the whole site; so is a run folder with no report yet (a run still going,
+one killed, one stopped by a full disk), with its ``toolbench runs`` status, which says what
+would give it one.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ from pytest_toolbench.deferred_model import DeferredModel
 from pytest_toolbench.compare.load import LoadedRun, RunLoadError, load_record
 from pytest_toolbench.results.provenance import BenchmarkData, run_data
 from pytest_toolbench.results.run_record import RunRecord
-from pytest_toolbench.runs.record import REPORT_NAME
+from pytest_toolbench.runs.record import INDEX_NAME, REPORT_NAME, read_index
+from pytest_toolbench.runs.store import status_text
 
 
 class ViewRun(DeferredModel):
@@ -110,4 +113,26 @@ def load_view_runs(paths: Sequence[str | Path]) -> LoadResult:
             continue
         runs.append(ViewRun(key=_key(record, path, taken), path=str(path), record=record))
     runs.sort(key=lambda r: (r.record.run.started or 0.0, r.key))
-    return LoadResult(runs=runs, skipped=skipped)
+    return LoadResult(runs=runs, skipped=skipped + unreported_runs(paths))
+
+
+def unreported_runs(paths: Sequence[str | Path]) -> list[str]:
+    """``<folder>: no report yet: killed (toolbench finish scores it)`` for each run folder under
+    ``paths`` (as :func:`find_reports` looks) that has an index but no report: without a word, a
+    run missing from the site reads as a run that never happened."""
+    folders: list[Path] = []
+    for given in paths:
+        p = Path(given)
+        if not p.is_dir() or (p / REPORT_NAME).is_file():
+            continue
+        if (p / INDEX_NAME).is_file():
+            folders.append(p)
+        else:
+            folders += sorted(d for d in p.iterdir()
+                              if (d / INDEX_NAME).is_file() and not (d / REPORT_NAME).is_file())
+    out = []
+    for folder in folders:
+        index = read_index(folder)
+        if index is not None:
+            out.append(f"{folder}: no report yet: {status_text(index)}")
+    return out
