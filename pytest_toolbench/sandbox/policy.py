@@ -214,26 +214,35 @@ def build_jail(root: str, read_paths: Sequence[str], link_paths: Sequence[str] =
     return bound
 
 
-def _mirror_links(root: str, path: str, bound: Sequence[str], depth: int = 0) -> None:
-    """Recreate under ``root`` each symlink met on the way from ``/`` to ``path`` (and to their
-    targets), when ``path`` leads into something bound; links inside a bound tree are the
-    host's own and need nothing."""
+def _mirror_links(root: str, path: str, bound: Sequence[str]) -> None:
+    """Recreate under ``root`` each symlink :func:`links_on_the_way` finds."""
+    for link, target in links_on_the_way(path, bound):
+        os.makedirs(root + os.path.dirname(link), 0o755, exist_ok=True)
+        if not os.path.lexists(root + link):
+            os.symlink(target, root + link)
+
+
+def links_on_the_way(path: str, bound: Sequence[str], depth: int = 0) -> list[tuple[str, str]]:
+    """Each symlink (its path, its target as written) met on the way from ``/`` to ``path`` (and
+    to their targets), when ``path`` leads into something bound; links inside a bound tree are
+    the host's own and need nothing. A tree of binds (the jail, bubblewrap's root) holds only
+    the real paths: without ``/lib64 -> usr/lib64`` no dynamically linked program loads there."""
     if depth > 8 or not _under(os.path.realpath(path), bound):
-        return
+        return []
+    out: list[tuple[str, str]] = []
     cur = os.sep
     for part in path.strip(os.sep).split(os.sep):
         nxt = os.path.join(cur, part)
         if _under(nxt, bound):
-            return
+            break
         if not os.path.islink(nxt):
             cur = nxt
             continue
         target = os.readlink(nxt)
-        os.makedirs(root + cur, 0o755, exist_ok=True)
-        if not os.path.lexists(root + nxt):
-            os.symlink(target, root + nxt)
-        _mirror_links(root, os.path.normpath(os.path.join(cur, target)), bound, depth + 1)
+        out.append((nxt, target))
+        out += links_on_the_way(os.path.normpath(os.path.join(cur, target)), bound, depth + 1)
         cur = os.path.realpath(nxt)
+    return out
 
 
 def jail_link_paths(package_dir: str) -> list[str]:

@@ -140,18 +140,23 @@ def check_job(job: str, modules: Sequence[str]) -> None:
                      f"('<module>:<function>'), got {job!r}")
 
 
-def bubblewrap_argv(tmpdir: str, read_paths: Sequence[str]) -> list[str] | None:
+def bubblewrap_argv(tmpdir: str, read_paths: Sequence[str],
+                    links: Sequence[tuple[str, str]] = ()) -> list[str] | None:
     """``bwrap`` in front of the zygote when it is on PATH: a new mount namespace holding only the
     Python installation, the package, the temp dir, a private /proc and /dev; new user, pid, IPC,
     UTS and network namespaces. An extra layer: Landlock and seccomp still apply inside. No
     --die-with-parent: that follows the *thread* that started it (a pool thread); the zygote
-    exits on its own when the pool's pipe closes."""
+    exits on its own when the pool's pipe closes. ``links``: (path, target) of the symlinks on
+    the way to what is bound (``/lib64 -> usr/lib64``: the loader of every program is named by
+    that path, so without it ``bwrap`` cannot even exec the interpreter)."""
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         return None
     argv = [bwrap, "--unshare-all", "--dev", "/dev", "--proc", "/proc"]
     for path in read_paths:
         argv += ["--ro-bind", path, path]
+    for link, target in dict(links).items():
+        argv += ["--symlink", target, link]
     argv += ["--bind", tmpdir, tmpdir, "--chdir", tmpdir, "--"]
     return argv
 
@@ -163,6 +168,18 @@ def _bwrap_read_paths(job_paths: Sequence[str] = ()) -> list[str]:
     paths += [p for p in job_paths if p not in paths]  # the declared job modules, read-only
     extra = [os.path.realpath(p) for p in ("/usr", "/bin", "/etc/ld.so.cache") if os.path.exists(p)]
     return [p for p in paths if not p.startswith("/dev/")] + [p for p in extra if p not in paths]
+
+
+def _bwrap_links(read_paths: Sequence[str], job_paths: Sequence[str] = ()) -> list[tuple[str, str]]:
+    """The symlinks bubblewrap's root must show on the way to ``read_paths``: the same ones the
+    zygote's jail mirrors (the interpreter, its prefixes and import path, the system paths)."""
+    from pytest_toolbench.sandbox import policy  # ctypes: only when bwrap is used
+
+    wanted = [*policy.jail_link_paths(os.path.join(_PACKAGE_ROOT, "pytest_toolbench")), *job_paths]
+    out: list[tuple[str, str]] = []
+    for path in wanted:
+        out += [link for link in policy.links_on_the_way(os.path.abspath(path), read_paths) if link not in out]
+    return out
 
 
 _checkers: dict[str, Any] = {}
@@ -263,7 +280,10 @@ class _Worker:
         env.setdefault("LANG", "C.UTF-8")
         argv = [sys.executable, "-m", "pytest_toolbench.sandbox.worker"]
         job_paths = list(dict.fromkeys(m.read_path for m in self.job_modules))
-        wrap = bubblewrap_argv(self.tmpdir, _bwrap_read_paths(job_paths)) if use_bubblewrap else None
+        wrap = None
+        if use_bubblewrap:
+            bound = _bwrap_read_paths(job_paths)
+            wrap = bubblewrap_argv(self.tmpdir, bound, _bwrap_links(bound, job_paths))
         config: dict[str, Any] = {
             "tmpdir": self.tmpdir,
             "limits": limits.model_dump(),
