@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from pytest_toolbench.config import SandboxLimits
-from pytest_toolbench.sandbox import ToolSandbox, policy, pool
+from pytest_toolbench.sandbox import ToolSandbox, policy, pool, worker
 
 RUN = "pytest_toolbench.sandbox.jobs:run_source"
 needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (bwrap) not installed")
@@ -58,3 +59,35 @@ def test_the_pools_bwrap_links_lead_to_the_interpreters_loader() -> None:
             if os.path.islink(cur):
                 assert links.get(cur) == os.readlink(cur), cur
                 cur = os.path.realpath(cur)
+
+
+def test_the_other_pids_probe_does_not_count_the_probes_own_pid() -> None:
+    """Under bwrap the zygote is pid 2 of bwrap's PID namespace, and the probe's child is pid 2
+    of the zygote's own: the probe named "the zygote" by a number that was the child itself,
+    which the filter rightly lets it signal, so a sound seccomp was reported failed and every
+    pool refused to start. A pid the child holds itself is no other process's."""
+    probes: dict = {}
+    exec(worker._KERNEL_PROBES, probes)  # noqa: S102 - the probe's own source, as the child runs it
+    with pytest.raises(PermissionError):
+        probes["_other_pids"]([os.getpid()])
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:  # unconfined here: another process of ours still counts as reached
+        probes["_other_pids"]([os.getpid(), other.pid])
+    finally:
+        other.kill()
+        other.wait()
+
+
+@needs_bwrap
+def test_bubblewrap_is_really_used_and_every_layer_holds(caplog: pytest.LogCaptureFixture) -> None:
+    """With bwrap on PATH the zygote runs inside it (no "bubblewrap failed" fallback), and the
+    probe verifies the layers inside it as without it."""
+    with ToolSandbox(SandboxLimits(workers=1)) as sb:
+        iso = sb.describe()["isolation"]
+        assert "bubblewrap failed" not in caplog.text
+        assert iso["bubblewrap"] is True and iso["missing_layers"] == []
+        assert iso["verified_other_pids_refused"] is True
+        if iso.get("filesystem_view") == "jail":
+            assert iso["verified_jail_read_only"] is True
+        assert sb.isolation_state()["bubblewrap"] is True
+        assert run(sb, "def f():\n    return 1")["value"] == 1

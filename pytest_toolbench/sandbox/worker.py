@@ -811,6 +811,8 @@ def _fanotify():
 def _other_pids(pids):
     import os, resource
     for pid in pids:
+        if pid == os.getpid():  # its own pid (a number the zygote saw in another pid namespace)
+            continue
         for attempt in (lambda: os.kill(pid, 0), lambda: os.getpriority(os.PRIO_PROCESS, pid),
                         lambda: os.sched_getaffinity(pid), lambda: resource.prlimit(pid, resource.RLIMIT_CORE)):
             try:
