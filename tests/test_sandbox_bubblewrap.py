@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -91,3 +92,41 @@ def test_bubblewrap_is_really_used_and_every_layer_holds(caplog: pytest.LogCaptu
             assert iso["verified_jail_read_only"] is True
         assert sb.isolation_state()["bubblewrap"] is True
         assert run(sb, "def f():\n    return 1")["value"] == 1
+
+
+def test_host_pid_finds_a_descendant_by_its_pid_in_its_own_namespace() -> None:
+    """Under bwrap, hello's pid (2) is the zygote's number in bwrap's PID namespace and the pool's
+    process is bwrap: ``worker_pids()`` named bwrap, so a signal meant for the zygote (a test's
+    SIGSTOP, the attack corpus watching the zygote's nice value and limits) reached bwrap."""
+    try:
+        proc = subprocess.Popen(["unshare", "--user", "--map-root-user", "--pid", "--fork",
+                                 sys.executable, "-c", "import time; time.sleep(30)"],
+                                stderr=subprocess.DEVNULL)
+    except OSError as exc:
+        pytest.skip(f"no unshare here: {exc}")
+    try:
+        found = proc.pid
+        for _ in range(200):
+            found = pool.host_pid(proc.pid, 1)
+            if found != proc.pid or proc.poll() is not None:
+                break
+            time.sleep(0.01)
+        if proc.poll() is not None:
+            pytest.skip("this machine refuses an unprivileged PID namespace")
+        assert found != proc.pid
+        with open(f"/proc/{found}/cmdline", "rb") as f:
+            assert b"time.sleep(30)" in f.read()
+    finally:
+        proc.kill()
+        proc.wait()
+    assert pool.host_pid(os.getpid(), 987654) == os.getpid()  # none such: the root itself
+
+
+@needs_bwrap
+def test_worker_pids_are_the_zygotes_not_bwraps() -> None:
+    with ToolSandbox(SandboxLimits(workers=1)) as sb:
+        sb.describe()
+        (pid,) = sb.worker_pids()
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            assert b"pytest_toolbench.sandbox.worker" in f.read()
+        assert pid != next(iter(sb._live)).proc.pid

@@ -78,7 +78,7 @@ def kill_all(proc: subprocess.Popen, zygotes: list[int]) -> None:
     """Test hygiene: nothing of a harness outlives its test, whatever the code under test did."""
     for pid in zygotes:
         try:
-            os.killpg(pid, signal.SIGKILL)  # each zygote leads its own process group
+            os.killpg(os.getpgid(pid), signal.SIGKILL)  # its group: bwrap leads it, when in front
         except (ProcessLookupError, PermissionError):
             pass
     proc.kill()
@@ -118,7 +118,7 @@ def test_a_new_pool_sweeps_only_folders_nobody_owns(base: Path, tmp_path: Path,
         # that zygote's folder itself (what it should do), which is not the case under test.
         dead_proc.send_signal(signal.SIGSTOP)
         for pid in dead["zygotes"]:
-            os.killpg(pid, signal.SIGKILL)
+            os.killpg(os.getpgid(pid), signal.SIGKILL)  # bwrap leads the group, when in front
         dead_proc.kill()
         dead_proc.wait()
         assert wait_until(lambda: not any(alive(pid) for pid in dead["zygotes"]), 5.0)

@@ -182,6 +182,29 @@ def _bwrap_links(read_paths: Sequence[str], job_paths: Sequence[str] = ()) -> li
     return out
 
 
+def host_pid(root: int, inner: int) -> int:
+    """The pid, in this process's PID namespace, of the descendant of ``root`` that is ``inner``
+    in its own namespace (the zygote that ``bwrap``, process ``root``, started as its pid 2);
+    ``root`` where none is found. Read from ``/proc/<pid>/status`` (``NSpid``: its pid in each
+    namespace, the innermost last) down the ``children`` lists."""
+    todo, seen = [root], set()
+    while todo:
+        pid = todo.pop(0)
+        if pid in seen:
+            continue
+        seen.add(pid)
+        try:
+            with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as f:
+                nspid = next((line.split()[1:] for line in f if line.startswith("NSpid:")), [])
+            if pid != root and len(nspid) > 1 and nspid[-1] == str(inner):
+                return pid
+            with open(f"/proc/{pid}/task/{pid}/children", encoding="ascii") as f:
+                todo += [int(p) for p in f.read().split()]
+        except (OSError, ValueError):
+            continue
+    return root
+
+
 _checkers: dict[str, Any] = {}
 
 
@@ -260,7 +283,9 @@ class _Worker:
             # is left behind (kill() is idempotent; a failure below may have called it already).
             self.kill()
             raise
-        self.pid: int = hello["pid"]
+        # The zygote's pid as the host sees it: under bwrap, hello's pid is its number in bwrap's
+        # PID namespace (2), and self.proc is bwrap itself, which a signal to the zygote misses.
+        self.pid: int = hello["pid"] if self.proc.pid == hello["pid"] else host_pid(self.proc.pid, hello["pid"])
         self.info: dict[str, Any] = {"python": hello["python"], **hello["isolation"]}
 
     def _start(self, limits: SandboxLimits, network_isolation: bool, preload: Sequence[str],
@@ -523,7 +548,7 @@ class ToolSandbox:
 
     def worker_pids(self) -> list[int]:
         with self._lock:
-            return sorted(w.proc.pid for w in self._live if hasattr(w, "info"))  # started ones
+            return sorted(w.pid for w in self._live if hasattr(w, "info"))  # started ones
 
     def _register(self, worker: _Worker) -> None:
         with self._lock:
