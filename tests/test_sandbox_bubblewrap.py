@@ -130,3 +130,16 @@ def test_worker_pids_are_the_zygotes_not_bwraps() -> None:
         with open(f"/proc/{pid}/cmdline", "rb") as f:
             assert b"pytest_toolbench.sandbox.worker" in f.read()
         assert pid != next(iter(sb._live)).proc.pid
+
+
+@needs_bwrap
+def test_the_zygotes_handle_on_the_host_temp_dir_never_reaches_a_call() -> None:
+    """Under bwrap the zygote holds an fd of the host's temp dir (to remove its folder when its
+    harness is SIGKILLed: inside bwrap that folder is a mount point). A call holds no directory
+    fd at all: with one it could reach the host's tree beside the jail."""
+    source = ("import os, stat\ndef f():\n    out = []\n    for fd in range(1024):\n"
+              "        try:\n            if stat.S_ISDIR(os.fstat(fd).st_mode):\n                out.append(fd)\n"
+              "        except OSError:\n            pass\n    return out")
+    with ToolSandbox(SandboxLimits(workers=1)) as sb:
+        assert sb.describe()["isolation"]["bubblewrap"] is True
+        assert run(sb, source)["value"] == []

@@ -325,6 +325,17 @@ class _Worker:
         if wrap is not None:
             argv = wrap + argv
             config["bubblewrap"] = True
+        held = [self._lock_fd]
+        if wrap is not None:
+            # Inside bwrap the folder is a mount point, which the zygote cannot rmdir when it
+            # abandons it (its harness SIGKILLed): it removes it through this fd of the host's
+            # temp dir instead, so no empty folder waits a day for a sweep.
+            try:
+                parent_fd = os.open(os.path.dirname(self.tmpdir), os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+            except OSError as exc:
+                raise SandboxStartError(f"cannot open {os.path.dirname(self.tmpdir)}: {exc}") from exc
+            held.append(parent_fd)
+            config["parent_fd"] = parent_fd
         req_r, self._req_w = os.pipe()
         self._rep_r, rep_w = os.pipe()
         config.update(fd_in=req_r, fd_out=rep_w, lock_fd=self._lock_fd)
@@ -339,7 +350,7 @@ class _Worker:
                     stderr=stderr,
                     cwd=self.tmpdir,
                     env=env,
-                    pass_fds=(req_r, rep_w, self._lock_fd),
+                    pass_fds=(req_r, rep_w, *held),
                     start_new_session=True,  # own process group: a timeout kills all of it
                 )
         except OSError as exc:
@@ -347,6 +358,8 @@ class _Worker:
         finally:  # the worker's ends of the pipes: it holds its own copies (or never started)
             os.close(req_r)
             os.close(rep_w)
+            if "parent_fd" in config:
+                os.close(config["parent_fd"])
         try:
             hello = protocol.recv(self._rep_r, time.monotonic() + _STARTUP_TIMEOUT_S)
         except (TimeoutError, EOFError, protocol.ProtocolError) as exc:

@@ -84,6 +84,10 @@ class Zygote:
         # Held (shared with the pool) while this zygote lives: a pool that starts later sweeps a
         # sandbox folder only once nobody holds its lock (owned_folders.sweep_stale).
         self.lock_fd: int | None = config.get("lock_fd")
+        # Under bwrap only: the host's temp dir (O_PATH), where an abandoning zygote removes its
+        # folder, which is a mount point in bwrap's namespace (rmdir there: EBUSY). Closed in
+        # every child like the pool's pipes: no call may hold a handle on the host's tree.
+        self.parent_fd: int | None = config.get("parent_fd")
         self.tmpdir = os.path.realpath(config["tmpdir"])
         self.jail: str | None = None  # the calls' file-system root, once built (_setup_jail)
         self.jail_rw: str | None = None  # the zygote's writable view of the (read-only) jail
@@ -165,12 +169,16 @@ class Zygote:
         audit = audit and "audit_hook" not in self.disabled
         return policy.install_audit_hook(workdir) if audit else None
 
+    def _held_fds(self) -> tuple[int, ...]:
+        """The zygote's own descriptors besides the pool's pipes (the folder's lock, the host's
+        temp dir under bwrap), which no child keeps."""
+        return tuple(fd for fd in (self.lock_fd, self.parent_fd) if fd is not None)
+
     def confine_init(self) -> None:
         """The PID namespace's idle init: it runs no tool code, but a call shares its namespace,
         so it holds as little as a call (jail, no capabilities, no pipes of the pool)."""
         policy.die_with_parent()
-        extra = (self.lock_fd,) if self.lock_fd is not None else ()
-        for fd in (self.fd_in, self.fd_out, *extra):
+        for fd in (self.fd_in, self.fd_out, *self._held_fds()):
             os.close(fd)
         if self.jail:
             os.chroot(self.jail)
@@ -187,8 +195,7 @@ class Zygote:
         """
         status = 0
         try:
-            extra = (self.lock_fd,) if self.lock_fd is not None else ()
-            for fd in (self.fd_in, self.fd_out, *extra, *(self._spare[1:3] if self._spare else ())):
+            for fd in (self.fd_in, self.fd_out, *self._held_fds(), *(self._spare[1:3] if self._spare else ())):
                 os.close(fd)  # the pool's pipes and folder lock, and another call's, are no tool's business
             self._spare = None
             self.confine_child(workdir, audit)
@@ -751,6 +758,11 @@ class Zygote:
                 except OSError:
                     pass
         cleanup.remove_tree(self.tmpdir)
+        if self.parent_fd is not None:  # bwrap's bind of the folder: removed on the host's side
+            try:
+                os.rmdir(os.path.basename(self.tmpdir), dir_fd=self.parent_fd)
+            except OSError:
+                pass  # not empty, or gone: a later pool's sweep takes what is left
 
     def _serve_one(self) -> bool:
         """One request from the pool; False once the pool has gone. The zygote reads only the
