@@ -877,6 +877,8 @@ _LAYER_HELP = {
 def main(argv: list[str]) -> int:
     config = json.loads(argv[1])
     fd_out = config["fd_out"]
+    # The environment is the pool's allowlist; bwrap's --chdir adds PWD, which calls inherit.
+    os.environ.pop("PWD", None)
     os.chdir(config["tmpdir"])
     sys.stdin = None  # type: ignore[assignment]
     zygote: Zygote | None = None

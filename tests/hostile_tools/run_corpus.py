@@ -654,7 +654,11 @@ def make_pool(layers_off: tuple[str, ...] = ()) -> Any:
     from pytest_toolbench.sandbox import ToolSandbox
 
     if layers_off:
-        return ToolSandbox(SandboxLimits(**LIMITS, insecure=True), preload=PRELOAD, disable_layers=layers_off)
+        # Without bwrap too: in front of the zygote (where installed) its own PID, network and
+        # user namespaces and its small root would stop the attack, and the run would not show
+        # that the layers it names are what stop it.
+        return ToolSandbox(SandboxLimits(**LIMITS, insecure=True), preload=PRELOAD, disable_layers=layers_off,
+                           use_bubblewrap=False)
     return ToolSandbox(SandboxLimits(**LIMITS), preload=PRELOAD)
 
 
