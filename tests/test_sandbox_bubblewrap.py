@@ -143,3 +143,16 @@ def test_the_zygotes_handle_on_the_host_temp_dir_never_reaches_a_call() -> None:
     with ToolSandbox(SandboxLimits(workers=1)) as sb:
         assert sb.describe()["isolation"]["bubblewrap"] is True
         assert run(sb, source)["value"] == []
+
+
+def test_no_bwrap_bind_lies_beneath_another() -> None:
+    """As an ordinary user whose Python is the system's (base prefix /usr), bwrap bound /usr and
+    then /usr/lib, /usr/lib64... beneath it: child mounts, locked in the zygote's user
+    namespace, so its jail's non-recursive bind of /usr failed (EINVAL) and every call of
+    ``make run`` saw the host's paths (``absent_layers: jail``). Each bind is recursive: one
+    beneath another adds nothing."""
+    paths = pool._bwrap_read_paths()
+    assert paths == sorted(set(paths))
+    for path in paths:
+        assert not any(path.startswith(other.rstrip("/") + "/") for other in paths), path
+    assert os.path.realpath("/usr") in paths  # the loader and libraries still come with it

@@ -167,7 +167,15 @@ def _bwrap_read_paths(job_paths: Sequence[str] = ()) -> list[str]:
     paths = read_only_paths(os.path.join(_PACKAGE_ROOT, "pytest_toolbench"), protected_paths())
     paths += [p for p in job_paths if p not in paths]  # the declared job modules, read-only
     extra = [os.path.realpath(p) for p in ("/usr", "/bin", "/etc/ld.so.cache") if os.path.exists(p)]
-    return [p for p in paths if not p.startswith("/dev/")] + [p for p in extra if p not in paths]
+    out: list[str] = []
+    # Each bind is recursive: a path beneath another is bound already. Bound again, it is a
+    # mount of its own beneath the other, and inside an ordinary user's namespace such a child
+    # mount is locked, so the zygote's non-recursive jail bind of the outer path (/usr, where
+    # the interpreter is the system's) fails with EINVAL and the calls lose their jail.
+    for path in sorted({p for p in [*paths, *extra] if not p.startswith("/dev/")}):
+        if not any(path == o or path.startswith(o.rstrip(os.sep) + os.sep) for o in out):
+            out.append(path)
+    return out
 
 
 def _bwrap_links(read_paths: Sequence[str], job_paths: Sequence[str] = ()) -> list[tuple[str, str]]:
