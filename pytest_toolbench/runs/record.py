@@ -34,8 +34,8 @@ from pytest_toolbench.results import case_store
 from pytest_toolbench.results.safe_text import safe_json
 
 if TYPE_CHECKING:  # a run's start (record_start) needs none of the report's models
-    from pytest_toolbench.results.headline import Headline as HeadlineDeclaration
     from pytest_toolbench.results.case_result import CaseResult
+    from pytest_toolbench.results.headline import Headline as HeadlineDeclaration
     from pytest_toolbench.results.run_record import RunInfo, RunRecord
     from pytest_toolbench.results.run_sections import DataSourceEntry
 
@@ -177,8 +177,8 @@ def _fingerprints(data_sources: Iterable[dict[str, Any] | DataSourceEntry]) -> l
 def write_index(run_dir: Path, index: RunIndex, *, in_place_when_full: bool = False) -> Path:
     """``in_place_when_full``: on a full disk (or quota), where the atomic write cannot make its
     new file, overwrite the index in the blocks it holds already if the new text fits there
-    (:func:`overwrite_in_allocated`). Only for the last word of a run that stopped for want of
-    space: a crash in the middle leaves an index :func:`read_index` falls back from."""
+    (:func:`overwrite_in_allocated`). Only for a run's last word (its end, its failure): a crash
+    in the middle leaves an index :func:`read_index` falls back from (the report, the journal)."""
     path = run_dir / INDEX_NAME
     # bidi and C1 controls (a data path's) as JSON escapes, like the report (results/safe_text.py)
     text = safe_json(index.model_dump_json(indent=2)) + "\n"
@@ -324,7 +324,8 @@ def save_report(run_dir: Path, record: RunRecord, *, cases_in_journal: bool,
         record.write(run_dir / REPORT_NAME,
                      record.json_chunks(cases()) if cases is not None else None)
     index = index_from_report(record, run_dir)
-    write_index(run_dir, index)
+    # (a run's index shrinks at its end, as its start goes: it fits where a full disk left it)
+    write_index(run_dir, index, in_place_when_full=True)
     return index
 
 

@@ -50,8 +50,6 @@ if TYPE_CHECKING:
 #: third-party modules: the harness's own go through pytest's assertion-rewriting import hook,
 #: which is not meant to run on two threads at once.
 FINISH_MODULES = ("numpy", "rich.console", "rich.table", "rich.box", "rich.text")
-#: The output failure's name for the run folder's report.json.
-FOLDER_REPORT = "run folder's report"
 
 
 def _warm_imports() -> None:
@@ -436,7 +434,7 @@ class ControllerHooks:
         """Every report but JUnit's, each from ``record``; a failed write is noted in it before
         the next report is written, and at the end in the record, the exit status and the
         terminal's summary."""
-        from pytest_toolbench.runs.record import mark_unreported, save_report
+        from pytest_toolbench.runs.record import REPORT_NAME, mark_unreported, save_report
 
         st = self.st
         failed_before = len(st.output_failures)
@@ -445,7 +443,7 @@ class ControllerHooks:
         # Its cases are the journal's (stored once, results/case_store.py) unless the journal
         # lost one; --toolbench-json, a file a user moves on its own, holds them inline.
         folder = run_dir_of(st)
-        self._write_output(FOLDER_REPORT, folder / "report.json", lambda: save_report(
+        self._write_output("run folder's report", folder / REPORT_NAME, lambda: save_report(
             folder, record, cases_in_journal=self._journal_whole, cases=self._whole_cases))
         if st.settings.json_path:
             json_path = Path(st.settings.json_path)
@@ -465,7 +463,7 @@ class ControllerHooks:
             backend=st.settings.resolved_backend))
         if len(st.output_failures) > failed_before:  # a report could not be written
             self._note_output_failures(session, record)
-            if any(f.what == FOLDER_REPORT for f in st.output_failures[failed_before:]):
+            if not (folder / REPORT_NAME).is_file():
                 # run.json would still say "running", and toolbench runs call the run killed
                 first = st.output_failures[0]  # what stopped the run, else that report's failure
                 self._write_output("run index", folder / "run.json", lambda: mark_unreported(
