@@ -15,8 +15,8 @@ class ToolbenchExit(IntEnum):
     #: Without gates only (pytest's TESTS_FAILED): some case was wrong or hit an infrastructure
     #: error. With gates single cases never decide the status.
     CASES_FAILED = 1
-    #: Ctrl-C, SIGTERM or SIGHUP (pytest's INTERRUPTED); summary and JSON are written, marked
-    #: partial.
+    #: Ctrl-C, SIGTERM or SIGHUP (pytest's INTERRUPTED), or a collection error (under xdist
+    #: too); summary and JSON are written, marked partial.
     INTERRUPTED = 2
     INTERNAL_ERROR = 3
     #: Bad command line, gate, selection option or dataset, found before any model call.

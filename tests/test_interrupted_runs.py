@@ -369,6 +369,32 @@ def test_a_stop_by_pytest_itself_is_named_as_pytest_names_it_not_as_a_ctrl_c(tmp
     assert report["cases"] == [] and len(report["missing_cases"]) == 18
 
 
+def test_under_xdist_a_collection_error_stops_the_run_as_without_it(tmp_path):
+    """pytest without xdist stops a run whose collection failed (exit 2, the test above). xdist
+    ran what its workers did collect instead, and with a gate on those cases the run passed:
+    ``pytest suites -n 2 --gate ...`` with one suite that cannot load (its benchmark not
+    installed, a syntax error) exited 0, "gates PASSED". It now ends interrupted by that error,
+    partial, exit 2; --continue-on-collection-errors still runs on, as pytest's own does."""
+    bad = tmp_path / "test_broken.py"
+    bad.write_text("def broken(:\n")
+    cmd = [sys.executable, "-m", "pytest", "suites/toolhop", str(bad), "-q", "-n", "2",
+           "-p", "no:cacheprovider", "-p", "no:randomly", "--data", "sample", "--model", "oracle",
+           "--no-cache", "--runs-dir", str(tmp_path / "runs"), "--scenario", "direct",
+           "--gate", "toolhop.direct.accuracy>=0.5"]
+    proc = subprocess.run([*cmd, "--toolbench-json", str(tmp_path / "report.json")],
+                          cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == ToolbenchExit.INTERRUPTED, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "the run was interrupted (1 error during collection)" in " ".join(proc.stdout.split())
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["partial"] and report["run"]["interrupted_by"] == "1 error during collection"
+    assert len(report["cases"]) == 6  # what the workers collected ran, and is reported
+    (run_check,) = [g for g in report["gates"] if g["gate"] == RUN_COMPLETED]
+    assert not run_check["passed"]
+    going_on = subprocess.run([*cmd, "--continue-on-collection-errors"], cwd=REPO,
+                              capture_output=True, text=True, timeout=300)
+    assert going_on.returncode == ToolbenchExit.OK, going_on.stdout[-3000:]
+
+
 def test_a_second_ctrl_c_while_the_reports_are_written_exits_2_with_every_report(tmp_path):
     proc, out, err = _interrupted_mid_run(tmp_path, "-n", "0", "--gate", GATE, second_signal=True)
     assert proc.returncode == ToolbenchExit.INTERRUPTED, out[-3000:] + err[-3000:]

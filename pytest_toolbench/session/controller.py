@@ -357,6 +357,26 @@ class ControllerHooks:
               and value.returncode in (None, int(pytest.ExitCode.INTERRUPTED))):
             st.interrupted_by = f"pytest.exit: {value.msg}"
 
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        """A collector that failed (its own, or an xdist worker's, which xdist passes on once)."""
+        if report.failed and report.nodeid not in self.st.collection_errors:
+            self.st.collection_errors.append(report.nodeid)
+
+    def _collection_stops_run(self) -> bool:
+        """Without xdist pytest stops a run whose collection failed (exit 2, "1 error during
+        collection", every case unrun), unless --continue-on-collection-errors. xdist's
+        controller instead runs what the workers did collect, and with gates on those the run
+        passed (exit 0) although a suite it was asked to run, e.g. one whose benchmark is not
+        installed, never ran. The same run under xdist now ends as it would without: interrupted
+        by that error (partial, exit 2), whatever its cases did."""
+        st = self.st
+        if (not st.collection_errors or st.interrupted_by is not None
+                or self.config.getoption("continue_on_collection_errors", False)):
+            return False
+        n = len(st.collection_errors)
+        st.interrupted_by = f"{n} error{'s' if n != 1 else ''} during collection"
+        return True
+
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         st = self.st
@@ -396,6 +416,8 @@ class ControllerHooks:
                     case_store.remove_worker_journals(run_dir_path(st))
                 case_store.remove_scratch(run_dir_path(st))
         missing = self._check_completeness()
+        if xdist and self._collection_stops_run():
+            exitstatus = session.exitstatus = pytest.ExitCode.INTERRUPTED
         interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
         if interrupted and st.interrupted_by is None and not st.output_failures:
             st.interrupted_by = "SIGINT"  # (an output failure stops the run as an interruption)

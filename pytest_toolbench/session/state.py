@@ -50,6 +50,10 @@ class ToolbenchState:
     #: "SIGTERM"/"SIGINT"/"SIGHUP" when the run was interrupted (its reports are then partial),
     #: or pytest's own reason when it stopped the run itself ("1 error during collection").
     interrupted_by: str | None = None
+    #: Node ids of the collectors that failed (a suite whose benchmark is not installed, a
+    #: syntax error): under xdist the workers' reach the controller, and the run stops as pytest
+    #: stops one without xdist (controller.py ``pytest_collectreport``).
+    collection_errors: list[str] = field(default_factory=list)
     #: --baseline: the loaded run (controller), compared with this run at the session end.
     baseline: LoadedRun | None = None
     #: The run's shared SDK process (models/sdk_process), started at configure.
