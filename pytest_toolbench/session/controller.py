@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import re
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -51,6 +52,9 @@ if TYPE_CHECKING:
 #: which is not meant to run on two threads at once.
 FINISH_MODULES = ("numpy", "rich.console", "rich.table", "rich.box", "rich.text")
 
+#: pytest's text (and xdist's) when -x/--maxfail stops a run: "stopping after 1 failures".
+_MAXFAIL_TEXT = re.compile(r"stopping after \d+ failures?")
+
 
 def _warm_imports() -> None:
     threading.Thread(target=_import_modules, args=(FINISH_MODULES,),
@@ -77,6 +81,8 @@ class ControllerHooks:
         self._selection_kept = False  # (:meth:`_keep_selection`)
         self._crashed: dict[str, tuple[Case, str]] = {}  # case id -> (case, xdist's crash text)
         self._stopping = False  # an output failure has stopped the run
+        #: Under xdist, -x/--maxfail stopped the run (:meth:`_maxfail_stop`), not a signal.
+        self._stopped_at_maxfail = False
         #: Every result of the run is in its journal (no journal write failed): the run folder's
         #: report then names the journal instead of repeating the cases.
         self._journal_whole = False
@@ -351,11 +357,26 @@ class ControllerHooks:
         st, value = self.st, excinfo.value
         if st.interrupted_by is not None or st.output_failures:
             return
-        if isinstance(value, pytest.Session.Interrupted):
+        if self._maxfail_stop(value):
+            self._stopped_at_maxfail = True  # the session end ends it as pytest's own -x
+        elif isinstance(value, pytest.Session.Interrupted):
             st.interrupted_by = str(value) or "pytest stopped the run"
         elif (isinstance(value, pytest.exit.Exception)
               and value.returncode in (None, int(pytest.ExitCode.INTERRUPTED))):
             st.interrupted_by = f"pytest.exit: {value.msg}"
+
+    def _maxfail_stop(self, value: BaseException) -> bool:
+        """Whether ``value`` is xdist's stop on -x/--maxfail. Without xdist pytest ends such a
+        run as failed (exit 1, the session end makes it 12 INCOMPLETE: its unrun cases are
+        named); xdist's controller raises its own KeyboardInterrupt with pytest's text
+        ("stopping after 1 failures", from a worker or its own count), which read as a Ctrl-C
+        nobody pressed: "interrupted (SIGINT)", exit 2."""
+        if not self.config.getoption("maxfail", 0) or not is_xdist_controller(self.config):
+            return False
+        from xdist.dsession import Interrupted  # only an xdist controller gets here
+
+        # (its other stops, "gw0 received keyboard-interrupt", are a signal's: SIGINT stays)
+        return isinstance(value, Interrupted) and _MAXFAIL_TEXT.fullmatch(str(value)) is not None
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         """A collector that failed (its own, or an xdist worker's, which xdist passes on once)."""
@@ -387,6 +408,8 @@ class ControllerHooks:
             # would name every selected case as missing.
             return
         xdist = is_xdist_controller(self.config)
+        if self._stopped_at_maxfail:  # ended as without xdist (:meth:`_maxfail_stop`)
+            exitstatus = session.exitstatus = pytest.ExitCode.TESTS_FAILED
         if xdist:  # what only the workers' journals hold goes into the run's journal too
             # (run_dir_path: a plain test session under xdist has no run folder to make)
             with contextlib.suppress(pytest.exit.Exception):  # the journal failed: noted

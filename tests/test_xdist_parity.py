@@ -1,0 +1,53 @@
+"""The same run tells a CI step the same with and without pytest-xdist: exit status, partial flag,
+the reason it stopped, the gates' verdicts.
+
+Each test runs ``pytest suites/toolhop`` in a subprocess with ``-n 0`` and ``-n 2`` against a
+local endpoint that answers every question wrong (tests/fake_openai_server.py), and reads the
+exit status and the JSON report.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fake_openai_server import FakeOpenAIServer, reply
+from pytest_toolbench.exitcodes import ToolbenchExit
+from shared_data import BUNDLED_TOOLHOP
+
+REPO = Path(__file__).resolve().parents[1]
+SELECTED = 3 * len(json.loads(BUNDLED_TOOLHOP.read_text()))  # ToolHop's three scenarios
+
+
+def _run_wrong(tmp_path: Path, workers: str, *args: str) -> tuple[subprocess.CompletedProcess, dict]:
+    """``pytest suites/toolhop -n WORKERS ARGS`` against an endpoint that is always wrong."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("OPENAI_", "PYTEST_XDIST_"))}
+    report = tmp_path / f"report-n{workers}.json"
+    with FakeOpenAIServer(reply(content="not the answer")) as server:
+        cmd = [sys.executable, "-m", "pytest", "suites/toolhop", "-q", "-p", "no:randomly",
+               "-p", "no:cacheprovider", "--data", "sample", "--no-cache",
+               "--runs-dir", str(tmp_path / f"runs-n{workers}"), "--toolbench-json", str(report),
+               "--base-url", server.base_url, "--api-key", "t", "--model", "m",
+               "-n", workers, *args]
+        proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300, env=env)
+    assert report.exists(), proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc, json.loads(report.read_text())
+
+
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_maxfail_without_gates_leaves_the_run_incomplete_not_interrupted(tmp_path, workers):
+    """-x stops at the first wrong answer; the cases it never ran make the run partial and exit
+    12 INCOMPLETE (README, Exit codes). Under xdist the stop reached pytest as xdist's own
+    KeyboardInterrupt, so the run read "interrupted (SIGINT)", exit 2, a Ctrl-C nobody pressed."""
+    proc, report = _run_wrong(tmp_path, workers, "-x")
+    assert proc.returncode == ToolbenchExit.INCOMPLETE, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "SIGINT" not in proc.stdout
+    assert report["partial"] and report["run"]["interrupted_by"] is None
+    assert report["run"]["exit_status"] == ToolbenchExit.INCOMPLETE
+    assert report["cases"] and len(report["cases"]) + len(report["missing_cases"]) == SELECTED
