@@ -18,10 +18,12 @@ import pytest
 
 from fake_openai_server import FakeOpenAIServer, reply
 from pytest_toolbench.exitcodes import ToolbenchExit
+from pytest_toolbench.results.partial_run import RUN_COMPLETED
 from shared_data import BUNDLED_TOOLHOP
 
 REPO = Path(__file__).resolve().parents[1]
 SELECTED = 3 * len(json.loads(BUNDLED_TOOLHOP.read_text()))  # ToolHop's three scenarios
+GATE = "toolhop.direct.accuracy>=0"  # passes on any answer
 
 
 def _run_wrong(tmp_path: Path, workers: str, *args: str) -> tuple[subprocess.CompletedProcess, dict]:
@@ -51,3 +53,16 @@ def test_maxfail_without_gates_leaves_the_run_incomplete_not_interrupted(tmp_pat
     assert report["partial"] and report["run"]["interrupted_by"] is None
     assert report["run"]["exit_status"] == ToolbenchExit.INCOMPLETE
     assert report["cases"] and len(report["cases"]) + len(report["missing_cases"]) == SELECTED
+
+
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_with_gates_a_wrong_answer_does_not_stop_a_maxfail_run(tmp_path, workers):
+    """With gates a wrong answer is a passed test (README, CI gating), so --maxfail=1 never
+    counts it and the gates decide. xdist's workers counted it as pytest's failure all the same,
+    stopped, and the run that without xdist passed every gate ended "interrupted", exit 2."""
+    proc, report = _run_wrong(tmp_path, workers, "--maxfail=1", "--gate", GATE)
+    assert proc.returncode == ToolbenchExit.OK, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert not report["partial"] and report["run"]["interrupted_by"] is None
+    assert len(report["cases"]) == SELECTED and report["missing_cases"] == []
+    assert all(g["passed"] for g in report["gates"])
+    assert RUN_COMPLETED not in {g["gate"] for g in report["gates"]}

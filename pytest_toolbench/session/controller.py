@@ -29,7 +29,7 @@ from pytest_toolbench.exitcodes import ToolbenchExit
 from pytest_toolbench.models.meter import REQUEST_METER
 from pytest_toolbench.report import progress
 from pytest_toolbench import output_errors
-from pytest_toolbench.results.case_result import CaseResult, Outcome
+from pytest_toolbench.results.case_result import CaseResult
 from pytest_toolbench.results.gates import GateVerdict, exit_status, parse_gate
 from pytest_toolbench.results import case_store
 from pytest_toolbench.results.held_results import SESSION_END_DETAILS, held, whole_cases
@@ -40,7 +40,7 @@ from pytest_toolbench.session.identity import run_identity, sandbox_warning, wal
 from pytest_toolbench.session.listing import runs_tests
 from pytest_toolbench.session.signals import interrupts_of
 from pytest_toolbench.session.state import is_xdist_controller, run_dir_of, run_dir_path, state
-from pytest_toolbench.session.transport import take_payloads, worker_output
+from pytest_toolbench.session.transport import let_gates_decide, take_payloads, worker_output
 
 if TYPE_CHECKING:
     from pytest_toolbench.results.run_record import RunRecord
@@ -205,8 +205,10 @@ class ControllerHooks:
         progress.add_result(self.config, result)
         if self._journal(result, text):  # from here on the journal holds its bulk
             self.st.results[result.case_id] = held(result, self._held_keys(result.benchmark))
-        if self.st.settings.gates and report.failed:
-            self._let_gates_decide(report, result)
+        # (a worker turned its gated failures itself: session/transport.py WorkerReportHooks)
+        if self.st.settings.gates and (let_gates_decide(report, result)
+                                       or hasattr(report, "toolbench_status")):
+            self.gated_failures.add(report.nodeid)  # --lf still reruns it
 
     def _held_keys(self, benchmark: str) -> frozenset[str] | None:
         """The ``details`` keys the session end reads of ``benchmark``'s results (None: all of
@@ -285,27 +287,6 @@ class ControllerHooks:
             pytest.exit(f"{failure.message()}; the run stopped (exit status "
                         f"{int(ToolbenchExit.OUTPUT_ERROR)} OUTPUT_ERROR)",
                         returncode=int(pytest.ExitCode.INTERRUPTED))
-
-    def _let_gates_decide(self, report: pytest.TestReport, result: CaseResult) -> None:
-        """With gates, a case's own failure is not the run's: a wrong answer's report becomes a
-        pass, an infrastructure error's a skip (so the test body is not run in-process), both
-        before JUnit, the terminal and the failure counters see it. Allure already took the real
-        status in makereport; ``--lf`` still reruns the case (see the sessionfinish below)."""
-        if result.outcome is Outcome.FAILED and report.when == "call":
-            report.outcome = "passed"
-            report.longrepr = None
-            report.toolbench_status = "wrong"  # type: ignore[attr-defined]
-        elif result.outcome is Outcome.ERROR:
-            kind = result.error.kind if result.error else "error"
-            path, line, _ = report.location
-            report.outcome = "skipped"
-            report.longrepr = (str(path), (line or 0) + 1,
-                               f"infrastructure error ({kind}), not scored; counted by the "
-                               "error-rate gate")
-            report.toolbench_status = "infra-error"  # type: ignore[attr-defined]
-        else:
-            return
-        self.gated_failures.add(report.nodeid)
 
     # pytest only looks at methods named pytest_*; specname makes this a second sessionfinish.
     @pytest.hookimpl(trylast=True, specname="pytest_sessionfinish")

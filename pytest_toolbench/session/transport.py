@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from pytest_toolbench import output_errors
-from pytest_toolbench.results.case_result import CaseResult
+from pytest_toolbench.results.case_result import CaseResult, Outcome
 from pytest_toolbench.results.junit_properties import summary_properties
 from pytest_toolbench.output_errors import OutputFailure
 from pytest_toolbench.session.state import STATE_KEY, is_worker
@@ -30,6 +30,34 @@ RESULT_KEY = pytest.StashKey[CaseResult]()
 
 #: Set once the result rode on a report, so the controller receives it exactly once.
 SENT_KEY = pytest.StashKey[bool]()
+
+#: On a worker's report with --gate: the result whose failure the gates take over
+#: (:func:`let_gates_decide`), taken off in WorkerReportHooks before xdist sends the report.
+GATED_ATTR = "_toolbench_gated_result"
+
+
+def let_gates_decide(report: pytest.TestReport, result: CaseResult) -> bool:
+    """With gates, a case's own failure is not the run's: a wrong answer's report becomes a
+    pass, an infrastructure error's a skip (so the test body is not run in-process), both
+    before JUnit, the terminal and pytest's failure counters (-x, --maxfail) see it. Allure
+    already took the real status in makereport. True when ``report`` was turned."""
+    if not report.failed:
+        return False
+    if result.outcome is Outcome.FAILED and report.when == "call":
+        report.outcome = "passed"
+        report.longrepr = None
+        report.toolbench_status = "wrong"  # type: ignore[attr-defined]
+    elif result.outcome is Outcome.ERROR:
+        kind = result.error.kind if result.error else "error"
+        path, line, _ = report.location
+        report.outcome = "skipped"
+        report.longrepr = (str(path), (line or 0) + 1,
+                           f"infrastructure error ({kind}), not scored; counted by the "
+                           "error-rate gate")
+        report.toolbench_status = "infra-error"  # type: ignore[attr-defined]
+    else:
+        return False
+    return True
 
 
 def _record_journal_failure(call: pytest.CallInfo[None]) -> None:
@@ -71,9 +99,12 @@ def attach_result(item: pytest.Item, call: pytest.CallInfo[None], report: pytest
         # report), so the controller receives each result exactly once.
         # A worker sends JSON (xdist serialises reports); in-process the object itself travels,
         # which saves a dump and a parse per case.
-        payload = result.model_dump_json() if is_worker(item.config) else result
+        worker = is_worker(item.config)
+        payload = result.model_dump_json() if worker else result
         report.user_properties.append((RESULT_PROPERTY, payload))
         item.stash[SENT_KEY] = True
+        if worker and report.failed and item.config.stash[STATE_KEY].settings.gates:
+            setattr(report, GATED_ATTR, result)  # turned in WorkerReportHooks, after makereport
     if result is not None and report.when == "teardown":
         report.user_properties.extend(summary_properties(result))
         # The last report of the test: the result has gone to the controller (or, never sent,
@@ -89,9 +120,17 @@ class WorkerReportHooks:
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport):  # type: ignore[no-untyped-def]
-        """Once every plugin has taken the report (xdist has sent it to the controller), its
+        """With gates, a failure the gates take over is turned here, in the worker, before
+        pytest counts it: counted, it stopped the worker at -x/--maxfail, and a run that without
+        xdist passed its gates (the controller turns it before pytest counts it) ended with
+        every case the worker had not run missing, exit 2. The controller keeps the turned
+        report's node for --lf (session/controller.py).
+        Once every plugin has taken the report (xdist has sent it to the controller), its
         result's JSON is dropped: pytest's terminal reporter keeps every report until the
         session ends, and with it every transcript of the worker's share of the run."""
+        gated = report.__dict__.pop(GATED_ATTR, None)  # (never sent: no CaseResult on the wire)
+        if gated is not None:
+            let_gates_decide(report, gated)
         try:
             return (yield)
         finally:
