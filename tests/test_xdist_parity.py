@@ -26,13 +26,15 @@ SELECTED = 3 * len(json.loads(BUNDLED_TOOLHOP.read_text()))  # ToolHop's three s
 GATE = "toolhop.direct.accuracy>=0"  # passes on any answer
 
 
-def _run_wrong(tmp_path: Path, workers: str, *args: str) -> tuple[subprocess.CompletedProcess, dict]:
-    """``pytest suites/toolhop -n WORKERS ARGS`` against an endpoint that is always wrong."""
+def _run_wrong(tmp_path: Path, workers: str, *args: str,
+               before: tuple[str, ...] = ()) -> tuple[subprocess.CompletedProcess, dict]:
+    """``pytest BEFORE suites/toolhop -n WORKERS ARGS`` against an endpoint that is always
+    wrong."""
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("OPENAI_", "PYTEST_XDIST_"))}
     report = tmp_path / f"report-n{workers}.json"
     with FakeOpenAIServer(reply(content="not the answer")) as server:
-        cmd = [sys.executable, "-m", "pytest", "suites/toolhop", "-q", "-p", "no:randomly",
+        cmd = [sys.executable, "-m", "pytest", *before, "suites/toolhop", "-q", "-p", "no:randomly",
                "-p", "no:cacheprovider", "--data", "sample", "--no-cache",
                "--runs-dir", str(tmp_path / f"runs-n{workers}"), "--toolbench-json", str(report),
                "--base-url", server.base_url, "--api-key", "t", "--model", "m",
@@ -66,3 +68,23 @@ def test_with_gates_a_wrong_answer_does_not_stop_a_maxfail_run(tmp_path, workers
     assert len(report["cases"]) == SELECTED and report["missing_cases"] == []
     assert all(g["passed"] for g in report["gates"])
     assert RUN_COMPLETED not in {g["gate"] for g in report["gates"]}
+
+
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_a_run_stopped_before_its_first_case_still_writes_every_report(tmp_path, workers):
+    """A plain failing test collected before the suite, with -x: pytest stops before any case
+    ran (-n 0; under xdist the other worker may finish a case or two first). The run exits 12
+    INCOMPLETE either way, but without xdist it wrote no --toolbench-json and no run report,
+    only run.json (``toolbench runs``: "gates -"), and its gate table lost the --gate: a CI step
+    read an earlier run's file at that path as this one's."""
+    plain = tmp_path / "test_plain.py"
+    plain.write_text("def test_plain_fails():\n    assert 0\n")
+    proc, report = _run_wrong(tmp_path, workers, "-x", "--gate", GATE, before=(str(plain),))
+    assert proc.returncode == ToolbenchExit.INCOMPLETE, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert report["partial"] and report["run"]["interrupted_by"] is None
+    assert report["run"]["exit_status"] == ToolbenchExit.INCOMPLETE
+    assert len(report["cases"]) + len(report["missing_cases"]) == SELECTED
+    gates = {g["gate"]: g["passed"] for g in report["gates"]}
+    assert GATE in gates and gates["every selected case reported"] is False
+    (run_dir,) = (tmp_path / f"runs-n{workers}").iterdir()
+    assert (run_dir / "report.json").exists()

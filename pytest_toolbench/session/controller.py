@@ -426,10 +426,12 @@ class ControllerHooks:
         if interrupted and st.interrupted_by is None and not st.output_failures:
             st.interrupted_by = "SIGINT"  # (an output failure stops the run as an interruption)
         self.end = self._end(exitstatus, missing)
-        # A run interrupted before its first result still gets every report, each saying so
-        # (partial, the cases never run, the failed run check): a --toolbench-json left unwritten
-        # would leave a CI step reading an earlier run's file at that path as this run's.
-        if not st.results and (not st.targeted or st.interrupted_by is None or st.output_failures):
+        # A run interrupted or stopped (-x on a plain test, every result lost) before its first
+        # result still gets every report, each saying so (partial, the cases never run, the
+        # failed run check): a --toolbench-json left unwritten would leave a CI step reading an
+        # earlier run's file at that path as this run's.
+        stopped_early = st.interrupted_by is not None or bool(missing)
+        if not st.results and (not st.targeted or not stopped_early or st.output_failures):
             self._no_case_ran(session, exitstatus)
             return
         self._finish_run(session, self.end)
