@@ -429,8 +429,11 @@ class ControllerHooks:
         # A run interrupted or stopped (-x on a plain test, every result lost) before its first
         # result still gets every report, each saying so (partial, the cases never run, the
         # failed run check): a --toolbench-json left unwritten would leave a CI step reading an
-        # earlier run's file at that path as this run's.
-        stopped_early = st.interrupted_by is not None or bool(missing)
+        # earlier run's file at that path as this run's. Not a run pytest.exit stopped with a
+        # status of its own (a usage error before the first case: the sandbox's layers, an
+        # embedder that cannot load): that status stands (_no_case_ran).
+        lost = bool(missing) and exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
+        stopped_early = st.interrupted_by is not None or lost
         if not st.results and (not st.targeted or not stopped_early or st.output_failures):
             self._no_case_ran(session, exitstatus)
             return
