@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from bubblewrap_usable import needs_bwrap
 from pytest_toolbench.config import SandboxLimits
 from pytest_toolbench.sandbox import SandboxStartError, ToolSandbox
 from pytest_toolbench.sandbox.pool import _PACKAGE_ROOT
@@ -280,7 +281,7 @@ def test_insecure_flag_is_not_reported_when_layers_hold():
         assert sb.describe()["insecure"] is False
 
 
-@pytest.mark.skipif(not __import__("shutil").which("bwrap"), reason="bubblewrap not installed")
+@needs_bwrap
 def test_bubblewrap_layer_when_present():
     with ToolSandbox(SandboxLimits(workers=1)) as sb:
         info = sb.describe()["isolation"]

@@ -577,17 +577,33 @@ class ToolSandbox:
                 raise RuntimeError("ToolSandbox is closed")
             self._live.add(worker)
 
+    def _start_worker(self, args: tuple[Any, ...], use_bubblewrap: bool) -> _Worker:
+        """A started worker; one that failed to start (bwrap refused where the machine allows no
+        user namespace, before the pool falls back) is killed by its own start and forgotten
+        here, so the pool keeps no dead worker among its live ones."""
+        registered: list[_Worker] = []
+
+        def register(worker: _Worker) -> None:
+            self._register(worker)
+            registered.append(worker)
+
+        try:
+            return _Worker(*args, use_bubblewrap, register=register, job_modules=self.job_modules)
+        except BaseException:
+            with self._lock:
+                self._live.difference_update(registered)
+            raise
+
     def _spawn(self) -> _Worker:
         args = (self.limits, self.network_isolation, self.preload, self.disable_layers)
         try:
-            worker = _Worker(*args, self.use_bubblewrap, register=self._register,
-                             job_modules=self.job_modules)
+            worker = self._start_worker(args, self.use_bubblewrap)
         except SandboxStartError as exc:
             if not self.use_bubblewrap or shutil.which("bwrap") is None or "refusing" in str(exc):
                 raise
             log.warning("sandbox: bubblewrap failed (%s); continuing with the in-process layers", exc)
             self.use_bubblewrap = False
-            worker = _Worker(*args, False, register=self._register, job_modules=self.job_modules)
+            worker = self._start_worker(args, False)
         with self._lock:
             if self._closed:
                 worker.kill()
