@@ -38,3 +38,13 @@ def require(*layers: str) -> None:
         if not has(layer):
             why = isolation().get("absent_layers", {}).get(layer) or "not given here"
             pytest.skip(f"this machine gives no {layer} ({why})")
+
+
+def process_alive(pid: int) -> bool:
+    """Whether a sandbox process (a zygote, a call) still runs: it exists and is no zombie, which
+    holds nothing while it waits to be reaped (under bwrap by the host's init, a moment later)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except (OSError, IndexError):
+        return False

@@ -12,6 +12,7 @@ import pytest
 
 from pytest_toolbench.config import SandboxLimits
 from pytest_toolbench.sandbox import SandboxOutcome, ToolSandbox
+from sandbox_env import process_alive
 
 RUN = "pytest_toolbench.sandbox.jobs:run_source"
 
@@ -27,15 +28,6 @@ def children_of(pid: int) -> set[int]:
             if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
                 found.add(int(entry.name))
     return found
-
-
-def _live(pid: int) -> bool:
-    """The process exists and is no zombie (one waiting to be reaped holds nothing)."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-    except (OSError, IndexError):
-        return False
 
 
 def wait_until(check, seconds: float) -> bool:
@@ -300,7 +292,7 @@ def test_close_leaves_no_process_and_no_temp_dir():
     # Under bwrap the zygote is its namespace-init's child, not the pool's: killed with that
     # namespace, it lingers as a zombie until the host's init reaps it (a moment on a busy
     # machine), where without bwrap the pool reaps it itself.
-    assert wait_until(lambda: not any(_live(pid) for pid in pids), 5.0), pids
+    assert wait_until(lambda: not any(process_alive(pid) for pid in pids), 5.0), pids
     assert not any(os.path.exists(o.value["value"]) for o in out)
     with pytest.raises(RuntimeError):
         sb.run(RUN, {"source": "", "entry": None}, 1.0)

@@ -23,6 +23,7 @@ import pytest
 from pytest_toolbench.config import SandboxLimits
 from pytest_toolbench.sandbox import ToolSandbox
 from pytest_toolbench.sandbox.pool import _PACKAGE_ROOT
+from sandbox_env import process_alive as alive
 
 RUN = "pytest_toolbench.sandbox.jobs:run_source"
 LOCK = ".owner.lock"
@@ -43,14 +44,6 @@ assert sb.run(RUN, {"source": "def f():\\n    return 1", "entry": "f"}, 10.0).va
 print(json.dumps({"folders": sorted(w.tmpdir for w in sb._live), "zygotes": sb.worker_pids()}), flush=True)
 time.sleep(600)
 """
-
-
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-    except (OSError, IndexError):
-        return False
 
 
 def start_harness(base: Path, workers_line_timeout: float = 60.0) -> tuple[subprocess.Popen, dict]:
