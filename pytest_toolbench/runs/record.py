@@ -86,22 +86,6 @@ class RunStart(DeferredModel):
     suite_sizes: dict[str, int] = Field(default_factory=dict)
 
 
-class StoppedBy(DeferredModel):
-    """An output failure (output_errors.OutputFailure's fields): ``results journal``, its path,
-    ``[Errno 28] No space left on device (ENOSPC)``."""
-
-    what: str
-    path: str
-    error: str
-
-    @classmethod
-    def of(cls, failure: OutputFailure) -> StoppedBy:
-        return cls(what=failure.what, path=failure.path, error=failure.error)
-
-    def failure(self) -> OutputFailure:
-        return OutputFailure(what=self.what, path=self.path, error=self.error)
-
-
 class RunIndex(DeferredModel):
     run_id: str
     model: str = ""
@@ -148,7 +132,7 @@ class RunIndex(DeferredModel):
     start: RunStart | None = None
     #: The output failure that stopped a run whose end then could not write its report (a full
     #: disk); None (not written) for every other run.
-    stopped_by: StoppedBy | None = Field(default=None, exclude_if=lambda v: v is None)
+    stopped_by: OutputFailure | None = Field(default=None, exclude_if=lambda v: v is None)
 
     def tokens_text(self) -> str | None:
         """The run's tokens as its summary words them (TokenTotals.text); None: none recorded."""
@@ -220,7 +204,7 @@ def mark_unreported(run_dir: Path, *, exit_status: int, stopped_by: OutputFailur
         return
     write_index(run_dir, index.model_copy(update={
         "finished": time.time(), "status": "incomplete", "partial": True, "pid": None,
-        "pid_stamp": None, "exit_status": exit_status, "stopped_by": StoppedBy.of(stopped_by),
+        "pid_stamp": None, "exit_status": exit_status, "stopped_by": stopped_by,
     }), in_place_when_full=True)
 
 

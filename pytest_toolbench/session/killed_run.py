@@ -35,19 +35,13 @@ from pytest_toolbench.benchmarks.data_source import DataSource
 from pytest_toolbench.config import RunSettings
 from pytest_toolbench.exitcodes import ToolbenchExit
 from pytest_toolbench.fileio import PathLock
+from pytest_toolbench.output_errors import OutputFailure
 from pytest_toolbench.results import case_store
 from pytest_toolbench.results.case_result import CaseResult
 from pytest_toolbench.results.journal import JournalError, pack_leftovers, read_journal
 from pytest_toolbench.results.packed_journal import PackedJournalError
 from pytest_toolbench.results.run_record import RunRecord
-from pytest_toolbench.runs.record import (
-    REPORT_NAME,
-    RunIndex,
-    RunStart,
-    StoppedBy,
-    read_index,
-    save_report,
-)
+from pytest_toolbench.runs.record import REPORT_NAME, RunIndex, RunStart, read_index, save_report
 from pytest_toolbench.session.end_summary import run_notes
 from pytest_toolbench.session.finish import RunIdentity, run_record, score_run
 from pytest_toolbench.session.run_end import RunEnd
@@ -163,14 +157,14 @@ def _remove_leftovers(run_dir: Path) -> None:
 
 
 def _killed_end(selection: list[str] | None, *, reported: set[str],
-                stopped_by: StoppedBy | None = None) -> RunEnd:
+                stopped_by: OutputFailure | None = None) -> RunEnd:
     """How the killed run ended: interrupted, the selected cases without a result named (or,
     its selection not kept, said to be unknown). A run that stopped on an output it could not
     write, then could not write its report either (``stopped_by``), ended as its own end would
     have said: stopped by that output failure (exit OUTPUT_ERROR), not killed."""
     return RunEnd(pytest_status=int(ToolbenchExit.INTERRUPTED),
                   interrupted_by=KILLED if stopped_by is None else None,
-                  output_failures=[] if stopped_by is None else [stopped_by.failure()],
+                  output_failures=[] if stopped_by is None else [stopped_by],
                   missing=[i for i in selection or () if i not in reported],
                   selected=len(selection or ()), missing_unknown=selection is None)
 
