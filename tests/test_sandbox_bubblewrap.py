@@ -169,3 +169,76 @@ def test_a_bwrap_that_cannot_start_leaves_no_dead_worker_in_the_pool(monkeypatch
         assert run(sb, "def f():\n    return 1")["value"] == 1
         assert sb.describe()["isolation"]["bubblewrap"] is False
         assert len(sb._live) == 1 and all(hasattr(w, "info") for w in sb._live)
+
+
+CGROUP_VIEW = """
+import os
+def f(limit_file, cgroup_dev):
+    out = {"sys": os.path.exists("/sys"), "cgroup_fds": []}
+    for fd in range(1024):
+        try:
+            if os.fstat(fd).st_dev == cgroup_dev:
+                out["cgroup_fds"].append(fd)
+        except OSError:
+            pass
+    try:
+        open(limit_file, "w").write("max")
+        out["wrote_limit"] = True
+    except OSError as exc:
+        out["wrote_limit"] = exc.errno
+    return out
+"""
+
+FLOOD = """
+import os
+def f(mb):
+    held, chunk = [], b"x" * (1 << 20)
+    for _ in range(mb):  # RLIMIT_AS does not count them, nor RLIMIT_FSIZE below a MiB each
+        held.append(os.memfd_create("x"))
+        os.write(held[-1], chunk)
+    return len(held)
+"""
+
+
+@needs_bwrap
+def test_under_bwrap_a_call_keeps_the_memory_cgroup_the_machine_gives() -> None:
+    """bwrap's root has no /sys, and inside it the zygote's pid is 2: a zygote that made its own
+    cgroup found none to make (``memory_cap: rlimit``) where the same pool without bwrap had
+    one (root). The pool makes it on the host's side, named after the zygote's host pid and
+    start time, and moves the zygote in before it forks anything: every call is born there,
+    the limit is enforced (a memfd flood past it, the filter off, is killed), the call still
+    sees no /sys and holds no handle on the cgroup, and the pool's close removes it."""
+    limits = SandboxLimits(workers=1, memory_mb=96, disk_mb=16)
+    with ToolSandbox(limits, use_bubblewrap=False) as plain:
+        if plain.describe()["isolation"]["memory_cap"]["mechanism"] != "cgroup":
+            pytest.skip("no memory cgroup for this account on this machine, bwrap or not")
+    with ToolSandbox(limits) as sb:
+        iso = sb.describe()["isolation"]
+        cap = iso["memory_cap"]
+        assert iso["bubblewrap"] is True
+        assert cap["mechanism"] == "cgroup", cap["note"]
+        assert "cgroup" not in iso["absent_layers"] and sb.isolation_state()["memory_cap"] == "cgroup"
+        (zygote,) = sb.worker_pids()
+        assert os.path.basename(cap["path"]).endswith(f"{zygote}-{pool_start_time(zygote)}")
+        with open(f"/proc/{zygote}/cgroup", encoding="ascii") as f:
+            assert any(line.endswith("/" + os.path.basename(cap["path"])) for line in f.read().splitlines())
+        limit_file = os.path.join(cap["path"], "memory.max" if cap["version"] == 2 else "memory.limit_in_bytes")
+        with open(limit_file, encoding="ascii") as f:
+            assert int(f.read()) // 2**20 == cap["limit_mb"] + cap["zygote_mb"] == 96 + 16 + 64 + cap["zygote_mb"]
+        out = sb.run(RUN, {"source": CGROUP_VIEW, "entry": "f", "kwargs": {"limit_file": limit_file, "cgroup_dev": os.stat(cap["path"]).st_dev}}, 10.0)
+        assert out.status == "ok", out.detail
+        assert out.value["value"]["sys"] is False
+        assert out.value["value"]["cgroup_fds"] == []  # no handle on the cgroup file system
+        assert out.value["value"]["wrote_limit"] is not True
+    assert not os.path.exists(cap["path"]), "the pool killed its zygote and left its cgroup"
+    with ToolSandbox(SandboxLimits(workers=1, memory_mb=96, disk_mb=16, insecure=True),
+                     disable_layers=("seccomp",)) as sb:
+        assert sb.describe()["isolation"]["memory_cap"]["mechanism"] == "cgroup"
+        out = sb.run(RUN, {"source": FLOOD, "entry": "f", "kwargs": {"mb": 400}}, 30.0)
+        assert out.status == "crashed" and "SIGKILL" in out.detail, out
+        assert run(sb, "def f():\n    return 'alive'")["value"] == "alive"
+
+
+def pool_start_time(pid: int) -> str:
+    with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+        return f.read().rpartition(")")[2].split()[19]

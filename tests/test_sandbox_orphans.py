@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from pytest_toolbench.config import SandboxLimits
-from pytest_toolbench.sandbox import ToolSandbox
+from pytest_toolbench.sandbox import ToolSandbox, cgroup
 from pytest_toolbench.sandbox.pool import _PACKAGE_ROOT
 from sandbox_env import process_alive as alive
 
@@ -41,7 +41,8 @@ busy = threading.Thread(target=sb.run, daemon=True,
 busy.start()
 time.sleep(0.5)
 assert sb.run(RUN, {"source": "def f():\\n    return 1", "entry": "f"}, 10.0).value["value"] == 1
-print(json.dumps({"folders": sorted(w.tmpdir for w in sb._live), "zygotes": sb.worker_pids()}), flush=True)
+print(json.dumps({"folders": sorted(w.tmpdir for w in sb._live), "zygotes": sb.worker_pids(),
+                  "cgroups": [w.info["memory_cap"].get("path") for w in sb._live]}), flush=True)
 time.sleep(600)
 """
 
@@ -76,6 +77,10 @@ def kill_all(proc: subprocess.Popen, zygotes: list[int]) -> None:
             pass
     proc.kill()
     proc.wait()
+    # A memory cgroup the pool made for a zygote under bwrap, which the zygote cannot reach:
+    # with the harness gone, only a later pool's sweep removes it; this one, once they are gone.
+    wait_until(lambda: not any(alive(pid) for pid in zygotes), 5.0)
+    cgroup.sweep()
 
 
 @pytest.fixture
@@ -96,6 +101,13 @@ def test_a_sigkilled_harness_leaves_no_sandbox_folder(base: Path) -> None:
             sorted(str(p) for p in base.rglob("*"))
         assert wait_until(lambda: not any(alive(pid) for pid in zygotes), 5.0)
         assert list(base.iterdir()) == []
+        # Their memory cgroups (where the machine gives one): a zygote removes its own as it
+        # exits; one the pool made under bwrap, which the zygote cannot reach, the next pool's
+        # start sweeps (its owner, named in it, is gone).
+        cgroups = [c for c in got["cgroups"] if c]
+        with ToolSandbox(SandboxLimits(workers=1)) as later:
+            later.describe()
+            assert not [c for c in cgroups if os.path.exists(c)]
     finally:
         kill_all(proc, got["zygotes"])
 
@@ -170,7 +182,9 @@ def test_a_tool_cannot_give_up_its_pool_folder_lock(base: Path, monkeypatch: pyt
         out = sb.run("pytest_toolbench.benchmarks.toolhop.execution:call_tool",
                      {"functions": [src], "name": "lock_release", "arguments": "{}"}, 10.0)
         assert out.status == "ok" and json.loads(out.value["content"]) == {"unlocked": [], "opened": []}, out
-        folder = next(iter(sb._live)).tmpdir
+        worker = next(iter(sb._live))
+        folder = worker.tmpdir
         sb._live.clear()  # as if this pool had gone: only its zygote holds the lock now
         assert sweep_stale_folders() == [] and os.path.isdir(folder)
         assert sb.run(RUN, {"source": "def f():\n    return 5", "entry": "f"}, 10.0).value["value"] == 5
+    worker.kill()  # test hygiene: the zygote its pool forgot (and the cgroup made for it under bwrap)

@@ -17,7 +17,14 @@ call's worker-timed latency. The zygote's own pages then count as well: the zygo
 limit its calls' allowance plus its own resident size (``resident_bytes``), and a call's child
 asks to be the OOM killer's first choice (``policy.prefer_oom_kill``). The zygote
 moves back out and removes the cgroup when it exits; a pool that kills its zygote removes it
-(``remove_killed``), and a later pool removes any that dead zygotes left (``sweep``). Stdlib only.
+(``remove_killed``), and a later pool removes any that dead zygotes left (``sweep``).
+
+Under bubblewrap the zygote can do none of this: bwrap's root has no ``/sys``, and its pid there
+(2) names nothing on the host. The pool does it from the host's side instead (``place``): it
+makes the cgroup, named after the zygote's *host* pid and start time (so ``sweep`` and
+``remove_killed`` know it as any other), and moves the zygote in, which waits for that before it
+forks anything; the zygote gets no new file system view and no handle on the cgroup, and cannot
+leave it (the pool removes it when it kills the zygote, else a later ``sweep``). Stdlib only.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ import time
 from dataclasses import dataclass
 
 ENV_VAR = "TOOLBENCH_SANDBOX_CGROUP"
+MB = 1 << 20
 PREFIX = "toolbench-sandbox"
 #: Threads a call may run (cgroup v2's pids controller; RLIMIT_AS bounds them elsewhere).
 PIDS_MAX = 64
@@ -37,7 +45,9 @@ PIDS_MAX = 64
 class CallCgroup:
     path: str
     version: int
-    #: ``cgroup.procs`` of the cgroup the zygote came from, where it goes back before removing.
+    #: ``cgroup.procs`` of the cgroup the zygote came from, where it goes back before removing;
+    #: "" for one the pool placed it in (under bwrap), which the zygote can neither leave nor
+    #: reach: the pool removes it, or a later ``sweep``.
     home_procs: str = ""
 
     @property
@@ -60,9 +70,10 @@ class CallCgroup:
     def remove(self) -> None:
         """Back to where the zygote came from (rmdir refuses a cgroup with a process in it),
         then remove the cgroup. Never raises: a later pool's ``sweep`` removes what is left."""
+        if not self.home_procs:  # placed by the pool: not in this process's view
+            return
         try:
-            if self.home_procs:
-                _write(self.home_procs, "0")
+            _write(self.home_procs, "0")
             os.rmdir(self.path)
         except OSError:
             pass
@@ -171,6 +182,44 @@ def create(name: str, limit_bytes: int) -> tuple[CallCgroup | None, str]:
 def enter(cgroup: CallCgroup) -> None:
     """Move the calling process into ``cgroup``."""
     _write(cgroup.procs, "0")
+
+
+def allowance_bytes(memory_mb: int, disk_mb: int) -> int:
+    """What a call may hold: its memory, its tmpfs and 64 MiB of slack (the zygote's resident
+    size comes on top, where the zygote lives in the cgroup)."""
+    return (int(memory_mb) + int(disk_mb) + 64) * MB
+
+
+def place(pid: int, limit_bytes: int) -> tuple[CallCgroup | None, str]:
+    """From the host's side, for a zygote that cannot make its own cgroup (under bubblewrap):
+    remove dead zygotes' cgroups, make one named after process ``pid`` (as this process sees
+    it) limited to ``limit_bytes``, and move that process in; its children are born there.
+    (None, why not); never leaves a cgroup it could not move ``pid`` into."""
+    sweep()
+    group, note = create(zygote_name(pid), limit_bytes)
+    if group is None:
+        return None, note
+    try:
+        _write(group.procs, str(pid))
+    except OSError as exc:
+        try:
+            os.rmdir(group.path)
+        except OSError:
+            pass
+        return None, f"cannot move the zygote into {group.path}: {exc.strerror or exc}"
+    return CallCgroup(group.path, group.version), ""
+
+
+def holds_self(path: str) -> bool:
+    """Whether this process lives in the cgroup ``path`` (a host path) names: its folder's name
+    (a pid and start time, unique on the machine) ends a line of ``/proc/self/cgroup``, where a
+    cgroup namespace shows the path from its own root."""
+    name = "/" + os.path.basename(path.rstrip("/"))
+    try:
+        with open("/proc/self/cgroup", encoding="utf-8") as f:
+            return any(line.rstrip("\n").endswith(name) for line in f)
+    except OSError:
+        return False
 
 
 def resident_bytes() -> int:

@@ -271,7 +271,9 @@ class _Worker:
         self.job_modules = tuple(job_modules)
         self._kill_lock = threading.Lock()
         self._tail: str | None = None
-        self._req_w = self._rep_r = -1
+        self._req_w = self._rep_r = self._cgroup_w = -1
+        # Under bwrap: (path, zygote's host pid) of the memory cgroup this pool made for it.
+        self._cgroup: tuple[str, int] | None = None
         # Locked before it carries the name another run's sweep looks for, and held by this
         # pool and shared with the zygote: the folder is a live one while either of them
         # lives, so no other run's sweep ever removes it.
@@ -344,6 +346,12 @@ class _Worker:
                 raise SandboxStartError(f"cannot open {os.path.dirname(self.tmpdir)}: {exc}") from exc
             held.append(parent_fd)
             config["parent_fd"] = parent_fd
+            if "cgroup" not in disable_layers:
+                # bwrap's root has no /sys and the zygote's pid there names nothing on the host:
+                # this pool makes its memory cgroup and moves it in, and says so on this pipe.
+                cgroup_r, self._cgroup_w = os.pipe()
+                held.append(cgroup_r)
+                config["cgroup_fd"] = cgroup_r
         req_r, self._req_w = os.pipe()
         self._rep_r, rep_w = os.pipe()
         config.update(fd_in=req_r, fd_out=rep_w, lock_fd=self._lock_fd)
@@ -368,8 +376,14 @@ class _Worker:
             os.close(rep_w)
             if "parent_fd" in config:
                 os.close(config["parent_fd"])
+            if "cgroup_fd" in config:
+                os.close(config["cgroup_fd"])
+        deadline = time.monotonic() + _STARTUP_TIMEOUT_S
         try:
-            hello = protocol.recv(self._rep_r, time.monotonic() + _STARTUP_TIMEOUT_S)
+            hello = protocol.recv(self._rep_r, deadline)
+            if hello.get("type") == "cgroup" and self._cgroup_w >= 0:
+                self._place_in_cgroup(hello, limits)
+                hello = protocol.recv(self._rep_r, deadline)
         except (TimeoutError, EOFError, protocol.ProtocolError) as exc:
             tail = self.kill()
             if tail:
@@ -387,6 +401,42 @@ class _Worker:
                 "log; a machine without the sandbox's kernel layers can run tools with "
                 "--sandbox-insecure)")
         return hello
+
+    def _place_in_cgroup(self, ask: dict[str, Any], limits: SandboxLimits) -> None:
+        """The zygote under bwrap asks for its memory cgroup and waits: make it on the host's
+        side, named after the zygote's host pid, move the zygote in (its calls, forked later,
+        are born there) and answer on its cgroup pipe, with the cgroup or why none."""
+        from pytest_toolbench.sandbox import cgroup  # here: the harness's start-up never needs it
+
+        with self._kill_lock:  # kill() closes it too, from another thread (a close() mid-start)
+            fd, self._cgroup_w = self._cgroup_w, -1
+        if fd < 0:
+            return
+        try:
+            zygote = host_pid(self.proc.pid, int(ask["pid"]))
+            if zygote == self.proc.pid:
+                answer: dict[str, Any] = {"note": "the pool did not find the zygote's host pid"}
+            else:
+                limit = cgroup.allowance_bytes(limits.memory_mb, limits.disk_mb) + int(ask.get("resident", 0))
+                group, note = cgroup.place(zygote, limit)
+                if group is None:
+                    answer = {"note": note}
+                else:
+                    with self._kill_lock:
+                        killed = self._tail is not None
+                        if not killed:
+                            self._cgroup = (group.path, zygote)
+                    if killed:  # the pool closed meanwhile: nobody else knows this one
+                        cgroup.remove_killed(group.path, zygote)
+                    answer = {"path": group.path, "version": group.version}
+        except (KeyError, TypeError, ValueError) as exc:
+            answer = {"note": f"the zygote's request was malformed ({exc})"}
+        try:
+            protocol.write_all(fd, json.dumps(answer).encode())
+        except OSError:
+            pass  # the zygote is gone: the next recv says so
+        finally:
+            os.close(fd)
 
     @property
     def alive(self) -> bool:
@@ -470,10 +520,20 @@ class _Worker:
             # harness's own cgroup until some later pool's sweep (never, if the harness's cgroup
             # is a CI job's) is litter that can block its parent's removal.
             path = getattr(self, "info", {}).get("memory_cap", {}).get("path")
-            if path and self.proc.returncode is not None:
+            if path and self._cgroup is None and self.proc.returncode is not None:
                 from pytest_toolbench.sandbox import cgroup  # here: the harness's start-up never needs it
 
                 cgroup.remove_killed(path, self.proc.pid)
+        # One this pool made (under bwrap), the zygote can never remove: whoever ended it (this
+        # kill, or its own death, reaped by a call), bwrap has exited, so its namespace is gone.
+        if self._cgroup is not None and hasattr(self, "proc") and self.proc.returncode is not None:
+            from pytest_toolbench.sandbox import cgroup
+
+            cgroup.remove_killed(*self._cgroup)
+            self._cgroup = None
+        if self._cgroup_w >= 0:  # a start cut short before the zygote asked
+            os.close(self._cgroup_w)
+            self._cgroup_w = -1
         tail = ""
         try:
             with open(self._stderr_path, "rb") as f:

@@ -575,10 +575,12 @@ class Zygote:
         else the address-space limit, the tmpfs size and a filter that refuses pipes and memfds
         hold a call's memory."""
         limits = self.config["limits"]
-        limit = (int(limits["memory_mb"]) + int(limits.get("disk_mb", 256)) + 64) * MB
+        limit = cgroup.allowance_bytes(limits["memory_mb"], limits.get("disk_mb", 256))
         note = "disabled by caller"
         zygote = cgroup.resident_bytes()  # counted too: the zygote lives in the cgroup
-        if "cgroup" not in self.disabled:
+        if self.config.get("cgroup_fd") is not None:  # under bwrap: the pool places it
+            self.cgroup, note = self._cgroup_from_pool(zygote)
+        elif "cgroup" not in self.disabled:
             cgroup.sweep()
             group, note = cgroup.create(cgroup.zygote_name(), limit + zygote)
             if group is not None:
@@ -595,11 +597,38 @@ class Zygote:
                                        "path": self.cgroup.path, "note": (
                 "every page a call holds counts (pipes, memfds and its tmpfs included); past the "
                 "limit the kernel kills the call. The zygote lives in it too (calls are born "
-                "there) and the limit holds its resident size on top")}
+                "there) and the limit holds its resident size on top" + (
+                    "" if self.cgroup.home_procs else
+                    "; made by the pool on the host's side, which moved the zygote in "
+                    "(bubblewrap's root has no /sys)"))}
         else:
             self.info["memory_cap"] = {"mechanism": "rlimit", "limit_mb": int(limits["memory_mb"]), "note": (
                 f"no memory cgroup ({note}): the call's address space is limited, its tmpfs "
                 "is size-capped, and the syscall filter refuses pipes, memfds and shared memory")}
+
+    def _cgroup_from_pool(self, zygote: int) -> tuple[cgroup.CallCgroup | None, str]:
+        """Under bubblewrap (no /sys here, and a pid of 2 that names nothing on the host), the
+        pool makes the cgroup and moves this process in (``cgroup.place``), then answers on
+        ``cgroup_fd`` and closes it; this waits for that before forking anything, and checks
+        that it really lives there. The zygote keeps no handle on the cgroup."""
+        fd = int(self.config["cgroup_fd"])
+        answer: dict[str, Any] = {}
+        try:
+            protocol.send(self.fd_out, {"type": "cgroup", "pid": os.getpid(), "resident": zygote})
+            data = b""
+            while chunk := os.read(fd, 4096):
+                data += chunk
+            answer = json.loads(data) if data else {"note": "the pool gave no answer"}
+        except ValueError as exc:
+            answer = {"note": f"the pool's answer is not JSON ({exc})"}
+        finally:
+            os.close(fd)
+        path = answer.get("path")
+        if not path:
+            return None, str(answer.get("note") or "the pool made none")
+        if not cgroup.holds_self(path):
+            return None, f"the pool placed the zygote in {path}, but /proc/self/cgroup does not name it"
+        return cgroup.CallCgroup(path, int(answer["version"])), ""
 
     def _setup_mounts(self) -> None:
         """The zygote's own mount namespace (per-call tmpfs and the jail live in it): directly
