@@ -38,8 +38,9 @@ run_start.validate_selection = _slow_validate_selection
 
 
 @pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(items: list[Any]) -> None:
-    _pause("collection")
+def pytest_collection_modifyitems(config: pytest.Config, items: list[Any]) -> None:
+    if not config.pluginmanager.has_plugin("dsession"):  # (an xdist controller collects only
+        _pause("collection")  # at the session end of a run interrupted before its workers did)
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -299,17 +299,19 @@ def test_a_ctrl_c_before_the_first_result_still_writes_every_report(tmp_path, wo
 def test_a_sigterm_before_the_cases_are_collected_still_writes_every_report(
         tmp_path, monkeypatch, phase, workers):
     """SIGTERM while the session start reads the selection's data or starts the xdist workers:
-    pytest skips the session end
-    of a session whose start was interrupted, so no report was written and an earlier run's
-    --toolbench-json and --junitxml stood as this run's. SIGTERM a little later, while the
-    xdist workers collect: the reports said "every selected case had reported" (no node id had
-    reached the controller, so none was counted missing). Now each report is this run's, and
-    says which cases it left is unknown. (In-process, pytest ends its collection even when
-    interrupted, so the cases are known and named: test_a_ctrl_c_before_the_first_result...)"""
+    pytest skips the session end of a session whose start was interrupted, so no report was
+    written and an earlier run's --toolbench-json and --junitxml stood as this run's. SIGTERM a
+    little later, while the xdist workers collect: the reports said "every selected case had
+    reported" (no node id had reached the controller, so none was counted missing). Then each
+    report was this run's but said only that which cases it left was unknown, with no JUnit
+    testcase per case, where an in-process collection the same signal stopped named them all
+    (test_a_ctrl_c_before_the_first_result...). Now the session end collects the selection the
+    run never did, and every report names each case, as with -n 0."""
     (tmp_path / "report.json").write_text('{"stale": "an earlier run\'s report"}')
     (tmp_path / "junit.xml").write_text('<testsuites><testsuite name="stale"/></testsuites>')
     monkeypatch.setenv("TOOLBENCH_TEST_SLOW_AT", phase)
     monkeypatch.setenv("TOOLBENCH_TEST_STARTING", str(tmp_path / "starting"))
+    monkeypatch.setenv("TOOLBENCH_TEST_START_DELAY", "2")
     with FakeOpenAIServer(reply("<answer>x</answer>")) as server:
         proc = _start(tmp_path, server, "-n", workers, "--gate", GATE, "-p", "slow_start")
         _wait_for((tmp_path / "starting").exists, phase, proc)
@@ -321,13 +323,45 @@ def test_a_sigterm_before_the_cases_are_collected_still_writes_every_report(
     report = json.loads((tmp_path / "report.json").read_text())
     assert "stale" not in report and report["partial"] and report["cases"] == []
     assert report["run"]["interrupted_by"] == "SIGTERM" and report["run"]["exit_status"] == 2
+    assert len(report["missing_cases"]) == len(set(report["missing_cases"])) == SELECTED
     (run_check,) = [g for g in report["gates"] if g["gate"] == RUN_COMPLETED]
-    assert not run_check["passed"] and "every selected case had reported" not in run_check["reason"]
-    assert MISSING_UNKNOWN in run_check["reason"]
+    assert not run_check["passed"] and MISSING_UNKNOWN not in run_check["reason"]
+    assert f"{SELECTED} of {SELECTED} selected cases have no result" in run_check["reason"]
     suite, testcases = _junit(tmp_path)
-    assert suite.get("name") != "stale" and RUN_COMPLETED in {t.get("name") for t in testcases}
-    assert int(suite["failures"]) == 2  # the --gate (no case ran) and the run check
+    assert suite.get("name") != "stale"
+    assert [t.get("name") for t in testcases[SELECTED:]] == [GATE, RUN_COMPLETED]
+    not_run = {t.get("name").split("[")[1][:-1] for t in testcases[:SELECTED]  # type: ignore[union-attr]
+               if t.find("error") is not None}
+    assert not_run == set(report["missing_cases"])
+    assert (int(suite["tests"]), int(suite["errors"]), int(suite["failures"])) == (
+        SELECTED + 2, SELECTED, 2)  # a testcase per case never run, the --gate and the run check
     assert "== gates: 2 checked, 2 FAILED ==" in out
+
+
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_a_sigterm_before_the_collection_names_only_the_cases_k_selects(tmp_path, monkeypatch,
+                                                                        workers):
+    """The selection the session end collects for a run stopped before its collection is the
+    one pytest would have run: -k's deselected cases are not named as missing."""
+    monkeypatch.setenv("TOOLBENCH_TEST_SLOW_AT", "validation")
+    monkeypatch.setenv("TOOLBENCH_TEST_STARTING", str(tmp_path / "starting"))
+    monkeypatch.setenv("TOOLBENCH_TEST_START_DELAY", "2")
+    with FakeOpenAIServer(reply("<answer>x</answer>")) as server:
+        proc = _start(tmp_path, server, "-n", workers, "-k", "direct", "-p", "slow_start")
+        _wait_for((tmp_path / "starting").exists, "validation", proc)
+        time.sleep(0.3)
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=120)
+    assert proc.returncode == ToolbenchExit.INTERRUPTED, out[-3000:] + err[-3000:]
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert sorted(report["missing_cases"]) == sorted(f"{r}-direct" for r in _direct_ids())
+    suite, testcases = _junit(tmp_path)
+    assert (int(suite["tests"]), int(suite["errors"])) == (N, N)
+
+
+def _direct_ids() -> list[str]:
+    """``toolhop-<id>`` of each bundled ToolHop record (its direct case's id, less the scenario)."""
+    return [f"toolhop-{record['id']}" for record in json.loads(BUNDLED_TOOLHOP.read_text())]
 
 
 STOP_PLUGIN = """

@@ -30,10 +30,11 @@ def missing_note(missing: list[str], selected: int, interrupted_by: str | None =
             "cases that reported")
 
 
-#: Said of a run that stopped before its selection was collected: interrupted in its session
-#: start or while collecting, or killed (``toolbench finish``) before it had kept its selection
-#: (results/case_store.py ``write_selection``). The cases it left are not known, and "every
-#: selected case had reported" would be said of a selection of none.
+#: Said of a run that stopped before its selection was collected: killed (``toolbench finish``)
+#: before it had kept its selection (results/case_store.py ``write_selection``), or interrupted
+#: before its collection and unable to collect it at its session end (session/controller.py
+#: ``_collect_unknown_selection``). The cases it left are not known, and "every selected case
+#: had reported" would be said of a selection of none.
 MISSING_UNKNOWN = ("which selected cases have no result is unknown (the run stopped before its "
                    "cases were collected)")
 

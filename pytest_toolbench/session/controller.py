@@ -389,6 +389,8 @@ class ControllerHooks:
             # would name every selected case as missing.
             return
         xdist = is_xdist_controller(self.config)
+        if exitstatus == pytest.ExitCode.INTERRUPTED:
+            self._collect_unknown_selection(session)
         if self._stopped_at_maxfail:  # ended as without xdist (:meth:`_maxfail_stop`)
             exitstatus = session.exitstatus = pytest.ExitCode.TESTS_FAILED
         if xdist:  # what only the workers' journals hold goes into the run's journal too
@@ -438,6 +440,34 @@ class ControllerHooks:
             self._no_case_ran(session, exitstatus)
             return
         self._finish_run(session, self.end)
+
+    def _collect_unknown_selection(self, session: pytest.Session) -> None:
+        """A run interrupted before its selection was collected (a signal held through the
+        session start, or under xdist one that came while the workers started, before any of
+        them reported its node ids) collects it now, as ``-n 0`` does before its first case:
+        pytest's own collection, with -k/-m/--lf and every plugin's deselection, running no
+        test. Its missing cases are then named in every report and JUnit gets a testcase for
+        each, as when the signal comes during an in-process collection; before, such a run said
+        only that which cases it left was unknown (results/partial_run.py ``MISSING_UNKNOWN``),
+        with no testcase per case. A collection that fails leaves them unknown."""
+        tracker = self.st.tracker
+        if tracker.collected or not self.st.targeted:
+            return
+        # pytest stopped its output capture on the interruption (pytest_keyboard_interrupt);
+        # a collector's report reads it: capturing again for the collection's length
+        capman = self.config.pluginmanager.getplugin("capturemanager")
+        restart = capman is not None and getattr(capman, "_global_capturing", None) is None
+        try:
+            if restart:
+                capman.start_global_capturing()
+                capman.suspend_global_capture()
+            session.perform_collect()
+        except Exception:  # noqa: BLE001 - an argument that names nothing: unknown, as before
+            tracker.expected.clear()  # pytest_collection_finish ran anyway (its ``finally``)
+            tracker.collected = False
+        finally:
+            if restart:
+                capman.stop_global_capturing()
 
     def _finish_run(self, session: pytest.Session, end: RunEnd) -> None:
         """Score the results, build the run's one record, and write every report from it."""

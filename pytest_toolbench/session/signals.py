@@ -25,7 +25,9 @@ the selection's data left no report at all, and an earlier run's ``--toolbench-j
 (:meth:`Interrupts.held_to_the_session_end`: the session start goes on to its end, seconds) and
 raised as the collection begins (:meth:`Interrupts.raise_held`), from where pytest runs the
 session end (session/controller.py; not while a managed vLLM server is prepared, which may take
-minutes).
+minutes). Such a run, or one under xdist that a signal stops before any worker reported its node
+ids, has collected nothing: its session end collects the selection then (running no case), so
+its reports name every case it left and JUnit has a testcase for each, as with ``-n 0``.
 
 The first one does not cut into a test report either: while the controller takes one in (its
 journal line, JUnit's testcase), it waits for the end of that report (:meth:`Interrupts.holding`);
