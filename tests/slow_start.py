@@ -20,9 +20,13 @@ from pytest_toolbench.session import run_start
 _original_validate_selection = run_start.validate_selection
 
 
+_paused: set[str] = set()
+
+
 def _pause(phase: str) -> None:
-    if os.environ.get("TOOLBENCH_TEST_SLOW_AT") != phase:
-        return
+    if os.environ.get("TOOLBENCH_TEST_SLOW_AT") != phase or phase in _paused:
+        return  # once a process (a second collection: the session end's, of a run it stopped)
+    _paused.add(phase)
     marker = os.environ.get("TOOLBENCH_TEST_STARTING")
     if marker:
         Path(marker).write_text(f"{phase}\n", encoding="utf-8")

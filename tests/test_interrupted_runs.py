@@ -338,17 +338,20 @@ def test_a_sigterm_before_the_cases_are_collected_still_writes_every_report(
     assert "== gates: 2 checked, 2 FAILED ==" in out
 
 
-@pytest.mark.parametrize("workers", ["0", "2"])
+@pytest.mark.parametrize(("phase", "workers"), [("validation", "0"), ("validation", "2"),
+                                               ("collection", "0")])
 def test_a_sigterm_before_the_collection_names_only_the_cases_k_selects(tmp_path, monkeypatch,
-                                                                        workers):
+                                                                        phase, workers):
     """The selection the session end collects for a run stopped before its collection is the
-    one pytest would have run: -k's deselected cases are not named as missing."""
-    monkeypatch.setenv("TOOLBENCH_TEST_SLOW_AT", "validation")
+    one pytest would have run: -k's deselected cases are not named as missing. So too for an
+    in-process collection the signal cut short, which named all 18 cases before -k deselected
+    any (pytest ends a collection it was interrupted in with what it had)."""
+    monkeypatch.setenv("TOOLBENCH_TEST_SLOW_AT", phase)
     monkeypatch.setenv("TOOLBENCH_TEST_STARTING", str(tmp_path / "starting"))
     monkeypatch.setenv("TOOLBENCH_TEST_START_DELAY", "2")
     with FakeOpenAIServer(reply("<answer>x</answer>")) as server:
         proc = _start(tmp_path, server, "-n", workers, "-k", "direct", "-p", "slow_start")
-        _wait_for((tmp_path / "starting").exists, "validation", proc)
+        _wait_for((tmp_path / "starting").exists, phase, proc)
         time.sleep(0.3)
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=120)

@@ -90,6 +90,11 @@ class CaseTracker:
                 pid = param_id(nodeid)
                 self.expected[nodeid] = cases_by_id.get(pid) if pid is not None else None
 
+    def forget_selection(self) -> None:
+        """What a collection cut short recorded is not the selection: unknown again."""
+        self.collected = False
+        self.expected.clear()
+
     def case_of(self, nodeid: str) -> Case | None:
         return self.expected.get(nodeid)
 

@@ -143,11 +143,20 @@ class ControllerHooks:
     def pytest_collection(self, session: pytest.Session):  # type: ignore[no-untyped-def]
         """A signal the session start held (session/signals.py ``held_to_the_session_end``) is
         raised here, the first point where pytest still runs the session end that writes the
-        reports."""
+        reports. A collection a signal cuts short is not the run's selection
+        (:meth:`_collect_unknown_selection`)."""
         interrupts = interrupts_of(self.config)
         if interrupts is not None:
             interrupts.raise_held()
-        return (yield)
+        try:
+            return (yield)
+        except KeyboardInterrupt:
+            # Cut short, pytest still ends its collection (pytest_collection_finish, in a
+            # ``finally``) with what it had: a part of the cases, or all of them before -k/-m
+            # deselected any. That is no selection: the session end collects it whole.
+            self.st.tracker.forget_selection()
+            self._selection_kept = False
+            raise
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_finish(self, session: pytest.Session) -> None:
@@ -443,8 +452,9 @@ class ControllerHooks:
 
     def _collect_unknown_selection(self, session: pytest.Session) -> None:
         """A run interrupted before its selection was collected (a signal held through the
-        session start, or under xdist one that came while the workers started, before any of
-        them reported its node ids) collects it now, as ``-n 0`` does before its first case:
+        session start, one that cut an in-process collection short, or under xdist one that
+        came while the workers started, before any of them reported its node ids) collects it
+        now, as ``-n 0`` does before its first case:
         pytest's own collection, with -k/-m/--lf and every plugin's deselection, running no
         test. Its missing cases are then named in every report and JUnit gets a testcase for
         each, as when the signal comes during an in-process collection; before, such a run said
@@ -457,14 +467,18 @@ class ControllerHooks:
         # a collector's report reads it: capturing again for the collection's length
         capman = self.config.pluginmanager.getplugin("capturemanager")
         restart = capman is not None and getattr(capman, "_global_capturing", None) is None
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None and hasattr(reporter, "_numcollected"):
+            # counted once: "collected 36 items" said of a second collection of 18
+            reporter._numcollected = 0
+            reporter.stats.pop("deselected", None)
         try:
             if restart:
                 capman.start_global_capturing()
                 capman.suspend_global_capture()
             session.perform_collect()
         except Exception:  # noqa: BLE001 - an argument that names nothing: unknown, as before
-            tracker.expected.clear()  # pytest_collection_finish ran anyway (its ``finally``)
-            tracker.collected = False
+            tracker.forget_selection()  # pytest_collection_finish ran anyway (its ``finally``)
         finally:
             if restart:
                 capman.stop_global_capturing()
