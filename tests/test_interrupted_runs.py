@@ -362,6 +362,41 @@ def test_a_sigterm_before_the_collection_names_only_the_cases_k_selects(tmp_path
     assert (int(suite["tests"]), int(suite["errors"])) == (N, N)
 
 
+FAILING_CONTROLLER_COLLECTION = """
+import pytest
+
+
+def pytest_collection_modifyitems(config):
+    if config.pluginmanager.has_plugin("dsession"):  # the xdist controller's session end only
+        raise RuntimeError("this collection fails")
+"""
+
+
+def test_a_session_end_collection_that_fails_leaves_the_missing_cases_unknown(tmp_path,
+                                                                            monkeypatch):
+    """The session end's collection of a run stopped before its own (above) fails: its cases
+    stay unknown, as before, never "every selected case had reported" of a selection of none."""
+    (tmp_path / "failing_collection.py").write_text(FAILING_CONTROLLER_COLLECTION)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [
+        str(tmp_path), os.environ.get("PYTHONPATH")])))
+    monkeypatch.setenv("TOOLBENCH_TEST_SLOW_AT", "validation")
+    monkeypatch.setenv("TOOLBENCH_TEST_STARTING", str(tmp_path / "starting"))
+    monkeypatch.setenv("TOOLBENCH_TEST_START_DELAY", "2")
+    with FakeOpenAIServer(reply("<answer>x</answer>")) as server:
+        proc = _start(tmp_path, server, "-n", "2", "--gate", GATE, "-p", "slow_start",
+                      "-p", "failing_collection")
+        _wait_for((tmp_path / "starting").exists, "validation", proc)
+        time.sleep(0.3)
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=120)
+    assert proc.returncode == ToolbenchExit.INTERRUPTED, out[-3000:] + err[-3000:]
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["partial"] and report["missing_cases"] == []
+    (run_check,) = [g for g in report["gates"] if g["gate"] == RUN_COMPLETED]
+    assert MISSING_UNKNOWN in run_check["reason"]
+    assert "every selected case had reported" not in run_check["reason"]
+
+
 def _direct_ids() -> list[str]:
     """``toolhop-<id>`` of each bundled ToolHop record (its direct case's id, less the scenario)."""
     return [f"toolhop-{record['id']}" for record in json.loads(BUNDLED_TOOLHOP.read_text())]
