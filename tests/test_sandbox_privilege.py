@@ -155,3 +155,30 @@ def test_calls_are_born_in_the_memory_cgroup_the_zygote_lives_in():
             assert int(f.read()) // 2**20 == cap["limit_mb"] + cap["zygote_mb"]
         assert run(sb, "def f():\n    return 'born here'") == "born here"
     assert not os.path.exists(cap["path"]), "the pool killed its zygote and left its cgroup"
+
+
+@pytest.mark.parametrize("use_bubblewrap", [False, True], ids=["zygote", "bwrap"])
+def test_a_delegated_cgroup_named_in_the_environment_reaches_the_zygote(tmp_path, monkeypatch, use_bubblewrap):
+    """``TOOLBENCH_SANDBOX_CGROUP`` (a cgroup delegated to an ordinary user) used to stop at the
+    pool: the zygote's environment is an allowlist, so the zygote, which makes the cgroup, never
+    saw it. It now comes in the zygote's config; a folder outside the cgroup2 mount (here a
+    plain one, where the limit files would be ordinary files that limit nothing) is refused and
+    the report says why."""
+    from pytest_toolbench.sandbox import cgroup
+
+    if not any(fstype == "cgroup2" for _, fstype, _ in cgroup._mounts()):
+        pytest.skip("no cgroup2 file system mounted here")
+    if use_bubblewrap:
+        from bubblewrap_usable import bubblewrap_usable
+
+        if bubblewrap_usable() is not None:
+            pytest.skip(bubblewrap_usable())
+    folder = tmp_path / "delegated"
+    folder.mkdir()
+    monkeypatch.setenv(cgroup.ENV_VAR, str(folder))
+    with ToolSandbox(SandboxLimits(workers=1), use_bubblewrap=use_bubblewrap) as sb:
+        cap = sb.describe()["isolation"]["memory_cap"]
+        assert run(sb, "def f():\n    return 'ran'") == "ran"
+    assert f"{cgroup.ENV_VAR}={folder} is not beneath the cgroup2 mount" in cap["note"], cap
+    assert cap.get("path", "").startswith(str(folder)) is False
+    assert list(folder.iterdir()) == [], "limit files written as plain files"

@@ -5,7 +5,8 @@ Where it comes from: cgroup v2 (``memory.max``, ``memory.swap.max``, ``pids.max`
 ``toolbench-sandbox`` folder at the root of the unified hierarchy, or cgroup v1's memory
 hierarchy (``memory.limit_in_bytes``, ``memory.memsw.limit_in_bytes``) under the harness's own
 memory cgroup. Either needs write access there: root has it, an ordinary user only where a
-cgroup was delegated to it (then ``TOOLBENCH_SANDBOX_CGROUP`` names that folder). Without it
+cgroup was delegated to it (then ``TOOLBENCH_SANDBOX_CGROUP`` names that folder: tried first,
+and refused unless it lies beneath the cgroup2 mount). Without it
 the report says so, and the call's memory is held by the measured equivalent: its address-space
 limit, a tmpfs of bounded size, and a system-call filter that refuses pipes and memfds.
 
@@ -112,10 +113,18 @@ def _write(path: str, text: str) -> None:
         f.write(text)
 
 
-def _v2_folder(mount: str) -> str:
+def delegated_folder() -> str | None:
+    """The delegated cgroup ``TOOLBENCH_SANDBOX_CGROUP`` names in the harness's environment.
+    The pool hands it to its zygote in the zygote's config (``create``'s and ``sweep``'s
+    ``delegated``): the zygote's environment is the pool's allowlist, which calls inherit, and
+    without it the variable never reached the only process that makes the cgroup."""
+    return os.environ.get(ENV_VAR) or None
+
+
+def _v2_folder(mount: str, delegated: str | None) -> str:
     """Where this harness's v2 cgroups live: a delegated folder, or ``toolbench-sandbox`` at the
     root of the unified hierarchy."""
-    return os.environ.get(ENV_VAR) or os.path.join(mount, PREFIX)
+    return delegated or os.path.join(mount, PREFIX)
 
 
 def _v1_folder(mount: str, own: dict[str, str]) -> str:
@@ -124,11 +133,15 @@ def _v1_folder(mount: str, own: dict[str, str]) -> str:
     return os.path.join(mount, rel.lstrip("/"))
 
 
-def _v2_base(mount: str) -> str:
+def _v2_base(mount: str, delegated: str | None) -> str:
     """A folder under which leaf cgroups with the memory controller may hold processes."""
-    if os.environ.get(ENV_VAR):
-        return _v2_folder(mount)
-    base = _v2_folder(mount)
+    if delegated:
+        # A folder elsewhere (a typo, a plain directory) would take the limit files as ordinary
+        # files and the zygote would report a memory cgroup that limits nothing.
+        if os.path.commonpath([os.path.realpath(delegated), os.path.realpath(mount)]) != os.path.realpath(mount):
+            raise OSError(f"{ENV_VAR}={delegated} is not beneath the cgroup2 mount {mount}")
+        return delegated
+    base = _v2_folder(mount, None)
     controllers = open(os.path.join(mount, "cgroup.controllers"), encoding="ascii").read().split()
     if "memory" not in controllers:
         raise OSError("the unified cgroup hierarchy has no memory controller")
@@ -139,15 +152,19 @@ def _v2_base(mount: str) -> str:
     return base
 
 
-def create(name: str, limit_bytes: int) -> tuple[CallCgroup | None, str]:
-    """A cgroup for one zygote's calls, limited to ``limit_bytes`` of memory (and no swap), or
-    (None, why not)."""
+def create(name: str, limit_bytes: int, delegated: str | None = None) -> tuple[CallCgroup | None, str]:
+    """A cgroup for one zygote's calls, limited to ``limit_bytes`` of memory (and no swap), under
+    the ``delegated`` folder where one is given (cgroup v2); (the cgroup, why a delegated folder
+    was not used or "") or (None, why not)."""
     reasons = []
     own = _own_cgroups()
-    for mount, fstype, opts in _mounts():
+    mounts = _mounts()
+    if delegated:  # the folder the user named first, also where a v1 memory mount comes before it
+        mounts.sort(key=lambda m: m[1] != "cgroup2")
+    for mount, fstype, opts in mounts:
         try:
             if fstype == "cgroup2":
-                base = _v2_base(mount)
+                base = _v2_base(mount, delegated)
                 path = os.path.join(base, name)
                 os.mkdir(path, 0o755)
                 try:
@@ -173,7 +190,8 @@ def create(name: str, limit_bytes: int) -> tuple[CallCgroup | None, str]:
                 except OSError:
                     os.rmdir(path)
                     raise
-                return CallCgroup(path, 1, os.path.join(folder, "cgroup.procs")), ""
+                return CallCgroup(path, 1, os.path.join(folder, "cgroup.procs")), "; ".join(
+                    r for r in reasons if delegated and r.startswith("cgroup2"))
         except OSError as exc:
             reasons.append(f"{fstype} at {mount}: {exc.strerror or exc}")
     return None, "; ".join(reasons) or "no cgroup file system with a memory controller is mounted"
@@ -194,9 +212,11 @@ def place(pid: int, limit_bytes: int) -> tuple[CallCgroup | None, str]:
     """From the host's side, for a zygote that cannot make its own cgroup (under bubblewrap):
     remove dead zygotes' cgroups, make one named after process ``pid`` (as this process sees
     it) limited to ``limit_bytes``, and move that process in; its children are born there.
-    (None, why not); never leaves a cgroup it could not move ``pid`` into."""
-    sweep()
-    group, note = create(zygote_name(pid), limit_bytes)
+    (the cgroup, as ``create``) or (None, why not); never leaves a cgroup it could not move
+    ``pid`` into."""
+    delegated = delegated_folder()
+    sweep(delegated)
+    group, note = create(zygote_name(pid), limit_bytes, delegated)
     if group is None:
         return None, note
     try:
@@ -207,7 +227,7 @@ def place(pid: int, limit_bytes: int) -> tuple[CallCgroup | None, str]:
         except OSError:
             pass
         return None, f"cannot move the zygote into {group.path}: {exc.strerror or exc}"
-    return CallCgroup(group.path, group.version), ""
+    return CallCgroup(group.path, group.version), note
 
 
 def holds_self(path: str) -> bool:
@@ -277,13 +297,14 @@ def remove_killed(path: str, zygote_pid: int, wait_s: float = 1.0) -> None:
         time.sleep(0.005)
 
 
-def sweep() -> None:
-    """Remove the cgroups of zygotes that are gone (its name holds its pid and start time).
-    Never raises; rmdir refuses a populated cgroup anyway."""
+def sweep(delegated: str | None = None) -> None:
+    """Remove the cgroups of zygotes that are gone (its name holds its pid and start time), in
+    the ``delegated`` folder too where one is given. Never raises; rmdir refuses a populated
+    cgroup anyway."""
     own = _own_cgroups()
     for mount, fstype, opts in _mounts():
         if fstype == "cgroup2":
-            folder, prefix = _v2_folder(mount), ""
+            folder, prefix = _v2_folder(mount, delegated), ""
         elif "memory" in opts.split(","):
             folder, prefix = _v1_folder(mount, own), f"{PREFIX}-"
         else:

@@ -63,6 +63,12 @@ class SandboxStartError(RuntimeError):
     """A worker could not be started: an infrastructure problem, not a tool failure."""
 
 
+def _delegated_cgroup() -> str | None:
+    from pytest_toolbench.sandbox import cgroup  # here: the harness's start-up never needs it
+
+    return cgroup.delegated_folder()
+
+
 def protected_paths() -> list[str]:
     """Folders no tool may read and no read-only rule may open up: the harness's working
     directory (the project, its ``.toolbench`` cache), the package root and the home directory."""
@@ -331,6 +337,8 @@ class _Worker:
             "job_paths": job_paths,
             "protected": protected_paths(),
             "disable_layers": list(disable_layers),
+            # TOOLBENCH_SANDBOX_CGROUP: the zygote's environment is an allowlist its calls inherit
+            "delegated_cgroup": _delegated_cgroup(),
         }
         if wrap is not None:
             argv = wrap + argv
@@ -428,7 +436,7 @@ class _Worker:
                             self._cgroup = (group.path, zygote)
                     if killed:  # the pool closed meanwhile: nobody else knows this one
                         cgroup.remove_killed(group.path, zygote)
-                    answer = {"path": group.path, "version": group.version}
+                    answer = {"path": group.path, "version": group.version, "note": note}
         except (KeyError, TypeError, ValueError) as exc:
             answer = {"note": f"the zygote's request was malformed ({exc})"}
         try:

@@ -581,8 +581,9 @@ class Zygote:
         if self.config.get("cgroup_fd") is not None:  # under bwrap: the pool places it
             self.cgroup, note = self._cgroup_from_pool(zygote)
         elif "cgroup" not in self.disabled:
-            cgroup.sweep()
-            group, note = cgroup.create(cgroup.zygote_name(), limit + zygote)
+            delegated = self.config.get("delegated_cgroup")
+            cgroup.sweep(delegated)
+            group, note = cgroup.create(cgroup.zygote_name(), limit + zygote, delegated)
             if group is not None:
                 try:
                     cgroup.enter(group)
@@ -600,7 +601,8 @@ class Zygote:
                 "there) and the limit holds its resident size on top" + (
                     "" if self.cgroup.home_procs else
                     "; made by the pool on the host's side, which moved the zygote in "
-                    "(bubblewrap's root has no /sys)"))}
+                    "(bubblewrap's root has no /sys)") + (
+                    f"; the delegated cgroup was not used: {note}" if note else ""))}
         else:
             self.info["memory_cap"] = {"mechanism": "rlimit", "limit_mb": int(limits["memory_mb"]), "note": (
                 f"no memory cgroup ({note}): the call's address space is limited, its tmpfs "
@@ -628,7 +630,7 @@ class Zygote:
             return None, str(answer.get("note") or "the pool made none")
         if not cgroup.holds_self(path):
             return None, f"the pool placed the zygote in {path}, but /proc/self/cgroup does not name it"
-        return cgroup.CallCgroup(path, int(answer["version"])), ""
+        return cgroup.CallCgroup(path, int(answer["version"])), str(answer.get("note") or "")
 
     def _setup_mounts(self) -> None:
         """The zygote's own mount namespace (per-call tmpfs and the jail live in it): directly
