@@ -139,6 +139,26 @@ class ControllerHooks:
         with interrupts.held_to_the_session_end():
             return (yield)
 
+    @pytest.hookimpl(wrapper=True, trylast=True, specname="pytest_sessionstart")
+    def pytest_sessionstart_workers(self, session: pytest.Session):  # type: ignore[no-untyped-def]
+        """Right around xdist starting its workers (inside the validation's wrapper, which still
+        runs): a Ctrl-C to the whole process group reaches the workers too, and one that xdist
+        was still setting up dies of it; xdist then fails its setup (execnet: "connection
+        already closed"), an INTERNALERROR with no session end and no report. When the session
+        start holds that Ctrl-C, the lost worker is the interruption itself: the start goes on
+        without it and the held signal ends the run as any other (session/signals.py)."""
+        try:
+            return (yield)
+        except Exception as exc:
+            interrupts = interrupts_of(self.config)
+            held = interrupts.start_cut_short() if interrupts is not None else None
+            dsession = self.config.pluginmanager.getplugin("dsession")
+            if interrupts is None or held is None or getattr(dsession, "nodemanager", None) is None:
+                raise  # no signal held, or not xdist's start of its workers: not ours to judge
+            interrupts.note(f"pytest-toolbench: {held}: an xdist worker stopped while it was "
+                            f"starting ({safe_text(str(exc))[:200]}); the run ends interrupted")
+            return None
+
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_collection(self, session: pytest.Session):  # type: ignore[no-untyped-def]
         """A signal the session start held (session/signals.py ``held_to_the_session_end``) is

@@ -25,9 +25,13 @@ the selection's data left no report at all, and an earlier run's ``--toolbench-j
 (:meth:`Interrupts.held_to_the_session_end`: the session start goes on to its end, seconds) and
 raised as the collection begins (:meth:`Interrupts.raise_held`), from where pytest runs the
 session end (session/controller.py; not while a managed vLLM server is prepared, which may take
-minutes). Such a run, or one under xdist that a signal stops before any worker reported its node
-ids, has collected nothing: its session end collects the selection then (running no case), so
-its reports name every case it left and JUnit has a testcase for each, as with ``-n 0``.
+minutes). A Ctrl-C at a terminal reaches the whole process group, the workers too: one that
+xdist was still setting up dies of it and xdist's setup fails; that failure, with the signal
+held, is the interruption itself, and the start goes on without it (session/controller.py
+``pytest_sessionstart_workers``). Such a run, or one under xdist that a signal stops before any
+worker reported its node ids, has collected nothing: its session end collects the selection then
+(running no case), so its reports name every case it left and JUnit has a testcase for each, as
+with ``-n 0``.
 
 The first one does not cut into a test report either: while the controller takes one in (its
 journal line, JUnit's testcase), it waits for the end of that report (:meth:`Interrupts.holding`);
@@ -135,6 +139,14 @@ class Interrupts:
             yield
         finally:
             self._starting = False
+
+    def start_cut_short(self) -> str | None:
+        """The signal :meth:`held_to_the_session_end` is holding, if one came (its name)."""
+        return self._pending if self._starting else None
+
+    def note(self, line: str) -> None:
+        """One line on stderr (the handler's own way of writing)."""
+        self._write(line)
 
     def raise_held(self) -> None:
         """Raise the first signal :meth:`held_to_the_session_end` held, if one came, passing it
