@@ -156,7 +156,8 @@ def test_only_workers_on_this_machine_are_kept_for_a_sigterm():
 
 
 # --------------------------------------------------------------------------- end to end
-def _start(tmp_path: Path, server: FakeOpenAIServer, *args: str) -> subprocess.Popen:
+def _start(tmp_path: Path, server: FakeOpenAIServer, *args: str,
+           own_group: bool = False) -> subprocess.Popen:
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO / "tests"), env.get("PYTHONPATH")]))
     env["TOOLBENCH_TEST_PLOTTING"] = str(tmp_path / "plotting")
@@ -167,7 +168,7 @@ def _start(tmp_path: Path, server: FakeOpenAIServer, *args: str) -> subprocess.P
            "--base-url", server.base_url, "--api-key", "t", "--model", "m", "--no-cache",
            "--concurrency", "1", *args]
     return subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=env)
+                            text=True, env=env, start_new_session=own_group)
 
 
 def _wait_for(condition, what: str, proc: subprocess.Popen, timeout: float = 120) -> None:
@@ -336,6 +337,34 @@ def test_a_sigterm_before_the_cases_are_collected_still_writes_every_report(
     assert (int(suite["tests"]), int(suite["errors"]), int(suite["failures"])) == (
         SELECTED + 2, SELECTED, 2)  # a testcase per case never run, the --gate and the run check
     assert "== gates: 2 checked, 2 FAILED ==" in out
+
+
+def test_a_ctrl_c_to_the_process_group_while_the_workers_start_writes_every_report(
+        tmp_path, monkeypatch):
+    """Ctrl-C at a terminal reaches the whole process group, the xdist workers with the
+    controller: one that xdist was still setting up died of it, and xdist's setup failed
+    (execnet: "connection already closed"), an INTERNALERROR: exit status 3, no report at all.
+    The lost worker is the held Ctrl-C's own doing: the run ends interrupted, every report
+    naming each case, as when the signal reaches the controller alone (above)."""
+    monkeypatch.setenv("TOOLBENCH_TEST_SLOW_AT", "workers")
+    monkeypatch.setenv("TOOLBENCH_TEST_STARTING", str(tmp_path / "starting"))
+    monkeypatch.setenv("TOOLBENCH_TEST_START_DELAY", "1")
+    with FakeOpenAIServer(reply("<answer>x</answer>")) as server:
+        proc = _start(tmp_path, server, "-n", "2", "--gate", GATE, "-p", "slow_start",
+                      own_group=True)
+        _wait_for((tmp_path / "starting").exists, "the workers' start", proc)
+        time.sleep(0.2)
+        os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+        assert not server.requests
+    assert proc.returncode == ToolbenchExit.INTERRUPTED, out[-3000:] + err[-3000:]
+    assert "INTERNALERROR" not in out + err
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["run"]["interrupted_by"] == "SIGINT" and report["cases"] == []
+    assert len(set(report["missing_cases"])) == SELECTED
+    suite, testcases = _junit(tmp_path)
+    assert (int(suite["tests"]), int(suite["errors"])) == (SELECTED + 2, SELECTED)
+    assert [t.get("name") for t in testcases[SELECTED:]] == [GATE, RUN_COMPLETED]
 
 
 @pytest.mark.parametrize(("phase", "workers"), [("validation", "0"), ("validation", "2"),
