@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -37,7 +38,9 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--profile-end", type=Path)
     ns = parser.parse_args()
-    env = {"PYTHONPATH": str(HERE)}
+    # This tree's package first: an editable install of another tree (a git worktree beside
+    # the checkout the venv was made from) would otherwise be the one measured.
+    env = {"PYTHONPATH": os.pathsep.join([str(HERE.parent), str(HERE)])}
     seen: dict[str, list[dict[str, float]]] = {"re-run": [], "floor": []}
     with tempfile.TemporaryDirectory(prefix="toolbench-phases-") as tmpname:
         tmp = Path(tmpname)
