@@ -72,7 +72,7 @@ def _exception_text(exc: BaseException) -> str:
     return f"{name}: {text}"
 
 
-MB = 1024 * 1024
+MB = cgroup.MB  # one definition: the cgroup limit and the zygote's own sizes agree
 #: How often the zygote measures a call's directory when no tmpfs caps it (the fallback).
 _WATCH_S = 0.05
 
