@@ -37,7 +37,7 @@ import socket
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from pydantic import ValidationError
 
@@ -46,6 +46,10 @@ from pytest_toolbench.models.base import ChatResponse
 #: Bump when the stored format or the key recipe changes, so old entries stop matching.
 CACHE_FORMAT = 1
 PACKS = "packs"
+#: The result cache's packs (results/result_cache.py): a whole case's result per entry.
+RESULT_PACKS = "results"
+#: Every folder of packs a cache folder has (``toolbench prune`` removes their packs by age).
+PACK_AREAS = (PACKS, RESULT_PACKS)
 PACK_SUFFIX = ".pack"
 #: A miss re-reads the packs' growth at most this often: a first run misses on every call.
 REFRESH_S = 0.5
@@ -54,6 +58,7 @@ _KEY_LENGTH = 64  # sha256 hex
 _OPEN_READERS = 32
 #: Where an entry's JSON is: its pack's path, offset, length.
 Where = tuple[str, int, int]
+T = TypeVar("T")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -85,13 +90,15 @@ def pack_writer_alive(name: str, modified: float | None = None) -> bool:
     return modified is None or not started_after(owner[1], modified)
 
 
-class ResponseStore:
-    """key -> ChatResponse on disk, safe for many processes (module docstring)."""
+class PackStore(Generic[T]):
+    """key -> entry on disk in append-only packs, safe for many processes (module docstring).
+    A kind of entry says how its bytes read back (:meth:`decode`); ``area``: the cache folder's
+    folder of its packs (``packs`` for replies, ``results`` for whole cases' results)."""
 
-    def __init__(self, cache_dir: Path, namespace: str = "default"):
+    def __init__(self, cache_dir: Path, namespace: str = "default", area: str = PACKS):
         self.cache_dir = Path(cache_dir)
         self._root = str(self.cache_dir)
-        self.folder = os.path.join(self._root, PACKS, namespace)
+        self.folder = os.path.join(self._root, area, namespace)
         self._index: dict[str, Where] = {}
         self._other: dict[str, list[Where]] = {}  # a key's further entries, rarely any
         self._readers: dict[str, int] = {}  # pack path -> a descriptor open for reading
@@ -105,7 +112,7 @@ class ResponseStore:
 
     # -- reading ------------------------------------------------------------------------------
 
-    def load(self, key: str) -> tuple[ChatResponse | None, bool]:
+    def load(self, key: str) -> tuple[T | None, bool]:
         """(response, unreadable): a missing entry is a plain miss, a broken one is flagged."""
         where = self._index.get(key)
         if where is None and time.monotonic() - self._refreshed >= REFRESH_S:
@@ -170,44 +177,20 @@ class ResponseStore:
             self._other.setdefault(key, []).append(known)
         self._index[key] = where
 
-    def _load_legacy(self, key: str) -> tuple[ChatResponse | None, bool]:
-        """An entry of the older one-file-per-entry layout, if this cache has any."""
-        if self._legacy is None:
-            try:
-                self._legacy = any(len(e.name) == 2 and e.is_dir() for e in os.scandir(self._root))
-            except OSError:
-                self._legacy = False
-        if not self._legacy:
-            return None, False
-        try:
-            with open(self.legacy_path(key), "rb") as handle:
-                raw = handle.read()
-        except FileNotFoundError:
-            return None, False
-        except OSError:
-            return None, True
-        return self.decode(key, raw)
+    def _load_legacy(self, key: str) -> tuple[T | None, bool]:
+        """An entry of an older layout: none but the response cache's had one."""
+        return None, False
 
-    def legacy_path(self, key: str) -> str:
-        return f"{self._root}/{key[:2]}/{key[2:4]}/{key}.json"
-
-    @staticmethod
-    def decode(key: str, raw: bytes) -> tuple[ChatResponse | None, bool]:
-        """An entry's bytes -> (response, unreadable): one of another format or key is unreadable."""
-        try:
-            entry = json.loads(raw)
-            if entry.get("format") != CACHE_FORMAT or entry.get("key") != key:
-                return None, True
-            return ChatResponse.model_validate(entry["response"]), False
-        except (ValueError, KeyError, TypeError, AttributeError, ValidationError):
-            return None, True
+    def decode(self, key: str, raw: bytes) -> tuple[T | None, bool]:
+        """An entry's bytes -> (entry, unreadable)."""
+        raise NotImplementedError
 
     # -- writing ------------------------------------------------------------------------------
 
-    def save(self, key: str, response: ChatResponse, meta: dict[str, Any] | None = None) -> None:
-        """Append the entry to this store's pack (opened at the first save). Not fsynced: a
-        lost entry is only a miss. OSError (a full disk...) propagates to the caller."""
-        entry = self.encode(key, response, meta)
+    def save_entry(self, key: str, entry: bytes) -> None:
+        """Append ``entry`` (one line's worth: no newline in it) to this store's pack (opened at
+        the first save). Not fsynced: a lost entry is only a miss. OSError (a full disk...)
+        propagates to the caller."""
         line = b"".join((key.encode("ascii"), b" ", entry, b"\n"))
         with self._lock:
             if self._fd < 0 or self._pid != os.getpid():  # a forked child writes a pack of its own
@@ -253,6 +236,45 @@ class ResponseStore:
         if self._fd >= 0 and self._pid == os.getpid():
             os.close(self._fd)
         self._fd, self._pack = -1, None
+
+
+class ResponseStore(PackStore[ChatResponse]):
+    """key -> ChatResponse on disk, safe for many processes (module docstring)."""
+
+    def _load_legacy(self, key: str) -> tuple[ChatResponse | None, bool]:
+        """An entry of the older one-file-per-entry layout, if this cache has any."""
+        if self._legacy is None:
+            try:
+                self._legacy = any(len(e.name) == 2 and e.is_dir() for e in os.scandir(self._root))
+            except OSError:
+                self._legacy = False
+        if not self._legacy:
+            return None, False
+        try:
+            with open(self.legacy_path(key), "rb") as handle:
+                raw = handle.read()
+        except FileNotFoundError:
+            return None, False
+        except OSError:
+            return None, True
+        return self.decode(key, raw)
+
+    def legacy_path(self, key: str) -> str:
+        return f"{self._root}/{key[:2]}/{key[2:4]}/{key}.json"
+
+    def decode(self, key: str, raw: bytes) -> tuple[ChatResponse | None, bool]:
+        """An entry's bytes -> (response, unreadable): one of another format or key is unreadable."""
+        try:
+            entry = json.loads(raw)
+            if entry.get("format") != CACHE_FORMAT or entry.get("key") != key:
+                return None, True
+            return ChatResponse.model_validate(entry["response"]), False
+        except (ValueError, KeyError, TypeError, AttributeError, ValidationError):
+            return None, True
+
+    def save(self, key: str, response: ChatResponse, meta: dict[str, Any] | None = None) -> None:
+        """Append the entry to this store's pack (:meth:`PackStore.save_entry`)."""
+        self.save_entry(key, self.encode(key, response, meta))
 
     @staticmethod
     def encode(key: str, response: ChatResponse, meta: dict[str, Any] | None = None) -> bytes:
