@@ -1,7 +1,8 @@
 """``toolbench prune``: remove old run folders and response-cache entries by age or total size.
 
 Items are whole run folders (``runs/<run_id>``) and the cache folder's files: the response
-cache's packs (one per process that stored replies, models/cache_store.py) and entries of the older
+cache's packs (one per process that stored replies, models/cache_store.py), the result cache's
+(``results/``, one per process that stored whole cases' results) and entries of the older
 one-file-per-entry layout, and the parsed data files kept between runs (benchmarks/parsed_files.py:
 ``parsed/u<uid>/*.pickle``, whose time is their last use). An item's age is its last write: the
 newest file in a run folder, the file's time for the cache. ``--older-than`` removes every item
@@ -25,7 +26,7 @@ from pathlib import Path
 from typing import Literal
 
 from pytest_toolbench.benchmarks.parsed_files import KEPT_FOLDER
-from pytest_toolbench.models.cache_store import PACK_SUFFIX, PACKS, pack_writer_alive
+from pytest_toolbench.models.cache_store import PACK_AREAS, PACK_SUFFIX, pack_writer_alive
 from pytest_toolbench.results import case_store
 from pytest_toolbench.runs.record import INDEX_NAME, REPORT_NAME, read_index
 
@@ -149,7 +150,7 @@ def collect(cache_dir: Path, runs_dir: Path, *, only: Kind | None = None) -> lis
     if only != "run" and Path(cache_dir).is_dir():
         root = Path(cache_dir)
         for f in [*sorted(f for f in root.glob("??/??/*.json") if _old_entry(f)),
-                  *sorted(root.glob(f"{PACKS}/*/*{PACK_SUFFIX}")),
+                  *(f for area in PACK_AREAS for f in sorted(root.glob(f"{area}/*/*{PACK_SUFFIX}"))),
                   *sorted(root.glob(f"{KEPT_FOLDER}/u*/*.pickle"))]:
             try:
                 st = f.stat()
@@ -187,7 +188,7 @@ def apply(items: list[Item], cache_dir: Path) -> None:
     root = Path(cache_dir)
     shards = [*sorted(root.glob("??/??"), reverse=True), *sorted(root.glob("??"))]
     folders = [*(d for d in shards if all(_HEX2.fullmatch(n) for n in d.relative_to(root).parts)),
-               *sorted(root.glob(f"{PACKS}/*")), root / PACKS]
+               *(d for area in PACK_AREAS for d in [*sorted(root.glob(f"{area}/*")), root / area])]
     for shard in folders:
         try:
             shard.rmdir()  # only when empty
