@@ -228,12 +228,19 @@ class RunSettings(DeferredModel):
         help="one folder per run (report, journal, logs) for `toolbench runs`; "
              f"$TOOLBENCH_RUNS_DIR sets the default (default: {DEFAULT_RUNS_DIR})")
     use_cache: bool = option(True, flag="--no-cache", negate=True,
-                             help="do not read or write the response cache")
+                             help="do not read or write the response cache (nor the result cache)")
     #: A cache miss is an error, never a model call.
     cache_only: bool = option(
         False, flag="--cache-only",
         help="answer only from the response cache; a miss is an infrastructure error "
              "(re-score or re-report a finished run without any model call)")
+    #: Score the response cache's replies again instead of returning a case's stored result
+    #: (results/result_cache.py); the new results replace the stored ones.
+    rescore: bool = option(
+        False, flag="--rescore",
+        help="do not answer cases from the result cache (each case's stored result, returned "
+             "without scoring on a re-run of unchanged code, data and settings); score the "
+             "response cache's replies again and store the new results")
     record_path: Path | None = option(
         None, flag="--record", metavar="PATH",
         help="write every case's assistant messages to a JSONL file for --model replay:PATH")

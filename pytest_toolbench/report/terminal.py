@@ -413,10 +413,14 @@ def coverage_notes(covered: dict[str, int], suite: dict[str, int]) -> list[str]:
     return out
 
 
-def cache_note(model_calls: int, cached_calls: int) -> str | None:
+def cache_note(model_calls: int, cached_calls: int, cached_results: int = 0) -> str | None:
     if not cached_calls:
         return None
-    return f"replies from the response cache: {cached_calls} of {model_calls} model calls"
+    note = f"replies from the response cache: {cached_calls} of {model_calls} model calls"
+    if cached_results:  # those cases were not scored again in this run (--rescore scores them)
+        note += (f"; {cached_results} case(s) answered whole by the result cache, "
+                 "not scored again (--rescore scores them)")
+    return note
 
 
 def data_notes(sources: Sequence[Any], *, verbose: bool) -> list[str]:

@@ -40,7 +40,7 @@ from pytest_toolbench.session.identity import run_identity, sandbox_warning, wal
 from pytest_toolbench.session.listing import runs_tests
 from pytest_toolbench.session.signals import interrupts_of
 from pytest_toolbench.session.state import is_xdist_controller, run_dir_of, run_dir_path, state
-from pytest_toolbench.session.transport import let_gates_decide, take_payloads, worker_output
+from pytest_toolbench.session.transport import from_result_cache, let_gates_decide, take_payloads, worker_output
 
 if TYPE_CHECKING:
     from pytest_toolbench.results.run_record import RunRecord
@@ -221,9 +221,12 @@ class ControllerHooks:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Collect the result and drop the bulky JSON from the report, so reporters running after
         us (JUnit XML) carry only the compact toolbench.* summary, not the transcript."""
+        cached = from_result_cache(report)
         results, failures = take_payloads(report)
         for result, text in results:
             self._add_result(report, result, text)
+            if cached:
+                self.st.from_result_cache.add(result.case_id)
         with_result = bool(results) or self._crashed_case(report)
         self.st.tracker.saw_report(report, with_result=with_result)
         for failure in failures:
@@ -578,7 +581,8 @@ class ControllerHooks:
         return RunEnd(pytest_status=int(pytest_status), interrupted_by=st.interrupted_by,
                       missing=list(missing), selected=len(st.tracker.expected),
                       output_failures=list(st.output_failures),
-                      missing_unknown=not st.tracker.collected)
+                      missing_unknown=not st.tracker.collected,
+                      results_from_cache=len(st.from_result_cache.intersection(st.results)))
 
     def _note_output_failures(self, session: pytest.Session, record: RunRecord) -> None:
         """The outputs that failed so far, noted in the run's record (session/finish.py): the

@@ -22,7 +22,8 @@ def run_notes(record: RunRecord, partial_notes: list[str], data_sources: Sequenc
     notes += [f"data: {d.describe()}" for d in data_sources]
     notes += coverage_notes({n: c.cases for n, c in record.run.coverage.items()}, suite_sizes)
     cache = record.run.cache
-    cached = cache_note(cache.model_calls, cache.replies_from_cache) if cache else None
+    cached = (cache_note(cache.model_calls, cache.replies_from_cache, cache.results_from_cache)
+              if cache else None)
     notes += [cached] if cached else []
     tokens = record.run.tokens_text()
     notes += [f"tokens: {tokens}"] if tokens else []

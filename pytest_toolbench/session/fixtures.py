@@ -14,6 +14,7 @@ pytest_toolbench.session.fixtures``, or ``pytest_plugins`` in a conftest, as thi
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -28,10 +29,11 @@ from pytest_toolbench.session.case_timing import timed_wait
 from pytest_toolbench.session.orphan import killed_with_controller, stop_orphaned_worker
 from pytest_toolbench.session.sdk import sdk_link
 from pytest_toolbench.session.state import record_sandbox_state, run_dir, state
-from pytest_toolbench.session.transport import RESULT_KEY
+from pytest_toolbench.session.transport import FROM_RESULT_CACHE, RESULT_KEY
 from pytest_toolbench.report.allure_report import attach_case
 from pytest_toolbench.results.case_result import CaseResult, Outcome
 from pytest_toolbench.results import case_store
+from pytest_toolbench.results.result_cache import ResultCache, result_cache_for
 from pytest_toolbench.results.safe_text import safe_text
 from pytest_toolbench.runtime.case_runtime import CaseRuntime
 from pytest_toolbench.runtime.environment import RunEnvironment
@@ -141,8 +143,14 @@ def toolbench_runtime(
         worker = pytestconfig.workerinput["workerid"]
         runtime.worker_journal = case_store.worker_journal(run_dir(pytestconfig), worker)
     pytestconfig.stash[_RUNTIME_KEY] = runtime  # case_result's way to it (see there)
+    stored_results = result_cache_for(runtime.settings, runtime.model, Path(str(pytestconfig.rootpath)))
+    if stored_results is not None:
+        pytestconfig.stash[_RESULT_CACHE_KEY] = stored_results
     yield runtime
     del pytestconfig.stash[_RUNTIME_KEY]  # torn down: no test may reach it any more
+    if stored_results is not None:
+        del pytestconfig.stash[_RESULT_CACHE_KEY]
+        stored_results.close()
     runtime.close()
     if runtime.worker_journal is not None:
         runtime.worker_journal.close()
@@ -150,6 +158,8 @@ def toolbench_runtime(
 
 #: The session's case runtime, once ``toolbench_runtime`` has been set up (removed at its teardown).
 _RUNTIME_KEY = pytest.StashKey[CaseRuntime]()
+#: The run's result cache in this process, beside the runtime (None where it is off).
+_RESULT_CACHE_KEY = pytest.StashKey[ResultCache]()
 
 
 @pytest.fixture
@@ -175,14 +185,24 @@ def case_result(case: Case) -> CaseResult:
     if runtime is None:  # the session's first case: pytest sets the session fixtures up
         runtime = _fixture_request(node).getfixturevalue("toolbench_runtime")
     runtime.ensure_runner(case.benchmark)  # built once per process and benchmark
+    stored_results = node.config.stash.get(_RESULT_CACHE_KEY, None)
+    if stored_results is not None:  # answered whole, unscored (results/result_cache.py)
+        hit = stored_results.get(case)
+        if hit is not None:
+            node.stash[RESULT_KEY] = hit
+            node.stash[FROM_RESULT_CACHE] = True
+            return hit
     runtime.submit(case)
     lookahead = 2 * runtime.settings.concurrency
     for item in new_upcoming_items(node.session, node, lookahead):
         upcoming = case_of(item)
-        if isinstance(upcoming, Case) and runtime.can_run(upcoming):
+        if (isinstance(upcoming, Case) and runtime.can_run(upcoming)
+                and not (stored_results is not None and stored_results.has(upcoming))):
             runtime.submit(upcoming)
     result = timed_wait(node, runtime.result, case)  # its test's time is the case's (case_timing.py)
     node.stash[RESULT_KEY] = result
+    if stored_results is not None:
+        stored_results.put(case, result)
     if runtime.worker_journal is not None:  # backstop for the report channel (plugin.py)
         # A case failed only because the run's controller was killed (its SDK process went
         # with it) is no infrastructure error but a case the killed run never finished: not

@@ -21,12 +21,17 @@ from pytest_toolbench.session.state import STATE_KEY, is_worker
 
 #: The report property that carries a finished case's result (its JSON from an xdist worker).
 RESULT_PROPERTY = "toolbench_result"
+#: Beside it on a result the result cache answered (results/result_cache.py): the controller counts it.
+RESULT_CACHE_PROPERTY = "toolbench_result_cache"
 
 #: A worker's output failure (e.g. a response-cache write on a full disk) on its next report.
 OUTPUT_ERROR_PROPERTY = "toolbench_output_error"
 
 #: The test item's case result, from its set-up (``case_result``) until its teardown report.
 RESULT_KEY = pytest.StashKey[CaseResult]()
+#: Set on an item whose result the result cache answered (results/result_cache.py): its report
+#: says so, and the controller counts it.
+FROM_RESULT_CACHE = pytest.StashKey[bool]()
 
 #: Set once the result rode on a report, so the controller receives it exactly once.
 SENT_KEY = pytest.StashKey[bool]()
@@ -102,6 +107,8 @@ def attach_result(item: pytest.Item, call: pytest.CallInfo[None], report: pytest
         worker = is_worker(item.config)
         payload = result.model_dump_json() if worker else result
         report.user_properties.append((RESULT_PROPERTY, payload))
+        if item.stash.get(FROM_RESULT_CACHE, False):
+            report.user_properties.append((RESULT_CACHE_PROPERTY, 1))
         item.stash[SENT_KEY] = True
         if worker and report.failed and item.config.stash[STATE_KEY].settings.gates:
             setattr(report, GATED_ATTR, result)  # turned in WorkerReportHooks, after makereport
@@ -139,16 +146,24 @@ class WorkerReportHooks:
                     prop for prop in report.user_properties if prop[0] != RESULT_PROPERTY]
 
 
+def from_result_cache(report: pytest.TestReport) -> bool:
+    """Whether the result this report carries is one the result cache answered."""
+    return any(name == RESULT_CACHE_PROPERTY for name, _ in report.user_properties)
+
+
 def take_payloads(
     report: pytest.TestReport,
 ) -> tuple[list[tuple[CaseResult, str | None]], list[OutputFailure]]:
     """The results and output failures a report carries, removed from it, so reporters running
     after the controller (JUnit XML) carry only the compact toolbench.* summary. Each result
-    comes with the JSON it arrived as from an xdist worker (None in-process)."""
+    comes with the JSON it arrived as from an xdist worker (None in-process). (The result
+    cache's mark goes too: :func:`from_result_cache` reads it first.)"""
     kept: list[tuple[str, object]] = []
     results: list[tuple[CaseResult, str | None]] = []
     failures: list[OutputFailure] = []
     for name, value in report.user_properties:
+        if name == RESULT_CACHE_PROPERTY:
+            continue
         if name == OUTPUT_ERROR_PROPERTY:
             failures.append(OutputFailure.from_json(str(value)))
         elif name == RESULT_PROPERTY:
