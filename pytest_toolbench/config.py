@@ -235,7 +235,7 @@ class RunSettings(DeferredModel):
         help="answer only from the response cache; a miss is an infrastructure error "
              "(re-score or re-report a finished run without any model call)")
     #: Score the response cache's replies again instead of returning a case's stored result
-    #: (results/result_cache.py); the new results replace the stored ones.
+    #: (runtime/result_cache.py); the new results replace the stored ones.
     rescore: bool = option(
         False, flag="--rescore",
         help="do not answer cases from the result cache (each case's stored result, returned "

@@ -1,4 +1,4 @@
-"""The whole-case result cache (results/result_cache.py): a re-run of unchanged code, data and
+"""The whole-case result cache (runtime/result_cache.py): a re-run of unchanged code, data and
 settings answers each case with its stored result, without a request or scoring, and with the
 same metrics and results as a re-run that scored the response cache's replies again."""
 
@@ -22,10 +22,10 @@ from shared_data import BUNDLED_TOOLHOP as BUNDLED
 from test_suite_toolhop import GoldAgent, load_records, metric_table, run_suite
 
 from pytest_toolbench.models.cache_store import safe_name
-from pytest_toolbench.results import result_cache
+from pytest_toolbench.runtime import result_cache
 from pytest_toolbench.results.case_result import CaseResult, InfraError, Outcome
 from pytest_toolbench.results.case_store import read_cases
-from pytest_toolbench.results.result_cache import ResultCache, ResultStore
+from pytest_toolbench.runtime.result_cache import ResultCache, ResultStore
 
 REPO = Path(__file__).resolve().parents[1]
 #: What differs between two runs of the same results: when and how long they ran (the sandbox's

@@ -46,7 +46,7 @@ from pytest_toolbench.models.base import ChatResponse
 #: Bump when the stored format or the key recipe changes, so old entries stop matching.
 CACHE_FORMAT = 1
 PACKS = "packs"
-#: The result cache's packs (results/result_cache.py): a whole case's result per entry.
+#: The result cache's packs (runtime/result_cache.py): a whole case's result per entry.
 RESULT_PACKS = "results"
 #: Every folder of packs a cache folder has (``toolbench prune`` removes their packs by age).
 PACK_AREAS = (PACKS, RESULT_PACKS)

@@ -61,7 +61,7 @@ class Coverage(DeferredModel):
 class CacheCounts(DeferredModel):
     model_calls: int = 0
     replies_from_cache: int = 0
-    #: Cases answered whole by the result cache, not scored again (results/result_cache.py);
+    #: Cases answered whole by the result cache, not scored again (runtime/result_cache.py);
     #: left out when none, so a record of a run without it reads and writes back byte for byte.
     results_from_cache: int = Field(default=0, exclude_if=lambda v: v == 0)
 

@@ -33,7 +33,7 @@ from pytest_toolbench.session.transport import FROM_RESULT_CACHE, RESULT_KEY
 from pytest_toolbench.report.allure_report import attach_case
 from pytest_toolbench.results.case_result import CaseResult, Outcome
 from pytest_toolbench.results import case_store
-from pytest_toolbench.results.result_cache import ResultCache, result_cache_for
+from pytest_toolbench.runtime.result_cache import ResultCache, result_cache_for
 from pytest_toolbench.results.safe_text import safe_text
 from pytest_toolbench.runtime.case_runtime import CaseRuntime
 from pytest_toolbench.runtime.environment import RunEnvironment
@@ -186,7 +186,7 @@ def case_result(case: Case) -> CaseResult:
         runtime = _fixture_request(node).getfixturevalue("toolbench_runtime")
     runtime.ensure_runner(case.benchmark)  # built once per process and benchmark
     stored_results = node.config.stash.get(_RESULT_CACHE_KEY, None)
-    if stored_results is not None:  # answered whole, unscored (results/result_cache.py)
+    if stored_results is not None:  # answered whole, unscored (runtime/result_cache.py)
         hit = stored_results.get(case)
         if hit is not None:
             node.stash[RESULT_KEY] = hit

@@ -36,7 +36,7 @@ class RunEnd:
     #: Which selected cases have no result is not known (``toolbench finish`` of a run killed
     #: before it had kept its selection); ``missing`` is then empty.
     missing_unknown: bool = False
-    #: Cases the result cache answered, unscored (results/result_cache.py).
+    #: Cases the result cache answered, unscored (runtime/result_cache.py).
     results_from_cache: int = 0
 
     @property

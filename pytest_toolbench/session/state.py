@@ -37,7 +37,7 @@ class ToolbenchState:
     run_id: str
     started: float = field(default_factory=time.time)
     results: dict[str, CaseResult] = field(default_factory=dict)
-    #: The cases whose result the result cache answered (results/result_cache.py).
+    #: The cases whose result the result cache answered (runtime/result_cache.py).
     from_result_cache: set[str] = field(default_factory=set)
     journal: ResultJournal | None = None
     server: ManagedServer | None = None

@@ -21,7 +21,7 @@ from pytest_toolbench.session.state import STATE_KEY, is_worker
 
 #: The report property that carries a finished case's result (its JSON from an xdist worker).
 RESULT_PROPERTY = "toolbench_result"
-#: Beside it on a result the result cache answered (results/result_cache.py): the controller counts it.
+#: Beside it on a result the result cache answered (runtime/result_cache.py): the controller counts it.
 RESULT_CACHE_PROPERTY = "toolbench_result_cache"
 
 #: A worker's output failure (e.g. a response-cache write on a full disk) on its next report.
@@ -29,7 +29,7 @@ OUTPUT_ERROR_PROPERTY = "toolbench_output_error"
 
 #: The test item's case result, from its set-up (``case_result``) until its teardown report.
 RESULT_KEY = pytest.StashKey[CaseResult]()
-#: Set on an item whose result the result cache answered (results/result_cache.py): its report
+#: Set on an item whose result the result cache answered (runtime/result_cache.py): its report
 #: says so, and the controller counts it.
 FROM_RESULT_CACHE = pytest.StashKey[bool]()
 

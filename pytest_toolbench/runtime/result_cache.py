@@ -17,8 +17,8 @@ response cache's.
 **Key.** Per run (:func:`run_key`, the namespace): :data:`STORE_FORMAT`, the harness's version,
 a digest of the code that can change a result (by path, size and mtime: this package, the
 repository's ``suites/`` and ``conftest.py``, the package of every benchmark, model provider
-and data source an entry point adds), the installed distributions (site-packages' ``*.dist-info`` names), the response
-cache's own model identity (name, base URL where it keys on it, ``key_extra``: the served-by
+and data source an entry point adds), the installed distributions (site-packages'
+``*.dist-info`` names), the response cache's own model identity (name, base URL where it keys on it, ``key_extra``: the served-by
 identity and the open-protocol plan), and every setting but those :data:`NOT_IN_KEY` names (a new
 setting is in the key unless someone decides it cannot change a result). Per case
 (:func:`case_key`): its id, repeat and its record's identity (file, byte span and CRC-32, or a
