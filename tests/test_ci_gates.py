@@ -319,7 +319,8 @@ def test_summary_and_json_name_the_data_the_subset_and_the_cache(tmp_path):
     source = report["run"]["data_sources"][0]
     assert source["sha256"] == sha and source["records"] == N and source["bundled"] is True
     assert report["run"]["coverage"]["toolhop"] == {"cases": 2, "suite_cases": 3 * N, "subset": True}
-    assert report["run"]["cache"] == {"model_calls": 2, "replies_from_cache": 2}
+    # (the re-run is answered whole by the result cache: runtime/result_cache.py)
+    assert report["run"]["cache"] == {"model_calls": 2, "replies_from_cache": 2, "results_from_cache": 2}
 
 
 def test_replies_without_usage_print_no_tokens_line():

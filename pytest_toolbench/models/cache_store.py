@@ -127,6 +127,12 @@ class PackStore(Generic[T]):
                 break
         return response, unreadable
 
+    def holds(self, key: str) -> bool:
+        """Whether the packs index an entry of ``key`` (not read: it may still be unreadable)."""
+        if key not in self._index and time.monotonic() - self._refreshed >= REFRESH_S:
+            self._refresh()
+        return key in self._index
+
     def _read(self, where: Where) -> bytes:
         """An entry's bytes (b"" if its pack is gone or shorter: then it reads as unreadable)."""
         path, offset, length = where

@@ -121,11 +121,10 @@ class ResultCache:
         return self._keys[ident]
 
     def has(self, case: Any) -> bool:
+        """Whether the case will be answered (the lookahead's question: an index look-up, the
+        entry is read once, by :meth:`get`)."""
         key = self.key_of(case) if self.reads else None
-        if key is None:
-            return False
-        found, _ = self.store.load(key)  # (the lookahead's: the case then reads it again)
-        return found is not None
+        return key is not None and self.store.holds(key)
 
     def get(self, case: Any) -> CaseResult | None:
         """The case's stored result, with this run's timings, or None."""

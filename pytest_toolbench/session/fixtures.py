@@ -186,23 +186,22 @@ def case_result(case: Case) -> CaseResult:
         runtime = _fixture_request(node).getfixturevalue("toolbench_runtime")
     runtime.ensure_runner(case.benchmark)  # built once per process and benchmark
     stored_results = node.config.stash.get(_RESULT_CACHE_KEY, None)
-    if stored_results is not None:  # answered whole, unscored (runtime/result_cache.py)
-        hit = stored_results.get(case)
-        if hit is not None:
-            node.stash[RESULT_KEY] = hit
-            node.stash[FROM_RESULT_CACHE] = True
-            return hit
-    runtime.submit(case)
-    lookahead = 2 * runtime.settings.concurrency
-    for item in new_upcoming_items(node.session, node, lookahead):
-        upcoming = case_of(item)
-        if (isinstance(upcoming, Case) and runtime.can_run(upcoming)
-                and not (stored_results is not None and stored_results.has(upcoming))):
-            runtime.submit(upcoming)
-    result = timed_wait(node, runtime.result, case)  # its test's time is the case's (case_timing.py)
+    # answered whole, with no request built and no scoring (runtime/result_cache.py)
+    result = stored_results.get(case) if stored_results is not None else None
+    if result is not None:
+        node.stash[FROM_RESULT_CACHE] = True
+    else:
+        runtime.submit(case)
+        lookahead = 2 * runtime.settings.concurrency
+        for item in new_upcoming_items(node.session, node, lookahead):
+            upcoming = case_of(item)
+            if (isinstance(upcoming, Case) and runtime.can_run(upcoming)
+                    and not (stored_results is not None and stored_results.has(upcoming))):
+                runtime.submit(upcoming)
+        result = timed_wait(node, runtime.result, case)  # its test's time is the case's (case_timing.py)
+        if stored_results is not None:
+            stored_results.put(case, result)
     node.stash[RESULT_KEY] = result
-    if stored_results is not None:
-        stored_results.put(case, result)
     if runtime.worker_journal is not None:  # backstop for the report channel (plugin.py)
         # A case failed only because the run's controller was killed (its SDK process went
         # with it) is no infrastructure error but a case the killed run never finished: not
