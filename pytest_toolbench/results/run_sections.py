@@ -60,6 +60,7 @@ class SettingsSection(RecordSection):
     runs_dir: str | None = None
     use_cache: bool | None = None
     cache_only: bool | None = None
+    rescore: bool | None = None
     record_path: str | None = None
     data: str | None = None
     data_revisions: list[str] | None = None
