@@ -131,7 +131,8 @@ def test_a_changed_setting_or_data_record_misses(tmp_path, server):
     _, strict = run_suite(tmp_path, *args, "--toolhop-scorer", "strict")
     assert strict is not None and from_cache(strict) == 0
 
-    # one byte of one record changed (the file's size kept): that case misses, the others hit
+    # one byte of one record changed (the file's size kept): the data file's sha256 moved (the
+    # run's data fingerprint), so every case misses, the edited one also by its record's CRC
     file = data / "toolhop" / "ToolHop.json"
     text = file.read_bytes()
     question = json.loads(text)[0]["question"]
@@ -140,7 +141,17 @@ def test_a_changed_setting_or_data_record_misses(tmp_path, server):
     file.write_bytes(text.replace(question.encode(), edited.encode()))
     proc, changed = run_suite(tmp_path, *args)
     assert changed is not None, proc.stdout[-3000:]
-    assert from_cache(changed) == n - 1
+    assert from_cache(changed) == 0
+    _, again = run_suite(tmp_path, *args)  # (the edited question's case: the fake has no answer)
+    assert from_cache(again) == sum(c["outcome"] != "error" for c in changed["cases"]) > 0
+
+    # the data file changed outside every record (its sha256, the run's data fingerprint): no
+    # record's bytes moved, yet every case misses, as one would when a knowledge graph or a tool
+    # pool a case reads beside its record changed
+    file.write_bytes(file.read_bytes() + b"\n")
+    proc, refiled = run_suite(tmp_path, *args)
+    assert refiled is not None, proc.stdout[-3000:]
+    assert from_cache(refiled) == 0
 
 
 def test_the_run_key_moves_with_code_settings_and_model_identity(tmp_path, monkeypatch):
@@ -155,20 +166,21 @@ def test_the_run_key_moves_with_code_settings_and_model_identity(tmp_path, monke
     model = SimpleNamespace(name="m", include_base_url=True, key_extra={},
                             inner=SimpleNamespace(describe=lambda: {"base_url": "http://a"}))
     settings = RunSettings(model="m")
-    key = result_cache.run_key(settings, model, root)
-    assert result_cache.run_key(settings, model, root) == key
+    key = result_cache.run_key(settings, model, root, "d")
+    assert result_cache.run_key(settings, model, root, "d") == key
     assert result_cache.run_key(settings.model_copy(update={"concurrency": 99, "runs_dir": tmp_path}),
-                                model, root) == key
-    assert result_cache.run_key(settings.model_copy(update={"temperature": 0.5}), model, root) != key
-    assert result_cache.run_key(settings.model_copy(update={"seed": 7}), model, root) != key
+                                model, root, "d") == key
+    assert result_cache.run_key(settings, model, root, "e") != key  # another data fingerprint
+    assert result_cache.run_key(settings.model_copy(update={"temperature": 0.5}), model, root, "d") != key
+    assert result_cache.run_key(settings.model_copy(update={"seed": 7}), model, root, "d") != key
     other = SimpleNamespace(**{**vars(model), "key_extra": {"server": "other"}})
-    assert result_cache.run_key(settings, other, root) != key
+    assert result_cache.run_key(settings, other, root, "d") != key
     later = time.time() + 10
     os.utime(suite, (later, later))
-    touched = result_cache.run_key(settings, model, root)
+    touched = result_cache.run_key(settings, model, root, "d")
     assert touched != key
     (root / "conftest.py").write_text("\n")
-    assert result_cache.run_key(settings, model, root) != touched
+    assert result_cache.run_key(settings, model, root, "d") != touched
 
 
 class Record(BaseModel):
@@ -240,6 +252,10 @@ def test_a_rerun_under_xdist_is_answered_by_any_worker(tmp_path, server):
     assert second is not None, proc.stdout[-3000:]
     assert len(server.requests) == calls and from_cache(second) == len(first["cases"])
     assert json.dumps(second["metrics"], sort_keys=True) == json.dumps(first["metrics"], sort_keys=True)
+    # the workers' key (their data fingerprint read from the run's index) is -n 0's own
+    proc, single = run_suite(tmp_path, *endpoint(server), "-n", "0")
+    assert single is not None, proc.stdout[-3000:]
+    assert len(server.requests) == calls and from_cache(single) == len(first["cases"])
 
 
 def test_prune_removes_old_result_packs(tmp_path):

@@ -18,11 +18,16 @@ response cache's.
 a digest of the code that can change a result (by path, size and mtime: this package, the
 repository's ``suites/`` and ``conftest.py``, the package of every benchmark, model provider
 and data source an entry point adds), the installed distributions (site-packages'
-``*.dist-info`` names), the response cache's own model identity (name, base URL where it keys on it, ``key_extra``: the served-by
+``*.dist-info`` names), the run's data fingerprint (the sha256 of every data source: a
+knowledge graph, tool pool or tool library a case reads beside its own record), the response
+cache's own model identity (name, base URL where it keys on it, ``key_extra``: the served-by
 identity and the open-protocol plan), and every setting but those :data:`NOT_IN_KEY` names (a new
 setting is in the key unless someone decides it cannot change a result). Per case
 (:func:`case_key`): its id, repeat and its record's identity (file, byte span and CRC-32, or a
 packed record's CRC-32), so a changed data file misses.
+
+A hit runs none of the case's tools again (a ToolHop tool, a sandbox limit met on a busy
+machine): its transcript is the stored run's, as the key's inputs promise; ``--rescore`` runs them.
 
 **What is kept.** The result as a cached re-run would make it: every call a cached one
 (``cached_calls == model_calls``), and without what only the wire gave the run that stored it
@@ -264,8 +269,10 @@ def settings_in_key(settings: Any) -> dict[str, Any]:
     return dumped
 
 
-def run_key(settings: Any, cached_model: Any, rootpath: Path) -> str:
-    """The namespace of the run's entries (module docstring)."""
+def run_key(settings: Any, cached_model: Any, rootpath: Path, data: str) -> str:
+    """The namespace of the run's entries (module docstring); ``data``: the run's data
+    fingerprint (every data source's sha256: a knowledge graph or tool pool a case reads beside
+    its own record changes it)."""
     inner = cached_model.inner
     identity = {
         "model": cached_model.name,
@@ -273,7 +280,7 @@ def run_key(settings: Any, cached_model: Any, rootpath: Path) -> str:
         "extra": cached_model.key_extra,
     }
     text = json.dumps({"format": STORE_FORMAT, "version": __version__, "code": code_digest(rootpath),
-                       "dists": distributions_digest(), "model": identity,
+                       "dists": distributions_digest(), "data": data, "model": identity,
                        "settings": settings_in_key(settings)},
                       sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
@@ -292,14 +299,16 @@ def response_cache_of(model: Any) -> Any:
     return None
 
 
-def result_cache_for(settings: Any, model: Any, rootpath: Path) -> ResultCache | None:
-    """The run's result cache, or None where it is off (module docstring, "When it is used")."""
-    if not settings.use_cache or settings.record_path is not None:
+def result_cache_for(settings: Any, model: Any, rootpath: Path,
+                     data: str | None) -> ResultCache | None:
+    """The run's result cache, or None where it is off (module docstring, "When it is used");
+    ``data`` None (the run's data sources are not known in this process): off."""
+    if not settings.use_cache or settings.record_path is not None or data is None:
         return None
     cached = response_cache_of(model)
     if cached is None:  # the oracle, replay: nothing the response cache answers
         return None
-    cache = ResultCache(ResultStore(settings.cache_dir, run_key(settings, cached, rootpath)),
+    cache = ResultCache(ResultStore(settings.cache_dir, run_key(settings, cached, rootpath, data)),
                         writes=not settings.cache_only)
     cache.reads = not settings.rescore
     return cache

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from pytest_toolbench.benchmarks import registry
+from pytest_toolbench.benchmarks.data_source import data_fingerprint
 from pytest_toolbench.benchmarks.base import Case, CaseRunner, EnvironmentUnavailable, run_open_protocols
 from pytest_toolbench.config import RunSettings
 from pytest_toolbench.environments.retrieval import Embedders
@@ -28,7 +29,7 @@ from pytest_toolbench.models.base import ChatModel
 from pytest_toolbench.session.case_timing import timed_wait
 from pytest_toolbench.session.orphan import killed_with_controller, stop_orphaned_worker
 from pytest_toolbench.session.sdk import sdk_link
-from pytest_toolbench.session.state import record_sandbox_state, run_dir, state
+from pytest_toolbench.session.state import is_worker, record_sandbox_state, run_dir, state
 from pytest_toolbench.session.transport import FROM_RESULT_CACHE, RESULT_KEY
 from pytest_toolbench.report.allure_report import attach_case
 from pytest_toolbench.results.case_result import CaseResult, Outcome
@@ -143,7 +144,8 @@ def toolbench_runtime(
         worker = pytestconfig.workerinput["workerid"]
         runtime.worker_journal = case_store.worker_journal(run_dir(pytestconfig), worker)
     pytestconfig.stash[_RUNTIME_KEY] = runtime  # case_result's way to it (see there)
-    stored_results = result_cache_for(runtime.settings, runtime.model, Path(str(pytestconfig.rootpath)))
+    stored_results = result_cache_for(runtime.settings, runtime.model, Path(str(pytestconfig.rootpath)),
+                                      run_data_fingerprint(pytestconfig))
     if stored_results is not None:
         pytestconfig.stash[_RESULT_CACHE_KEY] = stored_results
     yield runtime
@@ -154,6 +156,20 @@ def toolbench_runtime(
     runtime.close()
     if runtime.worker_journal is not None:
         runtime.worker_journal.close()
+
+
+def run_data_fingerprint(config: pytest.Config) -> str | None:
+    """The run's data fingerprint (benchmarks/data_source.py): the controller's (or ``-n 0``'s)
+    own data sources, a worker's from the run's index, which the controller wrote after it
+    validated the data and before any case could run; None where neither is known."""
+    if not is_worker(config):
+        return data_fingerprint(state(config).data_sources)
+    from pytest_toolbench.runs.record import read_index
+
+    index = read_index(run_dir(config))
+    if index is None or index.start is None:
+        return None
+    return data_fingerprint(index.start.data_sources)
 
 
 #: The session's case runtime, once ``toolbench_runtime`` has been set up (removed at its teardown).
