@@ -21,7 +21,7 @@ import time
 import uuid
 from pathlib import Path
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import allure
 import allure_commons
@@ -34,6 +34,9 @@ from pytest_toolbench.report.allure_steps import attach_conversation, readable
 from pytest_toolbench.results.aggregate import RunMetrics
 from pytest_toolbench.results.case_result import CaseResult, Outcome
 from pytest_toolbench.results.safe_text import safe_json, safe_text
+
+if TYPE_CHECKING:
+    from pytest_toolbench.benchmarks.base import Case
 
 #: Keys looked up in CaseResult.details for the description, first hit wins. The benchmark
 #: record's own "answer" is ToolHop's *gold*, so plain "answer" is deliberately not a prediction.
@@ -138,14 +141,19 @@ def _description(result: CaseResult) -> str:
     return "\n".join(lines)
 
 
+def case_parameters(case_id: str, benchmark: str, scenario: str,
+                    labels: dict[str, Any]) -> list[tuple[str, str, bool]]:
+    """(name, value, excluded) of a case's readable parameters: the case id instead of the
+    ``Case`` object's repr, plus its benchmark, scenario and labels (excluded: constant per case,
+    so history is unaffected)."""
+    return [("case", case_id, False), ("benchmark", benchmark, True), ("scenario", scenario, True),
+            *((name, str(value), True) for name, value in sorted(labels.items()))]
+
+
 def _parameters(result: CaseResult) -> None:
-    """Readable parameters: the case id instead of the ``Case`` object's repr, plus its
-    benchmark, scenario and labels (excluded: constant per case, so history is unaffected)."""
-    allure.dynamic.parameter("case", result.case_id)
-    allure.dynamic.parameter("benchmark", result.benchmark, excluded=True)
-    allure.dynamic.parameter("scenario", result.scenario, excluded=True)
-    for name, value in sorted(result.labels.items()):
-        allure.dynamic.parameter(name, str(value), excluded=True)
+    for name, value, excluded in case_parameters(result.case_id, result.benchmark,
+                                                 result.scenario, result.labels):
+        allure.dynamic.parameter(name, value, excluded=excluded)
 
 
 def metric_rows(result: CaseResult) -> list[tuple[str, str]]:
@@ -277,7 +285,7 @@ def _story_labels(benchmark: str) -> tuple[str, ...]:
     return ("hops", *(getattr(found, "breakdown_labels", ()) or ()))
 
 
-def _story(result: CaseResult) -> str | None:
+def _story(result: CaseResult | Case) -> str | None:
     """``name=value`` of the case's first story label (:func:`_story_labels`), or None."""
     for name in _story_labels(result.benchmark):
         if name in result.labels:
@@ -285,21 +293,29 @@ def _story(result: CaseResult) -> str | None:
     return None
 
 
+def case_labels(case: CaseResult | Case, model: str) -> list[tuple[str, str]]:
+    """(name, value) of the labels that place a case in the report, whatever its outcome: the
+    suite path (model / benchmark / scenario), epic, feature, story and one label per case
+    label. The outcome's own labels (:data:`OUTCOME_LABEL`, ``error_kind``) and the model's
+    (tag, label) are not among them."""
+    labels: list[tuple[str, str]] = []
+    if model:  # the suite path: model / benchmark / scenario (not allure-pytest's module path)
+        labels += [("parentSuite", display_model(model)), ("suite", case.benchmark),
+                   ("subSuite", case.scenario)]
+    labels += [("epic", case.benchmark), ("feature", case.scenario)]
+    story = _story(case)
+    if story is not None:
+        labels.append(("story", story))
+    labels += [(name, str(value)) for name, value in sorted(case.labels.items())]
+    return labels
+
+
 def attach_case(result: CaseResult, model: str) -> None:
     """Label and annotate the *currently running* test with one case's result."""
     if not allure_active():  # without --alluredir every label and step would be built for nothing
         return
-    if model:  # the suite path: model / benchmark / scenario (not allure-pytest's module path)
-        allure.dynamic.parent_suite(display_model(model))
-        allure.dynamic.suite(result.benchmark)
-        allure.dynamic.sub_suite(result.scenario)
-    allure.dynamic.epic(result.benchmark)
-    allure.dynamic.feature(result.scenario)
-    story = _story(result)
-    if story is not None:
-        allure.dynamic.story(story)
-    for name, value in sorted(result.labels.items()):
-        allure.dynamic.label(name, str(value))
+    for name, value in case_labels(result, model):
+        allure.dynamic.label(name, value)
     allure.dynamic.label(OUTCOME_LABEL, outcome_class(result))
     if result.error is not None:
         allure.dynamic.label("error_kind", result.error.kind)
@@ -329,6 +345,123 @@ def attach_case(result: CaseResult, model: str) -> None:
             if raw:
                 allure.attach(_text(str(raw)), f"parse failure {i}: raw model text",
                               AttachmentType.TEXT)
+
+
+#: The outcome label of a selected case that never ran (the run was interrupted, or stopped
+#: early): the label, like the status, tells it from a case that ran and was skipped.
+NOT_RUN = "not run"
+
+
+def _cut_short(alluredir: Path, since: float) -> dict[tuple[str, str], Path]:
+    """The file of each result allure-pytest wrote since ``since`` (a timestamp) for a test it never
+    finished, by (fullName, pytest's name of the test): the case the interruption came in, in
+    this process or an xdist worker's. Its teardown never ran, so it has no history id and no
+    label; it is not the case's result (that never arrived) but a bare "skipped" beside it."""
+    found: dict[tuple[str, str], str] = {}
+    for path in alluredir.glob("*-result.json"):
+        try:
+            if path.stat().st_mtime < since:
+                continue
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict) and not data.get("historyId") and not data.get("labels"):
+            found[(str(data.get("fullName")), str(data.get("name")))] = path
+    return found
+
+
+def write_not_run(nodes: Sequence[tuple[str, Case | None]], model: str, message: str, *,
+                  tags: dict[str, list[str]] | None = None,
+                  alluredir: str | Path | None = None, since: float | None = None) -> int:
+    """An Allure result for each selected node that never ran (an interrupted run's, or one
+    stopped early), so that Allure counts every selected case, as JUnit does; the number written.
+
+    Each is built as allure-pytest builds a case's result and as :func:`attach_case` labels it:
+    the same ``name`` (the title), ``fullName``, ``titlePath``, ``historyId`` (the full name, the
+    ``case`` parameter's original value, ``Case(<id>)``, and the model), ``testCaseId`` (the
+    model is added by :class:`ModelIdentity`), parameters and labels, so its history lines up
+    with the runs in which the case did run. ``tags``: the node's marker tags where its pytest
+    item is known (allure-pytest's ``pytest_markers``), else the benchmark's marker alone (the
+    only marker without arguments a case gets, benchmarks/selection.py ``case_marks``).
+
+    Status ``skipped``: the case was neither passed nor failed, and no test or harness error
+    broke it (``broken``); Allure shows skipped results apart, grey, counted in the total, and
+    keeps them out of the failure categories, and ``unknown`` is what Allure shows for a result
+    it could not read. The status message and the :data:`OUTCOME_LABEL` say it never ran.
+    Written through allure-commons' ``report_result`` hook: allure-pytest's file logger, with
+    :class:`ModelIdentity` and the escaping of every other result. A no-op without
+    ``--alluredir``.
+
+    A node allure-pytest had begun when the run was interrupted already has a bare result of
+    its own (:func:`_cut_short`, written in ``alluredir`` since ``since``): this one takes its
+    place (that file is removed once this one is written), else the case would be counted
+    twice."""
+    if not allure_active() or not nodes:
+        return 0
+    cut_short = (_cut_short(Path(alluredir), since)
+                 if alluredir is not None and since is not None else {})
+    from allure_commons.model2 import Label, Parameter, Status, StatusDetails, TestResult
+    from allure_commons.utils import host_tag, now, platform_label, thread_tag
+    from allure_pytest.utils import ParsedPytestNodeId, get_history_id
+
+    stamp = now()
+    written = 0
+    for nodeid, case in nodes:
+        parsed = ParsedPytestNodeId(nodeid)
+        class_part = "".join("." + c for c in parsed.class_names)
+        full_name = f"{parsed.package}{class_part}#{parsed.test_function}"
+        labels: list[tuple[str, str]] = []
+        parameters: list[Parameter] = []
+        original: dict[str, Any] = {}
+        if case is not None:
+            name = case_title(case.id, model, _first(_question(case), QUESTION_KEYS))
+            labels += case_labels(case, model)
+            labels.append((OUTCOME_LABEL, NOT_RUN))
+            parameters += [Parameter(name=n, value=represent(v), excluded=excluded or None)
+                           for n, v, excluded in case_parameters(case.id, case.benchmark,
+                                                                 case.scenario, case.labels)]
+            if model:  # in the order attach_case gives them: case, model, the excluded ones
+                labels += [("tag", model), ("model", model)]
+                parameters.insert(1, Parameter(name="model", value=represent(model)))
+            original["case"] = case  # allure-pytest hashes the parameter's value: Case(<id>)
+        else:  # a node that is no benchmark case: as allure-pytest names it, its module's suite
+            name = nodeid.rsplit("::", 1)[-1]
+            labels += [("parentSuite", parsed.parent_package), ("suite", parsed.module)]
+            if parsed.class_names:
+                labels.append(("subSuite", " > ".join(parsed.class_names)))
+            labels.append((OUTCOME_LABEL, NOT_RUN))
+        node_tags = (tags or {}).get(nodeid)
+        if node_tags is None:
+            node_tags = [case.benchmark] if case is not None else []
+        labels += [("tag", t) for t in node_tags]
+        labels += [("host", host_tag()), ("thread", thread_tag()), ("framework", "pytest"),
+                   ("language", platform_label()), ("package", parsed.package)]
+        result = TestResult(
+            uuid=str(uuid.uuid4()), name=name, fullName=full_name,
+            titlePath=[*filter(None, [*parsed.path_segments, *parsed.class_names])],
+            testCaseId=md5(full_name),
+            historyId=get_history_id(full_name, parameters, original_values=original),
+            status=Status.SKIPPED, statusDetails=StatusDetails(message=message),
+            labels=[Label(name=n, value=v) for n, v in labels], parameters=parameters,
+            start=stamp, stop=stamp)
+        allure_commons.plugin_manager.hook.report_result(result=result)
+        bare = cut_short.get((full_name, nodeid.rsplit("::", 1)[-1]))
+        if bare is not None:
+            bare.unlink(missing_ok=True)
+        written += 1
+    return written
+
+
+def _question(case: Case) -> dict[str, Any]:
+    """The case's question as the run's details would hold it (the record's own ``question``
+    or ``query``), for the title; nothing when its record is not at hand."""
+    try:
+        sample = case.sample
+    except Exception:  # noqa: BLE001 - a title without the question is still the case's
+        return {}
+    if isinstance(sample, dict):
+        return sample
+    return {k: getattr(sample, k) for k in QUESTION_KEYS if isinstance(getattr(sample, k, None), str)}
 
 
 def allure_active() -> bool:

@@ -112,6 +112,11 @@ class CaseTracker:
         """Node ids of the same selected nodes (what a JUnit testcase is named after)."""
         return [nodeid for nodeid, _ in self._missing(results)]
 
+    def missing_cases(self, results: Mapping[str, CaseResult]) -> list[tuple[str, Case | None]]:
+        """(node id, its Case or None) of the same selected nodes (what an Allure result that
+        stands for a case never run is built from)."""
+        return self._missing(results)
+
     def unreported(self, results: Mapping[str, CaseResult]) -> list[tuple[str, CaseResult]]:
         """(node id, result) of the cases whose result arrived some other way than on their own
         test report (an xdist worker's journal, read at the session end)."""

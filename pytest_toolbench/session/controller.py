@@ -559,6 +559,10 @@ class ControllerHooks:
         self._write_output("plots or Allure files", folder, lambda: write_plots_and_allure(
             self.config, record, full_summary, run_dir=folder, data_sources=st.data_sources,
             backend=st.settings.resolved_backend))
+        if self.config.getoption("--alluredir", None):
+            self._write_output("Allure results of the cases never run",
+                               self.config.getoption("--alluredir"),
+                               lambda: self._write_allure_not_run(session))
         if len(st.output_failures) > failed_before:  # a report could not be written
             self._note_output_failures(session, record)
             if not (folder / REPORT_NAME).is_file():
@@ -567,6 +571,28 @@ class ControllerHooks:
                 self._write_output("run index", folder / "run.json", lambda: mark_unreported(
                     folder, exit_status=int(session.exitstatus), stopped_by=first))
             self.summary += "".join(f"{f.message()}\n" for f in st.output_failures[failed_before:])
+
+    def _write_allure_not_run(self, session: pytest.Session) -> None:
+        """With --alluredir: a result for every selected case that never ran (an interrupted
+        run's, or one stopped early), as JUnit's error testcase for each (:meth:`_write_junit`),
+        so Allure counts the whole selection (report/allure_report.py ``write_not_run``)."""
+        st = self.st
+        if not (self.end and self.end.missing):
+            return
+        nodes = st.tracker.missing_cases(st.results)
+        if not nodes:
+            return
+        from allure_pytest.utils import pytest_markers
+
+        from pytest_toolbench.report.allure_report import write_not_run
+        from pytest_toolbench.results.partial_run import not_run_message
+
+        wanted = {nodeid for nodeid, _ in nodes}
+        tags = {item.nodeid: list(pytest_markers(item))  # known where this process collected
+                for item in getattr(session, "items", None) or () if item.nodeid in wanted}
+        alluredir = Path(self.config.invocation_params.dir, self.config.getoption("--alluredir"))
+        write_not_run(nodes, st.settings.model or "", not_run_message(st.interrupted_by),
+                      tags=tags, alluredir=alluredir, since=st.started)
 
     def _whole_cases(self) -> Iterator[dict[str, Any]]:
         """The record's cases whole, as JSON values, one at a time, for a report that holds them
