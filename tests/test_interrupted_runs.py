@@ -19,9 +19,11 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from allure_commons.utils import md5
 
 from fake_openai_server import FakeOpenAIServer, delayed, reply
 from pytest_toolbench.exitcodes import ToolbenchExit
+from pytest_toolbench.report.allure_report import NOT_RUN, OUTCOME_LABEL
 from pytest_toolbench.results import case_store
 from pytest_toolbench.results.partial_run import MISSING_UNKNOWN, RUN_COMPLETED
 from pytest_toolbench.results.gates import GateVerdict, exit_status
@@ -185,6 +187,47 @@ def _junit(tmp_path: Path) -> tuple[dict[str, str], list[ET.Element]]:
     return dict(suite.attrib), list(suite.iter("testcase"))
 
 
+def _allure(tmp_path: Path) -> list[dict]:
+    return [json.loads(p.read_text()) for p in (tmp_path / "allure").glob("*-result.json")]
+
+
+def _case_of(result: dict) -> str:
+    (value,) = [p["value"] for p in result["parameters"] if p["name"] == "case"]
+    return value[1:-1]  # allure's represent(): quoted
+
+
+def _assert_allure_has_every_case(tmp_path: Path, missing: list[str], selected: int,
+                                  why: str = "SIGTERM", model: str = "m") -> None:
+    """Allure has a result for each selected case, once: those that never ran skipped, with the
+    JUnit message and an outcome label saying so, named, placed and identified (fullName,
+    historyId, testCaseId, suite path, epic, feature, story, case labels, tags) as a case that
+    ran is, so their history lines up with the runs in which they did run."""
+    results = _allure(tmp_path)
+    by_case = {_case_of(r): r for r in results}
+    assert len(results) == len(by_case) == selected
+    not_run = {case for case, r in by_case.items()
+               if {"name": OUTCOME_LABEL, "value": NOT_RUN} in r["labels"]}
+    assert sorted(not_run) == sorted(missing)
+    shapes = set()
+    for case, r in by_case.items():
+        labels = {label["name"]: label["value"] for label in r["labels"]}
+        scenario = case.rsplit("-", 1)[1]
+        assert [labels[k] for k in ("parentSuite", "suite", "subSuite", "epic", "feature")] == [
+            model, "toolhop", scenario, "toolhop", scenario]
+        assert labels["story"] == f"hops={labels['hops']}" and labels["model"] == model
+        assert sorted(x["value"] for x in r["labels"] if x["name"] == "tag") == sorted([model, "toolhop"])
+        assert r["fullName"] == "suites.toolhop.test_toolhop#test_toolhop"
+        assert r["historyId"] == md5(r["fullName"], f"Case({case})", repr(model))
+        assert r["testCaseId"] == md5(md5(r["fullName"]), model)
+        assert r["name"].startswith(f"[{model}] {case}: ")
+        if case in not_run:
+            assert r["status"] == "skipped"
+            assert r["statusDetails"]["message"] == f"not run: the run was interrupted ({why})"
+        shapes.add((tuple(sorted(x["name"] for x in r["labels"] if x["name"] != "error_kind")),
+                    tuple((p["name"], p.get("excluded")) for p in r["parameters"])))
+    assert len(shapes) == 1  # a case never run has the labels and parameters of one that ran
+
+
 def _journalled(runs: Path) -> int:
     """Results the one run in ``runs`` has journalled so far (its journal or a worker's)."""
     folders = list(runs.iterdir()) if runs.is_dir() else []
@@ -212,11 +255,15 @@ def _interrupted_mid_run(tmp_path: Path, *args: str, second_signal: bool = False
 
 @pytest.mark.parametrize("workers", ["0", "2"])
 def test_after_sigterm_junit_lists_every_case_never_run_and_the_gates_fail(tmp_path, workers):
-    proc, out, err = _interrupted_mid_run(tmp_path, "-n", workers, "--gate", GATE)
+    proc, out, err = _interrupted_mid_run(tmp_path, "-n", workers, "--gate", GATE,
+                                          "--alluredir", str(tmp_path / "allure"))
     assert proc.returncode == ToolbenchExit.INTERRUPTED, out[-3000:] + err[-3000:]
     report = json.loads((tmp_path / "report.json").read_text())
     missing = report["missing_cases"]
     assert report["partial"] and 0 < len(missing) < SELECTED
+    # Allure too counts every selected case: the case the signal came in (allure-pytest's
+    # bare result for it replaced) and those never begun, each once
+    _assert_allure_has_every_case(tmp_path, missing, SELECTED)
     ran = SELECTED - len(missing)
 
     suite, testcases = _junit(tmp_path)
@@ -270,12 +317,14 @@ def test_a_ctrl_c_before_the_first_result_still_writes_every_report(tmp_path, wo
     file an earlier run wrote at that path as this run's (it did, with its metrics)."""
     (tmp_path / "report.json").write_text('{"stale": "an earlier run\'s report"}')
     with FakeOpenAIServer(delayed(30, reply("<answer>x</answer>"))) as server:
-        proc = _start(tmp_path, server, "-n", workers, "--gate", GATE)
+        proc = _start(tmp_path, server, "-n", workers, "--gate", GATE,
+                      "--alluredir", str(tmp_path / "allure"))
         _wait_for(lambda: len(server.requests) >= 1, "first request", proc)
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=120)
     assert proc.returncode == ToolbenchExit.INTERRUPTED, out[-3000:] + err[-3000:]
     report = json.loads((tmp_path / "report.json").read_text())
+    _assert_allure_has_every_case(tmp_path, report["missing_cases"], SELECTED, why="SIGINT")
     assert "stale" not in report and report["partial"] and report["cases"] == []
     assert sorted(report["missing_cases"]) == sorted(set(report["missing_cases"]))
     assert len(report["missing_cases"]) == SELECTED
@@ -314,7 +363,8 @@ def test_a_sigterm_before_the_cases_are_collected_still_writes_every_report(
     monkeypatch.setenv("TOOLBENCH_TEST_STARTING", str(tmp_path / "starting"))
     monkeypatch.setenv("TOOLBENCH_TEST_START_DELAY", "2")
     with FakeOpenAIServer(reply("<answer>x</answer>")) as server:
-        proc = _start(tmp_path, server, "-n", workers, "--gate", GATE, "-p", "slow_start")
+        proc = _start(tmp_path, server, "-n", workers, "--gate", GATE, "-p", "slow_start",
+                      "--alluredir", str(tmp_path / "allure"))
         _wait_for((tmp_path / "starting").exists, phase, proc)
         time.sleep(0.3)
         proc.send_signal(signal.SIGTERM)
@@ -322,6 +372,7 @@ def test_a_sigterm_before_the_cases_are_collected_still_writes_every_report(
         assert not server.requests  # no case ran
     assert proc.returncode == ToolbenchExit.INTERRUPTED, out[-3000:] + err[-3000:]
     report = json.loads((tmp_path / "report.json").read_text())
+    _assert_allure_has_every_case(tmp_path, report["missing_cases"], SELECTED)
     assert "stale" not in report and report["partial"] and report["cases"] == []
     assert report["run"]["interrupted_by"] == "SIGTERM" and report["run"]["exit_status"] == 2
     assert len(report["missing_cases"]) == len(set(report["missing_cases"])) == SELECTED
@@ -351,7 +402,7 @@ def test_a_ctrl_c_to_the_process_group_while_the_workers_start_writes_every_repo
     monkeypatch.setenv("TOOLBENCH_TEST_START_DELAY", "1")
     with FakeOpenAIServer(reply("<answer>x</answer>")) as server:
         proc = _start(tmp_path, server, "-n", "2", "--gate", GATE, "-p", "slow_start",
-                      own_group=True)
+                      "--alluredir", str(tmp_path / "allure"), own_group=True)
         _wait_for((tmp_path / "starting").exists, "the workers' start", proc)
         time.sleep(0.2)
         os.killpg(proc.pid, signal.SIGINT)
@@ -362,6 +413,7 @@ def test_a_ctrl_c_to_the_process_group_while_the_workers_start_writes_every_repo
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["run"]["interrupted_by"] == "SIGINT" and report["cases"] == []
     assert len(set(report["missing_cases"])) == SELECTED
+    _assert_allure_has_every_case(tmp_path, report["missing_cases"], SELECTED, why="SIGINT")
     suite, testcases = _junit(tmp_path)
     assert (int(suite["tests"]), int(suite["errors"])) == (SELECTED + 2, SELECTED)
     assert [t.get("name") for t in testcases[SELECTED:]] == [GATE, RUN_COMPLETED]
@@ -379,7 +431,8 @@ def test_a_sigterm_before_the_collection_names_only_the_cases_k_selects(tmp_path
     monkeypatch.setenv("TOOLBENCH_TEST_STARTING", str(tmp_path / "starting"))
     monkeypatch.setenv("TOOLBENCH_TEST_START_DELAY", "2")
     with FakeOpenAIServer(reply("<answer>x</answer>")) as server:
-        proc = _start(tmp_path, server, "-n", workers, "-k", "direct", "-p", "slow_start")
+        proc = _start(tmp_path, server, "-n", workers, "-k", "direct", "-p", "slow_start",
+                      "--alluredir", str(tmp_path / "allure"))
         _wait_for((tmp_path / "starting").exists, phase, proc)
         time.sleep(0.3)
         proc.send_signal(signal.SIGTERM)
@@ -387,8 +440,42 @@ def test_a_sigterm_before_the_collection_names_only_the_cases_k_selects(tmp_path
     assert proc.returncode == ToolbenchExit.INTERRUPTED, out[-3000:] + err[-3000:]
     report = json.loads((tmp_path / "report.json").read_text())
     assert sorted(report["missing_cases"]) == sorted(f"{r}-direct" for r in _direct_ids())
+    _assert_allure_has_every_case(tmp_path, report["missing_cases"], N)  # -k's 6, not 18
     suite, testcases = _junit(tmp_path)
     assert (int(suite["tests"]), int(suite["errors"])) == (N, N)
+
+
+def test_a_case_never_run_lines_up_in_allure_history_with_the_run_where_it_ran(tmp_path,
+                                                                               monkeypatch):
+    """Two runs in one results folder, as a CI job keeps them: a whole run writes a result per
+    case and none "not run"; a run of the same selection interrupted before its cases writes a
+    "not run" result for each, with the history id and test case id of that case's result in
+    the whole run, so Allure's history shows the case as not run that time."""
+    with FakeOpenAIServer(reply("<answer>x</answer>")) as server:
+        whole = _start(tmp_path, server, "-n", "0", "-k", "direct",
+                       "--alluredir", str(tmp_path / "allure"))
+        out, err = whole.communicate(timeout=300)
+    assert whole.returncode == ToolbenchExit.CASES_FAILED, out[-3000:] + err[-3000:]  # "x": wrong
+    first = _allure(tmp_path)
+    assert len(first) == N and all({"name": OUTCOME_LABEL, "value": NOT_RUN} not in r["labels"]
+                                   for r in first)
+    _assert_allure_has_every_case(tmp_path, [], N)
+    monkeypatch.setenv("TOOLBENCH_TEST_SLOW_AT", "validation")
+    monkeypatch.setenv("TOOLBENCH_TEST_STARTING", str(tmp_path / "starting"))
+    monkeypatch.setenv("TOOLBENCH_TEST_START_DELAY", "2")
+    with FakeOpenAIServer(reply("<answer>x</answer>")) as server:
+        proc = _start(tmp_path, server, "-n", "2", "-k", "direct", "-p", "slow_start",
+                      "--alluredir", str(tmp_path / "allure"))
+        _wait_for((tmp_path / "starting").exists, "validation", proc)
+        time.sleep(0.3)
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=120)
+    assert proc.returncode == ToolbenchExit.INTERRUPTED, out[-3000:] + err[-3000:]
+    uuids = {r["uuid"] for r in first}
+    second = [r for r in _allure(tmp_path) if r["uuid"] not in uuids]
+    assert len(second) == N and all(r["status"] == "skipped" for r in second)
+    identity = {(_case_of(r), r["historyId"], r["testCaseId"], r["name"]) for r in first}
+    assert {(_case_of(r), r["historyId"], r["testCaseId"], r["name"]) for r in second} == identity
 
 
 FAILING_CONTROLLER_COLLECTION = """

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import allure
 import allure_commons
+import allure_commons.model2
 import attr
 from allure_commons.types import AttachmentType
 
@@ -229,6 +230,8 @@ class ModelIdentity:
 
     @allure_commons.hookimpl(tryfirst=True)
     def report_result(self, result: Any) -> None:
+        if _cut_short(result):
+            return
         span = _case_span(result)
         if span is not None:
             result.start, result.stop = span
@@ -247,17 +250,52 @@ class ModelIdentity:
         escape_fields(container)  # fixtures' set-up and tear-down: names, failure messages
 
 
+#: The file name a cut-short result is written under (:func:`_cut_short`), then removed.
+_CUT_SHORT = "{prefix}-toolbench-cut-short"
+
+
+def _cut_short(result: Any) -> bool:
+    """A test result allure-pytest closes for a test a signal stopped (this process's, or an
+    xdist worker's): its teardown never ran, so it has no history id and no label, and it is a
+    bare "skipped" named after the node, not the case's result. Kept, it was counted beside the
+    "not run" result the run's end writes for that case (:func:`write_not_run`), the selection
+    plus one. It is written under a name Allure does not read (allure-commons' file logger names
+    a file by the item's ``file_pattern``) and removed just after (:class:`CutShortRemover`)."""
+    if (not isinstance(result, allure_commons.model2.TestResult) or result.historyId
+            or result.labels):
+        return False
+    result.file_pattern = _CUT_SHORT
+    return True
+
+
+class CutShortRemover:
+    """allure-commons hook, after the file logger: removes what :func:`_cut_short` diverted."""
+
+    @allure_commons.hookimpl(trylast=True)
+    def report_result(self, result: Any) -> None:
+        if getattr(result, "file_pattern", None) != _CUT_SHORT:
+            return
+        for plugin in allure_commons.plugin_manager.get_plugins():
+            folder = getattr(plugin, "_report_dir", None)  # allure-commons' AllureFileLogger
+            if isinstance(folder, Path):
+                for path in folder.glob(_CUT_SHORT.format(prefix="*")):
+                    path.unlink(missing_ok=True)
+
+
 _IDENTITY = ModelIdentity()
+_REMOVER = CutShortRemover()
 
 
 def register_allure_hooks() -> None:
-    if not allure_commons.plugin_manager.is_registered(_IDENTITY):
-        allure_commons.plugin_manager.register(_IDENTITY)
+    for plugin in (_IDENTITY, _REMOVER):
+        if not allure_commons.plugin_manager.is_registered(plugin):
+            allure_commons.plugin_manager.register(plugin)
 
 
 def unregister_allure_hooks() -> None:
-    if allure_commons.plugin_manager.is_registered(_IDENTITY):
-        allure_commons.plugin_manager.unregister(_IDENTITY)
+    for plugin in (_IDENTITY, _REMOVER):
+        if allure_commons.plugin_manager.is_registered(plugin):
+            allure_commons.plugin_manager.unregister(plugin)
 
 
 def display_model(model: str) -> str:
@@ -352,27 +390,8 @@ def attach_case(result: CaseResult, model: str) -> None:
 NOT_RUN = "not run"
 
 
-def _cut_short(alluredir: Path, since: float) -> dict[tuple[str, str], Path]:
-    """The file of each result allure-pytest wrote since ``since`` (a timestamp) for a test it never
-    finished, by (fullName, pytest's name of the test): the case the interruption came in, in
-    this process or an xdist worker's. Its teardown never ran, so it has no history id and no
-    label; it is not the case's result (that never arrived) but a bare "skipped" beside it."""
-    found: dict[tuple[str, str], str] = {}
-    for path in alluredir.glob("*-result.json"):
-        try:
-            if path.stat().st_mtime < since:
-                continue
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        if isinstance(data, dict) and not data.get("historyId") and not data.get("labels"):
-            found[(str(data.get("fullName")), str(data.get("name")))] = path
-    return found
-
-
 def write_not_run(nodes: Sequence[tuple[str, Case | None]], model: str, message: str, *,
-                  tags: dict[str, list[str]] | None = None,
-                  alluredir: str | Path | None = None, since: float | None = None) -> int:
+                  tags: dict[str, list[str]] | None = None) -> int:
     """An Allure result for each selected node that never ran (an interrupted run's, or one
     stopped early), so that Allure counts every selected case, as JUnit does; the number written.
 
@@ -390,16 +409,10 @@ def write_not_run(nodes: Sequence[tuple[str, Case | None]], model: str, message:
     it could not read. The status message and the :data:`OUTCOME_LABEL` say it never ran.
     Written through allure-commons' ``report_result`` hook: allure-pytest's file logger, with
     :class:`ModelIdentity` and the escaping of every other result. A no-op without
-    ``--alluredir``.
-
-    A node allure-pytest had begun when the run was interrupted already has a bare result of
-    its own (:func:`_cut_short`, written in ``alluredir`` since ``since``): this one takes its
-    place (that file is removed once this one is written), else the case would be counted
-    twice."""
+    ``--alluredir``. The node the interruption came in had a bare result of allure-pytest's
+    own, which :class:`ModelIdentity` kept out of the results (:func:`_cut_short`)."""
     if not allure_active() or not nodes:
         return 0
-    cut_short = (_cut_short(Path(alluredir), since)
-                 if alluredir is not None and since is not None else {})
     from allure_commons.model2 import Label, Parameter, Status, StatusDetails, TestResult
     from allure_commons.utils import host_tag, now, platform_label, thread_tag
     from allure_pytest.utils import ParsedPytestNodeId, get_history_id
@@ -445,9 +458,6 @@ def write_not_run(nodes: Sequence[tuple[str, Case | None]], model: str, message:
             labels=[Label(name=n, value=v) for n, v in labels], parameters=parameters,
             start=stamp, stop=stamp)
         allure_commons.plugin_manager.hook.report_result(result=result)
-        bare = cut_short.get((full_name, nodeid.rsplit("::", 1)[-1]))
-        if bare is not None:
-            bare.unlink(missing_ok=True)
         written += 1
     return written
 

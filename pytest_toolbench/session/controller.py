@@ -590,9 +590,8 @@ class ControllerHooks:
         wanted = {nodeid for nodeid, _ in nodes}
         tags = {item.nodeid: list(pytest_markers(item))  # known where this process collected
                 for item in getattr(session, "items", None) or () if item.nodeid in wanted}
-        alluredir = Path(self.config.invocation_params.dir, self.config.getoption("--alluredir"))
         write_not_run(nodes, st.settings.model or "", not_run_message(st.interrupted_by),
-                      tags=tags, alluredir=alluredir, since=st.started)
+                      tags=tags)
 
     def _whole_cases(self) -> Iterator[dict[str, Any]]:
         """The record's cases whole, as JSON values, one at a time, for a report that holds them
