@@ -256,16 +256,60 @@ _CUT_SHORT = "{prefix}-toolbench-cut-short"
 
 def _cut_short(result: Any) -> bool:
     """A test result allure-pytest closes for a test a signal stopped (this process's, or an
-    xdist worker's): its teardown never ran, so it has no history id and no label, and it is a
-    bare "skipped" named after the node, not the case's result. Kept, it was counted beside the
-    "not run" result the run's end writes for that case (:func:`write_not_run`), the selection
-    plus one. It is written under a name Allure does not read (allure-commons' file logger names
-    a file by the item's ``file_pattern``) and removed just after (:class:`CutShortRemover`)."""
-    if (not isinstance(result, allure_commons.model2.TestResult) or result.historyId
-            or result.labels):
+    xdist worker's) before :func:`attach_case` labelled it: its teardown never ran, so it has no
+    history id and no label, a bare "skipped" named after the node. Kept, it was counted beside
+    the "not run" result the run's end writes for that case (:func:`write_not_run`): the
+    selection plus one. True (dropped: written under a name Allure does not read, allure-commons'
+    file logger names a file by the item's ``file_pattern``, and removed just after by
+    :class:`CutShortRemover`) unless the case's result is known here (:func:`note_case_result`):
+    then it is completed from that result, as the run's end counts the case as run."""
+    if not isinstance(result, allure_commons.model2.TestResult) or result.historyId:
         return False
-    result.file_pattern = _CUT_SHORT
-    return True
+    if result.labels:  # labelled (attach_case), then stopped before its teardown
+        _finish_labelled(result)
+        return False
+    case_id = next((str(p.value) for p in result.parameters or [] if p.name == "case"), "")
+    known = _KNOWN_RESULTS.pop(case_id[len("Case("):-1] if case_id.startswith("Case(") else "",
+                               None)
+    if known is None:
+        result.file_pattern = _CUT_SHORT
+        return True
+    nodeid, case, case_result, model = known
+    message = case_result.failure_message or (
+        f"infrastructure error ({case_result.error.kind}), not scored: "
+        f"{case_result.error.message}" if case_result.error is not None else None)
+    passed = case_result.outcome is Outcome.PASSED
+    built = _built_result(nodeid, case, model, outcome_class(case_result),
+                          "passed" if passed else "failed", None if passed else message)
+    if case_result.error is not None:
+        built.labels.append(allure_commons.model2.Label(name="error_kind",
+                                                        value=case_result.error.kind))
+    for field in ("name", "fullName", "titlePath", "testCaseId", "historyId", "status",
+                  "statusDetails", "labels", "parameters"):
+        setattr(result, field, getattr(built, field))
+    return False
+
+
+def _finish_labelled(result: Any) -> None:
+    """What allure-pytest's teardown adds, for a test :func:`attach_case` labelled that a
+    signal stopped before its teardown: the history id (the ``case`` parameter's original value
+    is ``Case(<id>)``), the benchmark's marker tag and the run's labels, as
+    :func:`_built_result` gives them."""
+    from allure_commons.model2 import Label
+    from allure_commons.utils import host_tag, platform_label, thread_tag
+
+    values = []
+    for p in sorted((p for p in result.parameters or [] if not p.excluded), key=lambda p: p.name):
+        values.append(f"Case({str(p.value)[1:-1]})" if p.name == "case" else p.value)
+    result.historyId = md5(result.fullName, *values)
+    have = {(label.name, label.value) for label in result.labels}
+    epic = next((label.value for label in result.labels if label.name == "epic"), None)
+    package = str(result.fullName or "").split("#", 1)[0]
+    for name, value in ([("tag", epic)] if epic else []) + [
+            ("host", host_tag()), ("thread", thread_tag()), ("framework", "pytest"),
+            ("language", platform_label()), ("package", package)]:
+        if (name, value) not in have:
+            result.labels.append(Label(name=name, value=value))
 
 
 class CutShortRemover:
@@ -352,6 +396,7 @@ def attach_case(result: CaseResult, model: str) -> None:
     """Label and annotate the *currently running* test with one case's result."""
     if not allure_active():  # without --alluredir every label and step would be built for nothing
         return
+    _KNOWN_RESULTS.pop(result.case_id, None)  # labelled from here on (see _cut_short)
     for name, value in case_labels(result, model):
         allure.dynamic.label(name, value)
     allure.dynamic.label(OUTCOME_LABEL, outcome_class(result))
@@ -413,53 +458,73 @@ def write_not_run(nodes: Sequence[tuple[str, Case | None]], model: str, message:
     own, which :class:`ModelIdentity` kept out of the results (:func:`_cut_short`)."""
     if not allure_active() or not nodes:
         return 0
-    from allure_commons.model2 import Label, Parameter, Status, StatusDetails, TestResult
-    from allure_commons.utils import host_tag, now, platform_label, thread_tag
-    from allure_pytest.utils import ParsedPytestNodeId, get_history_id
+    from allure_commons.utils import now
 
     stamp = now()
-    written = 0
     for nodeid, case in nodes:
-        parsed = ParsedPytestNodeId(nodeid)
-        class_part = "".join("." + c for c in parsed.class_names)
-        full_name = f"{parsed.package}{class_part}#{parsed.test_function}"
-        labels: list[tuple[str, str]] = []
-        parameters: list[Parameter] = []
-        original: dict[str, Any] = {}
-        if case is not None:
-            name = case_title(case.id, model, _first(_question(case), QUESTION_KEYS))
-            labels += case_labels(case, model)
-            labels.append((OUTCOME_LABEL, NOT_RUN))
-            parameters += [Parameter(name=n, value=represent(v), excluded=excluded or None)
-                           for n, v, excluded in case_parameters(case.id, case.benchmark,
-                                                                 case.scenario, case.labels)]
-            if model:  # in the order attach_case gives them: case, model, the excluded ones
-                labels += [("tag", model), ("model", model)]
-                parameters.insert(1, Parameter(name="model", value=represent(model)))
-            original["case"] = case  # allure-pytest hashes the parameter's value: Case(<id>)
-        else:  # a node that is no benchmark case: as allure-pytest names it, its module's suite
-            name = nodeid.rsplit("::", 1)[-1]
-            labels += [("parentSuite", parsed.parent_package), ("suite", parsed.module)]
-            if parsed.class_names:
-                labels.append(("subSuite", " > ".join(parsed.class_names)))
-            labels.append((OUTCOME_LABEL, NOT_RUN))
-        node_tags = (tags or {}).get(nodeid)
-        if node_tags is None:
-            node_tags = [case.benchmark] if case is not None else []
-        labels += [("tag", t) for t in node_tags]
-        labels += [("host", host_tag()), ("thread", thread_tag()), ("framework", "pytest"),
-                   ("language", platform_label()), ("package", parsed.package)]
-        result = TestResult(
-            uuid=str(uuid.uuid4()), name=name, fullName=full_name,
-            titlePath=[*filter(None, [*parsed.path_segments, *parsed.class_names])],
-            testCaseId=md5(full_name),
-            historyId=get_history_id(full_name, parameters, original_values=original),
-            status=Status.SKIPPED, statusDetails=StatusDetails(message=message),
-            labels=[Label(name=n, value=v) for n, v in labels], parameters=parameters,
-            start=stamp, stop=stamp)
+        result = _built_result(nodeid, case, model, NOT_RUN, "skipped", message,
+                               (tags or {}).get(nodeid))
+        result.start = result.stop = stamp
         allure_commons.plugin_manager.hook.report_result(result=result)
-        written += 1
-    return written
+    return len(nodes)
+
+
+def _built_result(nodeid: str, case: Case | None, model: str, outcome: str, status: str,
+                  message: str | None, tags: list[str] | None = None) -> Any:
+    """A test result for ``nodeid`` as allure-pytest builds it and :func:`attach_case` labels
+    it (:func:`write_not_run`), with ``outcome`` as its :data:`OUTCOME_LABEL`."""
+    from allure_commons.model2 import Label, Parameter, StatusDetails, TestResult
+    from allure_commons.utils import host_tag, platform_label, thread_tag
+    from allure_pytest.utils import ParsedPytestNodeId, get_history_id
+
+    parsed = ParsedPytestNodeId(nodeid)
+    class_part = "".join("." + c for c in parsed.class_names)
+    full_name = f"{parsed.package}{class_part}#{parsed.test_function}"
+    labels: list[tuple[str, str]] = []
+    parameters: list[Parameter] = []
+    original: dict[str, Any] = {}
+    if case is not None:
+        name = case_title(case.id, model, _first(_question(case), QUESTION_KEYS))
+        labels += case_labels(case, model)
+        labels.append((OUTCOME_LABEL, outcome))
+        parameters += [Parameter(name=n, value=represent(v), excluded=excluded or None)
+                       for n, v, excluded in case_parameters(case.id, case.benchmark,
+                                                             case.scenario, case.labels)]
+        if model:  # in the order attach_case gives them: case, model, the excluded ones
+            labels += [("tag", model), ("model", model)]
+            parameters.insert(1, Parameter(name="model", value=represent(model)))
+        original["case"] = case  # allure-pytest hashes the parameter's value: Case(<id>)
+    else:  # a node that is no benchmark case: as allure-pytest names it, its module's suite
+        name = nodeid.rsplit("::", 1)[-1]
+        labels += [("parentSuite", parsed.parent_package), ("suite", parsed.module)]
+        if parsed.class_names:
+            labels.append(("subSuite", " > ".join(parsed.class_names)))
+        labels.append((OUTCOME_LABEL, outcome))
+    if tags is None:
+        tags = [case.benchmark] if case is not None else []
+    labels += [("tag", t) for t in tags]
+    labels += [("host", host_tag()), ("thread", thread_tag()), ("framework", "pytest"),
+               ("language", platform_label()), ("package", parsed.package)]
+    return TestResult(
+        uuid=str(uuid.uuid4()), name=name, fullName=full_name,
+        titlePath=[*filter(None, [*parsed.path_segments, *parsed.class_names])],
+        testCaseId=md5(full_name),
+        historyId=get_history_id(full_name, parameters, original_values=original),
+        status=status, statusDetails=StatusDetails(message=message) if message else None,
+        labels=[Label(name=n, value=v) for n, v in labels], parameters=parameters)
+
+
+#: Each case whose result this process has, by its id, until :func:`attach_case` labels its
+#: test: (node id, Case, result, model). A signal between the two leaves allure-pytest a bare
+#: result for a case that did run (its result journalled): :func:`_cut_short` completes it
+#: from this instead of dropping it.
+_KNOWN_RESULTS: dict[str, tuple[str, Case, CaseResult, str]] = {}
+
+
+def note_case_result(nodeid: str, case: Case, result: CaseResult, model: str) -> None:
+    """The case's result is known (session/fixtures.py), its test not yet labelled."""
+    if allure_active():
+        _KNOWN_RESULTS[case.id] = (nodeid, case, result, model)
 
 
 def _question(case: Case) -> dict[str, Any]:

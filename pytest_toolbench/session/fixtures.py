@@ -31,7 +31,7 @@ from pytest_toolbench.session.orphan import killed_with_controller, stop_orphane
 from pytest_toolbench.session.sdk import sdk_link
 from pytest_toolbench.session.state import is_worker, record_sandbox_state, run_dir, state
 from pytest_toolbench.session.transport import FROM_RESULT_CACHE, RESULT_KEY
-from pytest_toolbench.report.allure_report import attach_case
+from pytest_toolbench.report.allure_report import attach_case, note_case_result
 from pytest_toolbench.results.case_result import CaseResult, Outcome
 from pytest_toolbench.results import case_store
 from pytest_toolbench.runtime.result_cache import ResultCache, result_cache_for
@@ -225,6 +225,8 @@ def case_result(case: Case) -> CaseResult:
         if killed_with_controller(node.config, result):
             stop_orphaned_worker()
         runtime.worker_journal.append(result)
+    # after the journal: a case whose result the run's end can read counts as run (_cut_short)
+    note_case_result(node.nodeid, case, result, result.model or runtime.model.name)
     if result.outcome is Outcome.ERROR and result.error is not None:
         attach_case(result, result.model or runtime.model.name)  # shown with the failed setup
         # pytest prints the message raw (FAILED line, JUnit, Allure): an endpoint's or a tool's
