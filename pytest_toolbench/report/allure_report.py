@@ -446,7 +446,7 @@ def write_not_run(nodes: Sequence[tuple[str, Case | None]], model: str, message:
     model is added by :class:`ModelIdentity`), parameters and labels, so its history lines up
     with the runs in which the case did run. ``tags``: the node's marker tags where its pytest
     item is known (allure-pytest's ``pytest_markers``), else the benchmark's marker alone (the
-    only marker without arguments a case gets, benchmarks/selection.py ``case_marks``).
+    only marker without arguments a case gets, session/selection.py ``case_marks``).
 
     Status ``skipped``: the case was neither passed nor failed, and no test or harness error
     broke it (``broken``); Allure shows skipped results apart, grey, counted in the total, and
