@@ -27,7 +27,7 @@ import psutil
 import pytest
 
 from pytest_toolbench.servers import vllm_server
-from pytest_toolbench.servers.vllm_server import VLLMServer, VLLMStartupError, private_temp_env
+from pytest_toolbench.servers.vllm_server import VLLMServer, VLLMStartupError, private_temp_env, weights_identity
 from tests.tiny_model import tiny_model_path  # noqa: F401 - session fixture
 
 HAS_VLLM = importlib.util.find_spec("vllm") is not None
@@ -120,6 +120,32 @@ def test_describe_leaves_out_port_and_interpreter(tmp_path: Path) -> None:
     # describe() keys the response cache: a harness-started server's URL must not be in it
     assert da == db and "base_url" not in da and "1111" not in json.dumps(da)
     assert a.base_url == "http://127.0.0.1:1111/v1"
+
+
+def test_describe_moves_with_the_weights_written_over_the_same_folder(tmp_path: Path) -> None:
+    """describe() keys the response cache: new weights in the same folder (a fine-tune of the
+    same shape: same sizes) must not be answered with the old weights' cached replies."""
+    folder = tmp_path / "model"
+    (folder / "tokenizer").mkdir(parents=True)
+    (folder / "config.json").write_text("{}")
+    weights = folder / "model.safetensors"
+    weights.write_bytes(b"a" * 64)
+    (folder / "tokenizer" / "vocab.json").write_text("{}")
+
+    def described() -> dict:
+        return VLLMServer(str(folder), served_model_name="m", log_path=tmp_path / "l", cpu=True,
+                          tool_call_parser="none").describe()
+
+    before = described()
+    assert before["weights"] == weights_identity(str(folder)) is not None
+    assert described() == before  # nothing changed: the same key
+    os.utime(weights, ns=(weights.stat().st_atime_ns, weights.stat().st_mtime_ns + 10**9))
+    assert described()["weights"] != before["weights"]  # same size, written again
+    changed = described()
+    (folder / "tokenizer" / "vocab.json").write_text("{ }")  # a file one level down
+    assert described()["weights"] != changed["weights"]
+    assert weights_identity("org/some-hub-model") is None  # no local path: vLLM resolves it
+    assert weights_identity(str(weights)) is not None  # one model file (a GGUF)
 
 
 def test_open_protocol_serves_the_checkpoints_own_template(tmp_path: Path, monkeypatch) -> None:

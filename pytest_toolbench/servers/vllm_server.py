@@ -145,6 +145,39 @@ def probe_vllm(python: str) -> dict[str, str | None]:
         return {"distribution": None, "version": None}
 
 
+def weights_identity(model_path: str) -> str | None:
+    """The checkpoint's identity beside its path: every file of the model folder (or the one
+    model file) by name, size and modification time, hashed.
+
+    Guards against stale cached replies: the response cache (and the result cache over it) is
+    keyed by what :meth:`VLLMServer.describe` returns, which held the folder's path alone, so a
+    fine-tune written over the same folder kept answering with the old weights' replies. Sizes
+    alone would not tell a fine-tune of the same architecture from its base, hence the times; a
+    copy that does not keep them misses once (a miss costs a call, a stale hit a wrong number).
+    Only the folder's own files and those one level down (a sharded checkpoint's index and its
+    shards sit at the top; a tokenizer subfolder at most one down): a stat each, no read. None
+    for a name that is no local path (a hub id: vLLM resolves it, not us)."""
+    root = Path(model_path)
+    try:
+        if root.is_file():
+            entries = [("", root.stat())]
+        elif root.is_dir():
+            entries = []
+            for entry in sorted(os.scandir(root), key=lambda e: e.name):
+                if entry.is_file():
+                    entries.append((entry.name, entry.stat()))
+                elif entry.is_dir() and not entry.name.startswith("."):
+                    entries += [(f"{entry.name}/{sub.name}", sub.stat())
+                                for sub in sorted(os.scandir(entry.path), key=lambda e: e.name)
+                                if sub.is_file()]
+        else:
+            return None
+    except OSError:
+        return None
+    text = "\n".join(f"{name}:{st.st_size}:{st.st_mtime_ns}" for name, st in entries)
+    return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
+
+
 def _template_sha256(chat_template: str | None, model_path: str) -> str | None:
     """Hash of the chat template in effect: ours if given, else the model folder's own.
 
@@ -359,6 +392,7 @@ class VLLMServer:
         return {
             "backend": "vllm",
             "model_path": self.model_path,
+            "weights": weights_identity(self.model_path),
             "served_model_name": self.served_model_name,
             "family": self.tool_config.family,
             "tool_call_parser": self.tool_config.tool_call_parser,
