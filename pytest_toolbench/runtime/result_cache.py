@@ -111,12 +111,12 @@ class ResultStore(PackStore[CaseResult]):
 class ResultCache:
     """The run's result cache in one process: lookups, and the entries this process adds."""
 
-    def __init__(self, store: ResultStore, *, writes: bool):
+    def __init__(self, store: ResultStore, *, writes: bool, reads: bool = True):
+        """``reads`` False: ``--rescore`` (stored results ignored, new ones kept)."""
         self.store = store
         self.writes = writes
-        self.reads = True
+        self.reads = reads
         self._keys: dict[tuple[str, int | None], str | None] = {}
-        self.hits = 0
 
     def key_of(self, case: Any) -> str | None:
         """The case's key (None: its record has no identity to key on; never cached)."""
@@ -140,7 +140,6 @@ class ResultCache:
         result, _ = self.store.load(key)
         if result is None or result.case_id != case.id or result.outcome is Outcome.ERROR:
             return None
-        self.hits += 1
         result.started_at = round(time.time(), 3)
         result.wall_s = round(time.monotonic() - started, 6)
         return result
@@ -308,7 +307,5 @@ def result_cache_for(settings: Any, model: Any, rootpath: Path,
     cached = response_cache_of(model)
     if cached is None:  # the oracle, replay: nothing the response cache answers
         return None
-    cache = ResultCache(ResultStore(settings.cache_dir, run_key(settings, cached, rootpath, data)),
-                        writes=not settings.cache_only)
-    cache.reads = not settings.rescore
-    return cache
+    return ResultCache(ResultStore(settings.cache_dir, run_key(settings, cached, rootpath, data)),
+                       writes=not settings.cache_only, reads=not settings.rescore)
