@@ -477,6 +477,8 @@ def test_a_case_never_run_lines_up_in_allure_history_with_the_run_where_it_ran(t
     assert len(first) == N and all({"name": OUTCOME_LABEL, "value": NOT_RUN} not in r["labels"]
                                    for r in first)
     _assert_allure_has_every_case(tmp_path, [], N)
+    for r in first:  # a cut-short result completed here has allure-pytest's history id too
+        assert _completed_cut_short(r).historyId == r["historyId"]
     monkeypatch.setenv("TOOLBENCH_TEST_SLOW_AT", "validation")
     monkeypatch.setenv("TOOLBENCH_TEST_STARTING", str(tmp_path / "starting"))
     monkeypatch.setenv("TOOLBENCH_TEST_START_DELAY", "2")
@@ -493,6 +495,51 @@ def test_a_case_never_run_lines_up_in_allure_history_with_the_run_where_it_ran(t
     assert len(second) == N and all(r["status"] == "skipped" for r in second)
     identity = {(_case_of(r), r["historyId"], r["testCaseId"], r["name"]) for r in first}
     assert {(_case_of(r), r["historyId"], r["testCaseId"], r["name"]) for r in second} == identity
+
+
+def _completed_cut_short(written: dict):
+    """``written`` (a result allure-pytest wrote) as a signal left it before its teardown: its
+    labels and parameters (attach_case's), no history id; then completed by the plugin."""
+    from allure_commons.model2 import Label, Parameter, TestResult
+
+    from pytest_toolbench.report.allure_report import _finish_labelled
+
+    result = TestResult(fullName=written["fullName"],
+                        labels=[Label(**x) for x in written["labels"]],
+                        parameters=[Parameter(**p) for p in written["parameters"]])
+    _finish_labelled(result)
+    return result
+
+
+def test_every_history_id_written_here_follows_allure_pytests_own_recipe(monkeypatch):
+    """The results the plugin writes itself (a cut-short test completed, a case never run) take
+    their history id from allure-pytest's ``get_history_id``, as allure-pytest's own results do:
+    a recipe of their own would drift from it, and a case's history split in two."""
+    import allure_pytest.utils
+    from allure_commons.model2 import Label, Parameter, TestResult
+
+    from pytest_toolbench.benchmarks.base import Case
+    from pytest_toolbench.report.allure_report import _built_result, _finish_labelled
+
+    calls = []
+
+    def recipe(full_name, parameters, original_values):
+        calls.append(sorted(str(original_values.get(p.name, p.value)) for p in parameters
+                            if not p.excluded))
+        return md5("changed", full_name, *calls[-1])
+
+    monkeypatch.setattr(allure_pytest.utils, "get_history_id", recipe)
+    case = Case(id="toolhop-1-direct", benchmark="toolhop", scenario="direct", sample_id="1",
+                labels={"hops": 3})
+    built = _built_result("suites/toolhop/test_toolhop.py::test_toolhop[toolhop-1-direct]", case,
+                          "m", NOT_RUN, "skipped", "not run")
+    cut = TestResult(fullName=built.fullName, labels=[Label(name="epic", value="toolhop")],
+                     parameters=[Parameter(name=p.name, value=p.value, excluded=p.excluded)
+                                 for p in built.parameters])
+    _finish_labelled(cut)
+    expected = md5("changed", built.fullName, "'m'", "Case(toolhop-1-direct)")
+    assert (built.historyId, cut.historyId) == (expected, expected)
+    assert calls == [["'m'", "Case(toolhop-1-direct)"]] * 2
 
 
 FAILING_CONTROLLER_COLLECTION = """

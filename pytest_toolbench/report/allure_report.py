@@ -292,16 +292,12 @@ def _cut_short(result: Any) -> bool:
 
 def _finish_labelled(result: Any) -> None:
     """What allure-pytest's teardown adds, for a test :func:`attach_case` labelled that a
-    signal stopped before its teardown: the history id (the ``case`` parameter's original value
-    is ``Case(<id>)``), the benchmark's marker tag and the run's labels, as
-    :func:`_built_result` gives them."""
+    signal stopped before its teardown: the history id (:func:`history_id`), the benchmark's
+    marker tag and the run's labels, as :func:`_built_result` gives them."""
     from allure_commons.model2 import Label
     from allure_commons.utils import host_tag, platform_label, thread_tag
 
-    values = []
-    for p in sorted((p for p in result.parameters or [] if not p.excluded), key=lambda p: p.name):
-        values.append(f"Case({str(p.value)[1:-1]})" if p.name == "case" else p.value)
-    result.historyId = md5(result.fullName, *values)
+    result.historyId = history_id(result.fullName, result.parameters or [])
     have = {(label.name, label.value) for label in result.labels}
     epic = next((label.value for label in result.labels if label.name == "epic"), None)
     package = str(result.fullName or "").split("#", 1)[0]
@@ -310,6 +306,21 @@ def _finish_labelled(result: Any) -> None:
             ("language", platform_label()), ("package", package)]:
         if (name, value) not in have:
             result.labels.append(Label(name=name, value=value))
+
+
+def history_id(full_name: str | None, parameters: Sequence[Any]) -> str:
+    """A case's Allure ``historyId`` from its full name and its Allure parameters, as
+    allure-pytest computes it (``get_history_id``: the full name and the values of the
+    parameters not excluded, by name), for the results written here that allure-pytest did not
+    close itself (:func:`_finish_labelled`, :func:`_built_result`). allure-pytest hashes a
+    pytest parameter's original value, not its represented one: the ``case`` parameter's is the
+    :class:`Case`, whose ``repr`` is ``Case(<id>)``, while its Allure value is the id quoted
+    (``represent``); the dynamic ones (``model``) have no original value."""
+    from allure_pytest.utils import get_history_id
+
+    original = {p.name: f"Case({str(p.value)[1:-1]})" for p in parameters
+                if p.name == "case" and not p.excluded}
+    return get_history_id(full_name, parameters, original_values=original)
 
 
 class CutShortRemover:
@@ -475,14 +486,13 @@ def _built_result(nodeid: str, case: Case | None, model: str, outcome: str, stat
     it (:func:`write_not_run`), with ``outcome`` as its :data:`OUTCOME_LABEL`."""
     from allure_commons.model2 import Label, Parameter, StatusDetails, TestResult
     from allure_commons.utils import host_tag, platform_label, thread_tag
-    from allure_pytest.utils import ParsedPytestNodeId, get_history_id
+    from allure_pytest.utils import ParsedPytestNodeId
 
     parsed = ParsedPytestNodeId(nodeid)
     class_part = "".join("." + c for c in parsed.class_names)
     full_name = f"{parsed.package}{class_part}#{parsed.test_function}"
     labels: list[tuple[str, str]] = []
     parameters: list[Parameter] = []
-    original: dict[str, Any] = {}
     if case is not None:
         name = case_title(case.id, model, _first(_question(case), QUESTION_KEYS))
         labels += case_labels(case, model)
@@ -493,7 +503,6 @@ def _built_result(nodeid: str, case: Case | None, model: str, outcome: str, stat
         if model:  # in the order attach_case gives them: case, model, the excluded ones
             labels += [("tag", model), ("model", model)]
             parameters.insert(1, Parameter(name="model", value=represent(model)))
-        original["case"] = case  # allure-pytest hashes the parameter's value: Case(<id>)
     else:  # a node that is no benchmark case: as allure-pytest names it, its module's suite
         name = nodeid.rsplit("::", 1)[-1]
         labels += [("parentSuite", parsed.parent_package), ("suite", parsed.module)]
@@ -509,7 +518,7 @@ def _built_result(nodeid: str, case: Case | None, model: str, outcome: str, stat
         uuid=str(uuid.uuid4()), name=name, fullName=full_name,
         titlePath=[*filter(None, [*parsed.path_segments, *parsed.class_names])],
         testCaseId=md5(full_name),
-        historyId=get_history_id(full_name, parameters, original_values=original),
+        historyId=history_id(full_name, parameters),
         status=status, statusDetails=StatusDetails(message=message) if message else None,
         labels=[Label(name=n, value=v) for n, v in labels], parameters=parameters)
 
