@@ -382,3 +382,45 @@ def test_the_allure_story_is_hops_else_the_benchmarks_first_breakdown_label() ->
     assert _story(result("toolbehonest", subtask="ms", level=1)) == "subtask=ms"
     assert _story(result("metabench", category="x")) is None
     assert _story(result("not-installed", topic="t")) is None
+
+
+def test_an_infrastructure_errors_text_is_escaped_one_way_for_every_writer() -> None:
+    """The one text a case ended on an infrastructure error shows (its failed test, an Allure
+    result the plugin completes, a JUnit testcase written for it): kind and message, the
+    endpoint's text escaped, newlines kept only in a block."""
+    from pytest_toolbench.results.infra_errors import not_scored_text
+
+    message = "HTTP 502\n\x1b[2Kbad gateway \u202e"
+    assert not_scored_text("server", message) == (
+        "infrastructure error (server), not scored: HTTP 502\n\\x1b[2Kbad gateway \\u202e")
+    assert not_scored_text("server", message, multiline=False) == (
+        "infrastructure error (server), not scored: HTTP 502\\n\\x1b[2Kbad gateway \\u202e")
+
+
+def test_a_cut_short_result_completed_from_an_infrastructure_error_says_what_its_test_says(
+        monkeypatch) -> None:
+    """A test a signal stopped after its case's result was known but before attach_case is
+    completed from that result (allure_report._cut_short): its status message is the text its
+    test fails with (session/fixtures.py), the same function's."""
+    from allure_commons.model2 import Parameter, TestResult
+
+    from pytest_toolbench.benchmarks.base import Case
+    from pytest_toolbench.report import allure_report
+    from pytest_toolbench.results.case_result import InfraError
+    from pytest_toolbench.results.infra_errors import not_scored_text
+    from pytest_toolbench.session import fixtures
+
+    assert fixtures.not_scored_text is not_scored_text  # what its failed test says
+    case = Case(id="toolhop-1-direct", benchmark="toolhop", scenario="direct", sample_id="1")
+    result = CaseResult(case_id=case.id, benchmark="toolhop", scenario="direct",
+                        outcome=Outcome.ERROR,
+                        error=InfraError(kind="timeout", message="no reply\n\x1b[1Aafter 30 s"))
+    monkeypatch.setitem(allure_report._KNOWN_RESULTS, case.id,
+                        ("suites/toolhop/test_toolhop.py::test_toolhop[toolhop-1-direct]", case,
+                         result, "m"))
+    cut = TestResult(parameters=[Parameter(name="case", value="Case(toolhop-1-direct)")])  # bare
+    assert allure_report._cut_short(cut) is False
+    assert cut.statusDetails.message == not_scored_text("timeout", "no reply\n\x1b[1Aafter 30 s")
+    assert "\x1b" not in cut.statusDetails.message
+    assert {(x.name, x.value) for x in cut.labels} >= {("error_kind", "timeout"),
+                                                      ("toolbench_outcome", "infrastructure error")}

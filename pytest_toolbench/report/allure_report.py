@@ -34,6 +34,7 @@ from allure_commons.utils import md5, represent
 from pytest_toolbench.report.allure_steps import attach_conversation, readable
 from pytest_toolbench.results.aggregate import RunMetrics
 from pytest_toolbench.results.case_result import CaseResult, Outcome
+from pytest_toolbench.results.infra_errors import not_scored_text
 from pytest_toolbench.results.safe_text import safe_json, safe_text
 
 if TYPE_CHECKING:
@@ -276,8 +277,8 @@ def _cut_short(result: Any) -> bool:
         return True
     nodeid, case, case_result, model = known
     message = case_result.failure_message or (
-        f"infrastructure error ({case_result.error.kind}), not scored: "
-        f"{case_result.error.message}" if case_result.error is not None else None)
+        not_scored_text(case_result.error.kind, case_result.error.message)
+        if case_result.error is not None else None)
     passed = case_result.outcome is Outcome.PASSED
     built = _built_result(nodeid, case, model, outcome_class(case_result),
                           "passed" if passed else "failed", None if passed else message)

@@ -28,6 +28,7 @@ from _pytest.reports import TestReport
 
 from pytest_toolbench.results.case_result import CaseResult, Outcome
 from pytest_toolbench.results.gates import GateVerdict
+from pytest_toolbench.results.infra_errors import not_scored_text
 from pytest_toolbench.results.junit_properties import summary_properties
 from pytest_toolbench.results.safe_text import safe_text
 
@@ -91,8 +92,7 @@ def ended_of(nodeid: str, result: CaseResult, *, gated: bool) -> Ended:
         return Ended(nodeid, "skipped", f"infrastructure error ({kind}), not scored; counted by "
                      "the error-rate gate", props, seconds)
     message = result.error.message if result.error else ""
-    return Ended(nodeid, "error", safe_text(f"infrastructure error ({kind}), not scored: {message}"),
-                 props, seconds)
+    return Ended(nodeid, "error", not_scored_text(kind, message, multiline=False), props, seconds)
 
 
 def write_unreported_testcases(xml: LogXML, ended: Iterable[Ended]) -> int:

@@ -17,6 +17,16 @@ from typing import Any
 
 from pytest_toolbench.deferred_model import DeferredModel
 from pytest_toolbench.models.errors import UNREACHABLE_MARK, is_server_failure, kind_hint
+from pytest_toolbench.results.safe_text import safe_text
+
+
+def not_scored_text(kind: str, message: str, *, multiline: bool = True) -> str:
+    """What a case that ended on an infrastructure error says, wherever its failure is shown:
+    ``infrastructure error (<kind>), not scored: <message>``, the endpoint's or tool's text
+    escaped (:func:`safe_text`; newlines kept when ``multiline``, for a failure's message
+    block). The case's test fails with it (session/fixtures.py), and an Allure result the plugin
+    completes for such a case says the same (report/allure_report.py ``_cut_short``)."""
+    return safe_text(f"infrastructure error ({kind}), not scored: {message}", multiline=multiline)
 
 
 class ErrorSummary(DeferredModel):

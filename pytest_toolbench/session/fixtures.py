@@ -35,6 +35,7 @@ from pytest_toolbench.report.allure_report import attach_case, note_case_result
 from pytest_toolbench.results.case_result import CaseResult, Outcome
 from pytest_toolbench.results import case_store
 from pytest_toolbench.runtime.result_cache import ResultCache, result_cache_for
+from pytest_toolbench.results.infra_errors import not_scored_text
 from pytest_toolbench.results.safe_text import safe_text
 from pytest_toolbench.runtime.case_runtime import CaseRuntime
 from pytest_toolbench.runtime.environment import RunEnvironment
@@ -231,8 +232,7 @@ def case_result(case: Case) -> CaseResult:
         attach_case(result, result.model or runtime.model.name)  # shown with the failed setup
         # pytest prints the message raw (FAILED line, JUnit, Allure): an endpoint's or a tool's
         # text is escaped so it cannot drive the terminal.
-        pytest.fail(safe_text(f"infrastructure error ({result.error.kind}), not scored: "
-                              f"{result.error.message}", multiline=True), pytrace=False)
+        pytest.fail(not_scored_text(result.error.kind, result.error.message), pytrace=False)
     return result
 
 
