@@ -52,7 +52,7 @@ def _journalled(run_dir: Path) -> dict[str, str]:
     return out
 
 
-def _killed_run(tmp_path: Path, workers: str, *, results: int = 4) -> Path:
+def _killed_run(tmp_path: Path, workers: str, *args: str, results: int = 4) -> Path:
     """A ToolHop run over the bundled sample (``-n workers``), SIGKILLed with its workers (and
     its SDK process) once ``results`` results are journalled (0: once it has kept its selection,
     every request still waiting on the endpoint); returns its run folder."""
@@ -68,7 +68,7 @@ def _killed_run(tmp_path: Path, workers: str, *, results: int = 4) -> Path:
         cmd = [sys.executable, "-m", "pytest", "suites/toolhop", "-q", "-p", "no:randomly",
                "-p", "no:cacheprovider", "--data", "sample", "-n", workers, "--concurrency", "1",
                "--runs-dir", str(tmp_path / "runs"), "--no-cache", "--base-url", server.base_url,
-               "--api-key", "t", "--model", "m", "--gate", GATE]
+               "--api-key", "t", "--model", "m", "--gate", GATE, *args]
         proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 text=True, env=env, start_new_session=True)
         deadline = time.monotonic() + 180
@@ -215,6 +215,78 @@ def _check_allure(alluredir: Path, report: dict) -> None:
                    for a in json.loads(p.read_text())["attachments"]]
     text = next(a for a in attachments if a["name"] == f"m · run {run_id} · toolbench metrics")
     assert KILLED in (alluredir / text["source"]).read_text()
+
+
+def _allure_results(alluredir: Path) -> list[dict]:
+    return [json.loads(p.read_text()) for p in alluredir.glob("*-result.json")]
+
+
+def _case_of(result: dict) -> str:
+    (value,) = [p["value"] for p in result["parameters"] if p["name"] == "case"]
+    return value[1:-1]  # allure's represent(): quoted
+
+
+def _identity(result: dict) -> tuple:
+    """What lines a result up with the same case's in other runs, and places it in the report
+    (every label but the outcome's and the process's)."""
+    labels = sorted((x["name"], x["value"]) for x in result["labels"]
+                    if x["name"] not in ("toolbench_outcome", "error_kind", "thread", "host"))
+    return (result["name"], result["fullName"], result["historyId"], result["testCaseId"],
+            tuple(labels), tuple((p["name"], p["value"], p.get("excluded")) for p in result["parameters"]))
+
+
+def test_finish_alluredir_writes_a_not_run_result_for_each_case_the_killed_run_never_finished(
+        tmp_path):
+    """A run killed outright never wrote the "not run" Allure results an interrupted run's end
+    writes: `toolbench finish --alluredir` writes them, one per selected case left without a
+    result and none for a case that finished, each identified as that case's result in a run
+    where it ran is (history id, test case id, name, labels, parameters), and Allure reads the
+    folder."""
+    from pytest_toolbench.report.allure_html import find_allure
+
+    alluredir = tmp_path / "allure"
+    run_dir = _killed_run(tmp_path, "2", "--alluredir", str(alluredir))
+    journalled = _journalled(run_dir)
+    selection = case_store.read_selection(run_dir)
+    assert selection is not None
+    missing = [i for i in selection if i not in journalled]
+    assert 0 < len(missing) < len(selection)
+    before = {r["uuid"] for r in _allure_results(alluredir)}
+
+    done = cli("finish", run_dir.name, "--runs-dir", str(tmp_path / "runs"),
+               "--alluredir", str(alluredir))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "note:" not in done.stdout  # every case never run was found in its data again
+    written = [r for r in _allure_results(alluredir) if r["uuid"] not in before]
+    assert sorted(_case_of(r) for r in written) == sorted(missing)
+    message = f"not run: the run was interrupted ({KILLED})"
+    for r in written:
+        assert r["status"] == "skipped" and r["statusDetails"]["message"] == message
+        assert {"name": "toolbench_outcome", "value": "not run"} in r["labels"]
+
+    # the same cases in a whole run, into the same folder: the results line up case by case
+    whole = tmp_path / "whole"
+    with FakeOpenAIServer(reply("<answer>x</answer>")) as server:
+        ran = subprocess.run(
+            [sys.executable, "-m", "pytest", "suites/toolhop", "-q", "-p", "no:randomly",
+             "-p", "no:cacheprovider", "--data", "sample", "-n", "0", "--runs-dir",
+             str(whole / "runs"), "--no-cache", "--base-url", server.base_url, "--api-key", "t",
+             "--model", "m", "--alluredir", str(whole / "allure"), "-k", " or ".join(missing)],
+            cwd=REPO, capture_output=True, text=True, timeout=300,
+            env={k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")})
+    normal = {_case_of(r): r for r in _allure_results(whole / "allure")}
+    assert sorted(normal) == sorted(missing), ran.stdout[-3000:]
+    assert all(r["status"] != "skipped" for r in normal.values())
+    for r in written:
+        assert _identity(r) == _identity(normal[_case_of(r)])
+
+    exe = find_allure([REPO])
+    if exe is None:
+        return  # (Allure 3 not installed here: `make allure`)
+    generated = subprocess.run([exe, "generate", str(alluredir), "-o", str(tmp_path / "html")],
+                               capture_output=True, text=True, timeout=300)
+    assert generated.returncode == 0, generated.stdout + generated.stderr
+    assert (tmp_path / "html" / "index.html").is_file()
 
 
 def test_a_run_killed_before_any_result_still_gets_its_reports(tmp_path):
@@ -611,3 +683,19 @@ def test_a_refused_run_is_left_as_it_was(tmp_path):
     with pytest.raises(KilledRunError, match="benchmark\\(s\\) nosuch not installed here"):
         finish_killed_run(run_dir)
     assert sorted(p.name for p in run_dir.iterdir()) == before
+
+
+def test_finish_names_the_runs_own_alluredir_without_writing_to_it():
+    """The killed run's --alluredir, as its command line gave it (either spelling; the last
+    wins, as argparse takes it); finish writes there only when asked (a note names it)."""
+    from types import SimpleNamespace
+
+    from pytest_toolbench.session.finish_cli import run_alluredir
+
+    def done(*args: str):
+        return SimpleNamespace(index=SimpleNamespace(start=SimpleNamespace(pytest_args=list(args))))
+
+    assert run_alluredir(done("suites/toolhop", "--alluredir", "out/allure")) == "out/allure"
+    assert run_alluredir(done("--alluredir=a", "-q", "--alluredir", "b")) == "b"
+    assert run_alluredir(done("suites/toolhop", "-q")) is None
+    assert run_alluredir(SimpleNamespace(index=SimpleNamespace(start=None))) is None

@@ -448,7 +448,8 @@ NOT_RUN = "not run"
 
 
 def write_not_run(nodes: Sequence[tuple[str, Case | None]], model: str, message: str, *,
-                  tags: dict[str, list[str]] | None = None) -> int:
+                  tags: dict[str, list[str]] | None = None,
+                  alluredir: str | Path | None = None) -> int:
     """An Allure result for each selected node that never ran (an interrupted run's, or one
     stopped early), so that Allure counts every selected case, as JUnit does; the number written.
 
@@ -467,17 +468,34 @@ def write_not_run(nodes: Sequence[tuple[str, Case | None]], model: str, message:
     Written through allure-commons' ``report_result`` hook: allure-pytest's file logger, with
     :class:`ModelIdentity` and the escaping of every other result. A no-op without
     ``--alluredir``. The node the interruption came in had a bare result of allure-pytest's
-    own, which :class:`ModelIdentity` kept out of the results (:func:`_cut_short`)."""
-    if not allure_active() or not nodes:
+    own, which :class:`ModelIdentity` kept out of the results (:func:`_cut_short`).
+
+    ``alluredir``: written there instead, without pytest (``toolbench finish --alluredir``, for
+    a run killed outright: session/finish_cli.py), through :class:`ModelIdentity` and an
+    allure-commons file logger of that folder alone, as allure-pytest's would have written
+    them; nothing is registered with allure-commons, so a pytest process that writes results
+    of its own (its ``--alluredir``) gets none of these."""
+    if not nodes or (alluredir is None and not allure_active()):
         return 0
     from allure_commons.utils import now
+
+    if alluredir is None:
+        report = allure_commons.plugin_manager.hook.report_result
+    else:
+        from allure_commons.logger import AllureFileLogger
+
+        logger = AllureFileLogger(alluredir)
+
+        def report(result: Any) -> None:
+            _IDENTITY.report_result(result)
+            logger.report_result(result)
 
     stamp = now()
     for nodeid, case in nodes:
         result = _built_result(nodeid, case, model, NOT_RUN, "skipped", message,
                                (tags or {}).get(nodeid))
         result.start = result.stop = stamp
-        allure_commons.plugin_manager.hook.report_result(result=result)
+        report(result=result)
     return len(nodes)
 
 

@@ -56,8 +56,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                              "per selected case left without a result, one per gate")
     finish.add_argument("--alluredir", type=Path, default=None, metavar="DIR",
                         help="also write the run-level Allure files there, as the run's own end "
-                             "would have (the metrics, each gate as a check, the environment); "
-                             "its cases' own results are there already if the run had it")
+                             "would have (the metrics, each gate as a check, the environment), "
+                             "and a \"not run\" result for each selected case left without a "
+                             "result, as an interrupted run's end writes them; the finished "
+                             "cases' own results are there already if the run had it. Not "
+                             "implied by the run's own --alluredir (a note names it)")
     finish.set_defaults(func=cmd_finish)
 
 
@@ -90,8 +93,26 @@ def cmd_finish(args: argparse.Namespace) -> int:
           f"report written: {done.index.report}")
     failed = not write_outputs(done, args.toolbench_json, args.toolbench_md, args.junitxml,
                                args.alluredir)
+    recorded = run_alluredir(done)
+    if args.alluredir is None and recorded is not None and done.record.run.missing_cases:
+        print(f"note: the run wrote Allure results to {safe_text(recorded)}: --alluredir "
+              f"{safe_text(recorded)} adds a \"not run\" result there for each case it left")
     sys.stdout.write(render_runs([done.index], output_width()))
     return OUTPUT_FAILED if failed else 0
+
+
+def run_alluredir(done: FinishedRun) -> str | None:
+    """The ``--alluredir`` the killed run was given (as on its command line: a relative one is
+    relative to the folder it was started in), or None. Not written to unless asked: finish may
+    run in another folder, or a CI step may have moved the results already."""
+    args = done.index.start.pytest_args if done.index.start is not None else []
+    found = None
+    for i, arg in enumerate(args):
+        if arg == "--alluredir" and i + 1 < len(args):
+            found = args[i + 1]
+        elif arg.startswith("--alluredir="):
+            found = arg.split("=", 1)[1]
+    return found
 
 
 def _check_not_the_runs_own(folder: Path, args: argparse.Namespace) -> None:
@@ -173,3 +194,20 @@ def _write_allure(alluredir: Path, done: FinishedRun) -> None:
                             verbose=False, width=120, headlines=run_headlines(record))
     write_run_allure(alluredir, record, summary, data_sources=done.data_sources,
                      backend=str(record.run.settings.backend or ""))
+    _write_allure_not_run(alluredir, done)
+
+
+def _write_allure_not_run(alluredir: Path, done: FinishedRun) -> None:
+    """A "not run" Allure result for each selected case the killed run never finished, as an
+    interrupted run's own end writes them (session/controller.py ``_write_allure_not_run``, the
+    same writer): the folder then counts the whole selection, as the JUnit XML does."""
+    from pytest_toolbench.report.allure_report import write_not_run
+    from pytest_toolbench.results.partial_run import not_run_message
+    from pytest_toolbench.results.safe_text import safe_text
+    from pytest_toolbench.session.killed_run import KILLED, never_finished
+
+    nodes, notes = never_finished(done)
+    for note in notes:
+        print(f"note: {safe_text(note)}")
+    write_not_run(nodes, str(done.record.run.settings.model or ""), not_run_message(KILLED),
+                  alluredir=alluredir)

@@ -31,6 +31,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from pytest_toolbench.benchmarks import declarations, registry
+from pytest_toolbench.benchmarks.base import Case
 from pytest_toolbench.benchmarks.data_source import DataSource
 from pytest_toolbench.config import RunSettings
 from pytest_toolbench.exitcodes import ToolbenchExit
@@ -73,6 +74,42 @@ class FinishedRun:
     #: The lines under the metrics in the Markdown summary and the Allure text, as the run's own
     #: end would have written them (the interruption and the cases it left first), then ``notes``.
     report_notes: list[str] = field(default_factory=list)
+    #: The run's settings as its start recorded them (its cases are loaded with them again for
+    #: the Allure results of those it never finished: :func:`never_finished`).
+    settings: RunSettings | None = None
+
+
+def never_finished(done: FinishedRun) -> tuple[list[tuple[str, Case | None]], list[str]]:
+    """(node id, its Case) of each selected case the killed run never finished, in selection
+    order, as the run's own end hands them to report/allure_report.py ``write_not_run``; and
+    notes. The cases are loaded again as the run loaded them (its recorded settings: data,
+    benchmark options, repeats), for the title and labels their "not run" results share with
+    their results in other runs; a case its data no longer holds (the data moved or changed)
+    is None, named by its node alone, and said in a note. Nothing when the run kept no node ids
+    (``done.nodes``)."""
+    if done.nodes is None or not done.record.run.missing_cases:
+        return [], []
+    from pytest_toolbench.session.case_tracker import cases_by_id
+    from pytest_toolbench.session.selection import load_all_cases
+
+    missing = set(done.record.run.missing_cases)
+    settings = done.settings
+    loaded: dict[str, list[Case]] = {}
+    notes: list[str] = []
+    if settings is not None:
+        for name in sorted({b for b in registry() if any(i.startswith(f"{b}-") for i in missing)}):
+            try:
+                loaded[name] = load_all_cases(settings, name)
+            except Exception as exc:  # noqa: BLE001 - its results are still written, case-less
+                notes.append(f"{name}: its cases could not be loaded again ({exc})")
+    cases = cases_by_id(loaded, settings.repeats if settings is not None else 1)
+    nodes = [(nodeid, cases.get(case_id)) for case_id, nodeid in done.nodes.items()
+             if case_id in missing]
+    unknown = sum(1 for _, case in nodes if case is None)
+    if unknown:
+        notes.append(f"{unknown} case(s) never run are named in Allure by their pytest node "
+                     "alone: their data does not hold them as the run loaded it")
+    return nodes, notes
 
 
 def finish_killed_run(run_dir: Path, *, force: bool = False) -> FinishedRun:
@@ -143,7 +180,7 @@ def _finish(run_dir: Path, *, force: bool) -> FinishedRun:
         raise KilledRunError(f"run {run_dir.name}: cannot write its report ({exc})") from None
     if tidy:
         _remove_leftovers(run_dir)
-    return FinishedRun(new_index, record, notes, nodes, data_sources, report_notes)
+    return FinishedRun(new_index, record, notes, nodes, data_sources, report_notes, settings)
 
 
 def _remove_leftovers(run_dir: Path) -> None:
@@ -300,4 +337,4 @@ def _baseline(settings: RunSettings, run_dir: Path) -> Any:
                              f"({exc})") from None
 
 
-__all__ = ["KILLED", "FinishedRun", "KilledRunError", "finish_killed_run"]
+__all__ = ["KILLED", "FinishedRun", "KilledRunError", "finish_killed_run", "never_finished"]
