@@ -54,6 +54,30 @@ FINISH_MODULES = ("numpy", "rich.console", "rich.table", "rich.box", "rich.text"
 
 #: pytest's text (and xdist's) when -x/--maxfail stops a run: "stopping after 1 failures".
 _MAXFAIL_TEXT = re.compile(r"stopping after \d+ failures?")
+#: The longest an interrupted run's end waits for its xdist workers to stop (seconds).
+WORKER_STOP_WAIT = 5.0
+
+
+def wait_for_workers_to_stop(config: pytest.Config, timeout: float = WORKER_STOP_WAIT) -> None:
+    """Wait, ``timeout`` seconds at most, until every xdist worker still active when the
+    controller left its test loop has ended its session (sent ``workerfinished``, or its channel
+    closed): an interrupted run's end, before it reads the workers' journals. The interruption
+    reaches the workers as Ctrl-C's SIGINT (the group's, or passed on: session/signals.py), but
+    a worker goes on until it takes it, on a busy machine a second or more: the case it was in
+    ended, was journalled and got its Allure result after the controller had read the journals,
+    so the report named it missing and Allure had it twice, "not run" (written here) beside the
+    worker's own result. A worker that got no signal (a SIGINT sent to the controller alone)
+    runs on: the wait ends at ``timeout`` and what it journals later stays out, as before.
+    Reads what xdist's receiver threads set on each worker's controller (``_down``); nothing
+    of xdist's event queue is taken."""
+    import time
+
+    dsession = config.pluginmanager.getplugin("dsession")
+    nodes = list(getattr(dsession, "_active_nodes", None) or ())
+    deadline = time.monotonic() + timeout
+    while (any(not getattr(node, "_down", True) for node in nodes)
+           and time.monotonic() < deadline):
+        time.sleep(0.02)
 
 
 def _warm_imports() -> None:
@@ -425,6 +449,8 @@ class ControllerHooks:
             self._collect_unknown_selection(session)
         if self._stopped_at_maxfail:  # ended as without xdist (:meth:`_maxfail_stop`)
             exitstatus = session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        if xdist and exitstatus == pytest.ExitCode.INTERRUPTED:
+            wait_for_workers_to_stop(self.config)
         if xdist:  # what only the workers' journals hold goes into the run's journal too
             # (run_dir_path: a plain test session under xdist has no run folder to make)
             with contextlib.suppress(pytest.exit.Exception):  # the journal failed: noted
