@@ -117,6 +117,47 @@ def test_record_mode_bypasses_the_result_cache(tmp_path, server):
     assert (tmp_path / "rec.jsonl").read_text().strip()  # each case ran, and was recorded
 
 
+#: A plugin (``-p no_runner``) whose environment cannot build any benchmark's runner, as one
+#: whose embedder does not load or whose sandbox lacks its isolation layers.
+NO_RUNNER = """
+from pytest_toolbench.benchmarks.base import EnvironmentUnavailable
+from pytest_toolbench.runtime.environment import RunEnvironment
+
+
+def _no_runner(self, benchmark):
+    raise EnvironmentUnavailable(f"{benchmark}: no runner in this test's environment")
+
+
+RunEnvironment.runner = _no_runner
+"""
+
+
+def test_a_fully_answered_run_builds_no_runner_and_a_miss_still_stops_on_a_broken_environment(
+        tmp_path, server, monkeypatch):
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    (plugins / "no_runner.py").write_text(NO_RUNNER)
+    # on the path in every run (sys.path is in the run key), loaded only with -p
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(plugins), os.environ.get("PYTHONPATH")])))
+    args = endpoint(server)
+    proc, first = run_suite(tmp_path, *args)
+    assert first is not None and from_cache(first) == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    calls = len(server.requests)
+
+    # every case answered: no runner is asked for, so the broken environment does not matter
+    proc, answered = run_suite(tmp_path, *args, "-p", "no_runner")
+    assert answered is not None, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert proc.returncode == first_rc(first) and from_cache(answered) == len(first["cases"])
+    assert "no runner in this test's environment" not in proc.stdout + proc.stderr
+    assert len(server.requests) == calls
+
+    # a miss (--rescore: every case) still stops the run on it, before any request
+    proc, _ = run_suite(tmp_path, *args, "-p", "no_runner", "--rescore")
+    assert proc.returncode == 4, proc.stdout[-3000:] + proc.stderr[-3000:]  # USAGE_ERROR
+    assert "no runner in this test's environment" in proc.stdout + proc.stderr
+    assert len(server.requests) == calls
+
+
 def test_a_changed_setting_or_data_record_misses(tmp_path, server):
     data = tmp_path / "data"
     shutil.copytree(REPO / "data" / "toolhop", data / "toolhop")

@@ -28,6 +28,9 @@ packed record's CRC-32), so a changed data file misses.
 
 A hit runs none of the case's tools again (a ToolHop tool, a sandbox limit met on a busy
 machine): its transcript is the stored run's, as the key's inputs promise; ``--rescore`` runs them.
+Nor does it build its benchmark's runner (session/fixtures.py ``case_result``): a fully answered
+run loads no embedder and starts no sandbox, and a broken environment stops only a run that has
+a case to run.
 
 **What is kept.** The result as a cached re-run would make it: every call a cached one
 (``cached_calls == model_calls``), and without what only the wire gave the run that stored it

@@ -194,6 +194,13 @@ def case_result(case: Case) -> CaseResult:
     set-up of a run answered from the cache. Nor does it take ``request``: with ``request`` in its
     closure pytest builds a new fixture definition, each with an ``inspect.signature``, five times
     per test (perf/README.md, "Second pass: where the goals stood").
+
+    A case the result cache answers (runtime/result_cache.py) builds no runner: a benchmark's
+    runner, and whatever of the environment it needs (an embedder, the tool sandbox), is built
+    at its first case that misses, so a fully cached re-run builds none. An environment that
+    cannot give a runner (``runner_or_stop``) therefore stops the run at the first case that
+    needs one, before that case or any later one is submitted, and not in a run whose every
+    case is answered, which needs none.
     """
     node = current_item()
     if node is None or case_of(node) is not case:
@@ -201,13 +208,15 @@ def case_result(case: Case) -> CaseResult:
     runtime = node.config.stash.get(_RUNTIME_KEY, None)
     if runtime is None:  # the session's first case: pytest sets the session fixtures up
         runtime = _fixture_request(node).getfixturevalue("toolbench_runtime")
-    runtime.ensure_runner(case.benchmark)  # built once per process and benchmark
     stored_results = node.config.stash.get(_RESULT_CACHE_KEY, None)
     # answered whole, with no request built and no scoring (runtime/result_cache.py)
     result = stored_results.get(case) if stored_results is not None else None
     if result is not None:
         node.stash[FROM_RESULT_CACHE] = True
     else:
+        # Built once per process and benchmark, at its first case the result cache does not
+        # answer: before this case or any upcoming one is submitted (can_run asks for it).
+        runtime.ensure_runner(case.benchmark)
         runtime.submit(case)
         lookahead = 2 * runtime.settings.concurrency
         for item in new_upcoming_items(node.session, node, lookahead):
