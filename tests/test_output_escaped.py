@@ -61,6 +61,23 @@ def test_json_escapes_are_lossless_and_keep_other_non_ascii_text_readable():
     assert safe_json_bytes(plain) is plain
 
 
+def test_ascii_json_is_passed_without_a_regex_scan_and_del_is_still_escaped(monkeypatch):
+    from pytest_toolbench.results import safe_text as module
+
+    class NoScan:
+        def search(self, _):
+            raise AssertionError("scanned ASCII JSON (every journal line pays for it)")
+
+    line = b'{"question":"How many letters?","x":"\\u202e \\x1b"}\n'
+    with monkeypatch.context() as patched:
+        patched.setattr(module, "_JSON_BYTES", NoScan())
+        patched.setattr(module, "_JSON_TEXT", NoScan())
+        assert safe_json_bytes(line) is line
+        assert safe_json(line.decode()) == line.decode()
+    assert safe_json_bytes(b'{"a":"\x7f"}') == b'{"a":"\\u007f"}'  # DEL is ASCII: still escaped
+    assert safe_json('{"a":"\x7f"}') == '{"a":"\\u007f"}'
+
+
 def test_safe_data_escapes_every_string_of_a_record():
     assert safe_data({"k" + HOSTILE: [HOSTILE, 1, ("\u202e",)]}) == {
         "k" + ESCAPED: [ESCAPED, 1, ("\\u202e",)]}

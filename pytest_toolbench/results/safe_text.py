@@ -70,6 +70,8 @@ def safe_data(value: Any) -> Any:
 def safe_json(text: str) -> str:
     """JSON text with the characters a JSON encoder leaves raw written as ``\\u`` escapes
     (the decoded strings are unchanged)."""
+    if text.isascii() and "\x7f" not in text:  # the common case, without a regex's scan
+        return text
     if _JSON_TEXT.search(text) is None:
         return text
     return _JSON_TEXT.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
@@ -78,7 +80,12 @@ def safe_json(text: str) -> str:
 def safe_json_bytes(data: bytes) -> bytes:
     """UTF-8 JSON with DEL, C1 and bidi controls written as ``\\u`` escapes. Such characters can
     only stand inside a JSON string, where the escape means the same character; UTF-8 never has
-    one character's bytes inside another's, so matching bytes is exact."""
+    one character's bytes inside another's, so matching bytes is exact.
+
+    ASCII without DEL has none of them: told by two C-speed scans (0.25 us for a 1.5 KB journal
+    line, where the regex's search took 6-20 us, per journal line of every case)."""
+    if data.isascii() and b"\x7f" not in data:
+        return data
     if _JSON_BYTES.search(data) is None:
         return data
     return _JSON_BYTES.sub(lambda m: b"\\u%04x" % ord(m.group().decode("utf-8")), data)
