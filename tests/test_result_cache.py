@@ -259,6 +259,44 @@ def test_a_stored_result_reads_back_as_a_cached_rerun_makes_it_and_errors_are_no
     assert rescoring.get(a_case()) is None and reader.get(a_case()) is not None
 
 
+def test_a_hit_is_parsed_once_and_its_journal_line_is_the_dump_without_a_dump(tmp_path, monkeypatch):
+    cache = ResultCache(ResultStore(tmp_path, "ns"), writes=True)
+    tricky = a_result().model_copy(update={
+        "details": {"gold": "x", "wall_s": 1, "model_calls": '"wall_s":2,', "nan": float("nan")},
+        "failure_message": "谁 \u202e \x7f", "transcript": [{"role": "user", "content": "q\n" * 3000}]})
+    cache.put(a_case(), tricky)
+    cache.put(a_case("b-2-direct"), a_result("b-2-direct"))
+    cache.close()
+    reader = ResultCache(ResultStore(tmp_path, "ns"), writes=True)
+    dump = CaseResult.model_dump_json
+    with monkeypatch.context() as patched:
+        patched.setattr(CaseResult, "model_dump_json", lambda *a, **k: pytest.fail("a hit was dumped"))
+        hits = [reader.lookup(a_case()), reader.lookup(a_case("b-2-direct"))]
+        lines = [hit.line() for hit in hits]
+    for hit, line in zip(hits, lines):
+        assert hit.result.wall_s is not None and hit.result.started_at is not None
+        assert line == dump(hit.result)  # the very text a dump writes: the journal's line
+    assert ResultStore.encode(tricky)[:1] == b"Z"  # the compressed form says where too
+
+
+def test_an_entry_of_another_format_or_a_broken_one_is_a_miss(tmp_path):
+    store = ResultStore(tmp_path, "ns")
+    cache = ResultCache(store, writes=True)
+    good = ResultStore.encode(a_result().model_copy(update={"wall_s": None, "started_at": None}))
+    text = good.split(b" ", 1)[1]
+    entries = {"b-1-direct": b"j" + text,  # format 1's entry
+               "b-2-direct": b"J" + text,  # no place of the timings
+               "b-3-direct": b"Jx " + text, "b-4-direct": b"J99999 " + text,
+               "b-5-direct": good[:-5], "b-6-direct": b"Z0 notbase64!"}
+    for case_id, entry in entries.items():
+        store.save_entry(cache.key_of(a_case(case_id)), entry)
+    store.save_entry(cache.key_of(a_case("b-7-direct")), good.replace(b"b-1-direct", b"b-7-direct"))
+    cache.close()
+    reader = ResultCache(ResultStore(tmp_path, "ns"), writes=True)
+    assert all(reader.get(a_case(case_id)) is None for case_id in entries)
+    assert reader.get(a_case("b-7-direct")) is not None
+
+
 def test_a_torn_last_entry_reads_as_a_miss(tmp_path):
     cache = ResultCache(ResultStore(tmp_path, "ns"), writes=True)
     cache.put(a_case("b-1-direct"), a_result("b-1-direct"))

@@ -12,7 +12,10 @@ xdist, a torn last line is never indexed (a miss), a writer that failed a write 
 what another worker stored meanwhile is found on a miss. An entry is the result's JSON (zlib and
 base64 where that is shorter), self-contained: a result holds its whole transcript, never a
 reference into a run folder. ``toolbench prune`` removes these packs by age as it does the
-response cache's.
+response cache's. The entry also says where this run's timings go in it (``started_at`` and
+``wall_s``, left out of a stored result): a hit's journal line is the stored JSON with the two
+spliced in, the very text ``model_dump_json`` writes for the hit, so the hit is parsed once and
+never dumped again (:class:`StoredResult`).
 
 **Key.** Per run (:func:`run_key`, the namespace): :data:`STORE_FORMAT`, the harness's version,
 a digest of the code that can change a result (by path, size and mtime: this package, the
@@ -46,6 +49,7 @@ reads it (a hit is an answered case) but writes nothing (its cache folder may be
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import json
 import os
@@ -54,14 +58,18 @@ import sys
 import time
 import zlib
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
+
+import pydantic_core
 
 from pytest_toolbench import __version__, output_errors
 from pytest_toolbench.models.cache_store import RESULT_PACKS, PackStore
 from pytest_toolbench.results.case_result import CaseResult, Outcome
 
 #: Bump when what an entry holds, or the key's recipe, changes: old entries then stop matching.
-STORE_FORMAT = 1
+#: 2: an entry says where its timings go (:class:`StoredResult`); the case key hashes the
+#: store's folder as a prefix, then the case's fields (:func:`case_key`).
+STORE_FORMAT = 2
 #: Settings that cannot change a case's result: how fast, where outputs go, how the run is
 #: judged or shown, which cases are selected (each case's own key says which case it is), how
 #: the endpoint is reached. Any other setting, a new one included, is in the key.
@@ -80,35 +88,70 @@ WIRE_DETAILS = ("endpoint_retries", "endpoints", "lost_turns", "sandbox_calls_ms
                 "sandbox_wall_ms", "sandbox_worker_ms")
 _PACKAGE = Path(__file__).resolve().parents[1]
 _COMPRESS_FROM = 2048  # bytes of JSON: smaller entries are kept as they are
+#: Timings no run has (finite, exact in JSON): where ``encode`` finds the timings' place.
+_MARK_WALL, _MARK_STARTED = 1.2345678901234567e-300, 7.654321098765432e-300
 
 
-class ResultStore(PackStore[CaseResult]):
+class StoredResult(NamedTuple):
+    """A read entry: the result, its JSON as stored (no timings) and where in that JSON
+    ``"wall_s":..,"started_at":..,`` go (``model_dump_json``'s order; -1: not known, dump)."""
+
+    result: CaseResult
+    json: str
+    timings_at: int
+
+    def line(self) -> str:
+        """The result's ``model_dump_json`` text, its timings spliced into the stored JSON (the
+        same bytes: tests/test_result_cache.py), or dumped where the place is not known."""
+        result, at = self.result, self.timings_at
+        if at < 0 or result.wall_s is None or result.started_at is None:
+            return result.model_dump_json()
+        timings = (f'"wall_s":{pydantic_core.to_json(result.wall_s).decode()},'
+                   f'"started_at":{pydantic_core.to_json(result.started_at).decode()},')
+        return self.json[:at] + timings + self.json[at:]
+
+
+class ResultStore(PackStore[StoredResult]):
     """Case key -> the case's result, in the cache folder's ``results/<run key>/`` packs."""
 
     def __init__(self, cache_dir: Path, namespace: str):
         super().__init__(cache_dir, namespace, RESULT_PACKS)
 
-    def decode(self, key: str, raw: bytes) -> tuple[CaseResult | None, bool]:
+    def decode(self, key: str, raw: bytes) -> tuple[StoredResult | None, bool]:
+        """An entry: ``J<at> <JSON>`` or ``Z<at> <base64 of its zlib>`` (:meth:`encode`); any
+        other, a torn or corrupt one, is unreadable (a miss)."""
         try:
-            if raw[:1] == b"z":
-                raw = zlib.decompress(base64.b64decode(raw[1:]))
-            elif raw[:1] == b"j":
-                raw = raw[1:]
-            else:
+            tag, (at, data) = raw[:1], raw[1:].split(b" ", 1)
+            if tag == b"Z":
+                data = zlib.decompress(base64.b64decode(data))
+            elif tag != b"J":
                 return None, True
-            return CaseResult.model_validate_json(raw), False
-        except ValueError:  # pydantic's ValidationError, binascii.Error, zlib.error
+            timings_at = int(at)
+            text = data.decode("utf-8", "surrogatepass")
+            if not -1 <= timings_at <= len(text):
+                return None, True
+            return StoredResult(CaseResult.model_validate_json(data), text, timings_at), False
+        except ValueError:  # pydantic's ValidationError, binascii.Error, zlib.error, a bad split
             return None, True
 
     @staticmethod
     def encode(result: CaseResult) -> bytes:
-        """One line: JSON escapes every newline in its strings, base64 has none."""
-        data = result.model_dump_json().encode("utf-8", "surrogatepass")
+        """One line: JSON escapes every newline in its strings, base64 has none. ``result`` has
+        no timings; where they go is found by dumping it once more with marks in their place."""
+        text = result.model_dump_json()
+        marked = result.model_copy(update={"wall_s": _MARK_WALL, "started_at": _MARK_STARTED})
+        with_marks = marked.model_dump_json()
+        marks = (f'"wall_s":{pydantic_core.to_json(_MARK_WALL).decode()},'
+                 f'"started_at":{pydantic_core.to_json(_MARK_STARTED).decode()},')
+        at = with_marks.find(marks)
+        if at < 0 or with_marks.count(marks) != 1 or with_marks[:at] + with_marks[at + len(marks):] != text:
+            at = -1
+        data = text.encode("utf-8", "surrogatepass")
         if len(data) >= _COMPRESS_FROM:
             packed = base64.b64encode(zlib.compress(data, 6))
             if len(packed) < len(data):
-                return b"z" + packed
-        return b"j" + data
+                return b"Z%d " % at + packed
+        return b"J%d " % at + data
 
 
 class ResultCache:
@@ -120,13 +163,15 @@ class ResultCache:
         self.writes = writes
         self.reads = reads
         self._keys: dict[tuple[str, int | None], str | None] = {}
+        self._prefix = key_prefix(self.store.folder)
 
     def key_of(self, case: Any) -> str | None:
         """The case's key (None: its record has no identity to key on; never cached)."""
         ident = (case.id, case.repeat)
-        if ident not in self._keys:
-            self._keys[ident] = case_key(self.store.folder, case)
-        return self._keys[ident]
+        key = self._keys.get(ident, False)
+        if key is False:
+            key = self._keys[ident] = case_key(self.store.folder, case, self._prefix)
+        return key
 
     def has(self, case: Any) -> bool:
         """Whether the case will be answered (the lookahead's question: an index look-up, the
@@ -136,16 +181,25 @@ class ResultCache:
 
     def get(self, case: Any) -> CaseResult | None:
         """The case's stored result, with this run's timings, or None."""
+        hit = self.lookup(case)
+        return hit.result if hit is not None else None
+
+    def lookup(self, case: Any) -> StoredResult | None:
+        """The case's stored result, with this run's timings, and its journal line's makings
+        (:meth:`StoredResult.line`), or None."""
         started = time.monotonic()
         key = self.key_of(case) if self.reads else None
         if key is None:
             return None
-        result, _ = self.store.load(key)
-        if result is None or result.case_id != case.id or result.outcome is Outcome.ERROR:
+        stored, _ = self.store.load(key)
+        if stored is None:
+            return None
+        result = stored.result
+        if result.case_id != case.id or result.outcome is Outcome.ERROR:
             return None
         result.started_at = round(time.time(), 3)
         result.wall_s = round(time.monotonic() - started, 6)
-        return result
+        return stored
 
     def put(self, case: Any, result: CaseResult) -> None:
         """Keep ``result`` as a cached re-run would make it (module docstring); an
@@ -169,13 +223,20 @@ class ResultCache:
         self.store.close()
 
 
-def record_identity(sample: Any) -> list[Any] | None:
-    """What identifies a case's stored record: a file span and its CRC-32, a packed record's
-    CRC-32, a validated model's JSON digest; None for anything else (not cached)."""
+@functools.cache
+def _record_kinds() -> tuple[type, type, type]:
+    """(FileSpanRecord, PackedRecord, BaseModel): imported once, at the first key, not per case."""
     from pydantic import BaseModel
 
     from pytest_toolbench.benchmarks.packed import FileSpanRecord, PackedRecord
 
+    return FileSpanRecord, PackedRecord, BaseModel
+
+
+def record_identity(sample: Any) -> list[Any] | None:
+    """What identifies a case's stored record: a file span and its CRC-32, a packed record's
+    CRC-32, a validated model's JSON digest; None for anything else (not cached)."""
+    FileSpanRecord, PackedRecord, BaseModel = _record_kinds()
     if isinstance(sample, FileSpanRecord):
         return ["span", sample.model.__qualname__, sample.path, sample.start, sample.size, sample.crc]
     if isinstance(sample, PackedRecord):
@@ -186,13 +247,22 @@ def record_identity(sample: Any) -> list[Any] | None:
     return None
 
 
-def case_key(namespace: str, case: Any) -> str | None:
+def key_prefix(namespace: str) -> Any:
+    """The hash every case key of ``namespace`` starts from (:func:`case_key`)."""
+    return hashlib.sha256(json.dumps(namespace, ensure_ascii=False).encode("utf-8", "surrogatepass")
+                          + b"\n")
+
+
+def case_key(namespace: str, case: Any, prefix: Any = None) -> str | None:
+    """sha256 of the namespace's JSON and a newline, then the case's fields' JSON (``prefix``:
+    :func:`key_prefix` of ``namespace``, hashed once per store rather than once per case)."""
     ident = record_identity(case.stored_sample)
     if ident is None:
         return None
-    text = json.dumps([namespace, case.id, case.benchmark, case.scenario, case.repeat, ident],
-                      ensure_ascii=False, default=str)
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    h = (prefix or key_prefix(namespace)).copy()
+    h.update(json.dumps([case.id, case.benchmark, case.scenario, case.repeat, ident],
+                        ensure_ascii=False, default=str).encode("utf-8", "surrogatepass"))
+    return h.hexdigest()
 
 
 # -- the run's key ---------------------------------------------------------------------------

@@ -210,9 +210,11 @@ def case_result(case: Case) -> CaseResult:
         runtime = _fixture_request(node).getfixturevalue("toolbench_runtime")
     stored_results = node.config.stash.get(_RESULT_CACHE_KEY, None)
     # answered whole, with no request built and no scoring (runtime/result_cache.py)
-    result = stored_results.get(case) if stored_results is not None else None
-    if result is not None:
-        node.stash[FROM_RESULT_CACHE] = True
+    hit = stored_results.lookup(case) if stored_results is not None else None
+    line: str | None = None
+    if hit is not None:
+        result, line = hit.result, hit.line()  # its journal line, never dumped again
+        node.stash[FROM_RESULT_CACHE] = line
     else:
         # Built once per process and benchmark, at its first case the result cache does not
         # answer: before this case or any upcoming one is submitted (can_run asks for it).
@@ -234,7 +236,10 @@ def case_result(case: Case) -> CaseResult:
         # recorded, and the orphaned worker stops (session/orphan.py).
         if killed_with_controller(node.config, result):
             stop_orphaned_worker()
-        runtime.worker_journal.append(result)
+        if line is not None:
+            runtime.worker_journal.append_json(line)
+        else:
+            runtime.worker_journal.append(result)
     # after the journal: a case whose result the run's end can read counts as run (_cut_short)
     note_case_result(node.nodeid, case, result, result.model or runtime.model.name)
     if result.outcome is Outcome.ERROR and result.error is not None:

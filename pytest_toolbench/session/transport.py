@@ -29,9 +29,11 @@ OUTPUT_ERROR_PROPERTY = "toolbench_output_error"
 
 #: The test item's case result, from its set-up (``case_result``) until its teardown report.
 RESULT_KEY = pytest.StashKey[CaseResult]()
-#: Set on an item whose result the result cache answered (runtime/result_cache.py): its report
-#: says so, and the controller counts it.
-FROM_RESULT_CACHE = pytest.StashKey[bool]()
+#: Set on an item whose result the result cache answered (runtime/result_cache.py): the
+#: result's JSON, as ``model_dump_json`` writes it, made from the stored entry without a dump
+#: (``StoredResult.line``). Its report says so, the controller counts it and journals that text,
+#: and a worker sends it as it is.
+FROM_RESULT_CACHE = pytest.StashKey[str]()
 
 #: Set once the result rode on a report, so the controller receives it exactly once.
 SENT_KEY = pytest.StashKey[bool]()
@@ -103,11 +105,16 @@ def attach_result(item: pytest.Item, call: pytest.CallInfo[None], report: pytest
         # On this report only (not item.user_properties, which pytest copies into every phase's
         # report), so the controller receives each result exactly once.
         # A worker sends JSON (xdist serialises reports); in-process the object itself travels,
-        # which saves a dump and a parse per case.
+        # which saves a dump and a parse per case, with its JSON where a hit of the result cache
+        # has it (the controller's journal line, not dumped again).
         worker = is_worker(item.config)
-        payload = result.model_dump_json() if worker else result
+        text = item.stash.get(FROM_RESULT_CACHE, None)
+        if worker:
+            payload: Any = text if text is not None else result.model_dump_json()
+        else:
+            payload = result if text is None else (result, text)
         report.user_properties.append((RESULT_PROPERTY, payload))
-        if item.stash.get(FROM_RESULT_CACHE, False):
+        if text is not None:
             report.user_properties.append((RESULT_CACHE_PROPERTY, 1))
         item.stash[SENT_KEY] = True
         if worker and report.failed and item.config.stash[STATE_KEY].settings.gates:
@@ -156,8 +163,9 @@ def take_payloads(
 ) -> tuple[list[tuple[CaseResult, str | None]], list[OutputFailure]]:
     """The results and output failures a report carries, removed from it, so reporters running
     after the controller (JUnit XML) carry only the compact toolbench.* summary. Each result
-    comes with the JSON it arrived as from an xdist worker (None in-process). (The result
-    cache's mark goes too: :func:`from_result_cache` reads it first.)"""
+    comes with the JSON it arrived as from an xdist worker, or in-process from a hit of the
+    result cache (else None). (The result cache's mark goes too: :func:`from_result_cache`
+    reads it first.)"""
     kept: list[tuple[str, object]] = []
     results: list[tuple[CaseResult, str | None]] = []
     failures: list[OutputFailure] = []
@@ -169,6 +177,8 @@ def take_payloads(
         elif name == RESULT_PROPERTY:
             if isinstance(value, CaseResult):
                 results.append((value, None))
+            elif isinstance(value, tuple):  # in-process, a hit: (result, its JSON)
+                results.append(value)  # type: ignore[arg-type]
             else:
                 results.append((CaseResult.model_validate_json(value), str(value)))  # type: ignore[arg-type]
         else:
