@@ -309,6 +309,32 @@ def install_worker_hangup() -> None:
         signal.signal(signal.SIGHUP, hang_up)
 
 
+@contextlib.contextmanager
+def worker_interrupts_held() -> Iterator[None]:
+    """Inside, in an xdist worker's main thread, a SIGINT or SIGHUP is noted and handed to its
+    handler (Python's ``KeyboardInterrupt``, :func:`install_worker_hangup`'s) only at the
+    block's end. Guards what must be written together or not at all: a case's line in the
+    worker's journal and its Allure note (session/fixtures.py ``case_result``). Stopped between
+    the two, the case counted as run (its line is read by the run's end, so no "not run" result)
+    while Allure dropped the bare result of its cut-short test (not yet known as run): the case
+    had no Allure result at all. Elsewhere (another thread, no Python handler) it holds nothing."""
+    held: dict[int, Callable[[int, FrameType | None], Any]] = {}
+    came: list[int] = []
+    if threading.current_thread() is threading.main_thread():
+        for signum in (signal.SIGINT, signal.SIGHUP):
+            handler = signal.getsignal(signum)
+            if callable(handler):
+                held[signum] = handler
+                signal.signal(signum, lambda signum, frame: came.append(signum))
+    try:
+        yield
+    finally:
+        for signum, handler in held.items():
+            signal.signal(signum, handler)
+        if came:  # the first one, as it would have come: its handler raises what it raises
+            held[came[0]](came[0], None)
+
+
 def install_interrupts(config: pytest.Config) -> Interrupts | None:
     """Install the handler in the controller (main thread only); the previous handlers come
     back at the end of the session."""
