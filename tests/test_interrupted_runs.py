@@ -332,14 +332,20 @@ def test_under_xdist_the_run_end_waits_for_the_workers_to_stop_before_naming_wha
     monkeypatch.setenv("TOOLBENCH_TEST_WORKER_STOP_DELAY", "1.5")
     proc, out, err = _interrupted_mid_run(tmp_path, "-n", "2", "-p", "slow_worker_stop",
                                           "--alluredir", str(tmp_path / "allure"))
+    report, journalled = _xdist_interrupted_outputs(tmp_path, proc, out, err)
+    assert journalled <= {c["case_id"] for c in report["cases"]}
+    _assert_allure_has_every_case(tmp_path, report["missing_cases"], SELECTED)
+
+
+def _xdist_interrupted_outputs(tmp_path: Path, proc: subprocess.Popen, out: str,
+                               err: str) -> tuple[dict, set[str]]:
+    """An xdist run interrupted mid-run: its JSON report and the case ids its workers
+    journalled, once its exit status and the share of cases it left are checked."""
     assert proc.returncode == ToolbenchExit.INTERRUPTED, out[-3000:] + err[-3000:]
     report = json.loads((tmp_path / "report.json").read_text())
-    missing = report["missing_cases"]
-    assert 0 < len(missing) < SELECTED
+    assert 0 < len(report["missing_cases"]) < SELECTED
     (folder,) = (tmp_path / "runs").iterdir()
-    journalled = {r.case_id for path in folder.glob("worker-*.jsonl") for r in read_journal(path)}
-    assert journalled <= {c["case_id"] for c in report["cases"]}
-    _assert_allure_has_every_case(tmp_path, missing, SELECTED)
+    return report, {r.case_id for path in folder.glob("worker-*.jsonl") for r in read_journal(path)}
 
 
 def test_a_worker_stopped_inside_its_journal_append_leaves_the_case_its_allure_result(tmp_path):
@@ -351,14 +357,9 @@ def test_a_worker_stopped_inside_its_journal_append_leaves_the_case_its_allure_r
         proc = _start(tmp_path, server, "-n", "2", "-p", "signal_in_journal",
                       "--alluredir", str(tmp_path / "allure"))
         out, err = proc.communicate(timeout=180)
-    assert proc.returncode == ToolbenchExit.INTERRUPTED, out[-3000:] + err[-3000:]
-    report = json.loads((tmp_path / "report.json").read_text())
-    missing = report["missing_cases"]
-    assert 0 < len(missing) < SELECTED
-    (folder,) = (tmp_path / "runs").iterdir()
-    journalled = {r.case_id for path in folder.glob("worker-*.jsonl") for r in read_journal(path)}
-    assert journalled and not journalled & set(missing)
-    _assert_allure_has_every_case(tmp_path, missing, SELECTED)
+    report, journalled = _xdist_interrupted_outputs(tmp_path, proc, out, err)
+    assert journalled and not journalled & set(report["missing_cases"])
+    _assert_allure_has_every_case(tmp_path, report["missing_cases"], SELECTED)
 
 
 @pytest.mark.parametrize("workers", ["0", "2"])
