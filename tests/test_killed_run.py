@@ -221,6 +221,19 @@ def _allure_results(alluredir: Path) -> list[dict]:
     return [json.loads(p.read_text()) for p in alluredir.glob("*-result.json")]
 
 
+def _check_allure_generates(alluredir: Path, out: Path) -> None:
+    """`allure generate` accepts the folder (where Allure 3 is installed: `make allure`)."""
+    from pytest_toolbench.report.allure_html import find_allure
+
+    exe = find_allure([REPO])
+    if exe is None:
+        return
+    generated = subprocess.run([exe, "generate", str(alluredir), "-o", str(out)],
+                               capture_output=True, text=True, timeout=300)
+    assert generated.returncode == 0, generated.stdout + generated.stderr
+    assert (out / "index.html").is_file()
+
+
 def _case_of(result: dict) -> str:
     (value,) = [p["value"] for p in result["parameters"] if p["name"] == "case"]
     return value[1:-1]  # allure's represent(): quoted
@@ -242,8 +255,6 @@ def test_finish_alluredir_writes_a_not_run_result_for_each_case_the_killed_run_n
     result and none for a case that finished, each identified as that case's result in a run
     where it ran is (history id, test case id, name, labels, parameters), and Allure reads the
     folder."""
-    from pytest_toolbench.report.allure_html import find_allure
-
     alluredir = tmp_path / "allure"
     run_dir = _killed_run(tmp_path, "2", "--alluredir", str(alluredir))
     journalled = _journalled(run_dir)
@@ -280,13 +291,7 @@ def test_finish_alluredir_writes_a_not_run_result_for_each_case_the_killed_run_n
     for r in written:
         assert _identity(r) == _identity(normal[_case_of(r)])
 
-    exe = find_allure([REPO])
-    if exe is None:
-        return  # (Allure 3 not installed here: `make allure`)
-    generated = subprocess.run([exe, "generate", str(alluredir), "-o", str(tmp_path / "html")],
-                               capture_output=True, text=True, timeout=300)
-    assert generated.returncode == 0, generated.stdout + generated.stderr
-    assert (tmp_path / "html" / "index.html").is_file()
+    _check_allure_generates(alluredir, tmp_path / "html")
 
 
 def test_a_run_killed_before_any_result_still_gets_its_reports(tmp_path):
@@ -699,3 +704,45 @@ def test_finish_names_the_runs_own_alluredir_without_writing_to_it():
     assert run_alluredir(done("--alluredir=a", "-q", "--alluredir", "b")) == "b"
     assert run_alluredir(done("suites/toolhop", "-q")) is None
     assert run_alluredir(SimpleNamespace(index=SimpleNamespace(start=None))) is None
+
+
+def test_finish_alluredir_writes_the_result_of_a_finished_case_the_kill_left_without_one(tmp_path):
+    """allure-pytest writes a case's result file at its test's end, after the case's journal
+    line: a SIGKILL in between left a case the report counts as run with no Allure result.
+    `toolbench finish --alluredir` writes it from the journalled result (status, name, history
+    id, test case id), and no second result for a case whose file is there."""
+    alluredir = tmp_path / "allure"
+    run_dir = _killed_run(tmp_path, "2", "--alluredir", str(alluredir))
+    journalled = _journalled(run_dir)
+    selection = case_store.read_selection(run_dir)
+    assert selection is not None
+    results = {r.case_id: r for path in [case_store.journal_path(run_dir),
+                                         *case_store.worker_journal_paths(run_dir)]
+               for r in read_journal(path)}
+    files = {_case_of(json.loads(p.read_text())): p for p in alluredir.glob("*-result.json")}
+    with_file = sorted(set(files) & set(journalled))
+    assert with_file, "no journalled case had its Allure result before the kill"
+    lost = with_file[0]  # the kill landed between its journal line and its result file
+    before = json.loads(files[lost].read_text())
+    files[lost].unlink()
+
+    done = cli("finish", run_dir.name, "--runs-dir", str(tmp_path / "runs"),
+               "--alluredir", str(alluredir))
+    assert done.returncode == 0, done.stdout + done.stderr
+    by_case: dict[str, list[dict]] = {}
+    for r in _allure_results(alluredir):
+        by_case.setdefault(_case_of(r), []).append(r)
+    assert sorted(by_case) == sorted(selection)
+    assert all(len(rs) == 1 for rs in by_case.values()), \
+        {c: len(rs) for c, rs in by_case.items() if len(rs) > 1}
+    (back,) = by_case[lost]
+    expected = "passed" if results[lost].outcome is Outcome.PASSED else "failed"
+    assert back["status"] == before["status"] == expected
+    for key in ("historyId", "testCaseId", "fullName", "name"):
+        assert back[key] == before[key], key
+    assert _identity(back) == _identity(before)
+    assert {"name": "toolbench_outcome", "value": "wrong answer"} in back["labels"]
+    assert any(a["name"] == "details" and (alluredir / a["source"]).is_file()
+               for a in back.get("attachments", []))
+
+    _check_allure_generates(alluredir, tmp_path / "html")

@@ -209,10 +209,18 @@ def escape_fields(item: Any) -> None:
 _CASE_SPANS: dict[str, tuple[int, int]] = {}
 
 
+def _span_ms(result: CaseResult) -> tuple[int, int] | None:
+    """The case's own run in ms (start, stop), as its Allure result is timed; None untimed."""
+    if result.started_at is None or result.wall_s is None:
+        return None
+    start = round(result.started_at * 1000)
+    return start, start + round(result.wall_s * 1000)
+
+
 def _keep_case_span(result: CaseResult) -> None:
-    if result.started_at is not None and result.wall_s is not None:
-        start = round(result.started_at * 1000)
-        _CASE_SPANS[represent(result.case_id)] = (start, start + round(result.wall_s * 1000))
+    span = _span_ms(result)
+    if span is not None:
+        _CASE_SPANS[represent(result.case_id)] = span
 
 
 def _case_span(result: Any) -> tuple[int, int] | None:
@@ -275,16 +283,7 @@ def _cut_short(result: Any) -> bool:
     if known is None:
         result.file_pattern = _CUT_SHORT
         return True
-    nodeid, case, case_result, model = known
-    message = case_result.failure_message or (
-        not_scored_text(case_result.error.kind, case_result.error.message)
-        if case_result.error is not None else None)
-    passed = case_result.outcome is Outcome.PASSED
-    built = _built_result(nodeid, case, model, outcome_class(case_result),
-                          "passed" if passed else "failed", None if passed else message)
-    if case_result.error is not None:
-        built.labels.append(allure_commons.model2.Label(name="error_kind",
-                                                        value=case_result.error.kind))
+    built = _case_result(*known)
     for field in ("name", "fullName", "titlePath", "testCaseId", "historyId", "status",
                   "statusDetails", "labels", "parameters"):
         setattr(result, field, getattr(built, field))
@@ -426,20 +425,29 @@ def attach_case(result: CaseResult, model: str) -> None:
     if result.transcript:
         attach_conversation(result.transcript)
     _attach_scoring(result)
+    for body, name, kind in case_attachments(result):
+        allure.attach(body, name, kind)
+
+
+def case_attachments(result: CaseResult) -> list[tuple[str, str, Any]]:
+    """(body, name, AttachmentType) of the files a case's result attaches after its steps:
+    the transcript and its tool calls, the details and the tool-call parse failures."""
+    out: list[tuple[str, str, Any]] = []
     if result.transcript:
-        allure.attach(_dumps(result.transcript), "transcript", AttachmentType.JSON)
+        out.append((_dumps(result.transcript), "transcript", AttachmentType.JSON))
         calls = tool_calls_from_transcript(result.transcript)
         if calls:
-            allure.attach(_dumps(calls), "tool calls", AttachmentType.JSON)
+            out.append((_dumps(calls), "tool calls", AttachmentType.JSON))
     if result.details:
-        allure.attach(_dumps(result.details), "details", AttachmentType.JSON)
+        out.append((_dumps(result.details), "details", AttachmentType.JSON))
     if result.parse_failures:
-        allure.attach(_dumps(result.parse_failures), "tool-call parse failures", AttachmentType.JSON)
+        out.append((_dumps(result.parse_failures), "tool-call parse failures", AttachmentType.JSON))
         for i, pf in enumerate(result.parse_failures, start=1):
             raw = pf.get("raw_text")
             if raw:
-                allure.attach(_text(str(raw)), f"parse failure {i}: raw model text",
-                              AttachmentType.TEXT)
+                out.append((_text(str(raw)), f"parse failure {i}: raw model text",
+                            AttachmentType.TEXT))
+    return out
 
 
 #: The outcome label of a selected case that never ran (the run was interrupted, or stopped
@@ -482,14 +490,7 @@ def write_not_run(nodes: Sequence[tuple[str, Case | None]], model: str, message:
     if alluredir is None:
         report = allure_commons.plugin_manager.hook.report_result
     else:
-        from allure_commons.logger import AllureFileLogger
-
-        logger = AllureFileLogger(alluredir)
-
-        def report(result: Any) -> None:
-            _IDENTITY.report_result(result)
-            logger.report_result(result)
-
+        report = _folder_reporter(alluredir)[0]
     stamp = now()
     for nodeid, case in nodes:
         result = _built_result(nodeid, case, model, NOT_RUN, "skipped", message,
@@ -497,6 +498,91 @@ def write_not_run(nodes: Sequence[tuple[str, Case | None]], model: str, message:
         result.start = result.stop = stamp
         report(result=result)
     return len(nodes)
+
+
+def _folder_reporter(alluredir: str | Path) -> tuple[Any, Any]:
+    """(report(result=...), the file logger) writing results into ``alluredir`` alone, through
+    :class:`ModelIdentity`, as allure-pytest's logger would have; nothing registered."""
+    from allure_commons.logger import AllureFileLogger
+
+    logger = AllureFileLogger(alluredir)
+
+    def report(result: Any) -> None:
+        _IDENTITY.report_result(result)
+        logger.report_result(result)
+
+    return report, logger
+
+
+def history_ids_in(alluredir: str | Path, since_ms: int | None = None) -> set[str]:
+    """The ``historyId`` of each test result in ``alluredir`` (its ``*-result.json``), those
+    started before ``since_ms`` left out (another, earlier run's in a shared folder). The
+    history id is the key: it is what Allure itself counts a case once by (results sharing it
+    are retries of one), it names the case, its node and its model (two models' results in one
+    folder are two), and every result of a case has it, allure-pytest's own, a completed
+    cut-short one (:func:`_finish_labelled`) and those written here; the ``case`` parameter
+    alone would match another model's result, and ``testCaseId`` leaves the parameters out. A
+    file that cannot be read counts for nothing."""
+    found: set[str] = set()
+    for path in Path(alluredir).glob("*-result.json"):
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if not isinstance(doc, dict) or not doc.get("historyId"):
+            continue
+        start = doc.get("start")
+        if since_ms is not None and isinstance(start, (int, float)) and start < since_ms:
+            continue
+        found.add(str(doc["historyId"]))
+    return found
+
+
+def write_finished(cases: Sequence[tuple[str, Case | None, CaseResult]], model: str, *,
+                   alluredir: str | Path, since_ms: int | None = None) -> int:
+    """The full Allure result of each finished case (node id, its Case, its journalled result)
+    that ``alluredir`` holds no result of (:func:`history_ids_in`, from ``since_ms`` on), for a
+    run killed outright between a case's journal line and its result file (``toolbench finish
+    --alluredir``, session/finish_cli.py): built as :func:`_cut_short` completes a result whose
+    case is known (status, name, history id, test case id, parameters, labels), with the case's
+    description, its attachments after its steps (:func:`case_attachments`) and its timing;
+    the conversation and scoring steps are not rebuilt. The number written."""
+    from allure_commons.model2 import Attachment
+    from allure_commons.utils import now
+
+    have = history_ids_in(alluredir, since_ms)
+    report, logger = _folder_reporter(alluredir)
+    written = 0
+    for nodeid, case, case_result in cases:
+        result = _case_result(nodeid, case, case_result, case_result.model or model)
+        if result.historyId in have:
+            continue
+        result.description = _description(case_result)
+        result.start, result.stop = _span_ms(case_result) or (now(), now())
+        for body, name, kind in case_attachments(case_result):
+            source = f"{uuid.uuid4()}-attachment.{kind.extension}"
+            logger.report_attached_data(body=body, file_name=source)
+            result.attachments.append(Attachment(name=name, source=source, type=kind.mime_type))
+        report(result=result)
+        have.add(result.historyId)
+        written += 1
+    return written
+
+
+def _case_result(nodeid: str, case: Case | None, case_result: CaseResult, model: str) -> Any:
+    """The Allure result of a case that ran, from its result (:func:`_built_result`): passed, or
+    failed with its failure message (an infrastructure error's not-scored text), its outcome
+    class and error kind labelled, as :func:`attach_case` and the test's failure give them."""
+    message = case_result.failure_message or (
+        not_scored_text(case_result.error.kind, case_result.error.message)
+        if case_result.error is not None else None)
+    passed = case_result.outcome is Outcome.PASSED
+    built = _built_result(nodeid, case, model, outcome_class(case_result),
+                          "passed" if passed else "failed", None if passed else message)
+    if case_result.error is not None:
+        built.labels.append(allure_commons.model2.Label(name="error_kind",
+                                                        value=case_result.error.kind))
+    return built
 
 
 def _built_result(nodeid: str, case: Case | None, model: str, outcome: str, status: str,

@@ -58,8 +58,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                         help="also write the run-level Allure files there, as the run's own end "
                              "would have (the metrics, each gate as a check, the environment), "
                              "and a \"not run\" result for each selected case left without a "
-                             "result, as an interrupted run's end writes them; the finished "
-                             "cases' own results are there already if the run had it. Not "
+                             "result, as an interrupted run's end writes them, and the full "
+                             "result, from its journalled one, of each finished case the kill "
+                             "left without its own (matched by history id). Not "
                              "implied by the run's own --alluredir (a note names it)")
     finish.set_defaults(func=cmd_finish)
 
@@ -211,3 +212,30 @@ def _write_allure_not_run(alluredir: Path, done: FinishedRun) -> None:
         print(f"note: {safe_text(note)}")
     write_not_run(nodes, str(done.record.run.settings.model or ""), not_run_message(KILLED),
                   alluredir=alluredir)
+    _write_allure_finished(alluredir, done)
+
+
+def _write_allure_finished(alluredir: Path, done: FinishedRun) -> None:
+    """The full Allure result of each case the killed run finished (journalled) whose own
+    result file the kill prevented: allure-pytest writes it at the test's end, after the case's
+    journal line, and a SIGKILL in between left the case counted as run in the report but absent
+    from Allure. Only the folder's results started since the run's start count as its own (no
+    result carries the run's id); a later run's result of the same case in the folder counts
+    too. A case its data no longer holds is left out (a note says so): its node-named result
+    could not be matched to one already there."""
+    from pytest_toolbench.report.allure_report import write_finished
+    from pytest_toolbench.results.safe_text import safe_text
+    from pytest_toolbench.session.killed_run import cases_again
+
+    results = {r.case_id: r for r in done.record.cases}
+    nodes, notes = cases_again(done, set(results), "finished")
+    for note in notes:
+        print(f"note: {safe_text(note)}")
+    started = done.record.run.started
+    written = write_finished([(nodeid, case, results[case.id]) for nodeid, case in nodes
+                              if case is not None],
+                             str(done.record.run.settings.model or ""), alluredir=alluredir,
+                             since_ms=None if started is None else int(started * 1000))
+    if written:
+        print(f"Allure results written from the journal: {written} finished case(s) the kill "
+              "had left without one")

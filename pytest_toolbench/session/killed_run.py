@@ -87,27 +87,34 @@ def never_finished(done: FinishedRun) -> tuple[list[tuple[str, Case | None]], li
     their results in other runs; a case its data no longer holds (the data moved or changed)
     is None, named by its node alone, and said in a note. Nothing when the run kept no node ids
     (``done.nodes``)."""
-    if done.nodes is None or not done.record.run.missing_cases:
+    return cases_again(done, set(done.record.run.missing_cases), "never run")
+
+
+def cases_again(done: FinishedRun, case_ids: set[str],
+                what: str) -> tuple[list[tuple[str, Case | None]], list[str]]:
+    """(node id, its Case) of each selected case among ``case_ids``, in selection order, the
+    cases loaded again as the run loaded them (:func:`never_finished`); notes, ``what`` naming
+    the cases in the one about those their data no longer holds."""
+    if done.nodes is None or not case_ids:
         return [], []
     from pytest_toolbench.session.case_tracker import cases_by_id
     from pytest_toolbench.session.selection import load_all_cases
 
-    missing = set(done.record.run.missing_cases)
     settings = done.settings
     loaded: dict[str, list[Case]] = {}
     notes: list[str] = []
     if settings is not None:
-        for name in sorted({b for b in registry() if any(i.startswith(f"{b}-") for i in missing)}):
+        for name in sorted({b for b in registry() if any(i.startswith(f"{b}-") for i in case_ids)}):
             try:
                 loaded[name] = load_all_cases(settings, name)
             except Exception as exc:  # noqa: BLE001 - its results are still written, case-less
                 notes.append(f"{name}: its cases could not be loaded again ({exc})")
     cases = cases_by_id(loaded, settings.repeats if settings is not None else 1)
     nodes = [(nodeid, cases.get(case_id)) for case_id, nodeid in done.nodes.items()
-             if case_id in missing]
+             if case_id in case_ids]
     unknown = sum(1 for _, case in nodes if case is None)
     if unknown:
-        notes.append(f"{unknown} case(s) never run are named in Allure by their pytest node "
+        notes.append(f"{unknown} case(s) {what} are named in Allure by their pytest node "
                      "alone: their data does not hold them as the run loaded it")
     return nodes, notes
 
@@ -337,4 +344,5 @@ def _baseline(settings: RunSettings, run_dir: Path) -> Any:
                              f"({exc})") from None
 
 
-__all__ = ["KILLED", "FinishedRun", "KilledRunError", "finish_killed_run", "never_finished"]
+__all__ = ["KILLED", "FinishedRun", "KilledRunError", "cases_again", "finish_killed_run",
+           "never_finished"]
