@@ -362,6 +362,27 @@ def test_a_worker_stopped_inside_its_journal_append_leaves_the_case_its_allure_r
     _assert_allure_has_every_case(tmp_path, report["missing_cases"], SELECTED)
 
 
+def test_a_case_stopped_after_its_test_body_in_one_process_is_run_once_with_its_status(tmp_path):
+    """In one process a case's result travels on its test's call report; a signal after the
+    test body (its Allure labels set, its verdict raised) and before that report left the case
+    named as never run, with a "not run" Allure result beside the one allure-pytest closed for
+    its test, which said "passed" whatever the case's outcome. The case ran: the run's end
+    takes its result from the test's item, and Allure's one result has the case's status."""
+    with FakeOpenAIServer(delayed(0.2, reply("<answer>x</answer>"))) as server:
+        proc = _start(tmp_path, server, "-n", "0", "-p", "signal_after_call",
+                      "--alluredir", str(tmp_path / "allure"))
+        out, err = proc.communicate(timeout=180)
+    assert proc.returncode == ToolbenchExit.INTERRUPTED, out[-3000:] + err[-3000:]
+    report = json.loads((tmp_path / "report.json").read_text())
+    ran = [c["case_id"] for c in report["cases"]]
+    assert len(ran) == 1 and len(report["missing_cases"]) == SELECTED - 1
+    _assert_allure_has_every_case(tmp_path, report["missing_cases"], SELECTED)
+    (first,) = [r for r in _allure(tmp_path) if _case_of(r) == ran[0]]
+    assert first["status"] == "failed", first  # a wrong answer ("x")
+    suite, testcases = _junit(tmp_path)
+    assert sum(t.get("name", "").startswith("test_toolhop") for t in testcases) == SELECTED
+
+
 @pytest.mark.parametrize("workers", ["0", "2"])
 def test_a_ctrl_c_before_the_first_result_still_writes_every_report(tmp_path, workers):
     """Interrupted while every case waits on its first reply: no case to score, but each report

@@ -277,9 +277,7 @@ def _cut_short(result: Any) -> bool:
     if result.labels:  # labelled (attach_case), then stopped before its teardown
         _finish_labelled(result)
         return False
-    case_id = next((str(p.value) for p in result.parameters or [] if p.name == "case"), "")
-    known = _KNOWN_RESULTS.pop(case_id[len("Case("):-1] if case_id.startswith("Case(") else "",
-                               None)
+    known = _KNOWN_RESULTS.pop(_case_id_of(result), None)
     if known is None:
         result.file_pattern = _CUT_SHORT
         return True
@@ -290,6 +288,18 @@ def _cut_short(result: Any) -> bool:
     return False
 
 
+def _case_id_of(result: Any) -> str:
+    """The case id of an Allure test result's ``case`` parameter: ``Case(<id>)`` as a bare
+    result of allure-pytest's has it, or the id quoted (``represent``) once labelled; "" if
+    it has none."""
+    value = next((str(p.value) for p in result.parameters or [] if p.name == "case"), "")
+    if value.startswith("Case(") and value.endswith(")"):
+        return value[len("Case("):-1]
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        return value[1:-1]
+    return ""
+
+
 def _finish_labelled(result: Any) -> None:
     """What allure-pytest's teardown adds, for a test :func:`attach_case` labelled that a
     signal stopped before its teardown: the history id (:func:`history_id`), the benchmark's
@@ -298,6 +308,10 @@ def _finish_labelled(result: Any) -> None:
     from allure_commons.utils import host_tag, platform_label, thread_tag
 
     result.historyId = history_id(result.fullName, result.parameters or [])
+    known = _LABELLED.pop(_case_id_of(result), None)
+    if known is not None:  # its test's status as the case's result gives it, not "passed"
+        built = _case_result(*known)
+        result.status, result.statusDetails = built.status, built.statusDetails
     have = {(label.name, label.value) for label in result.labels}
     epic = next((label.value for label in result.labels if label.name == "epic"), None)
     package = str(result.fullName or "").split("#", 1)[0]
@@ -407,7 +421,12 @@ def attach_case(result: CaseResult, model: str) -> None:
     """Label and annotate the *currently running* test with one case's result."""
     if not allure_active():  # without --alluredir every label and step would be built for nothing
         return
-    _KNOWN_RESULTS.pop(result.case_id, None)  # labelled from here on (see _cut_short)
+    # labelled from here on (see _cut_short), the result kept for the status of this test if a
+    # signal stops it before its end (_finish_labelled)
+    known = _KNOWN_RESULTS.pop(result.case_id, None)
+    _LABELLED.clear()
+    if known is not None:
+        _LABELLED[result.case_id] = known
     for name, value in case_labels(result, model):
         allure.dynamic.label(name, value)
     allure.dynamic.label(OUTCOME_LABEL, outcome_class(result))
@@ -633,6 +652,12 @@ def _built_result(nodeid: str, case: Case | None, model: str, outcome: str, stat
 #: result for a case that did run (its result journalled): :func:`_cut_short` completes it
 #: from this instead of dropping it.
 _KNOWN_RESULTS: dict[str, tuple[str, Case, CaseResult, str]] = {}
+
+
+#: The case :func:`attach_case` labelled last, by its id: (node id, Case, result, model), for
+#: :func:`_finish_labelled` when a signal stops its test after the labels, before its end
+#: (allure-pytest then closes it as passed, whatever the case's outcome). One at a time.
+_LABELLED: dict[str, tuple[str, Case, CaseResult, str]] = {}
 
 
 def note_case_result(nodeid: str, case: Case, result: CaseResult, model: str) -> None:

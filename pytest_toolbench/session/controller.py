@@ -40,7 +40,9 @@ from pytest_toolbench.session.identity import run_identity, sandbox_warning, wal
 from pytest_toolbench.session.listing import runs_tests
 from pytest_toolbench.session.signals import interrupts_of
 from pytest_toolbench.session.state import is_xdist_controller, run_dir_of, run_dir_path, state
-from pytest_toolbench.session.transport import from_result_cache, let_gates_decide, take_payloads, worker_output
+from pytest_toolbench.session.transport import (
+    RESULT_KEY, SENT_KEY, from_result_cache, let_gates_decide, take_payloads, worker_output,
+)
 
 if TYPE_CHECKING:
     from pytest_toolbench.results.run_record import RunRecord
@@ -256,15 +258,28 @@ class ControllerHooks:
         for failure in failures:
             self._stop_on_output_failure(failure)
 
-    def _add_result(self, report: pytest.TestReport, result: CaseResult, text: str | None) -> None:
+    def _add_result(self, report: pytest.TestReport | None, result: CaseResult,
+                    text: str | None) -> None:
         self.st.results[result.case_id] = result
         progress.add_result(self.config, result)
         if self._journal(result, text):  # from here on the journal holds its bulk
             self.st.results[result.case_id] = held(result, self._held_keys(result.benchmark))
         # (a worker turned its gated failures itself: session/transport.py WorkerReportHooks)
-        if self.st.settings.gates and (let_gates_decide(report, result)
-                                       or hasattr(report, "toolbench_status")):
+        if report is not None and self.st.settings.gates and (
+                let_gates_decide(report, result) or hasattr(report, "toolbench_status")):
             self.gated_failures.add(report.nodeid)  # --lf still reruns it
+
+    def _take_unsent_results(self, session: pytest.Session) -> None:
+        """In one process, the result of the case whose test a signal stopped after its set-up
+        had it, before the report that carries it (session/transport.py ``attach_result``): the
+        case ran, and Allure has its result (completed from it, report/allure_report.py), so
+        the run has it too, journalled, not named as a case never run beside it."""
+        for item in session.items:
+            result = item.stash.get(RESULT_KEY, None)
+            if (result is not None and not item.stash.get(SENT_KEY, False)
+                    and result.case_id not in self.st.results):
+                item.stash[SENT_KEY] = True
+                self._add_result(None, result, None)
 
     def _held_keys(self, benchmark: str) -> frozenset[str] | None:
         """The ``details`` keys the session end reads of ``benchmark``'s results (None: all of
@@ -447,6 +462,8 @@ class ControllerHooks:
         xdist = is_xdist_controller(self.config)
         if exitstatus == pytest.ExitCode.INTERRUPTED:
             self._collect_unknown_selection(session)
+            if not xdist:
+                self._take_unsent_results(session)
         if self._stopped_at_maxfail:  # ended as without xdist (:meth:`_maxfail_stop`)
             exitstatus = session.exitstatus = pytest.ExitCode.TESTS_FAILED
         if xdist and exitstatus == pytest.ExitCode.INTERRUPTED:

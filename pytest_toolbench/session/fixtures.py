@@ -28,7 +28,7 @@ from pytest_toolbench.exitcodes import ToolbenchExit
 from pytest_toolbench.models.base import ChatModel
 from pytest_toolbench.session.case_timing import timed_wait
 from pytest_toolbench.session.orphan import killed_with_controller, stop_orphaned_worker
-from pytest_toolbench.session.signals import worker_interrupts_held
+from pytest_toolbench.session.signals import interrupts_held
 from pytest_toolbench.session.sdk import sdk_link
 from pytest_toolbench.session.state import is_worker, record_sandbox_state, run_dir, state
 from pytest_toolbench.session.transport import FROM_RESULT_CACHE, RESULT_KEY
@@ -230,23 +230,22 @@ def case_result(case: Case) -> CaseResult:
         result = timed_wait(node, runtime.result, case)  # its test's time is the case's (case_timing.py)
         if stored_results is not None:
             stored_results.put(case, result)
-    node.stash[RESULT_KEY] = result
-    if runtime.worker_journal is None:
-        note_case_result(node.nodeid, case, result, result.model or runtime.model.name)
-    else:  # backstop for the report channel (plugin.py)
-        # A case failed only because the run's controller was killed (its SDK process went
-        # with it) is no infrastructure error but a case the killed run never finished: not
-        # recorded, and the orphaned worker stops (session/orphan.py).
-        if killed_with_controller(node.config, result):
-            stop_orphaned_worker()
-        # Its journal line and its Allure note, both or neither: a case whose result the run's
-        # end can read counts as run, so Allure must have its result (signals.py).
-        with worker_interrupts_held():
+    # A case failed only because the run's controller was killed (its SDK process went with
+    # it) is no infrastructure error but a case the killed run never finished: not recorded,
+    # and the orphaned worker stops (session/orphan.py).
+    if runtime.worker_journal is not None and killed_with_controller(node.config, result):
+        stop_orphaned_worker()
+    # The result where the run's end finds it (this item's stash, a worker's journal: the
+    # backstop for the report channel, plugin.py) and its Allure note, all or none: a case the
+    # run's end counts as run must have its Allure result (session/signals.py).
+    with interrupts_held(node.config):
+        node.stash[RESULT_KEY] = result
+        if runtime.worker_journal is not None:
             if line is not None:
                 runtime.worker_journal.append_json(line)
             else:
                 runtime.worker_journal.append(result)
-            note_case_result(node.nodeid, case, result, result.model or runtime.model.name)
+        note_case_result(node.nodeid, case, result, result.model or runtime.model.name)
     if result.outcome is Outcome.ERROR and result.error is not None:
         attach_case(result, result.model or runtime.model.name)  # shown with the failed setup
         # pytest prints the message raw (FAILED line, JUnit, Allure): an endpoint's or a tool's

@@ -335,6 +335,13 @@ def worker_interrupts_held() -> Iterator[None]:
             held[came[0]](came[0], None)
 
 
+def interrupts_held(config: pytest.Config) -> contextlib.AbstractContextManager[None]:
+    """Inside, a first signal waits for the block's end: the controller's (:meth:`Interrupts.
+    holding`; ``-n 0`` runs its cases there) or an xdist worker's (:func:`worker_interrupts_held`)."""
+    interrupts = interrupts_of(config)
+    return interrupts.holding() if interrupts is not None else worker_interrupts_held()
+
+
 def install_interrupts(config: pytest.Config) -> Interrupts | None:
     """Install the handler in the controller (main thread only); the previous handlers come
     back at the end of the session."""
