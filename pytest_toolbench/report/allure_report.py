@@ -277,7 +277,7 @@ def _cut_short(result: Any) -> bool:
     if result.labels:  # labelled (attach_case), then stopped before its teardown
         _finish_labelled(result)
         return False
-    known = _KNOWN_RESULTS.pop(_case_id_of(result), None)
+    known = _KNOWN_RESULTS.pop(_case_id_in(result.parameters), None)
     if known is None:
         result.file_pattern = _CUT_SHORT
         return True
@@ -288,11 +288,11 @@ def _cut_short(result: Any) -> bool:
     return False
 
 
-def _case_id_of(result: Any) -> str:
-    """The case id of an Allure test result's ``case`` parameter: ``Case(<id>)`` as a bare
-    result of allure-pytest's has it, or the id quoted (``represent``) once labelled; "" if
-    it has none."""
-    value = next((str(p.value) for p in result.parameters or [] if p.name == "case"), "")
+def _case_id_in(parameters: Sequence[Any] | None) -> str:
+    """The case id of Allure parameters' ``case`` (those of a test result): ``Case(<id>)`` as a
+    bare result of allure-pytest's has it, or the id quoted (``represent``) once labelled; ""
+    if there is none."""
+    value = next((str(p.value) for p in parameters or [] if p.name == "case"), "")
     if value.startswith("Case(") and value.endswith(")"):
         return value[len("Case("):-1]
     if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
@@ -308,7 +308,7 @@ def _finish_labelled(result: Any) -> None:
     from allure_commons.utils import host_tag, platform_label, thread_tag
 
     result.historyId = history_id(result.fullName, result.parameters or [])
-    known = _LABELLED.pop(_case_id_of(result), None)
+    known = _LABELLED.pop(_case_id_in(result.parameters), None)
     if known is not None:  # its test's status as the case's result gives it, not "passed"
         built = _case_result(*known)
         result.status, result.statusDetails = built.status, built.statusDetails
@@ -332,8 +332,8 @@ def history_id(full_name: str | None, parameters: Sequence[Any]) -> str:
     (``represent``); the dynamic ones (``model``) have no original value."""
     from allure_pytest.utils import get_history_id
 
-    original = {p.name: f"Case({str(p.value)[1:-1]})" for p in parameters
-                if p.name == "case" and not p.excluded}
+    case_id = _case_id_in([p for p in parameters if not p.excluded])
+    original = {"case": f"Case({case_id})"} if case_id else {}
     return get_history_id(full_name, parameters, original_values=original)
 
 
