@@ -321,6 +321,28 @@ def test_a_large_result_is_compressed_and_reads_back(tmp_path):
     assert hit is not None and hit.transcript == big.transcript
 
 
+def test_a_hit_a_signal_stops_before_its_report_is_journalled_as_a_hit(tmp_path, server,
+                                                                     monkeypatch):
+    """-n 0, a SIGTERM after a hit's test body and before the report that carries its result
+    (tests/signal_after_call.py): the run's end takes the result from the test's item, and it
+    counts as answered by the result cache, as its report would have said (it counted as
+    scored, and its journal line was dumped again)."""
+    # tests/ on the path in both runs (sys.path is in the run key), the plugin loaded by -p
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(REPO / "tests"),
+                                                                    os.environ.get("PYTHONPATH")])))
+    args = [*endpoint(server), "-n", "0", "--scenario", "direct"]
+    proc, first = run_suite(tmp_path, *args)
+    assert first is not None and from_cache(first) == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    proc, stopped = run_suite(tmp_path, *args, "-p", "signal_after_call")
+    assert stopped is not None, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert stopped["run"]["interrupted_by"] == "SIGTERM", proc.stdout[-3000:]
+    assert [c["case_id"] for c in stopped["cases"]] == [first["cases"][0]["case_id"]]
+    assert from_cache(stopped) == 1
+    assert "answered whole by the result cache" in " ".join(proc.stdout.split())
+    (line,) = journal_of(tmp_path, stopped)  # the stored result, its replies now cached
+    assert line == dict(journal_of(tmp_path, first)[0], cached_calls=line["model_calls"])
+
+
 def test_a_rerun_under_xdist_is_answered_by_any_worker(tmp_path, server):
     args = [*endpoint(server), "-n", "2"]
     proc, first = run_suite(tmp_path, *args)
