@@ -233,6 +233,10 @@ def _assert_allure_has_every_case(tmp_path: Path, missing: list[str], selected: 
         shapes.add((tuple(sorted(x["name"] for x in r["labels"] if x["name"] != "error_kind")),
                     tuple((p["name"], p.get("excluded")) for p in r["parameters"])))
     assert len(shapes) == 1  # a case never run has the labels and parameters of one that ran
+    # each names the run (its folder), whichever process wrote it: a worker, the controller's
+    # test or its end, a cut-short result completed
+    runs = {x["value"] for r in results for x in r["labels"] if x["name"] == "toolbench_run"}
+    assert len(runs) == 1 and (tmp_path / "runs" / runs.pop()).is_dir()
 
 
 def _journalled(runs: Path) -> int:

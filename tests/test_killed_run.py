@@ -242,10 +242,15 @@ def _case_of(result: dict) -> str:
 def _identity(result: dict) -> tuple:
     """What lines a result up with the same case's in other runs, and places it in the report
     (every label but the outcome's and the process's)."""
-    labels = sorted((x["name"], x["value"]) for x in result["labels"]
-                    if x["name"] not in ("toolbench_outcome", "error_kind", "thread", "host"))
+    labels = sorted((x["name"], x["value"]) for x in result["labels"] if x["name"]
+                    not in ("toolbench_outcome", "error_kind", "thread", "host", "toolbench_run"))
     return (result["name"], result["fullName"], result["historyId"], result["testCaseId"],
             tuple(labels), tuple((p["name"], p["value"], p.get("excluded")) for p in result["parameters"]))
+
+
+def _run_of(result: dict) -> str | None:
+    """The run a result names (its ``toolbench_run`` label), None if it names none."""
+    return next((x["value"] for x in result["labels"] if x["name"] == "toolbench_run"), None)
 
 
 def test_finish_alluredir_writes_a_not_run_result_for_each_case_the_killed_run_never_finished(
@@ -279,6 +284,8 @@ def test_finish_alluredir_writes_a_not_run_result_for_each_case_the_killed_run_n
     for r in written:
         assert r["status"] == "skipped" and r["statusDetails"]["message"] == message
         assert {"name": "toolbench_outcome", "value": "not run"} in r["labels"]
+        assert _run_of(r) == run_dir.name  # the killed run's, as its own results are
+    assert {_run_of(r) for r in _allure_results(alluredir) if r["uuid"] in before} == {run_dir.name}
 
     # the same cases in a whole run, into the same folder: the results line up case by case
     whole = tmp_path / "whole"
@@ -730,10 +737,17 @@ def test_finish_alluredir_writes_the_result_of_a_finished_case_the_kill_left_wit
     lost = with_file[0]  # the kill landed between its journal line and its result file
     before = json.loads(files[lost].read_text())
     files[lost].unlink()
+    # the folder is shared: a later run's result of the same case (same history id, started
+    # after the killed run's start) is not the killed run's, and does not hide its gap
+    later = dict(before, uuid="0" * 8 + "-later", start=before["start"] + 1,
+                 labels=[x for x in before["labels"] if x["name"] != "toolbench_run"]
+                 + [{"name": "toolbench_run", "value": "a-later-run"}])
+    (alluredir / "later-result.json").write_text(json.dumps(later))
 
     done = cli("finish", run_dir.name, "--runs-dir", str(tmp_path / "runs"),
                "--alluredir", str(alluredir))
     assert done.returncode == 0, done.stdout + done.stderr
+    (alluredir / "later-result.json").unlink()
     by_case: dict[str, list[dict]] = {}
     for r in _allure_results(alluredir):
         by_case.setdefault(_case_of(r), []).append(r)
@@ -741,6 +755,7 @@ def test_finish_alluredir_writes_the_result_of_a_finished_case_the_kill_left_wit
     assert all(len(rs) == 1 for rs in by_case.values()), \
         {c: len(rs) for c, rs in by_case.items() if len(rs) > 1}
     (back,) = by_case[lost]
+    assert _run_of(back) == _run_of(before) == run_dir.name
     expected = "passed" if results[lost].outcome is Outcome.PASSED else "failed"
     assert back["status"] == before["status"] == expected
     for key in ("historyId", "testCaseId", "fullName", "name"):

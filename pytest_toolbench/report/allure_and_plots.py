@@ -39,6 +39,16 @@ def configure_allure(config: pytest.Config) -> None:
                                       "toolbench-allure-html")
 
 
+def label_allure_results(config: pytest.Config, run_id: str) -> None:
+    """With ``--alluredir``, every result this process writes from now on names the run
+    (report/allure_report.py ``RUN_LABEL``): the controller once its run folder is made, each
+    xdist worker of that run."""
+    if config.getoption("--alluredir", None):
+        from pytest_toolbench.report.allure_report import label_run_results
+
+        label_run_results(run_id)
+
+
 def plots_dir(config: pytest.Config, json_path: Path | None, run_dir: Path) -> Path | None:
     if config.getoption("--no-plots", False):
         return None

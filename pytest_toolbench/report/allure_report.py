@@ -48,6 +48,10 @@ GOLD_KEYS = ("gold", "gold_answer", "expected", "gold_calls", "golden_calls", "g
 PREDICTION_KEYS = ("prediction", "model_answer", "final_answer", "predicted", "predicted_calls")
 #: Label that carries the case's outcome class for Allure categories.
 OUTCOME_LABEL = "toolbench_outcome"
+#: Label that names the run (its run folder's id) a result was written by: results of several
+#: runs share a results folder, and ``toolbench finish --alluredir`` tells a killed run's own
+#: results from another run's of the same case by it (:func:`history_ids_in`).
+RUN_LABEL = "toolbench_run"
 WRONG, PARSE, INFRA, PASSED = "wrong answer", "parse failure", "infrastructure error", "passed"
 
 
@@ -233,14 +237,21 @@ def _case_span(result: Any) -> tuple[int, int] | None:
 class ModelIdentity:
     """allure-commons hook, just before a result is written: put the model into ``testCaseId``
     (allure-pytest derives it from the node id alone), time the test by its case's own run
-    (start and stop), name parse failures in the status message and escape every text
-    (:func:`escape_fields`). Registered by :func:`register_allure_hooks` in every process that
-    writes results."""
+    (start and stop), name parse failures in the status message, label the result with its run
+    (:data:`RUN_LABEL`, where ``run_id`` is set: a process of a run that has a run folder) and
+    escape every text (:func:`escape_fields`). Registered by :func:`register_allure_hooks` in
+    every process that writes results."""
+
+    def __init__(self, run_id: str | None = None) -> None:
+        self.run_id = run_id
 
     @allure_commons.hookimpl(tryfirst=True)
     def report_result(self, result: Any) -> None:
         if _cut_short(result):
             return
+        if self.run_id and isinstance(result, allure_commons.model2.TestResult) and not any(
+                label.name == RUN_LABEL for label in result.labels):
+            result.labels.append(allure_commons.model2.Label(name=RUN_LABEL, value=self.run_id))
         span = _case_span(result)
         if span is not None:
             result.start, result.stop = span
@@ -361,7 +372,14 @@ def register_allure_hooks() -> None:
             allure_commons.plugin_manager.register(plugin)
 
 
+def label_run_results(run_id: str) -> None:
+    """Label each result this process writes from now on with ``run_id`` (:data:`RUN_LABEL`):
+    the run's controller once it has its run folder, each xdist worker of such a run."""
+    _IDENTITY.run_id = run_id
+
+
 def unregister_allure_hooks() -> None:
+    _IDENTITY.run_id = None  # a later session in this process (pytester's) is another run
     for plugin in (_IDENTITY, _REMOVER):
         if allure_commons.plugin_manager.is_registered(plugin):
             allure_commons.plugin_manager.unregister(plugin)
@@ -476,7 +494,7 @@ NOT_RUN = "not run"
 
 def write_not_run(nodes: Sequence[tuple[str, Case | None]], model: str, message: str, *,
                   tags: dict[str, list[str]] | None = None,
-                  alluredir: str | Path | None = None) -> int:
+                  alluredir: str | Path | None = None, run_id: str | None = None) -> int:
     """An Allure result for each selected node that never ran (an interrupted run's, or one
     stopped early), so that Allure counts every selected case, as JUnit does; the number written.
 
@@ -500,8 +518,9 @@ def write_not_run(nodes: Sequence[tuple[str, Case | None]], model: str, message:
     ``alluredir``: written there instead, without pytest (``toolbench finish --alluredir``, for
     a run killed outright: session/finish_cli.py), through :class:`ModelIdentity` and an
     allure-commons file logger of that folder alone, as allure-pytest's would have written
-    them; nothing is registered with allure-commons, so a pytest process that writes results
-    of its own (its ``--alluredir``) gets none of these."""
+    them, labelled with ``run_id`` (the killed run's); nothing is registered with
+    allure-commons, so a pytest process that writes results of its own (its ``--alluredir``)
+    gets none of these."""
     if not nodes or (alluredir is None and not allure_active()):
         return 0
     from allure_commons.utils import now
@@ -509,7 +528,7 @@ def write_not_run(nodes: Sequence[tuple[str, Case | None]], model: str, message:
     if alluredir is None:
         report = allure_commons.plugin_manager.hook.report_result
     else:
-        report = _folder_reporter(alluredir)[0]
+        report = _folder_reporter(alluredir, run_id)[0]
     stamp = now()
     for nodeid, case in nodes:
         result = _built_result(nodeid, case, model, NOT_RUN, "skipped", message,
@@ -519,24 +538,28 @@ def write_not_run(nodes: Sequence[tuple[str, Case | None]], model: str, message:
     return len(nodes)
 
 
-def _folder_reporter(alluredir: str | Path) -> tuple[Any, Any]:
+def _folder_reporter(alluredir: str | Path, run_id: str | None) -> tuple[Any, Any]:
     """(report(result=...), the file logger) writing results into ``alluredir`` alone, through
-    :class:`ModelIdentity`, as allure-pytest's logger would have; nothing registered."""
+    a :class:`ModelIdentity` of ``run_id`` (the run they are results of), as allure-pytest's
+    logger would have; nothing registered."""
     from allure_commons.logger import AllureFileLogger
 
     logger = AllureFileLogger(alluredir)
+    identity = ModelIdentity(run_id)
 
     def report(result: Any) -> None:
-        _IDENTITY.report_result(result)
+        identity.report_result(result)
         logger.report_result(result)
 
     return report, logger
 
 
-def history_ids_in(alluredir: str | Path, since_ms: int | None = None) -> set[str]:
-    """The ``historyId`` of each test result in ``alluredir`` (its ``*-result.json``), those
-    started before ``since_ms`` left out (another, earlier run's in a shared folder). The
-    history id is the key: it is what Allure itself counts a case once by (results sharing it
+def history_ids_in(alluredir: str | Path, run_id: str | None = None,
+                   since_ms: int | None = None) -> set[str]:
+    """The ``historyId`` of each test result in ``alluredir`` (its ``*-result.json``) that is
+    the run ``run_id``'s: labelled with it (:data:`RUN_LABEL`); a result with no run label (one
+    an older version wrote) counts unless it started before ``since_ms`` (an earlier run's in a
+    shared folder). The history id is the key: it is what Allure itself counts a case once by (results sharing it
     are retries of one), it names the case, its node and its model (two models' results in one
     folder are two), and every result of a case has it, allure-pytest's own, a completed
     cut-short one (:func:`_finish_labelled`) and those written here; the ``case`` parameter
@@ -550,17 +573,24 @@ def history_ids_in(alluredir: str | Path, since_ms: int | None = None) -> set[st
             continue
         if not isinstance(doc, dict) or not doc.get("historyId"):
             continue
+        labels = doc.get("labels")
+        run = next((label.get("value") for label in labels if isinstance(label, dict)
+                    and label.get("name") == RUN_LABEL), None) if isinstance(labels, list) else None
         start = doc.get("start")
-        if since_ms is not None and isinstance(start, (int, float)) and start < since_ms:
+        if run is not None:
+            if run_id is not None and run != run_id:  # another run's result of the same case
+                continue
+        elif since_ms is not None and isinstance(start, (int, float)) and start < since_ms:
             continue
         found.add(str(doc["historyId"]))
     return found
 
 
 def write_finished(cases: Sequence[tuple[str, Case | None, CaseResult]], model: str, *,
-                   alluredir: str | Path, since_ms: int | None = None) -> int:
+                   alluredir: str | Path, run_id: str | None = None,
+                   since_ms: int | None = None) -> int:
     """The full Allure result of each finished case (node id, its Case, its journalled result)
-    that ``alluredir`` holds no result of (:func:`history_ids_in`, from ``since_ms`` on), for a
+    that ``alluredir`` holds no result of the run ``run_id`` (:func:`history_ids_in`), for a
     run killed outright between a case's journal line and its result file (``toolbench finish
     --alluredir``, session/finish_cli.py): built as :func:`_cut_short` completes a result whose
     case is known (status, name, history id, test case id, parameters, labels), with the case's
@@ -569,8 +599,8 @@ def write_finished(cases: Sequence[tuple[str, Case | None, CaseResult]], model: 
     from allure_commons.model2 import Attachment
     from allure_commons.utils import now
 
-    have = history_ids_in(alluredir, since_ms)
-    report, logger = _folder_reporter(alluredir)
+    have = history_ids_in(alluredir, run_id, since_ms)
+    report, logger = _folder_reporter(alluredir, run_id)
     written = 0
     for nodeid, case, case_result in cases:
         result = _case_result(nodeid, case, case_result, case_result.model or model)

@@ -211,7 +211,7 @@ def _write_allure_not_run(alluredir: Path, done: FinishedRun) -> None:
     for note in notes:
         print(f"note: {safe_text(note)}")
     write_not_run(nodes, str(done.record.run.settings.model or ""), not_run_message(KILLED),
-                  alluredir=alluredir)
+                  alluredir=alluredir, run_id=done.record.run.run_id)
     _write_allure_finished(alluredir, done)
 
 
@@ -219,10 +219,11 @@ def _write_allure_finished(alluredir: Path, done: FinishedRun) -> None:
     """The full Allure result of each case the killed run finished (journalled) whose own
     result file the kill prevented: allure-pytest writes it at the test's end, after the case's
     journal line, and a SIGKILL in between left the case counted as run in the report but absent
-    from Allure. Only the folder's results started since the run's start count as its own (no
-    result carries the run's id); a later run's result of the same case in the folder counts
-    too. A case its data no longer holds is left out (a note says so): its node-named result
-    could not be matched to one already there."""
+    from Allure. Only the folder's results labelled with the run's id count as its own (another
+    run's result of the same case in a shared folder does not hide the gap); a result with no
+    run label, an older version's, counts if it started since the run's start. A case its data
+    no longer holds is left out (a note says so): its node-named result could not be matched
+    to one already there."""
     from pytest_toolbench.report.allure_report import write_finished
     from pytest_toolbench.results.safe_text import safe_text
     from pytest_toolbench.session.killed_run import cases_again
@@ -235,6 +236,7 @@ def _write_allure_finished(alluredir: Path, done: FinishedRun) -> None:
     written = write_finished([(nodeid, case, results[case.id]) for nodeid, case in nodes
                               if case is not None],
                              str(done.record.run.settings.model or ""), alluredir=alluredir,
+                             run_id=done.record.run.run_id,
                              since_ms=None if started is None else int(started * 1000))
     if written:
         print(f"Allure results written from the journal: {written} finished case(s) the kill "

@@ -29,6 +29,8 @@ from pytest_toolbench.session.state import (
 
 #: workerinput key: the controller's folder of parsed data files (benchmarks/parsed_files.py).
 PARSED_FILES_KEY = "toolbench_parsed_files"
+#: workerinput key: the worker's Allure results name the run (report/allure_report.py RUN_LABEL).
+LABEL_RESULTS_KEY = "toolbench_label_results"
 
 
 def register_markers(config: pytest.Config) -> None:
@@ -188,6 +190,9 @@ def validate_and_record(config: pytest.Config) -> None:
                      data_sources=[d.model_dump(mode="json") for d in st.data_sources],
                      version=__version__, suite_sizes=dict(st.suite_sizes),
                      pytest_args=redact_secret_args(config.invocation_params.args))
+        from pytest_toolbench.report.allure_and_plots import label_allure_results
+
+        label_allure_results(config, st.run_id)
 
 
 def stop_started_workers(config: pytest.Config) -> None:
@@ -219,21 +224,32 @@ def check_baseline_data(config: pytest.Config, selected: dict[str, Any]) -> None
 
 def worker_input(node: Any) -> None:
     """What an xdist worker is told at its start: the run's id, server, SDK process, whether
-    the controller reports the data's warnings (it loads the suites' data before any case), and
-    the data folder it resolved (session/data.py), and where the controller keeps the data files
-    it parsed."""
+    the controller reports the data's warnings (it loads the suites' data before any case),
+    whether its Allure results name the run, the data folder it resolved (session/data.py), and
+    where the controller keeps the data files it parsed."""
     from pytest_toolbench.servers.managed import server_info_for_worker
 
     st = state(node.config)
     node.workerinput["toolbench_run_id"] = st.run_id
     node.workerinput["toolbench_server"] = server_info_for_worker(st.server)
     node.workerinput["toolbench_sdk"] = sdk.sdk_address(node.config)
-    node.workerinput["toolbench_data_warned"] = bool(targeted_benchmarks(node.config))
+    targeted = bool(targeted_benchmarks(node.config))
+    node.workerinput["toolbench_data_warned"] = targeted
+    node.workerinput[LABEL_RESULTS_KEY] = targeted  # the run has a run folder to name
     node.workerinput[WORKER_KEY] = worker_data_dir(st.settings)
     from pytest_toolbench.benchmarks.parsed_files import shared_folder
 
     folder = shared_folder()
     node.workerinput[PARSED_FILES_KEY] = str(folder) if folder is not None else None
+
+
+def label_worker_results(config: pytest.Config) -> None:
+    """An xdist worker of a run with a run folder labels its Allure results with the run's id,
+    as the controller does its own once the folder is made (:func:`validate_and_record`)."""
+    if config.workerinput.get(LABEL_RESULTS_KEY):  # type: ignore[attr-defined]
+        from pytest_toolbench.report.allure_and_plots import label_allure_results
+
+        label_allure_results(config, state(config).run_id)
 
 
 def stop_run_processes(config: pytest.Config) -> None:
