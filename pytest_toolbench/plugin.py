@@ -140,6 +140,16 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     run_start.stop_run_processes(config)
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_keyboard_interrupt(excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+    """Before pytest's terminal reporter prints the interruption: every traceback entry given a
+    line number, which a signal at a line-less instruction leaves without (it crashed pytest's
+    report, exit 1: session/traceback_lines.py)."""
+    from pytest_toolbench.session.traceback_lines import number_traceback_lines
+
+    number_traceback_lines(excinfo)
+
+
 # --------------------------------------------------------------------------- collection
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     parametrize_cases(metafunc)
