@@ -187,6 +187,61 @@ def test_a_worker_killed_mid_case_is_an_infrastructure_error_that_fails_the_gate
     assert proc.stdout.strip().splitlines()[-1].startswith("gates FAILED (exit status 11 INFRA_ERRORS)")
 
 
+KILLED_AFTER_JOURNAL = """
+    import os, signal
+    from pytest_toolbench.results.journal import ResultJournal
+
+    _append, _append_json = ResultJournal.append, ResultJournal.append_json
+
+    def _then_killed(write):
+        def append(self, value):
+            write(self, value)
+            # the first worker to journal the case dies with SIGKILL before allure-pytest writes
+            # its result file (as a signal can leave it)
+            if os.environ.get("PYTEST_XDIST_WORKER") and %r in str(getattr(value, "case_id", value)):
+                try:
+                    fd = os.open(%r, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+                except FileExistsError:
+                    return
+                os.close(fd)
+                os.kill(os.getpid(), signal.SIGKILL)
+        return append
+
+    ResultJournal.append = _then_killed(_append)
+    ResultJournal.append_json = _then_killed(_append_json)
+"""
+
+
+@pytest.mark.parametrize("journalled", [True, False])
+def test_a_case_whose_worker_died_has_its_one_allure_result(tmp_path, journalled):
+    """A case whose worker died with its result journalled (the run counts it as run, from the
+    journal) or before (an infrastructure error stands in) had no Allure result: its worker
+    never wrote one, and the controller only writes those of cases never run. The run's end
+    writes it from the case's result, once."""
+    victim = _case_id(RECORDS[1])
+    plugin = KILLED_AFTER_JOURNAL if journalled else CRASH_PLUGIN
+    env = plugin_env(tmp_path, plugin % (victim, str(tmp_path / "killed-once")))
+    alluredir = tmp_path / "allure"
+    proc, report = _run(tmp_path, env, "-n", "2", "--alluredir", str(alluredir))
+    out = proc.stdout + proc.stderr
+    assert (tmp_path / "killed-once").exists(), out[-3000:]
+    assert report is not None and report["missing_cases"] == [], out[-3000:]
+    outcome = {c["case_id"]: c["outcome"] for c in report["cases"]}[victim]
+    assert outcome == ("passed" if journalled else "error")
+    results: dict[str, list[dict]] = {}
+    for path in alluredir.glob("*-result.json"):
+        doc = json.loads(path.read_text())
+        case = next(p["value"].strip("'") for p in doc["parameters"] if p["name"] == "case")
+        results.setdefault(case, []).append(doc)
+    assert sorted(results) == sorted(_case_id(r) for r in RECORDS), out[-3000:]
+    assert all(len(found) == 1 for found in results.values())
+    (written,) = results[victim]
+    assert written["status"] == ("passed" if journalled else "failed")
+    run = {x["value"] for found in results.values() for x in found[0]["labels"]
+           if x["name"] == "toolbench_run"}
+    assert run == {report["run"]["run_id"]}
+
+
 def test_a_lost_worker_leaves_its_remaining_cases_named_missing_and_the_run_incomplete(tmp_path):
     victim = _case_id(RECORDS[1])
     env = plugin_env(tmp_path, CRASH_PLUGIN % (victim, str(tmp_path / "killed-once")))

@@ -612,6 +612,9 @@ class ControllerHooks:
             self._write_output("Allure results of the cases never run",
                                self.config.getoption("--alluredir"),
                                lambda: self._write_allure_not_run(session))
+            self._write_output("Allure results of the cases their workers left without one",
+                               self.config.getoption("--alluredir"),
+                               self._write_allure_left_by_workers)
         if len(st.output_failures) > failed_before:  # a report could not be written
             self._note_output_failures(session, record)
             if not (folder / REPORT_NAME).is_file():
@@ -641,6 +644,32 @@ class ControllerHooks:
                 for item in getattr(session, "items", None) or () if item.nodeid in wanted}
         write_not_run(nodes, st.settings.model or "", not_run_message(st.interrupted_by),
                       tags=tags)
+
+    def _write_allure_left_by_workers(self) -> None:
+        """Under xdist, with --alluredir: the Allure result of each case the run counts as run
+        whose result did not come on its own test's report (read from its worker's journal,
+        :meth:`_crash_standins` included) and that the folder holds no result of this run for
+        (report/allure_report.py ``write_finished``, matched by history id and run label). Its
+        worker wrote none: it crashed, or a signal stopped it after the case's journal line and
+        before its result file (1 run in ~25 of an interrupted ``-n 2`` test, on a quiet
+        machine). Written after the interrupted run's wait for its workers
+        (``wait_for_workers_to_stop``): a worker still running past it may still write its own."""
+        st = self.st
+        if not is_xdist_controller(self.config):
+            return
+        wanted = {r.case_id for _, r in st.tracker.unreported(st.results)}
+        wanted.update(case_id for case_id in self._crashed if case_id in st.results)
+        if not wanted:
+            return
+        from pytest_toolbench.report.allure_report import write_finished
+
+        nodes = [(nodeid, case) for nodeid, case in st.tracker.expected.items()
+                 if case is not None and case.id in wanted]
+        whole = whole_cases([st.results[case.id] for _, case in nodes], run_dir_of(st))
+        write_finished([(nodeid, case, CaseResult.model_validate(result))
+                        for (nodeid, case), result in zip(nodes, whole)],
+                       st.settings.model or "", alluredir=self.config.getoption("--alluredir"),
+                       run_id=st.run_id)
 
     def _whole_cases(self) -> Iterator[dict[str, Any]]:
         """The record's cases whole, as JSON values, one at a time, for a report that holds them
