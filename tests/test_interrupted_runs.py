@@ -387,6 +387,24 @@ def test_a_case_stopped_after_its_test_body_in_one_process_is_run_once_with_its_
     assert sum(t.get("name", "").startswith("test_toolhop") for t in testcases) == SELECTED
 
 
+def test_a_case_stopped_after_its_report_was_made_in_one_process_is_run_once(tmp_path):
+    """In one process, a signal after the call report that carries a case's result was made and
+    before it was logged (tests/signal_after_report.py): the result counted as sent, so the
+    run's end named the case "not run" beside its own Allure result (19 results for 18
+    cases). The run's end takes every result its items still hold that it never received."""
+    with FakeOpenAIServer(delayed(0.2, reply("<answer>x</answer>"))) as server:
+        proc = _start(tmp_path, server, "-n", "0", "-p", "signal_after_report",
+                      "--alluredir", str(tmp_path / "allure"))
+        out, err = proc.communicate(timeout=180)
+    assert proc.returncode == ToolbenchExit.INTERRUPTED, out[-3000:] + err[-3000:]
+    report = json.loads((tmp_path / "report.json").read_text())
+    ran = [c["case_id"] for c in report["cases"]]
+    assert len(ran) == 1 and len(report["missing_cases"]) == SELECTED - 1
+    _assert_allure_has_every_case(tmp_path, report["missing_cases"], SELECTED)
+    suite, testcases = _junit(tmp_path)
+    assert sum(t.get("name", "").startswith("test_toolhop") for t in testcases) == SELECTED
+
+
 @pytest.mark.parametrize("workers", ["0", "2"])
 def test_a_ctrl_c_before_the_first_result_still_writes_every_report(tmp_path, workers):
     """Interrupted while every case waits on its first reply: no case to score, but each report

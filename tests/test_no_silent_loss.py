@@ -212,14 +212,36 @@ KILLED_AFTER_JOURNAL = """
 """
 
 
-@pytest.mark.parametrize("journalled", [True, False])
-def test_a_case_whose_worker_died_has_its_one_allure_result(tmp_path, journalled):
-    """A case whose worker died with its result journalled (the run counts it as run, from the
-    journal) or before (an infrastructure error stands in) had no Allure result: its worker
-    never wrote one, and the controller only writes those of cases never run. The run's end
-    writes it from the case's result, once."""
+KILLED_AFTER_REPORT = """
+    import os, signal
+    import pytest
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_runtest_logreport(report):
+        # the first worker to send the case's result dies with SIGKILL before allure-pytest
+        # writes its result file (after the test's teardown)
+        if (os.environ.get("PYTEST_XDIST_WORKER") and report.when == "call"
+                and report.nodeid.endswith("[%s]")):
+            try:
+                fd = os.open(%r, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+            except FileExistsError:
+                return
+            os.close(fd)
+            os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+@pytest.mark.parametrize("when", ["after its report", "after its journal line",
+                                  "before its journal line"])
+def test_a_case_whose_worker_died_has_its_one_allure_result(tmp_path, when):
+    """A case whose worker died after its result reached the controller, or with its result
+    journalled (the run counts it as run, from the journal), or before (an infrastructure error
+    stands in) had no Allure result: its worker never wrote one, and the controller only wrote
+    those of cases never run. The run's end writes it from the case's result, once."""
     victim = _case_id(RECORDS[1])
-    plugin = KILLED_AFTER_JOURNAL if journalled else CRASH_PLUGIN
+    plugin = {"after its report": KILLED_AFTER_REPORT, "after its journal line":
+              KILLED_AFTER_JOURNAL, "before its journal line": CRASH_PLUGIN}[when]
+    journalled = when != "before its journal line"
     env = plugin_env(tmp_path, plugin % (victim, str(tmp_path / "killed-once")))
     alluredir = tmp_path / "allure"
     proc, report = _run(tmp_path, env, "-n", "2", "--alluredir", str(alluredir))

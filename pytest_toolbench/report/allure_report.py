@@ -586,6 +586,29 @@ def history_ids_in(alluredir: str | Path, run_id: str | None = None,
     return found
 
 
+def case_ids_in(alluredir: str | Path, run_id: str) -> set[str]:
+    """The case id of each test result in ``alluredir`` that the run ``run_id`` wrote (labelled
+    with it, :data:`RUN_LABEL`): which of a run's cases the folder holds a result of, read
+    without building any case's result. A file that cannot be read counts for nothing."""
+    found: set[str] = set()
+    for path in Path(alluredir).glob("*-result.json"):
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if not isinstance(doc, dict) or not isinstance(doc.get("labels"), list):
+            continue
+        if not any(isinstance(label, dict) and label.get("name") == RUN_LABEL
+                   and label.get("value") == run_id for label in doc["labels"]):
+            continue
+        parameters = [allure_commons.model2.Parameter(name=p.get("name"), value=p.get("value"))
+                      for p in doc.get("parameters") or [] if isinstance(p, dict)]
+        case_id = _case_id_in(parameters)
+        if case_id:
+            found.add(case_id)
+    return found
+
+
 def write_finished(cases: Sequence[tuple[str, Case | None, CaseResult]], model: str, *,
                    alluredir: str | Path, run_id: str | None = None,
                    since_ms: int | None = None) -> int:

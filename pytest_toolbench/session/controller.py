@@ -107,6 +107,7 @@ class ControllerHooks:
         self._cases_by_id: dict[str, Case] | None = None  # xdist: node parameter id -> case
         self._selection_kept = False  # (:meth:`_keep_selection`)
         self._crashed: dict[str, tuple[Case, str]] = {}  # case id -> (case, xdist's crash text)
+        self._worker_crashed = False  # any worker, whether or not its case had a result
         self._stopping = False  # an output failure has stopped the run
         #: Under xdist, -x/--maxfail stopped the run (:meth:`_maxfail_stop`), not a signal.
         self._stopped_at_maxfail = False
@@ -279,8 +280,9 @@ class ControllerHooks:
         have carried it (session/transport.py ``attach_result``)."""
         for item in session.items:
             result = item.stash.get(RESULT_KEY, None)
-            if (result is not None and not item.stash.get(SENT_KEY, False)
-                    and result.case_id not in self.st.results):
+            # (sent or not: a signal between the report that carries it and its logreport
+            # left it marked sent, never received; named "not run" beside its own Allure result)
+            if result is not None and result.case_id not in self.st.results:
                 item.stash[SENT_KEY] = True
                 text = item.stash.get(FROM_RESULT_CACHE, None)
                 self._add_result(None, result, text)
@@ -308,6 +310,8 @@ class ControllerHooks:
         from pytest_toolbench.session.case_tracker import crash_message
 
         message = crash_message(report)
+        if message is not None:  # its Allure result may be unwritten (_write_allure_left_by_workers)
+            self._worker_crashed = True
         case = self.st.tracker.case_of(report.nodeid) if message is not None else None
         if message is None or case is None or case.id in self.st.results:
             return False
@@ -646,30 +650,31 @@ class ControllerHooks:
                       tags=tags)
 
     def _write_allure_left_by_workers(self) -> None:
-        """Under xdist, with --alluredir: the Allure result of each case the run counts as run
-        whose result did not come on its own test's report (read from its worker's journal,
-        :meth:`_crash_standins` included) and that the folder holds no result of this run for
-        (report/allure_report.py ``write_finished``, matched by history id and run label). Its
-        worker wrote none: it crashed, or a signal stopped it after the case's journal line and
-        before its result file (1 run in ~25 of an interrupted ``-n 2`` test, on a quiet
-        machine). Written after the interrupted run's wait for its workers
-        (``wait_for_workers_to_stop``): a worker still running past it may still write its own."""
+        """Under xdist, with --alluredir, in a run interrupted or with a worker crashed or a
+        result recovered from a worker's journal: the Allure result of each case the run counts
+        as run (:meth:`_crash_standins` included) that the folder holds no result of this run
+        for (report/allure_report.py ``case_ids_in``, ``write_finished``). Its worker wrote none:
+        it crashed, or a signal stopped it between the case's journal line or report and its
+        result file (1 run in ~4 to ~25 of an interrupted ``-n 2`` test on this machine).
+        Written after the interrupted run's wait for its workers (``wait_for_workers_to_stop``):
+        a worker still running past it may still write its own."""
         st = self.st
-        if not is_xdist_controller(self.config):
-            return
-        wanted = {r.case_id for _, r in st.tracker.unreported(st.results)}
-        wanted.update(case_id for case_id in self._crashed if case_id in st.results)
+        if not is_xdist_controller(self.config) or not (
+                st.interrupted_by is not None or self._worker_crashed or st.recovered):
+            return  # every worker ran each of its cases to its end
+        from pytest_toolbench.report.allure_report import case_ids_in, write_finished
+
+        alluredir = self.config.getoption("--alluredir")
+        wanted = set(st.results) - case_ids_in(alluredir, st.run_id)
         if not wanted:
             return
-        from pytest_toolbench.report.allure_report import write_finished
 
         nodes = [(nodeid, case) for nodeid, case in st.tracker.expected.items()
                  if case is not None and case.id in wanted]
         whole = whole_cases([st.results[case.id] for _, case in nodes], run_dir_of(st))
         write_finished([(nodeid, case, CaseResult.model_validate(result))
                         for (nodeid, case), result in zip(nodes, whole)],
-                       st.settings.model or "", alluredir=self.config.getoption("--alluredir"),
-                       run_id=st.run_id)
+                       st.settings.model or "", alluredir=alluredir, run_id=st.run_id)
 
     def _whole_cases(self) -> Iterator[dict[str, Any]]:
         """The record's cases whole, as JSON values, one at a time, for a report that holds them
