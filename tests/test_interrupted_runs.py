@@ -405,6 +405,24 @@ def test_a_case_stopped_after_its_report_was_made_in_one_process_is_run_once(tmp
     assert sum(t.get("name", "").startswith("test_toolhop") for t in testcases) == SELECTED
 
 
+def test_a_case_stopped_while_allure_writes_its_result_gets_it_from_the_runs_end(tmp_path):
+    """In one process, a signal inside allure-commons' writing of a case's result
+    (tests/signal_in_allure_write.py): the case ran and is in the run's record, its Allure
+    result file was never written (17 results for 18 cases). The interrupted run's end writes
+    it from the case's result."""
+    with FakeOpenAIServer(delayed(0.2, reply("<answer>x</answer>"))) as server:
+        proc = _start(tmp_path, server, "-n", "0", "-p", "signal_in_allure_write",
+                      "--alluredir", str(tmp_path / "allure"))
+        out, err = proc.communicate(timeout=180)
+    assert proc.returncode == ToolbenchExit.INTERRUPTED, out[-3000:] + err[-3000:]
+    report = json.loads((tmp_path / "report.json").read_text())
+    ran = [c["case_id"] for c in report["cases"]]
+    assert len(ran) == 1 and len(report["missing_cases"]) == SELECTED - 1
+    _assert_allure_has_every_case(tmp_path, report["missing_cases"], SELECTED)
+    (first,) = [r for r in _allure(tmp_path) if _case_of(r) == ran[0]]
+    assert first["status"] == "failed", first  # a wrong answer ("x")
+
+
 @pytest.mark.parametrize("workers", ["0", "2"])
 def test_a_ctrl_c_before_the_first_result_still_writes_every_report(tmp_path, workers):
     """Interrupted while every case waits on its first reply: no case to score, but each report

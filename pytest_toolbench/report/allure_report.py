@@ -20,7 +20,7 @@ import json
 import time
 import uuid
 from pathlib import Path
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import allure
@@ -554,29 +554,40 @@ def _folder_reporter(alluredir: str | Path, run_id: str | None) -> tuple[Any, An
     return report, logger
 
 
-def history_ids_in(alluredir: str | Path, run_id: str | None = None,
-                   since_ms: int | None = None) -> set[str]:
-    """The ``historyId`` of each test result in ``alluredir`` (its ``*-result.json``) that is
-    the run ``run_id``'s: labelled with it (:data:`RUN_LABEL`); a result with no run label (one
-    an older version wrote) counts unless it started before ``since_ms`` (an earlier run's in a
-    shared folder). The history id is the key: it is what Allure itself counts a case once by (results sharing it
-    are retries of one), it names the case, its node and its model (two models' results in one
-    folder are two), and every result of a case has it, allure-pytest's own, a completed
-    cut-short one (:func:`_finish_labelled`) and those written here; the ``case`` parameter
-    alone would match another model's result, and ``testCaseId`` leaves the parameters out. A
-    file that cannot be read counts for nothing."""
-    found: set[str] = set()
+def _result_docs(alluredir: str | Path) -> Iterator[dict[str, Any]]:
+    """Each test result in ``alluredir`` (its ``*-result.json``) as JSON; a file that cannot be
+    read, or is no result, counts for nothing."""
     for path in Path(alluredir).glob("*-result.json"):
         try:
             doc = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
-        if not isinstance(doc, dict) or not doc.get("historyId"):
+        if isinstance(doc, dict):
+            yield doc
+
+
+def _run_of(doc: dict[str, Any]) -> Any:
+    """The run a result's JSON names (:data:`RUN_LABEL`), None if it names none."""
+    labels = doc.get("labels")
+    return next((label.get("value") for label in labels if isinstance(label, dict)
+                 and label.get("name") == RUN_LABEL), None) if isinstance(labels, list) else None
+
+
+def history_ids_in(alluredir: str | Path, run_id: str | None = None,
+                   since_ms: int | None = None) -> set[str]:
+    """The ``historyId`` of each test result in ``alluredir`` that is the run ``run_id``'s:
+    labelled with it (:data:`RUN_LABEL`); a result with no run label (one an older version
+    wrote) counts unless it started before ``since_ms`` (an earlier run's in a shared folder).
+    The history id is the key: it is what Allure itself counts a case once by (results sharing
+    it are retries of one), it names the case, its node and its model (two models' results in
+    one folder are two), and every result of a case has it, allure-pytest's own, a completed
+    cut-short one (:func:`_finish_labelled`) and those written here; the ``case`` parameter
+    alone would match another model's result, and ``testCaseId`` leaves the parameters out."""
+    found: set[str] = set()
+    for doc in _result_docs(alluredir):
+        if not doc.get("historyId"):
             continue
-        labels = doc.get("labels")
-        run = next((label.get("value") for label in labels if isinstance(label, dict)
-                    and label.get("name") == RUN_LABEL), None) if isinstance(labels, list) else None
-        start = doc.get("start")
+        run, start = _run_of(doc), doc.get("start")
         if run is not None:
             if run_id is not None and run != run_id:  # another run's result of the same case
                 continue
@@ -589,17 +600,10 @@ def history_ids_in(alluredir: str | Path, run_id: str | None = None,
 def case_ids_in(alluredir: str | Path, run_id: str) -> set[str]:
     """The case id of each test result in ``alluredir`` that the run ``run_id`` wrote (labelled
     with it, :data:`RUN_LABEL`): which of a run's cases the folder holds a result of, read
-    without building any case's result. A file that cannot be read counts for nothing."""
+    without building any case's result."""
     found: set[str] = set()
-    for path in Path(alluredir).glob("*-result.json"):
-        try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        if not isinstance(doc, dict) or not isinstance(doc.get("labels"), list):
-            continue
-        if not any(isinstance(label, dict) and label.get("name") == RUN_LABEL
-                   and label.get("value") == run_id for label in doc["labels"]):
+    for doc in _result_docs(alluredir):
+        if _run_of(doc) != run_id:
             continue
         parameters = [allure_commons.model2.Parameter(name=p.get("name"), value=p.get("value"))
                       for p in doc.get("parameters") or [] if isinstance(p, dict)]

@@ -310,7 +310,7 @@ class ControllerHooks:
         from pytest_toolbench.session.case_tracker import crash_message
 
         message = crash_message(report)
-        if message is not None:  # its Allure result may be unwritten (_write_allure_left_by_workers)
+        if message is not None:  # its Allure result may be unwritten (_write_allure_left_unwritten)
             self._worker_crashed = True
         case = self.st.tracker.case_of(report.nodeid) if message is not None else None
         if message is None or case is None or case.id in self.st.results:
@@ -618,7 +618,7 @@ class ControllerHooks:
                                lambda: self._write_allure_not_run(session))
             self._write_output("Allure results of the cases their workers left without one",
                                self.config.getoption("--alluredir"),
-                               self._write_allure_left_by_workers)
+                               self._write_allure_left_unwritten)
         if len(st.output_failures) > failed_before:  # a report could not be written
             self._note_output_failures(session, record)
             if not (folder / REPORT_NAME).is_file():
@@ -649,26 +649,25 @@ class ControllerHooks:
         write_not_run(nodes, st.settings.model or "", not_run_message(st.interrupted_by),
                       tags=tags)
 
-    def _write_allure_left_by_workers(self) -> None:
-        """Under xdist, with --alluredir, in a run interrupted or with a worker crashed or a
+    def _write_allure_left_unwritten(self) -> None:
+        """With --alluredir, in a run interrupted, or under xdist with a worker crashed or a
         result recovered from a worker's journal: the Allure result of each case the run counts
         as run (:meth:`_crash_standins` included) that the folder holds no result of this run
-        for (report/allure_report.py ``case_ids_in``, ``write_finished``). Its worker wrote none:
-        it crashed, or a signal stopped it between the case's journal line or report and its
-        result file (1 run in ~4 to ~25 of an interrupted ``-n 2`` test on this machine).
-        Written after the interrupted run's wait for its workers (``wait_for_workers_to_stop``):
-        a worker still running past it may still write its own."""
+        for (report/allure_report.py ``case_ids_in``, ``write_finished``). None was written: the
+        case's worker crashed, or a signal stopped the process that ran it between the case's
+        journal line or report and allure-pytest's result file, or inside allure-pytest's own
+        writing (1 run in ~4 to ~25 of an interrupted test, ``-n 0`` and ``-n 2``, on this
+        machine). Under xdist, written after the interrupted run's wait for its workers
+        (``wait_for_workers_to_stop``): a worker still running past it may still write its own."""
         st = self.st
-        if not is_xdist_controller(self.config) or not (
-                st.interrupted_by is not None or self._worker_crashed or st.recovered):
-            return  # every worker ran each of its cases to its end
+        if not (st.interrupted_by is not None or self._worker_crashed or st.recovered):
+            return  # every case ran to its test's end, where allure-pytest wrote its result
         from pytest_toolbench.report.allure_report import case_ids_in, write_finished
 
         alluredir = self.config.getoption("--alluredir")
         wanted = set(st.results) - case_ids_in(alluredir, st.run_id)
         if not wanted:
             return
-
         nodes = [(nodeid, case) for nodeid, case in st.tracker.expected.items()
                  if case is not None and case.id in wanted]
         whole = whole_cases([st.results[case.id] for _, case in nodes], run_dir_of(st))
