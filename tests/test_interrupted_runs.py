@@ -423,6 +423,21 @@ def test_a_case_stopped_while_allure_writes_its_result_gets_it_from_the_runs_end
     assert first["status"] == "failed", first  # a wrong answer ("x")
 
 
+def test_a_case_stopped_while_its_allure_result_is_labelled_keeps_its_identity(tmp_path):
+    """A signal inside attach_case (tests/signal_in_attach.py) left a result with its labels and
+    model set and its ``case`` parameter not yet its id; the run's end completed it with a
+    history id of its own, so the case's history did not line up across runs. attach_case runs
+    with the signal held: the result is labelled whole."""
+    with FakeOpenAIServer(delayed(0.2, reply("<answer>x</answer>"))) as server:
+        proc = _start(tmp_path, server, "-n", "0", "-p", "signal_in_attach",
+                      "--alluredir", str(tmp_path / "allure"))
+        out, err = proc.communicate(timeout=180)
+    assert proc.returncode == ToolbenchExit.INTERRUPTED, out[-3000:] + err[-3000:]
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert len(report["cases"]) == 1
+    _assert_allure_has_every_case(tmp_path, report["missing_cases"], SELECTED)
+
+
 @pytest.mark.parametrize("workers", ["0", "2"])
 def test_a_ctrl_c_before_the_first_result_still_writes_every_report(tmp_path, workers):
     """Interrupted while every case waits on its first reply: no case to score, but each report

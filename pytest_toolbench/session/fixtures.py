@@ -247,7 +247,8 @@ def case_result(case: Case) -> CaseResult:
                 runtime.worker_journal.append(result)
         note_case_result(node.nodeid, case, result, result.model or runtime.model.name)
     if result.outcome is Outcome.ERROR and result.error is not None:
-        attach_case(result, result.model or runtime.model.name)  # shown with the failed setup
+        with interrupts_held(node.config):  # labelled whole (assert_case_passed)
+            attach_case(result, result.model or runtime.model.name)  # shown with the failed setup
         # pytest prints the message raw (FAILED line, JUnit, Allure): an endpoint's or a tool's
         # text is escaped so it cannot drive the terminal.
         pytest.fail(not_scored_text(result.error.kind, result.error.message), pytrace=False)
@@ -266,8 +267,17 @@ def _fixture_request(item: pytest.Item) -> pytest.FixtureRequest:
 
 def assert_case_passed(result: CaseResult) -> None:
     """Report the case to Allure (inside the test body, so attachments land on the test), then
-    fail a wrong answer with the case's short message, not a traceback."""
-    attach_case(result, result.model)
+    fail a wrong answer with the case's short message, not a traceback.
+
+    Labelled whole or not at all: a signal inside attach_case left a result with some labels
+    and parameters set, which the run's end completed with a history id of its own (the
+    ``case`` parameter not yet its id): the case's history would not line up across runs."""
+    node = current_item()
+    if node is None:
+        attach_case(result, result.model)
+    else:
+        with interrupts_held(node.config):
+            attach_case(result, result.model)
     if result.outcome is not Outcome.PASSED:
         # The message quotes the question, the gold and the model's answer (which may repeat a
         # tool's error): escaped, since pytest prints it raw on its FAILED line.
