@@ -438,6 +438,21 @@ def test_a_case_stopped_while_its_allure_result_is_labelled_keeps_its_identity(t
     _assert_allure_has_every_case(tmp_path, report["missing_cases"], SELECTED)
 
 
+def test_a_case_stopped_inside_allure_pytests_teardown_gets_the_labels_it_left_out(tmp_path):
+    """A signal inside allure-pytest's teardown of a test (tests/signal_in_allure_teardown.py),
+    after its history id and before the run's labels it adds last: the result was written
+    without host, thread, framework, language and package (unlike every other result). Such a
+    result is completed."""
+    with FakeOpenAIServer(delayed(0.2, reply("<answer>x</answer>"))) as server:
+        proc = _start(tmp_path, server, "-n", "0", "-p", "signal_in_allure_teardown",
+                      "--alluredir", str(tmp_path / "allure"))
+        out, err = proc.communicate(timeout=180)
+    assert proc.returncode == ToolbenchExit.INTERRUPTED, out[-3000:] + err[-3000:]
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert len(report["cases"]) == 1
+    _assert_allure_has_every_case(tmp_path, report["missing_cases"], SELECTED)
+
+
 @pytest.mark.parametrize("workers", ["0", "2"])
 def test_a_ctrl_c_before_the_first_result_still_writes_every_report(tmp_path, workers):
     """Interrupted while every case waits on its first reply: no case to score, but each report

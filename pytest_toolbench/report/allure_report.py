@@ -282,8 +282,16 @@ def _cut_short(result: Any) -> bool:
     selection plus one. True (dropped: written under a name Allure does not read, allure-commons'
     file logger names a file by the item's ``file_pattern``, and removed just after by
     :class:`CutShortRemover`) unless the case's result is known here (:func:`note_case_result`):
-    then it is completed from that result, as the run's end counts the case as run."""
-    if not isinstance(result, allure_commons.model2.TestResult) or result.historyId:
+    then it is completed from that result, as the run's end counts the case as run. A result a
+    signal stopped inside allure-pytest's teardown, its history id set and its run labels half
+    added, gets the rest (:func:`_finish_labelled`)."""
+    if not isinstance(result, allure_commons.model2.TestResult):
+        return False
+    if result.historyId:
+        # stopped inside allure-pytest's own teardown, after the history id and before the
+        # run's labels it adds last ("package" the last): half of them missing
+        if result.labels and not any(label.name == "package" for label in result.labels):
+            _finish_labelled(result)
         return False
     if result.labels:  # labelled (attach_case), then stopped before its teardown
         _finish_labelled(result)
