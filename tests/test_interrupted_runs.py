@@ -366,14 +366,33 @@ def test_a_worker_stopped_inside_its_journal_append_leaves_the_case_its_allure_r
     _assert_allure_has_every_case(tmp_path, report["missing_cases"], SELECTED)
 
 
-def test_a_case_stopped_after_its_test_body_in_one_process_is_run_once_with_its_status(tmp_path):
-    """In one process a case's result travels on its test's call report; a signal after the
-    test body (its Allure labels set, its verdict raised) and before that report left the case
-    named as never run, with a "not run" Allure result beside the one allure-pytest closed for
-    its test, which said "passed" whatever the case's outcome. The case ran: the run's end
-    takes its result from the test's item, and Allure's one result has the case's status."""
+#: Test plugins (tests/<name>.py) that send the run a SIGTERM at one point of its first case's
+#: end, in one process (-n 0), and what that signal did there before it was guarded against.
+STOPPED_AT = {
+    # after the test body (labels set, verdict raised), before the report carrying the result:
+    # the case was named never run beside allure-pytest's result, which said "passed"
+    "signal_after_call": "named not run, its Allure result passed whatever its outcome",
+    # after that report was made (the result on it, marked sent), before it was logged: the
+    # result never reached the run's end, which named the case "not run" beside its result
+    "signal_after_report": "named not run beside its own Allure result (19 for 18)",
+    # inside allure-commons' hand-over of the result to its file logger: no result file
+    "signal_in_allure_write": "no Allure result (17 for 18)",
+    # inside attach_case, labels set, the case parameter not yet the id: a history id unlike
+    # the case's in every other run
+    "signal_in_attach": "a history id of its own",
+    # inside allure-pytest's teardown, after the history id, before the run's labels
+    "signal_in_allure_teardown": "no host, thread, framework, language, package or tag label",
+}
+
+
+@pytest.mark.parametrize("plugin", sorted(STOPPED_AT))
+def test_a_case_a_signal_stops_at_its_end_in_one_process_is_run_once_with_its_result(
+        tmp_path, plugin):
+    """Wherever the signal lands in the first case's end (:data:`STOPPED_AT`), the case ran:
+    the run counts it once, and Allure has its one result, with the case's status and the
+    identity and labels of the case's result in any other run."""
     with FakeOpenAIServer(delayed(0.2, reply("<answer>x</answer>"))) as server:
-        proc = _start(tmp_path, server, "-n", "0", "-p", "signal_after_call",
+        proc = _start(tmp_path, server, "-n", "0", "-p", plugin,
                       "--alluredir", str(tmp_path / "allure"))
         out, err = proc.communicate(timeout=180)
     assert proc.returncode == ToolbenchExit.INTERRUPTED, out[-3000:] + err[-3000:]
@@ -385,72 +404,6 @@ def test_a_case_stopped_after_its_test_body_in_one_process_is_run_once_with_its_
     assert first["status"] == "failed", first  # a wrong answer ("x")
     suite, testcases = _junit(tmp_path)
     assert sum(t.get("name", "").startswith("test_toolhop") for t in testcases) == SELECTED
-
-
-def test_a_case_stopped_after_its_report_was_made_in_one_process_is_run_once(tmp_path):
-    """In one process, a signal after the call report that carries a case's result was made and
-    before it was logged (tests/signal_after_report.py): the result counted as sent, so the
-    run's end named the case "not run" beside its own Allure result (19 results for 18
-    cases). The run's end takes every result its items still hold that it never received."""
-    with FakeOpenAIServer(delayed(0.2, reply("<answer>x</answer>"))) as server:
-        proc = _start(tmp_path, server, "-n", "0", "-p", "signal_after_report",
-                      "--alluredir", str(tmp_path / "allure"))
-        out, err = proc.communicate(timeout=180)
-    assert proc.returncode == ToolbenchExit.INTERRUPTED, out[-3000:] + err[-3000:]
-    report = json.loads((tmp_path / "report.json").read_text())
-    ran = [c["case_id"] for c in report["cases"]]
-    assert len(ran) == 1 and len(report["missing_cases"]) == SELECTED - 1
-    _assert_allure_has_every_case(tmp_path, report["missing_cases"], SELECTED)
-    suite, testcases = _junit(tmp_path)
-    assert sum(t.get("name", "").startswith("test_toolhop") for t in testcases) == SELECTED
-
-
-def test_a_case_stopped_while_allure_writes_its_result_gets_it_from_the_runs_end(tmp_path):
-    """In one process, a signal inside allure-commons' writing of a case's result
-    (tests/signal_in_allure_write.py): the case ran and is in the run's record, its Allure
-    result file was never written (17 results for 18 cases). The interrupted run's end writes
-    it from the case's result."""
-    with FakeOpenAIServer(delayed(0.2, reply("<answer>x</answer>"))) as server:
-        proc = _start(tmp_path, server, "-n", "0", "-p", "signal_in_allure_write",
-                      "--alluredir", str(tmp_path / "allure"))
-        out, err = proc.communicate(timeout=180)
-    assert proc.returncode == ToolbenchExit.INTERRUPTED, out[-3000:] + err[-3000:]
-    report = json.loads((tmp_path / "report.json").read_text())
-    ran = [c["case_id"] for c in report["cases"]]
-    assert len(ran) == 1 and len(report["missing_cases"]) == SELECTED - 1
-    _assert_allure_has_every_case(tmp_path, report["missing_cases"], SELECTED)
-    (first,) = [r for r in _allure(tmp_path) if _case_of(r) == ran[0]]
-    assert first["status"] == "failed", first  # a wrong answer ("x")
-
-
-def test_a_case_stopped_while_its_allure_result_is_labelled_keeps_its_identity(tmp_path):
-    """A signal inside attach_case (tests/signal_in_attach.py) left a result with its labels and
-    model set and its ``case`` parameter not yet its id; the run's end completed it with a
-    history id of its own, so the case's history did not line up across runs. attach_case runs
-    with the signal held: the result is labelled whole."""
-    with FakeOpenAIServer(delayed(0.2, reply("<answer>x</answer>"))) as server:
-        proc = _start(tmp_path, server, "-n", "0", "-p", "signal_in_attach",
-                      "--alluredir", str(tmp_path / "allure"))
-        out, err = proc.communicate(timeout=180)
-    assert proc.returncode == ToolbenchExit.INTERRUPTED, out[-3000:] + err[-3000:]
-    report = json.loads((tmp_path / "report.json").read_text())
-    assert len(report["cases"]) == 1
-    _assert_allure_has_every_case(tmp_path, report["missing_cases"], SELECTED)
-
-
-def test_a_case_stopped_inside_allure_pytests_teardown_gets_the_labels_it_left_out(tmp_path):
-    """A signal inside allure-pytest's teardown of a test (tests/signal_in_allure_teardown.py),
-    after its history id and before the run's labels it adds last: the result was written
-    without host, thread, framework, language and package (unlike every other result). Such a
-    result is completed."""
-    with FakeOpenAIServer(delayed(0.2, reply("<answer>x</answer>"))) as server:
-        proc = _start(tmp_path, server, "-n", "0", "-p", "signal_in_allure_teardown",
-                      "--alluredir", str(tmp_path / "allure"))
-        out, err = proc.communicate(timeout=180)
-    assert proc.returncode == ToolbenchExit.INTERRUPTED, out[-3000:] + err[-3000:]
-    report = json.loads((tmp_path / "report.json").read_text())
-    assert len(report["cases"]) == 1
-    _assert_allure_has_every_case(tmp_path, report["missing_cases"], SELECTED)
 
 
 @pytest.mark.parametrize("workers", ["0", "2"])

@@ -152,21 +152,29 @@ def _case_id(record: dict) -> str:
     return f"toolhop-{record['id']}-direct"
 
 
-CRASH_PLUGIN = """
+#: Plugin code (each plugin below starts with it): ``killed_once(marker)`` SIGKILLs the first
+#: xdist worker to call it, as if the OOM killer took it (the marker file says it happened).
+KILLED_ONCE = """
     import os, signal
     import pytest
 
+    def killed_once(marker):
+        if not os.environ.get("PYTEST_XDIST_WORKER"):
+            return
+        try:
+            fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        except FileExistsError:
+            return
+        os.close(fd)
+        os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+CRASH_PLUGIN = KILLED_ONCE + """
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(item):
-        # the first worker to reach the case dies with SIGKILL, as if the OOM killer took it
         # while the case waited on its model (before the case fixture journalled a result)
-        if os.environ.get("PYTEST_XDIST_WORKER") and item.nodeid.endswith("[%s]"):
-            try:
-                fd = os.open(%r, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-            except FileExistsError:
-                return
-            os.close(fd)
-            os.kill(os.getpid(), signal.SIGKILL)
+        if item.nodeid.endswith("[%s]"):
+            killed_once(%r)
 """
 
 
@@ -187,8 +195,7 @@ def test_a_worker_killed_mid_case_is_an_infrastructure_error_that_fails_the_gate
     assert proc.stdout.strip().splitlines()[-1].startswith("gates FAILED (exit status 11 INFRA_ERRORS)")
 
 
-KILLED_AFTER_JOURNAL = """
-    import os, signal
+KILLED_AFTER_JOURNAL = KILLED_ONCE + """
     from pytest_toolbench.results.journal import ResultJournal
 
     _append, _append_json = ResultJournal.append, ResultJournal.append_json
@@ -196,15 +203,9 @@ KILLED_AFTER_JOURNAL = """
     def _then_killed(write):
         def append(self, value):
             write(self, value)
-            # the first worker to journal the case dies with SIGKILL before allure-pytest writes
-            # its result file (as a signal can leave it)
-            if os.environ.get("PYTEST_XDIST_WORKER") and %r in str(getattr(value, "case_id", value)):
-                try:
-                    fd = os.open(%r, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-                except FileExistsError:
-                    return
-                os.close(fd)
-                os.kill(os.getpid(), signal.SIGKILL)
+            # before allure-pytest writes the case's result file (as a signal can leave it)
+            if %r in str(getattr(value, "case_id", value)):
+                killed_once(%r)
         return append
 
     ResultJournal.append = _then_killed(_append)
@@ -212,22 +213,12 @@ KILLED_AFTER_JOURNAL = """
 """
 
 
-KILLED_AFTER_REPORT = """
-    import os, signal
-    import pytest
-
+KILLED_AFTER_REPORT = KILLED_ONCE + """
     @pytest.hookimpl(trylast=True)
     def pytest_runtest_logreport(report):
-        # the first worker to send the case's result dies with SIGKILL before allure-pytest
-        # writes its result file (after the test's teardown)
-        if (os.environ.get("PYTEST_XDIST_WORKER") and report.when == "call"
-                and report.nodeid.endswith("[%s]")):
-            try:
-                fd = os.open(%r, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-            except FileExistsError:
-                return
-            os.close(fd)
-            os.kill(os.getpid(), signal.SIGKILL)
+        # the case's result sent, before allure-pytest writes its result file (after teardown)
+        if report.when == "call" and report.nodeid.endswith("[%s]"):
+            killed_once(%r)
 """
 
 
