@@ -39,7 +39,7 @@ def lineless(frame):
 def test_stopped_at_a_line_less_instruction():
     frame = handler_entry()
     entry = types.TracebackType(None, frame, lineless(frame), -1)
-    assert entry.tb_lineno is None
+    assert entry.tb_lineno in (None, -1)  # (Python 3.11.3 on / 3.11.2)
     raise KeyboardInterrupt().with_traceback(entry)
 '''
 
@@ -56,7 +56,7 @@ def _lineless_entry() -> types.TracebackType:
     offset = next(i.offset for i in dis.get_instructions(frame.f_code)
                   if i.positions is not None and i.positions.lineno is None)
     entry = types.TracebackType(None, frame, offset, -1)
-    assert entry.tb_lineno is None
+    assert entry.tb_lineno in (None, -1)  # no line: Python 3.11.3 on says None, 3.11.2 -1
     return entry
 
 
@@ -65,13 +65,14 @@ def test_every_entry_gets_a_line_and_pytest_prints_the_interruption():
     interrupt = KeyboardInterrupt()
     interrupt.__context__ = cause
     excinfo = pytest.ExceptionInfo.from_exc_info((KeyboardInterrupt, interrupt, _lineless_entry()))
-    with pytest.raises(TypeError):  # pytest's own report of it, unmended
-        excinfo.getrepr(funcargs=True)
+    if excinfo.tb.tb_lineno is None:  # pytest's own report of it, unmended (3.11.2: line -2)
+        with pytest.raises(TypeError):
+            excinfo.getrepr(funcargs=True)
 
     number_traceback_lines(excinfo)
     first = _handler_entry.__code__.co_firstlineno
     assert excinfo.tb.tb_lineno is not None and first <= excinfo.tb.tb_lineno <= first + 4
-    assert cause.__traceback__ is not None and cause.__traceback__.tb_lineno is not None
+    assert cause.__traceback__ is not None and cause.__traceback__.tb_lineno > 0
     assert "KeyboardInterrupt" in str(excinfo.getrepr(funcargs=True))
 
 

@@ -19,10 +19,16 @@ from types import TracebackType
 import pytest
 
 
+def _has_line(tb: TracebackType) -> bool:
+    """Python 3.11.3 on says None for an entry with no line; 3.11.2 said -1 (pytest then
+    printed line -2 of the file)."""
+    return tb.tb_lineno is not None and tb.tb_lineno > 0
+
+
 def _line_of(tb: TracebackType) -> int:
     """The entry's line, else that of the nearest instruction before it that has one (the
     statement whose clean-up it is), else its code's first line."""
-    if tb.tb_lineno is not None:
+    if _has_line(tb):
         return int(tb.tb_lineno)
     code = tb.tb_frame.f_code
     line = code.co_firstlineno
@@ -40,7 +46,7 @@ def _numbered(tb: TracebackType | None) -> TracebackType | None:
     while tb is not None:
         entries.append(tb)
         tb = tb.tb_next
-    if all(entry.tb_lineno is not None for entry in entries):
+    if all(_has_line(entry) for entry in entries):
         return entries[0] if entries else None
     mended: TracebackType | None = None
     for entry in reversed(entries):
