@@ -41,8 +41,7 @@ from pytest_toolbench.session.listing import runs_tests
 from pytest_toolbench.session.signals import interrupts_of
 from pytest_toolbench.session.state import is_xdist_controller, run_dir_of, run_dir_path, state
 from pytest_toolbench.session.transport import (
-    FROM_RESULT_CACHE, RESULT_KEY, SENT_KEY, from_result_cache, let_gates_decide, take_payloads,
-    worker_output,
+    FROM_RESULT_CACHE, RESULT_KEY, from_result_cache, let_gates_decide, take_payloads, worker_output,
 )
 
 if TYPE_CHECKING:
@@ -273,17 +272,14 @@ class ControllerHooks:
 
     def _take_unsent_results(self, session: pytest.Session) -> None:
         """In one process, the result of the case whose test a signal stopped after its set-up
-        had it, before the report that carries it (session/transport.py ``attach_result``): the
-        case ran, and Allure has its result (completed from it, report/allure_report.py), so
-        the run has it too, journalled, not named as a case never run beside it; a hit of the
-        result cache with its stored JSON, and counted as answered by it, as its report would
-        have carried it (session/transport.py ``attach_result``)."""
+        had it, before the report that carries it reached this controller (session/transport.py
+        ``attach_result``; made and marked sent, or not yet made): the case ran, and Allure has
+        its result (completed from it, report/allure_report.py), so the run has it too,
+        journalled, not named as a case never run beside it; a hit of the result cache with its
+        stored JSON, and counted as answered by it, as its report would have carried it."""
         for item in session.items:
             result = item.stash.get(RESULT_KEY, None)
-            # (sent or not: a signal between the report that carries it and its logreport
-            # left it marked sent, never received; named "not run" beside its own Allure result)
             if result is not None and result.case_id not in self.st.results:
-                item.stash[SENT_KEY] = True
                 text = item.stash.get(FROM_RESULT_CACHE, None)
                 self._add_result(None, result, text)
                 if text is not None:
