@@ -30,7 +30,12 @@ from pytest_toolbench.report.allure_run import (
     perf_records,
     render_metrics_html,
 )
-from pytest_toolbench.report.allure_steps import conversation_steps, readable
+from pytest_toolbench.report.allure_steps import (
+    conversation_plan,
+    conversation_steps,
+    readable,
+    step_results,
+)
 from pytest_toolbench.report.plots import plots_dir_for, run_figures, write_plots
 from pytest_toolbench.results.aggregate import RunMetrics
 from pytest_toolbench.results.case_result import CaseResult, InfraError, Outcome
@@ -75,6 +80,27 @@ def test_unanswered_call_and_list_content() -> None:
     assert steps[0]["title"] == "turn 1 · user: hi"
     assert steps[1]["children"][0]["result"] is None
     assert steps[1]["children"][0]["arguments"] == "{bad"
+
+
+def test_step_results_rebuild_the_conversation_outside_a_test() -> None:
+    """What `toolbench finish --alluredir` writes for a case whose result file a kill prevented:
+    the live page's steps as step results, each call nested in its turn with its text."""
+    def attach(body: str, name: str, kind: object) -> str:
+        return f"{name}={body}"
+
+    plan = conversation_plan(TRANSCRIPT + [
+        {"role": "assistant", "tool_calls": [{"id": "x", "function": {"name": "f", "arguments": "{}"}}]}])
+    steps = step_results(plan, attach, 10, 20)
+    assert [s.name for s in steps] == [
+        "turn 1 · user: Who directed Heat?", "turn 2 · assistant: 1 tool call(s)",
+        "turn 4 · assistant: <answer>Michael Mann</answer>", "turn 5 · assistant: 1 tool call(s)"]
+    assert all(s.status == "passed" and (s.start, s.stop) == (10, 20) for s in steps)
+    assert steps[0].attachments == ["message=Who directed Heat?"] and steps[1].attachments == []
+    (call,) = steps[1].steps
+    assert call.name == 'tool call film_director(film="Héat", year=1995)'
+    assert call.attachments == ['arguments={\n  "film": "Héat",\n  "year": 1995\n}',
+                                'result={\n  "director": "Michael Mann"\n}']
+    assert steps[3].steps[0].attachments[1] == "result=(no tool message answered this call)"
 
 
 def _case(i: int, ok: bool | None, hops: int, *, parse: bool = False) -> CaseResult:

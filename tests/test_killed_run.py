@@ -718,6 +718,14 @@ def test_finish_names_the_runs_own_alluredir_without_writing_to_it():
     assert run_alluredir(SimpleNamespace(index=SimpleNamespace(start=None))) is None
 
 
+def _step_tree(item: dict, alluredir: Path) -> list[tuple]:
+    """An Allure result's steps as (name, status, [(attachment name, its text)], sub-steps)."""
+    return [(step["name"], step["status"],
+             [(a["name"], (alluredir / a["source"]).read_text()) for a in step.get("attachments", [])],
+             _step_tree(step, alluredir))
+            for step in item.get("steps", [])]
+
+
 def test_finish_alluredir_writes_the_result_of_a_finished_case_the_kill_left_without_one(tmp_path):
     """allure-pytest writes a case's result file at its test's end, after the case's journal
     line: a SIGKILL in between left a case the report counts as run with no Allure result.
@@ -764,5 +772,9 @@ def test_finish_alluredir_writes_the_result_of_a_finished_case_the_kill_left_wit
     assert {"name": "toolbench_outcome", "value": "wrong answer"} in back["labels"]
     assert any(a["name"] == "details" and (alluredir / a["source"]).is_file()
                for a in back.get("attachments", []))
+    # the case's page as the live run showed it: the conversation's steps, then the scoring's,
+    # each with its attachments' text
+    assert _step_tree(back, alluredir) == _step_tree(before, alluredir)
+    assert back["steps"][-1]["name"].startswith("score: ") and len(back["steps"]) > 1
 
     _check_allure_generates(alluredir, tmp_path / "html")

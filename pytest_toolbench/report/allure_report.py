@@ -31,7 +31,13 @@ from allure_commons.types import AttachmentType
 
 from allure_commons.utils import md5, represent
 
-from pytest_toolbench.report.allure_steps import attach_conversation, readable
+from pytest_toolbench.report.allure_steps import (
+    PlannedStep,
+    conversation_plan,
+    emit_steps,
+    readable,
+    step_results,
+)
 from pytest_toolbench.results.aggregate import RunMetrics
 from pytest_toolbench.results.case_result import CaseResult, Outcome
 from pytest_toolbench.results.infra_errors import not_scored_text
@@ -166,20 +172,23 @@ def metric_rows(result: CaseResult) -> list[tuple[str, str]]:
     return [(k, f"{v:g}") for k, v in sorted(result.values.items())]
 
 
-def _attach_scoring(result: CaseResult) -> None:
+def case_steps(result: CaseResult) -> list[PlannedStep]:
+    """A case's steps: its conversation, one step per turn (report/allure_steps.py), then its
+    scoring (gold, prediction, the metric values, the failure)."""
     d = result.details
     gold, prediction = _first(d, GOLD_KEYS), _first(d, PREDICTION_KEYS)
-    with allure.step(f"score: {outcome_class(result)}"):
-        if gold is not None:
-            allure.attach(_text(readable(gold)), "gold", AttachmentType.TEXT)
-        if prediction is not None:
-            allure.attach(_text(readable(prediction)), "prediction", AttachmentType.TEXT)
-        rows = metric_rows(result)
-        if rows:
-            allure.attach("\n".join(f"{k}: {v}" for k, v in rows), "metric values",
-                          AttachmentType.TEXT)
-        if result.failure_message:
-            allure.attach(_text(result.failure_message), "failure", AttachmentType.TEXT)
+    scoring: list[tuple[str, str, Any]] = []
+    if gold is not None:
+        scoring.append((_text(readable(gold)), "gold", AttachmentType.TEXT))
+    if prediction is not None:
+        scoring.append((_text(readable(prediction)), "prediction", AttachmentType.TEXT))
+    rows = metric_rows(result)
+    if rows:
+        scoring.append(("\n".join(f"{k}: {v}" for k, v in rows), "metric values", AttachmentType.TEXT))
+    if result.failure_message:
+        scoring.append((_text(result.failure_message), "failure", AttachmentType.TEXT))
+    conversation = conversation_plan(result.transcript) if result.transcript else []
+    return [*conversation, PlannedStep(f"score: {outcome_class(result)}", tuple(scoring))]
 
 
 #: Fields of Allure's result models that hold a block of text (newlines kept when escaped).
@@ -467,9 +476,7 @@ def attach_case(result: CaseResult, model: str) -> None:
     allure.dynamic.title(case_title(result.case_id, model, _first(result.details, QUESTION_KEYS)))
     allure.dynamic.description(_description(result))
 
-    if result.transcript:
-        attach_conversation(result.transcript)
-    _attach_scoring(result)
+    emit_steps(case_steps(result))
     for body, name, kind in case_attachments(result):
         allure.attach(body, name, kind)
 
@@ -629,24 +636,29 @@ def write_finished(cases: Sequence[tuple[str, Case | None, CaseResult]], model: 
     run killed outright between a case's journal line and its result file (``toolbench finish
     --alluredir``, session/finish_cli.py): built as :func:`_cut_short` completes a result whose
     case is known (status, name, history id, test case id, parameters, labels), with the case's
-    description, its attachments after its steps (:func:`case_attachments`) and its timing;
-    the conversation and scoring steps are not rebuilt. The number written."""
+    description, its conversation and scoring steps (:func:`case_steps`, spanning the case's
+    run), its attachments after them (:func:`case_attachments`) and its timing: the page the
+    live case would have shown. The number written."""
     from allure_commons.model2 import Attachment
     from allure_commons.utils import now
 
     have = history_ids_in(alluredir, run_id, since_ms)
     report, logger = _folder_reporter(alluredir, run_id)
     written = 0
+
+    def attach(body: str, name: str, kind: Any) -> Any:
+        source = f"{uuid.uuid4()}-attachment.{kind.extension}"
+        logger.report_attached_data(body=body, file_name=source)
+        return Attachment(name=name, source=source, type=kind.mime_type)
+
     for nodeid, case, case_result in cases:
         result = _case_result(nodeid, case, case_result, case_result.model or model)
         if result.historyId in have:
             continue
         result.description = _description(case_result)
         result.start, result.stop = _span_ms(case_result) or (now(), now())
-        for body, name, kind in case_attachments(case_result):
-            source = f"{uuid.uuid4()}-attachment.{kind.extension}"
-            logger.report_attached_data(body=body, file_name=source)
-            result.attachments.append(Attachment(name=name, source=source, type=kind.mime_type))
+        result.steps = step_results(case_steps(case_result), attach, result.start, result.stop)
+        result.attachments += [attach(*a) for a in case_attachments(case_result)]
         report(result=result)
         have.add(result.historyId)
         written += 1

@@ -9,6 +9,8 @@ as an escaped JSON string, because a person reads them in the report.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import allure
@@ -107,21 +109,54 @@ def conversation_steps(transcript: list[dict[str, Any]]) -> list[dict[str, Any]]
     return steps
 
 
-def attach_conversation(transcript: list[dict[str, Any]]) -> None:
-    """Emit the conversation as Allure steps under the running test (no-op without Allure).
-    Titles and bodies are the model's and the tools' text: escaped (results/safe_text.py)."""
+@dataclass(frozen=True)
+class PlannedStep:
+    """A step of a case's Allure page as plain data, escaped: its title, its attachments
+    (body, name, AttachmentType) and its own steps. One plan, two writers: :func:`emit_steps`
+    under the running test, :func:`step_results` for a result written after the run
+    (``toolbench finish --alluredir``), so a restored case shows the page the live one did."""
+
+    title: str
+    attachments: tuple[tuple[str, str, Any], ...] = ()
+    steps: tuple[PlannedStep, ...] = ()
+
+
+def conversation_plan(transcript: list[dict[str, Any]]) -> list[PlannedStep]:
+    """:func:`conversation_steps` as steps to write: titles and bodies are the model's and the
+    tools' text, escaped (results/safe_text.py)."""
+    def text(body: str) -> str:
+        return safe_text(body, multiline=True)
+
+    plan = []
     for step in conversation_steps(transcript):
-        with allure.step(safe_text(step["title"])):
-            if step["body"]:
-                allure.attach(safe_text(step["body"], multiline=True), "message",
-                              AttachmentType.TEXT)
-            for call in step["children"]:
-                with allure.step(safe_text(call["title"])):
-                    allure.attach(safe_text(call["arguments"], multiline=True), "arguments",
-                                  AttachmentType.TEXT)
-                    if call["result"] is not None:
-                        allure.attach(safe_text(call["result"], multiline=True), "result",
-                                      AttachmentType.TEXT)
-                    else:
-                        allure.attach("(no tool message answered this call)", "result",
-                                      AttachmentType.TEXT)
+        calls = tuple(
+            PlannedStep(safe_text(call["title"]), (
+                (text(call["arguments"]), "arguments", AttachmentType.TEXT),
+                (text(call["result"]) if call["result"] is not None
+                 else "(no tool message answered this call)", "result", AttachmentType.TEXT)))
+            for call in step["children"])
+        message = ((text(step["body"]), "message", AttachmentType.TEXT),) if step["body"] else ()
+        plan.append(PlannedStep(safe_text(step["title"]), message, calls))
+    return plan
+
+
+def emit_steps(plan: list[PlannedStep] | tuple[PlannedStep, ...]) -> None:
+    """Write the steps under the running test (a no-op without Allure)."""
+    for step in plan:
+        with allure.step(step.title):
+            for body, name, kind in step.attachments:
+                allure.attach(body, name, kind)
+            emit_steps(step.steps)
+
+
+def step_results(plan: list[PlannedStep] | tuple[PlannedStep, ...],
+                 attach: Callable[[str, str, Any], Any], start: int, stop: int) -> list[Any]:
+    """The steps as Allure step results of a result written outside a test, each passed and
+    spanning ``start``-``stop`` (ms); ``attach(body, name, kind)`` writes an attachment's file
+    and returns its ``Attachment``."""
+    from allure_commons.model2 import TestStepResult
+
+    return [TestStepResult(name=step.title, status="passed", start=start, stop=stop,
+                           attachments=[attach(*a) for a in step.attachments],
+                           steps=step_results(step.steps, attach, start, stop))
+            for step in plan]
