@@ -12,8 +12,9 @@ from enum import IntEnum
 class ToolbenchExit(IntEnum):
     #: With gates: every gate and error-rate limit passed. Without: every case passed.
     OK = 0
-    #: Without gates only (pytest's TESTS_FAILED): some case was wrong or hit an infrastructure
-    #: error. With gates single cases never decide the status.
+    #: pytest's TESTS_FAILED. Without gates: some case was wrong or hit an infrastructure error.
+    #: With gates single cases never decide the status; the gates passed, but a test failed
+    #: outside the cases' scoring (a plain test beside a suite, a fixture that raised).
     CASES_FAILED = 1
     #: Ctrl-C, SIGTERM or SIGHUP (pytest's INTERRUPTED), or a collection error (under xdist
     #: too); summary and JSON are written, marked partial.

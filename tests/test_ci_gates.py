@@ -147,6 +147,37 @@ def test_too_many_infrastructure_errors_exit_infra_errors(tmp_path):
     assert "2 infra-error" in proc.stdout
 
 
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_a_failing_test_beside_the_suite_fails_a_run_whose_gates_pass(tmp_path, workers):
+    """With gates the cases' own outcomes do not decide the exit status; a test that fails
+    otherwise (here a plain one collected beside the suite) still fails the run: a CI step gated
+    on metrics must not go green over it."""
+    plain = tmp_path / "plain" / "test_plain.py"
+    plain.parent.mkdir()
+    plain.write_text("def test_fine():\n    pass\n\n\ndef test_broken():\n    assert 1 == 2\n")
+    with FakeOpenAIServer(wrong) as server:
+        proc, report = run_suite(
+            tmp_path, *http(server, "--scenario", "direct", "-n", workers, "--no-cache"),
+            "--gate", "toolhop.direct.accuracy<=0.5", str(plain))
+    assert proc.returncode == ToolbenchExit.CASES_FAILED, proc.stdout[-3000:]
+    *gates, tests = report["gates"]
+    assert gates and all(g["passed"] for g in gates)  # the metric gate and the error-rate limit
+    assert tests["kind"] == "tests" and tests["passed"] is False and tests["actual"] == 1
+    assert "test_plain.py::test_broken" in tests["reason"]
+    assert "test_fine" not in tests["reason"]
+    cases = junit_cases(tmp_path)
+    (check,) = [c for c in cases if c.get("classname") == "toolbench-run"]
+    assert check.get("name") == "every other test passed" and check.find("failure") is not None
+    (broken,) = [c for c in cases if c.get("name") == "test_broken"]
+    assert broken.find("failure") is not None  # pytest's own testcase, as without gates
+    # the wrong answers stay passes: only the plain test is named
+    assert not any(c.find("failure") is not None for c in cases
+                   if c.get("classname", "").startswith("suites."))
+    last = proc.stdout.strip().splitlines()[-1]
+    assert last.startswith("gates FAILED (exit status 1 CASES_FAILED): 1 test failed outside"), last
+    assert "test_broken" in last
+
+
 def test_without_gates_wrong_answers_still_fail_as_before(tmp_path):
     with FakeOpenAIServer(half_right) as server:
         proc, report = run_suite(tmp_path, *http(server, "--scenario", "direct", "--no-cache"))

@@ -187,6 +187,11 @@ def test_exit_status_puts_infrastructure_errors_before_metric_gates() -> None:
     assert exit_status([ok]) is ToolbenchExit.OK
     assert exit_status([bad, ok]) is ToolbenchExit.GATE_FAILED
     assert exit_status([bad, rate_bad]) is ToolbenchExit.INFRA_ERRORS
+    # a test failed outside the cases' scoring: after every gate (session/run_end.py)
+    tests = GateVerdict(gate="t", actual=1.0, passed=False, reason="", kind="tests")
+    assert exit_status([ok, tests]) is ToolbenchExit.CASES_FAILED
+    assert exit_status([bad, tests]) is ToolbenchExit.GATE_FAILED
+    assert exit_status([rate_bad, tests]) is ToolbenchExit.INFRA_ERRORS
 
 
 @pytest.mark.parametrize(

@@ -103,8 +103,9 @@ class GateVerdict(DeferredModel):
     #: "metric": a --gate; "error_rate": the per-scenario --max-error-rate limit;
     #: "completeness": selected cases without a result (results/partial_run.py); "output": an
     #: output the run could not write (output_errors.py); "interrupted": the run was stopped
-    #: (Ctrl-C, SIGTERM, SIGHUP) before its end. The last three appear only failed.
-    kind: Literal["metric", "error_rate", "completeness", "output", "interrupted"] = "metric"
+    #: (Ctrl-C, SIGTERM, SIGHUP) before its end; "tests": tests that failed outside the cases'
+    #: scoring (session/run_end.py). The last four appear only failed.
+    kind: Literal["metric", "error_rate", "completeness", "output", "interrupted", "tests"] = "metric"
 
 
 def _threshold(text: str, gate: str) -> float:
@@ -284,8 +285,8 @@ def _natural(text: str) -> tuple[int, float | str]:
 
 def exit_status(verdicts: list[GateVerdict]) -> ToolbenchExit:
     """An unwritten output first, then an interruption, then lost cases, then too many
-    infrastructure errors (the metrics are then unreliable), then metric gates: the order of
-    session/finish.py's run_status."""
+    infrastructure errors (the metrics are then unreliable), then metric gates, then tests that
+    failed outside the cases' scoring: the order of session/run_end.py's run_status."""
     if any(not v.passed for v in verdicts if v.kind == "output"):
         return ToolbenchExit.OUTPUT_ERROR
     if any(not v.passed for v in verdicts if v.kind == "interrupted"):
@@ -296,6 +297,8 @@ def exit_status(verdicts: list[GateVerdict]) -> ToolbenchExit:
         return ToolbenchExit.INFRA_ERRORS
     if any(not v.passed for v in verdicts if v.kind == "metric"):
         return ToolbenchExit.GATE_FAILED
+    if any(not v.passed for v in verdicts if v.kind == "tests"):
+        return ToolbenchExit.CASES_FAILED
     return ToolbenchExit.OK
 
 

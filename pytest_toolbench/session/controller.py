@@ -102,6 +102,9 @@ class ControllerHooks:
         self.config = config
         self.st = state(config)
         self.gated_failures: set[str] = set()  # node ids --lf/--ff must still see as failed
+        #: With gates, node ids of tests still failed once the cases' own outcomes were turned:
+        #: they fail the run all the same (session/run_end.py ``failed_tests_verdict``).
+        self._failed_tests: dict[str, None] = {}
         self.session: pytest.Session | None = None  # its exitstatus is final at unconfigure
         self._cases_by_id: dict[str, Case] | None = None  # xdist: node parameter id -> case
         self._selection_kept = False  # (:meth:`_keep_selection`)
@@ -258,6 +261,18 @@ class ControllerHooks:
         self.st.tracker.saw_report(report, with_result=with_result)
         for failure in failures:
             self._stop_on_output_failure(failure)
+
+    @pytest.hookimpl(trylast=True, specname="pytest_runtest_logreport")
+    def pytest_runtest_logreport_failed(self, report: pytest.TestReport) -> None:
+        """A report still failed after the tryfirst hook above turned a case's own outcome
+        (with gates): a plain test beside the suites, or a case's test that broke outside its
+        scoring. Kept so that passing gates do not pass over it."""
+        if report.failed and self.st.settings.gates:
+            # pytest names a test in a file outside its rootdir "::name": its path then comes
+            # from the report's location (relative to the rootdir)
+            name = report.nodeid if not report.nodeid.startswith("::") else (
+                f"{report.location[0]}{report.nodeid}")
+            self._failed_tests[name] = None
 
     def _add_result(self, report: pytest.TestReport | None, result: CaseResult,
                     text: str | None) -> None:
@@ -685,7 +700,8 @@ class ControllerHooks:
                       missing=list(missing), selected=len(st.tracker.expected),
                       output_failures=list(st.output_failures),
                       missing_unknown=not st.tracker.collected,
-                      results_from_cache=len(st.from_result_cache.intersection(st.results)))
+                      results_from_cache=len(st.from_result_cache.intersection(st.results)),
+                      failed_tests=list(self._failed_tests))
 
     def _note_output_failures(self, session: pytest.Session, record: RunRecord) -> None:
         """The outputs that failed so far, noted in the run's record (session/finish.py): the
@@ -872,6 +888,9 @@ class ControllerHooks:
         elif status == ToolbenchExit.INTERRUPTED and any(
                 v.kind == "interrupted" and not v.passed for v in verdicts):
             why = next(v.reason for v in verdicts if v.kind == "interrupted")
+        elif status == ToolbenchExit.CASES_FAILED and any(
+                v.kind == "tests" and not v.passed for v in verdicts):
+            why = next(v.reason for v in verdicts if v.kind == "tests")
         elif status == gates_status:
             # short enough that the longest such line (11 INFRA_ERRORS) fits 80 columns
             why = "set by the gates, not single cases"

@@ -38,6 +38,10 @@ class RunEnd:
     missing_unknown: bool = False
     #: Cases the result cache answered, unscored (runtime/result_cache.py).
     results_from_cache: int = 0
+    #: Node ids of tests that failed as pytest counts it once the harness has turned a case's
+    #: own outcome (with gates a wrong answer passes and an infrastructure error skips): a test
+    #: beside the suites, or a case's test that broke outside its scoring.
+    failed_tests: list[str] = field(default_factory=list)
 
     @property
     def partial(self) -> bool:
@@ -63,7 +67,27 @@ def run_verdicts(end: RunEnd) -> list[GateVerdict]:
         out.append(completeness_verdict(end.missing, end.selected))
     if end.output_failures:
         out.append(output_verdict(end.output_failures))
+    if end.failed_tests:
+        out.append(failed_tests_verdict(end.failed_tests))
     return out
+
+
+#: The gate name of the verdict a run with failed tests gets (:func:`failed_tests_verdict`).
+TESTS_PASSED = "every other test passed"
+
+#: How many failed node ids the verdict names before "and K more".
+SHOWN_FAILED = 5
+
+
+def failed_tests_verdict(failed: list[str]) -> GateVerdict:
+    """With gates the cases' own outcomes do not decide the exit status, but a test that failed
+    otherwise (a plain test collected beside a suite, a fixture or a suite's own test body that
+    raised) is a failure of the run: a CI step gated on metrics must not pass over it."""
+    names = ", ".join(failed[:SHOWN_FAILED]) + (
+        f" and {len(failed) - SHOWN_FAILED} more" if len(failed) > SHOWN_FAILED else "")
+    return GateVerdict(gate=TESTS_PASSED, actual=float(len(failed)), passed=False, kind="tests",
+                       reason=f"{len(failed)} test{'s' if len(failed) != 1 else ''} failed "
+                       f"outside the cases' scoring: {names}")
 
 
 def run_status(end: RunEnd, verdicts: list[GateVerdict], *, gated: bool) -> int:
