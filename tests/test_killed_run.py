@@ -703,19 +703,40 @@ def test_a_refused_run_is_left_as_it_was(tmp_path):
 
 
 def test_finish_names_the_runs_own_alluredir_without_writing_to_it():
-    """The killed run's --alluredir, as its command line gave it (either spelling; the last
-    wins, as argparse takes it); finish writes there only when asked (a note names it)."""
+    """The killed run's Allure folder as recorded at its start; a run folder of an older
+    version, without it: its command line's --alluredir (either spelling; the last wins, as
+    argparse takes it). finish writes there only when asked (a note names it)."""
     from types import SimpleNamespace
 
     from pytest_toolbench.session.finish_cli import run_alluredir
 
-    def done(*args: str):
-        return SimpleNamespace(index=SimpleNamespace(start=SimpleNamespace(pytest_args=list(args))))
+    def done(*args: str, recorded: str | None = None):
+        start = SimpleNamespace(pytest_args=list(args), alluredir=recorded)
+        return SimpleNamespace(index=SimpleNamespace(start=start))
 
     assert run_alluredir(done("suites/toolhop", "--alluredir", "out/allure")) == "out/allure"
     assert run_alluredir(done("--alluredir=a", "-q", "--alluredir", "b")) == "b"
     assert run_alluredir(done("suites/toolhop", "-q")) is None
+    assert run_alluredir(done("--alluredir", "b", recorded="/x/b")) == "/x/b"
+    assert run_alluredir(done("suites/toolhop", recorded="/x/from-addopts")) == "/x/from-addopts"
     assert run_alluredir(SimpleNamespace(index=SimpleNamespace(start=None))) is None
+
+
+def test_the_allure_folder_is_recorded_as_pytest_parsed_it_addopts_included(tmp_path):
+    """PYTEST_ADDOPTS (or an ini file's addopts) is not on the recorded command line: the
+    folder is recorded at the run's start as pytest parsed it, absolute."""
+    from pytest_toolbench.runs.record import RunIndex
+
+    env = {**os.environ, "PYTEST_ADDOPTS": f"--alluredir={tmp_path / 'allure'}"}
+    proc = subprocess.run([sys.executable, "-m", "pytest", "suites/toolhop", "--data", "sample",
+                           "--model", "oracle", "--limit", "1", "-q", "-p", "no:randomly",
+                           "-p", "no:cacheprovider", "--runs-dir", str(tmp_path / "runs")],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    (index,) = (tmp_path / "runs").glob("*/run.json")
+    start = RunIndex.model_validate_json(index.read_text()).start
+    assert start is not None and "--alluredir" not in " ".join(start.pytest_args)
+    assert start.alluredir == str(tmp_path / "allure")
 
 
 def _step_tree(item: dict, alluredir: Path) -> list[tuple]:

@@ -84,6 +84,9 @@ class RunStart(DeferredModel):
     data_sources: list[dict[str, Any]] = Field(default_factory=list)
     #: Benchmark -> cases in its whole suite.
     suite_sizes: dict[str, int] = Field(default_factory=dict)
+    #: The Allure results folder the run writes to, absolute, as pytest parsed ``--alluredir``
+    #: (an ini file's ``addopts`` included), or None: ``toolbench finish`` names it.
+    alluredir: str | None = None
 
 
 class RunIndex(DeferredModel):
@@ -219,11 +222,12 @@ def record_start(
     version: str,
     pytest_args: Iterable[str] = (),
     suite_sizes: dict[str, int] | None = None,
+    alluredir: str | None = None,
 ) -> Path:
     """The index entry of a run that has just started (status ``running``)."""
     data_sources = list(data_sources)
     start = RunStart(settings=settings, pytest_args=list(pytest_args), data_sources=data_sources,
-                     suite_sizes=dict(suite_sizes or {}))
+                     suite_sizes=dict(suite_sizes or {}), alluredir=alluredir)
     return write_index(run_dir, RunIndex(
         run_id=run_id, model=str(settings.get("model", "")), backend=str(settings.get("backend", "")),
         suites=list(suites), started=started, status="running", partial=True,

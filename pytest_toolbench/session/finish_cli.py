@@ -103,10 +103,14 @@ def cmd_finish(args: argparse.Namespace) -> int:
 
 
 def run_alluredir(done: FinishedRun) -> str | None:
-    """The ``--alluredir`` the killed run was given (as on its command line: a relative one is
-    relative to the folder it was started in), or None. Not written to unless asked: finish may
-    run in another folder, or a CI step may have moved the results already."""
-    args = done.index.start.pytest_args if done.index.start is not None else []
+    """The Allure results folder the killed run wrote to, or None. Not written to unless asked:
+    finish may run in another folder, or a CI step may have moved the results already. Recorded
+    at its start, absolute; a run folder of an older version has only the command line's
+    ``--alluredir`` (relative to the folder the run was started in, and not an ini file's)."""
+    start = done.index.start
+    if start is not None and start.alluredir is not None:
+        return start.alluredir
+    args = start.pytest_args if start is not None else []
     found = None
     for i, arg in enumerate(args):
         if arg == "--alluredir" and i + 1 < len(args):

@@ -189,10 +189,18 @@ def validate_and_record(config: pytest.Config) -> None:
                      settings=st.settings.recorded(),
                      data_sources=[d.model_dump(mode="json") for d in st.data_sources],
                      version=__version__, suite_sizes=dict(st.suite_sizes),
-                     pytest_args=redact_secret_args(config.invocation_params.args))
+                     pytest_args=redact_secret_args(config.invocation_params.args),
+                     alluredir=_alluredir(config))
         from pytest_toolbench.report.allure_and_plots import label_allure_results
 
         label_allure_results(config, st.run_id)
+
+
+def _alluredir(config: pytest.Config) -> str | None:
+    """allure-pytest's results folder as pytest parsed it, absolute (relative to where pytest
+    was started), or None without ``--alluredir``."""
+    folder = config.getoption("allure_report_dir", None)
+    return os.path.join(config.invocation_params.dir, folder) if folder else None
 
 
 def stop_started_workers(config: pytest.Config) -> None:
