@@ -179,11 +179,6 @@ class ResultCache:
         key = self.key_of(case) if self.reads else None
         return key is not None and self.store.holds(key)
 
-    def get(self, case: Any) -> CaseResult | None:
-        """The case's stored result, with this run's timings, or None."""
-        hit = self.lookup(case)
-        return hit.result if hit is not None else None
-
     def lookup(self, case: Any) -> StoredResult | None:
         """The case's stored result, with this run's timings, and its journal line's makings
         (:meth:`StoredResult.line`), or None."""
