@@ -890,7 +890,9 @@ class ControllerHooks:
             why = next(v.reason for v in verdicts if v.kind == "interrupted")
         elif status == ToolbenchExit.CASES_FAILED and any(
                 v.kind == "tests" and not v.passed for v in verdicts):
-            why = next(v.reason for v in verdicts if v.kind == "tests")
+            failed = int(next(v.actual or 0 for v in verdicts if v.kind == "tests"))
+            # the verdict above names them; this line stays within 80 columns
+            why = f"{failed} other test{'s' if failed != 1 else ''} failed (named above)"
         elif status == gates_status:
             # short enough that the longest such line (11 INFRA_ERRORS) fits 80 columns
             why = "set by the gates, not single cases"
