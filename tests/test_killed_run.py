@@ -711,32 +711,31 @@ def test_finish_names_the_runs_own_alluredir_without_writing_to_it():
     from pytest_toolbench.session.finish_cli import run_alluredir
 
     def done(*args: str, recorded: str | None = None):
-        start = SimpleNamespace(pytest_args=list(args), alluredir=recorded)
-        return SimpleNamespace(index=SimpleNamespace(start=start))
+        return SimpleNamespace(start=SimpleNamespace(pytest_args=list(args), alluredir=recorded))
 
     assert run_alluredir(done("suites/toolhop", "--alluredir", "out/allure")) == "out/allure"
     assert run_alluredir(done("--alluredir=a", "-q", "--alluredir", "b")) == "b"
     assert run_alluredir(done("suites/toolhop", "-q")) is None
     assert run_alluredir(done("--alluredir", "b", recorded="/x/b")) == "/x/b"
     assert run_alluredir(done("suites/toolhop", recorded="/x/from-addopts")) == "/x/from-addopts"
-    assert run_alluredir(SimpleNamespace(index=SimpleNamespace(start=None))) is None
+    assert run_alluredir(SimpleNamespace(start=None)) is None
 
 
-def test_the_allure_folder_is_recorded_as_pytest_parsed_it_addopts_included(tmp_path):
+def test_a_killed_runs_allure_folder_is_named_as_pytest_parsed_it_addopts_included(tmp_path,
+                                                                                  monkeypatch):
     """PYTEST_ADDOPTS (or an ini file's addopts) is not on the recorded command line: the
-    folder is recorded at the run's start as pytest parsed it, absolute."""
-    from pytest_toolbench.runs.record import RunIndex
-
-    env = {**os.environ, "PYTEST_ADDOPTS": f"--alluredir={tmp_path / 'allure'}"}
-    proc = subprocess.run([sys.executable, "-m", "pytest", "suites/toolhop", "--data", "sample",
-                           "--model", "oracle", "--limit", "1", "-q", "-p", "no:randomly",
-                           "-p", "no:cacheprovider", "--runs-dir", str(tmp_path / "runs")],
-                          cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    (index,) = (tmp_path / "runs").glob("*/run.json")
-    start = RunIndex.model_validate_json(index.read_text()).start
+    folder is recorded at the run's start as pytest parsed it, absolute, and `toolbench finish`
+    names it for the cases the kill left."""
+    alluredir = tmp_path / "allure"
+    monkeypatch.setenv("PYTEST_ADDOPTS", f"--alluredir={alluredir}")  # the run's environment
+    run_dir = _killed_run(tmp_path, "0")
+    start = read_index(run_dir).start  # type: ignore[union-attr]
     assert start is not None and "--alluredir" not in " ".join(start.pytest_args)
-    assert start.alluredir == str(tmp_path / "allure")
+    assert start.alluredir == str(alluredir)
+    monkeypatch.delenv("PYTEST_ADDOPTS")
+    done = cli("finish", run_dir.name, "--runs-dir", str(tmp_path / "runs"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"note: the run wrote Allure results to {alluredir}: --alluredir {alluredir}" in done.stdout
 
 
 def _step_tree(item: dict, alluredir: Path) -> list[tuple]:

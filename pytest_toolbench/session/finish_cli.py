@@ -107,7 +107,7 @@ def run_alluredir(done: FinishedRun) -> str | None:
     finish may run in another folder, or a CI step may have moved the results already. Recorded
     at its start, absolute; a run folder of an older version has only the command line's
     ``--alluredir`` (relative to the folder the run was started in, and not an ini file's)."""
-    start = done.index.start
+    start = done.start
     if start is not None and start.alluredir is not None:
         return start.alluredir
     args = start.pytest_args if start is not None else []

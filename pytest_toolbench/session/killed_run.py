@@ -77,6 +77,8 @@ class FinishedRun:
     #: The run's settings as its start recorded them (its cases are loaded with them again for
     #: the Allure results of those it never finished: :func:`never_finished`).
     settings: RunSettings | None = None
+    #: The run's start as its index entry recorded it (the entry finish writes has none).
+    start: RunStart | None = None
 
 
 def never_finished(done: FinishedRun) -> tuple[list[tuple[str, Case | None]], list[str]]:
@@ -187,7 +189,8 @@ def _finish(run_dir: Path, *, force: bool) -> FinishedRun:
         raise KilledRunError(f"run {run_dir.name}: cannot write its report ({exc})") from None
     if tidy:
         _remove_leftovers(run_dir)
-    return FinishedRun(new_index, record, notes, nodes, data_sources, report_notes, settings)
+    return FinishedRun(new_index, record, notes, nodes, data_sources, report_notes, settings,
+                       start)
 
 
 def _remove_leftovers(run_dir: Path) -> None:
