@@ -47,6 +47,14 @@ def run_suite(tmp_path: Path, *args: str, timeout: float = 600) -> tuple[subproc
     return proc, data
 
 
+def failure_text(proc: subprocess.CompletedProcess) -> str:
+    """A failed run's output for an assertion message: the head of its first failure (the frames
+    a tail would cut) and the tail of the whole."""
+    start = proc.stdout.find("= FAILURES =")
+    head = proc.stdout[start:start + 6000] + "\n[...]\n" if start >= 0 else ""
+    return head + proc.stdout[-3000:] + proc.stderr[-3000:]
+
+
 def metric_table(report: dict) -> dict[str, Any]:
     return {
         f"{s['benchmark']}.{s['scenario']}": {
@@ -92,7 +100,7 @@ def test_oracle_scores_100_percent_on_real_records_with_xdist(tmp_path):
     proc, report = run_suite(
         tmp_path, "--data-dir", str(SHARED), "--model", "oracle", "-n", "2"
     )
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert proc.returncode == 0, failure_text(proc)
     table = metric_table(report)
     assert set(table) == {"toolhop.direct", "toolhop.mandatory", "toolhop.free"}
     for name, row in table.items():
@@ -148,7 +156,7 @@ def test_oracle_calls_the_gold_tool_chain_in_the_sandbox_on_the_bundled_sample(t
     the last definition for both (``get_feedback`` in code/evaluation_*.py), so the first one's gold call raises: recorded in its
     chain report and counted as what it is, not hidden."""
     proc, report = run_suite(tmp_path, "--model", "oracle", "-n", "0")
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert proc.returncode == 0, failure_text(proc)
     records = load_records(BUNDLED)
     assert_oracle_walked_the_gold_chain(report, records)
     for row in metric_table(report).values():
@@ -265,7 +273,7 @@ def test_endpoint_answering_429_then_500_is_retried_and_the_case_scores(tmp_path
             "--scenario", "direct", "--sample-ids", even_id, "--no-cache",
         )
         assert len(server.requests) == 3
-    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert proc.returncode == 0, failure_text(proc)
     assert report["cases"][0]["outcome"] == "passed"
 
 
