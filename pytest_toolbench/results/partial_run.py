@@ -15,10 +15,16 @@ from pytest_toolbench.output_errors import OutputFailure
 SHOWN_MISSING = 10
 
 
+def first_named(names: list[str], shown: int) -> str:
+    """``a, b and 3 more``: at most ``shown`` of ``names``, then how many were left out."""
+    left = len(names) - shown
+    return ", ".join(names[:shown]) + (f" and {left} more" if left > 0 else "")
+
+
 def missing_text(missing: list[str], selected: int, *, shown: int = SHOWN_MISSING) -> str:
     """``2 of 40 selected cases have no result: a, b`` (at most ``shown`` ids, then "and K more")."""
     n = len(missing)
-    names = ", ".join(missing[:shown]) + (f" and {n - shown} more" if n > shown else "")
+    names = first_named(missing, shown)
     verb = "has" if n == 1 else "have"
     return f"{n} of {selected} selected case{'s' if selected != 1 else ''} {verb} no result: {names}"
 
@@ -97,6 +103,7 @@ __all__ = [
     "RUN_COMPLETED",
     "SHOWN_MISSING",
     "completeness_verdict",
+    "first_named",
     "interrupted_verdict",
     "missing_note",
     "missing_text",

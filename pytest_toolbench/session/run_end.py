@@ -14,6 +14,7 @@ from pytest_toolbench.output_errors import OutputFailure
 from pytest_toolbench.results.gates import GateVerdict, exit_status
 from pytest_toolbench.results.partial_run import (
     completeness_verdict,
+    first_named,
     interrupted_verdict,
     output_verdict,
     partial_notes,
@@ -83,8 +84,7 @@ def failed_tests_verdict(failed: list[str]) -> GateVerdict:
     """With gates the cases' own outcomes do not decide the exit status, but a test that failed
     otherwise (a plain test collected beside a suite, a fixture or a suite's own test body that
     raised) is a failure of the run: a CI step gated on metrics must not pass over it."""
-    names = ", ".join(failed[:SHOWN_FAILED]) + (
-        f" and {len(failed) - SHOWN_FAILED} more" if len(failed) > SHOWN_FAILED else "")
+    names = first_named(failed, SHOWN_FAILED)
     return GateVerdict(gate=TESTS_PASSED, actual=float(len(failed)), passed=False, kind="tests",
                        reason=f"{len(failed)} test{'s' if len(failed) != 1 else ''} failed "
                        f"outside the cases' scoring: {names}")
