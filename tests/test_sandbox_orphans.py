@@ -39,8 +39,15 @@ sb.describe()
 busy = threading.Thread(target=sb.run, daemon=True,
                         args=(RUN, {"source": "def f():\\n    while True:\\n        pass", "entry": "f"}, 120.0))
 busy.start()
-time.sleep(0.5)
+# Not a fixed sleep: on a loaded runner the busy thread may not have its slot yet, and the next
+# call would take the started zygote, leaving the busy call to start a zygote nobody lists.
+deadline = time.monotonic() + 60
+while sb._slots.qsize() > 1:  # the busy call holds the started zygote's slot
+    assert time.monotonic() < deadline, "the busy call never took its slot"
+    time.sleep(0.01)
+time.sleep(0.5)  # and has handed its call over
 assert sb.run(RUN, {"source": "def f():\\n    return 1", "entry": "f"}, 10.0).value["value"] == 1
+assert len(sb.worker_pids()) == 2 == len(sb._live), sb.worker_pids()  # both listed, both started
 print(json.dumps({"folders": sorted(w.tmpdir for w in sb._live), "zygotes": sb.worker_pids(),
                   "cgroups": [w.info["memory_cap"].get("path") for w in sb._live]}), flush=True)
 time.sleep(600)
