@@ -157,6 +157,21 @@ def check_output_paths(files: Iterable[tuple[str, Path | None]],
         raise OutputPathsError(*problems)
 
 
+def as_written(option: str, value: str | os.PathLike[str], base: Path) -> Path:
+    """Where the writer of another plugin's ``option`` puts ``value``, so the check reads the
+    path the writer will write: pytest's ``--junitxml`` expands ``$VAR`` and ``~``;
+    allure-pytest's ``--alluredir`` neither (``--alluredir=~/x``, which the shell leaves as it
+    is, writes ``./~/x``); our own options take ``~`` (:mod:`pytest_toolbench.options`).
+    Relative paths are relative to where pytest was started (``base``)."""
+    text = str(value)
+    if option == "--junitxml":
+        text = os.path.expandvars(text)
+    if option != "--alluredir":
+        text = os.path.expanduser(text)
+    path = Path(text)
+    return path if path.is_absolute() else base / path
+
+
 def check_run_outputs(config: Any, settings: Any,
                       refuse: Mapping[str, Callable[[Path], str | None]] | None = None) -> None:
     """The run's outputs: reports and recordings (files), runs, cache and Allure (folders).
@@ -166,10 +181,7 @@ def check_run_outputs(config: Any, settings: Any,
 
     def given(option: str, dest: str) -> Path | None:
         value = config.getoption(dest, None)
-        if not value:
-            return None
-        p = Path(os.path.expanduser(str(value)))
-        return p if p.is_absolute() else base / p
+        return as_written(option, value, base) if value else None
 
     writes_cache = settings.use_cache and not settings.cache_only
     refuse = {"--record": _not_a_stream, **(refuse or {})}
@@ -192,5 +204,5 @@ def _not_a_stream(path: Path) -> str | None:
     return None
 
 
-__all__ = ["OutputPathsError", "check_file", "check_folder", "check_output_paths", "problems_of",
-           "check_run_outputs"]
+__all__ = ["OutputPathsError", "as_written", "check_file", "check_folder", "check_output_paths",
+           "problems_of", "check_run_outputs"]

@@ -166,6 +166,18 @@ def test_gates_summary_prints_the_status_the_run_exits_with(tmp_path):
     assert "exit status 10" not in proc.stdout
 
 
+def test_junitxml_is_checked_where_pytest_writes_it_after_expanding_variables(tmp_path, monkeypatch):
+    """pytest expands ``$VAR`` in ``--junitxml`` (LogXML); the check reads the same path, so an
+    unwritable one is exit 4 at configure, not a failed write after every model call."""
+    blocked = _blocked(tmp_path, "out")
+    monkeypatch.setenv("TB_JUNIT_DIR", str(blocked))
+    with FakeOpenAIServer(wrong) as server:
+        proc, report = run_suite(tmp_path, *http(server), "--junitxml", "$TB_JUNIT_DIR/junit.xml")
+        assert server.requests == []
+    _one_usage_error(proc, "--junitxml", f"{blocked}/junit.xml")
+    assert report is None
+
+
 # --------------------------------------------------------------------------- the checks alone
 def test_check_folder_accepts_a_folder_to_be_created_and_leaves_no_probe(tmp_path):
     check_folder(tmp_path / "a" / "b", "--runs-dir")
@@ -204,3 +216,46 @@ def test_check_folder_rejects_a_disk_without_space(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match=r"--runs-dir .*: only 4 KiB free in .*MiB needed"):
         check_folder(tmp_path / "runs", "--runs-dir")
     assert list(tmp_path.iterdir()) == []  # the probe is gone
+
+
+def test_outputs_of_other_plugins_are_checked_where_their_writers_put_them(tmp_path, monkeypatch):
+    """allure-pytest writes ``--alluredir=~/x`` (no shell expands it) to ``./~/x``; pytest's
+    JUnit writer expands ``~`` and ``$VAR``; our own options take ``~``."""
+    from types import SimpleNamespace
+
+    from pytest_toolbench.output_paths import OutputPathsError, as_written, check_run_outputs
+
+    home, base = tmp_path / "home", tmp_path / "cwd"
+    home.mkdir()
+    base.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("TB_OUT", str(tmp_path / "out"))
+    assert as_written("--alluredir", "~/x", base) == base / "~" / "x"
+    assert as_written("--alluredir", "$TB_OUT/x", base) == base / "$TB_OUT" / "x"
+    assert as_written("--alluredir", str(tmp_path / "abs"), base) == tmp_path / "abs"
+    assert as_written("--junitxml", "~/j.xml", base) == home / "j.xml"
+    assert as_written("--junitxml", "$TB_OUT/j.xml", base) == tmp_path / "out" / "j.xml"
+    assert as_written("--allure-html", "~/h", base) == home / "h"
+
+    def check(home_blocked: bool, cwd_blocked: bool) -> list[str]:
+        for folder, blocked in ((home, home_blocked), (base, cwd_blocked)):
+            tilde = folder / "~" if folder is base else folder / "x"
+            if tilde.is_dir():
+                tilde.rmdir()
+            tilde.unlink(missing_ok=True)
+            if blocked:
+                tilde.write_text("a file where the folder would be")
+        options = {"allure_report_dir": "~/x"}
+        config = SimpleNamespace(invocation_params=SimpleNamespace(dir=base),
+                                 getoption=lambda dest, default=None: options.get(dest, default))
+        settings = SimpleNamespace(json_path=None, md_path=None, record_path=None, runs_dir=None,
+                                   view_dir=None, cache_dir=None, use_cache=False, cache_only=False)
+        try:
+            check_run_outputs(config, settings)
+        except OutputPathsError as exc:
+            return [str(a) for a in exc.args]
+        return []
+
+    assert check(home_blocked=True, cwd_blocked=False) == []  # $HOME is not where allure writes
+    problems = check(home_blocked=False, cwd_blocked=True)
+    assert len(problems) == 1 and problems[0].startswith(f"--alluredir {base}/~/x: "), problems

@@ -138,14 +138,13 @@ def check_alluredir(config: pytest.Config) -> None:
     """``--alluredir`` is checked before allure-pytest's own configure creates it (which crashes,
     exit 3, on a path it cannot make)."""
     if starts_run(config):
-        from pytest_toolbench.output_paths import check_folder
+        from pytest_toolbench.output_paths import as_written, check_folder
 
         alluredir = config.getoption("allure_report_dir", None)
         if alluredir:
-            path = Path(os.path.expanduser(str(alluredir)))
             try:
-                check_folder(path if path.is_absolute() else
-                             Path(config.invocation_params.dir) / path, "--alluredir")
+                check_folder(as_written("--alluredir", alluredir, Path(config.invocation_params.dir)),
+                             "--alluredir")
             except ValueError as exc:
                 raise pytest.UsageError(f"pytest-toolbench: {exc}") from None
 
@@ -199,8 +198,10 @@ def validate_and_record(config: pytest.Config) -> None:
 def _alluredir(config: pytest.Config) -> str | None:
     """allure-pytest's results folder as pytest parsed it, absolute (relative to where pytest
     was started), or None without ``--alluredir``."""
+    from pytest_toolbench.output_paths import as_written
+
     folder = config.getoption("allure_report_dir", None)
-    return os.path.join(config.invocation_params.dir, folder) if folder else None
+    return str(as_written("--alluredir", folder, Path(config.invocation_params.dir))) if folder else None
 
 
 def stop_started_workers(config: pytest.Config) -> None:
