@@ -31,8 +31,8 @@ from pytest_toolbench.report.allure_run import (
     render_metrics_html,
 )
 from pytest_toolbench.report.allure_steps import (
+    PlannedStep,
     conversation_plan,
-    conversation_steps,
     readable,
     step_results,
 )
@@ -54,32 +54,37 @@ TRANSCRIPT = [
 ]
 
 
+def attached(step: PlannedStep) -> dict[str, str]:
+    return {name: body for body, name, _ in step.attachments}
+
+
 def test_conversation_steps_are_one_per_turn_and_call_with_readable_text() -> None:
-    steps = conversation_steps(TRANSCRIPT)
+    steps = conversation_plan(TRANSCRIPT)
     # The tool message is shown inside its call, not as a turn of its own.
-    assert [s["title"] for s in steps] == [
+    assert [s.title for s in steps] == [
         "turn 1 · user: Who directed Heat?",
         "turn 2 · assistant: 1 tool call(s)",
         "turn 4 · assistant: <answer>Michael Mann</answer>",
     ]
-    (call,) = steps[1]["children"]
-    assert call["title"] == 'tool call film_director(film="Héat", year=1995)'
+    assert attached(steps[0]) == {"message": "Who directed Heat?"} and attached(steps[1]) == {}
+    (call,) = steps[1].steps
+    assert call.title == 'tool call film_director(film="Héat", year=1995)'
     # Pretty-printed, non-ASCII kept, no escaped JSON string.
-    assert call["arguments"] == '{\n  "film": "Héat",\n  "year": 1995\n}'
-    assert call["result"] == '{\n  "director": "Michael Mann"\n}'
+    assert attached(call) == {"arguments": '{\n  "film": "Héat",\n  "year": 1995\n}',
+                              "result": '{\n  "director": "Michael Mann"\n}'}
     assert readable("plain text") == "plain text"
     assert readable('"quoted"') == "quoted"
     assert readable("{not json") == "{not json"
 
 
 def test_unanswered_call_and_list_content() -> None:
-    steps = conversation_steps([
+    steps = conversation_plan([
         {"role": "user", "content": [{"type": "text", "text": "hi"}]},
         {"role": "assistant", "tool_calls": [{"id": "x", "function": {"name": "f", "arguments": "{bad"}}]},
     ])
-    assert steps[0]["title"] == "turn 1 · user: hi"
-    assert steps[1]["children"][0]["result"] is None
-    assert steps[1]["children"][0]["arguments"] == "{bad"
+    assert steps[0].title == "turn 1 · user: hi"
+    assert attached(steps[1].steps[0]) == {"arguments": "{bad",
+                                           "result": "(no tool message answered this call)"}
 
 
 def test_step_results_rebuild_the_conversation_outside_a_test() -> None:

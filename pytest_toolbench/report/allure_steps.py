@@ -66,49 +66,6 @@ def _call_signature(name: Any, arguments: Any) -> str:
     return f"{name}({_short(json.dumps(args, ensure_ascii=False, default=str), 80)})"
 
 
-def conversation_steps(transcript: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The step tree for a transcript, as plain data (titles and text bodies).
-
-    Each message is a turn; an assistant turn's tool calls are its children, each carrying its
-    arguments and the matching tool message's content as result. A tool message that answers a
-    known call is shown inside that call, not again as a turn of its own.
-    """
-    results: dict[str, Any] = {}
-    for msg in transcript:
-        if msg.get("role") == "tool" and msg.get("tool_call_id") is not None:
-            results[str(msg["tool_call_id"])] = msg.get("content")
-    matched: set[str] = set()
-    steps: list[dict[str, Any]] = []
-    for i, msg in enumerate(transcript, start=1):
-        role = str(msg.get("role", "?"))
-        text = _content_text(msg.get("content"))
-        if role == "tool" and str(msg.get("tool_call_id")) in matched:
-            continue
-        calls = msg.get("tool_calls") or []
-        title = f"turn {i} · {role}"
-        if text:
-            title += f": {_short(text)}"
-        elif calls:
-            title += f": {len(calls)} tool call(s)"
-        step: dict[str, Any] = {"title": title, "body": text, "children": []}
-        for call in calls:
-            fn = call.get("function") or {}
-            call_id = call.get("id")
-            has_result = call_id is not None and str(call_id) in results
-            if has_result:
-                matched.add(str(call_id))
-            step["children"].append(
-                {
-                    "title": f"tool call {_call_signature(fn.get('name'), fn.get('arguments'))}",
-                    "arguments": readable(fn.get("arguments")),
-                    "result": readable(results[str(call_id)]) if has_result else None,
-                    "children": [],
-                }
-            )
-        steps.append(step)
-    return steps
-
-
 @dataclass(frozen=True)
 class PlannedStep:
     """A step of a case's Allure page as plain data, escaped: its title, its attachments
@@ -122,21 +79,48 @@ class PlannedStep:
 
 
 def conversation_plan(transcript: list[dict[str, Any]]) -> list[PlannedStep]:
-    """:func:`conversation_steps` as steps to write: titles and bodies are the model's and the
-    tools' text, escaped (results/safe_text.py)."""
+    """The step tree for a transcript: titles and bodies are the model's and the tools' text,
+    escaped (results/safe_text.py).
+
+    Each message is a turn; an assistant turn's tool calls are its steps, each with its
+    arguments and the matching tool message's content as result. A tool message that answers a
+    known call is shown inside that call, not again as a turn of its own.
+    """
     def text(body: str) -> str:
         return safe_text(body, multiline=True)
 
-    plan = []
-    for step in conversation_steps(transcript):
-        calls = tuple(
-            PlannedStep(safe_text(call["title"]), (
-                (text(call["arguments"]), "arguments", AttachmentType.TEXT),
-                (text(call["result"]) if call["result"] is not None
-                 else "(no tool message answered this call)", "result", AttachmentType.TEXT)))
-            for call in step["children"])
-        message = ((text(step["body"]), "message", AttachmentType.TEXT),) if step["body"] else ()
-        plan.append(PlannedStep(safe_text(step["title"]), message, calls))
+    results: dict[str, Any] = {}
+    for msg in transcript:
+        if msg.get("role") == "tool" and msg.get("tool_call_id") is not None:
+            results[str(msg["tool_call_id"])] = msg.get("content")
+    matched: set[str] = set()
+    plan: list[PlannedStep] = []
+    for i, msg in enumerate(transcript, start=1):
+        role = str(msg.get("role", "?"))
+        body = _content_text(msg.get("content"))
+        if role == "tool" and str(msg.get("tool_call_id")) in matched:
+            continue
+        calls = msg.get("tool_calls") or []
+        title = f"turn {i} · {role}"
+        if body:
+            title += f": {_short(body)}"
+        elif calls:
+            title += f": {len(calls)} tool call(s)"
+        call_steps = []
+        for call in calls:
+            fn = call.get("function") or {}
+            call_id = call.get("id")
+            answered = call_id is not None and str(call_id) in results
+            if answered:
+                matched.add(str(call_id))
+            result = (text(readable(results[str(call_id)])) if answered
+                      else "(no tool message answered this call)")
+            call_steps.append(PlannedStep(
+                safe_text(f"tool call {_call_signature(fn.get('name'), fn.get('arguments'))}"),
+                ((text(readable(fn.get("arguments"))), "arguments", AttachmentType.TEXT),
+                 (result, "result", AttachmentType.TEXT))))
+        message = ((text(body), "message", AttachmentType.TEXT),) if body else ()
+        plan.append(PlannedStep(safe_text(title), message, tuple(call_steps)))
     return plan
 
 
