@@ -7,6 +7,8 @@ capabilities) is never skipped."""
 from __future__ import annotations
 
 import functools
+import time
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -48,3 +50,15 @@ def process_alive(pid: int) -> bool:
             return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
     except (OSError, IndexError):
         return False
+
+
+def wait_until(check: Callable[[], object], seconds: float) -> bool:
+    """Whether ``check()`` came true within ``seconds``: what a sandbox process does after an
+    event (a zygote removing its folder, a process reaped) takes a moment, longer on a loaded
+    runner, so a test polls for it rather than sleeping a fixed time."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.05)
+    return bool(check())

@@ -5,14 +5,13 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
-import time
 from pathlib import Path
 
 import pytest
 
 from pytest_toolbench.config import SandboxLimits
 from pytest_toolbench.sandbox import SandboxOutcome, ToolSandbox
-from sandbox_env import process_alive
+from sandbox_env import process_alive, wait_until
 
 RUN = "pytest_toolbench.sandbox.jobs:run_source"
 
@@ -28,15 +27,6 @@ def children_of(pid: int) -> set[int]:
             if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
                 found.add(int(entry.name))
     return found
-
-
-def wait_until(check, seconds: float) -> bool:
-    deadline = time.monotonic() + seconds
-    while not check():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
 
 
 def run_src(sb: ToolSandbox, source: str, timeout_s: float = 5.0, **kwargs) -> SandboxOutcome:

@@ -24,6 +24,7 @@ from pytest_toolbench.config import SandboxLimits
 from pytest_toolbench.sandbox import ToolSandbox, cgroup
 from pytest_toolbench.sandbox.pool import _PACKAGE_ROOT
 from sandbox_env import process_alive as alive
+from sandbox_env import wait_until
 
 RUN = "pytest_toolbench.sandbox.jobs:run_source"
 LOCK = ".owner.lock"
@@ -64,15 +65,6 @@ def start_harness(base: Path, workers_line_timeout: float = 60.0) -> tuple[subpr
         proc.wait()
         raise AssertionError("the harness did not start its pool")
     return proc, json.loads(line)
-
-
-def wait_until(check, seconds: float) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.05)
-    return check()
 
 
 def kill_all(proc: subprocess.Popen, zygotes: list[int]) -> None:
