@@ -174,9 +174,10 @@ def as_written(option: str, value: str | os.PathLike[str], base: Path) -> Path:
 
 def check_run_outputs(config: Any, settings: Any,
                       refuse: Mapping[str, Callable[[Path], str | None]] | None = None) -> None:
-    """The run's outputs: reports and recordings (files), runs, cache and Allure (folders).
-    ``--junitxml`` is pytest's own option, checked here too since it is written at the end.
-    ``refuse``: as :func:`check_output_paths` takes it."""
+    """The run's outputs: reports and recordings (files), runs, cache and the Allure HTML
+    report (folders). ``--junitxml`` is pytest's own option, checked here too since it is written
+    at the end; ``--alluredir`` is checked before this, ahead of allure-pytest's own configure
+    (session/run_start.py ``check_alluredir``). ``refuse``: as :func:`check_output_paths` takes it."""
     base = Path(config.invocation_params.dir)
 
     def given(option: str, dest: str) -> Path | None:
@@ -190,7 +191,6 @@ def check_run_outputs(config: Any, settings: Any,
                ("--record", settings.record_path), ("--junitxml", given("--junitxml", "xmlpath"))],
         folders=[("--runs-dir", settings.runs_dir), ("--toolbench-view", settings.view_dir),
                  ("--cache-dir", settings.cache_dir if writes_cache else None),
-                 ("--alluredir", given("--alluredir", "allure_report_dir")),
                  ("--allure-html", given("--allure-html", "--allure-html"))],
         refuse=refuse,
     )

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -218,16 +219,12 @@ def test_check_folder_rejects_a_disk_without_space(tmp_path, monkeypatch):
     assert list(tmp_path.iterdir()) == []  # the probe is gone
 
 
-def test_outputs_of_other_plugins_are_checked_where_their_writers_put_them(tmp_path, monkeypatch):
+def test_outputs_of_other_plugins_are_resolved_as_their_writers_do(tmp_path, monkeypatch):
     """allure-pytest writes ``--alluredir=~/x`` (no shell expands it) to ``./~/x``; pytest's
     JUnit writer expands ``~`` and ``$VAR``; our own options take ``~``."""
-    from types import SimpleNamespace
-
-    from pytest_toolbench.output_paths import OutputPathsError, as_written, check_run_outputs
+    from pytest_toolbench.output_paths import as_written
 
     home, base = tmp_path / "home", tmp_path / "cwd"
-    home.mkdir()
-    base.mkdir()
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("TB_OUT", str(tmp_path / "out"))
     assert as_written("--alluredir", "~/x", base) == base / "~" / "x"
@@ -237,25 +234,30 @@ def test_outputs_of_other_plugins_are_checked_where_their_writers_put_them(tmp_p
     assert as_written("--junitxml", "$TB_OUT/j.xml", base) == tmp_path / "out" / "j.xml"
     assert as_written("--allure-html", "~/h", base) == home / "h"
 
-    def check(home_blocked: bool, cwd_blocked: bool) -> list[str]:
-        for folder, blocked in ((home, home_blocked), (base, cwd_blocked)):
-            tilde = folder / "~" if folder is base else folder / "x"
-            if tilde.is_dir():
-                tilde.rmdir()
-            tilde.unlink(missing_ok=True)
-            if blocked:
-                tilde.write_text("a file where the folder would be")
-        options = {"allure_report_dir": "~/x"}
-        config = SimpleNamespace(invocation_params=SimpleNamespace(dir=base),
-                                 getoption=lambda dest, default=None: options.get(dest, default))
-        settings = SimpleNamespace(json_path=None, md_path=None, record_path=None, runs_dir=None,
-                                   view_dir=None, cache_dir=None, use_cache=False, cache_only=False)
-        try:
-            check_run_outputs(config, settings)
-        except OutputPathsError as exc:
-            return [str(a) for a in exc.args]
-        return []
 
-    assert check(home_blocked=True, cwd_blocked=False) == []  # $HOME is not where allure writes
-    problems = check(home_blocked=False, cwd_blocked=True)
-    assert len(problems) == 1 and problems[0].startswith(f"--alluredir {base}/~/x: "), problems
+def test_alluredir_is_checked_where_allure_pytest_writes_it(tmp_path):
+    """``--alluredir=~/x`` from the folder pytest was started in: a ``$HOME/x`` that cannot be
+    made does not stop the run (allure-pytest never writes there); a ``./~`` that is a file does,
+    exit 4 naming ``./~/x``, where allure-pytest's own configure would crash on it."""
+    home, cwd = tmp_path / "home", tmp_path / "cwd"
+    home.mkdir()
+    cwd.mkdir()
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}, "HOME": str(home)}
+
+    def run() -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "pytest", str(REPO / "suites" / "toolhop"), "-q", "-p", "no:randomly",
+             "-p", "no:cacheprovider", "--model", "oracle", "--data", "sample",
+             "--runs-dir", str(tmp_path / "runs"), "--cache-dir", str(tmp_path / "cache"),
+             "-k", "toolhop-9001-direct", "--alluredir=~/x"],
+            cwd=cwd, capture_output=True, text=True, timeout=300, env=env)
+
+    (home / "x").write_text("a file where $HOME/x would be a folder")
+    proc = run()
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert list((cwd / "~" / "x").glob("*-result.json")), "allure-pytest wrote elsewhere"
+
+    shutil.rmtree(cwd / "~")
+    (cwd / "~").write_text("a file where ./~ would be a folder")
+    (home / "x").unlink()
+    _one_usage_error(run(), f"--alluredir {cwd}/~/x: ")

@@ -138,13 +138,12 @@ def check_alluredir(config: pytest.Config) -> None:
     """``--alluredir`` is checked before allure-pytest's own configure creates it (which crashes,
     exit 3, on a path it cannot make)."""
     if starts_run(config):
-        from pytest_toolbench.output_paths import as_written, check_folder
+        from pytest_toolbench.output_paths import check_folder
 
-        alluredir = config.getoption("allure_report_dir", None)
-        if alluredir:
+        alluredir = _alluredir(config)
+        if alluredir is not None:
             try:
-                check_folder(as_written("--alluredir", alluredir, Path(config.invocation_params.dir)),
-                             "--alluredir")
+                check_folder(Path(alluredir), "--alluredir")
             except ValueError as exc:
                 raise pytest.UsageError(f"pytest-toolbench: {exc}") from None
 
