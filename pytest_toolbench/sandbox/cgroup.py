@@ -113,6 +113,11 @@ def _write(path: str, text: str) -> None:
         f.write(text)
 
 
+def _words(path: str) -> list[str]:
+    with open(path, encoding="ascii") as f:
+        return f.read().split()
+
+
 def delegated_folder() -> str | None:
     """The delegated cgroup ``TOOLBENCH_SANDBOX_CGROUP`` names in the harness's environment.
     The pool hands it to its zygote in the zygote's config (``create``'s and ``sweep``'s
@@ -133,22 +138,55 @@ def _v1_folder(mount: str, own: dict[str, str]) -> str:
     return os.path.join(mount, rel.lstrip("/"))
 
 
+def _enable_controllers(folder: str, wanted: list[str]) -> None:
+    """Hand ``wanted`` controllers to ``folder``'s children (its ``cgroup.subtree_control``);
+    nothing to write where they are already handed on."""
+    try:
+        enabled = _words(os.path.join(folder, "cgroup.subtree_control"))
+    except OSError:
+        enabled = []
+    missing = [c for c in wanted if c not in enabled]
+    if not missing:
+        return
+    try:
+        _write(os.path.join(folder, "cgroup.subtree_control"), " ".join(f"+{c}" for c in missing))
+    except OSError as exc:
+        if exc.errno != errno.EBUSY:
+            raise
+        # cgroup v2's "no internal processes" rule: a cgroup other than the real root that holds
+        # processes cannot hand a controller to its children. It is what a container's own
+        # cgroup root, or a delegated cgroup the user's shell lives in, answers.
+        raise OSError(errno.EBUSY, f"{folder} holds processes, so it cannot hand the memory "
+                      f"controller to a child cgroup (cgroup v2 allows that only to a cgroup with "
+                      f"no process in it): name an empty cgroup in {ENV_VAR}") from exc
+
+
 def _v2_base(mount: str, delegated: str | None) -> str:
-    """A folder under which leaf cgroups with the memory controller may hold processes."""
+    """A folder under which leaf cgroups with the memory controller may hold processes: a
+    delegated folder, or ``toolbench-sandbox`` at the root of the unified hierarchy, with the
+    memory (and pids) controllers handed to its children."""
     if delegated:
         # A folder elsewhere (a typo, a plain directory) would take the limit files as ordinary
         # files and the zygote would report a memory cgroup that limits nothing.
         if os.path.commonpath([os.path.realpath(delegated), os.path.realpath(mount)]) != os.path.realpath(mount):
             raise OSError(f"{ENV_VAR}={delegated} is not beneath the cgroup2 mount {mount}")
+    folder = delegated or mount
+    controllers = _words(os.path.join(folder, "cgroup.controllers"))
+    if "memory" not in controllers:
+        # A systemd delegation without the memory controller (``Delegate=`` naming others), or
+        # a unified hierarchy whose memory controller is bound to a v1 mount.
+        raise OSError(f"the memory controller is not available in {folder} (its cgroup.controllers: "
+                      f"{' '.join(controllers) or 'none'})")
+    wanted = [c for c in ("memory", "pids") if c in controllers]
+    # Handed on by whoever delegated the folder, or here: a delegated folder with nothing in its
+    # cgroup.subtree_control gave every child cgroup no memory.max, and the zygote fell back to
+    # the address-space limit.
+    _enable_controllers(folder, wanted)
+    if delegated:
         return delegated
     base = _v2_folder(mount, None)
-    controllers = open(os.path.join(mount, "cgroup.controllers"), encoding="ascii").read().split()
-    if "memory" not in controllers:
-        raise OSError("the unified cgroup hierarchy has no memory controller")
-    wanted = [c for c in ("memory", "pids") if c in controllers]
-    _write(os.path.join(mount, "cgroup.subtree_control"), " ".join(f"+{c}" for c in wanted))
     os.makedirs(base, exist_ok=True)
-    _write(os.path.join(base, "cgroup.subtree_control"), " ".join(f"+{c}" for c in wanted))
+    _enable_controllers(base, wanted)
     return base
 
 
