@@ -182,3 +182,42 @@ def test_a_delegated_cgroup_named_in_the_environment_reaches_the_zygote(tmp_path
     assert f"{cgroup.ENV_VAR}={folder} is not beneath the cgroup2 mount" in cap["note"], cap
     assert cap.get("path", "").startswith(str(folder)) is False
     assert list(folder.iterdir()) == [], "limit files written as plain files"
+
+
+OWN_FILES = """
+import os
+def f():
+    out = {}
+    with open("notes", "w") as fh:  # O_TRUNC with O_WRONLY: Landlock's business at every ABI
+        fh.write("twelve bytes")
+        fh.truncate(6)
+    out["write_and_ftruncate"] = open("notes").read()
+    try:
+        os.truncate("notes", 2)
+        out["truncate_by_path"] = "done"
+    except OSError as exc:
+        out["truncate_by_path"] = exc.errno
+    return out
+"""
+
+
+@pytest.mark.parametrize("older_landlock", [False, True], ids=["this kernel's Landlock", "Landlock ABI 2"])
+def test_without_a_jail_truncation_is_refused_where_landlock_does_not_govern_it(older_landlock):
+    """No jail and a Landlock without the truncation right (Linux 5.13-6.1): the zygote's filter
+    refuses truncation but through a descriptor open for writing (syscall_filter ``_TRUNCATE``);
+    with this kernel's Landlock, truncation stays Landlock's to decide."""
+    import errno
+
+    from pytest_toolbench.sandbox.policy import landlock_abi
+
+    if landlock_abi() < 3:
+        pytest.skip("this kernel's Landlock has no truncation right to compare with")
+    layers_off = ("jail", "landlock_truncation") if older_landlock else ("jail",)
+    with ToolSandbox(SandboxLimits(workers=1), disable_layers=layers_off) as sb:
+        got = run(sb, OWN_FILES)
+        iso = sb.describe()["isolation"]
+    assert got["write_and_ftruncate"] == "twelve"
+    assert iso["landlock_abi"] == (2 if older_landlock else landlock_abi())
+    assert iso["missing_layers"] == []  # still above the floor
+    assert ("truncation but through a descriptor" in iso["absent_layers"]["jail"]) is older_landlock
+    assert got["truncate_by_path"] == (errno.EPERM if older_landlock else "done")

@@ -17,17 +17,20 @@ ALLOW, DENY, ENOSYS, DONE, ENOTTY = "allow", "deny", "enosys", "done", "enotty"
 ARCH = 0xC000003E
 
 
-def decide(nr: int, *args: int, arch: int = ARCH, own: int = OWN, file_metadata: bool = True) -> str:
+def decide(nr: int, *args: int, arch: int = ARCH, own: int = OWN, file_metadata: bool = True,
+           file_truncation: bool = True) -> str:
     """Run the program on a seccomp_data of (arch, nr, args)."""
     words = {0: nr, 4: arch}
     for i, arg in enumerate(args):
         words[16 + 8 * i] = arg & 0xFFFFFFFF
         words[20 + 8 * i] = (arg >> 32) & 0xFFFFFFFF
-    prog, pc, acc = sf.program(own, file_metadata), 0, 0
+    prog, pc, acc = sf.program(own, file_metadata, file_truncation), 0, 0
     for _ in range(10_000):
         code, jt, jf, k = prog[pc]
         if code == 0x20:
             acc, pc = words.get(k, 0), pc + 1
+        elif code == 0x54:  # acc &= k
+            acc, pc = acc & k, pc + 1
         elif code in (0x15, 0x35, 0x45):
             hit = acc == k if code == 0x15 else acc >= k if code == 0x35 else bool(acc & k)
             pc += 1 + (jt if hit else jf)
@@ -78,6 +81,29 @@ def test_file_modes_and_times_are_refused_without_a_jail():
         assert decide(nr(name), 0, 0, file_metadata=False) == DENY
     for name in sorted(set(sf.ALLOWED_X86_64) - set(sf.FILE_METADATA_X86_64)):
         assert decide(nr(name), 0, 0, file_metadata=False) == ALLOW, name
+
+
+def test_truncation_of_files_it_may_only_read_is_refused_below_landlock_abi_3():
+    """Without a jail, on a kernel whose Landlock does not govern truncation (ABI 1-2), an open
+    that truncates without opening for writing, and ``truncate`` by path, would empty any file
+    of the harness's uid: refused. Opening for writing (Landlock's business at every ABI) and
+    ``ftruncate`` stay allowed; ``openat2``, whose flags the filter cannot read, is ENOSYS."""
+    o_trunc, o_creat = 0o1000, 0o100
+    cases = {  # (call, args): decision without Landlock's truncation right
+        ("open", (0, o_trunc)): DENY, ("open", (0, o_trunc | 3)): DENY,
+        ("open", (0, o_trunc | 1 | o_creat)): ALLOW, ("open", (0, o_trunc | 2)): ALLOW,
+        ("open", (0, 0)): ALLOW, ("open", (0, o_creat | 1)): ALLOW,
+        ("openat", (0xFFFFFF9C, 0, o_trunc)): DENY, ("openat", (3, 0, o_trunc | 0o2000000)): DENY,
+        ("openat", (3, 0, o_trunc | 1)): ALLOW, ("openat", (3, 0, o_trunc | 2)): ALLOW,
+        ("openat", (3, 0, 0)): ALLOW, ("openat", (3, 0, 0o2000000)): ALLOW,
+        ("truncate", (0, 0)): DENY, ("ftruncate", (3, 0)): ALLOW, ("creat", (0, 0o644)): ALLOW,
+    }
+    for (name, args), expected in cases.items():
+        assert decide(nr(name), *args, file_metadata=False, file_truncation=False) == expected, (name, args)
+        assert decide(nr(name), *args, file_metadata=False) == ALLOW, (name, args)  # Landlock's, ABI >= 3
+    assert decide(437, 0, 0, 0, 24, file_truncation=False) == ENOSYS  # openat2
+    for name in sorted(set(sf.ALLOWED_X86_64) - {"truncate", "open", "openat", "openat2"}):
+        assert decide(nr(name), 0, 0, file_truncation=False) == ALLOW, name
 
 
 @pytest.mark.parametrize("name", sorted(sf.SELF_PID_X86_64))
@@ -139,18 +165,23 @@ def test_other_abis_are_refused():
     assert decide(0, 0, arch=0x40000003) == DENY  # i386
 
 
-KERNEL = """
-import json, os, resource, threading
-from pytest_toolbench.sandbox.syscall_filter import SyscallFilter
-parent = os.getppid()
-ok, note = SyscallFilter().apply()
-out = {"applied": ok}
+#: A script's ``attempt(key, fn)``: ``out[key]`` is "ok" or the errno ``fn`` raised.
+ATTEMPT = """
 def attempt(key, fn):
     try:
         fn()
         out[key] = "ok"
     except OSError as exc:
         out[key] = exc.errno
+"""
+
+KERNEL = """
+import json, os, resource, threading
+from pytest_toolbench.sandbox.syscall_filter import SyscallFilter
+parent = os.getppid()
+ok, note = SyscallFilter().apply()
+out = {"applied": ok}
+""" + ATTEMPT + """
 attempt("pipe", os.pipe)
 attempt("memfd", lambda: os.memfd_create("x"))
 attempt("kill_self", lambda: os.kill(os.getpid(), 0))
@@ -191,3 +222,52 @@ def test_the_filter_in_a_real_process():
     for key in ("pipe", "memfd", "kill_parent", "getpriority_parent", "prlimit_parent", "affinity_parent", "fork",
                 "notify"):
         assert got[key] == eperm, (key, got)
+
+
+TRUNCATION = """
+import json, os, sys
+from pytest_toolbench.sandbox import policy
+from pytest_toolbench.sandbox.syscall_filter import SyscallFilter
+ro, own, refuse = sys.argv[1], sys.argv[2], sys.argv[3] == "refuse"
+abi, _ = policy.Landlock([ro], max_abi=1).apply(own)  # Linux 5.13-5.18's: no truncation right
+applied, _ = SyscallFilter(file_metadata=False, file_truncation=not refuse).apply()
+out = {"landlock": abi, "filter": applied}
+""" + ATTEMPT + """
+target = os.path.join(ro, "precious")
+attempt("open_for_writing", lambda: open(target, "w"))
+attempt("truncate", lambda: os.truncate(target, 0))
+attempt("open_rdonly_trunc", lambda: os.close(os.open(target, os.O_RDONLY | os.O_TRUNC)))
+def own_file():
+    with open(os.path.join(own, "notes"), "w") as f:
+        f.write("twelve bytes")
+        f.truncate(6)
+attempt("own_file", own_file)
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.parametrize("refuse", [True, False], ids=["this-filter", "truncation-allowed"])
+def test_truncation_on_a_kernel_whose_landlock_does_not_govern_it(tmp_path, refuse):
+    """On this kernel, with the Landlock of ABI 1 (Linux 5.13-5.18: no truncation right) and no
+    jail: the filter that leaves truncation to Landlock lets a call empty a file it may only
+    read; this one refuses it, while the call still writes and truncates its own files."""
+    from pytest_toolbench.sandbox import policy
+
+    if not sf.SyscallFilter().available or not policy.landlock_abi():
+        pytest.skip("needs Landlock and the x86_64 filter")
+    ro, own = tmp_path / "read-only", tmp_path / "own"
+    ro.mkdir()
+    own.mkdir()
+    (ro / "precious").write_text("nine bytes")
+    proc = subprocess.run([sys.executable, "-c", TRUNCATION, str(ro), str(own), "refuse" if refuse else "allow"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout)
+    assert got["landlock"] == 1 and got["filter"] is True
+    assert got["open_for_writing"] == errno.EACCES  # Landlock's, at every ABI
+    assert got["own_file"] == "ok" and (own / "notes").read_text() == "twelve"
+    if refuse:
+        assert got["truncate"] == got["open_rdonly_trunc"] == errno.EPERM, got
+        assert (ro / "precious").read_text() == "nine bytes"
+    else:
+        assert got["truncate"] == "ok" and (ro / "precious").read_text() == ""

@@ -324,8 +324,9 @@ class Landlock:
     from them, so rules never accumulate across calls.
     """
 
-    def __init__(self, read_paths: Sequence[str]) -> None:
-        self.abi = landlock_abi()
+    def __init__(self, read_paths: Sequence[str], max_abi: int | None = None) -> None:
+        """``max_abi``: use no right of a later ABI (tests: an older kernel's Landlock)."""
+        self.abi = landlock_abi() if max_abi is None else min(landlock_abi(), max_abi)
         self.read: list[tuple[int, bool, str]] = []
         if self.abi:
             for path in read_paths:

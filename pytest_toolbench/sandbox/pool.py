@@ -51,8 +51,9 @@ _ENV_KEEP = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ")
 #: before it declares the zygote itself hung and kills it.
 _ZYGOTE_GRACE_S = 5.0
 #: Kernel layers a test may pretend are unavailable (``ToolSandbox(disable_layers=...)``).
+#: ``landlock_truncation``: Landlock as Linux 5.13-6.1 has it (ABI 2 at most: no truncation right).
 LAYERS = ("landlock", "seccomp", "namespaces", "tmpfs", "jail", "audit_hook",
-          "caps", "pid_namespace", "cgroup", "user_namespace")
+          "caps", "pid_namespace", "cgroup", "user_namespace", "landlock_truncation")
 #: Name of every pool folder (``<tempdir>/toolbench-sandbox-*``), which sweep_stale_folders knows.
 FOLDER_PREFIX = "toolbench-sandbox-"
 _CLOSED = object()  # in the slot queue once the pool is closed: wakes every caller waiting there

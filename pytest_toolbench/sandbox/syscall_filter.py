@@ -77,6 +77,18 @@ ALLOWED_X86_64: dict[str, int] = {
 FILE_METADATA_X86_64: tuple[str, ...] = ("chmod", "fchmod", "fchmodat", "utime", "utimes",
                                          "futimesat", "utimensat")
 
+#: Truncation Landlock governs from ABI 3 only (``LANDLOCK_ACCESS_FS_TRUNCATE``, Linux 6.2): below
+#: it a call opening a file it may only read with ``O_RDONLY | O_TRUNC`` (Linux truncates it),
+#: or naming it to ``truncate``, empties any file of the harness's uid on the host's tree (the
+#: project's ``.venv``; as root, the Python installation). In the jail those files are on
+#: read-only mounts (EROFS); without one, on kernels 5.13-6.1, the filter refuses both: an
+#: ``open``/``openat`` that truncates without opening for writing, and ``truncate`` by path (a
+#: call truncates its own files through a descriptor it opened for writing: ``ftruncate``).
+#: ``openat2`` keeps its flags in a structure the filter cannot read: ENOSYS (CPython and glibc
+#: never need it).
+_OPEN, _OPENAT, _OPENAT2, _TRUNCATE = 2, 257, 437, 76
+_O_TRUNC, _O_ACCMODE, _O_WRONLY, _O_RDWR = 0o1000, 3, 1, 2
+
 #: Calls allowed only when the pid they name (their first argument) is the caller's own:
 #: ``0`` (itself) or its own pid. ``kill`` takes only its own pid: ``0`` is its process group
 #: (the zygote's), ``-1`` every process it may signal.
@@ -116,7 +128,7 @@ _CLONE_THREAD = 0x00010000
 _CLONE_REFUSED = 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000 | 0x40000000 | 0x00008000
 
 # Classic BPF opcodes and seccomp return values.
-_LD_W_ABS, _JEQ_K, _JGE_K, _JSET_K, _RET_K = 0x20, 0x15, 0x35, 0x45, 0x06
+_LD_W_ABS, _JEQ_K, _JGE_K, _JSET_K, _RET_K, _AND_K = 0x20, 0x15, 0x35, 0x45, 0x06, 0x54
 _ALLOW = 0x7FFF0000
 _DENY = 0x00050000 | errno.EPERM
 _ENOSYS = 0x00050000 | errno.ENOSYS
@@ -177,15 +189,27 @@ def _command_block(offset: int, allowed: Iterable[int], faked: Iterable[int] = (
     return block + [_ret(refuse)]
 
 
+def _truncating_open_block(flags: int) -> list[Insn]:
+    """An open whose flags (at ``flags``) truncate is allowed only when it opens for writing,
+    which Landlock governs at every ABI."""
+    return [
+        _ld(flags), (_JSET_K, 1, 0, _O_TRUNC), _ret(_ALLOW),
+        (_AND_K, 0, 0, _O_ACCMODE), (_JEQ_K, 2, 0, _O_WRONLY), (_JEQ_K, 1, 0, _O_RDWR),
+        _ret(_DENY), _ret(_ALLOW),
+    ]
+
+
 def _guarded(nr: int, block: list[Insn]) -> list[Insn]:
     """``if nr == N: <block>`` (the block ends in returns); the number is reloaded after it."""
     return [(_JEQ_K, 0, len(block), nr), *block]
 
 
-def program(own_pid: int, file_metadata: bool = True) -> list[Insn]:
+def program(own_pid: int, file_metadata: bool = True, file_truncation: bool = True) -> list[Insn]:
     """The filter for a process whose pid (as it sees itself) is ``own_pid``. Jumps stay short
     (each test is followed by its own return), so the program can grow without 8-bit overflows.
-    ``file_metadata``: whether :data:`FILE_METADATA_X86_64` are allowed (only in the jail)."""
+    ``file_metadata``: whether :data:`FILE_METADATA_X86_64` are allowed (only in the jail);
+    ``file_truncation``: whether truncation is left to Landlock (in the jail, or ABI >= 3;
+    see ``_TRUNCATE``)."""
     prog: list[Insn] = [
         _ld(_ARCH), (_JEQ_K, 1, 0, _AUDIT_ARCH_X86_64), _ret(_DENY),
         _ld(_NR), (_JGE_K, 0, 1, 0x40000000), _ret(_DENY),  # the x32 ABI
@@ -206,6 +230,10 @@ def program(own_pid: int, file_metadata: bool = True) -> list[Insn]:
     reload([_guarded(_IOCTL, _command_block(_ARG1, IOCTL_ALLOWED, refuse=_ENOTTY))])
     reload([_guarded(_PRCTL, _command_block(_ARG0, PRCTL_ALLOWED))])
     refused = set() if file_metadata else {ALLOWED_X86_64[name] for name in FILE_METADATA_X86_64}
+    if not file_truncation:
+        reload([_guarded(_OPEN, _truncating_open_block(_ARG1)), _guarded(_OPENAT, _truncating_open_block(_ARG2)),
+                [(_JEQ_K, 0, 1, _OPENAT2), _ret(_ENOSYS)]])
+        refused.add(_TRUNCATE)
     for nr in sorted(set(ALLOWED_X86_64.values()) - refused):
         prog += [(_JEQ_K, 0, 1, nr), _ret(_ALLOW)]
     prog.append(_ret(_DENY))
@@ -242,13 +270,13 @@ class SyscallFilter:
     own pid (a few words of the inherited array) and installs it last, after every privileged
     step of the confinement. Building the program in every child cost a millisecond a call."""
 
-    def __init__(self, file_metadata: bool = True) -> None:
-        self.file_metadata = file_metadata
+    def __init__(self, file_metadata: bool = True, file_truncation: bool = True) -> None:
+        self.file_metadata, self.file_truncation = file_metadata, file_truncation
         self.available = os.uname().machine == "x86_64"
         self.note = "" if self.available else f"the syscall allowlist is written for x86_64, not {os.uname().machine}"
         if not self.available:
             return
-        insns = program(_PLACEHOLDER_PID, file_metadata)
+        insns = program(_PLACEHOLDER_PID, file_metadata, file_truncation)
         _check_jumps(insns)
         self._array = (_SockFilter * len(insns))(*[_SockFilter(*insn) for insn in insns])
         self._pid_slots = [i for i, insn in enumerate(insns) if insn[0] == _JEQ_K and insn[3] == _PLACEHOLDER_PID]
@@ -271,4 +299,6 @@ class SyscallFilter:
                       "no sockets, exec, fork, pipes, memfd, shared memory, mount, namespaces, "
                       "ptrace, fanotify/inotify/dnotify, leases, locks on others' files, signals "
                       "by file ownership, kernel log or clock setting"
-                      + ("" if self.file_metadata else "; no chmod or utime (no jail)"))
+                      + ("" if self.file_metadata else "; no chmod or utime (no jail)")
+                      + ("" if self.file_truncation else
+                         "; no truncation but through a descriptor open for writing (no jail, Landlock ABI < 3)"))

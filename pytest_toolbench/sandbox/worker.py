@@ -116,7 +116,7 @@ class Zygote:
         self.job_paths: list[str] = [p for p in config.get("job_paths", ()) if os.path.exists(p)]
         read_paths += [p for p in self.job_paths if p not in read_paths]
         self.read_paths = read_paths
-        self.landlock = policy.Landlock(read_paths)
+        self.landlock = policy.Landlock(read_paths, max_abi=2 if "landlock_truncation" in self.disabled else None)
         self.info: dict[str, Any] = {"read_only_paths": read_paths}
         # Every byte of a call (payload in, reply out) passes through these buffers, allocated
         # once and zero-filled after each call: the zygote never turns call data into Python
@@ -498,8 +498,10 @@ class Zygote:
         self._setup_cgroup()
         self._setup_mounts()
         self._setup_jail()
-        if not self.jail:  # the host's tree: chmod and utime would reach any file of this uid
-            self.seccomp = syscall_filter.SyscallFilter(file_metadata=False)
+        if not self.jail:  # the host's tree: chmod and utime would reach any file of this uid,
+            # and so would truncation where Landlock does not govern it (ABI < 3)
+            self.seccomp = syscall_filter.SyscallFilter(file_metadata=False,
+                                                        file_truncation=self._landlock_governs_truncation())
         if self.config.get("network_isolation", True) and "namespaces" not in self.disabled:
             info["network_namespace"], info["network_namespace_note"] = policy.enter_namespaces()
         else:
@@ -739,7 +741,14 @@ class Zygote:
         info["filesystem_view_note"] = note if self.jail else (
             f"no jail ({note}): calls see the host's paths (Landlock refuses their contents, "
             "not stat/readlink/access of them; chmod and utime, which Landlock does not govern "
-            "either, are refused by the syscall filter)")
+            "either, are refused by the syscall filter"
+            + ("" if self._landlock_governs_truncation() else
+               f", and so is truncation but through a descriptor open for writing (Landlock "
+               f"ABI {self.landlock.abi}: no truncation right before ABI 3)") + ")")
+
+    def _landlock_governs_truncation(self) -> bool:
+        """Whether Landlock refuses a call truncating a file it may only read (ABI 3, Linux 6.2)."""
+        return "landlock" not in self.disabled and self.landlock.abi >= 3
 
     def _hidden_probe_paths(self) -> list[str]:
         """Host paths the jail must hide from the probe: this folder's own files, and each
