@@ -62,3 +62,15 @@ def wait_until(check: Callable[[], object], seconds: float) -> bool:
             return True
         time.sleep(0.05)
     return bool(check())
+
+
+#: For a script run in a confined process of its own: ``attempt(key, fn)`` sets ``out[key]``
+#: to "ok" or to the errno ``fn`` raised (paste it after ``out = {...}``).
+ATTEMPT = """
+def attempt(key, fn):
+    try:
+        fn()
+        out[key] = "ok"
+    except OSError as exc:
+        out[key] = exc.errno
+"""

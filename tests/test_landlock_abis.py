@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from pytest_toolbench.sandbox import policy
+from sandbox_env import ATTEMPT
 
 REAL_ABI = policy.landlock_abi()
 
@@ -28,12 +29,7 @@ from pytest_toolbench.sandbox import policy
 ro, own, elsewhere, abi_cap, port = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
 abi, note = policy.Landlock([ro], max_abi=abi_cap).apply(own)
 out = {"abi": abi, "note": note}
-def attempt(key, fn):
-    try:
-        fn()
-        out[key] = "ok"
-    except OSError as exc:
-        out[key] = exc.errno
+""" + ATTEMPT + """
 attempt("read_ro", lambda: open(os.path.join(ro, "file")).read())
 attempt("list_ro", lambda: os.listdir(ro))
 attempt("write_own", lambda: open(os.path.join(own, "new"), "w").write("x"))

@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from pytest_toolbench.sandbox import syscall_filter as sf
+from sandbox_env import ATTEMPT
 
 OWN = 4242
 ALLOW, DENY, ENOSYS, DONE, ENOTTY = "allow", "deny", "enosys", "done", "enotty"
@@ -164,16 +165,6 @@ def test_other_abis_are_refused():
     assert decide(0x40000000 + 1, 0) == DENY  # x32
     assert decide(0, 0, arch=0x40000003) == DENY  # i386
 
-
-#: A script's ``attempt(key, fn)``: ``out[key]`` is "ok" or the errno ``fn`` raised.
-ATTEMPT = """
-def attempt(key, fn):
-    try:
-        fn()
-        out[key] = "ok"
-    except OSError as exc:
-        out[key] = exc.errno
-"""
 
 KERNEL = """
 import json, os, resource, threading
