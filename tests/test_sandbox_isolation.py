@@ -255,6 +255,24 @@ def test_missing_kernel_layers_refuse_tools():
             sb.run(RUN, {"source": "def f():\n    return 1", "entry": "f"}, 5.0)
 
 
+@pytest.mark.parametrize("insecure", [False, True])
+def test_a_machine_that_is_not_linux_is_refused_before_any_process_starts(monkeypatch, insecure):
+    """The zygote is Linux's alone (prctl, unshare, system calls by number): elsewhere a start
+    would die on an obscure error, or make an unrelated system call, insecure or not."""
+    import sys
+    import tempfile
+
+    before = set(os.listdir(tempfile.gettempdir()))
+    monkeypatch.setattr(sys, "platform", "darwin")
+    with ToolSandbox(SandboxLimits(workers=1, insecure=insecure)) as sb:
+        with pytest.raises(SandboxStartError, match="refusing to run untrusted tool code on darwin: the tool "
+                                                    "sandbox needs Linux") as raised:
+            sb.isolation_state()
+    monkeypatch.undo()
+    assert "run ToolHop in a Linux container or VM" in str(raised.value)
+    assert not {n for n in set(os.listdir(tempfile.gettempdir())) - before if n.startswith("toolbench-sandbox-")}
+
+
 def test_insecure_mode_runs_and_says_so():
     limits = SandboxLimits(workers=1, insecure=True)
     with ToolSandbox(limits, disable_layers=("landlock", "seccomp")) as sb:

@@ -275,6 +275,15 @@ class _Worker:
         """``register(worker)``, if given, is called before the process starts, so that a
         ``close()`` from another thread can kill a worker that is still starting.
         ``job_modules``: the declared modules outside this package the zygote may import."""
+        if not sys.platform.startswith("linux"):
+            # The zygote is built on Linux alone (prctl, unshare, Landlock's and seccomp's
+            # system calls by number): elsewhere it would die on its first such call, or make
+            # an unrelated system call of the same number, and an insecure run would too.
+            raise SandboxStartError(
+                f"refusing to run untrusted tool code on {sys.platform}: the tool sandbox needs Linux "
+                "(Landlock, seccomp and namespaces confine each call), with or without "
+                "--sandbox-insecure; run ToolHop in a Linux container or VM (the other benchmarks "
+                "run no tool code)")
         self.job_modules = tuple(job_modules)
         self._kill_lock = threading.Lock()
         self._tail: str | None = None
