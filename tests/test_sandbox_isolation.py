@@ -353,3 +353,35 @@ def test_pool_without_seccomp_reports_it_off_everywhere():
     assert "seccomp" in info["missing_layers"] and info["seccomp"] is False
     for layer in ("landlock", "seccomp"):
         assert state[layer] is (layer not in state["missing_layers"]), state
+
+
+REFUSED_START = """
+from pytest_toolbench.config import SandboxLimits
+from pytest_toolbench.sandbox import SandboxStartError, ToolSandbox
+with ToolSandbox(SandboxLimits(workers=1)) as sb:
+    try:
+        sb.isolation_state()
+    except SandboxStartError as exc:
+        print(exc)
+"""
+
+
+@pytest.mark.parametrize(("err", "why", "helps"), [
+    ("EPERM", "landlock_create_ruleset was refused (EPERM): a seccomp profile forbids it",
+     "allow landlock_create_ruleset, landlock_add_rule and landlock_restrict_self in the container's seccomp"),
+    ("ENOSYS", "this kernel has no Landlock", "Landlock needs Linux 5.13 or later built with CONFIG_SECURITY_LANDLOCK"),
+    ("EOPNOTSUPP", "Landlock is built into this kernel but not enabled", "add 'landlock' to the active LSMs"),
+])
+def test_a_refusal_for_want_of_landlock_names_the_cause_and_its_remedy(err, why, helps):
+    """Each cause of a failed version query has its own remedy: a container whose seccomp
+    profile refuses Landlock's calls was sent to look at its kernel."""
+    import subprocess
+    import sys
+
+    tests = Path(__file__).parent
+    proc = subprocess.run([sys.executable, str(tests / "refuse_landlock.py"), err, sys.executable, "-c", REFUSED_START],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    line = proc.stdout.strip()
+    assert f"landlock: {why}" in line and f"What helps: {helps}" in line, line
+    assert "--sandbox-insecure" in line

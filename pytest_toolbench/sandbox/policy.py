@@ -13,6 +13,7 @@ Stdlib only: this runs in the worker before anything else is imported.
 from __future__ import annotations
 
 import ctypes
+import errno
 import math
 import os
 import resource
@@ -283,9 +284,35 @@ class _RulesetAttr(ctypes.Structure):
     _fields_ = [("fs", ctypes.c_uint64), ("net", ctypes.c_uint64), ("scoped", ctypes.c_uint64)]
 
 
-def landlock_abi() -> int:
+#: Why the version query failed, by errno, and what helps: each cause has its own remedy, and
+#: one generic line ("needs Linux 5.13 with landlock in the LSMs") sent a user whose container
+#: refused the call to look at the kernel.
+_LANDLOCK_ABSENT = {
+    errno.ENOSYS: ("this kernel has no Landlock (landlock_create_ruleset: ENOSYS)",
+                   "Landlock needs Linux 5.13 or later built with CONFIG_SECURITY_LANDLOCK"),
+    errno.EOPNOTSUPP: ("Landlock is built into this kernel but not enabled (EOPNOTSUPP)",
+                       "add 'landlock' to the active LSMs (cat /sys/kernel/security/lsm; boot with "
+                       "lsm=...,landlock)"),
+    errno.EPERM: ("landlock_create_ruleset was refused (EPERM): a seccomp profile forbids it, as older "
+                  "container runtimes' default profiles do",
+                  "allow landlock_create_ruleset, landlock_add_rule and landlock_restrict_self in the "
+                  "container's seccomp profile (current Docker and Podman defaults allow them)"),
+}
+
+
+def landlock_status() -> tuple[int, str, str]:
+    """(Landlock ABI, or 0; why not; what helps): the ABI from the kernel's version query, and
+    where there is none, the cause its errno names."""
     abi = _libc.syscall(_LL_CREATE, None, ctypes.c_size_t(0), ctypes.c_uint32(1))
-    return max(int(abi), 0)
+    if abi > 0:
+        return int(abi), "", ""
+    err = ctypes.get_errno()
+    why, helps = _LANDLOCK_ABSENT.get(err, (f"landlock_create_ruleset failed: {os.strerror(err)}", ""))
+    return 0, why, helps
+
+
+def landlock_abi() -> int:
+    return landlock_status()[0]
 
 
 def read_only_paths(package_dir: str, protected: Sequence[str]) -> list[str]:
@@ -326,7 +353,8 @@ class Landlock:
 
     def __init__(self, read_paths: Sequence[str], max_abi: int | None = None) -> None:
         """``max_abi``: use no right of a later ABI (tests: an older kernel's Landlock)."""
-        self.abi = landlock_abi() if max_abi is None else min(landlock_abi(), max_abi)
+        abi, self.absence, self.absence_help = landlock_status()
+        self.abi = abi if max_abi is None else min(abi, max_abi)
         self.read: list[tuple[int, bool, str]] = []
         if self.abi:
             for path in read_paths:
@@ -352,7 +380,7 @@ class Landlock:
     def apply(self, writable_dir: str) -> tuple[int, str]:
         """Restrict this process (and its threads' future); returns (ABI in force or 0, note)."""
         if not self.abi:
-            return 0, "Landlock unavailable in this kernel"
+            return 0, self.absence or "Landlock unavailable in this kernel"
         abi, fs = self.abi, self.handled_fs
         attr = _RulesetAttr(fs, 0b11 if abi >= 4 else 0, 0b11 if abi >= 6 else 0)
         size = 24 if abi >= 6 else 16 if abi >= 4 else 8

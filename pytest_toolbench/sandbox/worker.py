@@ -512,7 +512,9 @@ class Zygote:
         info["rlimits"] = policy.apply_rlimits(limits["memory_mb"], limits["file_size_mb"])
         info["landlock_abi"] = 0 if "landlock" in self.disabled else self.landlock.abi
         info["seccomp"] = "seccomp" not in self.disabled and self.seccomp.available
-        info["landlock_note"] = "disabled by caller" if "landlock" in self.disabled else ""
+        info["landlock_note"] = "disabled by caller" if "landlock" in self.disabled else self.landlock.absence
+        if "landlock" not in self.disabled and self.landlock.absence_help:
+            info["landlock_help"] = self.landlock.absence_help
         info["seccomp_note"] = "disabled by caller" if "seccomp" in self.disabled else self.seccomp.note
         info["bubblewrap"] = bool(self.config.get("bubblewrap"))
         self.probe()
@@ -943,7 +945,7 @@ def main(argv: list[str]) -> int:
         return 1
     if info["missing_layers"] and not config["limits"].get("insecure"):
         notes = "; ".join(f"{k}: {info.get(f'{k}_note') or 'not verified'}" for k in info["missing_layers"])
-        helps = "; ".join(_LAYER_HELP[k] for k in info["missing_layers"] if k in _LAYER_HELP)
+        helps = "; ".join(info.get(f"{k}_help") or _LAYER_HELP[k] for k in info["missing_layers"] if k in _LAYER_HELP)
         try:
             protocol.send(fd_out, {"type": "refused", "isolation": info, "detail": (
                 f"kernel isolation unavailable ({notes}); refusing to run untrusted tool code. "

@@ -1,0 +1,38 @@
+"""Run a command as on a machine whose Landlock answers its version query with an error:
+
+    python tests/refuse_landlock.py ERRNO COMMAND [ARG ...]
+
+``ERRNO`` is ``EPERM`` (a container's seccomp profile refusing the call), ``ENOSYS`` (a kernel
+without Landlock) or ``EOPNOTSUPP`` (Landlock built in, not enabled). Installs a seccomp filter
+that makes ``landlock_create_ruleset`` fail with it, then execs the command; the filter is
+inherited by every process the command starts. x86_64 only, stdlib only.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import sys
+
+from no_userns import _Insn, _Prog
+
+_LANDLOCK_CREATE_RULESET = 444
+_LD, _JEQ, _RET, _ALLOW = 0x20, 0x15, 0x06, 0x7FFF0000
+
+
+def refuse_landlock(err: int) -> None:
+    program = [(_LD, 0, 0, 0), (_JEQ, 0, 1, _LANDLOCK_CREATE_RULESET), (_RET, 0, 0, 0x00050000 | err),
+               (_RET, 0, 0, _ALLOW)]
+    array = (_Insn * len(program))(*[_Insn(*insn) for insn in program])
+    prog = _Prog(len(program), ctypes.cast(array, ctypes.POINTER(_Insn)))
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(38, 1, 0, 0, 0) or libc.prctl(22, 2, ctypes.byref(prog), 0, 0):
+        raise OSError(ctypes.get_errno(), f"cannot install the filter: {os.strerror(ctypes.get_errno())}")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 3:
+        sys.exit(__doc__)
+    refuse_landlock(getattr(errno, sys.argv[1]))
+    os.execvp(sys.argv[2], sys.argv[2:])
