@@ -40,6 +40,11 @@ def refuse_user_namespaces() -> None:
         (_JSET, 0, 1, _CLONE_NEWUSER), (_RET, 0, 0, _EPERM),
         (_RET, 0, 0, _ALLOW),
     ]
+    install_filter(program)
+
+
+def install_filter(program: list[tuple[int, int, int, int]]) -> None:
+    """Load a classic-BPF seccomp ``program`` on this process (and all it starts), no_new_privs first."""
     array = (_Insn * len(program))(*[_Insn(*insn) for insn in program])
     prog = _Prog(len(program), ctypes.cast(array, ctypes.POINTER(_Insn)))
     libc = ctypes.CDLL(None, use_errno=True)

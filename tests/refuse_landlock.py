@@ -10,12 +10,11 @@ inherited by every process the command starts. x86_64 only, stdlib only.
 
 from __future__ import annotations
 
-import ctypes
 import errno
 import os
 import sys
 
-from no_userns import _Insn, _Prog
+from no_userns import install_filter
 
 _LANDLOCK_CREATE_RULESET = 444
 _LD, _JEQ, _RET, _ALLOW = 0x20, 0x15, 0x06, 0x7FFF0000
@@ -24,11 +23,7 @@ _LD, _JEQ, _RET, _ALLOW = 0x20, 0x15, 0x06, 0x7FFF0000
 def refuse_landlock(err: int) -> None:
     program = [(_LD, 0, 0, 0), (_JEQ, 0, 1, _LANDLOCK_CREATE_RULESET), (_RET, 0, 0, 0x00050000 | err),
                (_RET, 0, 0, _ALLOW)]
-    array = (_Insn * len(program))(*[_Insn(*insn) for insn in program])
-    prog = _Prog(len(program), ctypes.cast(array, ctypes.POINTER(_Insn)))
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(38, 1, 0, 0, 0) or libc.prctl(22, 2, ctypes.byref(prog), 0, 0):
-        raise OSError(ctypes.get_errno(), f"cannot install the filter: {os.strerror(ctypes.get_errno())}")
+    install_filter(program)
 
 
 if __name__ == "__main__":
