@@ -14,10 +14,9 @@ import errno
 import os
 import sys
 
-from no_userns import install_filter
+from no_userns import _ALLOW, _JEQ, _LD, _RET, install_filter
 
 _LANDLOCK_CREATE_RULESET = 444
-_LD, _JEQ, _RET, _ALLOW = 0x20, 0x15, 0x06, 0x7FFF0000
 
 
 def refuse_landlock(err: int) -> None:

@@ -112,13 +112,12 @@ class FakeCgroup2:
             p.write_text(text)
 
     # -- set-up helpers -----------------------------------------------------------------------
-    def group(self, rel: str, *, procs: tuple[int, ...] = ()) -> Path:
-        path = self.root / rel
-        for level in [*reversed(path.relative_to(self.root).parents), Path(rel)][1:]:
-            if not (self.root / level).exists():
-                self.mkdir(self.root / level)
-        for pid in procs:
-            self.write(str(path / "cgroup.procs"), str(pid))
+    def group(self, rel: str) -> Path:
+        path = self.root
+        for part in Path(rel).parts:  # each missing level, as mkdir -p
+            path /= part
+            if not path.exists():
+                self.mkdir(path)
         return path
 
 

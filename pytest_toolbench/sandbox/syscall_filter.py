@@ -86,7 +86,7 @@ FILE_METADATA_X86_64: tuple[str, ...] = ("chmod", "fchmod", "fchmodat", "utime",
 #: call truncates its own files through a descriptor it opened for writing: ``ftruncate``).
 #: ``openat2`` keeps its flags in a structure the filter cannot read: ENOSYS (CPython and glibc
 #: never need it).
-_OPEN, _OPENAT, _OPENAT2, _TRUNCATE = 2, 257, 437, 76
+_OPEN, _OPENAT, _OPENAT2, _TRUNCATE = (ALLOWED_X86_64[name] for name in ("open", "openat", "openat2", "truncate"))
 _O_TRUNC, _O_ACCMODE, _O_WRONLY, _O_RDWR = 0o1000, 3, 1, 2
 
 #: Calls allowed only when the pid they name (their first argument) is the caller's own:
