@@ -28,11 +28,14 @@ from pytest_toolbench.utf8_safe import make_model_utf8_safe
 from pytest_toolbench.results.journal import ResultJournal
 from pytest_toolbench.models.recording import RecordingModel
 from pytest_toolbench.models.repeat import CURRENT_REPEAT
+from pytest_toolbench.runtime.logger_registry import guard_logger_registry
 from pytest_toolbench.runtime.scheduler import CaseScheduler, ready_cases
 
 
 class CaseRuntime:
     def __init__(self, settings: RunSettings, model: ChatModel):
+        # Before any case hands work to another thread (a sandbox call, a FAISS search).
+        guard_logger_registry()
         self.settings = settings
         logged = ReplyLogModel(model)  # every runner's replies: finish_reason in the case result
         self.model: ChatModel = (

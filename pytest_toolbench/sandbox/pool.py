@@ -743,6 +743,10 @@ class ToolSandbox:
         from pytest_toolbench.models.call_log import current_call_log
 
         started = time.perf_counter()
+        # The reply check's module is imported here, on the caller's thread (pytest's), not in
+        # the executor while pytest works: its import makes loggers (tqdm, requests), and
+        # pytest walks the logger registry (runtime/logger_registry.py).
+        _reply_checker(job)
         outcome = await asyncio.to_thread(self.run, job, payload, timeout_s)
         log = current_call_log()
         if log is not None:  # the call on its worker, and the whole wait (queue for a slot too)

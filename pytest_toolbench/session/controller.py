@@ -34,6 +34,7 @@ from pytest_toolbench.results.gates import GateVerdict, exit_status, parse_gate
 from pytest_toolbench.results import case_store
 from pytest_toolbench.results.held_results import SESSION_END_DETAILS, held, whole_cases
 from pytest_toolbench.results.safe_text import safe_text
+from pytest_toolbench.runtime.logger_registry import guard_logger_registry
 from pytest_toolbench.output_errors import OutputFailure
 from pytest_toolbench.session.selection import load_all_cases
 from pytest_toolbench.session.identity import run_identity, sandbox_warning, wall_time_note
@@ -83,6 +84,7 @@ def wait_for_workers_to_stop(config: pytest.Config, timeout: float = WORKER_STOP
 
 
 def _warm_imports() -> None:
+    guard_logger_registry()  # the imports may make loggers while pytest walks the registry
     threading.Thread(target=_import_modules, args=(FINISH_MODULES,),
                      name="toolbench-warm-imports", daemon=True).start()
 
