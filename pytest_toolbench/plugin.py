@@ -26,6 +26,7 @@ launcher.start_at_import()
 
 from pytest_toolbench.options import add_options  # noqa: E402  (after the SDK process's start)
 from pytest_toolbench.report import progress  # noqa: E402
+from pytest_toolbench.runtime.logger_registry import guard_logger_registry  # noqa: E402
 from pytest_toolbench.runtime.upcoming import set_current_item  # noqa: E402
 from pytest_toolbench.session import case_timing, gc_tuning, orphan, run_start, transport  # noqa: E402
 from pytest_toolbench.session.controller import ControllerHooks  # noqa: E402
@@ -52,6 +53,8 @@ def pytest_configure(config: pytest.Config) -> None:
     if not config.pluginmanager.is_registered(fixtures):  # e.g. -p pytest_toolbench.session.fixtures
         config.pluginmanager.register(fixtures, "pytest_toolbench.session.fixtures")
     run_start.register_markers(config)
+    if has_toolbench_tests(config):  # before the run's first thread (a vLLM server's owner)
+        guard_logger_registry()
     st = run_start.configure_run(config)
     from pytest_toolbench.report.allure_and_plots import configure_allure
 
