@@ -132,3 +132,20 @@ def test_the_environment_starts_the_sandbox_with_the_declared_modules(outside: P
     env = RunEnvironment(RunSettings(model="oracle"), benchmarks=lambda: {"missing": Missing()})
     with pytest.raises(EnvironmentUnavailable, match="no_such_tools_module.*not on the import path"):
         env.sandbox
+
+
+def test_an_undeclared_job_is_refused_before_its_module_is_imported(
+        sandbox: ToolSandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``arun`` resolves a job's reply check on the caller's thread (runtime/logger_registry.py)
+    only once the job passed ``check_job``: the harness imports no module a refused job names."""
+    import asyncio
+
+    marker = tmp_path / "imported"
+    (tmp_path / "toolbench_never_imported.py").write_text(
+        f"open({str(marker)!r}, 'w').close()\n\ndef call(payload):\n    return 1\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ValueError, match="declared modules"):
+        asyncio.run(sandbox.arun("toolbench_never_imported:call", {}, 1.0))
+    assert not marker.exists() and "toolbench_never_imported" not in sys.modules
+    ok = asyncio.run(sandbox.arun("toolbox_tools:call", {"name": "add", "arguments": '{"a": 1, "b": 1}'}, 5.0))
+    assert ok.status == "ok" and ok.value["content"] == "2", ok.detail

@@ -745,7 +745,9 @@ class ToolSandbox:
         started = time.perf_counter()
         # The reply check's module is imported here, on the caller's thread (pytest's), not in
         # the executor while pytest works: its import makes loggers (tqdm, requests), and
-        # pytest walks the logger registry (runtime/logger_registry.py).
+        # pytest walks the logger registry (runtime/logger_registry.py). Only a job that may
+        # run: an undeclared one is refused before any module it names is imported.
+        check_job(job, self.job_module_names)
         _reply_checker(job)
         outcome = await asyncio.to_thread(self.run, job, payload, timeout_s)
         log = current_call_log()
