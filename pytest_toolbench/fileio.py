@@ -132,7 +132,7 @@ class PathLock:
     is still the one at ``path`` (else the holder before it removed it: it locks the new one),
     so at any time at most one process holds the lock of the file the path names. A process
     killed while holding it leaves the file, whose ``flock`` the kernel has released: the next
-    holder takes it and removes it. ``acquire`` blocks (call it off the event loop);
+    holder takes it and removes it. ``acquire`` blocks (an event loop polls ``try_acquire``);
     ``release`` may run on another thread."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
@@ -140,13 +140,25 @@ class PathLock:
         self._fd = -1
 
     def acquire(self) -> None:
+        self._take(fcntl.LOCK_EX)
+
+    def try_acquire(self) -> bool:
+        """``acquire`` without waiting: False while another holder has the lock. An event loop
+        polls this rather than waiting on a thread, which a cancelled task cannot take back: it
+        acquired later anyway, and nothing released the lock."""
+        return self._take(fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+    def _take(self, operation: int) -> bool:
         while True:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX)
+                fcntl.flock(fd, operation)
                 if names_open_file(self.path, fd):
                     self._fd = fd
-                    return
+                    return True
+            except BlockingIOError:  # held by another (only with LOCK_NB)
+                os.close(fd)
+                return False
             except BaseException:
                 os.close(fd)
                 raise

@@ -75,3 +75,40 @@ def test_a_holder_killed_with_the_lock_leaves_a_file_the_next_holder_takes_and_r
     lock.acquire()  # the kernel released the dead holder's flock: no wait
     lock.release()
     assert not lock_path.exists()
+
+
+def test_a_case_cancelled_while_it_waits_for_the_memo_lock_leaves_the_lock_free(tmp_path):
+    """A case stopped (its --case-timeout, Ctrl-C) while another process holds the entry's lock
+    took it later anyway and never gave it back: the wait ran on a thread that went on after the
+    cancellation, and the release lay past the await. Every later maker of that key (another
+    worker, or this one through a new descriptor) then waited for it until its own timeout."""
+    memo = ExtractionMemo(tmp_path / "memo")
+    key = memo_key("sample", "model")
+    lock_path = str(memo._path(key)) + ".lock"
+    (tmp_path / "memo").mkdir()
+    holder = PathLock(lock_path)  # another worker, making the same entry
+    holder.acquire()
+    assert not PathLock(lock_path).try_acquire()  # held: no wait, no descriptor left open
+
+    async def make():
+        return {"reply": "made"}
+
+    async def cancelled_while_waiting():
+        task = asyncio.ensure_future(memo.get_or_make(key, make))
+        await asyncio.sleep(0.3)
+        assert not task.done()
+        task.cancel()
+        try:
+            await task
+        except asyncio.CancelledError:
+            pass
+        holder.release()  # the other worker's make failed: it stored nothing
+        await asyncio.sleep(0.5)
+
+    asyncio.run(cancelled_while_waiting())
+    after = PathLock(lock_path)
+    assert after.try_acquire(), "the cancelled case's wait took the lock and kept it"
+    after.release()
+    value, made = asyncio.run(memo.get_or_make(key, make))
+    assert made and value == {"reply": "made"}
+    assert not Path(lock_path).exists()

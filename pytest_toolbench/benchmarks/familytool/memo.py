@@ -25,6 +25,10 @@ from typing import Any
 
 from pytest_toolbench.fileio import PathLock, atomic_write_bytes
 
+#: How often a case waiting for another process's extraction of the same entry looks again:
+#: that extraction is a model call of seconds.
+LOCK_POLL_S = 0.05
+
 
 def memo_key(*parts: Any) -> str:
     payload = json.dumps(parts, sort_keys=True, ensure_ascii=False, default=str)
@@ -62,7 +66,10 @@ class ExtractionMemo:
             path.parent.mkdir(parents=True, exist_ok=True)
             # PathLock: no empty .lock file per entry left in the run folder (filelock kept one)
             file_lock = PathLock(str(path) + ".lock")
-            await asyncio.to_thread(file_lock.acquire)
+            # Polled, not waited for on a thread: a case cancelled meanwhile (its timeout,
+            # Ctrl-C) holds nothing, where the thread took the lock later and kept it.
+            while not file_lock.try_acquire():
+                await asyncio.sleep(LOCK_POLL_S)
             try:
                 found = self._load(path)
                 if found is not None:
