@@ -45,16 +45,7 @@ def test_guarding_keeps_every_logger_and_is_done_once():
     assert logging.root.manager.loggerDict is guarded
     assert isinstance(guarded, SnapshotIterationDict)
     assert logging.getLogger("toolbench-test.kept") is before  # the same object, not a new one
-    logging.getLogger("toolbench-test.kept.child").propagate = True
-    assert logging.getLogger("toolbench-test.kept.child").parent is before
-
-
-def test_a_plain_registry_fails_that_walk():
-    """The failure guarded against, with the same steps on a plain dict."""
-    plain = {"a": 1}
-    with pytest.raises(RuntimeError, match="changed size during iteration"):
-        for step, _ in enumerate(plain.values()):
-            plain[f"b{step}"] = step
+    assert logging.getLogger("toolbench-test.kept.child").parent is before  # the tree too
 
 
 #: A thread that makes loggers from the first test body on, as a module imported on a harness
