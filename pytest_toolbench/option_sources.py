@@ -176,25 +176,6 @@ def from_command_line(config: pytest.Config, flag: str) -> bool:
     return dest in given
 
 
-def early_value(config: pytest.Config, flag: str) -> Any:
-    """``flag``'s value before options are resolved (``pytest_load_initial_conftests``): the
-    command line, else the ini key, else the default; an unreadable ini value reads as the default
-    here (``resolve_option_sources`` reports it later)."""
-    source = next((s for s in _SOURCES.values() if s.flag == flag), None)
-    if source is None:
-        raise KeyError(flag)
-    value = getattr(config.known_args_namespace, source.dest, None)
-    if value is not None:
-        return value
-    raw = config.getini(source.ini) if source.ini else None
-    if raw not in (None, "", []):
-        try:
-            return _ini_value(source, raw, "ini")
-        except ValueError:
-            pass
-    return copy.copy(source.default)
-
-
 # --- flags declared by settings fields (config.option) --------------------------------------------
 
 

@@ -63,10 +63,6 @@ class LoadedRun(DeferredModel):
         return self.record.run.settings
 
     @classmethod
-    def from_record(cls, label: str, record: RunRecord, path: str | None = None) -> LoadedRun:
-        return cls(label=label, record=record, path=path)
-
-    @classmethod
     def from_cases(
         cls,
         label: str,

@@ -38,11 +38,6 @@ class ReplayRecord(DeferredModel):
     finish_reasons: list[str | None] = []
 
 
-def load_recording(path: Path) -> dict[str, list[dict[str, Any]]]:
-    """case_id -> replies. A case recorded twice (appending runs) keeps its latest line."""
-    return {case_id: record.responses for case_id, record in load_records(path).items()}
-
-
 def load_records(path: Path) -> dict[str, ReplayRecord]:
     """case_id -> its record (replies and their finish reasons); the latest line wins."""
     path = Path(path)

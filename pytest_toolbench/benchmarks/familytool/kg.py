@@ -82,10 +82,6 @@ class KnowledgeGraph:
     def from_file(cls, path: Path | str, extra: Iterable[Sequence[str]] = ()) -> "KnowledgeGraph":
         return cls([*load_triples(path), *extra], source=str(path))
 
-    def with_triples(self, extra: Iterable[Sequence[str]]) -> "KnowledgeGraph":
-        """A new graph with ``extra`` triples appended (inductive setting: new people/relations)."""
-        return KnowledgeGraph([*self.triples, *extra], source=self.source)
-
     # --- lookups (upstream semantics) ------------------------------------------------------
     @cached_property
     def _out(self) -> dict[str, list[Triple]]:
