@@ -29,8 +29,6 @@ class ToolLibrary:
 
     tools: list[dict[str, Any]] = field(default_factory=list)
     index: dict[str, int] = field(default_factory=dict)
-    #: How many of ``tools`` come from the benchmark itself (the rest are distractors).
-    own_count: int = 0
 
     def add(self, tool: dict[str, Any]) -> None:
         name = tool.get("name")
@@ -72,7 +70,6 @@ def build_library(
         for tool in d.tool_pool or []:
             if isinstance(tool, dict):
                 library.add(tool)
-    library.own_count = len(library)
     if len(library) < pool_size and distractors:
         for tool in distractors:
             library.add(tool)
