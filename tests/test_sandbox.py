@@ -317,3 +317,20 @@ def test_ctrl_c_while_a_worker_starts_leaves_no_process_and_no_temp_dir(
     assert children_of(os.getpid()) == before
     assert not list(tmp_path.glob("toolbench-sandbox-*"))
     assert set(os.listdir("/proc/self/fd")) <= open_fds  # its pipes closed
+
+
+def test_the_outcome_model_is_built_before_any_thread_makes_one():
+    """``SandboxOutcome`` (a ``DeferredModel``) is first made on asyncio's executor threads, by
+    several tool calls at once. pydantic 2.11.0-2.11.4 rebuild a deferred model unsafely there
+    (8 threads making a first instance at once failed every trial: the parent's validator was
+    used); the pool builds it when it is made, on its owner's thread. A fresh interpreter: a
+    command that never makes a pool still defers it."""
+    import subprocess
+    import sys
+
+    code = ("from pytest_toolbench.sandbox import SandboxOutcome, ToolSandbox\n"
+            "before = SandboxOutcome.__pydantic_complete__\n"
+            "ToolSandbox().close()\n"
+            "print(before, SandboxOutcome.__pydantic_complete__)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.stdout.split() == ["False", "True"], out.stdout + out.stderr

@@ -598,6 +598,10 @@ class ToolSandbox:
         functions may run as jobs; each is imported by every zygote before its first call
         (a module that will not import stops the start) and its folder is readable to calls."""
         self.limits = limits or SandboxLimits()
+        # The outcome's validator is built here, on the owner's thread: its first instances are
+        # made on asyncio's executor threads, several calls at once, and pydantic 2.11.0-2.11.4
+        # rebuild a deferred model unsafely there (the parent's validator was used).
+        SandboxOutcome.model_rebuild()
         unknown = set(disable_layers) - set(LAYERS)
         if unknown:
             raise ValueError(f"unknown sandbox layers {sorted(unknown)}; known: {LAYERS}")
