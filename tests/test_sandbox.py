@@ -321,9 +321,9 @@ def test_ctrl_c_while_a_worker_starts_leaves_no_process_and_no_temp_dir(
 
 def test_the_outcome_model_is_built_before_any_thread_makes_one():
     """``SandboxOutcome`` (a ``DeferredModel``) is first made on asyncio's executor threads, by
-    several tool calls at once. pydantic 2.11.0-2.11.4 rebuild a deferred model unsafely there
-    (8 threads making a first instance at once failed every trial: the parent's validator was
-    used); the pool builds it when it is made, on its owner's thread. A fresh interpreter: a
+    several tool calls at once. pydantic before 2.14 rebuilds a deferred model unsafely there
+    (8 threads making a first instance at once: 2.11.4 failed every trial, 2.12.0 1-4 in 200);
+    the pool builds it when it is made, on its owner's thread. A fresh interpreter: a
     command that never makes a pool still defers it."""
     import subprocess
     import sys

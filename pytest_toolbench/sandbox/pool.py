@@ -599,8 +599,9 @@ class ToolSandbox:
         (a module that will not import stops the start) and its folder is readable to calls."""
         self.limits = limits or SandboxLimits()
         # The outcome's validator is built here, on the owner's thread: its first instances are
-        # made on asyncio's executor threads, several calls at once, and pydantic 2.11.0-2.11.4
-        # rebuild a deferred model unsafely there (the parent's validator was used).
+        # made on asyncio's executor threads, several calls at once, and pydantic before 2.14's
+        # rebuild lock builds a deferred model unsafely there (8 threads at once: 2.11.4 failed
+        # every trial, using the parent's validator; 2.12.0 1-4 trials in 200).
         SandboxOutcome.model_rebuild()
         unknown = set(disable_layers) - set(LAYERS)
         if unknown:
