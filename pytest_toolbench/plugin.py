@@ -69,7 +69,7 @@ def pytest_configure(config: pytest.Config) -> None:
                                           "toolbench-view")
         install_interrupts(config)
     else:
-        config.pluginmanager.register(transport.WorkerReportHooks(), "toolbench-worker-reports")
+        config.pluginmanager.register(transport.WorkerReportHooks(config), "toolbench-worker-reports")
         run_start.label_worker_results(config)
         orphan.watch_controller(config)  # a controller killed under it: session/orphan.py
         install_worker_hangup()

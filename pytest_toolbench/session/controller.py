@@ -42,7 +42,8 @@ from pytest_toolbench.session.listing import runs_tests
 from pytest_toolbench.session.signals import interrupts_of
 from pytest_toolbench.session.state import is_xdist_controller, run_dir_of, run_dir_path, state
 from pytest_toolbench.session.transport import (
-    FROM_RESULT_CACHE, RESULT_KEY, from_result_cache, let_gates_decide, take_payloads, worker_output,
+    FROM_RESULT_CACHE, RESULT_KEY, from_result_cache, let_gates_decide, stop_like_worker,
+    take_payloads, worker_output,
 )
 
 if TYPE_CHECKING:
@@ -407,6 +408,7 @@ class ControllerHooks:
         for failure in failures:
             if failure not in self.st.output_failures:  # the run stops at its session end
                 self.st.output_failures.append(failure)
+        stop_like_worker(node)
 
     def pytest_report_teststatus(self, report: pytest.TestReport, config: pytest.Config):
         status = getattr(report, "toolbench_status", None)

@@ -3,8 +3,8 @@ JSON to its ``TestReport.user_properties``; pytest-xdist serialises reports to t
 whose ``pytest_runtest_logreport`` collects them (session/controller.py). Without xdist the same
 hook runs in-process, so ``-n 0`` and ``-n 8`` share one code path and give identical metrics.
 An output this process could not write (a response-cache entry on a full disk) rides on its next
-report the same way, and a worker's sandbox states and late output failures go in its
-``workeroutput`` at its session end."""
+report the same way, and a worker's sandbox states, late output failures and ``pytest.exit`` go
+in its ``workeroutput`` at its session end."""
 
 from __future__ import annotations
 
@@ -26,6 +26,9 @@ RESULT_CACHE_PROPERTY = "toolbench_result_cache"
 
 #: A worker's output failure (e.g. a response-cache write on a full disk) on its next report.
 OUTPUT_ERROR_PROPERTY = "toolbench_output_error"
+
+#: A worker's ``pytest.exit`` (its reason and status) in its ``workeroutput``.
+EXIT_OUTPUT = "toolbench_exit"
 
 #: The test item's case result, from its set-up (``case_result``) until its teardown report.
 RESULT_KEY = pytest.StashKey[CaseResult]()
@@ -132,6 +135,20 @@ def attach_result(item: pytest.Item, call: pytest.CallInfo[None], report: pytest
 class WorkerReportHooks:
     """Registered in xdist workers only (plugin.py)."""
 
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+
+    def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+        """A ``pytest.exit`` in a worker (a runner or sandbox this machine cannot give, a model
+        that cannot be built, a conftest's own) is handed to the controller, which stops the run
+        with the same line and exit status as a run without xdist (``stop_like_worker``).
+        xdist alone takes such a worker's end for a crash of the test it was running, and the
+        run ended in an INTERNALERROR traceback (its ``assert not crashitem``), exit 3."""
+        value = excinfo.value
+        if isinstance(value, pytest.exit.Exception):
+            self.config.workeroutput[EXIT_OUTPUT] = {  # type: ignore[attr-defined]
+                "reason": value.msg, "returncode": value.returncode}
+
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport):  # type: ignore[no-untyped-def]
         """With gates, a failure the gates take over is turned here, in the worker, before
@@ -202,3 +219,11 @@ def worker_output(node: Any) -> tuple[list[dict[str, Any]], list[OutputFailure]]
     output = getattr(node, "workeroutput", None) or {}
     return (list(output.get("toolbench_sandbox", [])),
             [OutputFailure.from_json(text) for text in output.get("toolbench_output_errors", [])])
+
+
+def stop_like_worker(node: Any) -> None:
+    """Controller side: a finished worker that stopped with ``pytest.exit`` stops the run the
+    same way (its reason, its status), before xdist reads the worker's end as a crash."""
+    stopped = (getattr(node, "workeroutput", None) or {}).get(EXIT_OUTPUT)
+    if stopped is not None:
+        pytest.exit(stopped["reason"], returncode=stopped["returncode"])
