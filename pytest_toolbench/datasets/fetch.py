@@ -9,7 +9,6 @@ what to do; nothing here prints except the download progress.
 from __future__ import annotations
 
 import hashlib
-import inspect
 import json
 import os
 import re
@@ -180,7 +179,7 @@ def _fetch_hub(choice: Choice, file: PinnedFile, url: str, progress: ProgressFac
         # pins identify the file, so it is fetched like a GitHub file and checked the same way.
         return _fetch_plain_mirror(choice, file, url, progress, force)
     kwargs: dict = {}
-    if progress is not None and "tqdm_class" in inspect.signature(hf_hub_download).parameters:
+    if progress is not None:
         kwargs["tqdm_class"] = _progress_bar_class(progress, f"{spec.benchmark} {file.path}", meta.size)
     before = cached_path(spec, file, revision) if not force else None
     try:
