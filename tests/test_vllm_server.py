@@ -511,23 +511,39 @@ def _wait_until_running(server: VLLMServer, timeout_s: float,
 
     The log, because beside four busy processes the API server answered no ``/metrics`` poll
     while it generated: one GET per request in its access log, answered as the 30 s request
-    ended, three times in a row, while its own stats line said "Running: 1 reqs" every 10 s."""
+    ended, three times in a row, while its own stats line said "Running: 1 reqs" every 10 s.
+    The GETs go on a thread of their own: on a machine loaded further (two test runs and four
+    busy processes), one GET held this loop for a whole 50 s request, three requests in a row,
+    and the stats lines written meanwhile were read only once each request had ended."""
     import re
     import urllib.request
 
     url = server.base_url.rsplit("/v1", 1)[0] + "/metrics"
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline and while_true():
-        try:
-            with urllib.request.urlopen(url, timeout=5) as reply:  # slow to answer when busy
-                text = reply.read().decode("utf-8", "replace")
-        except OSError:
-            text = ""
-        running = re.findall(r"^vllm:num_requests_running\{[^}]*\} ([0-9.]+)$", text, re.M)
-        if any(float(v) >= 1 for v in running) or _log_says_running(server, log_from):
-            return True
-        time.sleep(0.005)
-    return False
+    seen, stop = threading.Event(), threading.Event()
+
+    def poll_metrics() -> None:
+        while not stop.is_set():
+            try:
+                with urllib.request.urlopen(url, timeout=5) as reply:  # slow to answer when busy
+                    text = reply.read().decode("utf-8", "replace")
+            except OSError:
+                text = ""
+            running = re.findall(r"^vllm:num_requests_running\{[^}]*\} ([0-9.]+)$", text, re.M)
+            if any(float(v) >= 1 for v in running):
+                seen.set()
+                return
+            stop.wait(0.005)
+
+    threading.Thread(target=poll_metrics, daemon=True).start()
+    try:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline and while_true():
+            if seen.is_set() or _log_says_running(server, log_from):
+                return True
+            time.sleep(0.005)
+        return False
+    finally:
+        stop.set()
 
 
 def _log_size(server: VLLMServer) -> int:
