@@ -214,9 +214,14 @@ def hand_over_worker_output(config: pytest.Config) -> None:
             f.to_json() for f in output_errors.take()]
 
 
+def _output_of(node: Any) -> dict[str, Any]:
+    """A finished worker's ``workeroutput`` (none from a worker that never reached its end)."""
+    return getattr(node, "workeroutput", None) or {}
+
+
 def worker_output(node: Any) -> tuple[list[dict[str, Any]], list[OutputFailure]]:
     """Controller side: what :func:`hand_over_worker_output` put in a finished worker's output."""
-    output = getattr(node, "workeroutput", None) or {}
+    output = _output_of(node)
     return (list(output.get("toolbench_sandbox", [])),
             [OutputFailure.from_json(text) for text in output.get("toolbench_output_errors", [])])
 
@@ -224,6 +229,6 @@ def worker_output(node: Any) -> tuple[list[dict[str, Any]], list[OutputFailure]]
 def stop_like_worker(node: Any) -> None:
     """Controller side: a finished worker that stopped with ``pytest.exit`` stops the run the
     same way (its reason, its status), before xdist reads the worker's end as a crash."""
-    stopped = (getattr(node, "workeroutput", None) or {}).get(EXIT_OUTPUT)
+    stopped = _output_of(node).get(EXIT_OUTPUT)
     if stopped is not None:
         pytest.exit(stopped["reason"], returncode=stopped["returncode"])
