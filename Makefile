@@ -2,6 +2,7 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
+UV := $(VENV)/bin/uv
 # A CPU model generates ~5-15 tokens/s (fewer on a busy machine): the demo caps a reply at 128 tokens
 # (a tool call or a short answer fits) and allows 240 s per request, so a reply uses a small share
 # of its timeout even beside four CPU-bound processes (perf/demo_busy.py measures it; issue 22).
@@ -69,12 +70,12 @@ test-fast: setup
 FLOORS := $(VENV)-floors
 test-floors: setup
 	rm -rf $(FLOORS)
-	$(VENV)/bin/uv pip compile -q pyproject.toml --extra dev --extra retrieval --resolution lowest-direct \
+	$(UV) pip compile -q pyproject.toml --extra dev --extra retrieval --resolution lowest-direct \
 		--python-version 3.11 --no-header -o $(FLOORS).txt
-	$(VENV)/bin/uv venv -q --seed --python python3 $(FLOORS)
+	$(UV) venv -q --seed --python python3 $(FLOORS)
 	$(FLOORS)/bin/python -m pip install -q $$(grep '^torch==' $(FLOORS).txt)
-	grep -v '^torch==' $(FLOORS).txt | $(VENV)/bin/uv pip install -q --python $(FLOORS)/bin/python -r -
-	$(VENV)/bin/uv pip install -q --python $(FLOORS)/bin/python --no-deps -e .
+	grep -v '^torch==' $(FLOORS).txt | $(UV) pip install -q --python $(FLOORS)/bin/python -r -
+	$(UV) pip install -q --python $(FLOORS)/bin/python --no-deps -e .
 	$(PYENV) $(FLOORS)/bin/pytest tests -n 2 --dist loadgroup --timeout 600 -m "not slow and not pinned_versions"
 
 # Performance goals as ratios measured in one run (issue 11); exits non-zero when a goal is missed.
