@@ -42,6 +42,7 @@ import pytest
 
 from pytest_toolbench.benchmarks import registry
 from pytest_toolbench.benchmarks.base import Case
+from pytest_toolbench.counting import counted
 from pytest_toolbench.models.meter import REQUEST_METER, MeterReading
 from pytest_toolbench.results.case_result import CaseResult, Outcome
 from pytest_toolbench.results.headline import headline_of, lead_metric
@@ -157,7 +158,7 @@ def render_line(counts: ProgressCounts, meter: MeterReading, now: float) -> str:
     elapsed = now - counts.started
     done_total = f"{counts.done}/{counts.total}" if counts.total else f"{counts.done}"
     parts = [f"toolbench {done_total} cases",
-             f"{counts.errors} error{'' if counts.errors == 1 else 's'}"]
+             counted(counts.errors, "error")]
     headline = counts.headline()
     if headline is not None:
         label, value, n = headline

@@ -94,6 +94,7 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_toolbench.counting import counted
 from pytest_toolbench.report.headline_table import grid_table
 from pytest_toolbench.text_table import TextTable, pipe_table, render_table
 from pytest_toolbench.word_wrap import wrap_words
@@ -150,8 +151,7 @@ def infra_error_note(s: ScenarioMetrics) -> str | None:
     if not s.n_errors:
         return None
     kinds = describe_errors(s.error_kinds, s.error_details)  # cause, attempts, option
-    plural = "error" if s.n_errors == 1 else "errors"
-    return f"{s.n_errors} infrastructure {plural} excluded from metrics: {kinds}"
+    return f"{counted(s.n_errors, 'infrastructure error')} excluded from metrics: {kinds}"
 
 
 def _parse_failure_note(s: ScenarioMetrics) -> str | None:

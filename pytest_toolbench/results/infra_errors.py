@@ -29,6 +29,14 @@ def not_scored_text(kind: str, message: str, *, multiline: bool = True) -> str:
     return safe_text(f"infrastructure error ({kind}), not scored: {message}", multiline=multiline)
 
 
+def attempts_text(fewest: int | None, most: int) -> str:
+    """``3 attempts per call``, or ``1-3 attempts per call`` where the failed calls of a kind
+    sent different numbers of requests (``fewest`` unknown, as in a record without it: ``most``).
+    The terminal summary and the run page (view/run_page.py) say it the same way."""
+    span = str(most) if fewest in (None, most) else f"{fewest}-{most}"
+    return f"{span} {'attempt' if most == 1 else 'attempts'} per call"
+
+
 class ErrorSummary(DeferredModel):
     """The infrastructure errors of one kind in one scenario."""
 
@@ -47,9 +55,7 @@ class ErrorSummary(DeferredModel):
         """``timeout x1 (no reply within ...; 1 attempt; try: raise --request-timeout ...)``."""
         parts = [self.cause]
         if self.attempts_max is not None:
-            span = (str(self.attempts_max) if self.attempts_min == self.attempts_max
-                    else f"{self.attempts_min}-{self.attempts_max}")
-            parts.append(f"{span} attempt{'s' if self.attempts_max != 1 else ''} per call")
+            parts.append(attempts_text(self.attempts_min, self.attempts_max))
         parts.append(f"try: {self.hint}")
         return f"{self.kind} x{self.count} ({'; '.join(parts)})"
 

@@ -8,6 +8,7 @@ too."""
 
 from __future__ import annotations
 
+from pytest_toolbench.counting import counted
 from pytest_toolbench.results.gates import GateVerdict
 from pytest_toolbench.output_errors import OutputFailure
 
@@ -26,7 +27,7 @@ def missing_text(missing: list[str], selected: int, *, shown: int = SHOWN_MISSIN
     n = len(missing)
     names = first_named(missing, shown)
     verb = "has" if n == 1 else "have"
-    return f"{n} of {selected} selected case{'s' if selected != 1 else ''} {verb} no result: {names}"
+    return f"{n} of {counted(selected, 'selected case')} {verb} no result: {names}"
 
 
 def missing_note(missing: list[str], selected: int, interrupted_by: str | None = None) -> str:

@@ -25,6 +25,7 @@ import pytest
 
 from pytest_toolbench.benchmarks import registry
 from pytest_toolbench.benchmarks.base import Case, details_read_at_session_end
+from pytest_toolbench.counting import counted
 from pytest_toolbench.exitcodes import ToolbenchExit
 from pytest_toolbench.models.meter import REQUEST_METER
 from pytest_toolbench.report import progress
@@ -474,7 +475,7 @@ class ControllerHooks:
                 or self.config.getoption("continue_on_collection_errors", False)):
             return False
         n = len(st.collection_errors)
-        st.interrupted_by = f"{n} error{'s' if n != 1 else ''} during collection"
+        st.interrupted_by = f"{counted(n, 'error')} during collection"
         return True
 
     @pytest.hookimpl(tryfirst=True)
@@ -898,7 +899,7 @@ class ControllerHooks:
                 v.kind == "tests" and not v.passed for v in verdicts):
             failed = int(next(v.actual or 0 for v in verdicts if v.kind == "tests"))
             # the verdict above names them; this line stays within 80 columns
-            why = f"{failed} other test{'s' if failed != 1 else ''} failed (named above)"
+            why = f"{counted(failed, 'other test')} failed (named above)"
         elif status == gates_status:
             # short enough that the longest such line (11 INFRA_ERRORS) fits 80 columns
             why = "set by the gates, not single cases"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from pytest_toolbench.counting import counted
 from pytest_toolbench.exitcodes import ToolbenchExit
 from pytest_toolbench.output_errors import OutputFailure
 from pytest_toolbench.results.gates import GateVerdict, exit_status
@@ -86,7 +87,7 @@ def failed_tests_verdict(failed: list[str]) -> GateVerdict:
     raised) is a failure of the run: a CI step gated on metrics must not pass over it."""
     names = first_named(failed, SHOWN_FAILED)
     return GateVerdict(gate=TESTS_PASSED, actual=float(len(failed)), passed=False, kind="tests",
-                       reason=f"{len(failed)} test{'s' if len(failed) != 1 else ''} failed "
+                       reason=f"{counted(len(failed), 'test')} failed "
                        f"outside the cases' scoring: {names}")
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from pytest_toolbench.deferred_model import DeferredModel
 from pytest_toolbench.results.aggregate import GroupMetrics, ScenarioMetrics
-from pytest_toolbench.results.infra_errors import ErrorSummary
+from pytest_toolbench.results.infra_errors import ErrorSummary, attempts_text
 from pytest_toolbench.view.cells import Cell, exit_text, metric_cell, table_value, when
 from pytest_toolbench.view.load import ViewRun
 
@@ -97,9 +97,7 @@ def error_text(e: ErrorSummary) -> str:
     results/infra_errors.py ``ErrorSummary.text``, which leads with them."""
     parts = [e.unreachable or e.cause or e.kind]
     if e.attempts_max is not None:
-        span = (str(e.attempts_max) if e.attempts_min in (None, e.attempts_max)
-                else f"{e.attempts_min}-{e.attempts_max}")
-        parts.append(f"{span} attempt{'s' if e.attempts_max != 1 else ''} per call")
+        parts.append(attempts_text(e.attempts_min, e.attempts_max))
     if e.hint:
         parts.append(f"try: {e.hint}")
     return "; ".join(parts)

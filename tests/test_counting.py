@@ -1,0 +1,36 @@
+"""The count-and-noun rule every counting line shares (pytest_toolbench/counting.py) and the
+attempts phrase the terminal and the run page share (results/infra_errors.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_toolbench.counting import counted
+from pytest_toolbench.results.infra_errors import attempts_text
+from pytest_toolbench.results.partial_run import missing_text
+
+
+@pytest.mark.parametrize(("n", "text"), [(0, "0 errors"), (1, "1 error"), (2, "2 errors")])
+def test_counted_adds_s_unless_exactly_one(n: int, text: str) -> None:
+    assert counted(n, "error") == text
+
+
+def test_counted_puts_the_s_on_the_last_word() -> None:
+    assert counted(3, "infrastructure error") == "3 infrastructure errors"
+    assert counted(1, "other test") == "1 other test"
+
+
+@pytest.mark.parametrize(("fewest", "most", "text"), [
+    (1, 1, "1 attempt per call"),
+    (None, 1, "1 attempt per call"),
+    (3, 3, "3 attempts per call"),
+    (None, 3, "3 attempts per call"),
+    (1, 3, "1-3 attempts per call"),
+])
+def test_attempts_text(fewest: int | None, most: int, text: str) -> None:
+    assert attempts_text(fewest, most) == text
+
+
+def test_missing_text_counts_the_selection_not_the_missing() -> None:
+    assert missing_text(["a"], 1) == "1 of 1 selected case has no result: a"
+    assert missing_text(["a", "b"], 40) == "2 of 40 selected cases have no result: a, b"
