@@ -22,7 +22,9 @@ from pytest_toolbench.session import sdk
 from pytest_toolbench.session.data import WORKER_KEY, resolve_run_data, worker_data_dir
 from pytest_toolbench.session.identity import new_run_id
 from pytest_toolbench.session.listing import runs_tests
-from pytest_toolbench.session.selection import has_toolbench_tests, targeted_benchmarks, validate_selection
+from pytest_toolbench.session.selection import (
+    DATA_WARNED_KEY, has_toolbench_tests, targeted_benchmarks, validate_selection,
+)
 from pytest_toolbench.session.state import (
     STATE_KEY, ToolbenchState, is_worker, is_xdist_controller, run_dir_of, state,
 )
@@ -242,7 +244,7 @@ def worker_input(node: Any) -> None:
     node.workerinput["toolbench_server"] = server_info_for_worker(st.server)
     node.workerinput["toolbench_sdk"] = sdk.sdk_address(node.config)
     targeted = bool(targeted_benchmarks(node.config))
-    node.workerinput["toolbench_data_warned"] = targeted
+    node.workerinput[DATA_WARNED_KEY] = targeted
     node.workerinput[LABEL_RESULTS_KEY] = targeted  # the run has a run folder to name
     node.workerinput[WORKER_KEY] = worker_data_dir(st.settings)
     from pytest_toolbench.benchmarks.parsed_files import shared_folder

@@ -26,6 +26,9 @@ from pytest_toolbench.runtime.repeat import expand_repeats
 from pytest_toolbench.session.data_warning import issue_data_warning
 from pytest_toolbench.session.state import is_worker, state
 
+#: workerinput key: the controller reports the data's warnings, so this xdist worker keeps quiet.
+DATA_WARNED_KEY = "toolbench_data_warned"
+
 
 def targeted_benchmarks(config: pytest.Config) -> list[str]:
     """Benchmarks whose suite folder (``suites/<name>``) the command line points at or contains."""
@@ -100,8 +103,9 @@ def validate_selection(config: pytest.Config) -> dict[str, list[Case]]:
 def data_warnings_once(config: pytest.Config) -> Iterator[None]:
     """The controller reports each DatasetWarning of the run's data once, in pytest's warnings
     summary, not raw on stderr before the session header; the xdist workers, which load the same
-    files again to collect, keep quiet about them (``toolbench_data_warned``, set in
-    :func:`pytest_configure_node`). A ``-W error::...DatasetWarning`` filter still applies."""
+    files again to collect, keep quiet about them (:data:`DATA_WARNED_KEY`, set by
+    session/run_start.py ``worker_input``). A ``-W error::...DatasetWarning`` filter still
+    applies."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         yield
@@ -120,7 +124,7 @@ def data_warnings_once(config: pytest.Config) -> Iterator[None]:
 def _quiet_if_reported(config: pytest.Config) -> Iterator[None]:
     """In an xdist worker whose controller reports the data's warnings: ignore them here."""
     with warnings.catch_warnings():
-        if is_worker(config) and config.workerinput.get("toolbench_data_warned"):  # type: ignore[attr-defined]
+        if is_worker(config) and config.workerinput.get(DATA_WARNED_KEY):  # type: ignore[attr-defined]
             warnings.simplefilter("ignore", DatasetWarning)
         yield
 
