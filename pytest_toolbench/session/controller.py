@@ -431,9 +431,13 @@ class ControllerHooks:
 
     def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
         """Why pytest stopped when no signal did, named as pytest names it, not as a Ctrl-C
-        nobody pressed: its own ``Interrupted`` ("1 error during collection"), or a plugin's or
-        conftest's ``pytest.exit(reason)`` that exits as an interruption. (The harness's own
-        stop on an unwritable output is an output failure, noted before it exits.)"""
+        nobody pressed: its own ``Interrupted`` ("1 error during collection"), or a
+        ``pytest.exit(reason)``: a plugin's or conftest's that exits as an interruption, or one
+        with a status of its own, as the harness's stop on a runner this machine cannot give
+        (usage error, 4). That one is named too: when cases had run before it (a second suite's
+        runner), the run is partial and says why, not "never reported: a worker lost"; and its
+        status stands (:func:`run_end.run_status`), as it does when no case ran. (The harness's
+        own stop on an unwritable output is an output failure, noted before it exits.)"""
         st, value = self.st, excinfo.value
         if st.interrupted_by is not None or st.output_failures:
             return
@@ -441,9 +445,9 @@ class ControllerHooks:
             self._stopped_at_maxfail = True  # the session end ends it as pytest's own -x
         elif isinstance(value, pytest.Session.Interrupted):
             st.interrupted_by = str(value) or "pytest stopped the run"
-        elif (isinstance(value, pytest.exit.Exception)
-              and value.returncode in (None, int(pytest.ExitCode.INTERRUPTED))):
+        elif isinstance(value, pytest.exit.Exception):
             st.interrupted_by = f"pytest.exit: {value.msg}"
+            st.exit_status_stands = value.returncode not in (None, int(pytest.ExitCode.INTERRUPTED))
 
     def _maxfail_stop(self, value: BaseException) -> bool:
         """Whether ``value`` is xdist's stop on -x/--maxfail. Without xdist pytest ends such a
@@ -517,8 +521,9 @@ class ControllerHooks:
         self._journal_whole = not any(f.what == "results journal" for f in st.output_failures)
         # The workers' journals and the run's scratch files go once the run's journal holds
         # every result and no worker can still be writing (an interrupted run's workers may run
-        # on past this point: kept then).
-        if (self._journal_whole and st.interrupted_by is None
+        # on past this point: kept then; not after a pytest.exit whose status stands, which
+        # stops the run as a usage error does).
+        if (self._journal_whole and (st.interrupted_by is None or st.exit_status_stands)
                 and exitstatus != pytest.ExitCode.INTERRUPTED):
             with contextlib.suppress(OSError):  # one left behind loses nothing
                 if xdist:
@@ -538,7 +543,7 @@ class ControllerHooks:
         # status of its own (a usage error before the first case: the sandbox's layers, an
         # embedder that cannot load): that status stands (_no_case_ran).
         lost = bool(missing) and exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
-        stopped_early = st.interrupted_by is not None or lost
+        stopped_early = (st.interrupted_by is not None and not st.exit_status_stands) or lost
         if not st.results and (not st.targeted or not stopped_early or st.output_failures):
             self._no_case_ran(session, exitstatus)
             return
@@ -704,7 +709,7 @@ class ControllerHooks:
 
         st = self.st
         return RunEnd(pytest_status=int(pytest_status), interrupted_by=st.interrupted_by,
-                      missing=list(missing), selected=len(st.tracker.expected),
+                      status_stands=st.exit_status_stands, missing=list(missing), selected=len(st.tracker.expected),
                       output_failures=list(st.output_failures),
                       missing_unknown=not st.tracker.collected,
                       results_from_cache=len(st.from_result_cache.intersection(st.results)),
@@ -892,7 +897,7 @@ class ControllerHooks:
             from pytest_toolbench.results.partial_run import missing_text
 
             why = missing_text(end.missing if end else [], len(st.tracker.expected))
-        elif status == ToolbenchExit.INTERRUPTED and any(
+        elif status in (ToolbenchExit.INTERRUPTED, ToolbenchExit.USAGE_ERROR) and any(
                 v.kind == "interrupted" and not v.passed for v in verdicts):
             why = next(v.reason for v in verdicts if v.kind == "interrupted")
         elif status == ToolbenchExit.CASES_FAILED and any(

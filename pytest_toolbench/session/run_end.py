@@ -31,6 +31,8 @@ class RunEnd:
 
     pytest_status: int
     interrupted_by: str | None = None
+    #: ``pytest_status`` is a ``pytest.exit``'s own (a usage error part-way): it stands.
+    status_stands: bool = False
     #: Selected cases without a result, and how many cases were selected.
     missing: list[str] = field(default_factory=list)
     selected: int = 0
@@ -92,11 +94,12 @@ def failed_tests_verdict(failed: list[str]) -> GateVerdict:
 
 
 def run_status(end: RunEnd, verdicts: list[GateVerdict], *, gated: bool) -> int:
-    """The exit status: an unwritten output (13) wins; an interruption or internal error keeps
-    pytest's; then lost cases (12); then the gates' status, or pytest's without gates."""
+    """The exit status: an unwritten output (13) wins; an interruption, an internal error or a
+    ``pytest.exit``'s own status keeps pytest's; then lost cases (12); then the gates' status,
+    or pytest's without gates."""
     if end.output_failures:
         return int(ToolbenchExit.OUTPUT_ERROR)
-    if end.pytest_status in (_INTERRUPTED, _INTERNAL_ERROR):
+    if end.status_stands or end.pytest_status in (_INTERRUPTED, _INTERNAL_ERROR):
         return int(end.pytest_status)
     if end.missing:
         return int(ToolbenchExit.INCOMPLETE)
