@@ -168,6 +168,24 @@ def test_a_partial_run_of_repeats_says_how_many_runs_it_has():
     assert [field(b, "cases") for b in out] == ["5 x3", "5 x3 (7 of 15 runs)"]
 
 
+def test_a_long_interruption_reason_is_a_field_of_its_own_in_a_block():
+    """A ``pytest.exit``'s reason does not fit the block's first line; wrapped there, its rest
+    read as the block's next line. It gets a field; a short reason stays in the status."""
+    from pytest_toolbench.runs.listing import render_runs
+    from pytest_toolbench.runs.record import RunIndex
+
+    why = "pytest.exit: pytest-toolbench: familytool: no runner on this machine"
+    long_ = RunIndex(run_id="long", status="interrupted", partial=True, interrupted_by=why)
+    short = RunIndex(run_id="short", status="interrupted", partial=True, interrupted_by="SIGTERM")
+    text = render_runs([long_, short], 80)
+    assert all(len(line) <= 80 for line in text.splitlines())
+    first, second = blocks(text)
+    assert first[0].endswith("  partial") and first[1].startswith("    interrupted by: pytest.exit")
+    assert why in " ".join(" ".join(first).split())
+    assert second[0].endswith("  partial (SIGTERM)")
+    assert not any(line.startswith("    interrupted by:") for line in second)
+
+
 def test_prune_by_age_removes_old_runs_and_cache_entries_and_dry_run_keeps_them(tmp_path):
     now = time.time()
     cache = tmp_path / "cache"

@@ -71,10 +71,16 @@ def _tokens(r: RunIndex) -> str:
 
 def _block(r: RunIndex, row: list[str], width: int) -> list[str]:
     """``<run id>  <date>  <status>``, then model, suites, data, cases, tokens (where the
-    endpoint reported them), gates and exit, and one line per benchmark's headline metric."""
+    endpoint reported them), gates and exit, and one line per benchmark's headline metric.
+    An interruption's reason too long for that first line (a ``pytest.exit``'s) is a field of
+    its own: wrapped there, it read as the next line of the block."""
     run_id, date, model, suites, data, cases, _, _, gates, exit_, status = row
+    fields = []
+    if r.interrupted_by and len(f"{run_id}  {date}  {status}") > width:
+        status = "partial"
+        fields.append(("interrupted by", r.interrupted_by))
     out = wrap_words(f"{run_id}  {date}  {status}", width, "")
-    fields = [("model", model), ("suites", suites), ("data", data), ("cases", cases)]
+    fields += [("model", model), ("suites", suites), ("data", data), ("cases", cases)]
     tokens = r.tokens_text()
     if tokens:  # not for the oracle, a replay, or a record without them
         fields.append(("tokens", tokens))
