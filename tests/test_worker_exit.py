@@ -63,6 +63,12 @@ PLUGIN_EXIT = """
 """
 
 
+#: A plugin's stop that claims success part-way.
+PLUGIN_EXIT_ZERO = PLUGIN_EXIT.replace('pytest.exit("stopped by a plugin")',
+                                       'pytest.exit("done early", returncode=0)')
+assert PLUGIN_EXIT_ZERO != PLUGIN_EXIT
+
+
 def run(tmp_path: Path, source: str, workers: str, suites: tuple[str, ...] = ("toolhop",),
         ) -> tuple[subprocess.CompletedProcess[str], dict | None]:
     env = plugin_env(tmp_path, source)
@@ -121,3 +127,13 @@ def test_a_plugins_exit_in_a_case_ends_the_run_as_an_interruption_naming_it(tmp_
     missing = report["missing_cases"]
     assert report["partial"] and len(missing) == 6 and all(c.endswith("-free") for c in missing)
     assert len(report["cases"]) == 12
+
+
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_an_exit_with_status_0_part_way_is_still_a_partial_run_that_fails(tmp_path, workers):
+    """Its reason is named as any exit's, but its 0 does not stand: a partial run never passes."""
+    proc, report = run(tmp_path, PLUGIN_EXIT_ZERO, workers)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == ToolbenchExit.INCOMPLETE, out[-4000:]
+    assert report is not None and report["run"]["interrupted_by"] == "pytest.exit: done early"
+    assert report["partial"] and len(report["missing_cases"]) == 6

@@ -447,7 +447,9 @@ class ControllerHooks:
             st.interrupted_by = str(value) or "pytest stopped the run"
         elif isinstance(value, pytest.exit.Exception):
             st.interrupted_by = f"pytest.exit: {value.msg}"
-            st.exit_status_stands = value.returncode not in (None, int(pytest.ExitCode.INTERRUPTED))
+            # a status of its own stands; not 0, which would pass a partial run (12 then)
+            st.exit_status_stands = value.returncode not in (
+                None, int(pytest.ExitCode.OK), int(pytest.ExitCode.INTERRUPTED))
 
     def _maxfail_stop(self, value: BaseException) -> bool:
         """Whether ``value`` is xdist's stop on -x/--maxfail. Without xdist pytest ends such a

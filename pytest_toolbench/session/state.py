@@ -53,9 +53,10 @@ class ToolbenchState:
     #: or pytest's own reason when it stopped the run itself ("1 error during collection"), or a
     #: ``pytest.exit``'s ("pytest.exit: <reason>").
     interrupted_by: str | None = None
-    #: The run was stopped by a ``pytest.exit`` with a status of its own, not an interruption's
-    #: (the harness's stop on a runner, sandbox or model this machine cannot give: 4): that
-    #: status stands, whatever the cases that ran before it did.
+    #: The run was stopped by a ``pytest.exit`` with a failing status of its own, not an
+    #: interruption's (the harness's stop on a runner, sandbox or model this machine cannot give:
+    #: 4): that status stands, whatever the cases that ran before it did. (An exit with 0 does
+    #: not: a partial run never passes, it exits 12.)
     exit_status_stands: bool = False
     #: Node ids of the collectors that failed (a suite whose benchmark is not installed, a
     #: syntax error): under xdist the workers' reach the controller, and the run stops as pytest
