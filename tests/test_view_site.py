@@ -219,6 +219,21 @@ def test_a_run_folder_without_a_report_is_named_with_what_would_give_it_one(
     assert one.runs == 0 and one.skipped == [result.skipped[0]]
 
 
+def test_a_run_that_ended_without_a_report_is_not_said_to_get_one(tmp_path: Path) -> None:
+    """A run stopped at its first case by a usage error (exit 4) ends with no report, and none
+    will come: "no report yet" promised one."""
+    from pytest_toolbench.runs.record import RunIndex, RunStart, mark_ended, write_index
+
+    run_dir = tmp_path / "runs" / "20991231-000002-cccccc"
+    run_dir.mkdir(parents=True)
+    write_index(run_dir, RunIndex(run_id=run_dir.name, status="running", partial=True,
+                                  started=1.0, start=RunStart(settings={"model": "m"})))
+    why = "pytest.exit: pytest-toolbench: toolhop: no runner on this machine"
+    mark_ended(run_dir, partial=True, interrupted_by=why, exit_status=4)
+    result = build_site([tmp_path / "runs"], tmp_path / "site")
+    assert result.runs == 0 and result.skipped == [f"{run_dir}: no report: partial ({why})"]
+
+
 def test_a_record_that_is_not_utf8_is_named_and_left_out(runs: dict, tmp_path: Path) -> None:
     (tmp_path / "binary.json").write_bytes(b"\xff\xfe")
     result = build_site([runs["tmp"] / "oracle.json", tmp_path / "binary.json"], tmp_path / "site")

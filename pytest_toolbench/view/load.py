@@ -8,7 +8,7 @@ and passes over keys it does not know; the site shows the very record the compar
 from. One that cannot be read is named with that loader's one-line reason and left out, never
 a traceback that stops the whole site; so is a run folder with no report yet (a run still going,
 one killed, one stopped by a full disk), with its ``toolbench runs`` status, which says what
-would give it one.
+would give it one, or none (no case ran, a usage error at its first case).
 """
 
 from __future__ import annotations
@@ -117,9 +117,10 @@ def load_view_runs(paths: Sequence[str | Path]) -> LoadResult:
 
 
 def unreported_runs(paths: Sequence[str | Path]) -> list[str]:
-    """``<folder>: no report yet: killed (toolbench finish scores it)`` for each run folder under
-    ``paths`` (as :func:`find_reports` looks) that has an index but no report: without a word, a
-    run missing from the site reads as a run that never happened."""
+    """``<folder>: no report yet: killed (toolbench finish scores it)`` (or ``no report: no case
+    ran``) for each run folder under ``paths`` (as :func:`find_reports` looks) that has an index
+    but no report: without a word, a run missing from the site reads as a run that never
+    happened."""
     folders: list[Path] = []
     for given in paths:
         p = Path(given)
@@ -134,5 +135,9 @@ def unreported_runs(paths: Sequence[str | Path]) -> list[str]:
     for folder in folders:
         index = read_index(folder)
         if index is not None:
-            out.append(f"{folder}: no report yet: {status_text(index)}")
+            # "yet" only where one may come: a run still going, or one toolbench finish scores
+            # (its start kept); a run that ended without one (no case ran, stopped at its
+            # first case by a usage error) will not get one
+            pending = index.status == "running" or index.start is not None
+            out.append(f"{folder}: no report{' yet' if pending else ''}: {status_text(index)}")
     return out
