@@ -711,7 +711,8 @@ class ControllerHooks:
 
         st = self.st
         return RunEnd(pytest_status=int(pytest_status), interrupted_by=st.interrupted_by,
-                      status_stands=st.exit_status_stands, missing=list(missing), selected=len(st.tracker.expected),
+                      status_stands=st.exit_status_stands, missing=list(missing),
+                      selected=len(st.tracker.expected),
                       output_failures=list(st.output_failures),
                       missing_unknown=not st.tracker.collected,
                       results_from_cache=len(st.from_result_cache.intersection(st.results)),
