@@ -75,8 +75,10 @@ def _block(r: RunIndex, row: list[str], width: int) -> list[str]:
     An interruption's reason too long for that first line (a ``pytest.exit``'s) is a field of
     its own: wrapped there, it read as the next line of the block."""
     run_id, date, model, suites, data, cases, _, _, gates, exit_, status = row
-    fields = []
-    if r.interrupted_by and len(f"{run_id}  {date}  {status}") > width:
+    fields: list[tuple[str, str]] = []
+    # only status_text's "partial (<reason>)" is split; another status keeps its own words
+    too_long = len(f"{run_id}  {date}  {status}") > width
+    if r.status == "interrupted" and r.interrupted_by and too_long:
         status = "partial"
         fields.append(("interrupted by", r.interrupted_by))
     out = wrap_words(f"{run_id}  {date}  {status}", width, "")
