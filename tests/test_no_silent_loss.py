@@ -24,7 +24,12 @@ from pytest_toolbench.models.cache import CachedModel
 from pytest_toolbench.results import journal as journal_module
 from pytest_toolbench import output_errors
 from pytest_toolbench.results.case_result import CaseResult, Outcome
-from pytest_toolbench.results.partial_run import missing_text
+from pytest_toolbench.results.partial_run import (
+    maxfail_stop,
+    missing_note,
+    missing_text,
+    not_run_message,
+)
 from pytest_toolbench.results.journal import JournalWriteError, ResultJournal, read_journal
 from plugin_env import plugin_env
 from shared_data import BUNDLED_TOOLHOP
@@ -136,6 +141,25 @@ def test_missing_text_names_at_most_ten_then_and_k_more():
     assert text.startswith("13 of 40 selected cases have no result: toolhop-0-direct, ")
     assert text.endswith("toolhop-9-direct and 3 more") and "toolhop-10-direct" not in text
     assert missing_text(ids[:1], 40) == "1 of 40 selected cases has no result: toolhop-0-direct"
+
+
+
+def test_a_maxfail_stop_is_named_from_pytest_s_words_and_only_from_them():
+    """pytest's and xdist's "stopping after N failures" become the option that stopped the run
+    (no count: under xdist another worker's failure can follow xdist's); any other stop (a
+    keyboard interrupt xdist relays, stepwise's text) is not taken for -x."""
+    assert maxfail_stop("stopping after 1 failures", 1) == "-x/--maxfail=1 stopped the run"
+    assert maxfail_stop("stopping after 4 failures", 3) == "--maxfail=3 stopped the run"
+    assert maxfail_stop("gw0 received keyboard-interrupt", 1) is None
+    assert maxfail_stop("Test failed, continuing from this test next run.", 1) is None
+    assert maxfail_stop("not stopping after 1 failures", 1) is None
+    note = missing_note(["a"], 2, pytest_stop="-x/--maxfail=1 stopped the run")
+    assert "(not run: -x/--maxfail=1 stopped the run)" in note and "worker lost" not in note
+    assert "worker lost" in missing_note(["a"], 2)
+    assert not_run_message(None, "--maxfail=3 stopped the run") == (
+        "not run: --maxfail=3 stopped the run")
+    assert not_run_message("SIGTERM", "--maxfail=3 stopped the run") == (
+        "not run: the run was interrupted (SIGTERM)")
 
 
 # --------------------------------------------------------------------------- end to end

@@ -186,6 +186,22 @@ def test_a_long_interruption_reason_is_a_field_of_its_own_in_a_block():
     assert not any(line.startswith("    interrupted by:") for line in second)
 
 
+def test_a_run_pytest_stopped_early_says_why_in_its_block():
+    """A run -x stopped read "incomplete", as one that lost a worker; it says it stopped early
+    and why. A run that lost cases otherwise stays "incomplete", with no reason."""
+    from pytest_toolbench.runs.listing import render_runs
+    from pytest_toolbench.runs.record import RunIndex
+
+    stopped = RunIndex(run_id="stopped", status="incomplete", partial=True, n_cases=2,
+                       pytest_stop="-x/--maxfail=1 stopped the run")
+    lost = RunIndex(run_id="lost", status="incomplete", partial=True, n_cases=2)
+    first, second = blocks(render_runs([stopped, lost], 80))
+    assert first[0].endswith("  stopped early")
+    assert field(first, "reason") == "-x/--maxfail=1 stopped the run"
+    assert second[0].endswith("  incomplete")
+    assert not any(line.strip().startswith("reason:") for line in second)
+
+
 def test_prune_by_age_removes_old_runs_and_cache_entries_and_dry_run_keeps_them(tmp_path):
     now = time.time()
     cache = tmp_path / "cache"

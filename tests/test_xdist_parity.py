@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from xml.etree import ElementTree
 
 import pytest
 
@@ -49,12 +50,25 @@ def test_maxfail_without_gates_leaves_the_run_incomplete_not_interrupted(tmp_pat
     """-x stops at the first wrong answer; the cases it never ran make the run partial and exit
     12 INCOMPLETE (README, Exit codes). Under xdist the stop reached pytest as xdist's own
     KeyboardInterrupt, so the run read "interrupted (SIGINT)", exit 2, a Ctrl-C nobody pressed."""
-    proc, report = _run_wrong(tmp_path, workers, "-x")
+    junit = tmp_path / "junit.xml"
+    proc, report = _run_wrong(tmp_path, workers, "-x", "--junitxml", str(junit))
     assert proc.returncode == ToolbenchExit.INCOMPLETE, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "SIGINT" not in proc.stdout
     assert report["partial"] and report["run"]["interrupted_by"] is None
     assert report["run"]["exit_status"] == ToolbenchExit.INCOMPLETE
     assert report["cases"] and len(report["cases"]) + len(report["missing_cases"]) == SELECTED
+    # why the cases have no result is the user's -x, not "a worker lost, ... the transport"
+    why = "-x/--maxfail=1 stopped the run"
+    assert report["run"]["pytest_stop"] == why
+    assert f"(not run: {why})" in " ".join(proc.stdout.split())
+    assert "a worker lost" not in proc.stdout
+    not_run = [c.find("error") for c in ElementTree.parse(junit).iter("testcase")
+               if c.find("error") is not None]
+    assert len(not_run) == len(report["missing_cases"])
+    assert {e.get("message") for e in not_run} == {f"not run: {why}"}
+    (run_dir,) = (tmp_path / f"runs-n{workers}").iterdir()
+    index = json.loads((run_dir / "run.json").read_text())
+    assert index["status"] == "incomplete" and index["pytest_stop"] == why
 
 
 @pytest.mark.parametrize("workers", ["0", "2"])

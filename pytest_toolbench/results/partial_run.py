@@ -8,6 +8,8 @@ too."""
 
 from __future__ import annotations
 
+import re
+
 from pytest_toolbench.counting import counted
 from pytest_toolbench.results.gates import GateVerdict
 from pytest_toolbench.output_errors import OutputFailure
@@ -30,11 +32,38 @@ def missing_text(missing: list[str], selected: int, *, shown: int = SHOWN_MISSIN
     return f"{n} of {counted(selected, 'selected case')} {verb} no result: {names}"
 
 
-def missing_note(missing: list[str], selected: int, interrupted_by: str | None = None) -> str:
-    why = (f"not run: the run was interrupted ({interrupted_by})" if interrupted_by is not None
-           else "never reported: a worker lost, the run stopped early, or the transport failed")
-    return (f"PARTIAL RESULTS: {missing_text(missing, selected)} ({why}); metrics cover only the "
-            "cases that reported")
+def missing_note(missing: list[str], selected: int, interrupted_by: str | None = None,
+                 pytest_stop: str | None = None) -> str:
+    return (f"PARTIAL RESULTS: {missing_text(missing, selected)} "
+            f"({_why_not_run(interrupted_by, pytest_stop)}); metrics cover only the cases that "
+            "reported")
+
+
+#: Why a selected case has no result when nothing the run knows of stopped it.
+_NEVER_REPORTED = "never reported: a worker lost, the run stopped early, or the transport failed"
+
+
+def _why_not_run(interrupted_by: str | None, pytest_stop: str | None) -> str:
+    if interrupted_by is not None:
+        return f"not run: the run was interrupted ({interrupted_by})"
+    if pytest_stop is not None:
+        return f"not run: {pytest_stop}"
+    return _NEVER_REPORTED
+
+
+#: pytest's words (and xdist's) when -x/--maxfail stops a run: "stopping after 1 failures".
+MAXFAIL_TEXT = re.compile(r"stopping after \d+ failures?")
+
+
+def maxfail_stop(pytest_text: str, maxfail: int) -> str | None:
+    """``-x/--maxfail=1 stopped the run`` from pytest's (or xdist's) ``stopping after 1
+    failures``: why the cases after it have no result, where the run said "never reported: a
+    worker lost..." of the cases the user's own -x left unrun. None for any other text. (No
+    count: under xdist a failure on another worker can come after xdist's.)"""
+    if MAXFAIL_TEXT.fullmatch(pytest_text) is None:
+        return None
+    option = "-x/--maxfail=1" if maxfail == 1 else f"--maxfail={maxfail}"
+    return f"{option} stopped the run"
 
 
 #: Said of a run that stopped before its selection was collected: killed (``toolbench finish``)
@@ -47,7 +76,8 @@ MISSING_UNKNOWN = ("which selected cases have no result is unknown (the run stop
 
 
 def partial_notes(failures: list[OutputFailure], interrupted_by: str | None, missing: list[str],
-                  selected: int, *, missing_unknown: bool = False) -> list[str]:
+                  selected: int, *, missing_unknown: bool = False,
+                  pytest_stop: str | None = None) -> list[str]:
     """The PARTIAL RESULTS lines above a partial run's metrics: each unwritten output, the
     interruption, then the cases without a result."""
     notes = [f"PARTIAL RESULTS: {f.message().removeprefix('pytest-toolbench: ')}; the run "
@@ -57,25 +87,27 @@ def partial_notes(failures: list[OutputFailure], interrupted_by: str | None, mis
                      "metrics cover only the cases that finished"
                      + (f"; {MISSING_UNKNOWN}" if missing_unknown else ""))
     if missing:
-        notes.append(missing_note(missing, selected, interrupted_by))
+        notes.append(missing_note(missing, selected, interrupted_by, pytest_stop))
     return notes
 
 
-def completeness_verdict(missing: list[str], selected: int) -> GateVerdict:
+def completeness_verdict(missing: list[str], selected: int,
+                         pytest_stop: str | None = None) -> GateVerdict:
+    why = f" (not run: {pytest_stop})" if pytest_stop is not None else ""
     return GateVerdict(gate="every selected case reported", actual=float(len(missing)),
                        passed=False, kind="completeness",
-                       reason=missing_text(missing, selected) + "; the metrics cover only the "
-                       "cases that reported")
+                       reason=missing_text(missing, selected) + why + "; the metrics cover only "
+                       "the cases that reported")
 
 
 #: The gate name of the verdict an interrupted run gets, and its JUnit testcases' message.
 RUN_COMPLETED = "run completed"
 
 
-def not_run_message(interrupted_by: str | None) -> str:
+def not_run_message(interrupted_by: str | None, pytest_stop: str | None = None) -> str:
     """Why a selected case has no result, for the JUnit testcase that stands for it."""
-    if interrupted_by is not None:
-        return f"not run: the run was interrupted ({interrupted_by})"
+    if interrupted_by is not None or pytest_stop is not None:
+        return _why_not_run(interrupted_by, pytest_stop)
     return ("not run: the case never reported a result (a worker lost, the run stopped early, "
             "or the transport failed)")
 
@@ -100,12 +132,14 @@ def output_verdict(failures: list[OutputFailure]) -> GateVerdict:
 
 
 __all__ = [
+    "MAXFAIL_TEXT",
     "MISSING_UNKNOWN",
     "RUN_COMPLETED",
     "SHOWN_MISSING",
     "completeness_verdict",
     "first_named",
     "interrupted_verdict",
+    "maxfail_stop",
     "missing_note",
     "missing_text",
     "not_run_message",

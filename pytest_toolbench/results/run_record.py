@@ -90,6 +90,9 @@ class RunInfo(DeferredModel):
     data: dict[str, Any] | None = None
     partial: bool = False
     interrupted_by: str | None = None
+    #: Why pytest itself stopped the run early, no interruption ("-x/--maxfail=1 stopped the
+    #: run"); None (and not written) otherwise.
+    pytest_stop: str | None = Field(default=None, exclude_if=lambda v: v is None)
     missing_cases: list[str] = Field(default_factory=list)
     output_errors: list[str] = Field(default_factory=list)
     n_results: int = 0

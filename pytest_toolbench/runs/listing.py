@@ -81,6 +81,8 @@ def _block(r: RunIndex, row: list[str], width: int) -> list[str]:
     if r.status == "interrupted" and r.interrupted_by and too_long:
         status = "partial"
         fields.append(("interrupted by", r.interrupted_by))
+    if r.status == "incomplete" and r.pytest_stop:
+        fields.append(("reason", r.pytest_stop))
     out = wrap_words(f"{run_id}  {date}  {status}", width, "")
     fields += [("model", model), ("suites", suites), ("data", data), ("cases", cases)]
     tokens = r.tokens_text()

@@ -99,6 +99,8 @@ class RunIndex(DeferredModel):
     status: Status = "finished"
     partial: bool = False
     interrupted_by: str | None = None
+    #: Why pytest stopped the run early (-x), as the report's run section has it.
+    pytest_stop: str | None = Field(default=None, exclude_if=lambda v: v is None)
     #: Distinct cases; with --repeats K each ran up to K times (``n_runs`` results in all).
     n_cases: int = 0
     n_runs: int = 0
@@ -266,7 +268,7 @@ def index_from_report(record: RunRecord, run_dir: Path,
         run_id=str(run.run_id or run_dir.name), model=str(settings.model or ""),
         backend=str(settings.backend or ""), suites=suites, started=run.started,
         finished=run.finished, status=_ended_status(record.partial, run),
-        partial=record.partial, interrupted_by=run.interrupted_by,
+        partial=record.partial, interrupted_by=run.interrupted_by, pytest_stop=run.pytest_stop,
         n_cases=len({_base_id(c) for c in record.cases}),
         n_runs=len(record.cases),
         n_errors=sum(s.n_errors for s in scenarios),

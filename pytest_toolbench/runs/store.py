@@ -92,6 +92,8 @@ def status_text(index: RunIndex) -> str:
         if index.stopped_by:  # its end could not write the report (runs/record.py mark_unreported)
             return f"{stopped_reason(index.stopped_by.error)} (toolbench finish scores it)"
         return "killed (toolbench finish scores it)"
+    if index.status == "incomplete" and index.pytest_stop:
+        return "stopped early"  # by -x: the block's "reason" says so (runs/listing.py)
     return index.status  # running / incomplete
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-import re
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -34,6 +33,7 @@ from pytest_toolbench.results.case_result import CaseResult
 from pytest_toolbench.results.gates import GateVerdict, exit_status, parse_gate
 from pytest_toolbench.results import case_store
 from pytest_toolbench.results.held_results import SESSION_END_DETAILS, held, whole_cases
+from pytest_toolbench.results.partial_run import MAXFAIL_TEXT, maxfail_stop
 from pytest_toolbench.results.safe_text import safe_text
 from pytest_toolbench.runtime.logger_registry import guard_logger_registry
 from pytest_toolbench.output_errors import OutputFailure
@@ -59,8 +59,6 @@ if TYPE_CHECKING:
 #: CPU beside its cases, and a controller that never needed it).
 FINISH_MODULES = ("numpy",)
 
-#: pytest's text (and xdist's) when -x/--maxfail stops a run: "stopping after 1 failures".
-_MAXFAIL_TEXT = re.compile(r"stopping after \d+ failures?")
 #: The longest an interrupted run's end waits for its xdist workers to stop (seconds).
 WORKER_STOP_WAIT = 5.0
 
@@ -117,8 +115,9 @@ class ControllerHooks:
         self._crashed: dict[str, tuple[Case, str]] = {}  # case id -> (case, xdist's crash text)
         self._worker_crashed = False  # any worker, whether or not its case had a result
         self._stopping = False  # an output failure has stopped the run
-        #: Under xdist, -x/--maxfail stopped the run (:meth:`_maxfail_stop`), not a signal.
-        self._stopped_at_maxfail = False
+        #: Under xdist, -x/--maxfail stopped the run (:meth:`_maxfail_stop`), not a signal:
+        #: xdist's words for it ("stopping after 1 failures").
+        self._stopped_at_maxfail: str | None = None
         #: Every result of the run is in its journal (no journal write failed): the run folder's
         #: report then names the journal instead of repeating the cases.
         self._journal_whole = False
@@ -442,7 +441,7 @@ class ControllerHooks:
         if st.interrupted_by is not None or st.output_failures:
             return
         if self._maxfail_stop(value):
-            self._stopped_at_maxfail = True  # the session end ends it as pytest's own -x
+            self._stopped_at_maxfail = str(value)  # the session end ends it as pytest's own -x
         elif isinstance(value, pytest.Session.Interrupted):
             st.interrupted_by = str(value) or "pytest stopped the run"
         elif isinstance(value, pytest.exit.Exception):
@@ -462,7 +461,7 @@ class ControllerHooks:
         from xdist.dsession import Interrupted  # only an xdist controller gets here
 
         # (its other stops, "gw0 received keyboard-interrupt", are a signal's: SIGINT stays)
-        return isinstance(value, Interrupted) and _MAXFAIL_TEXT.fullmatch(str(value)) is not None
+        return isinstance(value, Interrupted) and MAXFAIL_TEXT.fullmatch(str(value)) is not None
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         """A collector that failed (its own, or an xdist worker's, which xdist passes on once)."""
@@ -532,6 +531,11 @@ class ControllerHooks:
                     case_store.remove_worker_journals(run_dir_path(st))
                 case_store.remove_scratch(run_dir_path(st))
         missing = self._check_completeness()
+        if missing and st.interrupted_by is None:  # named, not "never reported: a worker lost"
+            # -x/--maxfail: pytest's own count (its session's), or under xdist the controller's
+            stop = self._stopped_at_maxfail or session.shouldfail
+            if isinstance(stop, str):
+                st.pytest_stop = maxfail_stop(stop, int(self.config.getoption("maxfail", 0)))
         if xdist and self._collection_stops_run():
             exitstatus = session.exitstatus = pytest.ExitCode.INTERRUPTED
         interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
@@ -671,7 +675,8 @@ class ControllerHooks:
         wanted = {nodeid for nodeid, _ in nodes}
         tags = {item.nodeid: list(pytest_markers(item))  # known where this process collected
                 for item in getattr(session, "items", None) or () if item.nodeid in wanted}
-        write_not_run(nodes, st.settings.model or "", not_run_message(st.interrupted_by),
+        write_not_run(nodes, st.settings.model or "",
+                      not_run_message(st.interrupted_by, st.pytest_stop),
                       tags=tags)
 
     def _write_allure_left_unwritten(self) -> None:
@@ -711,6 +716,7 @@ class ControllerHooks:
 
         st = self.st
         return RunEnd(pytest_status=int(pytest_status), interrupted_by=st.interrupted_by,
+                      pytest_stop=st.pytest_stop,
                       status_stands=st.exit_status_stands, missing=list(missing),
                       selected=len(st.tracker.expected),
                       output_failures=list(st.output_failures),
@@ -827,7 +833,8 @@ class ControllerHooks:
             for nodeid, result in st.tracker.unreported(st.results)])
         not_run = st.tracker.missing_nodes(st.results) if self.end and self.end.missing else []
         if not_run:
-            junit_gates.write_missing_testcases(xml, not_run, not_run_message(st.interrupted_by))
+            junit_gates.write_missing_testcases(
+                xml, not_run, not_run_message(st.interrupted_by, st.pytest_stop))
         if self.record is not None:  # what data the run was on, on the suite
             junit_gates.write_data_properties(xml, self.record)
         else:  # no case ran, so nothing was scored: the data its start read, all the same

@@ -31,6 +31,8 @@ class RunEnd:
 
     pytest_status: int
     interrupted_by: str | None = None
+    #: Why pytest stopped the run before its selection was done, no interruption (-x).
+    pytest_stop: str | None = None
     #: ``pytest_status`` is a ``pytest.exit``'s own (a usage error part-way): it stands.
     status_stands: bool = False
     #: Selected cases without a result, and how many cases were selected.
@@ -56,7 +58,7 @@ class RunEnd:
     def notes(self) -> list[str]:
         """The PARTIAL RESULTS lines above the metrics (results/partial_run.py)."""
         return partial_notes(self.output_failures, self.interrupted_by, self.missing, self.selected,
-                             missing_unknown=self.missing_unknown)
+                             missing_unknown=self.missing_unknown, pytest_stop=self.pytest_stop)
 
 
 def run_verdicts(end: RunEnd) -> list[GateVerdict]:
@@ -68,7 +70,7 @@ def run_verdicts(end: RunEnd) -> list[GateVerdict]:
         out.append(interrupted_verdict(end.interrupted_by, end.missing, end.selected,
                                        missing_unknown=end.missing_unknown))
     elif end.missing:
-        out.append(completeness_verdict(end.missing, end.selected))
+        out.append(completeness_verdict(end.missing, end.selected, end.pytest_stop))
     if end.output_failures:
         out.append(output_verdict(end.output_failures))
     if end.failed_tests:

@@ -58,6 +58,10 @@ class ToolbenchState:
     #: 4): that status stands, whatever the cases that ran before it did. (An exit with 0 does
     #: not: a partial run never passes, it exits 12.)
     exit_status_stands: bool = False
+    #: Why pytest itself stopped a run that was not interrupted before every selected case ran
+    #: (results/partial_run.py ``maxfail_stop``: "-x/--maxfail=1 stopped the run"): the cases
+    #: it left are named with it, not as lost.
+    pytest_stop: str | None = None
     #: Node ids of the collectors that failed (a suite whose benchmark is not installed, a
     #: syntax error): under xdist the workers' reach the controller, and the run stops as pytest
     #: stops one without xdist (controller.py ``pytest_collectreport``).

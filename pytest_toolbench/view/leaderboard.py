@@ -97,7 +97,7 @@ def gates_text(gates: Sequence[GateVerdict]) -> str:
 def status_text(record: RunRecord) -> str:
     if not record.partial:
         return "complete" if record.cases else "no case ran"
-    by = record.run.interrupted_by
+    by = record.run.interrupted_by or ("stopped early" if record.run.pytest_stop else None)
     return f"partial ({by})" if by else "partial"
 
 

@@ -138,6 +138,8 @@ def build_run_page(run: ViewRun, meanings: Mapping[str, Mapping[str, str]]) -> R
     status = "partial" if record.partial else "complete"
     if info.interrupted_by:
         status += f" (interrupted by {info.interrupted_by})"
+    elif info.pytest_stop:
+        status += f" ({info.pytest_stop})"
     facts = [("model", run.model or "?"), ("backend", info.settings.backend or "?"),
              ("run id", run.run_id), ("started", when(info.started)),
              ("finished", when(info.finished)),
