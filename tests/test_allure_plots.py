@@ -63,7 +63,7 @@ def test_conversation_steps_are_one_per_turn_and_call_with_readable_text() -> No
     # The tool message is shown inside its call, not as a turn of its own.
     assert [s.title for s in steps] == [
         "turn 1 · user: Who directed Heat?",
-        "turn 2 · assistant: 1 tool call(s)",
+        "turn 2 · assistant: 1 tool call",
         "turn 4 · assistant: <answer>Michael Mann</answer>",
     ]
     assert attached(steps[0]) == {"message": "Who directed Heat?"} and attached(steps[1]) == {}
@@ -97,8 +97,8 @@ def test_step_results_rebuild_the_conversation_outside_a_test() -> None:
         {"role": "assistant", "tool_calls": [{"id": "x", "function": {"name": "f", "arguments": "{}"}}]}])
     steps = step_results(plan, attach, 10, 20)
     assert [s.name for s in steps] == [
-        "turn 1 · user: Who directed Heat?", "turn 2 · assistant: 1 tool call(s)",
-        "turn 4 · assistant: <answer>Michael Mann</answer>", "turn 5 · assistant: 1 tool call(s)"]
+        "turn 1 · user: Who directed Heat?", "turn 2 · assistant: 1 tool call",
+        "turn 4 · assistant: <answer>Michael Mann</answer>", "turn 5 · assistant: 1 tool call"]
     assert all(s.status == "passed" and (s.start, s.stop) == (10, 20) for s in steps)
     assert steps[0].attachments == ["message=Who directed Heat?"] and steps[1].attachments == []
     (call,) = steps[1].steps

@@ -20,6 +20,21 @@ def test_counted_puts_the_s_on_the_last_word() -> None:
     assert counted(1, "other test") == "1 other test"
 
 
+def test_counted_takes_a_plural_an_s_would_not_make() -> None:
+    assert counted(1, "cache entry", "cache entries") == "1 cache entry"
+    assert counted(2, "cache entry", "cache entries") == "2 cache entries"
+
+
+def test_the_prune_summary_counts_each_kind_with_its_plural(tmp_path) -> None:
+    """``1 cache entries``, ``3 item(s)``: the prune summary counts as the rest of the harness."""
+    from pytest_toolbench.runs.prune import Item, describe
+
+    entry = Item(path=tmp_path / "cache" / "ab" / "one.json", size=10, mtime=0.0, kind="cache")
+    text = describe([entry], [entry], dry_run=True, now=0.0)
+    assert "would remove 1 cache entry (" in text and "would remove 1 item," in text
+    assert "kept 0 runs and 0 cache files" in text
+
+
 @pytest.mark.parametrize(("fewest", "most", "text"), [
     (1, 1, "1 attempt per call"),
     (None, 1, "1 attempt per call"),

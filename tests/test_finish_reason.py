@@ -106,4 +106,4 @@ def test_every_runner_s_result_records_the_finish_reasons_and_the_cut_replies():
     metrics = aggregate([result], {"b": ()}, {"b": ()})
     assert metrics.scenarios[0].n_cases_cut_short == 1
     lines = " ".join(error_lines(metrics, 200))
-    assert "replies cut short (finish_reason length or content_filter): 1 case(s) (b / s 1)" in lines
+    assert "replies cut short (finish_reason length or content_filter): 1 case (b / s 1)" in lines

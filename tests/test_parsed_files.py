@@ -440,7 +440,7 @@ def test_prune_lists_and_removes_kept_parsed_files(tmp_path: Path, kept_folder: 
     items = prune.collect(tmp_path / "cache", tmp_path / "runs")
     assert [i.path for i in items] == [kept]
     removed = prune.plan(items, older_than_s=86400, max_size=None)
-    assert "1 kept parsed data file(s)" in prune.describe(removed, items, dry_run=True)
+    assert "1 kept parsed data file" in prune.describe(removed, items, dry_run=True)
     prune.apply(removed, tmp_path / "cache")
     assert not kept.exists()
 

@@ -125,7 +125,7 @@ def test_render_summary_content_and_layout(metrics: RunMetrics) -> None:
     assert "25.00% [25.00, 25.00] n=5" in rows[0]  # 1 of 4 calls in every case: no spread
     assert "60.00% [" in rows[1]
     assert "2 infrastructure errors excluded from metrics: http_500 x2" in text
-    assert "1 tool-call parse failure(s) in 1 case(s)" in text
+    assert "1 tool-call parse failure in 1 case" in text
     assert "gates: 3 checked, 1 FAILED" in text
     assert re.search(r"\| PASS\s+\| toolhop\.mandatory\.accuracy>=0\.45\s+\|\s+0\.7 \|", text), text
     assert re.search(r"\| FAIL\s+\| toolhop\.mandatory\[hops=3\]\.accuracy>0\.9", text), text

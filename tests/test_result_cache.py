@@ -379,5 +379,5 @@ def test_prune_removes_old_result_packs(tmp_path):
                            "--runs-dir", str(tmp_path / "runs"), "--older-than", "30d"],
                           cwd=REPO, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
-    assert "removed 1 cache pack(s)" in done.stdout
+    assert "removed 1 cache pack" in done.stdout
     assert not old.exists() and not (cache / "results").exists()

@@ -213,7 +213,7 @@ def test_prune_by_age_removes_old_runs_and_cache_entries_and_dry_run_keeps_them(
 
     dry = cli("prune", "--cache-dir", str(cache), "--runs-dir", str(tmp_path / "runs"), "--older-than", "30d", "--dry-run")
     assert dry.returncode == 0, dry.stderr
-    assert "would remove run old" in dry.stdout and "would remove 1 cache entries" in dry.stdout
+    assert "would remove run old" in dry.stdout and "would remove 1 cache entry" in dry.stdout
     assert "run live" not in dry.stdout  # a running run is never pruned
     assert old_run.exists() and old_entry.exists()
 
@@ -238,7 +238,7 @@ def test_prune_removes_old_cache_packs_but_not_one_a_live_process_writes(tmp_pat
     new = make_pack(cache, f"{host}-{dead}-66aa77bb.pack", now - DAY)
     done = cli("prune", "--cache-dir", str(cache), "--runs-dir", str(tmp_path / "runs"), "--older-than", "30d")
     assert done.returncode == 0, done.stderr
-    assert "removed 3 cache pack(s)" in done.stdout
+    assert "removed 3 cache packs" in done.stdout
     assert not old.exists() and not elsewhere.exists() and not reused.exists()
     assert writing.exists() and new.exists()
     by_size = cli("prune", "--cache-dir", str(cache), "--runs-dir", str(tmp_path / "runs"),
@@ -289,9 +289,9 @@ def test_prune_removes_only_what_the_harness_wrote(tmp_path):
     assert not run.exists() and not renamed.exists() and not bare.exists() and not entry.exists()
     assert not (project / "0a").exists()  # the entry's emptied shard folders
     assert all(f.exists() for f in mine), sorted(project.rglob("*"))
-    assert done.stderr == (f"toolbench prune: note: left alone 3 folder(s) of {project} that are "
+    assert done.stderr == (f"toolbench prune: note: left alone 3 folders of {project} that are "
                            "not runs (.git, ab, data)\n")
-    assert "removed 4 item(s)" in done.stdout
+    assert "removed 4 items" in done.stdout
 
 
 def test_runs_limit_is_a_count_of_newest_runs(tmp_path):
@@ -313,7 +313,7 @@ def test_prune_needs_a_limit_and_rejects_bad_ones(tmp_path):
 
 def test_a_named_folder_that_does_not_exist_is_named(tmp_path):
     """A mistyped --runs-dir (or $TOOLBENCH_RUNS_DIR, or prune's --cache-dir) read as an empty
-    history ("no runs found", "would remove 0 item(s)") without a word on where it looked: the
+    history ("no runs found", "would remove 0 items") without a word on where it looked: the
     folder is named on stderr now. Still exit 0: a CI step may list or prune before the first
     run has made the folder."""
     nope = tmp_path / "nope"

@@ -364,13 +364,13 @@ def test_toolbench_view_command_builds_and_says_where(runs: dict, tmp_path: Path
                            str(runs["tmp"] / "runs"), "--out", str(out)],
                           cwd=REPO, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
-    assert "3 run(s), 3 side-by-side page(s)" in proc.stdout
+    assert "3 runs, 3 side-by-side pages" in proc.stdout
     assert f"open {(out / 'index.html').resolve().as_uri()}" in proc.stdout
     # --runs-dir, as every other toolbench command names the runs folder
     again = subprocess.run([sys.executable, "-m", "pytest_toolbench.cli", "view", "--runs-dir",
                             str(runs["tmp"] / "runs"), "--out", str(tmp_path / "site2")],
                            cwd=REPO, capture_output=True, text=True, timeout=300)
-    assert again.returncode == 0 and "3 run(s), 3 side-by-side page(s)" in again.stdout, again.stderr
+    assert again.returncode == 0 and "3 runs, 3 side-by-side pages" in again.stdout, again.stderr
     missing = subprocess.run([sys.executable, "-m", "pytest_toolbench.cli", "view",
                               str(tmp_path / "nope")], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert missing.returncode == 2 and "no such file or folder" in missing.stderr

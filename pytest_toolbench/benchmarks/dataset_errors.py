@@ -15,6 +15,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from pytest_toolbench.counting import counted
+
 
 class DatasetError(ValueError):
     """A dataset file that cannot be used as it is.
@@ -108,7 +110,8 @@ def error_lines(exc: DatasetError, cap: int = MAX_REPORTED_ERRORS) -> list[str]:
     errors = exc.errors if isinstance(exc, DatasetErrors) else [exc]
     lines = [DatasetError._render(e) for e in errors[:cap]]
     if len(errors) > cap:
-        lines.append(f"... and {len(errors) - cap} more bad record(s) in {errors[cap].path}")
+        more = counted(len(errors) - cap, "more bad record")
+        lines.append(f"... and {more} in {errors[cap].path}")
     return lines
 
 

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping
 
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
+from pytest_toolbench.counting import counted
 from pytest_toolbench.lazy_import import LazyModule
 from pytest_toolbench.models.base import (
     CallContext,
@@ -346,7 +347,7 @@ class OpenAIBackend:
         # error." for anything: quote the cause found down the chain instead.
         said = transport_failure_detail(exc) if kind in TRANSPORT_KINDS else _short(exc)
         return ModelCallError(
-            kind, f"{where} failed after {attempts} attempt(s) (case {ctx.case_id}, turn "
+            kind, f"{where} failed after {counted(attempts, 'attempt')} (case {ctx.case_id}, turn "
             f"{ctx.turn}): {said}; {cause}; try: {option}",
             attempts=attempts, hint=encode_hint(cause, option),
         )

@@ -16,6 +16,7 @@ from typing import Any
 import allure
 from allure_commons.types import AttachmentType
 
+from pytest_toolbench.counting import counted
 from pytest_toolbench.results.safe_text import safe_text
 
 #: Longest step title; the full text is always in the step's attachment.
@@ -105,7 +106,7 @@ def conversation_plan(transcript: list[dict[str, Any]]) -> list[PlannedStep]:
         if body:
             title += f": {_short(body)}"
         elif calls:
-            title += f": {len(calls)} tool call(s)"
+            title += f": {counted(len(calls), 'tool call')}"
         call_steps = []
         for call in calls:
             fn = call.get("function") or {}

@@ -157,8 +157,9 @@ def infra_error_note(s: ScenarioMetrics) -> str | None:
 def _parse_failure_note(s: ScenarioMetrics) -> str | None:
     if not s.n_parse_failures:
         return None
-    return (f"{s.n_parse_failures} tool-call parse failure(s) in {s.n_cases_with_parse_failures} "
-            "case(s) (scored as the benchmark scores them; raw text in the JSON/Allure report)")
+    return (f"{counted(s.n_parse_failures, 'tool-call parse failure')} in "
+            f"{counted(s.n_cases_with_parse_failures, 'case')} (scored as the benchmark scores "
+            "them; raw text in the JSON/Allure report)")
 
 
 def _scenario_notes(s: ScenarioMetrics) -> list[str]:
@@ -189,9 +190,9 @@ def error_lines(metrics: RunMetrics, width: int) -> list[str]:
     if cut:  # finish_reason length/content_filter: a reply cut short; none: no line
         total = sum(s.n_cases_cut_short for s in cut)
         where = ", ".join(f"{s.benchmark} / {s.scenario} {s.n_cases_cut_short}" for s in cut)
-        out += wrap_note(f"replies cut short (finish_reason length or content_filter): {total} "
-                          f"case(s) ({where}); scored as given, turns in details.cut_replies of "
-                          "the JSON report; --max-tokens may help", width)
+        out += wrap_note("replies cut short (finish_reason length or content_filter): "
+                          f"{counted(total, 'case')} ({where}); scored as given, turns in "
+                          "details.cut_replies of the JSON report; --max-tokens may help", width)
     return out
 
 
@@ -418,7 +419,7 @@ def cache_note(model_calls: int, cached_calls: int, cached_results: int = 0) -> 
         return None
     note = f"replies from the response cache: {cached_calls} of {model_calls} model calls"
     if cached_results:  # those cases were not scored again in this run (--rescore scores them)
-        note += (f"; {cached_results} case(s) answered whole by the result cache, "
+        note += (f"; {counted(cached_results, 'case')} answered whole by the result cache, "
                  "not scored again (--rescore scores them)")
     return note
 

@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+from pytest_toolbench.counting import counted
 from pytest_toolbench.runs import prune as pruning
 from pytest_toolbench.runs.listing import render_runs
 from pytest_toolbench.runs.store import (
@@ -118,7 +119,7 @@ def cmd_prune(args: argparse.Namespace) -> int:
     foreign = pruning.foreign_folders(runs_dir) if only != "cache" else []
     if foreign:  # a runs folder named by mistake (the project, a home): its folders are not runs
         names = ", ".join(d.name for d in foreign[:5]) + (" ..." if len(foreign) > 5 else "")
-        print(f"toolbench prune: note: left alone {len(foreign)} folder(s) of {runs_dir} that "
-              f"are not runs ({names})", file=sys.stderr)
+        print(f"toolbench prune: note: left alone {counted(len(foreign), 'folder')} of {runs_dir} "
+              f"that are not runs ({names})", file=sys.stderr)
     sys.stdout.write(pruning.describe(removed, items, dry_run=args.dry_run))
     return 0

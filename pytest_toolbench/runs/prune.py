@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Literal
 
 from pytest_toolbench.benchmarks.parsed_files import KEPT_FOLDER
+from pytest_toolbench.counting import counted
 from pytest_toolbench.models.cache_store import PACK_AREAS, PACK_SUFFIX, pack_writer_alive
 from pytest_toolbench.results import case_store
 from pytest_toolbench.runs.record import INDEX_NAME, REPORT_NAME, read_index
@@ -209,16 +210,19 @@ def describe(removed: list[Item], items: list[Item], *, dry_run: bool, now: floa
     parsed = [i for i in cache if i.path.parent.parent.name == KEPT_FOLDER]
     entries = [i for i in cache if not i.path.name.endswith(PACK_SUFFIX) and i not in parsed]
     if packs:
-        lines.append(f"{verb} {len(packs)} cache pack(s) ({format_size(sum(i.size for i in packs))})")
+        lines.append(f"{verb} {counted(len(packs), 'cache pack')} "
+                     f"({format_size(sum(i.size for i in packs))})")
     if entries:
-        lines.append(f"{verb} {len(entries)} cache entries ({format_size(sum(i.size for i in entries))})")
+        lines.append(f"{verb} {counted(len(entries), 'cache entry', 'cache entries')} "
+                     f"({format_size(sum(i.size for i in entries))})")
     if parsed:
-        lines.append(f"{verb} {len(parsed)} kept parsed data file(s) "
+        lines.append(f"{verb} {counted(len(parsed), 'kept parsed data file')} "
                      f"({format_size(sum(i.size for i in parsed))})")
     kept = [i for i in items if all(i is not r for r in removed)]
     lines.append(
-        f"{verb} {len(removed)} item(s), {format_size(sum(i.size for i in removed))}; kept "
-        f"{sum(i.kind == 'run' for i in kept)} run(s) and {sum(i.kind == 'cache' for i in kept)} "
-        f"cache file(s), {format_size(sum(i.size for i in kept))}"
+        f"{verb} {counted(len(removed), 'item')}, {format_size(sum(i.size for i in removed))}; "
+        f"kept {counted(sum(i.kind == 'run' for i in kept), 'run')} and "
+        f"{counted(sum(i.kind == 'cache' for i in kept), 'cache file')}, "
+        f"{format_size(sum(i.size for i in kept))}"
     )
     return "\n".join(lines) + "\n"

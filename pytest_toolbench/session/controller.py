@@ -868,7 +868,8 @@ class ControllerHooks:
         terminalreporter.write(safe_text(self.summary, multiline=True))
         if st.recovered:
             terminalreporter.write_line(
-                f"{st.recovered} result(s) whose reports never arrived were recovered from the "
+                f"{counted(st.recovered, 'result')} whose reports never arrived were recovered "
+                "from the "
                 "workers' journals"
             )
         if st.settings.json_path and self.record is not None:

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pytest_toolbench.counting import counted
 from pytest_toolbench.exitcodes import ToolbenchExit
 from pytest_toolbench.runs.store import RUNS_DIR_ENV, DEFAULT_RUNS_DIR, find_runs_dir
 
@@ -243,5 +244,5 @@ def _write_allure_finished(alluredir: Path, done: FinishedRun) -> None:
                              run_id=done.record.run.run_id,
                              since_ms=None if started is None else int(started * 1000))
     if written:
-        print(f"Allure results written from the journal: {written} finished case(s) the kill "
-              "had left without one")
+        print("Allure results written from the journal: "
+              f"{counted(written, 'finished case')} the kill had left without one")

@@ -30,6 +30,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from pytest_toolbench.counting import counted
 from pytest_toolbench.benchmarks import declarations, registry
 from pytest_toolbench.benchmarks.base import Case
 from pytest_toolbench.benchmarks.data_source import DataSource
@@ -116,7 +117,7 @@ def cases_again(done: FinishedRun, case_ids: set[str],
              if case_id in case_ids]
     unknown = sum(1 for _, case in nodes if case is None)
     if unknown:
-        notes.append(f"{unknown} case(s) {what} are named in Allure by their pytest node "
+        notes.append(f"{counted(unknown, 'case')} {what} are named in Allure by their pytest node "
                      "alone: their data does not hold them as the run loaded it")
     return nodes, notes
 
@@ -301,7 +302,8 @@ def _collect_results(run_dir: Path) -> tuple[list[CaseResult], list[str], bool, 
                                  f"({exc})") from None
     notes[:0] = [str(w.message) for w in caught]
     if recovered:
-        notes.append(f"{recovered} result(s) only the xdist workers' journals held were added to "
+        notes.append(f"{counted(recovered, 'result')} only the xdist workers' journals held were "
+                     "added to "
                      "the run's journal")
     if not journal_whole:
         notes.append("the report holds its cases itself: the run's journal keeps a line no "

@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from pytest_toolbench.counting import counted
 from pytest_toolbench.runs.store import DEFAULT_RUNS_DIR, RUNS_DIR_ENV, find_runs_dir
 
 #: Where the site goes without --out.
@@ -95,7 +96,8 @@ def cmd_view(args: argparse.Namespace) -> int:
         return fail(f"--out {exc}")
     for line in result.skipped:
         print(f"toolbench view: skipped {line}", file=sys.stderr)
-    print(f"toolbench view: {result.runs} run(s), {result.pairs} side-by-side page(s) in "
+    print(f"toolbench view: {counted(result.runs, 'run')}, "
+          f"{counted(result.pairs, 'side-by-side page')} in "
           f"{result.seconds:.1f} s")
     print(f"open {Path(result.index).resolve().as_uri()}")
     if httpd is not None:

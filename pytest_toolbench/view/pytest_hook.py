@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 
+from pytest_toolbench.counting import counted
+
 
 class ViewRefresh:
     """The pytest plugin object; ``view_dir`` and ``runs_dir`` from the run's settings."""
@@ -33,7 +35,7 @@ class ViewRefresh:
         except Exception as exc:  # noqa: BLE001 - the run is recorded; the site is a convenience
             self.line = f"toolbench view: could not refresh {self.view_dir}: {type(exc).__name__}: {exc}"
         else:
-            self.line = (f"toolbench view: {result.runs} run(s) in "
+            self.line = (f"toolbench view: {counted(result.runs, 'run')} in "
                          f"{Path(result.index).resolve().as_uri()}")
         reporter: Any = session.config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None and self.line:

@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import ConfigDict, ValidationError
 
+from pytest_toolbench.counting import counted
 from pytest_toolbench.deferred_model import DeferredModel
 from pytest_toolbench.benchmarks.data_paths import check_data_file, listed_entries
 from pytest_toolbench.benchmarks.data_source import file_sha256
@@ -159,7 +160,8 @@ def _parse_toolbehonest_file(path: Path) -> list[ToolBHRecord]:
     flagged += [(i, w) for i, r in enumerate(records) for w in r.validation_warnings()]
     if flagged:
         sample = "; ".join(f"record #{i}: {w}" for i, w in flagged[:3])
-        warnings.warn(f"{path}: {len(flagged)} problem(s), e.g. {sample}", DatasetWarning, stacklevel=2)
+        warnings.warn(f"{path}: {counted(len(flagged), 'problem')}, e.g. {sample}", DatasetWarning,
+                      stacklevel=2)
     check_upstream_integrity(path, records)
     return records
 

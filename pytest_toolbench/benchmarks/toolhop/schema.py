@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import ConfigDict, ValidationError, field_validator, model_validator
 
+from pytest_toolbench.counting import counted
 from pytest_toolbench.deferred_model import DeferredModel
 from pytest_toolbench.benchmarks.data_paths import check_data_file, listed_entries
 from pytest_toolbench.benchmarks.data_source import file_sha256, is_bundled
@@ -351,7 +352,7 @@ def _warn_tolerated(path: Path, flagged: list[tuple[int, str]]) -> None:
         ids = sorted({rid for rid, _ in flagged})
         sample = "; ".join(f"id={rid}: {w}" for rid, w in flagged[:3])
         warnings.warn(
-            f"{path}: {len(ids)} record(s) with tolerated oddities, e.g. {sample}",
+            f"{path}: {counted(len(ids), 'record')} with tolerated oddities, e.g. {sample}",
             DatasetWarning,
             stacklevel=3,
         )
