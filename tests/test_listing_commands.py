@@ -134,3 +134,16 @@ def test_a_plain_command_runs_tests_even_with_a_listing_plugin_disabled() -> Non
     del options["cacheshow"]
     assert runs_tests(SimpleNamespace(option=SimpleNamespace(**options))) is True  # type: ignore[arg-type]
     assert runs_tests(SimpleNamespace(option=SimpleNamespace(cacheshow=None, setuponly=True))) is True  # type: ignore[arg-type]
+
+
+def test_markers_lists_each_case_label_once_with_the_benchmarks_that_have_it() -> None:
+    """ToolHop and FamilyTool both label cases with hops(n): ``pytest --markers`` listed it
+    twice, identically."""
+    from pytest_toolbench.session.run_start import register_markers
+
+    lines: list[str] = []
+    config = SimpleNamespace(addinivalue_line=lambda name, line: lines.append(line))
+    register_markers(config)  # type: ignore[arg-type]
+    hops = [line for line in lines if line.startswith("hops(")]
+    assert hops == ["hops(n): case label hops (toolhop, familytool)"]
+    assert len(lines) == len(set(lines))

@@ -38,10 +38,16 @@ LABEL_RESULTS_KEY = "toolbench_label_results"
 def register_markers(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "toolbench(benchmark): a pytest-toolbench suite test")
     config.addinivalue_line("markers", "scenario(name): benchmark scenario of a case")
+    # one line per label, naming the benchmarks that have it: `pytest --markers` listed
+    # ToolHop's and FamilyTool's hops(n) twice
+    labels: dict[tuple[str, str], list[str]] = {}
     for benchmark in declarations().values():  # without loading the benchmarks' modules
         config.addinivalue_line("markers", f"{benchmark.name}: a {benchmark.name} case")
         for label, keyword in benchmark.label_markers.items():
-            config.addinivalue_line("markers", f"{label}({keyword}): case label {label}")
+            labels.setdefault((label, keyword), []).append(benchmark.name)
+    for (label, keyword), names in labels.items():
+        config.addinivalue_line("markers", f"{label}({keyword}): case label {label} "
+                                f"({', '.join(names)})")
 
 
 def configure_run(config: pytest.Config) -> ToolbenchState:
