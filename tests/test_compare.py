@@ -331,6 +331,28 @@ def test_the_legend_gives_each_run_its_tokens_where_recorded(pair) -> None:
     assert (refs[1]["model_calls"], refs[1]["cached_calls"]) == (10, 4)
 
 
+def test_a_partial_run_says_why_it_is_partial(pair) -> None:
+    """Every partial run was "interrupted", also one -x stopped or one that lost cases."""
+    from pytest_toolbench.compare.render import comparison_text
+
+    a, b = pair
+    c = run("model-c", [case(i, v, model="model-c") for i, v in enumerate(B_OK)])
+    a.record.partial = b.record.partial = c.record.partial = True
+    a.record.run.pytest_stop = "-x/--maxfail=1 stopped the run"
+    b.record.run.missing_cases = ["bench-8-s", "bench-9-s"]
+    c.record.run.interrupted_by = "SIGTERM"
+    comp = compare_runs([a, b, c], SPECS, LABELS, n_boot=200)
+    text = " ".join(comparison_text(comp, width=200).split())
+    assert ("PARTIAL runs (fewer cases than they selected): model-a: -x/--maxfail=1 stopped the "
+            "run; model-b: 2 selected cases without a result; model-c: interrupted (SIGTERM)") in text
+    refs = json.loads(comp.model_dump_json())["runs"]
+    assert refs[2]["partial_reason"] == "interrupted (SIGTERM)"
+    d = run("model-d", [case(i, v, model="model-d") for i, v in enumerate(A_OK)])
+    whole = compare_runs([c, d], SPECS, LABELS, n_boot=200)
+    assert "model-d:" not in comparison_text(whole, width=200)
+    assert "partial_reason" not in json.loads(whole.model_dump_json())["runs"][1]
+
+
 def test_changed_cases_by_id_right_to_wrong_and_back(pair) -> None:
     """A_OK/B_OK: case 5 went right -> wrong, cases 6-9 wrong -> right; an error is not listed."""
     a, b = pair

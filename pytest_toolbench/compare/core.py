@@ -227,6 +227,7 @@ def compare_runs(
 
     refs = [RunRef(label=r.label, model=r.model, path=r.path, run_id=r.run_id,
                    n_cases=len(r.cases), partial=r.partial, data=short_line(data_of(r)),
+                   partial_reason=r.record.run.partial_reason() if r.partial else None,
                    usage=r.record.run.usage,
                    model_calls=r.record.run.cache.model_calls if r.record.run.cache else None,
                    cached_calls=r.record.run.cache.replies_from_cache if r.record.run.cache else None)

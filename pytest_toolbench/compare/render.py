@@ -181,9 +181,11 @@ def comparison_lines(comp: Comparison, width: int) -> list[str]:
         out += wrap_words("no metric declarations for " + ", ".join(comp.unknown_benchmarks)
                           + " (not a registered benchmark): values only, no paired statistics",
                           width)
-    partial = [r.label for r in comp.runs if r.partial]
+    # why each is partial: "interrupted" was said of a run -x stopped or one that lost cases too
+    partial = [f"{r.label}: {r.partial_reason or 'interrupted'}" for r in comp.runs if r.partial]
     if partial:
-        out += wrap_words(safe_text("PARTIAL runs (interrupted): " + ", ".join(partial)), width)
+        out += wrap_words(safe_text("PARTIAL runs (fewer cases than they selected): "
+                                    + "; ".join(partial)), width)
     return out
 
 

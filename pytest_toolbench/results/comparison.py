@@ -50,6 +50,8 @@ class RunRef(DeferredModel):
     run_id: str | None = None
     n_cases: int
     partial: bool = False
+    #: Why the run is partial (RunInfo.partial_reason); None (not written) for a whole run.
+    partial_reason: str | None = Field(default=None, exclude_if=lambda v: v is None)
     #: What data the run was on, per benchmark (results/provenance.py ``short_line``);
     #: None in comparisons recorded before provenance was kept.
     data: str | None = None

@@ -25,6 +25,7 @@ from typing import Any
 
 from pydantic import ConfigDict, Field
 
+from pytest_toolbench.counting import counted
 from pytest_toolbench.deferred_model import DeferredModel
 from pytest_toolbench.fileio import indented_json
 from pytest_toolbench.results.aggregate import RunMetrics
@@ -112,6 +113,20 @@ class RunInfo(DeferredModel):
     @property
     def model(self) -> str:
         return str(self.settings.model or "")
+
+    def partial_reason(self) -> str:
+        """Why a partial run's report covers less than its selection, in a few words
+        (``toolbench compare``): its interruption, pytest's own stop, an unwritten output, or
+        its cases without a result."""
+        if self.interrupted_by:
+            return f"interrupted ({self.interrupted_by})"
+        if self.pytest_stop:
+            return self.pytest_stop
+        if self.output_errors:
+            return "an output could not be written"
+        if self.missing_cases:
+            return f"{counted(len(self.missing_cases), 'selected case')} without a result"
+        return "interrupted"
 
     def tokens_text(self) -> str | None:
         """The run's tokens over its model calls, as :meth:`TokenTotals.text` words them; None
