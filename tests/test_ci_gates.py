@@ -273,6 +273,14 @@ def test_a_selection_matching_no_case_fails_before_any_model_call(tmp_path, gate
     assert "the selection matches no case (--sample-ids no-such-id)" in proc.stderr
 
 
+def test_an_unknown_scenario_is_refused_naming_the_scenarios_there_are(tmp_path):
+    """It said ``unknown --scenario ['bogus']``, a Python list and no hint of the right names."""
+    proc, _ = run_suite(tmp_path, "--model", "oracle", "--scenario", "bogus,direct")
+    assert proc.returncode == ToolbenchExit.USAGE_ERROR, proc.stdout + proc.stderr
+    assert ("pytest-toolbench: unknown --scenario bogus; the scenarios are toolhop: direct, "
+            "mandatory, free") in proc.stderr
+
+
 def test_deselecting_every_case_fails_with_no_cases(tmp_path):
     proc, report = run_suite(tmp_path, "--model", "oracle", "-k", "no_such_case", "--gate",
                              "toolhop.direct.accuracy>=0")

@@ -220,8 +220,11 @@ def cases_for(config: pytest.Config, name: str) -> list[Case]:
     benchmark = registry()[name]
     if settings.scenarios:
         unknown = set(settings.scenarios) - {s for b in registry().values() for s in b.scenarios}
-        if unknown:
-            raise pytest.UsageError(f"pytest-toolbench: unknown --scenario {sorted(unknown)}")
+        if unknown:  # named with the scenarios there are, as -m's values are (marker_check.py)
+            known = "; ".join(f"{n}: {', '.join(registry()[n].scenarios)}"
+                              for n in (st.targeted or sorted(registry())) if n in registry())
+            raise pytest.UsageError(f"pytest-toolbench: unknown --scenario "
+                                    f"{', '.join(sorted(unknown))}; the scenarios are {known}")
     check_resolved(settings, name)  # never the bundled sample in place of unfetched real data
     try:
         # Every scenario first (the suite's size, for "subset: 40 of 240"), then the selection;
