@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -14,10 +16,12 @@ from pytest_toolbench.option_sources import (
     ToolbenchGroup,
     add_setting_flags,
     from_command_line,
+    ini_name,
     resolve_option_sources,
+    setting_flags,
     settings_values,
 )
-from pytest_toolbench.runs.store import default_runs_dir
+from pytest_toolbench.runs.store import RUNS_DIR_ENV, default_runs_dir
 from pytest_toolbench.secret_args import masked_url
 
 
@@ -89,7 +93,7 @@ def settings_from_config(config: pytest.Config) -> RunSettings:
     that cannot work (a number outside its field's constraints, an empty --sample-ids, a
     --base-url that is no URL) is one ValueError line, before anything starts."""
     resolve_option_sources(config)
-    values = settings_values(RunSettings, config.getoption, lambda p: _absolute(config, p))
+    values = settings_values(RunSettings, _anchored_paths(config), lambda p: _absolute(config, p))
     _check_urls_and_ids(config)
     _check_contradictions(values)
     _check_model_name(values)
@@ -126,6 +130,41 @@ def _absolute(config: pytest.Config, path: str) -> Path:
     """Relative paths are taken from where pytest was invoked, as users expect."""
     p = Path(os.path.expanduser(path))
     return p if p.is_absolute() else Path(config.invocation_params.dir) / p
+
+
+def project_root(config: pytest.Config) -> Path:
+    """Where a run's default folders go (``.toolbench/cache``, ``.toolbench/runs``): pytest's
+    rootdir, as its own ``.pytest_cache``, when pytest runs in it or below it; else where pytest
+    runs. From a subfolder of the project (``cd suites/toolhop; pytest .``, an IDE running one
+    file) they went into that subfolder: every reply the project's cache held was asked for
+    again, and ``toolbench runs`` at the project's top did not list the run."""
+    here = Path(config.invocation_params.dir).resolve()
+    root = Path(config.rootpath).resolve()
+    return root if here == root or root in here.parents else here
+
+
+def _anchored_paths(config: pytest.Config) -> Callable[[str], Any]:
+    """``config.getoption`` with the relative paths that came from the settings file taken from
+    that file's folder (pytest's rule for paths in its ini file) and the default folders from
+    :func:`project_root`; a path on the command line (or in ``$TOOLBENCH_RUNS_DIR``) stays
+    relative to where pytest runs (:func:`_absolute`)."""
+    paths = {f.flag for f in setting_flags(RunSettings) if f.kind is Path}
+    ini_dir = config.inipath.parent if config.inipath is not None else None
+
+    def getoption(flag: str) -> Any:
+        value = config.getoption(flag)
+        if flag not in paths or not isinstance(value, str) or not value or from_command_line(
+                config, flag):
+            return value
+        if Path(os.path.expanduser(value)).is_absolute():
+            return value
+        if config.getini(ini_name(flag)):
+            return str(ini_dir / value) if ini_dir is not None else value
+        if flag == "--runs-dir" and os.environ.get(RUNS_DIR_ENV):
+            return value
+        return str(project_root(config) / value)
+
+    return getoption
 
 
 def _base_urls(given: tuple[str, ...], path: Path | None) -> list[str]:

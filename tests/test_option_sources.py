@@ -132,6 +132,51 @@ def test_pytest_ini_keys_and_override(pytester: pytest.Pytester):
     assert "timeout=9.0" in line
 
 
+SHOW_PATHS = '''
+from pytest_toolbench.session import state
+
+def test_show(pytestconfig):
+    s = state(pytestconfig).settings
+    print(f"\\nPATHS cache={s.cache_dir} runs={s.runs_dir} json={s.json_path}")
+'''
+
+
+def _paths_line(result: pytest.RunResult) -> str:
+    lines = [ln for ln in result.outlines if ln.startswith("PATHS ")]
+    assert len(lines) == 1, result.outlines
+    return lines[0]
+
+
+def test_from_a_subfolder_the_run_keeps_its_folders_where_the_project_does(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch):
+    """``cd suites/x; pytest .`` in a project with a settings file: the default cache and runs
+    folders are the project's (its rootdir, as pytest's own .pytest_cache), not new ones in the
+    subfolder (every cached reply asked for again, the run missing from ``toolbench runs``); a
+    relative path in the settings file is taken from the file's folder, as pytest takes its
+    own; one on the command line, or in $TOOLBENCH_RUNS_DIR, from where pytest runs."""
+    root = pytester.path.resolve()
+    sub = root / "suites" / "x"
+    sub.mkdir(parents=True)
+    (sub / "test_show.py").write_text(SHOW_PATHS)
+    pytester.makepyprojecttoml('[tool.pytest.ini_options]\ntoolbench_json = "out/report.json"\n')
+    monkeypatch.delenv("TOOLBENCH_RUNS_DIR", raising=False)
+    monkeypatch.chdir(sub)
+    args = ("-s", "-p", "no:randomly", "-p", "no:cacheprovider", "test_show.py")
+    line = _paths_line(pytester.runpytest_subprocess(*args))
+    assert line == (f"PATHS cache={root / '.toolbench/cache'} runs={root / '.toolbench/runs'} "
+                    f"json={root / 'out/report.json'}")
+    line = _paths_line(pytester.runpytest_subprocess(
+        *args, "--cache-dir", "c", "--runs-dir", "r", "--toolbench-json", "j.json"))
+    assert line == f"PATHS cache={sub / 'c'} runs={sub / 'r'} json={sub / 'j.json'}"
+    monkeypatch.setenv("TOOLBENCH_RUNS_DIR", "envruns")
+    assert f"runs={sub / 'envruns'} " in _paths_line(pytester.runpytest_subprocess(*args))
+    # run from the project's top, as before
+    monkeypatch.delenv("TOOLBENCH_RUNS_DIR")
+    monkeypatch.chdir(root)
+    line = _paths_line(pytester.runpytest_subprocess(*args[:-1], "suites/x/test_show.py"))
+    assert f"cache={root / '.toolbench/cache'} runs={root / '.toolbench/runs'} " in line
+
+
 @pytest.mark.parametrize("key, value, reason", [
     ("toolbench_concurrency", '"many"', "expected an integer"),
     ("toolbench_backend", '"gpu"', "no such model provider (expected one of auto, openai, oracle, replay, "

@@ -726,6 +726,21 @@ def test_the_sdk_import_waits_for_the_first_call_only_where_the_cache_holds_repl
     assert command_line_cache_empty(["suites/toolhop", "--cache-dir", str(tmp_path / "other")])
 
 
+def test_the_cache_guess_from_a_subfolder_finds_the_project_s_cache(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run from ``suites/x`` uses the project's ``.toolbench/cache`` (options.py
+    ``project_root``); the guess looked for one in the subfolder, found none, and took every
+    such run for a cold one."""
+    from pytest_toolbench.models.sdk_process.launcher import command_line_cache_empty
+
+    (tmp_path / ".toolbench" / "cache" / "ab").mkdir(parents=True)
+    sub = tmp_path / "suites" / "x"
+    sub.mkdir(parents=True)
+    monkeypatch.chdir(sub)
+    assert not command_line_cache_empty(["."])
+    assert command_line_cache_empty([".", "--cache-dir", "c"])
+
+
 # ----------------------------------------------------------------------------- the first request
 
 
