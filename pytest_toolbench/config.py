@@ -300,8 +300,8 @@ class RunSettings(DeferredModel):
     #: An earlier --toolbench-json report, or a run folder (its report.json).
     baseline_path: Path | None = option(
         None, flag="--baseline", metavar="RUN.json",
-        help="compare this run with an earlier --toolbench-json report or run folder "
-             "(.toolbench/runs/ID; paired by case id) "
+        help="compare this run with an earlier --toolbench-json report, run folder "
+             "(.toolbench/runs/ID) or run id under --runs-dir (paired by case id) "
              "in the summary and the JSON report; enables baseline gates such as "
              "'toolhop.mandatory.accuracy>=baseline-0.02' or '...accuracy.diff_lower>=-0.05'")
     allow_different_data: bool = option(

@@ -98,6 +98,7 @@ def settings_from_config(config: pytest.Config) -> RunSettings:
     _check_contradictions(values)
     _check_model_name(values)
     values["model"] = values.get("model") or EMBEDDED_MODEL
+    _baseline_run_id(config, values)
     urls = _base_urls(values.get("base_urls", ()), values.get("base_urls_file"))
     values["base_urls"] = tuple(urls)
     values["base_url"] = urls[0] if urls else None
@@ -165,6 +166,24 @@ def _anchored_paths(config: pytest.Config) -> Callable[[str], Any]:
         return str(project_root(config) / value)
 
     return getoption
+
+
+def _baseline_run_id(config: pytest.Config, values: dict[str, Any]) -> None:
+    """``--baseline ID``: a run id (or a unique prefix of one) as ``toolbench runs`` prints it
+    and ``toolbench compare`` takes it, the report of that run under the run's --runs-dir. It
+    was taken for a file in the current folder ("cannot read run report (No such file or
+    directory)"). A path that exists, has a "/" or ends in .json stays a path."""
+    path, raw = values.get("baseline_path"), config.getoption("--baseline")
+    if path is None or not isinstance(raw, str) or path.exists() or "/" in raw or raw.endswith(
+            ".json"):
+        return
+    from pytest_toolbench.compare.run_refs import resolve_run
+
+    runs_dir = values.get("runs_dir", RunSettings.model_fields["runs_dir"].default)
+    try:
+        values["baseline_path"] = resolve_run(raw, runs_dir)
+    except ValueError as exc:  # RunLoadError: one line naming the runs folder
+        raise ValueError(f"--baseline {exc}") from None
 
 
 def _base_urls(given: tuple[str, ...], path: Path | None) -> list[str]:

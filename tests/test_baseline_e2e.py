@@ -196,6 +196,22 @@ def test_an_unreadable_baseline_is_a_one_line_usage_error(tmp_path, runs) -> Non
     assert "has no toolhop.direct[hops=9].accuracy" in proc.stderr
 
 
+def test_a_baseline_named_by_its_run_id_is_that_run_s_report(runs) -> None:
+    """``--baseline ID`` as ``toolbench runs`` prints it (or a unique prefix), as ``toolbench
+    compare`` takes it: it was read as a file in the current folder, "No such file"."""
+    tmp = runs["tmp"]
+    oracle_id = runs["oracle_report"]["run"]["run_id"]
+    proc, report = run_suite(tmp, "by-id", "--model", "oracle", "--baseline", oracle_id,
+                             *gate_args())
+    assert proc.returncode == ToolbenchExit.OK, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert report["baseline"] is not None
+    assert f"{tmp / 'runs' / oracle_id / 'report.json'}" in " ".join(proc.stdout.split())
+    proc, _ = run_suite(tmp, "by-id", "--model", "oracle", "--baseline", "no-such-run")
+    assert proc.returncode == ToolbenchExit.USAGE_ERROR
+    assert ("--baseline no-such-run: no such report file, and no run with that id in "
+            f"{tmp / 'runs'}") in proc.stderr
+
+
 def test_toolbench_compare_cli_on_the_two_recorded_runs(runs) -> None:
     tmp = runs["tmp"]
     out_json, out_png = tmp / "cmp.json", tmp / "cmp.png"
