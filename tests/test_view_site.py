@@ -175,6 +175,26 @@ def test_runs_on_other_data_get_no_side_by_side_but_the_reason(runs: dict, tmp_p
     assert 'id="group-B"' in (out / "index.html").read_text()  # and ranked apart
 
 
+def test_the_side_by_side_page_says_which_run_is_partial_and_why(runs: dict, tmp_path: Path) -> None:
+    """A run -x stopped, beside a whole one: its numbers cover fewer cases than it selected, as
+    ``toolbench compare`` ends its text; the page said nothing of it."""
+    part = json.loads((runs["tmp"] / "oracle.json").read_text())
+    part["partial"] = True
+    part["run"].update(run_id="stopped", pytest_stop="-x/--maxfail=1 stopped the run",
+                       started=part["run"]["started"] + 1000)
+    (tmp_path / "stopped.json").write_text(json.dumps(part))
+    out = tmp_path / "site"
+    result = build_site([runs["tmp"] / "half.json", tmp_path / "stopped.json"], out)
+    assert result.pairs == 1
+    (page,) = out.glob("diff-*.html")
+    text = " ".join(page.read_text().split())
+    assert ('<p class="warn partial">Partial runs (fewer cases than they selected): '
+            "B (stopped): -x/--maxfail=1 stopped the run.</p>") in text
+    whole = tmp_path / "whole"
+    build_site([runs["tmp"] / "half.json", runs["tmp"] / "oracle.json"], whole)
+    assert "warn partial" not in next(whole.glob("diff-*.html")).read_text()
+
+
 def test_a_rebuild_drops_the_pages_of_runs_that_are_gone(runs: dict, tmp_path: Path) -> None:
     out = tmp_path / "site"
     build_site([runs["tmp"] / "oracle.json", runs["tmp"] / "half.json"], out)

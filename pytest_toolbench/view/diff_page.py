@@ -59,6 +59,9 @@ class DiffPage(DeferredModel):
     scenarios: list[DiffScenario]
     confidence: float
     n_boot: int
+    #: ``A: -x/--maxfail=1 stopped the run``: each partial run of the pair and why (its cases
+    #: fewer than it selected), as ``toolbench compare`` ends its text.
+    partial: list[str] = []
 
 
 def diff_file(a: str, b: str) -> str:
@@ -125,6 +128,8 @@ def build_diff(a: ViewRun, b: ViewRun, specs: Mapping[str, tuple[MetricSpec, ...
             rows=[_row(m) for m in s.metrics if m.label is None],
             breakdown_rows=[_row(m) for m in s.metrics if m.label is not None],
             worse=flips(ch.worse) if ch else [], better=flips(ch.better) if ch else []))
+    partial = [f"{side} ({run.run_id}): {ref.partial_reason or 'interrupted'}"
+               for side, run, ref in zip("AB", (a, b), comparison.runs) if ref.partial]
     return DiffPage(a=a.key, b=b.key, a_model=a.model, b_model=b.model,
                     file=diff_file(a.key, b.key), scenarios=scenarios,
-                    confidence=comparison.confidence, n_boot=comparison.n_boot)
+                    confidence=comparison.confidence, n_boot=comparison.n_boot, partial=partial)
