@@ -493,6 +493,51 @@ def test_runs_dir_is_its_own_setting_and_found_from_a_subfolder(tmp_path):
     assert find_runs_dir(tmp_path / "x") == tmp_path / "x"
 
 
+@pytest.mark.parametrize("settings", [
+    ("pyproject.toml", '[tool.pytest.ini_options]\ntoolbench_runs_dir = "out/runs"\n'),
+    ("pytest.ini", "[pytest]\ntoolbench_runs_dir = out/runs\n"),
+    ("setup.cfg", "[tool:pytest]\ntoolbench_runs_dir = out/runs\n"),
+])
+def test_the_commands_find_the_runs_folder_the_settings_file_names(tmp_path, settings):
+    """Every option can live in the settings file (README), --runs-dir too; the plugin kept its
+    runs there, but ``toolbench runs`` looked in .toolbench/runs only: "no runs found". The
+    commands read the file pytest reads, its path taken from the file's folder, from any
+    subfolder; --runs-dir and $TOOLBENCH_RUNS_DIR still win."""
+    from pytest_toolbench.runs.store import find_cache_dir, find_runs_dir, settings_file_path
+
+    project = tmp_path / "project"
+    (project / "suites" / "x").mkdir(parents=True)
+    name, text = settings
+    (project / name).write_text(text)
+    make_run(project / "out", "kept-there", time.time() - DAY)
+    make_run(project / ".toolbench", "not-this", time.time() - DAY)
+    plain = {k: v for k, v in os.environ.items() if k != "TOOLBENCH_RUNS_DIR"}
+    for where in (project, project / "suites" / "x"):
+        listed = subprocess.run([sys.executable, "-m", "pytest_toolbench.cli", "runs"], cwd=where,
+                                capture_output=True, text=True, timeout=60, env=plain)
+        assert listed.returncode == 0, listed.stderr
+        assert "kept-there" in listed.stdout and "not-this" not in listed.stdout
+    assert settings_file_path("toolbench_runs_dir", project / "suites") == project / "out" / "runs"
+    assert settings_file_path("toolbench_cache_dir", project) is None
+    listed = subprocess.run([sys.executable, "-m", "pytest_toolbench.cli", "runs"], cwd=project,
+                            capture_output=True, text=True, timeout=60,
+                            env={**plain, "TOOLBENCH_RUNS_DIR": str(project / ".toolbench" / "runs")})
+    assert "not-this" in listed.stdout and "kept-there" not in listed.stdout
+    assert find_runs_dir(tmp_path / "given") == tmp_path / "given"
+    assert find_cache_dir(tmp_path / "c") == tmp_path / "c"
+
+
+def test_a_settings_file_pytest_refuses_leaves_the_commands_on_their_default(tmp_path, monkeypatch):
+    """setup.cfg's plain [pytest] section is one pytest fails on (pytest.fail, a BaseException):
+    the commands keep their default rather than end in a traceback."""
+    from pytest_toolbench.runs.store import find_runs_dir
+
+    (tmp_path / "setup.cfg").write_text("[pytest]\ntoolbench_runs_dir = out/runs\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("TOOLBENCH_RUNS_DIR", raising=False)
+    assert find_runs_dir() == tmp_path / ".toolbench" / "runs"
+
+
 def test_a_plain_test_session_under_xdist_leaves_no_run_folder(tmp_path):
     """The plugin loads in every pytest of an environment that installs it: a project's own
     tests, run with -n 2, get no (empty) run folder in its .toolbench/runs. The xdist controller

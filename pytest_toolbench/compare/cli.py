@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pytest_toolbench.runs.store import DEFAULT_RUNS_DIR, RUNS_DIR_ENV, find_runs_dir
+from pytest_toolbench.runs.store import RUNS_DIR_HELP, find_runs_dir
 
 #: Exit status for unreadable input (argparse itself uses 2 for a bad command line).
 INPUT_ERROR = 2
@@ -33,9 +33,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    "(--toolbench-json), a run folder, or a run id as `toolbench runs` prints it "
                    "(or a unique prefix of one); the first is the reference")
     p.add_argument("--runs-dir", type=Path, default=None,
-                   help="where run ids are looked up: the plugin's --runs-dir (default "
-                        f"${RUNS_DIR_ENV}, else the nearest {DEFAULT_RUNS_DIR} at or above the "
-                        "current folder)")
+                   help=f"where run ids are looked up: {RUNS_DIR_HELP}")
     p.add_argument("--json", dest="json_out", metavar="OUT", default=None,
                    help="also write the comparison as JSON")
     p.add_argument("--plot", metavar="OUT.png", default=None,

@@ -11,9 +11,9 @@ from pytest_toolbench.counting import counted
 from pytest_toolbench.runs import prune as pruning
 from pytest_toolbench.runs.listing import render_runs
 from pytest_toolbench.runs.store import (
-    DEFAULT_CACHE_DIR,
+    CACHE_DIR_HELP,
     DEFAULT_RUNS_DIR,
-    RUNS_DIR_ENV,
+    RUNS_DIR_HELP,
     find_cache_dir,
     find_runs_dir,
     list_runs,
@@ -33,14 +33,12 @@ def count(text: str) -> int:
 
 def _runs_dir_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--runs-dir", type=Path, default=None,
-                   help=f"the plugin's --runs-dir (default ${RUNS_DIR_ENV}, else the nearest "
-                        f"{DEFAULT_RUNS_DIR} at or above the current folder)")
+                   help=RUNS_DIR_HELP)
 
 
 def _cache_dir_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cache-dir", type=Path, default=None,
-                   help=f"the plugin's --cache-dir (default: the nearest {DEFAULT_CACHE_DIR} at "
-                        "or above the current folder)")
+                   help=CACHE_DIR_HELP)
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

@@ -2,7 +2,8 @@
 
 The runs folder is its own setting (``--runs-dir``, ``TOOLBENCH_RUNS_DIR``), not a sibling of
 ``--cache-dir``: pointing the response cache elsewhere must not scatter the run history. The CLIs
-find the default from any subfolder of a project, as git finds its repository."""
+find the default from any subfolder of a project, as git finds its repository, and read the
+pytest settings file the plugin reads (``toolbench_runs_dir``, ``toolbench_cache_dir``)."""
 
 from __future__ import annotations
 
@@ -36,25 +37,63 @@ def nearest(relative: Path, start: Path | None = None) -> Path:
     return here / relative
 
 
+#: Where the CLIs look for the runs folder, in :func:`find_runs_dir`'s order (their help).
+RUNS_DIR_DEFAULT_TEXT = (f"${RUNS_DIR_ENV}, else the settings file's toolbench_runs_dir, else "
+                         f"the nearest {DEFAULT_RUNS_DIR} at or above the current folder")
+RUNS_DIR_HELP = f"the plugin's --runs-dir (default {RUNS_DIR_DEFAULT_TEXT})"
+#: The same for --cache-dir (:func:`find_cache_dir`).
+CACHE_DIR_HELP = ("the plugin's --cache-dir (default: the settings file's toolbench_cache_dir, "
+                  f"else the nearest {DEFAULT_CACHE_DIR} at or above the current folder)")
+
+
+def settings_file_path(key: str, start: Path | None = None) -> Path | None:
+    """The path ``key`` (``toolbench_runs_dir``) has in the pytest settings file pytest finds
+    from ``start`` (the current folder): pytest.ini, pyproject.toml's pytest table, tox.ini,
+    setup.cfg. Taken from that file's folder, as the plugin takes it (options.py), so ``toolbench
+    runs`` lists the runs a project keeps where its settings say; it looked in
+    ``.toolbench/runs`` only ("no runs found"). None where no file gives it. pytest's own search
+    (a private function): should it change, the CLIs keep their defaults, never a traceback."""
+    try:
+        from _pytest.config.findpaths import locate_config
+
+        found = locate_config(Path(start or Path.cwd()), [])
+        inifile, raw = found[1], found[2].get(key)
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException:  # noqa: BLE001 - pytest.fail (a setup.cfg [pytest]) is one too
+        return None
+    value = getattr(raw, "value", raw)  # pytest 9 wraps each value (ConfigValue)
+    if inifile is None or not isinstance(value, str) or not value.strip():
+        return None
+    path = Path(os.path.expanduser(value.strip()))
+    return path if path.is_absolute() else Path(inifile).parent / path
+
+
 def find_runs_dir(given: Path | None = None) -> Path:
-    """The CLIs' runs folder: ``--runs-dir``, else ``$TOOLBENCH_RUNS_DIR``, else the nearest
-    ``.toolbench/runs``."""
+    """The CLIs' runs folder: ``--runs-dir``, else ``$TOOLBENCH_RUNS_DIR``, else the settings
+    file's ``toolbench_runs_dir``, else the nearest ``.toolbench/runs``."""
     if given is not None:
         return Path(given)
     env = os.environ.get(RUNS_DIR_ENV)
-    return Path(env) if env else nearest(DEFAULT_RUNS_DIR)
+    if env:
+        return Path(env)
+    return settings_file_path("toolbench_runs_dir") or nearest(DEFAULT_RUNS_DIR)
 
 
 def runs_dir_named(given: Path | None = None) -> bool:
-    """Whether :func:`find_runs_dir` returns a folder the user named (the option or the
-    environment variable), not the default it looks for: a named folder that does not exist is
+    """Whether :func:`find_runs_dir` returns a folder the user named (the option, the
+    environment variable or the settings file), not the default it looks for: a named folder that does not exist is
     worth a note, an absent default is only a project with no runs yet."""
-    return given is not None or bool(os.environ.get(RUNS_DIR_ENV))
+    return (given is not None or bool(os.environ.get(RUNS_DIR_ENV))
+            or settings_file_path("toolbench_runs_dir") is not None)
 
 
 def find_cache_dir(given: Path | None = None) -> Path:
-    """The CLIs' response cache: ``--cache-dir``, else the nearest ``.toolbench/cache``."""
-    return Path(given) if given is not None else nearest(DEFAULT_CACHE_DIR)
+    """The CLIs' response cache: ``--cache-dir``, else the settings file's
+    ``toolbench_cache_dir``, else the nearest ``.toolbench/cache``."""
+    if given is not None:
+        return Path(given)
+    return settings_file_path("toolbench_cache_dir") or nearest(DEFAULT_CACHE_DIR)
 
 
 def list_runs(runs_dir: Path) -> list[RunIndex]:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from pytest_toolbench.counting import counted
 from pytest_toolbench.exitcodes import ToolbenchExit
-from pytest_toolbench.runs.store import RUNS_DIR_ENV, DEFAULT_RUNS_DIR, find_runs_dir
+from pytest_toolbench.runs.store import RUNS_DIR_HELP, find_runs_dir
 
 if TYPE_CHECKING:
     from pytest_toolbench.session.killed_run import FinishedRun
@@ -40,8 +40,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     finish.add_argument("run", metavar="RUN", help="the run id as `toolbench runs` prints it (or "
                                                    "a unique prefix of one), or its folder")
     finish.add_argument("--runs-dir", type=Path, default=None,
-                        help=f"the plugin's --runs-dir (default ${RUNS_DIR_ENV}, else the nearest "
-                             f"{DEFAULT_RUNS_DIR} at or above the current folder)")
+                        help=RUNS_DIR_HELP)
     finish.add_argument("--force", action="store_true",
                         help="finish a run started on another host (sharing this runs folder) "
                              "that is known to be gone")

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from pytest_toolbench.counting import counted
-from pytest_toolbench.runs.store import DEFAULT_RUNS_DIR, RUNS_DIR_ENV, find_runs_dir
+from pytest_toolbench.runs.store import RUNS_DIR_DEFAULT_TEXT, find_runs_dir
 
 #: Where the site goes without --out.
 DEFAULT_OUT = Path(".toolbench/view")
@@ -21,8 +21,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                     "side. It opens from disk (file://, no server), e.g. as a downloaded CI "
                     "artifact.")
     view.add_argument("paths", nargs="*", type=Path, metavar="RUNS_DIR",
-                      help=f"runs folders, run folders or --toolbench-json files (default: "
-                           f"${RUNS_DIR_ENV}, else the nearest {DEFAULT_RUNS_DIR})")
+                      help="runs folders, run folders or --toolbench-json files (default: "
+                           f"{RUNS_DIR_DEFAULT_TEXT})")
     # The other commands name the runs folder by --runs-dir: the same words work here.
     view.add_argument("--runs-dir", dest="runs_dirs", type=Path, action="append", default=[],
                       metavar="RUNS_DIR", help="a runs folder, as the plugin's --runs-dir and the "
