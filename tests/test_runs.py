@@ -502,7 +502,8 @@ def test_the_commands_find_the_runs_folder_the_settings_file_names(tmp_path, set
     """Every option can live in the settings file (README), --runs-dir too; the plugin kept its
     runs there, but ``toolbench runs`` looked in .toolbench/runs only: "no runs found". The
     commands read the file pytest reads, its path taken from the file's folder, from any
-    subfolder; --runs-dir and $TOOLBENCH_RUNS_DIR still win."""
+    subfolder; in the plugin's order: --runs-dir first, $TOOLBENCH_RUNS_DIR only a default the
+    file overrides."""
     from pytest_toolbench.runs.store import find_cache_dir, find_runs_dir, settings_file_path
 
     project = tmp_path / "project"
@@ -522,6 +523,10 @@ def test_the_commands_find_the_runs_folder_the_settings_file_names(tmp_path, set
     listed = subprocess.run([sys.executable, "-m", "pytest_toolbench.cli", "runs"], cwd=project,
                             capture_output=True, text=True, timeout=60,
                             env={**plain, "TOOLBENCH_RUNS_DIR": str(project / ".toolbench" / "runs")})
+    assert "kept-there" in listed.stdout and "not-this" not in listed.stdout
+    listed = subprocess.run([sys.executable, "-m", "pytest_toolbench.cli", "runs", "--runs-dir",
+                             str(project / ".toolbench" / "runs")], cwd=project,
+                            capture_output=True, text=True, timeout=60, env=plain)
     assert "not-this" in listed.stdout and "kept-there" not in listed.stdout
     assert find_runs_dir(tmp_path / "given") == tmp_path / "given"
     assert find_cache_dir(tmp_path / "c") == tmp_path / "c"

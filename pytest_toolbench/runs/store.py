@@ -38,7 +38,7 @@ def nearest(relative: Path, start: Path | None = None) -> Path:
 
 
 #: Where the CLIs look for the runs folder, in :func:`find_runs_dir`'s order (their help).
-RUNS_DIR_DEFAULT_TEXT = (f"${RUNS_DIR_ENV}, else the settings file's toolbench_runs_dir, else "
+RUNS_DIR_DEFAULT_TEXT = (f"the settings file's toolbench_runs_dir, else ${RUNS_DIR_ENV}, else "
                          f"the nearest {DEFAULT_RUNS_DIR} at or above the current folder")
 RUNS_DIR_HELP = f"the plugin's --runs-dir (default {RUNS_DIR_DEFAULT_TEXT})"
 #: The same for --cache-dir (:func:`find_cache_dir`).
@@ -70,20 +70,22 @@ def settings_file_path(key: str, start: Path | None = None) -> Path | None:
 
 
 def find_runs_dir(given: Path | None = None) -> Path:
-    """The CLIs' runs folder: ``--runs-dir``, else ``$TOOLBENCH_RUNS_DIR``, else the settings
-    file's ``toolbench_runs_dir``, else the nearest ``.toolbench/runs``."""
+    """The CLIs' runs folder, in the plugin's order (the variable sets the default, which the
+    settings file overrides: options.py): ``--runs-dir``, else the settings file's
+    ``toolbench_runs_dir``, else ``$TOOLBENCH_RUNS_DIR``, else the nearest ``.toolbench/runs``."""
     if given is not None:
         return Path(given)
+    named = settings_file_path("toolbench_runs_dir")
+    if named is not None:
+        return named
     env = os.environ.get(RUNS_DIR_ENV)
-    if env:
-        return Path(env)
-    return settings_file_path("toolbench_runs_dir") or nearest(DEFAULT_RUNS_DIR)
+    return Path(env) if env else nearest(DEFAULT_RUNS_DIR)
 
 
 def runs_dir_named(given: Path | None = None) -> bool:
-    """Whether :func:`find_runs_dir` returns a folder the user named (the option, the
-    environment variable or the settings file), not the default it looks for: a named folder that does not exist is
-    worth a note, an absent default is only a project with no runs yet."""
+    """Whether :func:`find_runs_dir` returns a folder the user named (the option, the settings
+    file or the environment variable), not the default it looks for: a named folder that does
+    not exist is worth a note, an absent default is only a project with no runs yet."""
     return (given is not None or bool(os.environ.get(RUNS_DIR_ENV))
             or settings_file_path("toolbench_runs_dir") is not None)
 
