@@ -28,10 +28,30 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="toolbench", description="pytest-toolbench: work with recorded benchmark runs and the benchmarks' data"
     )
+    # what a bug report quotes (it was "unrecognized arguments: --version"); worked out only
+    # when asked (package metadata: every command would pay for it)
+    parser.add_argument("--version", action="store_true",
+                        help="print the versions of pytest-toolbench, Python and pytest")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in SUBCOMMANDS:
         importlib.import_module(name).add_parser(sub)
     return parser
+
+
+def version_line() -> str:
+    """``toolbench (pytest-toolbench 0.1.0, Python 3.11.7, pytest 9.2.0)``: the versions a
+    result depends on most."""
+    import platform
+    from importlib.metadata import PackageNotFoundError, version
+
+    from pytest_toolbench import __version__
+
+    try:
+        pytest_version = version("pytest")
+    except PackageNotFoundError:  # (a harness without pytest cannot run; say so, not crash)
+        pytest_version = "not installed"
+    return (f"toolbench (pytest-toolbench {__version__}, Python {platform.python_version()}, "
+            f"pytest {pytest_version})")
 
 
 #: Exit status when the reader of our output went away (``toolbench runs | head``): the
@@ -42,7 +62,7 @@ BROKEN_PIPE = 1
 def parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
     """``parser.parse_args``, but an argument no parser knows is refused by the subcommand's
     parser (``usage: toolbench list ...``): argparse refuses it at the top level, whose usage
-    (``toolbench [-h] COMMAND ...``) names none of the subcommand's options."""
+    (``toolbench [-h] [--version] COMMAND ...``) names none of the subcommand's options."""
     args, unknown = parser.parse_known_args(argv)
     if unknown:
         innermost(parser, args).error(f"unrecognized arguments: {' '.join(unknown)}")
@@ -65,6 +85,9 @@ def innermost(parser: argparse.ArgumentParser,
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parse(parser, argv)
+    if args.version:
+        print(version_line())
+        return 0
     func = getattr(args, "func", None)
     if func is None:
         parser.print_help()
