@@ -158,7 +158,9 @@ def test_from_a_subfolder_the_run_keeps_its_folders_where_the_project_does(
     sub = root / "suites" / "x"
     sub.mkdir(parents=True)
     (sub / "test_show.py").write_text(SHOW_PATHS)
-    pytester.makepyprojecttoml('[tool.pytest.ini_options]\ntoolbench_json = "out/report.json"\n')
+    # (oracle: the embedded model's package, absent from the floors' environment, is not needed)
+    pytester.makepyprojecttoml('[tool.pytest.ini_options]\ntoolbench_model = "oracle"\n'
+                               'toolbench_json = "out/report.json"\n')
     monkeypatch.delenv("TOOLBENCH_RUNS_DIR", raising=False)
     monkeypatch.chdir(sub)
     args = ("-s", "-p", "no:randomly", "-p", "no:cacheprovider", "test_show.py")
