@@ -6,7 +6,23 @@ One definition for the options (config.py), the CLIs (runs/store.py) and the SDK
 may this module).
 """
 
+from __future__ import annotations
+
+from pathlib import Path
+
 #: ``--cache-dir``'s default: the response cache.
 DEFAULT_CACHE_DIR = ".toolbench/cache"
 #: ``--runs-dir``'s default (``$TOOLBENCH_RUNS_DIR`` overrides it): one folder per run.
 DEFAULT_RUNS_DIR = ".toolbench/runs"
+
+
+def nearest(relative: str | Path, start: Path | None = None) -> Path:
+    """``relative`` under the nearest folder at or above ``start`` (cwd) that has it, else under
+    ``start``: ``toolbench runs`` works from any subfolder of the project, and the SDK process's
+    early cache guess finds the cache a run from a subfolder uses (options.py
+    ``project_root``)."""
+    here = Path(start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / relative).is_dir():
+            return folder / relative
+    return here / relative

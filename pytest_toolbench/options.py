@@ -172,12 +172,14 @@ def _baseline_run_id(config: pytest.Config, values: dict[str, Any]) -> None:
     """``--baseline ID``: a run id (or a unique prefix of one) as ``toolbench runs`` prints it
     and ``toolbench compare`` takes it, the report of that run under the run's --runs-dir. It
     was taken for a file in the current folder ("cannot read run report (No such file or
-    directory)"). A path that exists, has a "/" or ends in .json stays a path."""
+    directory)"). A path stays a path (compare/run_refs.py ``names_a_path``)."""
     path, raw = values.get("baseline_path"), config.getoption("--baseline")
-    if path is None or not isinstance(raw, str) or path.exists() or "/" in raw or raw.endswith(
-            ".json"):
+    if path is None or not isinstance(raw, str) or path.exists():
         return
-    from pytest_toolbench.compare.run_refs import resolve_run
+    from pytest_toolbench.compare.run_refs import names_a_path, resolve_run
+
+    if names_a_path(raw):  # a path: the baseline's loading says what is wrong with it
+        return
 
     runs_dir = values.get("runs_dir", RunSettings.model_fields["runs_dir"].default)
     try:

@@ -20,10 +20,15 @@ def resolve_run(ref: str, runs_dir: Path) -> Path:
     folder stands for its report), else a run id (or a unique prefix of one) under
     ``runs_dir``. RunLoadError (one line) for an id that names no run, or a run with no
     report."""
-    path = Path(ref)
-    if path.exists() or "/" in ref or ref.endswith(".json"):  # a path: load_run says what is wrong
-        return report_file(path)
+    if names_a_path(ref):  # load_run says what is wrong with it
+        return report_file(Path(ref))
     return report_file(resolve_run_dir(ref, runs_dir, nor="no such report file"))
+
+
+def names_a_path(ref: str) -> bool:
+    """Whether a run reference is a path (it exists, has a "/" or ends in .json), not a run id:
+    the one rule for ``toolbench compare`` and ``--baseline``."""
+    return Path(ref).exists() or "/" in ref or ref.endswith(".json")
 
 
 def resolve_run_dir(ref: str, runs_dir: Path, *, nor: str = "") -> Path:
@@ -98,5 +103,5 @@ def _describe(run: LoadedRun) -> str:
     return f"{where} ({', '.join(sorted(benchmarks_of(run))) or 'no benchmark'})"
 
 
-__all__ = ["DifferentBenchmarksError", "benchmarks_of", "check_same_benchmarks", "repeated_reports", "resolve_run",
-           "resolve_run_dir"]
+__all__ = ["DifferentBenchmarksError", "benchmarks_of", "check_same_benchmarks", "names_a_path",
+           "repeated_reports", "resolve_run", "resolve_run_dir"]

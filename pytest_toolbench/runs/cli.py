@@ -15,9 +15,8 @@ from pytest_toolbench.runs.store import (
     DEFAULT_RUNS_DIR,
     RUNS_DIR_HELP,
     find_cache_dir,
-    find_runs_dir,
     list_runs,
-    runs_dir_named,
+    locate_runs_dir,
 )
 from pytest_toolbench.text_table import output_width
 
@@ -80,9 +79,9 @@ def _note_missing(command: str, folders: list[tuple[Path, bool]]) -> None:
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
-    runs_dir = find_runs_dir(args.runs_dir)
-    _note_missing("runs", [(runs_dir, runs_dir_named(args.runs_dir))])
-    if not runs_dir.is_dir() and not args.json and not runs_dir_named(args.runs_dir):
+    runs_dir, named = locate_runs_dir(args.runs_dir)  # (the settings file read once)
+    _note_missing("runs", [(runs_dir, named)])
+    if not runs_dir.is_dir() and not args.json and not named:
         print(f"no runs found: no {DEFAULT_RUNS_DIR} in this folder or above it "
               "(--runs-dir names a runs folder)")
         return 0
@@ -107,8 +106,8 @@ def cmd_prune(args: argparse.Namespace) -> int:
         print(f"toolbench prune: {exc}", file=sys.stderr)
         return 2
     only = {"runs": "run", "cache": "cache"}.get(args.only or "")
-    cache_dir, runs_dir = find_cache_dir(args.cache_dir), find_runs_dir(args.runs_dir)
-    _note_missing("prune", [(runs_dir, runs_dir_named(args.runs_dir) and only != "cache"),
+    cache_dir, (runs_dir, named) = find_cache_dir(args.cache_dir), locate_runs_dir(args.runs_dir)
+    _note_missing("prune", [(runs_dir, named and only != "cache"),
                             (cache_dir, args.cache_dir is not None and only != "run")])
     items = pruning.collect(cache_dir, runs_dir, only=only)  # type: ignore[arg-type]
     removed = pruning.plan(items, older_than_s=older, max_size=size)

@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 
 from pytest_toolbench import defaults
+from pytest_toolbench.defaults import nearest
 from pytest_toolbench.exitcodes import ToolbenchExit
 from pytest_toolbench.runs.record import Headline, RunIndex, read_index
 
@@ -25,16 +26,6 @@ RUNS_DIR_ENV = "TOOLBENCH_RUNS_DIR"
 def default_runs_dir() -> str:
     """The plugin's ``--runs-dir`` default: ``$TOOLBENCH_RUNS_DIR``, else ``.toolbench/runs``."""
     return os.environ.get(RUNS_DIR_ENV) or str(DEFAULT_RUNS_DIR)
-
-
-def nearest(relative: Path, start: Path | None = None) -> Path:
-    """``relative`` under the nearest folder at or above ``start`` (cwd) that has it, else under
-    ``start``: ``toolbench runs`` works from any subfolder of the project."""
-    here = Path(start or Path.cwd()).resolve()
-    for folder in (here, *here.parents):
-        if (folder / relative).is_dir():
-            return folder / relative
-    return here / relative
 
 
 #: Where the CLIs look for the runs folder, in :func:`find_runs_dir`'s order (their help).
@@ -69,25 +60,30 @@ def settings_file_path(key: str, start: Path | None = None) -> Path | None:
     return path if path.is_absolute() else Path(inifile).parent / path
 
 
-def find_runs_dir(given: Path | None = None) -> Path:
+def locate_runs_dir(given: Path | None = None) -> tuple[Path, bool]:
     """The CLIs' runs folder, in the plugin's order (the variable sets the default, which the
     settings file overrides: options.py): ``--runs-dir``, else the settings file's
-    ``toolbench_runs_dir``, else ``$TOOLBENCH_RUNS_DIR``, else the nearest ``.toolbench/runs``."""
+    ``toolbench_runs_dir``, else ``$TOOLBENCH_RUNS_DIR``, else the nearest ``.toolbench/runs``;
+    and whether the user named it (any but the last): a named folder that does not exist is
+    worth a note, an absent default is only a project with no runs yet. One reading of the
+    settings file for both."""
     if given is not None:
-        return Path(given)
+        return Path(given), True
     named = settings_file_path("toolbench_runs_dir")
     if named is not None:
-        return named
+        return named, True
     env = os.environ.get(RUNS_DIR_ENV)
-    return Path(env) if env else nearest(DEFAULT_RUNS_DIR)
+    return (Path(env), True) if env else (nearest(DEFAULT_RUNS_DIR), False)
+
+
+def find_runs_dir(given: Path | None = None) -> Path:
+    """The runs folder of :func:`locate_runs_dir`."""
+    return locate_runs_dir(given)[0]
 
 
 def runs_dir_named(given: Path | None = None) -> bool:
-    """Whether :func:`find_runs_dir` returns a folder the user named (the option, the settings
-    file or the environment variable), not the default it looks for: a named folder that does
-    not exist is worth a note, an absent default is only a project with no runs yet."""
-    return (given is not None or bool(os.environ.get(RUNS_DIR_ENV))
-            or settings_file_path("toolbench_runs_dir") is not None)
+    """Whether :func:`locate_runs_dir`'s folder is one the user named."""
+    return locate_runs_dir(given)[1]
 
 
 def find_cache_dir(given: Path | None = None) -> Path:

@@ -869,8 +869,7 @@ class ControllerHooks:
         if st.recovered:
             terminalreporter.write_line(
                 f"{counted(st.recovered, 'result')} whose reports never arrived were recovered "
-                "from the "
-                "workers' journals"
+                "from the workers' journals"
             )
         if st.settings.json_path and self.record is not None:
             terminalreporter.write_line(f"JSON report: {st.settings.json_path}")

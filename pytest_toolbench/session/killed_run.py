@@ -303,8 +303,7 @@ def _collect_results(run_dir: Path) -> tuple[list[CaseResult], list[str], bool, 
     notes[:0] = [str(w.message) for w in caught]
     if recovered:
         notes.append(f"{counted(recovered, 'result')} only the xdist workers' journals held were "
-                     "added to "
-                     "the run's journal")
+                     "added to the run's journal")
     if not journal_whole:
         notes.append("the report holds its cases itself: the run's journal keeps a line no "
                      "reader can parse")

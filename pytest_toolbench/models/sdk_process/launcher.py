@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from pytest_toolbench import owned_folders  # the standard library only
-from pytest_toolbench.defaults import DEFAULT_CACHE_DIR  # the standard library only
+from pytest_toolbench.defaults import DEFAULT_CACHE_DIR, nearest  # the standard library only
 
 #: The SDK process's log, beside its socket in its temporary folder (protocol.py re-exports it).
 LOG_NAME = "sdk.log"
@@ -149,26 +149,14 @@ def command_line_wants_sdk(args: Sequence[str]) -> bool:
                              paths=[arg for arg in args if not arg.startswith("-")])
 
 
-def _nearest_default_cache() -> str:
-    """The default cache as a run from a subfolder of the project finds it (the project's top,
-    options.py ``project_root``): the nearest at or above the current folder, without the
-    rootdir pytest has not found yet."""
-    here = os.getcwd()
-    while not os.path.isdir(os.path.join(here, DEFAULT_CACHE_DIR)):
-        parent = os.path.dirname(here)
-        if parent == here:
-            return DEFAULT_CACHE_DIR
-        here = parent
-    return os.path.join(here, DEFAULT_CACHE_DIR)
-
-
 def command_line_cache_empty(args: Sequence[str]) -> bool:
     """Whether the run's response cache (``--cache-dir``, else the default, the nearest at or
     above the current folder) holds nothing, or ``--no-cache`` is given, guessed from raw pytest
     arguments. A wrong guess costs time only: the SDK imported for nothing, or a first request
     waiting for it."""
     args = list(args)
-    cache_dir, no_cache = _nearest_default_cache(), False
+    # (the nearest: pytest has not found its rootdir yet, where a subfolder's run keeps it)
+    cache_dir, no_cache = str(nearest(DEFAULT_CACHE_DIR)), False
     for i, arg in enumerate(args):
         flag, equals, inline = arg.partition("=")
         if flag == "--no-cache":
