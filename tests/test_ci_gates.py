@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -271,6 +272,33 @@ def test_a_selection_matching_no_case_fails_before_any_model_call(tmp_path, gate
         assert server.requests == []
     assert proc.returncode == ToolbenchExit.NO_CASES, proc.stdout + proc.stderr
     assert "the selection matches no case (--sample-ids no-such-id)" in proc.stderr
+    # what went wrong, and what the suite's ids look like
+    assert f"no sample no-such-id in toolhop (toolhop's ids look like '{RECORDS[0]['id']}')" \
+        in proc.stderr
+
+
+def test_a_mistyped_sample_id_among_good_ones_is_named_and_the_others_run(tmp_path):
+    """A typo in --sample-ids was dropped without a word: the run scored the other ids only. An
+    id the suite has but --scenario leaves out is no typo and is not named."""
+    good, other = str(RECORDS[0]["id"]), str(RECORDS[1]["id"])
+    proc, report = run_suite(tmp_path, "--model", "oracle", "--scenario", "direct",
+                             "--sample-ids", f"{good},{other},{good}0", "-W", "default")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (f"pytest-toolbench: --sample-ids: no sample {good}0 in toolhop (toolhop's ids look "
+            f"like '{RECORDS[0]['id']}')") in proc.stdout
+    assert sorted(c["case_id"] for c in report["cases"]) == sorted(
+        f"toolhop-{i}-direct" for i in (good, other))
+
+
+def test_a_targeted_suite_left_without_cases_says_so_under_the_tables(tmp_path):
+    """Two suites, a selection only ToolHop has: FamilyTool had no table and no line saying why
+    (only pytest's "got empty parameter set" skip, under -rs)."""
+    proc = subprocess.run(
+        [*suite_cmd(tmp_path, "--model", "oracle", "--sample-ids", str(RECORDS[0]["id"])),
+         "suites/familytool"], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "toolhop subset: 3 of" in proc.stdout
+    assert re.search(r"^familytool: 0 of \d+ cases, no metrics$", proc.stdout, re.M), proc.stdout
 
 
 def test_an_unknown_scenario_is_refused_naming_the_scenarios_there_are(tmp_path):

@@ -76,6 +76,8 @@ that failed record 9003's direct question and every ``free`` request)::
 - ``<benchmark> subset: 12 of 18 cases``: ``--limit``, ``--sample-ids``, ``--scenario``, ``-k``
   or ``-m`` left part of the suite out; the metrics cover only the cases that ran and are not
   comparable with a full run (or the paper). No subset line: the whole suite ran.
+  ``<benchmark>: 0 of 11 cases, no metrics``: a targeted suite the selection left empty (or
+  whose cases never ran), so it has no table.
 - ``data: toolhop: bundled sample (not the real benchmark), no upstream revision, fingerprint
   ...``: one line per benchmark saying what the numbers were computed on: ``real`` with the
   upstream source and revision, the bundled sample (``--data sample``; not the benchmark's
@@ -404,13 +406,19 @@ def render_gates(verdicts: list[GateVerdict], *, width: int = 120) -> str:
 
 # --------------------------------------------------------------------------- run notes
 def coverage_notes(covered: dict[str, int], suite: dict[str, int]) -> list[str]:
-    """``subset: 40 of 240 cases`` per benchmark whose metrics do not cover its whole suite."""
+    """``subset: 40 of 240 cases`` per benchmark whose metrics do not cover its whole suite;
+    ``0 of 11 cases, no metrics`` for a targeted suite without a result (its selection was
+    empty, or none of its cases ran): its table is missing, and this line says why."""
     out = []
-    for name in sorted(covered):
-        total = suite.get(name)
-        if total is not None and covered[name] < total:
-            out.append(f"{name} subset: {covered[name]} of {total} cases "
+    for name in sorted(set(covered) | set(suite)):
+        total, cases = suite.get(name), covered.get(name, 0)
+        if total is None or cases >= total:
+            continue
+        if cases:
+            out.append(f"{name} subset: {cases} of {total} cases "
                        "(metrics cover only these; not comparable with a full run)")
+        else:
+            out.append(f"{name}: 0 of {total} cases, no metrics")
     return out
 
 

@@ -24,7 +24,7 @@ from pytest_toolbench.results.gates import check_gate_selection, parse_gate
 from pytest_toolbench.results.safe_text import safe_text
 from pytest_toolbench.runtime.repeat import expand_repeats
 from pytest_toolbench.session.data_warning import issue_data_warning
-from pytest_toolbench.session.state import is_worker, state
+from pytest_toolbench.session.state import ToolbenchState, is_worker, state
 
 #: workerinput key: the controller reports the data's warnings, so this xdist worker keeps quiet.
 DATA_WARNED_KEY = "toolbench_data_warned"
@@ -76,11 +76,16 @@ def validate_selection(config: pytest.Config) -> dict[str, list[Case]]:
             except (DatasetError, OSError) as exc:
                 raise _data_usage_error(name, exc) from None
     check_marker_selection(config, selected)
+    unknown_ids = unknown_sample_ids(st)
     if not any(selected.values()):
         pytest.exit(
             f"pytest-toolbench: the selection matches no case ({_selection_text(st.settings)}); "
-            "nothing to run", returncode=int(ToolbenchExit.NO_CASES),
+            f"{unknown_ids + '; ' if unknown_ids else ''}nothing to run",
+            returncode=int(ToolbenchExit.NO_CASES),
         )
+    if unknown_ids:  # a typo among good ids: the run goes on with the others, and says so
+        config.issue_config_time_warning(
+            pytest.PytestWarning(f"pytest-toolbench: --sample-ids: {unknown_ids}"), stacklevel=2)
     scenarios = {n: {c.scenario for c in cases} for n, cases in selected.items()}
     groups: dict[str, dict[str, set[str]]] = {}
     for n, cases in selected.items():
@@ -151,6 +156,18 @@ def check_marker_selection(config: pytest.Config, selected: dict[str, list[Case]
                                 + "; ".join(dead))
     config.issue_config_time_warning(
         pytest.PytestWarning(f"pytest-toolbench: -m {markexpr!r}: " + "; ".join(dead)), stacklevel=2)
+
+
+def unknown_sample_ids(st: ToolbenchState) -> str:
+    """The --sample-ids no targeted suite has (a typo, or another benchmark's id), with what
+    each suite's ids look like; "" when every id names a sample."""
+    unknown = [i for i in st.settings.sample_ids or () if i not in st.sample_ids_found]
+    if not unknown:
+        return ""
+    looks = ", ".join(f"{n}'s ids look like {safe_text(i)!r}"
+                      for n, i in st.first_sample_ids.items())
+    return (f"no sample {', '.join(safe_text(i) for i in unknown)} in "
+            f"{', '.join(st.targeted)}" + (f" ({looks})" if looks else ""))
 
 
 def _selection_text(settings: RunSettings) -> str:
@@ -234,6 +251,11 @@ def cases_for(config: pytest.Config, name: str) -> list[Case]:
     except (DatasetError, OSError) as exc:
         raise _data_usage_error(name, exc) from None
     st.suite_sizes[name] = len(cases)
+    if settings.sample_ids:  # against the whole suite: an id --scenario leaves out is no typo
+        wanted = set(settings.sample_ids)
+        st.sample_ids_found.update(c.sample_id for c in cases if c.sample_id in wanted)
+        if cases:
+            st.first_sample_ids[name] = cases[0].sample_id
     if settings.scenarios:
         cases = [c for c in cases if c.scenario in settings.scenarios]
     if isinstance(benchmark, HasSelection):

@@ -48,6 +48,10 @@ class ToolbenchState:
     targeted: list[str] = field(default_factory=list)
     #: Benchmark -> number of cases in its whole suite (every scenario, no selection).
     suite_sizes: dict[str, int] = field(default_factory=dict)
+    #: --sample-ids: the ids some targeted suite has, and each suite's first id (for the hint
+    #: that names a typo, session/selection.py ``unknown_sample_ids``).
+    sample_ids_found: set[str] = field(default_factory=set)
+    first_sample_ids: dict[str, str] = field(default_factory=dict)
     data_sources: list[DataSource] = field(default_factory=list)
     #: "SIGTERM"/"SIGINT"/"SIGHUP" when the run was interrupted (its reports are then partial),
     #: or pytest's own reason when it stopped the run itself ("1 error during collection"), or a
