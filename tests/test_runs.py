@@ -423,6 +423,19 @@ def test_runs_shows_each_run_s_gate_verdict_and_exit_status(tmp_path):
         (0, 0, []), (10, 2, ["toolhop.direct.accuracy>1"]), (0, 2, []), (5, 0, [])]
 
 
+def test_runs_marks_a_run_that_covered_part_of_a_suite(tmp_path):
+    """A --limit run's headline (100% on 2 questions) was listed as a full run's was: nothing
+    in `toolbench runs` said it covered 6 of the suite's 18 cases."""
+    part = _run_suite(tmp_path, "suites/toolhop", "--limit", "2", "--repeats", "2")
+    whole = _run_suite(tmp_path, "suites/toolhop")
+    assert (part.returncode, whole.returncode) == (0, 0), part.stdout[-2000:]
+    listed = blocks(cli("runs", "--runs-dir", str(tmp_path / "runs")).stdout)
+    assert [field(block, "cases") for block in listed] == ["18", "6 x2 (toolhop subset: 6 of 18)"]
+    as_json = json.loads(cli("runs", "--runs-dir", str(tmp_path / "runs"), "--json").stdout)
+    assert ["subsets" in r for r in as_json] == [False, True]
+    assert as_json[1]["subsets"] == {"toolhop": [6, 18]}
+
+
 def test_compare_takes_run_ids_and_refuses_runs_of_different_benchmarks(tmp_path):
     for _ in range(2):
         assert _run_suite(tmp_path, "suites/toolhop", "--scenario", "direct").returncode == 0

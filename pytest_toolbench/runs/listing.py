@@ -49,10 +49,18 @@ def _cases(r: RunIndex) -> str:
     if r.status in ("running", "incomplete") and not r.n_cases:
         return f"{r.n_runs} so far"
     if r.repeats <= 1:
-        return str(r.n_cases)
+        return str(r.n_cases) + _subsets(r)
     planned = r.n_cases * r.repeats
     # a partial run of repeats ran fewer: "1199 x3" alone read as 3,597 results where 1,199 were
-    return f"{r.n_cases} x{r.repeats}" + (f" ({r.n_runs} of {planned} runs)" if r.n_runs != planned else "")
+    return (f"{r.n_cases} x{r.repeats}" + _subsets(r)
+            + (f" ({r.n_runs} of {planned} runs)" if r.n_runs != planned else ""))
+
+
+def _subsets(r: RunIndex) -> str:
+    """`` (toolhop subset: 18 of 240)``: a --limit run's headline beside a full run's is no
+    like-for-like figure (the terminal summary's "subset" line, kept in the list)."""
+    parts = [f"{name} subset: {cases} of {total}" for name, (cases, total) in sorted(r.subsets.items())]
+    return f" ({'; '.join(parts)})" if parts else ""
 
 
 def _cells(r: RunIndex) -> list[str]:

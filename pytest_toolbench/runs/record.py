@@ -106,6 +106,9 @@ class RunIndex(DeferredModel):
     n_runs: int = 0
     n_errors: int = 0
     repeats: int = 1
+    #: Benchmark -> (cases run, cases in its suite) for each benchmark the run covered only in
+    #: part (--limit, --sample-ids, -k, -m): its headline is no full-suite figure.
+    subsets: dict[str, tuple[int, int]] = Field(default_factory=dict, exclude_if=lambda v: not v)
     headline: list[Headline] = Field(default_factory=list)
     data: list[DataFingerprint] = Field(default_factory=list)
     #: The run's folder, its report.json, and the --toolbench-json path if one was given.
@@ -273,6 +276,8 @@ def index_from_report(record: RunRecord, run_dir: Path,
         n_runs=len(record.cases),
         n_errors=sum(s.n_errors for s in scenarios),
         repeats=int(settings.repeats or 1), headline=headline,
+        subsets={n: (c.cases, c.suite_cases) for n, c in run.coverage.items()
+                 if c.subset and c.suite_cases is not None},
         data=_fingerprints(run.data_sources), path=str(run_dir),
         report=str(run_dir / REPORT_NAME), json_path=settings.json_path,
         toolbench_version=run.toolbench_version,
