@@ -53,6 +53,19 @@ KIND_HINTS: dict[str, tuple[str, str]] = {
     "sdk_process_gone": ("the shared SDK process exited", "--sdk-process inline"),
     "replay_exhausted": ("the replay file has no more replies for the case",
                          "record again with --record"),
+    "replay_missing_case": ("the replay file holds no recording of the case (it was recorded "
+                            "on other data or another selection)",
+                            "run the data and selection it was recorded on (--data, "
+                            "--sample-ids, --scenario), or record again with --record"),
+    "scoring_error": ("the benchmark's upstream scorer would crash on this record and reply "
+                      "(its evaluator does not handle their shape)",
+                      "nothing to rerun: the case's error message names the record; report it "
+                      "with the dataset"),
+    "oracle_unavailable": ("the oracle has no gold policy for this benchmark or scenario",
+                           "deselect it (--scenario, -m), or run a model"),
+    "open_protocol_unsupported": ("the endpoint answers with structured tool calls where the "
+                                  "open protocol asks for raw text",
+                                  "--decoding open-server-parser or --decoding closed"),
     # The runner is the benchmark's code (an installed benchmark's, too) as much as the harness's:
     # the traceback in the case's error message says whose.
     "internal_error": ("the case's runner raised an exception (a bug in the benchmark's code or "
