@@ -299,6 +299,10 @@ def test_a_targeted_suite_left_without_cases_says_so_under_the_tables(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "toolhop subset: 3 of" in proc.stdout
     assert re.search(r"^familytool: 0 of \d+ cases, no metrics$", proc.stdout, re.M), proc.stdout
+    # the record names it too (`toolbench runs`, the leaderboard's data groups read it there)
+    coverage = json.loads((tmp_path / "report.json").read_text())["run"]["coverage"]
+    assert coverage["familytool"]["cases"] == 0 and coverage["familytool"]["subset"] is True
+    assert coverage["toolhop"]["cases"] == 3
 
 
 def test_an_unknown_scenario_is_refused_naming_the_scenarios_there_are(tmp_path):

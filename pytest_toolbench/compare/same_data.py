@@ -10,6 +10,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from pytest_toolbench.compare.load import LoadedRun
+from pytest_toolbench.compare.run_refs import benchmarks_of
 from pytest_toolbench.results.provenance import BenchmarkData, mismatch, run_data
 
 CaseKey = tuple[str, str, str]
@@ -28,13 +29,9 @@ def case_keys(cases: Iterable[Any]) -> set[CaseKey]:
     return out
 
 
-def benchmarks_of(run: LoadedRun) -> list[str]:
-    return sorted({c.benchmark for c in run.cases} | {s.benchmark for s in run.metrics.scenarios})
-
-
 def data_of(run: LoadedRun) -> list[BenchmarkData]:
     """A loaded run's data per benchmark (``unknown`` where its report kept none)."""
-    return run_data(run.record.run.data_sources, benchmarks_of(run))
+    return run_data(run.record.run.data_sources, sorted(benchmarks_of(run)))
 
 
 def keys_mismatch(ref_name: str, ref_data: Sequence[BenchmarkData], ref_keys: set[CaseKey],

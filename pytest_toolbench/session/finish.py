@@ -141,9 +141,10 @@ def run_record(scores: Scores, end: RunEnd, results: Sequence[CaseResult],
     verdicts = [*scores.verdicts, *run_verdicts(end)] if gated else []
     status = run_status(end, verdicts, gated=gated)
     sizes = identity.suite_sizes
-    # A run interrupted before its first result covered none of the suites it targeted: named
-    # all the same, so its index and its data line say what it was a run of.
-    covered = covered_cases(results) or dict.fromkeys(sizes, 0)
+    # Every suite the run targeted is named, 0 where none of its cases reported (a run
+    # interrupted before its first result; a selection that left a suite empty), so its index,
+    # its data line and the leaderboard say what it was a run of.
+    covered = {**dict.fromkeys(sizes, 0), **covered_cases(results)}
     endpoints = endpoint_totals([r.details for r in results])
     info = RunInfo(
         run_id=identity.run_id,
