@@ -312,8 +312,7 @@ def test_after_sigterm_junit_lists_every_case_never_run_and_the_gates_fail(tmp_p
     # no worker journalled a result after the session end read the journals, so no case the
     # report names as missing has a result in a worker's journal (before: 6 of 16 did).
     (folder,) = (tmp_path / "runs").iterdir()
-    journalled = {r.case_id for path in folder.glob("worker-*.jsonl") for r in read_journal(path)}
-    assert journalled <= {c["case_id"] for c in report["cases"]}
+    assert _journalled_ids(folder) <= {c["case_id"] for c in report["cases"]}
 
     # one verdict source: the table's head counts the failed verdict, in the terminal and
     # Markdown, and no "all passed" stands above the FAILED line
@@ -349,7 +348,39 @@ def _xdist_interrupted_outputs(tmp_path: Path, proc: subprocess.Popen, out: str,
     report = json.loads((tmp_path / "report.json").read_text())
     assert 0 < len(report["missing_cases"]) < SELECTED
     (folder,) = (tmp_path / "runs").iterdir()
-    return report, {r.case_id for path in folder.glob("worker-*.jsonl") for r in read_journal(path)}
+    return report, _journalled_ids(folder)
+
+
+def _journalled_ids(folder: Path) -> set[str]:
+    """The cases the workers journalled: their journals, or where the run's end removed them
+    (every worker had stopped), the run's journal they were merged into."""
+    workers = list(folder.glob("worker-*.jsonl"))
+    if workers:
+        return {r.case_id for path in workers for r in read_journal(path)}
+    return {r.case_id for r in case_store.read_cases(folder)}
+
+
+@pytest.mark.parametrize("workers_stop_in_time", [True, False])
+def test_an_interrupted_run_drops_its_worker_journals_once_every_worker_has_stopped(
+        tmp_path, monkeypatch, workers_stop_in_time):
+    """An interrupted FamilyTool run at -n 2 left 41 MB of plain worker journals (and its
+    scratch files) beside its 1.4 MB journal, which holds every result they do: they are kept
+    only while a worker may still write to them (it had not stopped within the run end's
+    wait)."""
+    # workers slow to stop (1.5 s, or 8 s: past any controller's way to its session end)
+    monkeypatch.setenv("TOOLBENCH_TEST_WORKER_STOP_DELAY", "1.5" if workers_stop_in_time else "8")
+    monkeypatch.setenv("TOOLBENCH_TEST_WORKER_WAIT", "120" if workers_stop_in_time else "0")
+    proc, out, err = _interrupted_mid_run(tmp_path, "-n", "2", "-p", "slow_worker_stop",
+                                          "-p", "worker_wait")
+    report, journalled = _xdist_interrupted_outputs(tmp_path, proc, out, err)
+    (folder,) = (tmp_path / "runs").iterdir()
+    kept = sorted(p.name for p in folder.iterdir() if p.name.startswith(("worker-", "scratch")))
+    if workers_stop_in_time:
+        assert kept == [], kept
+        reported = {c["case_id"] for c in report["cases"]}
+        assert journalled == reported and not reported & set(report["missing_cases"])
+    else:  # a worker still running may still write: nothing of theirs is taken away
+        assert "worker-gw0.jsonl" in kept and "worker-gw1.jsonl" in kept, kept
 
 
 def test_a_worker_stopped_inside_its_journal_append_leaves_the_case_its_allure_result(tmp_path):

@@ -63,7 +63,7 @@ FINISH_MODULES = ("numpy",)
 WORKER_STOP_WAIT = 5.0
 
 
-def wait_for_workers_to_stop(config: pytest.Config, timeout: float = WORKER_STOP_WAIT) -> None:
+def wait_for_workers_to_stop(config: pytest.Config, timeout: float = WORKER_STOP_WAIT) -> bool:
     """Wait, ``timeout`` seconds at most, until every xdist worker still active when the
     controller left its test loop has ended its session (sent ``workerfinished``, or its channel
     closed): an interrupted run's end, before it reads the workers' journals. The interruption
@@ -74,15 +74,19 @@ def wait_for_workers_to_stop(config: pytest.Config, timeout: float = WORKER_STOP
     worker's own result. A worker that got no signal (a SIGINT sent to the controller alone)
     runs on: the wait ends at ``timeout`` and what it journals later stays out, as before.
     Reads what xdist's receiver threads set on each worker's controller (``_down``); nothing
-    of xdist's event queue is taken."""
+    of xdist's event queue is taken. True: every worker is known to have ended (its session
+    finished, its journal closed), so nothing can write to the run folder any more; False when
+    one still runs, or xdist's internals are not what they were (then nothing is known)."""
     import time
 
     dsession = config.pluginmanager.getplugin("dsession")
-    nodes = list(getattr(dsession, "_active_nodes", None) or ())
+    active = getattr(dsession, "_active_nodes", None)
+    nodes = list(active or ())
     deadline = time.monotonic() + timeout
     while (any(not getattr(node, "_down", True) for node in nodes)
            and time.monotonic() < deadline):
         time.sleep(0.02)
+    return active is not None and all(getattr(node, "_down", None) is True for node in nodes)
 
 
 def _warm_imports() -> None:
@@ -499,8 +503,9 @@ class ControllerHooks:
                 self._take_unsent_results(session)
         if self._stopped_at_maxfail:  # ended as without xdist (:meth:`_maxfail_stop`)
             exitstatus = session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        workers_ended = False
         if xdist and exitstatus == pytest.ExitCode.INTERRUPTED:
-            wait_for_workers_to_stop(self.config)
+            workers_ended = wait_for_workers_to_stop(self.config)
         if xdist:  # what only the workers' journals hold goes into the run's journal too
             # (run_dir_path: a plain test session under xdist has no run folder to make)
             with contextlib.suppress(pytest.exit.Exception):  # the journal failed: noted
@@ -521,11 +526,13 @@ class ControllerHooks:
             st.journal = None
         self._journal_whole = not any(f.what == "results journal" for f in st.output_failures)
         # The workers' journals and the run's scratch files go once the run's journal holds
-        # every result and no worker can still be writing (an interrupted run's workers may run
-        # on past this point: kept then; not after a pytest.exit whose status stands, which
-        # stops the run as a usage error does).
-        if (self._journal_whole and (st.interrupted_by is None or st.exit_status_stands)
-                and exitstatus != pytest.ExitCode.INTERRUPTED):
+        # every result and no worker can still be writing: an interrupted run's only when every
+        # worker has ended (its workers may run on past this point: kept then; an interrupted
+        # FamilyTool run kept 41 MB of plain worker journals beside its 1.4 MB journal), and
+        # not after a pytest.exit whose status stands, which stops the run as a usage error does.
+        run_ended = ((st.interrupted_by is None or st.exit_status_stands)
+                     and exitstatus != pytest.ExitCode.INTERRUPTED)
+        if self._journal_whole and (run_ended or workers_ended):
             with contextlib.suppress(OSError):  # one left behind loses nothing
                 if xdist:
                     case_store.remove_worker_journals(run_dir_path(st))
