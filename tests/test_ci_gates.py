@@ -277,6 +277,17 @@ def test_a_selection_matching_no_case_fails_before_any_model_call(tmp_path, gate
         in proc.stderr
 
 
+def test_a_long_sample_id_list_that_matches_nothing_is_named_in_one_short_line(tmp_path):
+    """Thirty ids from another benchmark made a 400-character line naming each one twice."""
+    ids = [f"x{i}" for i in range(30)]
+    proc, _ = run_suite(tmp_path, "--model", "oracle", "--sample-ids", ",".join(ids))
+    assert proc.returncode == ToolbenchExit.NO_CASES, proc.stdout + proc.stderr
+    (line,) = [x for x in proc.stderr.splitlines() if x.startswith("Exit: ")]
+    assert "(--sample-ids x0,x1,x2,x3,x4,x5,x6,x7,x8,x9 and 20 more)" in line
+    assert "no sample x0, x1, x2, x3, x4, x5, x6, x7, x8, x9 and 20 more in toolhop" in line
+    assert "x29" not in line and len(line) < 250, line
+
+
 def test_a_mistyped_sample_id_among_good_ones_is_named_and_the_others_run(tmp_path):
     """A typo in --sample-ids was dropped without a word: the run scored the other ids only. An
     id the suite has but --scenario leaves out is no typo and is not named."""

@@ -21,6 +21,7 @@ from pytest_toolbench.exitcodes import ToolbenchExit
 from pytest_toolbench.models.sdk_process import launcher as sdk_launcher
 from pytest_toolbench.option_sources import from_command_line
 from pytest_toolbench.results.gates import check_gate_selection, parse_gate
+from pytest_toolbench.results.partial_run import SHOWN_MISSING, first_named
 from pytest_toolbench.results.safe_text import safe_text
 from pytest_toolbench.runtime.repeat import expand_repeats
 from pytest_toolbench.session.data_warning import issue_data_warning
@@ -166,7 +167,7 @@ def unknown_sample_ids(st: ToolbenchState) -> str:
         return ""
     looks = ", ".join(f"{n}'s ids look like {safe_text(i)!r}"
                       for n, i in st.first_sample_ids.items())
-    return (f"no sample {', '.join(safe_text(i) for i in unknown)} in "
+    return (f"no sample {first_named([safe_text(i) for i in unknown], SHOWN_MISSING)} in "
             f"{', '.join(st.targeted)}" + (f" ({looks})" if looks else ""))
 
 
@@ -175,7 +176,9 @@ def _selection_text(settings: RunSettings) -> str:
     if settings.scenarios:
         parts.append(f"--scenario {','.join(settings.scenarios)}")
     if settings.sample_ids:
-        parts.append(f"--sample-ids {','.join(settings.sample_ids)}")
+        ids = settings.sample_ids
+        more = f" and {len(ids) - SHOWN_MISSING} more" if len(ids) > SHOWN_MISSING else ""
+        parts.append(f"--sample-ids {','.join(ids[:SHOWN_MISSING])}{more}")
     if settings.limit is not None:
         parts.append(f"--limit {settings.limit}")
     return " ".join(parts) or "no selection option"
@@ -251,8 +254,8 @@ def cases_for(config: pytest.Config, name: str) -> list[Case]:
     except (DatasetError, OSError) as exc:
         raise _data_usage_error(name, exc) from None
     st.suite_sizes[name] = len(cases)
-    if settings.sample_ids:  # against the whole suite: an id --scenario leaves out is no typo
-        wanted = set(settings.sample_ids)
+    wanted = set(settings.sample_ids or ())
+    if wanted:  # against the whole suite: an id --scenario leaves out is no typo
         st.sample_ids_found.update(c.sample_id for c in cases if c.sample_id in wanted)
         if cases:
             st.first_sample_ids[name] = cases[0].sample_id
@@ -260,8 +263,7 @@ def cases_for(config: pytest.Config, name: str) -> list[Case]:
         cases = [c for c in cases if c.scenario in settings.scenarios]
     if isinstance(benchmark, HasSelection):
         cases = benchmark.select(cases, settings.options_for(name, benchmark.options_model))
-    if settings.sample_ids:
-        wanted = set(settings.sample_ids)
+    if wanted:
         cases = [c for c in cases if c.sample_id in wanted]
     if settings.limit is not None:
         keep = list(dict.fromkeys(c.sample_id for c in cases))  # first-seen order, O(n)
