@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import shutil
 import subprocess
@@ -394,6 +395,28 @@ def test_toolbench_view_command_builds_and_says_where(runs: dict, tmp_path: Path
     missing = subprocess.run([sys.executable, "-m", "pytest_toolbench.cli", "view",
                               str(tmp_path / "nope")], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert missing.returncode == 2 and "no such file or folder" in missing.stderr
+
+
+def test_toolbench_view_from_a_subfolder_builds_the_projects_site(runs: dict, tmp_path: Path) -> None:
+    """The runs are found from any folder of the project (the nearest .toolbench/runs), but the
+    site went into ./.toolbench/view of the folder the command ran in: a second, stray site
+    in each subfolder it was run from. A runs folder named on the command line keeps --out's
+    plain default, where the command runs."""
+    project = tmp_path / "project"
+    shutil.copytree(runs["tmp"] / "runs", project / ".toolbench" / "runs")
+    (project / "suites" / "toolhop").mkdir(parents=True)
+    env = {k: v for k, v in os.environ.items() if k != "TOOLBENCH_RUNS_DIR"}
+    proc = subprocess.run([sys.executable, "-m", "pytest_toolbench.cli", "view"],
+                          cwd=project / "suites" / "toolhop", capture_output=True, text=True,
+                          timeout=300, env=env)
+    assert proc.returncode == 0, proc.stderr
+    site = project / ".toolbench" / "view" / "index.html"
+    assert f"open {site.resolve().as_uri()}" in proc.stdout and site.exists()
+    assert not (project / "suites" / "toolhop" / ".toolbench").exists()
+    named = subprocess.run([sys.executable, "-m", "pytest_toolbench.cli", "view",
+                            str(project / ".toolbench" / "runs")], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=300, env=env)
+    assert named.returncode == 0 and (tmp_path / ".toolbench" / "view" / "index.html").exists()
 
 
 def _view(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:

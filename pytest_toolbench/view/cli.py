@@ -7,9 +7,11 @@ import sys
 from pathlib import Path
 
 from pytest_toolbench.counting import counted
-from pytest_toolbench.runs.store import RUNS_DIR_DEFAULT_TEXT, find_runs_dir
+from pytest_toolbench.runs.store import RUNS_DIR_DEFAULT_TEXT, locate_runs_dir
 
-#: Where the site goes without --out.
+#: Where the site goes without --out, from where the command runs; beside the nearest
+#: ``.toolbench/runs`` instead when that is the runs folder found (the project's
+#: ``.toolbench/view`` from any subfolder, as the runs are found from there).
 DEFAULT_OUT = Path(".toolbench/view")
 
 
@@ -28,8 +30,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                       metavar="RUNS_DIR", help="a runs folder, as the plugin's --runs-dir and the "
                                                "other toolbench commands take it (repeatable; the "
                                                "same as a RUNS_DIR argument)")
-    view.add_argument("--out", type=Path, default=DEFAULT_OUT,
-                      help=f"the site's folder (default {DEFAULT_OUT})")
+    view.add_argument("--out", type=Path, default=None,
+                      help=f"the site's folder (default: {DEFAULT_OUT} beside the nearest "
+                           ".toolbench/runs when the runs are read from there, else in the "
+                           "current folder)")
     view.add_argument("--serve", action="store_true",
                       help="then serve it on http://127.0.0.1:PORT until Ctrl-C")
     view.add_argument("--port", type=port, default=8000,
@@ -60,7 +64,14 @@ def cmd_view(args: argparse.Namespace) -> int:
         print(f"toolbench view: {msg}", file=sys.stderr)
         return 2
 
-    paths = [*args.paths, *args.runs_dirs] or [find_runs_dir(None)]
+    paths = [*args.paths, *args.runs_dirs]
+    if not paths:
+        found, named = locate_runs_dir(None)
+        paths = [found]
+        if args.out is None and not named:  # from a subfolder: the project's view, not a new one
+            args.out = found.parent / DEFAULT_OUT.name
+    if args.out is None:
+        args.out = DEFAULT_OUT
     missing = [p for p in paths if not p.exists()]
     if missing:
         return fail(f"no such file or folder: {missing[0]}")
