@@ -731,6 +731,27 @@ def test_a_stop_by_pytest_itself_is_named_as_pytest_names_it_not_as_a_ctrl_c(tmp
     assert report["cases"] == [] and len(report["missing_cases"]) == 18
 
 
+def test_a_stepwise_stop_is_named_as_the_option_not_in_pytests_own_words(tmp_path):
+    """``--stepwise`` stops a run at its first failing case as an interruption (pytest's exit
+    status 2): the reports said "interrupted (Test failed, continuing from this test next
+    run.)", naming no option."""
+    with FakeOpenAIServer(reply("<answer>definitely wrong</answer>")) as server:
+        proc = subprocess.run(
+            [sys.executable, "-m", "pytest", "suites/toolhop", "--sw", "-q", "-p", "no:randomly",
+             "-o", f"cache_dir={tmp_path / 'pytest-cache'}", "--data", "sample", "--model", "m",
+             "--base-url", server.base_url, "--api-key", "t", "--no-cache",
+             "--runs-dir", str(tmp_path / "runs"), "--toolbench-json", str(tmp_path / "report.json")],
+            cwd=REPO, capture_output=True, text=True, timeout=300,
+            env={k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")})
+    assert proc.returncode == ToolbenchExit.INTERRUPTED, proc.stdout[-3000:] + proc.stderr[-3000:]
+    named = "--stepwise stopped at the first failing case; the next --stepwise run starts there"
+    assert f"the run was interrupted ({named})" in " ".join(proc.stdout.split())
+    assert "interrupted (Test failed" not in " ".join(proc.stdout.split())  # (pytest's own
+    # "!!! Interrupted: Test failed, continuing from this test next run. !!!" line stays)
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["run"]["interrupted_by"] == named and len(report["missing_cases"]) == 17
+
+
 def test_under_xdist_a_collection_error_stops_the_run_as_without_it(tmp_path):
     """pytest without xdist stops a run whose collection failed (exit 2, the test above). xdist
     ran what its workers did collect instead, and with a gate on those cases the run passed:

@@ -66,6 +66,20 @@ def maxfail_stop(pytest_text: str, maxfail: int) -> str | None:
     return f"{option} stopped the run"
 
 
+#: pytest's own words when one of its options stops a run as an interruption, and what the
+#: run's reports say instead: "interrupted (Test failed, continuing from this test next run.)"
+#: named no option, and read as if a test had asked to be continued.
+PYTEST_STOP_WORDS = {
+    "Test failed, continuing from this test next run.":
+        "--stepwise stopped at the first failing case; the next --stepwise run starts there",
+}
+
+
+def pytest_stop_words(text: str) -> str:
+    """The reason of pytest's own ``Interrupted``, in the words the run's reports use."""
+    return PYTEST_STOP_WORDS.get(text, text) or "pytest stopped the run"
+
+
 #: Said of a run that stopped before its selection was collected: killed (``toolbench finish``)
 #: before it had kept its selection (results/case_store.py ``write_selection``), or interrupted
 #: before its collection and unable to collect it at its session end (session/controller.py

@@ -33,7 +33,7 @@ from pytest_toolbench.results.case_result import CaseResult
 from pytest_toolbench.results.gates import GateVerdict, exit_status, parse_gate
 from pytest_toolbench.results import case_store
 from pytest_toolbench.results.held_results import SESSION_END_DETAILS, held, whole_cases
-from pytest_toolbench.results.partial_run import MAXFAIL_TEXT, maxfail_stop
+from pytest_toolbench.results.partial_run import MAXFAIL_TEXT, maxfail_stop, pytest_stop_words
 from pytest_toolbench.results.safe_text import safe_text
 from pytest_toolbench.runtime.logger_registry import guard_logger_registry
 from pytest_toolbench.output_errors import OutputFailure
@@ -447,7 +447,7 @@ class ControllerHooks:
         if self._maxfail_stop(value):
             self._stopped_at_maxfail = str(value)  # the session end ends it as pytest's own -x
         elif isinstance(value, pytest.Session.Interrupted):
-            st.interrupted_by = str(value) or "pytest stopped the run"
+            st.interrupted_by = pytest_stop_words(str(value))
         elif isinstance(value, pytest.exit.Exception):
             st.interrupted_by = f"pytest.exit: {value.msg}"
             # a status of its own stands; not 0, which would pass a partial run (12 then)
