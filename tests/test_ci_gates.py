@@ -314,6 +314,12 @@ def test_a_targeted_suite_left_without_cases_says_so_under_the_tables(tmp_path):
     coverage = json.loads((tmp_path / "report.json").read_text())["run"]["coverage"]
     assert coverage["familytool"]["cases"] == 0 and coverage["familytool"]["subset"] is True
     assert coverage["toolhop"]["cases"] == 3
+    # JUnit (and Allure) had "test_familytool[NOTSET]: got empty parameter set for (case)"
+    (skipped,) = [c for c in junit_cases(tmp_path) if c.find("skipped") is not None]
+    assert skipped.get("name") == "test_familytool[no-case-selected]"
+    assert skipped.find("skipped").get("message") == (  # type: ignore[union-attr]
+        f"pytest-toolbench: the selection (--sample-ids {RECORDS[0]['id']}) left no familytool "
+        f"case of {coverage['familytool']['suite_cases']}")
 
 
 def test_an_unknown_scenario_is_refused_naming_the_scenarios_there_are(tmp_path):

@@ -171,7 +171,7 @@ def unknown_sample_ids(st: ToolbenchState) -> str:
             f"{', '.join(st.targeted)}" + (f" ({looks})" if looks else ""))
 
 
-def _selection_text(settings: RunSettings) -> str:
+def _selection_text(settings: RunSettings, none: str = "no selection option") -> str:
     parts = []
     if settings.scenarios:
         parts.append(f"--scenario {','.join(settings.scenarios)}")
@@ -181,7 +181,7 @@ def _selection_text(settings: RunSettings) -> str:
         parts.append(f"--sample-ids {','.join(ids[:SHOWN_MISSING])}{more}")
     if settings.limit is not None:
         parts.append(f"--limit {settings.limit}")
-    return " ".join(parts) or "no selection option"
+    return " ".join(parts) or none
 
 
 def _data_usage_error(name: str, exc: BaseException) -> pytest.UsageError:
@@ -223,6 +223,16 @@ def parametrize_cases(metafunc: pytest.Metafunc) -> None:
         pytest.fail(f"pytest-toolbench: {unknown_benchmark(name)}", pytrace=False)
     cases = cases_for(metafunc.config, name)
     cases = expand_repeats(cases, state(metafunc.config).settings.repeats)  # ids end in -r<k>
+    if not cases and metafunc.config.getini("empty_parameter_set_mark") in ("", "skip"):
+        # pytest's own skip read "test_familytool[NOTSET]: got empty parameter set for (case)"
+        # in JUnit and Allure; this one says why (another empty_parameter_set_mark is pytest's)
+        st = state(metafunc.config)
+        chosen = _selection_text(st.settings, none=f"--{name}-* options")
+        why = (f"pytest-toolbench: the selection ({chosen}) left no {name} case of "
+               f"{st.suite_sizes.get(name, '?')}")
+        metafunc.parametrize("case", [pytest.param(None, id="no-case-selected",
+                                                   marks=pytest.mark.skip(reason=why))])
+        return
     metafunc.parametrize(
         "case", [pytest.param(c, id=c.id, marks=case_marks(benchmark, c)) for c in cases]
     )
