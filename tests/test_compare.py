@@ -88,6 +88,16 @@ def test_cases_in_one_run_only_are_counted_not_dropped(pair) -> None:
     # Each run's own value covers all of its cases; the difference only the paired ones.
     assert [v.value for v in row.values] == pytest.approx([6 / 11, 11 / 12])
     assert row.diffs[0].n_paired == 10 and row.diffs[0].diff == pytest.approx(0.3)
+    # and the text says so above the values (a --limit run against a full one read "A 16.67%
+    # B 0.00% B - A +0.00 pp" as a contradiction); two runs of the same cases say nothing
+    from pytest_toolbench.compare.render import comparison_text
+    from pytest_toolbench.report.markdown_report import _comparison
+
+    note = "the runs hold different cases: each value is over its own run's cases"
+    text = " ".join(comparison_text(comp, width=80).split())
+    assert text.index(note) < text.index("accuracy A ")
+    assert any(line.startswith(note) for line in _comparison(comp))  # the Markdown summary
+    assert note not in comparison_text(compare_runs(list(pair), SPECS, LABELS, n_boot=50), width=80)
 
 
 def test_an_infrastructure_error_in_either_run_leaves_the_pair_out(pair) -> None:

@@ -63,6 +63,17 @@ def coverage_lines(comp: Comparison, benchmark: str) -> list[str]:
     return lines
 
 
+def unequal_cases_note(comp: Comparison, benchmark: str) -> str | None:
+    """Said above the values when the runs do not hold the same cases (a --limit run against a
+    full one): "A 16.67%  B 0.00%  B - A +0.00 pp" then read as a contradiction, the values
+    being over each run's own cases and the difference over the pairs only."""
+    if not any(cov.only_in_reference or cov.only_in_run
+               for s in comp.scenarios if s.benchmark == benchmark for cov in s.coverage):
+        return None
+    return ("the runs hold different cases: each value is over its own run's cases, each "
+            "difference over the paired cases only (the counts are under the values)")
+
+
 def change_lines(comp: Comparison, benchmark: str, *, code: bool = False) -> list[str]:
     """The cases that went from right to wrong (and back) per scenario and run, by id (bounded
     per line; the JSON keeps every id under ``scenarios[].changes``)."""
@@ -172,6 +183,9 @@ def comparison_lines(comp: Comparison, width: int) -> list[str]:
                       "c = the reverse; differences of rates in percentage points (pp)", width)
     for benchmark in comp.benchmarks():
         out += wrap_words(safe_text(table_title(comp, benchmark)), width)
+        unequal = unequal_cases_note(comp, benchmark)
+        if unequal:
+            out += wrap_words(unequal, width)
         out += pipe_table(benchmark_table(comp, benchmark), width) or packed_lines(
             comp, benchmark, width)
         for line in coverage_lines(comp, benchmark) + change_lines(comp, benchmark):

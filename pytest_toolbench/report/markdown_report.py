@@ -14,7 +14,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from pytest_toolbench.compare.render import change_lines, coverage_lines, fmt_diff, fmt_mcnemar, fmt_value
+from pytest_toolbench.compare.render import (change_lines, coverage_lines, fmt_diff, fmt_mcnemar,
+                                             fmt_value, unequal_cases_note)
 from pytest_toolbench.compare.render import legend as comparison_legend
 from pytest_toolbench.compare.render import letter
 from pytest_toolbench.fileio import atomic_write_text
@@ -121,7 +122,8 @@ def _comparison(comp: Comparison) -> list[str]:
                     row += [fmt_diff(d, m.is_rate), fmt_mcnemar(d), d.n_paired]
                 rows.append(row)
         align = ["l", "l"] + ["r"] * (len(header) - 2)
-        out += [f"#### {benchmark}", "", *_details(f"{benchmark}: {len(rows)} compared values",
+        unequal = unequal_cases_note(comp, benchmark)
+        out += [f"#### {benchmark}", "", *([unequal, ""] if unequal else []), *_details(f"{benchmark}: {len(rows)} compared values",
                                                  [*table(header, rows, align), ""])]
         out += [f"- {line}" for line in coverage_lines(comp, benchmark)
                 + change_lines(comp, benchmark, code=True)] + [""]
