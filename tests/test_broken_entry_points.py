@@ -84,7 +84,9 @@ def test_an_error_filter_stops_the_run_before_any_case(env: dict[str, str], tmp_
     proc = _pytest(env, tmp_path, "suites/toy", "-W",
                    "error::pytest_toolbench.entry_points.EntryPointWarning")
     assert proc.returncode == 4, proc.stdout[-3000:] + proc.stderr
-    assert proc.stderr.strip() == f"ERROR: pytest-toolbench: {LINES[0]}"
+    assert proc.stderr.strip() == (
+        f"ERROR: pytest-toolbench: {LINES[0]} (a warning, made an error by -W or filterwarnings; "
+        "-W 'default::pytest_toolbench.entry_points.EntryPointWarning' lets the run go on)")
     assert not (tmp_path / "runs").exists() or not list((tmp_path / "runs").iterdir())
 
 

@@ -299,6 +299,13 @@ def test_a_mistyped_sample_id_among_good_ones_is_named_and_the_others_run(tmp_pa
             f"like '{RECORDS[0]['id']}')") in proc.stdout
     assert sorted(c["case_id"] for c in report["cases"]) == sorted(
         f"toolhop-{i}-direct" for i in (good, other))
+    # a project whose settings make warnings errors (-W error, filterwarnings = error): one
+    # line, exit 4, no model call (it was INTERNALERROR, a traceback, exit 3)
+    strict, _ = run_suite(tmp_path, "--model", "oracle", "--sample-ids", f"{good},{good}0",
+                          "-W", "error")
+    assert strict.returncode == ToolbenchExit.USAGE_ERROR, strict.stdout[-2000:] + strict.stderr
+    assert strict.stderr.startswith(f"ERROR: pytest-toolbench: --sample-ids: no sample {good}0")
+    assert "INTERNALERROR" not in strict.stdout + strict.stderr
 
 
 def test_a_targeted_suite_left_without_cases_says_so_under_the_tables(tmp_path):

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from shared_data import BUNDLED_TOOLHOP as BUNDLED
 
 REPO = Path(__file__).resolve().parents[1]
@@ -64,9 +66,13 @@ def test_a_users_odd_file_is_warned_about_once_with_xdist(tmp_path: Path) -> Non
     assert "<dataset>:0: DatasetWarning: " in summary[1], summary[1]
 
 
-def test_an_error_filter_still_stops_the_run_on_a_data_warning(tmp_path: Path) -> None:
+@pytest.mark.parametrize("error_filter", [
+    "error::pytest_toolbench.benchmarks.dataset_errors.DatasetWarning", "error"])
+def test_an_error_filter_still_stops_the_run_on_a_data_warning(tmp_path: Path,
+                                                               error_filter: str) -> None:
     """The warning is issued by the harness, not by pytest's own method: ``-W error::...`` must
-    still apply to it."""
+    still apply to it; and stop the run in one line, exit 4 (a project's ``filterwarnings =
+    error`` made it pytest's INTERNALERROR, a traceback through the harness, exit 3)."""
     data = tmp_path / "data" / "toolhop"
     data.mkdir(parents=True)
     _users_copy(data / "ToolHop.json")
@@ -74,9 +80,13 @@ def test_an_error_filter_still_stops_the_run_on_a_data_warning(tmp_path: Path) -
            "-p", "no:cacheprovider", "-p", "no:randomly", "-n", "0",
            "--cache-dir", str(tmp_path / "cache"), "--runs-dir", str(tmp_path / "runs"),
            "--data-dir", str(tmp_path / "data"),
-           "-W", "error::pytest_toolbench.benchmarks.dataset_errors.DatasetWarning"]
+           "-W", error_filter]
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300, env=env)
     out = proc.stdout + proc.stderr
-    assert proc.returncode != 0 and "tolerated oddities" in out, out[-3000:]
-    assert "passed" not in proc.stdout.splitlines()[-1], out[-3000:]
+    assert proc.returncode == 4 and "tolerated oddities" in out, out[-3000:]
+    (line,) = [x for x in proc.stderr.splitlines() if x.startswith("ERROR: ")]
+    assert line.endswith("(a warning, made an error by -W or filterwarnings; -W 'default::"
+                         "pytest_toolbench.benchmarks.dataset_errors.DatasetWarning' lets the "
+                         "run go on)"), line
+    assert "INTERNALERROR" not in out and "Traceback" not in out, out[-3000:]

@@ -15,6 +15,7 @@ import pytest
 from pytest_toolbench.benchmarks.data_source import BUNDLED_DATA_DIR
 from pytest_toolbench.config import RunSettings
 from pytest_toolbench.results.safe_text import safe_text
+from pytest_toolbench.session.data_warning import issue_config_warning
 from pytest_toolbench.session.selection import has_toolbench_tests, targeted_benchmarks
 from pytest_toolbench.session.state import is_worker
 
@@ -54,8 +55,7 @@ def resolve_run_data(config: pytest.Config, settings: RunSettings) -> RunSetting
     except DataRefused as exc:
         raise pytest.UsageError(f"pytest-toolbench: {safe_text(str(exc))}") from None
     for warning in dict.fromkeys(resolution.warnings):
-        config.issue_config_time_warning(pytest.PytestWarning(f"pytest-toolbench: {warning}"),
-                                         stacklevel=2)
+        issue_config_warning(config, pytest.PytestWarning(f"pytest-toolbench: {warning}"))
     if resolution.data_dir is None:
         return settings
     return settings.model_copy(update={"data_dir": resolution.data_dir})

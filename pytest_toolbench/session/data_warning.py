@@ -25,16 +25,39 @@ SOURCE = "<dataset>"
 INSTALLED = "<installed packages>"
 
 
+def made_an_error(exc: Warning) -> pytest.UsageError:
+    """A warning of the run's start that an error filter (``-W error``, or ``filterwarnings =
+    error`` in a project's settings, common in CI) raised: one line and exit 4, where it was
+    pytest's INTERNALERROR, a traceback through the harness, exit 3."""
+    text = str(exc).removeprefix("pytest-toolbench: ")
+    category = f"{type(exc).__module__}.{type(exc).__qualname__}"
+    return pytest.UsageError(f"pytest-toolbench: {text} (a warning, made an error by -W or "
+                             f"filterwarnings; -W 'default::{category}' lets the run go on)")
+
+
+def issue_config_warning(config: pytest.Config, warning: Warning, stacklevel: int = 2) -> None:
+    """``Config.issue_config_time_warning`` (located ``stacklevel`` frames above the caller),
+    with an error filter's raise as :func:`made_an_error`'s one line."""
+    try:
+        config.issue_config_time_warning(warning, stacklevel=stacklevel + 1)
+    except Warning as exc:
+        raise made_an_error(exc) from None
+
+
 def issue_data_warning(config: pytest.Config, warning: Warning, source: str = SOURCE) -> None:
-    """Report ``warning`` in pytest's warnings summary (or raise it, as the filters say), as
-    coming from ``source`` (the data, or another place outside the harness's code)."""
+    """Report ``warning`` in pytest's warnings summary (or stop the run in one line where an
+    error filter says so, :func:`made_an_error`), as coming from ``source`` (the data, or
+    another place outside the harness's code)."""
     if config.pluginmanager.is_blocked("warnings"):
         return
     with warnings.catch_warnings(record=True) as records:
         warnings.simplefilter("always", type(warning))
         apply_warning_filters(config.getini("filterwarnings"),
                               config.known_args_namespace.pythonwarnings or [])
-        warnings.warn_explicit(warning, type(warning), source, 0, module="pytest_toolbench.data")
+        try:
+            warnings.warn_explicit(warning, type(warning), source, 0, module="pytest_toolbench.data")
+        except Warning as exc:
+            raise made_an_error(exc) from None
     if records:
         config.hook.pytest_warning_recorded.call_historic(kwargs=dict(
             warning_message=records[0], when="config", nodeid="", location=(source, 0, "<data>")))
@@ -56,8 +79,5 @@ def warn_left_out_entry_points(config: pytest.Config) -> None:
         from pytest_toolbench.models.providers import providers
 
         providers()
-    for refused in left_out():
-        try:
-            issue_data_warning(config, EntryPointWarning(safe_text(refused.text())), INSTALLED)
-        except EntryPointWarning as exc:  # an error filter: one line, as a usage error
-            raise pytest.UsageError(f"pytest-toolbench: {exc}") from None
+    for refused in left_out():  # (an error filter stops the run here, in one line)
+        issue_data_warning(config, EntryPointWarning(safe_text(refused.text())), INSTALLED)

@@ -24,7 +24,7 @@ from pytest_toolbench.results.gates import check_gate_selection, parse_gate
 from pytest_toolbench.results.partial_run import SHOWN_MISSING, first_named
 from pytest_toolbench.results.safe_text import safe_text
 from pytest_toolbench.runtime.repeat import expand_repeats
-from pytest_toolbench.session.data_warning import issue_data_warning
+from pytest_toolbench.session.data_warning import issue_config_warning, issue_data_warning
 from pytest_toolbench.session.state import ToolbenchState, is_worker, state
 
 #: workerinput key: the controller reports the data's warnings, so this xdist worker keeps quiet.
@@ -85,8 +85,8 @@ def validate_selection(config: pytest.Config) -> dict[str, list[Case]]:
             returncode=int(ToolbenchExit.NO_CASES),
         )
     if unknown_ids:  # a typo among good ids: the run goes on with the others, and says so
-        config.issue_config_time_warning(
-            pytest.PytestWarning(f"pytest-toolbench: --sample-ids: {unknown_ids}"), stacklevel=2)
+        issue_config_warning(
+            config, pytest.PytestWarning(f"pytest-toolbench: --sample-ids: {unknown_ids}"))
     scenarios = {n: {c.scenario for c in cases} for n, cases in selected.items()}
     groups: dict[str, dict[str, set[str]]] = {}
     for n, cases in selected.items():
@@ -155,8 +155,8 @@ def check_marker_selection(config: pytest.Config, selected: dict[str, list[Case]
     if not selects_some:
         raise pytest.UsageError(f"pytest-toolbench: -m {markexpr!r} selects no case: "
                                 + "; ".join(dead))
-    config.issue_config_time_warning(
-        pytest.PytestWarning(f"pytest-toolbench: -m {markexpr!r}: " + "; ".join(dead)), stacklevel=2)
+    issue_config_warning(
+        config, pytest.PytestWarning(f"pytest-toolbench: -m {markexpr!r}: " + "; ".join(dead)))
 
 
 def unknown_sample_ids(st: ToolbenchState) -> str:
