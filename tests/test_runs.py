@@ -19,7 +19,7 @@ from fake_openai_server import FakeOpenAIServer, delayed, reply
 from pytest_toolbench.compare.load import load_record
 from pytest_toolbench.models.cache_store import safe_name
 from pytest_toolbench.runs.prune import Item, parse_duration, parse_size, plan
-from pytest_toolbench.runs.store import find_runs_dir, runs_dir_named
+from pytest_toolbench.runs.store import find_runs_dir, locate_runs_dir
 
 REPO = Path(__file__).resolve().parents[1]
 DAY = 86400
@@ -339,15 +339,16 @@ def test_a_named_folder_that_does_not_exist_is_named(tmp_path):
     assert nothing.returncode == 0 and "no .toolbench/runs in this folder or above" in nothing.stdout
 
 
-def test_runs_dir_named_says_whether_the_folder_found_is_one_the_user_named(tmp_path, monkeypatch):
+def test_locate_runs_dir_says_whether_the_folder_found_is_one_the_user_named(tmp_path, monkeypatch):
     monkeypatch.delenv("TOOLBENCH_RUNS_DIR", raising=False)
     monkeypatch.chdir(tmp_path)
-    assert not runs_dir_named(None) and find_runs_dir(None) == tmp_path / ".toolbench" / "runs"
-    assert runs_dir_named(tmp_path / "x") and find_runs_dir(tmp_path / "x") == tmp_path / "x"
+    assert locate_runs_dir(None) == (tmp_path / ".toolbench" / "runs", False)
+    assert locate_runs_dir(tmp_path / "x") == (tmp_path / "x", True)
     monkeypatch.setenv("TOOLBENCH_RUNS_DIR", str(tmp_path / "env"))
-    assert runs_dir_named(None) and find_runs_dir(None) == tmp_path / "env"
+    assert locate_runs_dir(None) == (tmp_path / "env", True)
     monkeypatch.setenv("TOOLBENCH_RUNS_DIR", "")  # set but empty: the default, as find_runs_dir
-    assert not runs_dir_named(None) and find_runs_dir(None) == tmp_path / ".toolbench" / "runs"
+    assert locate_runs_dir(None) == (tmp_path / ".toolbench" / "runs", False)
+    assert find_runs_dir(None) == tmp_path / ".toolbench" / "runs"
 
 
 def test_duration_and_size_units():

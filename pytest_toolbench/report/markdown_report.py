@@ -123,8 +123,9 @@ def _comparison(comp: Comparison) -> list[str]:
                 rows.append(row)
         align = ["l", "l"] + ["r"] * (len(header) - 2)
         unequal = unequal_cases_note(comp, benchmark)
-        out += [f"#### {benchmark}", "", *([unequal, ""] if unequal else []), *_details(f"{benchmark}: {len(rows)} compared values",
-                                                 [*table(header, rows, align), ""])]
+        out += [f"#### {benchmark}", "", *([unequal, ""] if unequal else []),
+                *_details(f"{benchmark}: {len(rows)} compared values",
+                          [*table(header, rows, align), ""])]
         out += [f"- {line}" for line in coverage_lines(comp, benchmark)
                 + change_lines(comp, benchmark, code=True)] + [""]
     return out

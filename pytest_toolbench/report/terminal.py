@@ -408,10 +408,11 @@ def render_gates(verdicts: list[GateVerdict], *, width: int = 120) -> str:
 def coverage_notes(covered: dict[str, int], suite: dict[str, int]) -> list[str]:
     """``subset: 40 of 240 cases`` per benchmark whose metrics do not cover its whole suite;
     ``0 of 11 cases, no metrics`` for a targeted suite without a result (its selection was
-    empty, or none of its cases ran): its table is missing, and this line says why."""
+    empty, or none of its cases ran; the record's coverage names it with 0, session/finish.py
+    ``run_record``): its table is missing, and this line says why."""
     out = []
-    for name in sorted(set(covered) | set(suite)):
-        total, cases = suite.get(name), covered.get(name, 0)
+    for name in sorted(covered):
+        total, cases = suite.get(name), covered[name]
         if total is None or cases >= total:
             continue
         if cases:

@@ -28,7 +28,7 @@ def default_runs_dir() -> str:
     return os.environ.get(RUNS_DIR_ENV) or str(DEFAULT_RUNS_DIR)
 
 
-#: Where the CLIs look for the runs folder, in :func:`find_runs_dir`'s order (their help).
+#: Where the CLIs look for the runs folder, in :func:`locate_runs_dir`'s order (their help).
 RUNS_DIR_DEFAULT_TEXT = (f"the settings file's toolbench_runs_dir, else ${RUNS_DIR_ENV}, else "
                          f"the nearest {DEFAULT_RUNS_DIR} at or above the current folder")
 RUNS_DIR_HELP = f"the plugin's --runs-dir (default {RUNS_DIR_DEFAULT_TEXT})"
@@ -79,11 +79,6 @@ def locate_runs_dir(given: Path | None = None) -> tuple[Path, bool]:
 def find_runs_dir(given: Path | None = None) -> Path:
     """The runs folder of :func:`locate_runs_dir`."""
     return locate_runs_dir(given)[0]
-
-
-def runs_dir_named(given: Path | None = None) -> bool:
-    """Whether :func:`locate_runs_dir`'s folder is one the user named."""
-    return locate_runs_dir(given)[1]
 
 
 def find_cache_dir(given: Path | None = None) -> Path:
