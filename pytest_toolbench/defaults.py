@@ -1,5 +1,6 @@
 """Where the plugin keeps its files by default, relative to the project's top (pytest's rootdir
-when pytest runs in it or below it, else the folder pytest runs in: options.py ``project_root``).
+when a settings file, ``--rootdir`` or a setup.py marks it and pytest runs in it or below it,
+else the folder pytest runs in: options.py ``project_root``).
 
 One definition for the options (config.py), the CLIs (runs/store.py) and the SDK process's start
 (models/sdk_process/launcher.py, which may import nothing but the standard library: so neither

@@ -103,8 +103,8 @@ def settings_from_config(config: pytest.Config) -> RunSettings:
     values["base_urls"] = tuple(urls)
     values["base_url"] = urls[0] if urls else None
     values["data"] = _data_choice(config, values.get("data", "real"))
-    if "data_dir" not in values and values["data"] == "sample" and (config.rootpath / "data").is_dir():
-        values["data_dir"] = _absolute(config, str(config.rootpath / "data"))
+    if "data_dir" not in values and values["data"] == "sample":
+        values["data_dir"] = project_samples(config)
     values["benchmark_options"] = {
         b.name: benchmark_options_from(config.getoption, b.name, b.options_model)
         for b in declarations().values()
@@ -115,6 +115,15 @@ def settings_from_config(config: pytest.Config) -> RunSettings:
 #: Sets the default of --data (real, sample) where neither the command line nor the ini file
 #: does; the test suite sets it to sample for the suite runs it starts (tests/conftest.py).
 DATA_ENV = "TOOLBENCH_DATA"
+
+
+def project_samples(config: pytest.Config) -> Path | None:
+    """``--data sample``'s folder: the project's ``data/`` where it has a benchmark's folder (a
+    checkout's samples, as edited there, read on a wheel install too), else None: the bundled
+    ones. Any ``data/`` was taken: a project keeping its own files there ran no sample at all
+    ("cannot load toolhop data: data/toolhop ... does not exist")."""
+    folder = project_root(config) / "data"
+    return folder if any((folder / name).is_dir() for name in declarations()) else None
 
 
 def _data_choice(config: pytest.Config, value: str) -> str:
@@ -138,10 +147,19 @@ def project_root(config: pytest.Config) -> Path:
     rootdir, as its own ``.pytest_cache``, when pytest runs in it or below it; else where pytest
     runs. From a subfolder of the project (``cd suites/toolhop; pytest .``, an IDE running one
     file) they went into that subfolder: every reply the project's cache held was asked for
-    again, and ``toolbench runs`` at the project's top did not list the run."""
+    again, and ``toolbench runs`` at the project's top did not list the run.
+
+    Only a rootdir something marks as the project's top (a settings file, ``--rootdir``, a
+    ``setup.py``): with none, pytest takes the common folder of every argument that names an
+    existing path, option values included (``--data-dir /data/x``, a ``--toolbench-json`` file
+    an earlier run wrote). A project ``toolbench init`` made (no settings file) then put its runs
+    and cache in ``/.toolbench`` (refused as a user: "cannot write in /"), and ``--data sample``
+    read ``/data`` where a machine has one."""
     here = Path(config.invocation_params.dir).resolve()
     root = Path(config.rootpath).resolve()
-    return root if here == root or root in here.parents else here
+    marked = (config.inipath is not None or bool(config.getoption("rootdir", None))
+              or (root / "setup.py").is_file())
+    return root if marked and (here == root or root in here.parents) else here
 
 
 def _anchored_paths(config: pytest.Config) -> Callable[[str], Any]:

@@ -179,6 +179,53 @@ def test_from_a_subfolder_the_run_keeps_its_folders_where_the_project_does(
     assert f"cache={root / '.toolbench/cache'} runs={root / '.toolbench/runs'} " in line
 
 
+SHOW_SAMPLES = '''
+from pytest_toolbench.session import state
+
+def test_show(pytestconfig):
+    s = state(pytestconfig).settings
+    print(f"\\nSAMPLES runs={s.runs_dir} data={s.data_dir}")
+'''
+
+
+def test_a_project_with_no_settings_file_keeps_its_folders_where_pytest_runs(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch):
+    """A project ``toolbench init`` made has no settings file: pytest's rootdir is then the
+    common folder of every argument naming an existing path, option values included (a
+    ``--toolbench-json`` an earlier run wrote elsewhere). The runs and the cache went there
+    (``/.toolbench``, refused as a user), ``--data sample`` read that folder's ``data/`` (a
+    machine's ``/data``); and a project's own ``data/`` (no benchmark's folder in it) was taken
+    for the samples, so ``--data sample`` ran none ("data/toolhop ... does not exist")."""
+    proj = pytester.path.resolve() / "proj"
+    (proj / "suites" / "x").mkdir(parents=True)
+    (proj / "suites" / "x" / "test_show.py").write_text(SHOW_SAMPLES)
+    (proj / "data" / "my-own-files").mkdir(parents=True)
+    elsewhere = pytester.path.resolve() / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "report.json").write_text("{}")
+    (pytester.path / "data" / "toolhop").mkdir(parents=True)  # the widened rootdir's data/
+    monkeypatch.delenv("TOOLBENCH_RUNS_DIR", raising=False)
+    monkeypatch.chdir(proj)
+    args = ("-s", "-p", "no:randomly", "-p", "no:cacheprovider", "--model", "oracle",
+            "--data", "sample", "suites/x/test_show.py")
+    result = pytester.runpytest_subprocess(*args, "--toolbench-json",
+                                           str(elsewhere / "report.json"))
+    assert f"rootdir: {pytester.path.resolve()}" in result.stdout.str()  # pytest widened it
+    assert [ln for ln in result.outlines if ln.startswith("SAMPLES ")] == [
+        f"SAMPLES runs={proj / '.toolbench/runs'} data=None"]
+    result = pytester.runpytest_subprocess(*args)  # rootdir proj/suites/x: its own data/
+    assert [ln for ln in result.outlines if ln.startswith("SAMPLES ")] == [
+        f"SAMPLES runs={proj / '.toolbench/runs'} data=None"]
+    # a checkout: its data/ holds the benchmarks' folders, its samples as edited there
+    (proj / "data" / "toolhop").mkdir()
+    (proj / "pytest.ini").write_text("[pytest]\n")
+    (proj / "suites" / "x" / "data").mkdir()
+    monkeypatch.chdir(proj / "suites" / "x")
+    result = pytester.runpytest_subprocess(*args[:-1], "test_show.py")
+    assert [ln for ln in result.outlines if ln.startswith("SAMPLES ")] == [
+        f"SAMPLES runs={proj / '.toolbench/runs'} data={proj / 'data'}"]
+
+
 @pytest.mark.parametrize("key, value, reason", [
     ("toolbench_concurrency", '"many"', "expected an integer"),
     ("toolbench_backend", '"gpu"', "no such model provider (expected one of auto, openai, oracle, replay, "

@@ -14,6 +14,7 @@ import pytest
 
 from pytest_toolbench.benchmarks.data_source import BUNDLED_DATA_DIR
 from pytest_toolbench.config import RunSettings
+from pytest_toolbench.options import project_root
 from pytest_toolbench.results.safe_text import safe_text
 from pytest_toolbench.session.data_warning import issue_config_warning
 from pytest_toolbench.session.selection import has_toolbench_tests, targeted_benchmarks
@@ -50,7 +51,7 @@ def resolve_run_data(config: pytest.Config, settings: RunSettings) -> RunSetting
     if not names:
         return settings
     try:
-        resolution = resolve(names, revisions, fallback_dirs=[config.rootpath / "data", BUNDLED_DATA_DIR],
+        resolution = resolve(names, revisions, fallback_dirs=[project_root(config) / "data", BUNDLED_DATA_DIR],
                              progress=Progress, on_wait=_waiting)
     except DataRefused as exc:
         raise pytest.UsageError(f"pytest-toolbench: {safe_text(str(exc))}") from None

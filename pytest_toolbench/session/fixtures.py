@@ -14,7 +14,6 @@ pytest_toolbench.session.fixtures``, or ``pytest_plugins`` in a conftest, as thi
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -26,6 +25,7 @@ from pytest_toolbench.config import RunSettings
 from pytest_toolbench.environments.retrieval import Embedders
 from pytest_toolbench.exitcodes import ToolbenchExit
 from pytest_toolbench.models.base import ChatModel
+from pytest_toolbench.options import project_root
 from pytest_toolbench.session.case_timing import timed_wait
 from pytest_toolbench.session.orphan import killed_with_controller, stop_orphaned_worker
 from pytest_toolbench.session.signals import interrupts_held
@@ -146,7 +146,7 @@ def toolbench_runtime(
         worker = pytestconfig.workerinput["workerid"]
         runtime.worker_journal = case_store.worker_journal(run_dir(pytestconfig), worker)
     pytestconfig.stash[_RUNTIME_KEY] = runtime  # case_result's way to it (see there)
-    stored_results = result_cache_for(runtime.settings, runtime.model, Path(str(pytestconfig.rootpath)),
+    stored_results = result_cache_for(runtime.settings, runtime.model, project_root(pytestconfig),
                                       run_data_fingerprint(pytestconfig))
     if stored_results is not None:
         pytestconfig.stash[_RESULT_CACHE_KEY] = stored_results
