@@ -261,8 +261,8 @@ class RunSettings(DeferredModel):
         help="use revision REV of benchmark NAME's real data instead of the pinned one "
              "(repeatable), e.g. toolhop=main; the report says so, and the pinned sha256 and "
              "record counts then only warn")
-    #: None: with --data sample, the ``data`` folder beside the pytest root, if there is one
-    #: (options.py); with --data real, the folder of fetched files (session/data.py).
+    #: None: with --data sample, the project's ``data`` folder where it has a benchmark's
+    #: (options.py ``project_samples``); with --data real, the folder of fetched files (session/data.py).
     data_dir: Path | None = option(
         None, flag="--data-dir",
         help="directory with one folder per benchmark (DIR/toolhop/*.json ...), used as it is "

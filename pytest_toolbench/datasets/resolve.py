@@ -118,8 +118,9 @@ def resolve(names: Sequence[str], revisions: Mapping[str, str] | None = None, *,
             force: bool = False, on_wait=None) -> Resolution:
     """Fetch and check every pinned file of ``names``; lay them out. Benchmarks with no pinned
     files (Meta-Bench, third-party ones) get their folder from the first of ``fallback_dirs``
-    that has one (the data folder beside the pytest root, as before there was real data). Raises :class:`DataRefused` (one line) on the first file that cannot be had or
-    is not the pinned one."""
+    that has one (the project's ``data/``, as before there was real data). Raises
+    :class:`DataRefused` (one line) on the first file that cannot be had or is not the pinned
+    one."""
     registry = load_registry()
     revisions = dict(revisions or {})
     out = Resolution()
