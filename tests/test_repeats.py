@@ -114,6 +114,18 @@ def test_errors_are_left_out_of_n_and_cases_with_too_few_runs_out_of_k():
     assert [u.case_id for u in stats.unstable] == ["b"]
 
 
+def test_an_error_rate_gets_no_pass_at_k_but_still_marks_a_case_unstable():
+    """A binary metric where 1 is an error (ToolHop's query_error_rate): its "pass@3" was the
+    chance of an error in one of 3 runs, printed under "at least one of k runs passes"."""
+    errors = MetricSpec(name="query_error_rate", value="query_error", higher_is_better=False)
+    results = runs("a", [1, 1, 1]) + runs("b", [1, 1, 1])
+    for r, error in zip(results, [0, 1, 0, 0, 0, 0]):
+        r.values["query_error"] = float(error)
+    stats = repeat_stats(results, {"toolhop": (ACC, errors)}, 3, n_boot=10)
+    assert [m.metric for m in stats.scenarios[0].binary] == ["accuracy"]
+    assert [(u.case_id, u.metrics) for u in stats.unstable] == [("a", ["query_error_rate"])]
+
+
 def test_non_binary_metrics_get_no_pass_at_k():
     spec = MetricSpec(name="score", value="answer_correct")
     results = runs("a", [0.5, 1, 1])

@@ -7,12 +7,14 @@
   differs from treating repeats as independent (which would make it too narrow).
 * **pass@k and pass^k** for binary metrics (a mean metric whose per-case values in this run are
   all 0 or 1; inferred from the values, as MetricSpec does not declare it, so a continuous score
-  that only took the values 0 and 1 in a run is treated as binary there):
+  that only took the values 0 and 1 in a run is treated as binary there) where a 1 is a pass:
+  not an error rate (``higher_is_better=False``: ToolHop's query_error_rate, FamilyTool's
+  format_error), whose "pass@3" read as passing was the chance of an error in one of 3 runs:
   per case, with n scored repeats of which c are 1, the unbiased estimators
   ``pass@k = 1 - C(n-c, k) / C(n, k)`` (at least one of k draws passes; Chen et al. 2021) and
   ``pass^k = C(c, k) / C(n, k)`` (all k draws pass; tau-bench), averaged over cases with n >= k.
 * **Unstable cases**: cases whose outcome (passed / failed; infrastructure errors ignored) differs
-  across repeats, with the binary metrics whose value differed.
+  across repeats, with the binary metrics (error rates included) whose value differed.
 * **Benchmark tables per repeat.** Benchmark tables (``HasReportTables``) are computed from one
   repeat's results at a time, exactly as for a run without repeats (ToolBeHonest's positional
   tables and error counts would otherwise see every case K times); the table shown is the cell-wise
@@ -233,7 +235,7 @@ def repeat_stats(
         scored_all = [r for runs in cases for r in runs if not r.is_error]
         binary = _binary_specs(specs, scored_all)
         entries: list[BinaryMetricRepeats] = []
-        for spec in binary:
+        for spec in (b for b in binary if b.higher_is_better):
             counts = []  # (n, c) per case
             for runs in cases:
                 vals = [r.values[spec.value] for r in runs if not r.is_error and spec.value in r.values]
