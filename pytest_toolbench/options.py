@@ -157,8 +157,9 @@ def project_root(config: pytest.Config) -> Path:
     read ``/data`` where a machine has one."""
     here = Path(config.invocation_params.dir).resolve()
     root = Path(config.rootpath).resolve()
-    marked = (config.inipath is not None or bool(config.getoption("rootdir", None))
-              or (root / "setup.py").is_file())
+    # (``-c /dev/null``, a way to run with no settings, marks nothing)
+    marked = ((config.inipath is not None and config.inipath.is_file())
+              or bool(config.getoption("rootdir", None)) or (root / "setup.py").is_file())
     return root if marked and (here == root or root in here.parents) else here
 
 

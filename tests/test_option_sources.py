@@ -3,6 +3,7 @@ the command line wins over the ini file, which wins over the default (option_sou
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -211,6 +212,10 @@ def test_a_project_with_no_settings_file_keeps_its_folders_where_pytest_runs(
     result = pytester.runpytest_subprocess(*args, "--toolbench-json",
                                            str(elsewhere / "report.json"))
     assert f"rootdir: {pytester.path.resolve()}" in result.stdout.str()  # pytest widened it
+    assert [ln for ln in result.outlines if ln.startswith("SAMPLES ")] == [
+        f"SAMPLES runs={proj / '.toolbench/runs'} data=None"]
+    result = pytester.runpytest_subprocess(*args, "-c", os.devnull, "--toolbench-json",
+                                           str(elsewhere / "report.json"))  # "no settings"
     assert [ln for ln in result.outlines if ln.startswith("SAMPLES ")] == [
         f"SAMPLES runs={proj / '.toolbench/runs'} data=None"]
     result = pytester.runpytest_subprocess(*args)  # rootdir proj/suites/x: its own data/
