@@ -30,7 +30,11 @@ from pytest_toolbench.runtime.logger_registry import guard_logger_registry  # no
 from pytest_toolbench.runtime.upcoming import set_current_item  # noqa: E402
 from pytest_toolbench.session import case_timing, gc_tuning, orphan, run_start, transport  # noqa: E402
 from pytest_toolbench.session.controller import ControllerHooks  # noqa: E402
-from pytest_toolbench.session.selection import has_toolbench_tests, parametrize_cases  # noqa: E402
+from pytest_toolbench.session.selection import (  # noqa: E402
+    has_toolbench_tests,
+    parametrize_cases,
+    suite_module,
+)
 from pytest_toolbench.session.data_warning import warn_left_out_entry_points  # noqa: E402
 from pytest_toolbench.session.signals import (  # noqa: E402
     install_interrupts,
@@ -154,6 +158,13 @@ def pytest_keyboard_interrupt(excinfo: pytest.ExceptionInfo[BaseException]) -> N
 
 
 # --------------------------------------------------------------------------- collection
+@pytest.hookimpl(wrapper=True)
+def pytest_collect_file(file_path: Any, parent: pytest.Collector):  # type: ignore[no-untyped-def]
+    collected = yield
+    module = suite_module(file_path, parent, collected)
+    return collected if module is None else [*collected, module]
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     parametrize_cases(metafunc)
 

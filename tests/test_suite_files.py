@@ -120,3 +120,23 @@ def test_an_installed_benchmarks_quotes_and_backslashes_stay_inside_the_docstrin
     docstring = ast.get_docstring(tree)
     assert docstring is not None and docstring.startswith(f"{title}: one test per case")
     assert f"scenario(name='{scenario}')" in docstring
+
+
+@pytest.mark.parametrize("python_files", ['["check_*.py"]', '["test_*.py", "check_*.py"]'])
+def test_a_project_naming_its_tests_otherwise_still_runs_the_suites(
+        tmp_path: Path, python_files: str) -> None:
+    """A project whose ``python_files`` leaves out ``test_*.py`` collected nothing from
+    ``pytest suites/toolhop`` ("no case ran (the selection, -k/-m or --lf left none)"); one whose
+    patterns take it in gets it once, not twice."""
+    import subprocess
+    import sys
+
+    assert main(["init", str(tmp_path), "--benchmark", "toolhop"]) == 0
+    (tmp_path / "pyproject.toml").write_text(
+        f"[tool.pytest.ini_options]\npython_files = {python_files}\n", encoding="utf-8")
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "suites/toolhop", "--data", "sample", "--model", "oracle",
+         "--limit", "1", "-q", "-p", "no:randomly", "-p", "no:cacheprovider", "--no-progress"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    assert "3 passed" in run.stdout

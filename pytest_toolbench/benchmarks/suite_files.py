@@ -32,6 +32,16 @@ def suite_path(name: str) -> Path:
     return Path(SUITES_FOLDER) / name / f"test_{name}.py"
 
 
+def suite_name_of(path: Path) -> str | None:
+    """The benchmark whose suite file ``path`` is laid out as (``suites/<name>/test_<name>.py``,
+    :func:`suite_path`), else None."""
+    name = path.stem[len("test_"):]
+    if (path.suffix == ".py" and path.stem.startswith("test_") and path.parent.name == name
+            and path.parent.parent.name == SUITES_FOLDER):
+        return name
+    return None
+
+
 def suite_source(benchmark: Any) -> str:
     """The text of ``benchmark``'s suite file. Refuses (ValueError) a name that cannot make a
     test function: ``test_<name>`` must be a Python identifier."""
