@@ -472,6 +472,26 @@ def test_case_timeout_is_an_infrastructure_error_of_its_own_kind(tmp_path):
     assert "--case-timeout 0.5s" in case["error"]["message"]
 
 
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]])
+def test_a_pytest_timeout_is_an_infrastructure_error_and_the_case_is_reported(tmp_path, workers):
+    """pytest-timeout's ``--timeout`` (or a project's ``timeout`` setting), its SIGALRM raised in
+    a test's wait for its case: the test ended in a traceback through the harness's event loop,
+    the case had no result and the run read "PARTIAL RESULTS ... never reported". It is an
+    infrastructure error of kind test_timeout, its request given up; the other cases score."""
+    slow_first = delayed(4.0, reply("<answer>x</answer>"), only_first=1)
+    with FakeOpenAIServer(slow_first) as server:
+        proc, report = run_suite(
+            tmp_path, *http(server, "--scenario", "direct", "--limit", "2", "--no-cache",
+                            "--concurrency", "1", "--timeout", "1", *workers),
+        )
+    assert "PARTIAL" not in proc.stdout and not report["run"].get("partial"), proc.stdout[-3000:]
+    errors = [c for c in report["cases"] if c["outcome"] == "error"]
+    assert [c["error"]["kind"] for c in errors] == ["test_timeout"], proc.stdout[-3000:]
+    assert "stopped while it waited: Timeout" in errors[0]["error"]["message"]  # pytest-timeout's
+    assert len(report["cases"]) == 2 and "test_timeout x1" in proc.stdout
+    assert "Traceback" not in proc.stdout and "selectors.py" not in proc.stdout
+
+
 def _tool_then_gold(body: dict, index: int):
     record = gold_for(body)
     if body.get("tools") and len(body["messages"]) == 1:

@@ -222,3 +222,31 @@ def test_ready_cases_are_a_quarter_of_the_concurrency():
     from pytest_toolbench.runtime.scheduler import ready_cases
 
     assert [ready_cases(n) for n in (1, 4, 8, 64, 256)] == [1, 1, 2, 16, 64]
+
+
+def test_abandoning_a_case_cancels_it_unless_it_finished():
+    """A test stopped from outside while it waited (pytest-timeout): the case's task is
+    cancelled, freeing its place; one that finished meanwhile gives its result."""
+    scheduler = CaseScheduler(concurrency=1)
+    gate = asyncio.Event()
+    ran: list[str] = []
+
+    def job(c: Case, wait: bool):
+        async def run() -> CaseResult:
+            ran.append(c.id)
+            if wait:
+                await gate.wait()
+            return passed(c)
+        return run
+
+    try:
+        scheduler.submit(case(1), job(case(1), wait=True))
+        scheduler.submit(case(2), job(case(2), wait=False))
+        scheduler.submit(case(3), job(case(3), wait=False))
+        assert scheduler.abandon("c1") is None  # not started yet: cancelled
+        assert scheduler.result("c2").outcome is Outcome.PASSED
+        assert scheduler.abandon("c2").case_id == "c2"  # finished: its result
+        assert scheduler.abandon("c1") is None and scheduler.abandon("unknown") is None
+        assert scheduler.result("c3").outcome is Outcome.PASSED and ran == ["c2", "c3"]
+    finally:
+        scheduler.close()

@@ -50,6 +50,11 @@ KIND_HINTS: dict[str, tuple[str, str]] = {
                             "see vllm.log in the run folder; --vllm-startup-timeout, --vllm-arg"),
     "cache_miss": ("--cache-only and no cached reply", "run once without --cache-only"),
     "case_timeout": ("the case ran past --case-timeout", "raise --case-timeout"),
+    "test_timeout": ("a per-test timeout outside the harness (pytest-timeout's --timeout or the "
+                     "project's timeout setting) stopped the test while its case waited for the "
+                     "model or its tools",
+                     "raise it for the suites (-o timeout=N; 0 for none); --case-timeout bounds "
+                     "a case in the harness"),
     "sdk_process_gone": ("the shared SDK process exited", "--sdk-process inline"),
     "replay_exhausted": ("the replay file has no more replies for the case",
                          "record again with --record"),

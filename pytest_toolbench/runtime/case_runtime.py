@@ -107,6 +107,23 @@ class CaseRuntime:
         self.submit(case)
         return self.scheduler.result(case.id)
 
+    def stopped_while_waiting(self, case: Case, stop: BaseException) -> CaseResult:
+        """``case`` when a timer outside the harness (pytest-timeout's SIGALRM) raised ``stop``
+        in its test's wait: its result if it was in, else an infrastructure error of kind
+        ``test_timeout``, its task cancelled. The test ended in a traceback through the
+        harness's event loop and the case had no result: the run read "PARTIAL RESULTS ...
+        never reported: a worker lost, the run stopped early, or the transport failed"."""
+        finished = self.scheduler.abandon(case.id)
+        if finished is not None:
+            return finished
+        result = error_result(base_fields(case), InfraError(
+            kind="test_timeout",
+            message=f"case {case.id} stopped while it waited: "
+                    f"{str(stop).strip() or type(stop).__name__}"))
+        result.model = self.model.name
+        result.repeat = case.repeat
+        return result
+
     def close(self) -> None:
         """Close, in the loop that used them, the model and whatever a runner owns (a runner
         with an ``aclose``, e.g. FamilyTool's second model for extraction)."""

@@ -91,6 +91,17 @@ class CaseScheduler:
             self._one_pass()
         return task.result()
 
+    def abandon(self, case_id: str) -> CaseResult | None:
+        """Stop waiting for ``case_id``: its result if it finished after all, else None and its
+        task cancelled (no further model call or tool for a case its test reported already)."""
+        task = self._tasks.get(case_id)
+        if task is None:
+            return None
+        if task.done():
+            return None if task.cancelled() else task.result()
+        task.cancel()
+        return None
+
     def _one_pass(self) -> None:
         """One pass of the loop, polling its sockets without waiting (asyncio's documented
         ``stop()`` then ``run_forever()``). A test whose result is already in does not need the

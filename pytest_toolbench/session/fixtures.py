@@ -227,7 +227,10 @@ def case_result(case: Case) -> CaseResult:
             if (isinstance(upcoming, Case) and runtime.can_run(upcoming)
                     and not (stored_results is not None and stored_results.has(upcoming))):
                 runtime.submit(upcoming)
-        result = timed_wait(node, runtime.result, case)  # its test's time is the case's (case_timing.py)
+        try:
+            result = timed_wait(node, runtime.result, case)  # its test's time is the case's (case_timing.py)
+        except pytest.fail.Exception as stop:  # raised by a timer from outside (pytest-timeout)
+            result = runtime.stopped_while_waiting(case, stop)
         if stored_results is not None:
             stored_results.put(case, result)
     # A case failed only because the run's controller was killed (its SDK process went with
