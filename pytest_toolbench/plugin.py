@@ -34,6 +34,7 @@ from pytest_toolbench.session.selection import (  # noqa: E402
     has_toolbench_tests,
     parametrize_cases,
     suite_module,
+    warn_shared_cases,
 )
 from pytest_toolbench.session.data_warning import warn_left_out_entry_points  # noqa: E402
 from pytest_toolbench.session.signals import (  # noqa: E402
@@ -171,6 +172,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_finish(session: pytest.Session) -> None:
+    warn_shared_cases(session)
     gc_tuning.freeze_collected()
 
 

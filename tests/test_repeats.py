@@ -327,3 +327,29 @@ def test_flaky_endpoint_flags_unstable_cases_and_each_repeat_calls_the_model(tmp
         assert case_id in proc.stdout  # listed in the terminal summary
     assert f"unstable cases ({f})" in proc.stdout
     assert replayed["repeats"] == report["repeats"]
+
+
+def test_copies_of_a_case_s_test_by_another_plugin_are_named_in_a_warning(tmp_path):
+    """pytest-repeat's ``--count 2`` (here a conftest that parametrises the suite's test again,
+    as it does) gives each case two tests that share its one result: "36 passed" with n 6 per
+    scenario, no word that the copies were not samples. The warning names it and --repeats."""
+    from pytest_toolbench.cli import main
+
+    assert main(["init", str(tmp_path), "--benchmark", "toolhop"]) == 0
+    (tmp_path / "conftest.py").write_text(
+        "def pytest_generate_tests(metafunc):\n"
+        "    if 'case' in metafunc.fixturenames:\n"
+        "        metafunc.fixturenames.append('copy')\n"
+        "        metafunc.parametrize('copy', [1, 2])\n", encoding="utf-8")
+    args = [sys.executable, "-m", "pytest", "suites/toolhop", "--data", "sample", "--model",
+            "oracle", "-p", "no:randomly", "-p", "no:cacheprovider", "--no-progress"]
+    for extra in ([], ["-n", "2"]):
+        run = subprocess.run([*args, *extra], cwd=tmp_path, capture_output=True, text=True,
+                             timeout=300)
+        assert run.returncode == 0, run.stdout[-2000:]
+        assert "36 passed" in run.stdout
+        assert run.stdout.count("18 of 36 collected tests repeat another's case") == 1, run.stdout
+        assert "--repeats K runs each case K times" in run.stdout
+    (tmp_path / "conftest.py").unlink()
+    run = subprocess.run(args, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert "18 passed" in run.stdout and "repeat another's case" not in run.stdout

@@ -25,7 +25,8 @@ from pytest_toolbench.results.gates import check_gate_selection, parse_gate
 from pytest_toolbench.results.partial_run import SHOWN_MISSING, first_named
 from pytest_toolbench.results.safe_text import safe_text
 from pytest_toolbench.runtime.repeat import expand_repeats
-from pytest_toolbench.session.data_warning import issue_config_warning, issue_data_warning
+from pytest_toolbench.runtime.upcoming import case_of
+from pytest_toolbench.session.data_warning import INSTALLED, issue_config_warning, issue_data_warning
 from pytest_toolbench.session.state import ToolbenchState, is_worker, state
 
 #: workerinput key: the controller reports the data's warnings, so this xdist worker keeps quiet.
@@ -62,6 +63,31 @@ def suite_module(file_path: Path, parent: pytest.Collector,
     if name is None or name not in declarations():
         return None
     return pytest.Module.from_parent(parent, path=file_path)
+
+
+def warn_shared_cases(session: pytest.Session) -> None:
+    """Tests that share a case with another (pytest-repeat's ``--count 3`` parametrises each
+    test again, the same case in each copy) in the warnings summary: the case runs and is scored
+    once, its copies share its result, and "54 passed" read as three samples per case where the
+    metrics had one (``n`` 6). ``--repeats`` is the harness's way to run a case K times."""
+    if getattr(session.config, "workerinput", {}).get("workerid", "gw0") != "gw0":
+        return  # every xdist worker collects the same tests: the first one says it
+    ids = [case.id for item in session.items if isinstance(case := case_of(item), Case)]
+    shared = len(ids) - len(set(ids))
+    if not shared:
+        return
+    try:
+        issue_data_warning(session.config, pytest.PytestWarning(
+            f"pytest-toolbench: {shared} of {len(ids)} collected tests repeat another's case "
+            "(another plugin copies tests, e.g. pytest-repeat's --count): a case runs and is "
+            "scored once per run and its copies share its result; --repeats K runs each case K "
+            "times (pass@k, unstable cases)"), source=INSTALLED)
+    except pytest.UsageError:
+        # An error filter (-W error) made it one: it stops an in-process run (exit 4); raised in
+        # an xdist worker's collection it ended a run that passed with exit 1 and no word.
+        if is_worker(session.config):
+            return
+        raise
 
 
 def validate_selection(config: pytest.Config) -> dict[str, list[Case]]:
