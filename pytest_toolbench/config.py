@@ -194,7 +194,7 @@ class RunSettings(DeferredModel):
         "aiohttp", flag="--http-transport",
         help="HTTP transport under the openai SDK: aiohttp (openai.DefaultAioHttpClient; "
              "a fraction of httpx's CPU per request at hundreds in flight) or httpx "
-             "(the SDK's default; honours HTTP(S)_PROXY)")
+             "(the SDK's default); both honour HTTP(S)_PROXY and NO_PROXY")
     #: Where the SDK runs: one shared process per run, or inside each pytest process
     #: (models/sdk_process/server.py explains the default).
     sdk_process: Literal["shared", "inline"] = option(

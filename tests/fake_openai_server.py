@@ -30,6 +30,7 @@ import json
 import threading
 import time
 import uuid
+from urllib.parse import urlsplit
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -228,7 +229,9 @@ class FakeOpenAIServer:
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length)
-                if self.path.rstrip("/") != "/v1/chat/completions":
+                # (absolute-form, "http://host/v1/...", when it plays a proxy: HTTP_PROXY)
+                path = urlsplit(self.path).path if "://" in self.path else self.path
+                if path.rstrip("/") != "/v1/chat/completions":
                     self._send(404, {}, error_body(404, f"no route {self.path}"))
                     return
                 try:

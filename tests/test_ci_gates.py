@@ -492,6 +492,25 @@ def test_a_pytest_timeout_is_an_infrastructure_error_and_the_case_is_reported(tm
     assert "Traceback" not in proc.stdout and "selectors.py" not in proc.stdout
 
 
+@pytest.mark.parametrize("transport", ["aiohttp", "httpx"])
+def test_both_transports_send_through_the_environment_s_proxy(tmp_path, transport):
+    """Behind a proxy (HTTP_PROXY, a company network): the endpoint's host resolves only there.
+    The help said only httpx honoured the variable; the default aiohttp client does too, and so
+    does the shared SDK process, which gets them from the pytest process."""
+    with FakeOpenAIServer(reply("<answer>x</answer>")) as proxy:
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith("OPENAI_") and not k.lower().endswith("_proxy")}
+        env.update(HTTP_PROXY=proxy.base_url.removesuffix("/v1"), NO_PROXY="")
+        proc = subprocess.run(
+            suite_cmd(tmp_path, "--base-url", "http://llm.internal.invalid/v1", "--api-key",
+                      "t", "--model", "m", "--scenario", "direct", "--limit", "1", "--no-cache",
+                      "--max-retries", "0", "--http-transport", transport),
+            cwd=REPO, capture_output=True, text=True, timeout=300, env=env)
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert [c["outcome"] for c in report["cases"]] == ["failed"], proc.stdout[-2000:]
+    assert len(proxy.requests) == 1
+
+
 def _tool_then_gold(body: dict, index: int):
     record = gold_for(body)
     if body.get("tools") and len(body["messages"]) == 1:

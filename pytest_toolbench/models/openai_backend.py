@@ -438,7 +438,9 @@ class OpenAIBackend:
         ``DefaultAioHttpClient``) by default: it costs a fraction of httpx's CPU per request at
         hundreds in flight, where httpx's pool keeps only 100 idle connections and re-connects
         past that (perf/run.py measures both); httpx stays selectable (``--http-transport
-        httpx``, it honours HTTP(S)_PROXY)."""
+        httpx``). Both take a proxy from HTTP(S)_PROXY / NO_PROXY (the SDK's aiohttp client
+        trusts the environment, as httpx does), which the shared SDK process gets from each
+        pytest process (sdk_process/protocol.py)."""
         http_client = (
             openai.DefaultAioHttpClient(timeout=self.timeout_s)
             if self.http_transport == "aiohttp" else None
