@@ -20,7 +20,7 @@ import pytest
 
 from view_runs import make_runs
 
-from pytest_toolbench.view.site import build_site
+from pytest_toolbench.view.site import build_site, unpack_chunk
 
 CHROMIUM = next((p for p in ("/usr/bin/chromium", shutil.which("chromium") or "") if p and Path(p).exists()), None)
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -176,8 +176,9 @@ def test_the_case_list_pages_through_a_long_run(site: dict, page) -> None:
     assert "latency" in page.inner_text("body") and " · ran " not in page.inner_text("body")
     # the chunk file stores its repeated long texts once; the page got every case back whole
     # (the copies repeat each tool's source and the transcripts' long texts)
-    _, _, shared, texts = json.loads("[" + re.search(r"TB\.chunk\((.*)\);", (
+    _, _, packed = json.loads("[" + re.search(r"TB\.chunkz\((.*)\);", (
         site["big"] / "data" / "big" / "c2.js").read_text(), re.S).group(1) + "]")
+    shared, texts = unpack_chunk(packed)
     assert texts, "the 120 copies share no long text: this test no longer checks TB.unshare"
     cases = json.loads((site["tmp"] / "big.json").read_text())["cases"]
     assert page.evaluate("TB.chunks['big/2'][19].transcript") == cases[119]["transcript"]

@@ -19,7 +19,7 @@ import pytest
 from view_runs import REPO, make_runs
 
 from pytest_toolbench.view.case_data import CHUNK, sandbox_limit, share_texts, unshare_texts
-from pytest_toolbench.view.site import build_site, js_literal
+from pytest_toolbench.view.site import build_site, js_literal, pack_chunk, unpack_chunk
 from shared_data import BUNDLED_TOOLHOP
 
 
@@ -44,6 +44,12 @@ def _js_call(path: Path, call: str) -> list:
     m = re.fullmatch(rf"TB\.{call}\((.*)\);\n", text, re.S)
     assert m, text[:200]
     return json.loads(f"[{m.group(1)}]".replace("<\\/", "</"))
+
+
+def _chunk(path: Path) -> list:
+    """A chunk file's ``TB.chunkz(key, k, packed)`` as ``[key, k, cases, texts]``."""
+    key, k, packed = _js_call(path, "chunkz")
+    return [key, k, *unpack_chunk(packed)]
 
 
 def test_the_leaderboard_ranks_full_runs_together_and_the_subset_apart(site: Path, runs: dict) -> None:
@@ -107,11 +113,33 @@ def test_the_case_data_is_chunked_and_complete(site: Path, runs: dict) -> None:
     assert [r["id"] for r in rows] == [c["case_id"] for c in cases]
     assert [r["o"] for r in rows] == [c["outcome"] for c in cases]
     assert rows[0]["labels"]["hops"] == str(cases[0]["labels"]["hops"])
-    _, k, payload, texts = _js_call(site / "data" / key / "c0.js", "chunk")
+    _, k, payload, texts = _chunk(site / "data" / key / "c0.js")
     payload = unshare_texts(payload, texts)
     assert k == 0 and [p["id"] for p in payload] == [c["case_id"] for c in cases[:CHUNK]]
     assert payload[0]["transcript"] == cases[0]["transcript"]
     assert payload[0]["details"]["gold"] == cases[0]["details"]["gold"]
+
+
+def test_a_chunk_file_is_packed_and_reads_back_as_the_literal_it_held() -> None:
+    """Gzipped and base64: a FamilyTool chunk repeats each case's tool list (~4 KB) beyond what
+    its shared texts take; the real data's site was 47 MB for a 2.9 MB run folder. What comes
+    back is the literal the plain file held: NaN, non-ASCII, a text that would close a
+    <script>, a chunk too deep to share."""
+    tools = [{"name": f"tool_{n}", "description": "d" * 60, "parameters": {"x": n}} for n in range(40)]
+    cases = [{"id": f"c{i}", "values": {"score": math.nan, "em": 1.0}, "details": {"tools": tools},
+              "transcript": [{"role": "user", "content": f"q{i} ünï </script> \x00"}]}
+             for i in range(50)]
+    shared, texts = share_texts(cases)
+    packed = pack_chunk(shared, texts)
+    assert re.fullmatch(r"[A-Za-z0-9+/=]+", packed)
+    assert len(packed) * 10 < len(js_literal([shared, texts]))
+    back, back_texts = unpack_chunk(packed)
+    assert back_texts == texts and math.isnan(back[0]["values"]["score"])
+    assert json.dumps(unshare_texts(back, back_texts)) == json.dumps(cases)  # NaN as NaN
+    deep: Any = "leaf"
+    for _ in range(900):
+        deep = [deep]
+    assert unpack_chunk(pack_chunk([{"a": deep}], None)) == ([{"a": deep}], None)
 
 
 def test_a_chunk_stores_each_repeated_long_text_once() -> None:
@@ -304,7 +332,7 @@ def test_the_site_reads_the_one_run_record_older_and_newer_ones_too(tmp_path: Pa
         assert "benchmark_options.toolhop.scorer" in page and "http://127.0.0.1:41234/v1" in page
     newer = (tmp_path / "site" / "run-newer-writer.html").read_text()
     assert "future_setting" in newer
-    chunk = unshare_texts(*_js_call(tmp_path / "site" / "data" / "newer-writer" / "c0.js", "chunk")[2:])
+    chunk = unshare_texts(*_chunk(tmp_path / "site" / "data" / "newer-writer" / "c0.js")[2:])
     assert chunk[0]["id"] == old["cases"][0]["case_id"] and "future_case" not in chunk[0]
 
 

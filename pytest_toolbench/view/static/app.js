@@ -59,6 +59,27 @@ TB.chunk = function (key, k, cases, texts) {
   delete TB.waiting[id];
 };
 
+/* A chunk file holds its [cases, texts] literal gzipped, as base64 (view/site.py pack_chunk: a
+ * FamilyTool run's site was 17 times the size): unpacked here with the browser's
+ * DecompressionStream, then read as the plain literal was. */
+TB.chunkz = function (key, k, packed) {
+  var fail = function (why) {
+    var box = document.getElementById("case") || document.getElementById("case-list");
+    if (box) box.textContent = "Cannot read the case data of " + key + " (" + why + ")";
+  };
+  if (typeof DecompressionStream === "undefined") {
+    fail("this browser has no DecompressionStream: Chrome 80, Firefox 113 or Safari 16.4 on");
+    return;
+  }
+  var raw = atob(packed), bytes = new Uint8Array(raw.length);
+  for (var i = 0; i < raw.length; i++) bytes[i] = raw.charCodeAt(i);
+  var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+  new Response(stream).text().then(function (literal) {
+    var d = (new Function("return " + literal))();  // the site's own literal, as its <script> was
+    TB.chunk(key, k, d[0], d[1]);
+  }, function (err) { fail(String(err)); });
+};
+
 TB.loadChunk = function (key, k, cb) {
   var id = key + "/" + k;
   if (TB.chunks[id]) { cb(TB.chunks[id]); return; }
