@@ -23,12 +23,9 @@ def passed(c: Case) -> CaseResult:
     return CaseResult(case_id=c.id, benchmark=c.benchmark, scenario=c.scenario, outcome=Outcome.PASSED)
 
 
-def test_no_thread_of_its_own_and_run_ahead_progresses_while_one_case_is_awaited():
-    before = threading.active_count()
-    scheduler = CaseScheduler(concurrency=4)
-    started: list[str] = []
-    gate = asyncio.Event()
-
+def gated_jobs(started: list[str], gate: asyncio.Event):
+    """``job(case, wait)``: a case job that notes its start in ``started`` and, with ``wait``,
+    finishes only once ``gate`` is set."""
     def job(c: Case, wait: bool):
         async def run() -> CaseResult:
             started.append(c.id)
@@ -36,7 +33,15 @@ def test_no_thread_of_its_own_and_run_ahead_progresses_while_one_case_is_awaited
                 await gate.wait()
             return passed(c)
         return run
+    return job
 
+
+def test_no_thread_of_its_own_and_run_ahead_progresses_while_one_case_is_awaited():
+    before = threading.active_count()
+    scheduler = CaseScheduler(concurrency=4)
+    started: list[str] = []
+    gate = asyncio.Event()
+    job = gated_jobs(started, gate)
     try:
         assert threading.active_count() == before  # the loop runs on this (pytest's) thread
         first = scheduler.submit(case(0), job(case(0), wait=False))
@@ -228,17 +233,8 @@ def test_abandoning_a_case_cancels_it_unless_it_finished():
     """A test stopped from outside while it waited (pytest-timeout): the case's task is
     cancelled, freeing its place; one that finished meanwhile gives its result."""
     scheduler = CaseScheduler(concurrency=1)
-    gate = asyncio.Event()
     ran: list[str] = []
-
-    def job(c: Case, wait: bool):
-        async def run() -> CaseResult:
-            ran.append(c.id)
-            if wait:
-                await gate.wait()
-            return passed(c)
-        return run
-
+    job = gated_jobs(ran, asyncio.Event())
     try:
         scheduler.submit(case(1), job(case(1), wait=True))
         scheduler.submit(case(2), job(case(2), wait=False))
