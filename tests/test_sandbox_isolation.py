@@ -256,21 +256,24 @@ def test_missing_kernel_layers_refuse_tools():
 
 
 @pytest.mark.parametrize("insecure", [False, True])
-def test_a_machine_that_is_not_linux_is_refused_before_any_process_starts(monkeypatch, insecure):
+def test_a_machine_that_is_not_linux_is_refused_before_any_process_starts(monkeypatch, insecure,
+                                                                          tmp_path):
     """The zygote is Linux's alone (prctl, unshare, system calls by number): elsewhere a start
-    would die on an obscure error, or make an unrelated system call, insecure or not."""
+    would die on an obscure error, or make an unrelated system call, insecure or not. (Its own
+    temporary folder: another xdist worker's sandbox made one in the shared /tmp meanwhile.)"""
     import sys
     import tempfile
 
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     before = set(os.listdir(tempfile.gettempdir()))
     monkeypatch.setattr(sys, "platform", "darwin")
     with ToolSandbox(SandboxLimits(workers=1, insecure=insecure)) as sb:
         with pytest.raises(SandboxStartError, match="refusing to run untrusted tool code on darwin: the tool "
                                                     "sandbox needs Linux") as raised:
             sb.isolation_state()
-    monkeypatch.undo()
     assert "run ToolHop in a Linux container or VM" in str(raised.value)
     assert not {n for n in set(os.listdir(tempfile.gettempdir())) - before if n.startswith("toolbench-sandbox-")}
+    monkeypatch.undo()
 
 
 def test_insecure_mode_runs_and_says_so():
