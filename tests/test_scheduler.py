@@ -246,3 +246,44 @@ def test_abandoning_a_case_cancels_it_unless_it_finished():
         assert scheduler.result("c3").outcome is Outcome.PASSED and ran == ["c2", "c3"]
     finally:
         scheduler.close()
+
+
+class _Alarm(BaseException):
+    """What pytest-timeout's signal handler raises (its Failed is a BaseException too)."""
+
+
+def test_an_alarm_handler_s_exception_reaches_the_wait_not_a_running_case():
+    """pytest-timeout's SIGALRM handler raises in whatever code runs: in a case's step (here one
+    busy 0.3 s without awaiting), that case took the exception as its outcome and the awaited
+    test waited on. It is raised from the wait, once the loop stopped; the busy case finishes."""
+    import signal
+
+    scheduler = CaseScheduler(concurrency=2)
+    gate = asyncio.Event()
+
+    def raise_alarm(signum, frame):
+        raise _Alarm("Timeout (>0.1s) from pytest-timeout.")
+
+    def busy(c: Case):
+        async def run() -> CaseResult:
+            end = time.monotonic() + 0.3
+            while time.monotonic() < end:  # no await: the signal comes in this step
+                pass
+            return passed(c)
+        return run
+
+    previous = signal.signal(signal.SIGALRM, raise_alarm)
+    try:
+        scheduler.submit(case(1), gated_jobs([], gate)(case(1), wait=True))
+        scheduler.submit(case(2), busy(case(2)))
+        scheduler._loop.call_later(2.0, gate.set)  # (without the fix: c1 ends, nothing raised)
+        signal.setitimer(signal.ITIMER_REAL, 0.1)
+        with pytest.raises(_Alarm, match="pytest-timeout"):
+            scheduler.result("c1")
+        assert signal.getsignal(signal.SIGALRM) is raise_alarm  # its handler back in place
+        assert scheduler.result("c2").outcome is Outcome.PASSED
+        assert scheduler.result("c1").outcome is Outcome.PASSED
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        scheduler.close()

@@ -26,6 +26,7 @@ waits only for a case submitted before the ones after it, and every loop pass se
 from __future__ import annotations
 
 import asyncio
+import signal
 import threading
 import traceback
 from collections.abc import Awaitable, Callable
@@ -86,10 +87,39 @@ class CaseScheduler:
         self._check_thread()
         task = self._tasks[case_id]
         if not task.done():
-            self._loop.run_until_complete(task)
+            self._alarms_at_a_safe_point(lambda: self._loop.run_until_complete(task))
         elif not (self._loop.is_running() or self._loop.is_closed()):
-            self._one_pass()
+            self._alarms_at_a_safe_point(self._one_pass)
         return task.result()
+
+    def _alarms_at_a_safe_point(self, run: Callable[[], Any]) -> None:
+        """``run`` the loop with a SIGALRM handler of Python's (pytest-timeout's signal method,
+        which raises its ``Failed`` in whatever code the signal interrupts) called here, once
+        the loop has stopped: its exception came in whichever step the loop was running, a
+        case's task took it as that case's outcome (the awaited test went on waiting, the
+        other case's test failed with the timeout), or a task the run needs for every call
+        (the SDK process's reader) died. The signal now stops the loop; the handler runs after."""
+        alarm = getattr(signal, "SIGALRM", None)
+        handler = signal.getsignal(alarm) if alarm is not None else None
+        if not callable(handler) or threading.current_thread() is not threading.main_thread():
+            run()
+            return
+        fired: list[tuple[int, Any]] = []
+
+        def stop_the_loop(signum: int, frame: Any) -> None:
+            fired.append((signum, frame))
+            self._loop.call_soon_threadsafe(self._loop.stop)  # wakes a select() waiting on I/O
+
+        signal.signal(alarm, stop_the_loop)
+        try:
+            run()
+        except RuntimeError:  # "Event loop stopped before Future completed."
+            if not fired:
+                raise
+        finally:
+            signal.signal(alarm, handler)
+        if fired:
+            handler(*fired[0])  # its exception (pytest-timeout's Failed) is the waiting test's
 
     def abandon(self, case_id: str) -> CaseResult | None:
         """Stop waiting for ``case_id``: its result if it finished after all, else None and its
