@@ -68,7 +68,8 @@ TB.chunkz = function (key, k, packed) {
     if (box) box.textContent = "Cannot read the case data of " + key + " (" + why + ")";
   };
   if (typeof DecompressionStream === "undefined") {
-    fail("this browser has no DecompressionStream: Chrome 80, Firefox 113 or Safari 16.4 on");
+    fail("this browser cannot unpack it: DecompressionStream came with Chrome 80, Firefox 113 " +
+         "and Safari 16.4");
     return;
   }
   var raw = atob(packed), bytes = new Uint8Array(raw.length);
