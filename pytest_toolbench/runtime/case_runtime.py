@@ -116,13 +116,10 @@ class CaseRuntime:
         finished = self.scheduler.abandon(case.id)
         if finished is not None:
             return finished
-        result = error_result(base_fields(case), InfraError(
+        return error_result(base_fields(case, self.model), InfraError(
             kind="test_timeout",
             message=f"case {case.id} stopped while it waited: "
                     f"{str(stop).strip() or type(stop).__name__}"))
-        result.model = self.model.name
-        result.repeat = case.repeat
-        return result
 
     def close(self) -> None:
         """Close, in the loop that used them, the model and whatever a runner owns (a runner
