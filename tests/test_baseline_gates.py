@@ -138,3 +138,20 @@ def test_a_verdict_says_when_the_case_sets_differ() -> None:
     bl = Baseline(metrics=base.metrics, comparison=compare_runs([base, cur], SPECS, LABELS))
     v = evaluate_gate(parse_gate("bench.s.accuracy.diff>=0"), cur.metrics, bl)
     assert "only in baseline: 1, only in this run: 0" in v.reason
+
+
+def test_a_paired_gate_on_a_benchmark_one_side_lacks_says_which() -> None:
+    """The comparison leaves such a benchmark out (test_compare.py); the gate fails and names
+    the side without it, not only "not in the comparison"."""
+    from test_compare import LABELS_TWO, SPECS_TWO, with_other
+
+    base = run("A", [case(i, v, model="a") for i, v in enumerate(A_OK)])
+    both = with_other("B", [case(i, v, model="b") for i, v in enumerate(B_OK)],
+                      [case(i, 1, model="b") for i in range(3)])
+    for ref, cur, side in ((base, both, "the baseline"), (both, base, "this run")):
+        bl = Baseline(metrics=ref.metrics,
+                      comparison=compare_runs([ref, cur], SPECS_TWO, LABELS_TWO, n_boot=100))
+        v = evaluate_gate(parse_gate("other.s.accuracy.diff>=0"), cur.metrics, bl)
+        assert not v.passed
+        assert v.reason == (f"other.s.accuracy is not in the comparison with the baseline "
+                            f"({side} has no other case)")

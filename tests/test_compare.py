@@ -187,6 +187,53 @@ def test_a_scenario_in_one_run_only_is_shown_with_coverage(pair) -> None:
     assert row.diffs[0].diff is None and row.diffs[0].n_paired == 0
 
 
+SPECS_TWO = SPECS | {"other": SPECS["bench"]}
+LABELS_TWO = LABELS | {"other": LABELS["bench"]}
+
+
+def of_other(cases: list[CaseResult]) -> list[CaseResult]:
+    return [c.model_copy(update={"benchmark": "other"}) for c in cases]
+
+
+def with_other(label: str, cases: list[CaseResult], other: list[CaseResult]) -> LoadedRun:
+    return LoadedRun.from_cases(label, cases + of_other(other), SPECS_TWO, LABELS_TWO, n_boot=200)
+
+
+def test_a_benchmark_one_run_lacks_is_named_not_tabulated(pair) -> None:
+    """A ToolHop run against a ToolHop + FamilyTool one: FamilyTool's every row was "-" / "n/a"
+    and its every scenario "0 paired" (440 of 469 lines); it is one line now, either way round,
+    and the benchmark both have is compared as before."""
+    from pytest_toolbench.compare.render import comparison_text
+
+    a, b = pair
+    both = with_other("both", b.cases, [case(i, 1, model="b") for i in range(3)])
+    for runs, line in (([a, both], "other: not compared, A has no case of it (B 3 cases); "
+                                   "differences are against A"),
+                       ([both, a], "other: only in A (3 cases); no other run has it, so nothing "
+                                   "to compare")):
+        comp = compare_runs(runs, SPECS_TWO, LABELS_TWO, n_boot=200)
+        assert comp.benchmarks() == ["bench"]
+        assert [(u.benchmark, u.n_cases) for u in comp.not_compared] == [
+            ("other", [0, 3] if runs[0] is a else [3, 0])]
+        assert comp.find("bench.s.accuracy").diffs[0].n_paired == 10
+        text = comparison_text(comp, width=200)
+        assert line in text and "other/s" not in text and "other / s" not in text
+    # a run holding both benchmarks twice over: nothing left out, and no key in the JSON
+    comp = compare_runs([both, both], SPECS_TWO, LABELS_TWO, n_boot=200)
+    assert comp.benchmarks() == ["bench", "other"] and "not_compared" not in comp.model_dump()
+
+
+def test_a_benchmark_the_reference_and_one_other_run_have_is_compared(pair) -> None:
+    """Three runs: A and B have "other", C has not. A and B pair on it; C's cells are "-"."""
+    a, b = pair
+    three = [case(i, 1, model="x") for i in range(3)]
+    runs = [with_other("A", a.cases, three), with_other("B", b.cases, three), run("C", b.cases)]
+    comp = compare_runs(runs, SPECS_TWO, LABELS_TWO, n_boot=200)
+    assert comp.not_compared == []
+    row = comp.find("other.s.accuracy")
+    assert [d.n_paired for d in row.diffs] == [3, 0] and row.values[2] is None
+
+
 def test_seeded_and_reproducible(pair) -> None:
     one = compare_runs(list(pair), SPECS, LABELS, n_boot=300, seed=3)
     two = compare_runs(list(pair), SPECS, LABELS, n_boot=300, seed=3)

@@ -122,3 +122,17 @@ def test_replies_cut_short_are_counted_per_scenario() -> None:
     cur.metrics.scenarios[0].n_cases_cut_short = 2
     assert "2 with a reply cut short (finish_reason length or content_filter)" in render_markdown(
         cur.metrics, model="model-b")
+
+
+def test_a_benchmark_the_baseline_lacks_is_a_line_not_a_table() -> None:
+    from test_compare import LABELS_TWO, SPECS_TWO, with_other
+
+    base = run("model-a", [case(i, v, model="model-a") for i, v in enumerate(A_OK)])
+    cur = with_other("model-b", [case(i, v, model="model-b") for i, v in enumerate(B_OK)],
+                     [case(i, 1, model="model-b") for i in range(3)])
+    comp = compare_runs([base, cur], SPECS_TWO, LABELS_TWO, n_boot=100)
+    text = render_markdown(cur.metrics, [], comp, model="model-b", run_id="r1")
+    section = text[text.index("### Comparison with the baseline"):]
+    assert "#### bench" in section and "#### other" not in section
+    assert ("- other: not compared, A has no case of it (B 3 cases); differences are against A\n"
+            in section)

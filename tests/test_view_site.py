@@ -224,6 +224,23 @@ def test_the_side_by_side_page_says_which_run_is_partial_and_why(runs: dict, tmp
     assert "warn partial" not in next(whole.glob("diff-*.html")).read_text()
 
 
+def test_the_side_by_side_page_names_a_benchmark_only_one_run_has(runs: dict, tmp_path: Path) -> None:
+    """A run of two benchmarks beside a run of one: the other benchmark's scenarios were sections
+    of "0 paired, 0 only in A, 18 only in B" with "-" and "n/a" in every cell; one line now."""
+    both = json.loads((runs["tmp"] / "oracle.json").read_text())
+    extra = [dict(c, benchmark="extra") for c in both["cases"]]
+    both["cases"] += extra
+    both["run"].update(run_id="both", started=both["run"]["started"] + 1000)
+    (tmp_path / "both.json").write_text(json.dumps(both))
+    out = tmp_path / "site"
+    assert build_site([runs["tmp"] / "half.json", tmp_path / "both.json"], out).pairs == 1
+    (page,) = out.glob("diff-*.html")
+    text = " ".join(page.read_text().split())
+    assert (f'<p class="not-compared">extra: not compared, A has no case of it (B {len(extra)} '
+            "cases); differences are against A.</p>") in text
+    assert "<h3>toolhop / mandatory" in text and "<h3>extra /" not in text
+
+
 def test_a_rebuild_drops_the_pages_of_runs_that_are_gone(runs: dict, tmp_path: Path) -> None:
     out = tmp_path / "site"
     build_site([runs["tmp"] / "oracle.json", runs["tmp"] / "half.json"], out)

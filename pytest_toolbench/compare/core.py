@@ -2,10 +2,11 @@
 
 Cases pair on (benchmark, scenario, case id); the model is not part of the key, so two models
 on the same sample ids pair up. Cases present in one run only are counted in the coverage, never
-silently dropped. A case that ran more than once in a run (``--repeats``: ids ``<case>-r<k>``)
-is collapsed, under its base id, to the mean of its scored repeats before pairing, so a repeated
-run pairs with a plain one and with another repeated run case by case; McNemar then applies only
-where those means are still 0/1.
+silently dropped; a benchmark no run shares with the reference is named, not tabulated. A case
+that ran more than once in a run (``--repeats``: ids ``<case>-r<k>``) is collapsed, under its
+base id, to the mean of its scored repeats before pairing, so a repeated run pairs with a plain
+one and with another repeated run case by case; McNemar then applies only where those means are
+still 0/1.
 Pure functions: the metric declarations come in as arguments (the CLI takes them from the
 benchmark registry).
 """
@@ -25,6 +26,7 @@ from pytest_toolbench.results.comparison import (
     RunRef,
     RunValue,
     ScenarioComparison,
+    UncomparedBenchmark,
 )
 from pytest_toolbench.compare.stats import (
     is_binary,
@@ -146,6 +148,21 @@ def _groups(runs: Sequence[LoadedRun], cases: Sequence[dict[str, _Case]], key: S
     return sorted(found, key=natural_key)
 
 
+def _uncompared(runs: Sequence[LoadedRun],
+                collapsed: Sequence[dict[ScenarioKey, dict[str, _Case]]]) -> list[UncomparedBenchmark]:
+    """The benchmarks that the reference lacks, or that only the reference has: a difference is
+    always against the reference, so none of them has one."""
+    keys = [{k[0] for k in _scenario_keys([run])} for run in runs]
+    out = []
+    for benchmark in sorted(set().union(*keys)):
+        holders = [i for i, held in enumerate(keys) if benchmark in held]
+        if holders[0] != 0 or len(holders) == 1:
+            out.append(UncomparedBenchmark(benchmark=benchmark, n_cases=[
+                sum(len(cases) for k, cases in by_key.items() if k[0] == benchmark)
+                for by_key in collapsed]))
+    return out
+
+
 def compare_runs(
     runs: Sequence[LoadedRun],
     specs: dict[str, tuple[MetricSpec, ...]],
@@ -170,8 +187,12 @@ def compare_runs(
     kw = {"n_boot": n_boot, "seed": seed, "confidence": confidence}
     unknown: list[str] = []
     scenarios: list[ScenarioComparison] = []
+    not_compared = _uncompared(runs, collapsed)
+    skipped = {u.benchmark for u in not_compared}
     for key in _scenario_keys(runs):
         benchmark, scenario = key
+        if benchmark in skipped:
+            continue
         per_run = [c.get(key, {}) for c in collapsed]
         ref = per_run[0]
         coverage = []
@@ -233,7 +254,7 @@ def compare_runs(
                    cached_calls=r.record.run.cache.replies_from_cache if r.record.run.cache else None)
             for r in runs]
     return Comparison(runs=refs, confidence=confidence, n_boot=n_boot, seed=seed,
-                      scenarios=scenarios, unknown_benchmarks=unknown)
+                      scenarios=scenarios, unknown_benchmarks=unknown, not_compared=not_compared)
 
 
 def registry_specs() -> tuple[dict[str, tuple[MetricSpec, ...]], dict[str, tuple[str, ...]]]:

@@ -63,6 +63,21 @@ def coverage_lines(comp: Comparison, benchmark: str) -> list[str]:
     return lines
 
 
+def not_compared_lines(comp: Comparison) -> list[str]:
+    """One line per benchmark left out because no run pairs with A on it, e.g. "familytool:
+    only in A (66 cases); no other run has it, so nothing to compare"."""
+    lines = []
+    for u in comp.not_compared:
+        held = [f"{letter(i)} {n} cases" for i, n in enumerate(u.n_cases) if n]
+        if u.n_cases[0]:
+            lines.append(f"{u.benchmark}: only in A ({u.n_cases[0]} cases); no other run has "
+                         "it, so nothing to compare")
+        else:
+            lines.append(f"{u.benchmark}: not compared, A has no case of it ({', '.join(held)}); "
+                         "differences are against A")
+    return lines
+
+
 def unequal_cases_note(comp: Comparison, benchmark: str) -> str | None:
     """Said above the values when the runs do not hold the same cases (a --limit run against a
     full one): "A 16.67%  B 0.00%  B - A +0.00 pp" then read as a contradiction, the values
@@ -191,6 +206,8 @@ def comparison_lines(comp: Comparison, width: int) -> list[str]:
         for line in coverage_lines(comp, benchmark) + change_lines(comp, benchmark):
             out += wrap_words(safe_text(line), width)
         out.append("")
+    for line in not_compared_lines(comp):
+        out += wrap_words(safe_text(line), width)
     if comp.unknown_benchmarks:
         out += wrap_words("no metric declarations for " + ", ".join(comp.unknown_benchmarks)
                           + " (not a registered benchmark): values only, no paired statistics",

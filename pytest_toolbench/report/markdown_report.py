@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from pytest_toolbench.compare.render import (change_lines, coverage_lines, fmt_diff, fmt_mcnemar,
-                                             fmt_value, unequal_cases_note)
+                                             fmt_value, not_compared_lines, unequal_cases_note)
 from pytest_toolbench.compare.render import legend as comparison_legend
 from pytest_toolbench.compare.render import letter
 from pytest_toolbench.fileio import atomic_write_text
@@ -128,7 +128,8 @@ def _comparison(comp: Comparison) -> list[str]:
                           [*table(header, rows, align), ""])]
         out += [f"- {line}" for line in coverage_lines(comp, benchmark)
                 + change_lines(comp, benchmark, code=True)] + [""]
-    return out
+    lone = not_compared_lines(comp)
+    return out + ([f"- {line}" for line in lone] + [""] if lone else [])
 
 
 def overview(metrics: RunMetrics, headlines: Mapping[str, Headline] | None = None) -> list[str]:

@@ -128,6 +128,17 @@ class ScenarioComparison(DeferredModel):
     changes: list[CaseChanges] = Field(default_factory=list)
 
 
+class UncomparedBenchmark(DeferredModel):
+    """A benchmark no run can be compared on with the reference: the reference has no case of
+    it, or no other run has. Its values are in each run's own report; as a table it was rows of
+    ``-`` and ``n/a`` and scenarios of "0 paired" (a ToolHop run against a ToolHop + FamilyTool
+    one: 469 lines, 440 of them FamilyTool's)."""
+
+    benchmark: str
+    #: Cases of it in each run, in run order (0: the run has none).
+    n_cases: list[int]
+
+
 class Comparison(DeferredModel):
     runs: list[RunRef]
     confidence: float
@@ -139,6 +150,9 @@ class Comparison(DeferredModel):
     #: How the runs' data differ, one line per run that differs from the reference: non-empty
     #: only for a comparison made with --allow-different-data (otherwise it is refused).
     different_data: list[str] = Field(default_factory=list)
+    #: Benchmarks left out of ``scenarios`` because no run pairs with the reference on them.
+    not_compared: list[UncomparedBenchmark] = Field(default_factory=list,
+                                                   exclude_if=lambda v: not v)
 
     def find(self, path: str | MetricPath) -> MetricComparison | None:
         """The row for a metric path such as ``toolhop.mandatory[hops=3].accuracy``."""

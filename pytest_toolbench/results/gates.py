@@ -338,6 +338,16 @@ def _coverage_note(gate: Gate, baseline: Baseline) -> str:
             f"only in this run: {c.only_in_run})")
 
 
+def _one_sided(gate: Gate, comparison: Comparison) -> str:
+    """Why a benchmark is missing from the comparison: one of the two runs has no case of it."""
+    benchmark = MetricPath.parse(gate.path).benchmark
+    for u in comparison.not_compared:
+        if u.benchmark == benchmark:
+            side = "this run" if u.n_cases[0] else "the baseline"
+            return f" ({side} has no {benchmark} case)"
+    return ""
+
+
 def _evaluate_baseline_gate(gate: Gate, metrics: RunMetrics, baseline: Baseline | None) -> GateVerdict:
     def fail(reason: str) -> GateVerdict:
         return GateVerdict(gate=str(gate), actual=None, passed=False, reason=reason)
@@ -347,7 +357,8 @@ def _evaluate_baseline_gate(gate: Gate, metrics: RunMetrics, baseline: Baseline 
     if gate.paired is not None:
         row = baseline.comparison.find(gate.path)
         if row is None or not row.diffs:
-            return fail(f"{gate.path} is not in the comparison with the baseline")
+            return fail(f"{gate.path} is not in the comparison with the baseline"
+                        + _one_sided(gate, baseline.comparison))
         d = row.diffs[0]
         actual = {
             "diff": d.diff,

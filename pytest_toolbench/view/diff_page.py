@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 
 from pytest_toolbench.deferred_model import DeferredModel
 from pytest_toolbench.compare.core import compare_runs
+from pytest_toolbench.compare.render import not_compared_lines
 from pytest_toolbench.compare.same_data import keys_mismatch
 from pytest_toolbench.results.comparison import MetricComparison
 from pytest_toolbench.results.metrics import MetricSpec
@@ -62,6 +63,8 @@ class DiffPage(DeferredModel):
     #: ``A: -x/--maxfail=1 stopped the run``: each partial run of the pair and why (its cases
     #: fewer than it selected), as ``toolbench compare`` ends its text.
     partial: list[str] = []
+    #: ``familytool: only in A (66 cases); ...``: a benchmark of one run only, not tabulated.
+    not_compared: list[str] = []
 
 
 def diff_file(a: str, b: str) -> str:
@@ -132,4 +135,5 @@ def build_diff(a: ViewRun, b: ViewRun, specs: Mapping[str, tuple[MetricSpec, ...
                for side, run, ref in zip("AB", (a, b), comparison.runs) if ref.partial]
     return DiffPage(a=a.key, b=b.key, a_model=a.model, b_model=b.model,
                     file=diff_file(a.key, b.key), scenarios=scenarios,
-                    confidence=comparison.confidence, n_boot=comparison.n_boot, partial=partial)
+                    confidence=comparison.confidence, n_boot=comparison.n_boot, partial=partial,
+                    not_compared=not_compared_lines(comparison))
