@@ -162,8 +162,8 @@ def pytest_keyboard_interrupt(excinfo: pytest.ExceptionInfo[BaseException]) -> N
 @pytest.hookimpl(wrapper=True)
 def pytest_collect_file(file_path: Any, parent: pytest.Collector):  # type: ignore[no-untyped-def]
     collected = yield
-    module = suite_module(file_path, parent, collected)
-    return collected if module is None else [*collected, module]
+    replaced = suite_module(file_path, parent, collected)
+    return collected if replaced is None else replaced
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

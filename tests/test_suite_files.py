@@ -122,18 +122,22 @@ def test_an_installed_benchmarks_quotes_and_backslashes_stay_inside_the_docstrin
     assert f"scenario(name='{scenario}')" in docstring
 
 
-@pytest.mark.parametrize("python_files", ['["check_*.py"]', '["test_*.py", "check_*.py"]'])
+@pytest.mark.parametrize("settings", [
+    'python_files = ["check_*.py"]', 'python_files = ["test_*.py", "check_*.py"]',
+    'python_functions = ["check_*"]', 'python_files = ["*_test.py"]\npython_functions = ["check"]',
+    'python_functions = ["check_*", "test_*"]'])
 def test_a_project_naming_its_tests_otherwise_still_runs_the_suites(
-        tmp_path: Path, python_files: str) -> None:
-    """A project whose ``python_files`` leaves out ``test_*.py`` collected nothing from
-    ``pytest suites/toolhop`` ("no case ran (the selection, -k/-m or --lf left none)"); one whose
-    patterns take it in gets it once, not twice."""
+        tmp_path: Path, settings: str) -> None:
+    """A project whose ``python_files`` leaves out ``test_*.py``, or whose ``python_functions``
+    leaves out ``test_*``, collected nothing from ``pytest suites/toolhop`` ("no case ran (the
+    selection, -k/-m or --lf left none)"); one whose patterns take it in gets it once, not
+    twice."""
     import subprocess
     import sys
 
     assert main(["init", str(tmp_path), "--benchmark", "toolhop"]) == 0
     (tmp_path / "pyproject.toml").write_text(
-        f"[tool.pytest.ini_options]\npython_files = {python_files}\n", encoding="utf-8")
+        f"[tool.pytest.ini_options]\n{settings}\n", encoding="utf-8")
     run = subprocess.run(
         [sys.executable, "-m", "pytest", "suites/toolhop", "--data", "sample", "--model", "oracle",
          "--limit", "1", "-q", "-p", "no:randomly", "-p", "no:cacheprovider", "--no-progress"],

@@ -51,18 +51,34 @@ def targeted_benchmarks(config: pytest.Config) -> list[str]:
     return out
 
 
+class SuiteModule(pytest.Module):
+    """A benchmark's suite file whose ``test_<name>`` is collected whatever the project's
+    ``python_functions`` says: one of ``["check_*"]`` left the suite without a test, and the run
+    said "the selection, -k/-m or --lf left none"."""
+
+    def funcnamefilter(self, name: str) -> bool:
+        return name == f"test_{suite_name_of(self.path)}" or super().funcnamefilter(name)
+
+
 def suite_module(file_path: Path, parent: pytest.Collector,
-                 collected: list[Any]) -> pytest.Module | None:
-    """A benchmark's suite file as a test module where pytest collected none from it: a project
-    whose ``python_files`` leaves out ``test_*.py`` (``["check_*.py"]``, ``*_test.py``) ran no
-    case of ``pytest suites/toolhop``, and the run said "the selection, -k/-m or --lf left
-    none". The suite file is the harness's, whatever the project names its own tests."""
-    if any(isinstance(c, pytest.Module) for c in collected):
-        return None
+                 collected: list[Any]) -> list[Any] | None:
+    """``collected`` with a benchmark's suite file as a test module its test is collected from,
+    or None to keep it as it is. A project whose ``python_files`` leaves out ``test_*.py``
+    (``["check_*.py"]``, ``*_test.py``) collected no module from it, and one whose
+    ``python_functions`` leaves out ``test_*`` no test; either way ``pytest suites/toolhop`` ran
+    no case, saying "the selection, -k/-m or --lf left none". The suite file is the harness's,
+    whatever the project names its own tests. Another plugin's module class is left alone."""
     name = suite_name_of(file_path)
     if name is None or name not in declarations():
         return None
-    return pytest.Module.from_parent(parent, path=file_path)
+    modules = [c for c in collected if isinstance(c, pytest.Module)]
+    if not modules:
+        return [*collected, SuiteModule.from_parent(parent, path=file_path)]
+    plain = [c for c in modules if type(c) is pytest.Module]
+    if not plain or plain[0].funcnamefilter(f"test_{name}"):
+        return None
+    return [SuiteModule.from_parent(parent, path=file_path) if c is plain[0] else c
+            for c in collected]
 
 
 def warn_shared_cases(session: pytest.Session) -> None:
