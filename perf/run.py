@@ -218,26 +218,43 @@ def timed_usage(cmd: list[str], env: dict[str, str] | None = None,
             usage.ru_utime + usage.ru_stime)
 
 
-def timed_peak(cmd: list[str]) -> tuple[float, int, str, int]:
+def timed_peak(cmd: list[str], folder: Path | None = None) -> tuple[float, int, str, int, int]:
     """``timed``, with the command's own peak RSS (KiB) instead of its descendants' largest:
     the kernel's high-water mark (``VmHWM``) of the process read every 0.1 s until it exits (a
-    peak in its last 0.1 s can be missed). For a pytest run, the controller's."""
+    peak in its last 0.1 s can be missed). For a pytest run, the controller's. Last, the most
+    bytes ``folder`` held at once, summed every 0.5 s (0 without a folder): what a run needs
+    free while it runs, beside what it leaves."""
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             env=harness_env())
     chunks: list[bytes] = []
     reader = threading.Thread(target=lambda: chunks.append(proc.stdout.read()))  # type: ignore[union-attr]
     reader.start()
-    peak = 0
+    peak = folder_peak = 0
+    polls = 0
     while proc.poll() is None:
         with contextlib.suppress(OSError):
             found = re.search(r"VmHWM:\s+(\d+)", Path(f"/proc/{proc.pid}/status").read_text())
             if found:  # none once the process is a zombie
                 peak = max(peak, int(found.group(1)))
+        if folder is not None and polls % 5 == 0:
+            folder_peak = max(folder_peak, folder_bytes(folder))
+        polls += 1
         time.sleep(0.1)
     reader.join()
     wall = time.perf_counter() - start
-    return wall, proc.returncode, b"".join(chunks).decode("utf-8", "replace")[-3000:], peak
+    tail = b"".join(chunks).decode("utf-8", "replace")[-3000:]
+    return wall, proc.returncode, tail, peak, folder_peak
+
+
+def folder_bytes(root: Path) -> int:
+    """Bytes of every file under ``root`` now (files that go while it is summed are skipped)."""
+    total = 0
+    for path in root.rglob("*"):
+        with contextlib.suppress(OSError):
+            if path.is_file():
+                total += path.stat().st_size
+    return total
 
 
 def process_cpu_s(pid: int) -> float:
@@ -1079,10 +1096,10 @@ def measure_storage(ns: argparse.Namespace, tmp: Path, figures: dict[str, Any]) 
     out: dict[str, Any] = {}
     for bench in ("familytool", "toolhop"):
         runs_dir, cache_dir = tmp / f"runs-{bench}", tmp / f"cache-{bench}"
-        wall, rc, tail, peak_kib = timed_peak([
+        wall, rc, tail, peak_kib, running_peak = timed_peak([
             PY, "-m", "pytest", f"suites/{bench}", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
             "--data-dir", str(ns.data_dir), "--model", "oracle", "-n", "2", "--runs-dir", str(runs_dir),
-            "--cache-dir", str(cache_dir)])
+            "--cache-dir", str(cache_dir)], folder=runs_dir)
         folders = sorted(p for p in runs_dir.iterdir() if p.is_dir()) if runs_dir.is_dir() else []
         folder = folders[0] if len(folders) == 1 else None
         # What the run left, before anything reads it back (a reader may add an index file).
@@ -1100,7 +1117,7 @@ def measure_storage(ns: argparse.Namespace, tmp: Path, figures: dict[str, Any]) 
                        for name, p in sorted(parts.items(), key=lambda kv: -kv[1]["bytes"])
                        if name.endswith("/"))
         out[bench] = {"wall_s": round(wall, 3), "rc": rc, "cases": cases, "run_folder_bytes": total,
-                      "controller_peak_kib": peak_kib,
+                      "run_folder_peak_bytes": running_peak, "controller_peak_kib": peak_kib,
                       "run_folder_files": len(files), "top_files": files[:10],
                       "parts": parts, "response_cache_bytes": cache_bytes,
                       "tail": "" if ok else tail[-400:]}
@@ -1122,6 +1139,13 @@ def measure_storage(ns: argparse.Namespace, tmp: Path, figures: dict[str, Any]) 
                               reference=f"issue: {before_per_case:,.0f} B", note=note))
         else:
             goals.append(Goal(f"{bench} bytes per case", per_case, None, unit=" B", note=note))
+        # Not one of the issue's goals: the disk a run needs free while it runs (the workers'
+        # backstop journals and the scratch files, gone at its end; plain worker journals took a
+        # FamilyTool run to 80 MB for a 3 MB folder at its end).
+        goals.append(Goal(f"{bench} run folder peak while running",
+                          round(running_peak / 1e6, 1) if ok else None, None, unit=" MB",
+                          reference=f"{total / 1e6:.1f} MB at its end",
+                          note=f"the runs folder's bytes summed every 0.5 s, -n 2, {cases} cases"))
         # Not one of the issue's goals: what holding the run's results costs the controller
         # (results/held_results.py), where a run of many cases would run out of memory first.
         goals.append(Goal(f"{bench} controller peak memory", round(peak_kib / 1024, 1) if ok else None,

@@ -29,7 +29,12 @@ from pytest_toolbench.results.journal import (
     pending_paths,
     read_journal,
 )
-from pytest_toolbench.results.packed_journal import Block, PackedJournalError, read_blocks
+from pytest_toolbench.results.packed_journal import (
+    Block,
+    PackedJournal,
+    PackedJournalError,
+    read_blocks,
+)
 from spawned import run_in_processes
 
 REPO = Path(__file__).resolve().parents[1]
@@ -172,6 +177,39 @@ def test_a_compaction_killed_before_it_removed_its_pending_file_is_read_once(tmp
     (tmp_path / block.source).write_bytes(block.lines + result(4).model_dump_json().encode() + b"\n")
     assert pending_paths(path) == [tmp_path / block.source]
     assert same(read_journal(path), [result(i) for i in range(5)])
+
+
+def test_a_compaction_killed_after_some_members_of_a_file_reads_its_rest_after_them(tmp_path):
+    """A block is packed in members of at most ``block_bytes`` (a reader holds one at a time);
+    killed after two of a pending file's members, the file's rest was read before them."""
+    path = tmp_path / "results.jsonl"
+    with ResultJournal(path, compact=True, block_bytes=1 << 30) as journal:
+        for i in range(5):
+            journal.append(result(i))
+        pending = journal._set_aside(reopen=True)
+        lines = pending.read_bytes().splitlines(keepends=True)
+        packed = PackedJournal(packed_path(path))
+        cut = [0, len(lines[0]) + len(lines[1]), sum(map(len, lines[:4]))]
+        for start, end in zip(cut, cut[1:]):
+            packed.append_block(pending.read_bytes()[start:end], pending.name, start, end)
+        journal.append(result(5))
+        assert same(read_journal(path), [result(i) for i in range(6)])
+    assert same(read_journal(path), [result(i) for i in range(6)])
+
+
+def test_a_block_is_packed_in_members_of_at_most_block_bytes(tmp_path):
+    path = tmp_path / "results.jsonl"
+    from pytest_toolbench.results.journal import _pack_file
+
+    limit = 5 * len(result(0).model_dump_json()) // 2  # two lines and a half
+    pending = tmp_path / "results.jsonl.1.2.pending"  # a block renamed aside: seven lines
+    pending.write_bytes(b"".join(result(i).model_dump_json().encode() + b"\n" for i in range(7)))
+    _pack_file(PackedJournal(packed_path(path)), pending, limit=limit)
+    assert not pending.exists()
+    blocks = read_blocks(packed_path(path))
+    assert [b.lines.count(b"\n") for b in blocks] == [2, 2, 2, 1]
+    assert all(b.end - b.start <= limit for b in blocks)
+    assert same(read_journal(path), [result(i) for i in range(7)])
 
 
 def test_toolbench_finish_packs_what_a_killed_compaction_left_plain(tmp_path):

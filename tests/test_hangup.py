@@ -23,6 +23,7 @@ import pytest
 
 from fake_openai_server import FakeOpenAIServer, delayed, reply
 from pytest_toolbench.exitcodes import ToolbenchExit
+from pytest_toolbench.results import case_store
 from pytest_toolbench.results.journal import read_journal
 from pytest_toolbench.session.signals import Interrupts, detach_hung_up_terminal
 from shared_data import BUNDLED_TOOLHOP
@@ -156,7 +157,8 @@ def test_a_run_whose_terminal_hangs_up_writes_every_report_marked_partial(tmp_pa
     (folder,) = (tmp_path / "runs").iterdir()
     assert (folder / "report.json").exists()
     # the workers stopped with the run: none journalled a result the report names as missing
-    journalled = {r.case_id for path in folder.glob("worker-*.jsonl") for r in read_journal(path)}
+    journalled = {r.case_id for path in case_store.worker_journal_paths(folder)
+                  for r in read_journal(path)}
     assert journalled <= {c["case_id"] for c in report["cases"]}
     # nothing of the run is left in its session: no worker, no SDK process (it ignores the
     # hang-up and follows its parent)

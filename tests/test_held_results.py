@@ -20,7 +20,13 @@ from pytest_toolbench.results.held_results import (
     is_held,
     whole_cases,
 )
-from pytest_toolbench.results.journal import JournalError, _line_case_id, recover_missing
+from pytest_toolbench.results.journal import (
+    JournalError,
+    ResultJournal,
+    _line_case_id,
+    read_journal,
+    recover_missing,
+)
 from pytest_toolbench.results.run_record import RunInfo, RunRecord
 from pytest_toolbench.results.safe_text import safe_json_bytes
 
@@ -172,11 +178,17 @@ def test_a_held_case_the_journal_lost_is_a_clear_error(tmp_path: Path):
         list(whole_cases([held(result(0), KEEP)], plain))
 
 
+def _killed_worker_journal(folder: Path, worker: str, *results: CaseResult) -> Path:
+    """A worker journal as a worker killed before any compaction leaves it: its plain file."""
+    path = folder / f"worker-{worker}.jsonl"
+    path.write_bytes(b"".join(safe_json_bytes(r.model_dump_json().encode()) + b"\n"
+                              for r in results))
+    assert case_store.worker_journal_paths(folder) == [path]
+    return path
+
+
 def test_the_merge_validates_only_the_cases_the_controller_lacks(tmp_path: Path):
-    with case_store.worker_journal(tmp_path, "gw0") as worker:
-        worker.append(result(1))
-        worker.append(result(2, outcome=Outcome.FAILED))
-    path = case_store.worker_journal_paths(tmp_path)[0]
+    path = _killed_worker_journal(tmp_path, "gw0", result(1), result(2, outcome=Outcome.FAILED))
     lines = path.read_bytes().splitlines()
     # A line of a case the controller has is not validated: corrupt it past its case id.
     path.write_bytes(lines[0][:200] + b"\n" + lines[1] + b"\n")
@@ -203,10 +215,7 @@ def test_a_line_s_case_id_is_read_as_json_reads_it():
 def test_the_merge_reads_a_worker_journal_a_line_at_a_time_as_journal_lines_reads_it(tmp_path: Path):
     from pytest_toolbench.results.journal import _streamed_lines, journal_lines
 
-    with case_store.worker_journal(tmp_path, "gw1") as worker:
-        for i in range(3):
-            worker.append(result(i))
-    path = case_store.worker_journal_paths(tmp_path)[0]
+    path = _killed_worker_journal(tmp_path, "gw1", *(result(i) for i in range(3)))
     with path.open("ab") as f:  # a worker killed while writing its last line
         f.write(b'\n{"case_id":"familytool-b-9-extract-gs","bench')
     with pytest.warns(UserWarning, match=r"worker-gw1.jsonl:5: skipping a truncated last journal line"):
@@ -215,3 +224,78 @@ def test_the_merge_reads_a_worker_journal_a_line_at_a_time_as_journal_lines_read
         assert list(_streamed_lines(path)) == expected
     with pytest.warns(UserWarning):
         assert recover_missing([path], {}) == 3
+
+
+def test_a_worker_journal_is_compacted_and_read_back_whole(tmp_path: Path):
+    """A FamilyTool run at -n 2 peaked at 80 MB of plain worker journals for a 3 MB run folder.
+    They are compacted as the run's journal is: a closed one is its .gz alone, found, counted,
+    merged and removed as the plain file was."""
+    with case_store.worker_journal(tmp_path, "gw0") as worker:
+        for i in range(4):
+            worker.append(result(i))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["worker-gw0.jsonl.gz"]
+    (path,) = case_store.worker_journal_paths(tmp_path)
+    assert path == tmp_path / "worker-gw0.jsonl"
+    assert case_store.count_results(tmp_path) == 4
+    received = {"familytool-b-1-extract-gs": held(result(1), KEEP)}
+    assert case_store.merge_worker_journals(tmp_path, received, lambda r: None) == 3
+    assert received["familytool-b-2-extract-gs"].transcript == PROMPT
+    case_store.remove_worker_journals(tmp_path)
+    assert list(tmp_path.iterdir()) == []
+
+
+def _compacting(path: Path, texts: list[str], block_bytes: int) -> ResultJournal:
+    journal = ResultJournal(path, compact=True, block_bytes=block_bytes, level=1, intern=False)
+    for i, text in enumerate(texts):
+        journal.append(result(i, transcript=[{"role": "user", "content": text}]))
+        journal.flush()  # each group commit that finds a block's worth compacts it
+    return journal
+
+
+def test_the_merge_holds_one_member_of_a_compacted_worker_journal_at_a_time(tmp_path: Path):
+    """The session end reads every worker journal through; a long run's are gigabytes of lines,
+    so it must not decompress every member before reading the first."""
+    import tracemalloc
+
+    path = tmp_path / "worker-gw0.jsonl"
+    texts = [f"{i} " * 12_000 for i in range(60)]  # 60 members of ~30-70 KB, 3 MB in all
+    _compacting(path, texts, block_bytes=1).close()
+    assert read_journal(path)[59].transcript[0]["content"] == texts[59]
+    received = {f"familytool-b-{i}-extract-gs": held(result(i), KEEP) for i in range(60)}
+    tracemalloc.start()
+    try:
+        assert recover_missing([path], received) == 0
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1_000_000, peak
+
+
+def test_a_worker_journal_compacted_while_the_merge_reads_it_is_read_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """An interrupted run's worker may run on while the controller merges its journal: a
+    pending file packed and removed between the listing and its read was a FileNotFoundError
+    out of the session end."""
+    from pytest_toolbench.results import journal as journal_module
+    from pytest_toolbench.results.packed_journal import PackedJournal
+
+    path = tmp_path / "worker-gw0.jsonl"
+    writer = _compacting(path, ["a", "b", "c"], block_bytes=1 << 30)
+    pending = writer._set_aside(reopen=True)  # a block renamed aside, not yet packed
+    for i in (3, 4):
+        writer.append(result(i))
+    writer.flush()
+    read_pending = journal_module._pending_chunk
+    packed_meanwhile: list[Path] = []
+
+    def pack_first(p: Path, *args: object):
+        if not packed_meanwhile:  # the live writer packs it just before the read opens it
+            packed_meanwhile.append(p)
+            journal_module._pack_file(PackedJournal(journal_module.packed_path(path)), pending)
+        return read_pending(p, *args)
+
+    monkeypatch.setattr(journal_module, "_pending_chunk", pack_first)
+    received: dict[str, CaseResult] = {}
+    assert recover_missing([path], received) == 5
+    assert packed_meanwhile == [pending] and not pending.exists()
+    writer.close()

@@ -21,14 +21,15 @@ raises :class:`JournalWriteError` (an ``OSError`` naming the file), so the journ
 torn line a reader would take for an interruption. If even the cut fails, the next ``append`` of
 this journal (or the next writer to open the file) cuts the torn tail first.
 
-``compact=True`` (the run's own journal) keeps the plain file small: once ``block_bytes`` have
-been appended, the group-commit thread renames it aside under the lock (``<name>.<time>.<pid>
-.pending``; the next line starts a new plain file) and stores it as one gzip member of
-``<name>.gz`` with its long texts interned (results/packed_journal.py), then removes it; ``close``
-does the same with the rest, so a finished journal is the ``.gz`` alone. Nothing is ever rewritten
-in place: a crash at any point leaves each result in the plain file, a pending file or a complete
-member, and :func:`read_journal` reads all three in write order. A writer that finds the path
-renamed by another process's writer (another inode under the lock) reopens it.
+``compact=True`` (the run's own journal, and each xdist worker's) keeps the plain file small:
+once ``block_bytes`` have been appended, the group-commit thread renames it aside under the lock
+(``<name>.<time>.<pid>.pending``; the next line starts a new plain file) and stores it as gzip
+members of ``<name>.gz`` of at most ``block_bytes`` each, with its long texts interned
+(results/packed_journal.py; a worker's are not), then removes it; ``close``
+does the same with the rest, so a finished journal is the ``.gz`` alone. Nothing is ever
+rewritten in place: a crash at any point leaves each result in the plain file, a pending file or
+a complete member, and :func:`read_journal` reads all three in write order. A writer that finds
+the path renamed by another process's writer (another inode under the lock) reopens it.
 """
 
 from __future__ import annotations
@@ -53,7 +54,13 @@ from pydantic import ValidationError
 
 from pytest_toolbench.fileio import names_open_file
 from pytest_toolbench.results.case_result import CaseResult
-from pytest_toolbench.results.packed_journal import Block, PackedJournal, read_blocks
+from pytest_toolbench.results.packed_journal import (
+    LEVEL,
+    Block,
+    PackedJournal,
+    iter_blocks,
+    read_blocks,
+)
 from pytest_toolbench.results.safe_text import safe_json_bytes
 
 
@@ -129,10 +136,12 @@ class ResultJournal:
     """``with ResultJournal(path) as j: j.append(result)``; safe across processes and threads."""
 
     def __init__(self, path: str | os.PathLike[str], *, compact: bool = False,
-                 block_bytes: int = BLOCK_BYTES) -> None:
+                 block_bytes: int = BLOCK_BYTES, level: int = LEVEL, intern: bool = True) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.compact = compact
+        #: How blocks are packed (packed_journal.PackedJournal's ``level`` and ``intern``).
+        self.level, self.intern = level, intern
         self.block_bytes = block_bytes
         self._fd = self._open()
         self._cond = threading.Condition()
@@ -298,8 +307,9 @@ class ResultJournal:
             return
         try:
             if self._packed is None:
-                self._packed = PackedJournal(packed_path(self.path))
-            _pack_file(self._packed, pending)
+                self._packed = PackedJournal(packed_path(self.path), level=self.level,
+                                             intern=self.intern)
+            _pack_file(self._packed, pending, limit=self.block_bytes)
         except (OSError, ValueError) as exc:
             self.compact_error = f"{pending}: {exc}"
 
@@ -390,18 +400,26 @@ def held_ranges(blocks: list[Block]) -> dict[str, list[tuple[int, int]]]:
     return {name: sorted(ranges) for name, ranges in held.items()}
 
 
-def _pack_file(packed: PackedJournal, pending: Path, start: int = 0) -> None:
-    """Every whole line of ``pending`` from byte ``start`` into ``packed``, then remove it. A
-    writer that opened the plain file before it was renamed may still add a line under its lock:
-    read again until nothing new came (a torn line left by a killed writer is dropped with the
-    file)."""
+def _pack_file(packed: PackedJournal, pending: Path, start: int = 0,
+               limit: int = BLOCK_BYTES) -> None:
+    """Every whole line of ``pending`` from byte ``start`` into ``packed``, in members of about
+    ``limit`` bytes (a longer line is a member of its own), then remove it. A writer that opened
+    the plain file before it was renamed may still add a line under its lock: read again until
+    nothing new came (a torn line left by a killed writer is dropped with the file). The limit
+    bounds what a reader holds at once (:func:`_streamed_lines`): lines appended faster than the
+    group commit compacts (a fast oracle run) made one member of all of them."""
     fd = os.open(pending, os.O_RDWR | os.O_CLOEXEC)
     try:
         while True:
             with _locked(fd):
-                size = os.fstat(fd).st_size
-                data = os.pread(fd, max(0, size - start), start)
-                whole = data.rfind(b"\n") + 1
+                rest = max(0, os.fstat(fd).st_size - start)
+                want = min(rest, max(limit, 1))
+                while True:
+                    data = os.pread(fd, want, start)
+                    whole = data.rfind(b"\n") + 1
+                    if whole or want >= rest:
+                        break
+                    want = min(rest, 2 * want)  # a line longer than the limit
                 if whole == 0:
                     os.unlink(pending)
                     return
@@ -433,19 +451,28 @@ def _chunks(path: Path) -> list[_Chunk]:
         chunks.append(_Chunk((*_pending_order(block.source, path), block.start),
                              f"{gz} ({block.source})", block.lines, False))
     for pending in pending_paths(path):
-        data = pending.read_bytes()
-        keep, at = [], 0
-        for start, end in covered.get(pending.name, []):
-            keep.append(data[at:start])
-            at = max(at, end)
-        keep.append(data[at:])
-        chunks.append(_Chunk((*_pending_order(pending.name, path), 0), str(pending),
-                             b"".join(keep), False))
+        chunks.append(_pending_chunk(pending, path, covered))
     try:
         chunks.append(_Chunk((1 << 63, 0, 0), str(path), path.read_bytes(), True))
     except FileNotFoundError:
         pass
     return sorted(chunks, key=lambda c: c.order)
+
+
+def _pending_chunk(pending: Path, path: Path, covered: dict[str, list[tuple[int, int]]]) -> _Chunk:
+    """The lines of a pending file of the journal at ``path`` that no member holds, placed in
+    write order by their first byte: a compaction killed after packing the first members of a
+    file leaves its rest to be read after them, not before."""
+    data = pending.read_bytes()
+    keep, at, first = [], 0, None
+    for start, end in covered.get(pending.name, []):
+        if start > at and first is None:
+            first = at
+        keep.append(data[at:start])
+        at = max(at, end)
+    keep.append(data[at:])
+    return _Chunk((*_pending_order(pending.name, path), at if first is None else first),
+                  str(pending), b"".join(keep), False)
 
 
 def _pending_order(name: str, path: Path) -> tuple[int, int]:
@@ -556,31 +583,87 @@ def recover_missing(journals: list[Path], results: dict[str, CaseResult], *,
 
     The per-worker journals are the backstop of the report channel: a result whose report never
     reached the controller (a worker that crashed right after a test) is still on disk. A bad
-    line: as :func:`read_journal` says.
+    line: as :func:`read_journal` says. A journal that a live writer compacted while it was read
+    (an interrupted run's worker that runs on; its plain file renamed aside, a pending file
+    packed and removed) is read again: what the first read took is in ``results`` already.
     """
     recovered = 0
+    told: set[str] = set()
+
+    def tell_once(note: str) -> None:  # a journal read twice names its bad line once
+        if note not in told and on_invalid is not None:
+            told.add(note)
+            on_invalid(note)
+
     for path in sorted(journals):
-        for where, lineno, line in _streamed_lines(Path(path)):
-            # Only the lines of cases it lacks are validated: the others (all of them, in a run
-            # whose reports all arrived) would be every result of the run whole in memory again.
-            if _line_case_id(line) in results:
+        for attempt in range(READ_TRIES):
+            before = _layout(path)
+            try:
+                recovered += _recover_from(path, results, tell_once if on_invalid else None)
+            except FileNotFoundError:
+                if attempt == READ_TRIES - 1:
+                    raise
                 continue
-            result = _validated(where, lineno, line, on_invalid)
-            if result is not None and result.case_id not in results:
-                results[result.case_id] = result
-                recovered += 1
+            if _layout(path) == before:
+                break
+    return recovered
+
+
+#: Reads of a journal that a live writer keeps compacting before one that saw no compaction.
+READ_TRIES = 5
+
+
+def _layout(path: Path) -> tuple[int, tuple[str, ...], int]:
+    """What a compaction changes: the ``.gz``'s size, the pending files, the plain file's inode
+    (appends to the plain file change none of them)."""
+    def stat(p: Path, field: str) -> int:
+        try:
+            return getattr(p.stat(), field)
+        except FileNotFoundError:
+            return -1
+    return (stat(packed_path(path), "st_size"), tuple(p.name for p in pending_paths(path)),
+            stat(path, "st_ino"))
+
+
+def _recover_from(path: Path, results: dict[str, CaseResult],
+                  on_invalid: InvalidLineNote | None) -> int:
+    recovered = 0
+    for where, lineno, line in _streamed_lines(path):
+        # Only the lines of cases it lacks are validated: the others (all of them, in a run
+        # whose reports all arrived) would be every result of the run whole in memory again.
+        if _line_case_id(line) in results:
+            continue
+        result = _validated(where, lineno, line, on_invalid)
+        if result is not None and result.case_id not in results:
+            results[result.case_id] = result
+            recovered += 1
     return recovered
 
 
 def _streamed_lines(path: Path) -> Iterator[tuple[str, int, bytes]]:
-    """:func:`journal_lines`, read a line at a time when the journal is one plain file (a
-    worker's, which never compacts): a long run's worker journals are gigabytes, which the
-    session end's merge must not hold in memory at once. Any other journal: as
-    :func:`iter_journal_lines`, a file or member at a time."""
-    if len(journal_files(path)) != 1 or not path.exists():
-        yield from iter_journal_lines(path)
+    """:func:`journal_lines` for a worker's journal, which its worker alone writes: its members
+    a member at a time, then its pending files, then its plain file a line at a time. A long
+    run's worker journals are gigabytes of lines, which the session end's merge must not hold
+    in memory at once (:func:`iter_journal_lines` decompresses every member first, to order the
+    members of several writers)."""
+    gz = packed_path(path)
+    covered: dict[str, list[tuple[int, int]]] = {}
+    for block in iter_blocks(gz):
+        covered.setdefault(block.source, []).append((block.start, block.end))
+        where = f"{gz} ({block.source})"
+        for n, line in enumerate(block.lines.split(b"\n"), start=1):
+            if line.strip():
+                yield where, n, line
+    for pending in pending_paths(path):
+        chunk = _pending_chunk(pending, path, {k: sorted(v) for k, v in covered.items()})
+        for n, line in enumerate(_whole_lines(chunk).split(b"\n"), start=1):
+            if line.strip():
+                yield chunk.where, n, line
+    try:
+        f = open(path, "rb")
+    except FileNotFoundError:  # a closed journal; or renamed aside since: the layout tells
         return
-    with open(path, "rb") as f:
+    with f:
         for lineno, line in enumerate(f, start=1):
             if not line.endswith(b"\n"):  # the last line, torn: as _whole_lines says it
                 if line.strip():

@@ -24,7 +24,7 @@ import fcntl
 import os
 import warnings
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,22 +52,42 @@ class Block:
     lines: bytes
 
 
-def _members(data: bytes, where: str) -> Iterator[tuple[int, int, bytes | None]]:
-    """``(offset, end, payload)`` per member; a torn last member gives payload None."""
+def _members(size: int, read: Callable[[int, int], bytes],
+             where: str) -> Iterator[tuple[int, int, bytes | None]]:
+    """``(offset, end, payload)`` per member of the ``size`` bytes ``read(offset, n)`` gives; a
+    torn last member gives payload None. The decoder is fed ``_FEED`` bytes at a time: fed the
+    rest of the file, each member copied it (and its unused tail) again, 24 MB held at once to
+    read an 8 MB journal; read a piece at a time, a reader holds one member, not the file."""
     offset = 0
-    while offset < len(data):
+    while offset < size:
         decoder = zlib.decompressobj(_GZIP)
+        parts, at = [], offset
         try:
-            payload = decoder.decompress(data[offset:])
+            while not decoder.eof and at < size:
+                piece = read(at, _FEED)
+                if not piece:  # cut shorter since its size was taken: torn
+                    break
+                parts.append(decoder.decompress(piece))
+                at += len(piece)
         except zlib.error as exc:
             raise PackedJournalError(f"{where}: the gzip member at byte {offset} is corrupt "
                                      f"({exc})") from None
         if not decoder.eof:
-            yield offset, len(data), None
+            yield offset, size, None
             return
-        end = len(data) - len(decoder.unused_data)
-        yield offset, end, payload
+        end = at - len(decoder.unused_data)
+        yield offset, end, b"".join(parts)
         offset = end
+
+
+#: Compressed bytes handed to the decoder at a time (:func:`_members`).
+_FEED = 1 << 16
+
+
+def _reader(data: bytes) -> Callable[[int, int], bytes]:
+    """``read(offset, n)`` over bytes already read, without copying them."""
+    view = memoryview(data)
+    return lambda at, n: view[at:at + n]
 
 
 def _source_of(payload: bytes, where: str, offset: int) -> tuple[str, int, int, bytes]:
@@ -85,18 +105,29 @@ def _source_of(payload: bytes, where: str, offset: int) -> tuple[str, int, int, 
 def read_blocks(path: Path) -> list[Block]:
     """Every complete member of ``path`` in order, texts expanded; [] if there is no file. A torn
     last member is skipped with a warning; a corrupt one raises :class:`PackedJournalError`."""
+    return list(iter_blocks(path))
+
+
+def iter_blocks(path: Path) -> Iterator[Block]:
+    """:func:`read_blocks` one member at a time, each let go once the next is read: a reader of
+    a long journal holds one member's lines (and the texts defined so far), not every line."""
     try:
-        data = path.read_bytes()
+        f = open(path, "rb")
     except FileNotFoundError:
-        return []
+        return
+    with f:
+        yield from _blocks(os.fstat(f.fileno()).st_size, path,
+                           lambda at, n: os.pread(f.fileno(), n, at))
+
+
+def _blocks(size: int, path: Path, read: Callable[[int, int], bytes]) -> Iterator[Block]:
     texts: dict[bytes, bytes] = {}
-    blocks: list[Block] = []
-    for offset, end, payload in _members(data, str(path)):
+    for offset, end, payload in _members(size, read, str(path)):
         if payload is None:
             warnings.warn(f"{path}: skipping a torn last block at byte {offset} "
                           f"({end - offset} bytes; the run was interrupted while writing it, "
                           "its results are still in the pending file)", stacklevel=3)
-            break
+            return
         name, start, stop, rest = _source_of(payload, str(path), offset)
         new, stored = text_interning.split_definitions(rest)
         texts.update(new)
@@ -104,15 +135,18 @@ def read_blocks(path: Path) -> list[Block]:
             lines = text_interning.expand(stored, texts, f"{path} (member at byte {offset})")
         except KeyError as exc:
             raise PackedJournalError(str(exc.args[0])) from None
-        blocks.append(Block(name, start, stop, lines))
-    return blocks
+        yield Block(name, start, stop, lines)
 
 
 class PackedJournal:
     """Appends blocks to ``path``; any number of processes, one block at a time (``flock``)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, level: int = LEVEL, intern: bool = True) -> None:
         self.path = Path(path)
+        self.level = level
+        #: False: each member stands alone (no text defined in one and read in another), so a
+        #: reader holds one member at a time whatever the journal's size; larger on disk.
+        self.intern = intern
         self._fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
         #: Keys of the texts the file defines, so each is stored once per journal.
         self._known: set[bytes] = set()
@@ -131,7 +165,7 @@ class PackedJournal:
         data = os.pread(self._fd, size - start, start)
         where = str(self.path)
         keep = start
-        for offset, end, payload in _members(data, where):
+        for offset, end, payload in _members(len(data), _reader(data), where):
             if payload is None:
                 break
             keep = start + end
@@ -149,9 +183,13 @@ class PackedJournal:
         fcntl.flock(self._fd, fcntl.LOCK_EX)
         try:
             self._catch_up()
-            definitions, stored = text_interning.intern_lines(lines, self._known)
+            if self.intern:
+                definitions, stored = text_interning.intern_lines(lines, self._known)
+            else:  # still refused where a reader would take a raw marker byte for a reference
+                text_interning.check_plain(lines)
+                definitions, stored = [], lines
             head = SOURCE + f"{source} {start} {end}\n".encode("utf-8")
-            encoder = zlib.compressobj(LEVEL, zlib.DEFLATED, _GZIP)
+            encoder = zlib.compressobj(self.level, zlib.DEFLATED, _GZIP)
             member = encoder.compress(head + b"".join(definitions) + stored) + encoder.flush()
             before = self._seen_size
             try:
