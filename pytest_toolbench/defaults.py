@@ -15,6 +15,11 @@ from pathlib import Path
 DEFAULT_CACHE_DIR = ".toolbench/cache"
 #: ``--runs-dir``'s default (``$TOOLBENCH_RUNS_DIR`` overrides it): one folder per run.
 DEFAULT_RUNS_DIR = ".toolbench/runs"
+#: ``toolbench view``'s site, beside the runs folder it reads (``--out`` another).
+DEFAULT_VIEW_DIR = ".toolbench/view"
+#: Written into every site folder the view builds (view/site_folder.py): the folder is the
+#: view's to clear on the next build, and ``toolbench prune`` knows a site by it.
+VIEW_MARKER = ".toolbench-view"
 
 
 def nearest(relative: str | Path, start: Path | None = None) -> Path:

@@ -223,6 +223,28 @@ def test_prune_by_age_removes_old_runs_and_cache_entries_and_dry_run_keeps_them(
     assert new_run.exists() and new_entry.exists() and live.exists()
 
 
+def test_prune_says_when_the_project_s_view_still_shows_a_removed_run(tmp_path):
+    """The site beside the runs folder keeps its own copy of each run it shows: a pruned run
+    stayed in it (pages and case data) with no word of it."""
+    now = time.time()
+    make_run(tmp_path, "old", now - 40 * DAY)
+    make_run(tmp_path, "new", now - DAY)
+    args = ["prune", "--runs-dir", str(tmp_path / "runs"), "--only", "runs", "--older-than", "30d"]
+    quiet = cli(*args, "--dry-run")  # no site: nothing to say
+    assert quiet.returncode == 0 and "site" not in quiet.stderr
+    site = tmp_path / "view"
+    site.mkdir()
+    (site / ".toolbench-view").write_text("")
+    dry = cli(*args, "--dry-run")
+    assert dry.stderr == (f"toolbench prune: note: the site at {site} would still show the 1 "
+                          "removed run (pages and case data) until `toolbench view` builds it "
+                          "again\n")
+    done = cli(*args)
+    assert "removed run old" in done.stdout and "still shows the 1 removed run" in done.stderr
+    again = cli(*args)  # nothing removed this time
+    assert "site" not in again.stderr
+
+
 def test_prune_removes_old_cache_packs_but_not_one_a_live_process_writes(tmp_path):
     now = time.time()
     cache = tmp_path / "cache"

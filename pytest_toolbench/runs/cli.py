@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from pytest_toolbench.counting import counted
+from pytest_toolbench.defaults import DEFAULT_VIEW_DIR, VIEW_MARKER
 from pytest_toolbench.runs import prune as pruning
 from pytest_toolbench.runs.listing import render_runs
 from pytest_toolbench.runs.store import (
@@ -119,4 +120,16 @@ def cmd_prune(args: argparse.Namespace) -> int:
         print(f"toolbench prune: note: left alone {counted(len(foreign), 'folder')} of {runs_dir} "
               f"that are not runs ({names})", file=sys.stderr)
     sys.stdout.write(pruning.describe(removed, items, dry_run=args.dry_run))
+    _note_stale_view(runs_dir, sum(item.kind == "run" for item in removed), args.dry_run)
     return 0
+
+
+def _note_stale_view(runs_dir: Path, runs_removed: int, dry_run: bool) -> None:
+    """The project's ``toolbench view`` site keeps its own copy of each run it shows: pruned
+    runs stayed in it, their pages and case data on disk, with no word of it."""
+    site = runs_dir.parent / Path(DEFAULT_VIEW_DIR).name  # where `toolbench view` builds
+    if runs_removed and (site / VIEW_MARKER).is_file():
+        will = "would still show" if dry_run else "still shows"
+        print(f"toolbench prune: note: the site at {site} {will} the "
+              f"{counted(runs_removed, 'removed run')} (pages and case data) until `toolbench "
+              "view` builds it again", file=sys.stderr)

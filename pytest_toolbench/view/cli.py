@@ -7,12 +7,13 @@ import sys
 from pathlib import Path
 
 from pytest_toolbench.counting import counted
+from pytest_toolbench.defaults import DEFAULT_VIEW_DIR
 from pytest_toolbench.runs.store import RUNS_DIR_DEFAULT_TEXT, locate_runs_dir
 
 #: Where the site goes without --out, from where the command runs; beside the nearest
 #: ``.toolbench/runs`` instead when that is the runs folder found (the project's
 #: ``.toolbench/view`` from any subfolder, as the runs are found from there).
-DEFAULT_OUT = Path(".toolbench/view")
+DEFAULT_OUT = Path(DEFAULT_VIEW_DIR)
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

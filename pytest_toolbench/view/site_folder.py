@@ -8,12 +8,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pytest_toolbench.defaults import VIEW_MARKER
+
 class SiteFolderError(ValueError):
     """The site's folder is one a build may not clear (message: the folder and why)."""
 
 
 #: Written into every site folder: the folder is the view's to clear on the next build.
-MARKER = ".toolbench-view"
+MARKER = VIEW_MARKER
 #: What a site holds, marker aside (a folder built before the marker is recognised by these).
 _SITE_ENTRIES = ("index.html", "case.html", "data", "static", "run-*.html", "diff-*.html")
 
