@@ -218,3 +218,18 @@ def test_a_long_model_name_in_a_paper_table_is_never_cut(width: int) -> None:
         first = next(i for i, r in enumerate(body) if r[1] == "55.5")
         assert "".join(r[0] for r in body[first:]).replace(" ", "") == model
         assert body[first].count("55.5") == 13
+
+
+def test_a_partial_run_s_subset_line_does_not_say_again_what_its_partial_line_said() -> None:
+    """"PARTIAL RESULTS: ...; metrics cover only the cases that reported" then "toolhop subset:
+    1 of 18 cases (metrics cover only these; ...)": said twice, six lines apart."""
+    from pytest_toolbench.report.terminal import coverage_notes
+    from pytest_toolbench.results.partial_run import METRICS_COVER_ONLY, partial_notes
+
+    said = partial_notes([], None, ["toolhop-9002-direct"], 18, pytest_stop="-x stopped it")
+    assert METRICS_COVER_ONLY in said[0]
+    partial = any(METRICS_COVER_ONLY in n for n in said)
+    assert coverage_notes({"toolhop": 1}, {"toolhop": 18}, partial_said=partial) == [
+        "toolhop subset: 1 of 18 cases (not comparable with a full run)"]
+    assert coverage_notes({"toolhop": 12}, {"toolhop": 18}) == [  # a -k / --limit subset
+        "toolhop subset: 12 of 18 cases (metrics cover only these; not comparable with a full run)"]

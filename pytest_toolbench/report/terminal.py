@@ -405,19 +405,22 @@ def render_gates(verdicts: list[GateVerdict], *, width: int = 120) -> str:
 
 
 # --------------------------------------------------------------------------- run notes
-def coverage_notes(covered: dict[str, int], suite: dict[str, int]) -> list[str]:
+def coverage_notes(covered: dict[str, int], suite: dict[str, int], *,
+                   partial_said: bool = False) -> list[str]:
     """``subset: 40 of 240 cases`` per benchmark whose metrics do not cover its whole suite;
     ``0 of 11 cases, no metrics`` for a targeted suite without a result (its selection was
     empty, or none of its cases ran; the record's coverage names it with 0, session/finish.py
-    ``run_record``): its table is missing, and this line says why."""
+    ``run_record``): its table is missing, and this line says why. ``partial_said``: the
+    PARTIAL RESULTS line above has said that the metrics cover only the cases that reported."""
     out = []
     for name in sorted(covered):
         total, cases = suite.get(name), covered[name]
         if total is None or cases >= total:
             continue
         if cases:
+            why = "" if partial_said else "metrics cover only these; "
             out.append(f"{name} subset: {cases} of {total} cases "
-                       "(metrics cover only these; not comparable with a full run)")
+                       f"({why}not comparable with a full run)")
         else:
             out.append(f"{name}: 0 of {total} cases, no metrics")
     return out

@@ -32,11 +32,15 @@ def missing_text(missing: list[str], selected: int, *, shown: int = SHOWN_MISSIN
     return f"{n} of {counted(selected, 'selected case')} {verb} no result: {names}"
 
 
+#: What a PARTIAL RESULTS line says of the metrics (report/terminal.py ``coverage_notes`` does
+#: not say it again under one).
+METRICS_COVER_ONLY = "metrics cover only the cases that"
+
+
 def missing_note(missing: list[str], selected: int, interrupted_by: str | None = None,
                  pytest_stop: str | None = None) -> str:
     return (f"PARTIAL RESULTS: {missing_text(missing, selected)} "
-            f"({_why_not_run(interrupted_by, pytest_stop)}); metrics cover only the cases that "
-            "reported")
+            f"({_why_not_run(interrupted_by, pytest_stop)}); {METRICS_COVER_ONLY} reported")
 
 
 #: Why a selected case has no result when nothing the run knows of stopped it.
@@ -98,7 +102,7 @@ def partial_notes(failures: list[OutputFailure], interrupted_by: str | None, mis
              "stopped" for f in failures]
     if interrupted_by is not None:
         notes.append(f"PARTIAL RESULTS: the run was interrupted ({interrupted_by}); "
-                     "metrics cover only the cases that finished"
+                     f"{METRICS_COVER_ONLY} finished"
                      + (f"; {MISSING_UNKNOWN}" if missing_unknown else ""))
     if missing:
         notes.append(missing_note(missing, selected, interrupted_by, pytest_stop))

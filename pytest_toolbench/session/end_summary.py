@@ -11,6 +11,7 @@ from pytest_toolbench.benchmarks.data_source import DataSource
 from pytest_toolbench.models.endpoint_pool import endpoint_notes
 from pytest_toolbench.report.terminal import cache_note, coverage_notes, render_run
 from pytest_toolbench.results.headline import Headline, headlines_of
+from pytest_toolbench.results.partial_run import METRICS_COVER_ONLY
 from pytest_toolbench.results.run_record import RunRecord
 
 
@@ -20,7 +21,8 @@ def run_notes(record: RunRecord, partial_notes: list[str], data_sources: Sequenc
     and endpoints."""
     notes = list(partial_notes)
     notes += [f"data: {d.describe()}" for d in data_sources]
-    notes += coverage_notes({n: c.cases for n, c in record.run.coverage.items()}, suite_sizes)
+    notes += coverage_notes({n: c.cases for n, c in record.run.coverage.items()}, suite_sizes,
+                            partial_said=any(METRICS_COVER_ONLY in n for n in partial_notes))
     cache = record.run.cache
     cached = (cache_note(cache.model_calls, cache.replies_from_cache, cache.results_from_cache)
               if cache else None)
