@@ -68,13 +68,13 @@ def not_compared_lines(comp: Comparison) -> list[str]:
     only in A (66 cases); no other run has it, so nothing to compare"."""
     lines = []
     for u in comp.not_compared:
-        held = [f"{letter(i)} {n} cases" for i, n in enumerate(u.n_cases) if n]
         if u.n_cases[0]:
             lines.append(f"{u.benchmark}: only in A ({u.n_cases[0]} cases); no other run has "
                          "it, so nothing to compare")
-        else:
-            lines.append(f"{u.benchmark}: not compared, A has no case of it ({', '.join(held)}); "
-                         "differences are against A")
+            continue
+        held = ", ".join(f"{letter(i)} {n} cases" for i, n in enumerate(u.n_cases) if n)
+        lines.append(f"{u.benchmark}: not compared, A has no case of it ({held}); differences "
+                     "are against A")
     return lines
 
 
