@@ -232,6 +232,12 @@ def test_a_benchmark_the_reference_and_one_other_run_have_is_compared(pair) -> N
     assert comp.not_compared == []
     row = comp.find("other.s.accuracy")
     assert [d.n_paired for d in row.diffs] == [3, 0] and row.values[2] is None
+    # C's coverage is one line for the benchmark, not "0 paired; only in A: 3" per scenario
+    from pytest_toolbench.compare.render import coverage_lines
+
+    assert coverage_lines(comp, "other") == ["other: C has no case of it (its cells are -)",
+                                             "other/s B vs A: 3 paired; only in A: 0, only in B: 0"]
+    assert "bench/s C vs A: 10 paired; only in A: 0, only in C: 0" in coverage_lines(comp, "bench")
 
 
 def test_seeded_and_reproducible(pair) -> None:

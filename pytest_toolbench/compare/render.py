@@ -48,12 +48,19 @@ def fmt_mcnemar(d: PairedDiff) -> str:
 
 def coverage_lines(comp: Comparison, benchmark: str) -> list[str]:
     """One line per scenario and run, e.g. "toolhop/direct B vs A: 6 paired; only in A: 0,
-    only in B: 1"."""
+    only in B: 1"; one per run with no case of the benchmark at all."""
     lines = []
-    for s in comp.scenarios:
-        if s.benchmark != benchmark:
-            continue
+    scenarios = [s for s in comp.scenarios if s.benchmark == benchmark]
+    # A run with no case of the benchmark (a third run of one benchmark beside two of two): one
+    # line, not one "0 paired; only in A: 11, only in C: 0" per scenario.
+    absent = {cov.run for s in scenarios for cov in s.coverage} - {
+        cov.run for s in scenarios for cov in s.coverage if cov.n_paired or cov.only_in_run}
+    lines += [f"{benchmark}: {letter(i)} has no case of it (its cells are -)"
+              for i in sorted(absent)]
+    for s in scenarios:
         for cov in s.coverage:
+            if cov.run in absent:
+                continue
             other = letter(cov.run)
             text = (f"{s.benchmark}/{s.scenario} {other} vs A: {cov.n_paired} paired; "
                     f"only in A: {cov.only_in_reference}, only in {other}: {cov.only_in_run}")
