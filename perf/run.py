@@ -238,23 +238,14 @@ def timed_peak(cmd: list[str], folder: Path | None = None) -> tuple[float, int, 
             if found:  # none once the process is a zombie
                 peak = max(peak, int(found.group(1)))
         if folder is not None and polls % 5 == 0:
-            folder_peak = max(folder_peak, folder_bytes(folder))
+            with contextlib.suppress(OSError):  # a folder that went while listed: next sample
+                folder_peak = max(folder_peak, sum(size for _, size in folder_files(folder)))
         polls += 1
         time.sleep(0.1)
     reader.join()
     wall = time.perf_counter() - start
     tail = b"".join(chunks).decode("utf-8", "replace")[-3000:]
     return wall, proc.returncode, tail, peak, folder_peak
-
-
-def folder_bytes(root: Path) -> int:
-    """Bytes of every file under ``root`` now (files that go while it is summed are skipped)."""
-    total = 0
-    for path in root.rglob("*"):
-        with contextlib.suppress(OSError):
-            if path.is_file():
-                total += path.stat().st_size
-    return total
 
 
 def process_cpu_s(pid: int) -> float:
@@ -996,8 +987,13 @@ def drive_bound_goal(calls: int, floor: dict[str, Any], sdk: dict[str, Any] | No
 
 def folder_files(root: Path) -> list[tuple[str, int]]:
     """Every file under ``root`` with its size, largest first, whatever the run folder's layout
-    (journals, compressed or not, texts stored once, caches): nothing is left out of the count."""
-    files = [(p.relative_to(root).as_posix(), p.stat().st_size) for p in root.rglob("*") if p.is_file()]
+    (journals, compressed or not, texts stored once, caches): nothing is left out of the count
+    but a file that went while it was listed (:func:`timed_peak` sums a live run's folder)."""
+    files = []
+    for p in root.rglob("*"):
+        with contextlib.suppress(OSError):  # gone since it was listed (a live run's folder)
+            if p.is_file():
+                files.append((p.relative_to(root).as_posix(), p.stat().st_size))
     return sorted(files, key=lambda f: -f[1])
 
 

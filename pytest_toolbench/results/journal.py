@@ -447,9 +447,7 @@ def _chunks(path: Path) -> list[_Chunk]:
     gz = packed_path(path)
     blocks = read_blocks(gz)
     covered = held_ranges(blocks)
-    for block in blocks:
-        chunks.append(_Chunk((*_pending_order(block.source, path), block.start),
-                             f"{gz} ({block.source})", block.lines, False))
+    chunks += [_block_chunk(block, path) for block in blocks]
     for pending in pending_paths(path):
         chunks.append(_pending_chunk(pending, path, covered))
     try:
@@ -457,6 +455,12 @@ def _chunks(path: Path) -> list[_Chunk]:
     except FileNotFoundError:
         pass
     return sorted(chunks, key=lambda c: c.order)
+
+
+def _block_chunk(block: Block, path: Path) -> _Chunk:
+    """The lines of one member of the journal at ``path``, placed in write order."""
+    return _Chunk((*_pending_order(block.source, path), block.start),
+                  f"{packed_path(path)} ({block.source})", block.lines, False)
 
 
 def _pending_chunk(pending: Path, path: Path, covered: dict[str, list[tuple[int, int]]]) -> _Chunk:
@@ -523,9 +527,14 @@ def iter_journal_lines(path: str | os.PathLike[str]) -> Iterator[tuple[str, int,
         chunk = chunks.pop()
         lines = _whole_lines(chunk).split(b"\n")
         where, chunk = chunk.where, None  # its text: the lines are copies
-        for n, line in enumerate(lines, start=1):
-            if line.strip():
-                yield where, n, line
+        yield from _numbered(where, lines)
+
+
+def _numbered(where: str, lines: list[bytes]) -> Iterator[tuple[str, int, bytes]]:
+    """``(where, line number, line)`` for each of ``lines`` that is not blank."""
+    for n, line in enumerate(lines, start=1):
+        if line.strip():
+            yield where, n, line
 
 
 #: Told of each unreadable line a lenient reader skips (:func:`read_journal`'s ``on_invalid``):
@@ -646,19 +655,15 @@ def _streamed_lines(path: Path) -> Iterator[tuple[str, int, bytes]]:
     run's worker journals are gigabytes of lines, which the session end's merge must not hold
     in memory at once (:func:`iter_journal_lines` decompresses every member first, to order the
     members of several writers)."""
-    gz = packed_path(path)
-    covered: dict[str, list[tuple[int, int]]] = {}
-    for block in iter_blocks(gz):
-        covered.setdefault(block.source, []).append((block.start, block.end))
-        where = f"{gz} ({block.source})"
-        for n, line in enumerate(block.lines.split(b"\n"), start=1):
-            if line.strip():
-                yield where, n, line
+    spans: list[Block] = []  # each member's source range, its lines let go
+    for block in iter_blocks(packed_path(path)):
+        spans.append(Block(block.source, block.start, block.end, b""))
+        chunk = _block_chunk(block, path)
+        yield from _numbered(chunk.where, _whole_lines(chunk).split(b"\n"))
+    covered = held_ranges(spans)
     for pending in pending_paths(path):
-        chunk = _pending_chunk(pending, path, {k: sorted(v) for k, v in covered.items()})
-        for n, line in enumerate(_whole_lines(chunk).split(b"\n"), start=1):
-            if line.strip():
-                yield chunk.where, n, line
+        chunk = _pending_chunk(pending, path, covered)
+        yield from _numbered(chunk.where, _whole_lines(chunk).split(b"\n"))
     try:
         f = open(path, "rb")
     except FileNotFoundError:  # a closed journal; or renamed aside since: the layout tells
